@@ -1,0 +1,383 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Consumer view of a producer segment: validation, ring draining, name lookup and
+ * the consumer side of the doorbell. See segment.h for the trust rules.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <ck_pr.h>
+
+#include "segment.h"
+
+static int fail(char why[RP_WHY_MAX], int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static int fail(char why[RP_WHY_MAX], int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, RP_WHY_MAX, fmt, ap);
+	va_end(ap);
+	return err;
+}
+
+/* [off, off + len) lies in [lo, size) and starts 64-byte aligned; no overflow. */
+static bool region_ok(uint64_t off, uint64_t len, uint64_t lo, uint64_t size)
+{
+	return off % RP_WIRE_CACHELINE == 0 && off >= lo && off <= size && len <= size - off;
+}
+
+static bool session_ok(const char *s)
+{
+	size_t n = strnlen(s, RP_WIRE_SESSION_MAX);
+
+	if (n == 0 || n == RP_WIRE_SESSION_MAX)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char c = s[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		      (c >= '0' && c <= '9') || c == '_' || c == '-'))
+			return false;
+	}
+	return true;
+}
+
+static int check_identity(const struct rp_wire_header *h, size_t size, char *why)
+{
+	if (h->magic == 0)
+		return fail(why, -EAGAIN, "segment not initialised yet (magic is 0)");
+	if (h->magic != RP_WIRE_MAGIC)
+		return fail(why, -EINVAL, "bad magic 0x%016" PRIx64, h->magic);
+	if (h->version_major != RP_WIRE_VERSION_MAJOR)
+		return fail(why, -EPROTONOSUPPORT, "ABI major version %u; this reader speaks %u",
+			    h->version_major, RP_WIRE_VERSION_MAJOR);
+	if (h->header_size < sizeof(*h) || h->header_size % RP_WIRE_CACHELINE)
+		return fail(why, -EINVAL, "header_size %u (need >= %zu, 64-byte multiple)",
+			    h->header_size, sizeof(*h));
+	if (h->segment_size != size)
+		return fail(why, -EINVAL, "segment_size %" PRIu64 " but the mapping is %zu bytes",
+			    h->segment_size, size);
+	if (h->event_size != sizeof(struct rp_event))
+		return fail(why, -EINVAL, "event_size %u (need %zu)", h->event_size,
+			    sizeof(struct rp_event));
+	if (h->pid <= 0)
+		return fail(why, -EINVAL, "pid %d", h->pid);
+	if (!session_ok(h->session))
+		return fail(why, -EINVAL, "session is not 1-31 of [A-Za-z0-9_-]");
+	if (h->state != RP_SEG_LIVE && h->state != RP_SEG_EXITED)
+		return fail(why, -EINVAL, "state %u", h->state);
+	return 0;
+}
+
+static int check_counts(const struct rp_wire_header *h, char *why)
+{
+	uint32_t cap = h->ring_capacity;
+
+	if (h->ring_count == 0 || h->ring_count > RP_WIRE_MAX_RINGS)
+		return fail(why, -EINVAL, "ring_count %u (need 1..%u)", h->ring_count,
+			    RP_WIRE_MAX_RINGS);
+	if (cap < RP_WIRE_MIN_RING_CAP || cap > RP_WIRE_MAX_RING_CAP || (cap & (cap - 1)))
+		return fail(why, -EINVAL, "ring_capacity %u (need a power of two in %u..%u)",
+			    cap, RP_WIRE_MIN_RING_CAP, RP_WIRE_MAX_RING_CAP);
+	if (h->ring_desc_size != sizeof(struct rp_wire_ring))
+		return fail(why, -EINVAL, "ring_desc_size %u (need %zu)", h->ring_desc_size,
+			    sizeof(struct rp_wire_ring));
+	if (h->name_capacity == 0 || h->name_capacity > RP_WIRE_MAX_NAMES)
+		return fail(why, -EINVAL, "name_capacity %u (need 1..%u)", h->name_capacity,
+			    RP_WIRE_MAX_NAMES);
+	if (h->name_entry_size != sizeof(struct rp_wire_name))
+		return fail(why, -EINVAL, "name_entry_size %u (need %zu)", h->name_entry_size,
+			    sizeof(struct rp_wire_name));
+	if (h->name_arena_size == 0 || h->name_arena_size > RP_WIRE_MAX_ARENA)
+		return fail(why, -EINVAL, "name_arena_size %" PRIu64, h->name_arena_size);
+	return 0;
+}
+
+/* Regions in file order, each inside the mapping, after the one before it. */
+static int check_regions(const struct rp_wire_header *h, char *why)
+{
+	uint64_t size = h->segment_size;
+	uint64_t descs = (uint64_t)h->ring_count * sizeof(struct rp_wire_ring);
+	uint64_t data = (uint64_t)h->ring_count * h->ring_capacity * sizeof(struct rp_event);
+	uint64_t table = (uint64_t)h->name_capacity * sizeof(struct rp_wire_name);
+
+	if (!region_ok(h->ring_desc_offset, descs, h->header_size, size))
+		return fail(why, -EINVAL, "ring_desc_offset %" PRIu64 " out of the mapping",
+			    h->ring_desc_offset);
+	if (!region_ok(h->ring_data_offset, data, h->ring_desc_offset + descs, size))
+		return fail(why, -EINVAL, "ring_data_offset %" PRIu64 " out of the mapping",
+			    h->ring_data_offset);
+	if (!region_ok(h->name_table_offset, table, h->ring_data_offset + data, size))
+		return fail(why, -EINVAL, "name_table_offset %" PRIu64 " out of the mapping",
+			    h->name_table_offset);
+	if (!region_ok(h->name_arena_offset, h->name_arena_size, h->name_table_offset + table,
+		       size))
+		return fail(why, -EINVAL, "name_arena_offset %" PRIu64 " out of the mapping",
+			    h->name_arena_offset);
+	return 0;
+}
+
+static int check_clock(const struct rp_wire_clock *c, char *why)
+{
+	if (c->source != RP_CLOCK_TSC && c->source != RP_CLOCK_MONOTONIC)
+		return fail(why, -EINVAL, "clock source %u", c->source);
+	if (c->shift > 63 || c->mult == 0)
+		return fail(why, -EINVAL, "clock mult %" PRIu64 " shift %u", c->mult, c->shift);
+	if (c->source == RP_CLOCK_MONOTONIC && (c->mult != 1 || c->shift != 0))
+		return fail(why, -EINVAL, "monotonic clock with mult %" PRIu64 " shift %u",
+			    c->mult, c->shift);
+	return 0;
+}
+
+int rp_segment_validate(const void *base, size_t size, struct rp_segment_view *out,
+			char why[RP_WHY_MAX])
+{
+	struct rp_wire_header h;
+	int err;
+
+	if (base == NULL || size < sizeof(h))
+		return fail(why, -EINVAL, "mapping of %zu bytes is smaller than the header", size);
+	memcpy(&h, base, sizeof(h));
+	ck_pr_fence_load(); /* the magic was published last: read the rest after it */
+	if ((err = check_identity(&h, size, why)) || (err = check_counts(&h, why)) ||
+	    (err = check_regions(&h, why)) || (err = check_clock(&h.clock, why)))
+		return err;
+	*out = (struct rp_segment_view){
+		.ring_count = h.ring_count,
+		.ring_capacity = h.ring_capacity,
+		.name_capacity = h.name_capacity,
+		.pid = h.pid,
+		.segment_size = h.segment_size,
+		.ring_desc_offset = h.ring_desc_offset,
+		.ring_data_offset = h.ring_data_offset,
+		.name_table_offset = h.name_table_offset,
+		.name_arena_offset = h.name_arena_offset,
+		.name_arena_size = h.name_arena_size,
+		.created_realtime_ns = h.created_realtime_ns,
+		.clock = h.clock,
+	};
+	memcpy(out->session, h.session, sizeof(out->session));
+	return 0;
+}
+
+static struct rp_wire_ring *ring_desc(const struct rp_segment *s, uint32_t i)
+{
+	return (struct rp_wire_ring *)((char *)s->base + s->v.ring_desc_offset) + i;
+}
+
+static const struct rp_event *ring_slots(const struct rp_segment *s, uint32_t i)
+{
+	return (const struct rp_event *)((const char *)s->base + s->v.ring_data_offset) +
+	       (uint64_t)i * s->v.ring_capacity;
+}
+
+int rp_segment_attach(void *base, size_t size, struct rp_segment **out, char why[RP_WHY_MAX])
+{
+	struct rp_segment *s;
+	int err;
+
+	s = calloc(1, sizeof(*s));
+	if (s == NULL)
+		return fail(why, -ENOMEM, "out of memory");
+	err = rp_segment_validate(base, size, &s->v, why);
+	if (err)
+		goto err_free;
+	s->rings = calloc(s->v.ring_count, sizeof(*s->rings));
+	if (s->rings == NULL) {
+		err = fail(why, -ENOMEM, "out of memory");
+		goto err_free;
+	}
+	s->base = base;
+	s->size = size;
+	/* Start where the previous consumer stopped; an implausible index is fixed at
+	 * the first drain. */
+	for (uint32_t i = 0; i < s->v.ring_count; i++)
+		s->rings[i].head = ck_pr_load_uint(&ring_desc(s, i)->ring.c_head);
+	*out = s;
+	return 0;
+err_free:
+	free(s);
+	return err;
+}
+
+int rp_segment_open(const char *name, struct rp_segment **out, char why[RP_WHY_MAX])
+{
+	struct stat st;
+	void *base;
+	int fd, err;
+
+	fd = shm_open(name, O_RDWR | O_CLOEXEC, 0);
+	if (fd < 0)
+		return fail(why, -errno, "%s: %s", name, strerror(errno));
+	if (fstat(fd, &st) < 0) {
+		err = fail(why, -errno, "%s: fstat: %s", name, strerror(errno));
+		goto err_close;
+	}
+	if (st.st_uid != geteuid()) {
+		err = fail(why, -EACCES, "%s: owned by uid %u, not ours (%u)", name,
+			   (unsigned)st.st_uid, (unsigned)geteuid());
+		goto err_close;
+	}
+	if (st.st_size < (off_t)sizeof(struct rp_wire_header) ||
+	    (uint64_t)st.st_size > RP_WIRE_MAX_SEGMENT) {
+		err = fail(why, -EINVAL, "%s: size %lld is not a segment's", name,
+			   (long long)st.st_size);
+		goto err_close;
+	}
+	base = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (base == MAP_FAILED) {
+		err = fail(why, -errno, "%s: mmap: %s", name, strerror(errno));
+		goto err_close;
+	}
+	close(fd);
+	err = rp_segment_attach(base, (size_t)st.st_size, out, why);
+	if (err)
+		goto err_unmap;
+	snprintf((*out)->name, sizeof((*out)->name), "%s", name);
+	return 0;
+err_unmap:
+	munmap(base, (size_t)st.st_size);
+	return err;
+err_close:
+	close(fd);
+	return err;
+}
+
+void rp_segment_close(struct rp_segment *s)
+{
+	if (s == NULL)
+		return;
+	if (s->name[0] != '\0')
+		munmap(s->base, s->size);
+	free(s->rings);
+	free(s);
+}
+
+static void read_info(const struct rp_wire_ring *r, struct rp_ring_info *info)
+{
+	uint32_t st = ck_pr_load_32(&r->state);
+
+	info->state = st <= RP_RING_RETIRED ? st : UINT32_MAX;
+	info->gen = ck_pr_load_32(&r->gen);
+	info->tid = ck_pr_load_32((const uint32_t *)&r->tid);
+	info->dropped = ck_pr_load_64(&r->dropped);
+}
+
+unsigned rp_segment_drain(struct rp_segment *s, uint32_t ring, struct rp_event *out,
+			  unsigned max, struct rp_ring_info *info)
+{
+	struct rp_wire_ring *r = ring_desc(s, ring);
+	struct rp_ring_cursor *c = &s->rings[ring];
+	const struct rp_event *slots = ring_slots(s, ring);
+	uint32_t mask = s->v.ring_capacity - 1;
+	uint32_t tail, n;
+
+	tail = ck_pr_load_uint(&r->ring.p_tail);
+	/* Acquire: the records up to tail, and the owner fields the producer wrote
+	 * before them, after the index. Pairs with the producer's store fence. */
+	ck_pr_fence_load();
+	if (info != NULL)
+		read_info(r, info);
+	c->gen = ck_pr_load_32(&r->gen);
+	n = tail - c->head;
+	if (n > mask) {
+		/* More than the ring can hold: not a producer index. Skip to it. */
+		c->resyncs++;
+		c->head = tail;
+		ck_pr_store_uint(&r->ring.c_head, tail);
+		return 0;
+	}
+	if (n > max)
+		n = max;
+	for (uint32_t k = 0; k < n; k++)
+		out[k] = slots[(c->head + k) & mask];
+	c->head += n;
+	c->received += n;
+	/* Release: the copies above complete before the producer may reuse the slots. */
+	ck_pr_fence_release();
+	ck_pr_store_uint(&r->ring.c_head, c->head);
+	return n;
+}
+
+uint32_t rp_segment_ring_pending(const struct rp_segment *s, uint32_t ring)
+{
+	uint32_t n = ck_pr_load_uint(&ring_desc(s, ring)->ring.p_tail) - s->rings[ring].head;
+
+	return n <= s->v.ring_capacity - 1 ? n : 0;
+}
+
+/* Copies arena[off, off + len) as a string into dst (cut to cap - 1). */
+static bool copy_str(const struct rp_segment *s, uint32_t off, uint32_t len, char *dst,
+		     size_t cap)
+{
+	const char *arena = (const char *)s->base + s->v.name_arena_offset;
+	size_t n = len < cap ? len : cap - 1;
+
+	if ((uint64_t)off + len > s->v.name_arena_size)
+		return false;
+	memcpy(dst, arena + off, n);
+	dst[n] = '\0';
+	return true;
+}
+
+int rp_segment_name(const struct rp_segment *s, uint32_t id, struct rp_name *out)
+{
+	const struct rp_wire_name *w;
+	struct rp_wire_name e;
+
+	if (id >= s->v.name_capacity)
+		return -ENOENT;
+	w = (const struct rp_wire_name *)((const char *)s->base + s->v.name_table_offset) + id;
+	if (ck_pr_load_32(&w->ready) != 1)
+		return -ENOENT;
+	/* Acquire: the entry's fields were written before `ready`. */
+	ck_pr_fence_load();
+	memcpy(&e, w, sizeof(e));
+	if (!copy_str(s, e.name_off, e.name_len, out->name, sizeof(out->name)) ||
+	    !copy_str(s, e.cat_off, e.cat_len, out->category, sizeof(out->category)) ||
+	    !copy_str(s, e.file_off, e.file_len, out->file, sizeof(out->file)))
+		return -EINVAL;
+	out->line = e.line;
+	return 0;
+}
+
+int rp_segment_sleep(struct rp_segment *s, uint64_t timeout_ns)
+{
+	struct rp_wire_header *h = s->base;
+	struct timespec ts = { (time_t)(timeout_ns / 1000000000u),
+			       (long)(timeout_ns % 1000000000u) };
+	uint32_t bell = ck_pr_load_32(&h->doorbell);
+
+	ck_pr_store_32(&h->consumer_sleeping, 1);
+	/* Full fence: the flag is visible before we look at the rings again, so a
+	 * producer that published after our look sees the flag (or we see its
+	 * record). */
+	ck_pr_fence_memory();
+	for (uint32_t i = 0; i < s->v.ring_count; i++) {
+		if (rp_segment_ring_pending(s, i) != 0) {
+			ck_pr_store_32(&h->consumer_sleeping, 0);
+			return 0;
+		}
+	}
+	if (syscall(SYS_futex, &h->doorbell, FUTEX_WAIT, bell, &ts, NULL, 0) == 0 ||
+	    errno == EAGAIN) {
+		ck_pr_store_32(&h->consumer_sleeping, 0);
+		return ck_pr_load_32(&h->doorbell) != bell;
+	}
+	ck_pr_store_32(&h->consumer_sleeping, 0);
+	return 0;
+}

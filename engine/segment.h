@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A producer's segment as the consumer sees it: validated before use, drained ring
+ * by ring, names copied out with bounds checks.
+ *
+ * The segment is written by another process, so nothing read from it is trusted:
+ * the header is copied out and validated once (rp_segment_validate), and from then
+ * on only the validated copy addresses memory. Ring indices are the consumer's own;
+ * a producer index that claims more records than the ring holds is a corruption,
+ * counted, and the ring is resynchronised rather than read out of bounds.
+ */
+#ifndef RP_ENGINE_SEGMENT_H
+#define RP_ENGINE_SEGMENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <ringprof/wire.h>
+
+#define RP_WHY_MAX 160
+
+/* The validated layout of a segment: the only geometry the consumer uses. */
+struct rp_segment_view {
+	uint32_t ring_count;
+	uint32_t ring_capacity;
+	uint32_t name_capacity;
+	int32_t pid;
+	uint64_t segment_size;
+	uint64_t ring_desc_offset;
+	uint64_t ring_data_offset;
+	uint64_t name_table_offset;
+	uint64_t name_arena_offset;
+	uint64_t name_arena_size;
+	uint64_t created_realtime_ns;
+	struct rp_wire_clock clock;
+	char session[RP_WIRE_SESSION_MAX];
+};
+
+/**
+ * rp_segment_validate() - check every header field of a mapped segment.
+ * @base: the mapping (at least @size bytes readable)
+ * @size: the mapping's size, which the header's segment_size must equal
+ * @out:  the validated layout, filled only on success
+ * @why:  on failure, one line naming the field and its value (RP_WHY_MAX bytes)
+ *
+ * The header is copied before it is checked, so a concurrent writer cannot change a
+ * field between its check and its use.
+ *
+ * @return 0; -EAGAIN when the magic is not yet written (a producer still creating
+ *	   it: try later); -EPROTONOSUPPORT for another ABI major version; -EINVAL for
+ *	   any other malformed field.
+ */
+int rp_segment_validate(const void *base, size_t size, struct rp_segment_view *out,
+			char why[RP_WHY_MAX]);
+
+/* The consumer's private state of one ring. */
+struct rp_ring_cursor {
+	uint32_t head;		/* next record to read; mirrored to c_head */
+	uint32_t gen;		/* owner generation of the last drain */
+	uint64_t received;	/* records drained since open */
+	uint64_t resyncs;	/* implausible producer indices seen */
+};
+
+struct rp_segment {
+	void *base;
+	size_t size;
+	struct rp_segment_view v;
+	struct rp_ring_cursor *rings;
+	char name[96];
+};
+
+/* What a drain saw of the ring's owner, read after its producer index. */
+struct rp_ring_info {
+	uint32_t state;		/* enum rp_ring_state, or UINT32_MAX if invalid */
+	uint32_t gen;
+	int32_t tid;
+	uint64_t dropped;
+};
+
+/**
+ * rp_segment_open() - open, check ownership of, map and validate a segment.
+ * @name: the shm_open() name, "/ringprof.<session>.<pid>.<n>"
+ * @out:  the segment, to be closed with rp_segment_close()
+ * @why:  on failure, one line saying why
+ *
+ * Refuses segments owned by another uid (-EACCES) and any malformed header.
+ * @return 0 or -errno (see rp_segment_validate for the validation errors).
+ */
+int rp_segment_open(const char *name, struct rp_segment **out, char why[RP_WHY_MAX]);
+
+/**
+ * rp_segment_attach() - the same over memory the caller mapped (tests, fuzzing).
+ * The caller keeps ownership of @base; rp_segment_close() does not unmap it.
+ */
+int rp_segment_attach(void *base, size_t size, struct rp_segment **out, char why[RP_WHY_MAX]);
+
+/** rp_segment_close() - unmap (if opened) and free; NULL is fine. */
+void rp_segment_close(struct rp_segment *s);
+
+/**
+ * rp_segment_drain() - copy out up to @max records of ring @ring and release them
+ * to the producer.
+ * @info: the ring's owner as of this drain; may be NULL
+ * @return the number of records copied into @out.
+ */
+unsigned rp_segment_drain(struct rp_segment *s, uint32_t ring, struct rp_event *out,
+			  unsigned max, struct rp_ring_info *info);
+
+/** rp_segment_ring_pending() - records published and not yet drained in @ring. */
+uint32_t rp_segment_ring_pending(const struct rp_segment *s, uint32_t ring);
+
+/* A name, copied out of the segment. */
+struct rp_name {
+	char name[256];
+	char category[64];
+	char file[256];
+	uint32_t line;
+};
+
+/**
+ * rp_segment_name() - look up name @id (strings longer than the buffers are cut).
+ * @return 0; -ENOENT if @id is not (yet) published; -EINVAL if the entry points
+ *	   outside the arena.
+ */
+int rp_segment_name(const struct rp_segment *s, uint32_t id, struct rp_name *out);
+
+/**
+ * rp_segment_sleep() - the consumer side of the doorbell, for one segment: announce
+ * sleep, re-check the rings, then wait on the futex word for at most @timeout_ns.
+ * @return 1 if woken by a producer, 0 on timeout or when records were pending.
+ */
+int rp_segment_sleep(struct rp_segment *s, uint64_t timeout_ns);
+
+#endif

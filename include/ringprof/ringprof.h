@@ -1,0 +1,322 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ringprof producer API.
+ *
+ * Instrumented code interns a name once (rp_intern) and then records spans with
+ * rp_begin/rp_end, async spans with rp_async_begin/rp_async_end, and points with
+ * rp_instant/rp_counter/rp_link. Each thread writes into its own single-producer
+ * ring in the process's shared-memory segment (see wire.h); one consumer process,
+ * the ringprof engine, drains every ring.
+ *
+ * The recording calls are the fast path and live here as static inline: a
+ * thread-local load, a fullness check against a cached consumer index, a clock read,
+ * one 32-byte record store and a release store of the producer index. They never
+ * block, allocate, take a lock, make a syscall or touch errno. A full ring drops the
+ * record and counts it. With RINGPROF=0 every call returns after two loads.
+ *
+ * The slow paths (creating the segment on the first event or at rp_init, claiming
+ * a ring for a new thread, interning, waking a sleeping consumer) are out of line in
+ * producers/ringprof.c.
+ */
+#ifndef RINGPROF_RINGPROF_H
+#define RINGPROF_RINGPROF_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+#include <ck_pr.h>
+#include <ringprof/wire.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#ifndef RP_API
+#define RP_API __attribute__((visibility("default")))
+#endif
+
+#define RP_LIKELY(x)	__builtin_expect(!!(x), 1)
+#define RP_UNLIKELY(x)	__builtin_expect(!!(x), 0)
+
+/*
+ * Per-thread producer state. Private to the library and this header's inline
+ * functions; the layout is not part of the ABI with the consumer. Every value the
+ * fast path uses to address memory (slots, mask, tail) is private to this thread,
+ * never re-read from shared memory, so a consumer cannot steer a producer's stores.
+ */
+struct rp_thread {
+	struct rp_event *slots;		/* ring records; NULL until this thread attached */
+	struct rp_wire_ring *ring;	/* descriptor of the claimed ring */
+	struct rp_wire_header *hdr;
+	uint32_t tail;			/* next slot to write (= ring p_tail) */
+	uint32_t head;			/* c_head as last read: a lower bound */
+	uint32_t mask;			/* ring_capacity - 1 */
+	uint8_t off;			/* disabled, or thread exited: record nothing */
+	uint8_t tsc;			/* the clock is rdtsc */
+	uint16_t noring_retry;		/* events to drop before trying a claim again */
+};
+
+RP_API extern __thread struct rp_thread rp_thread_state
+	__attribute__((tls_model("initial-exec")));
+
+/* Out-of-line slow paths used by the inline functions below. */
+RP_API bool rp_thread_attach(struct rp_thread *t);
+RP_API bool rp_ring_full(struct rp_thread *t);
+RP_API void rp_doorbell_check(struct rp_thread *t);
+
+/**
+ * rp_init() - create this process's segment now rather than on the first event.
+ *
+ * Reads the environment (RINGPROF, RINGPROF_SESSION, RINGPROF_RINGS,
+ * RINGPROF_RING_EVENTS, RINGPROF_NAMES, RINGPROF_NAME_BYTES, RINGPROF_CLOCK,
+ * RINGPROF_CALIBRATE_US, RINGPROF_EXIT_WAIT_MS, RINGPROF_KEEP; see README).
+ * Idempotent and thread-safe. On failure the library turns itself off (every call
+ * becomes a no-op) and says why once on stderr; the host program goes on.
+ *
+ * @return 0 when recording, 1 when RINGPROF=0 turned the library off, -errno on
+ *	   failure to create the segment.
+ */
+RP_API int rp_init(void);
+
+/**
+ * rp_shutdown() - the exit path; registered with atexit() by rp_init().
+ *
+ * Marks the segment exited, wakes a sleeping consumer, waits (at most
+ * RINGPROF_EXIT_WAIT_MS) for a running engine to drain every ring, then unlinks the
+ * segment's name unless RINGPROF_KEEP=1. The mapping stays, so threads that still
+ * record during exit write harmlessly. Idempotent.
+ */
+RP_API void rp_shutdown(void);
+
+/**
+ * rp_intern() - the id of a name, interning it on first use.
+ * @name:     span name; NULL or "" is treated as "?"
+ * @category: operation type (LLM, TOOL, FUNCTION, ...); NULL means ""
+ * @file:     source file, or NULL
+ * @line:     source line, or 0
+ *
+ * The same (name, category, file, line) always gives the same id within a process
+ * and its fork children. Thread-safe; takes a lock, so call it once and keep the id.
+ *
+ * @return an id >= 1, or RP_NAME_OVERFLOW (0) when the table is full or the library
+ *	   is off (counted in the segment's names_dropped).
+ */
+RP_API uint32_t rp_intern(const char *name, const char *category, const char *file,
+			  uint32_t line);
+
+/**
+ * rp_segment_path() - where this process's segment lives.
+ * @return "/ringprof.<session>.<pid>.<n>" (for shm_open), or NULL before rp_init()
+ *	   or when off. Owned by the library.
+ */
+RP_API const char *rp_segment_path(void);
+
+/**
+ * rp_clock() - the producer's clock description (source, mult/shift, reference).
+ * @return NULL before rp_init() or when off. Owned by the library.
+ */
+RP_API const struct rp_wire_clock *rp_clock(void);
+
+/* The clock events are stamped with (enum rp_clock_source); 0 before rp_init(). */
+RP_API extern uint32_t rp_clock_source;
+
+static inline uint64_t rp_clock_read(bool tsc)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	if (RP_LIKELY(tsc))
+		return __rdtsc();
+#endif
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/** rp_now() - the current time in the ticks events carry (initialises if needed). */
+static inline uint64_t rp_now(void)
+{
+	if (RP_UNLIKELY(rp_clock_source == 0))
+		rp_init();
+	return rp_clock_read(rp_clock_source == RP_CLOCK_TSC);
+}
+
+/**
+ * rp_ticks_to_ns() - convert ticks of @c to CLOCK_MONOTONIC nanoseconds.
+ */
+static inline uint64_t rp_ticks_to_ns(const struct rp_wire_clock *c, uint64_t ticks)
+{
+	/* 128-bit product: ticks far from the reference times a 32.32 mult. */
+	__extension__ __int128 d = (__extension__(__int128)(int64_t)(ticks - c->ref_ticks)) *
+				   (__extension__(__int128)c->mult);
+
+	return c->ref_ns + (uint64_t)(int64_t)(d >> c->shift);
+}
+
+/*
+ * The slot for the next record, or NULL when the event is not recorded (off, no
+ * ring, ring full: each counted where it must be).
+ */
+static inline struct rp_event *rp_slot(struct rp_thread *t)
+{
+	if (RP_UNLIKELY(t->slots == NULL)) {
+		if (t->off || !rp_thread_attach(t))
+			return NULL;
+	}
+	/* tail - head is the fill as far as we know; head only grows, so this may
+	 * call a ring full that is not, never the other way round. */
+	if (RP_UNLIKELY(t->tail - t->head >= t->mask) && !rp_ring_full(t))
+		return NULL;
+	return &t->slots[t->tail & t->mask];
+}
+
+static inline void rp_commit(struct rp_thread *t)
+{
+	uint32_t tail = t->tail + 1;
+
+	/* Orders the record's stores before the index store that publishes it; pairs
+	 * with the consumer's load fence after it reads p_tail. */
+	ck_pr_fence_store();
+	ck_pr_store_uint(&t->ring->ring.p_tail, tail);
+	t->tail = tail;
+	/* A plain load, no fence: a doorbell missed by this race costs the consumer
+	 * at most one of its timed waits, never an event. */
+	if (RP_UNLIKELY(ck_pr_load_uint(&t->hdr->consumer_sleeping)) &&
+	    tail - t->head >= (t->mask + 1) / 2)
+		rp_doorbell_check(t);
+}
+
+/**
+ * rp_emit_at() - record one event with an explicit timestamp (in rp_now() ticks).
+ * For replaying or bridging events whose time was taken elsewhere.
+ */
+static inline void rp_emit_at(uint64_t ts, uint8_t kind, uint8_t flags, uint32_t name,
+			      uint64_t track, uint64_t arg)
+{
+	struct rp_thread *t = &rp_thread_state;
+	struct rp_event *e = rp_slot(t);
+
+	if (RP_UNLIKELY(e == NULL))
+		return;
+	*e = (struct rp_event){ .ts = ts, .name = name, .kind = kind, .flags = flags,
+				.track = track, .arg = arg };
+	rp_commit(t);
+}
+
+/** rp_emit() - record one event stamped now. */
+static inline void rp_emit(uint8_t kind, uint8_t flags, uint32_t name, uint64_t track,
+			   uint64_t arg)
+{
+	struct rp_thread *t = &rp_thread_state;
+	struct rp_event *e = rp_slot(t);
+
+	if (RP_UNLIKELY(e == NULL))
+		return;
+	*e = (struct rp_event){ .ts = rp_clock_read(t->tsc), .name = name, .kind = kind, .flags = flags,
+				.track = track, .arg = arg };
+	rp_commit(t);
+}
+
+/** rp_begin() - open span @name on this thread's stack. */
+static inline void rp_begin(uint32_t name)
+{
+	rp_emit(RP_EV_BEGIN, 0, name, 0, 0);
+}
+
+/** rp_end() - close the innermost open span @name on this thread. */
+static inline void rp_end(uint32_t name)
+{
+	rp_emit(RP_EV_END, 0, name, 0, 0);
+}
+
+/** rp_instant() - a point event. */
+static inline void rp_instant(uint32_t name)
+{
+	rp_emit(RP_EV_INSTANT, 0, name, 0, 0);
+}
+
+/** rp_counter() - a counter sample (queue length, tokens, bytes, ...). */
+static inline void rp_counter(uint32_t name, int64_t value)
+{
+	rp_emit(RP_EV_COUNTER, 0, name, 0, (uint64_t)value);
+}
+
+/**
+ * rp_async_begin() - open span @span on track @track (a request, an agent example):
+ * work that is not nested per thread and may end on another thread.
+ */
+static inline void rp_async_begin(uint32_t name, uint64_t track, uint64_t span)
+{
+	rp_emit(RP_EV_ASYNC_BEGIN, 0, name, track, span);
+}
+
+/** rp_async_end() - close span @span on track @track. */
+static inline void rp_async_end(uint32_t name, uint64_t track, uint64_t span)
+{
+	rp_emit(RP_EV_ASYNC_END, 0, name, track, span);
+}
+
+/**
+ * rp_link() - tie a CPU-side launch and the device-side work it caused: both sides
+ * record the same @correlation id, with @side RP_LINK_LAUNCH or RP_LINK_DEVICE.
+ * @span: the span the link belongs to, or 0 for this thread's innermost open span.
+ */
+static inline void rp_link(uint32_t name, uint8_t side, uint64_t span, uint64_t correlation)
+{
+	rp_emit(RP_EV_LINK, side, name, span, correlation);
+}
+
+/* Scope: RP_SCOPE(id) records rp_begin(id) now and rp_end(id) when the enclosing
+ * block is left, however it is left (cleanup attribute). */
+struct rp_scope {
+	uint32_t name;
+};
+
+static inline struct rp_scope rp_scope_enter(uint32_t name)
+{
+	rp_begin(name);
+	return (struct rp_scope){ name };
+}
+
+static inline void rp_scope_leave(struct rp_scope *s)
+{
+	rp_end(s->name);
+}
+
+#define RP_CONCAT_(a, b) a##b
+#define RP_CONCAT(a, b) RP_CONCAT_(a, b)
+
+#define RP_SCOPE(id)                                                                   \
+	struct rp_scope RP_CONCAT(rp_scope_, __LINE__)                                 \
+		__attribute__((cleanup(rp_scope_leave), unused)) = rp_scope_enter(id)
+
+/*
+ * RP_SCOPE_NAMED("decode", "LLM"): intern (name, category, __FILE__, __LINE__) on
+ * the first pass through this line, cache the id, and open a scope. Races between
+ * threads on the first pass intern the same key and so store the same id.
+ */
+#define RP_SCOPE_NAMED(name, category)                                                 \
+	static uint32_t RP_CONCAT(rp_id_, __LINE__);                                   \
+	RP_SCOPE(rp_scope_id(&RP_CONCAT(rp_id_, __LINE__), name, category, __FILE__,   \
+			     __LINE__))
+
+static inline uint32_t rp_scope_id(uint32_t *cache, const char *name, const char *category,
+				   const char *file, uint32_t line)
+{
+	uint32_t id = ck_pr_load_32(cache);
+
+	if (RP_UNLIKELY(id == 0)) {
+		id = rp_intern(name, category, file, line);
+		ck_pr_store_32(cache, id);
+	}
+	return id;
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RINGPROF_RINGPROF_H */

@@ -1,0 +1,244 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ringprof shared-memory ABI: the one header producer and consumer must agree on.
+ *
+ * A producer process owns one POSIX shared-memory segment, named
+ * "/ringprof.<session>.<pid>" (RP_WIRE_NAME_FMT) and created with mode 0600. The
+ * segment is a single mapping laid out as
+ *
+ *	offset 0			struct rp_wire_header
+ *	ring_desc_offset		ring_count x struct rp_wire_ring (descriptors)
+ *	ring_data_offset		ring_count x ring_capacity x struct rp_event
+ *	name_table_offset		name_capacity x struct rp_wire_name
+ *	name_arena_offset		name_arena_size bytes of string data
+ *	segment_size			end
+ *
+ * Every region starts on a 64-byte boundary, in that order, without overlap. The
+ * consumer must validate every field it uses before trusting it (the segment is
+ * written by another process); engine/segment.c does that.
+ *
+ * Each ring is a single-producer/single-consumer Concurrency Kit ck_ring of fixed
+ * 32-byte records (struct rp_event). The producer index (p_tail) and the consumer
+ * index (c_head) are free-running 32-bit counters on separate cache lines, compared
+ * only by unsigned difference. The ring keeps one slot free (ck_ring's convention),
+ * so it holds at most ring_capacity - 1 records.
+ *
+ * Producer-written and consumer-written words sit on separate cache lines so that
+ * neither side's stores invalidate the other's hot line.
+ */
+#ifndef RINGPROF_WIRE_H
+#define RINGPROF_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <ck_ring.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define RP_WIRE_MAGIC		UINT64_C(0x31464f5250474e52) /* "RNGPROF1" little-endian */
+#define RP_WIRE_VERSION_MAJOR	1	/* a change a reader cannot skip */
+#define RP_WIRE_VERSION_MINOR	0	/* additions a reader may ignore */
+#define RP_WIRE_CACHELINE	64
+
+/* "/ringprof.<session>.<pid>" for shm_open(); session is [A-Za-z0-9_-]{1,32}. */
+#define RP_WIRE_NAME_PREFIX	"ringprof."
+#define RP_WIRE_NAME_FMT	"/ringprof.%s.%d"
+/* A running engine announces itself with "/ringprof.<session>.engine" (struct
+ * rp_wire_engine); producers look for it at exit (see the unlink rule in README). */
+#define RP_WIRE_ENGINE_FMT	"/ringprof.%s.engine"
+#define RP_WIRE_SESSION_MAX	32
+
+/* Limits a consumer enforces when validating a header. */
+#define RP_WIRE_MAX_RINGS	4096u
+#define RP_WIRE_MIN_RING_CAP	4u
+#define RP_WIRE_MAX_RING_CAP	(1u << 24)
+#define RP_WIRE_MAX_NAMES	(1u << 22)
+#define RP_WIRE_MAX_ARENA	(UINT64_C(1) << 30)
+#define RP_WIRE_MAX_SEGMENT	(UINT64_C(1) << 40)
+
+/* Name ids. Id 0 is "[overflow]": what rp_intern() returns when the name table or
+ * its arena is full (counted in names_dropped). Real names start at 1. */
+#define RP_NAME_OVERFLOW	0u
+
+enum rp_event_kind {
+	RP_EV_BEGIN = 1,	/* a span opens on this thread's stack */
+	RP_EV_END = 2,		/* the innermost span named `name` closes */
+	RP_EV_INSTANT = 3,	/* a point in time */
+	RP_EV_COUNTER = 4,	/* arg = counter value (int64_t) */
+	RP_EV_ASYNC_BEGIN = 5,	/* track = track id (request), arg = span id */
+	RP_EV_ASYNC_END = 6,	/* track = track id, arg = span id */
+	RP_EV_LINK = 7,		/* arg = correlation id, track = span id or 0 (innermost) */
+	RP_EV_KIND_MAX = 7,
+};
+
+/* rp_event.flags for RP_EV_LINK: which side of the link this record is. */
+#define RP_LINK_LAUNCH	0x01u	/* CPU side: the launch (cudaLaunchKernel, ...) */
+#define RP_LINK_DEVICE	0x02u	/* device side: the work it caused */
+
+/* One record; fixed 32 bytes, naturally aligned, two per cache line. */
+struct rp_event {
+	uint64_t ts;		/* clock ticks; see struct rp_wire_clock */
+	uint32_t name;		/* id in this segment's name table */
+	uint8_t kind;		/* enum rp_event_kind */
+	uint8_t flags;		/* kind-specific, 0 otherwise */
+	uint16_t reserved;	/* 0 */
+	uint64_t track;		/* async track id, link span id; 0 otherwise */
+	uint64_t arg;		/* span id, correlation id or counter value */
+};
+
+enum rp_clock_source {
+	RP_CLOCK_TSC = 1,	/* rdtsc; invariant TSC, shared by every core */
+	RP_CLOCK_MONOTONIC = 2,	/* clock_gettime(CLOCK_MONOTONIC) in ns */
+};
+
+/*
+ * How to turn ticks into CLOCK_MONOTONIC nanoseconds, comparable across threads and
+ * processes of one host:
+ *
+ *	ns = ref_ns + (((int64_t)(ticks - ref_ticks) * mult) >> shift)	(128-bit product)
+ *
+ * (ref_ticks, ref_ns) were read back to back at segment creation; mult/shift come from
+ * a calibration against CLOCK_MONOTONIC. For RP_CLOCK_MONOTONIC, mult = 1, shift = 0.
+ */
+struct rp_wire_clock {
+	uint32_t source;	/* enum rp_clock_source */
+	uint32_t shift;		/* <= 63 */
+	uint64_t mult;		/* > 0 */
+	uint64_t ref_ticks;
+	uint64_t ref_ns;
+	uint64_t ticks_per_sec;	/* the calibrated rate, for display */
+	uint64_t calib_ns;	/* length of the calibration window */
+};
+
+enum rp_segment_state {
+	RP_SEG_LIVE = 1,	/* the producer may write events */
+	RP_SEG_EXITED = 2,	/* the producer ran its exit path; no more events */
+};
+
+struct rp_wire_header {
+	/* Line 0-2: identity and layout, written once before the segment is visible
+	 * under its name, immutable after. */
+	uint64_t magic;
+	uint16_t version_major;
+	uint16_t version_minor;
+	uint32_t header_size;		/* sizeof(struct rp_wire_header) */
+	uint64_t segment_size;		/* bytes; equals the file size */
+	uint32_t event_size;		/* sizeof(struct rp_event) */
+	uint32_t ring_count;
+	uint32_t ring_capacity;		/* slots per ring, a power of two */
+	uint32_t ring_desc_size;	/* sizeof(struct rp_wire_ring) */
+	uint64_t ring_desc_offset;
+	uint64_t ring_data_offset;
+	uint64_t name_table_offset;
+	uint64_t name_arena_offset;
+	uint64_t name_arena_size;
+	uint32_t name_capacity;		/* entries, id 0 included */
+	uint32_t name_entry_size;	/* sizeof(struct rp_wire_name) */
+	int32_t pid;
+	uint32_t reserved0;
+	uint64_t created_realtime_ns;	/* CLOCK_REALTIME at creation */
+	struct rp_wire_clock clock;
+	char session[RP_WIRE_SESSION_MAX];
+
+	/* Line 3: producer-written, slow paths only. */
+	_Alignas(RP_WIRE_CACHELINE) uint32_t state;	/* enum rp_segment_state */
+	uint32_t names_used;		/* published entries, id 0 included */
+	uint64_t arena_used;		/* bytes of the arena in use */
+	uint64_t names_dropped;		/* rp_intern() calls answered with id 0 */
+	uint64_t noring_dropped;	/* events of threads that found no free ring */
+	uint64_t rings_claimed;		/* ring claims since creation */
+	uint64_t exit_ticks;		/* clock at the exit path, 0 before */
+
+	/* Line 4: the doorbell. The consumer sets consumer_sleeping before it waits
+	 * on the futex word `doorbell`; a producer that sees it set, with a ring at
+	 * least half full, clears it, bumps `doorbell` and wakes the consumer. */
+	_Alignas(RP_WIRE_CACHELINE) uint32_t doorbell;
+	uint32_t consumer_sleeping;
+	int32_t consumer_pid;		/* last consumer that attached, 0 if none */
+	uint32_t reserved1;
+	uint64_t doorbell_rings;	/* wake-ups producers sent */
+};
+
+enum rp_ring_state {
+	RP_RING_FREE = 0,	/* never claimed */
+	RP_RING_ACTIVE = 1,	/* owned by thread `tid`, generation `gen` */
+	RP_RING_RETIRED = 2,	/* its thread exited; drain it, then it may be reused */
+};
+
+/*
+ * A ring descriptor. Line 0 is written by the producer on claim, retire and drop;
+ * lines 1-3 are the ck_ring itself (c_head: consumer line; p_tail: producer line;
+ * size/mask). A new owner claims a ring only when it is drained (c_head == p_tail),
+ * so every record in a ring belongs to the generation `gen` read after p_tail.
+ */
+struct rp_wire_ring {
+	uint32_t state;		/* enum rp_ring_state */
+	uint32_t gen;		/* bumped by every claim */
+	int32_t tid;		/* owner thread (gettid), 0 when free */
+	uint32_t reserved;
+	uint64_t dropped;	/* records refused because the ring was full */
+	uint64_t claimed_ticks;	/* clock at the claim */
+	uint8_t pad0[RP_WIRE_CACHELINE - 32];
+	struct ck_ring ring;	/* ck_ring_init(&ring, ring_capacity) */
+	uint8_t pad1[4 * RP_WIRE_CACHELINE - RP_WIRE_CACHELINE - sizeof(struct ck_ring)];
+};
+
+/*
+ * A name: interned once, referenced by id in every event. `ready` is stored with
+ * release order after the rest of the entry; a reader loads it with acquire order
+ * and validates offsets and lengths against the arena before reading strings.
+ * Strings in the arena are NUL-terminated; lengths exclude the NUL.
+ */
+struct rp_wire_name {
+	uint32_t ready;		/* 1 once published */
+	uint32_t hash;		/* of (name, category, file, line); for dedup */
+	uint32_t name_off;
+	uint32_t name_len;
+	uint32_t cat_off;
+	uint32_t cat_len;
+	uint32_t file_off;	/* file_len == 0: no source location */
+	uint32_t file_len;
+	uint32_t line;
+	uint32_t reserved;
+};
+
+/* "/ringprof.<session>.engine": a running engine's marker. */
+struct rp_wire_engine {
+	uint64_t magic;		/* RP_WIRE_ENGINE_MAGIC */
+	int32_t pid;
+	uint32_t reserved;
+};
+#define RP_WIRE_ENGINE_MAGIC	UINT64_C(0x454e49474e455052) /* "RPENGINE" */
+
+/* The layout the consumer relies on. A change here is a major version bump. */
+_Static_assert(sizeof(struct rp_event) == 32, "event record is 32 bytes");
+_Static_assert(offsetof(struct rp_event, ts) == 0, "ts at 0");
+_Static_assert(offsetof(struct rp_event, name) == 8, "name at 8");
+_Static_assert(offsetof(struct rp_event, kind) == 12, "kind at 12");
+_Static_assert(offsetof(struct rp_event, flags) == 13, "flags at 13");
+_Static_assert(offsetof(struct rp_event, track) == 16, "track at 16");
+_Static_assert(offsetof(struct rp_event, arg) == 24, "arg at 24");
+_Static_assert(sizeof(struct rp_wire_clock) == 48, "clock block is 48 bytes");
+_Static_assert(offsetof(struct rp_wire_header, clock) == 104, "clock at 104");
+_Static_assert(offsetof(struct rp_wire_header, session) == 152, "session at 152");
+_Static_assert(offsetof(struct rp_wire_header, state) == 192, "producer line at 192");
+_Static_assert(offsetof(struct rp_wire_header, doorbell) == 256, "doorbell line at 256");
+_Static_assert(sizeof(struct rp_wire_header) == 320, "header is 5 cache lines");
+_Static_assert(sizeof(struct ck_ring) <= 3 * RP_WIRE_CACHELINE, "ck_ring fits 3 lines");
+_Static_assert(offsetof(struct ck_ring, c_head) == 0, "ck_ring c_head first");
+_Static_assert(offsetof(struct ck_ring, p_tail) == RP_WIRE_CACHELINE,
+	       "ck_ring p_tail on its own line");
+_Static_assert(offsetof(struct rp_wire_ring, ring) == RP_WIRE_CACHELINE,
+	       "ck_ring starts on line 1 of the descriptor");
+_Static_assert(sizeof(struct rp_wire_ring) == 4 * RP_WIRE_CACHELINE, "descriptor is 4 lines");
+_Static_assert(sizeof(struct rp_wire_name) == 40, "name entry is 40 bytes");
+_Static_assert(sizeof(struct rp_wire_engine) == 16, "engine marker is 16 bytes");
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RINGPROF_WIRE_H */

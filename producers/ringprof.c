@@ -1,0 +1,679 @@
+// SPDX-License-Identifier: MIT
+/*
+ * libringprof: the producer's slow paths.
+ *
+ * The fast path (ringprof.h) only ever touches this thread's ring. Everything that
+ * may block, allocate or make a syscall is here, and runs once per process (creating
+ * the segment), once per thread (claiming a ring), once per name (interning), or
+ * when a consumer has said it sleeps (the doorbell).
+ *
+ * Process state lives in one static struct `proc`, guarded by `lock` for the slow
+ * paths that change it; `proc.hdr` is published with release order so that a
+ * thread that sees it sees a complete segment.
+ *
+ * fork(): the child keeps the parent's mapping only until its own segment exists;
+ * the child's segment starts with a copy of the parent's name table, so ids cached
+ * by the program before fork() stay valid in the child.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <ringprof/ringprof.h>
+
+#include "clock.h"
+#include "layout.h"
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+
+__thread struct rp_thread rp_thread_state __attribute__((tls_model("initial-exec")));
+uint32_t rp_clock_source;
+
+enum proc_state { PROC_NEW, PROC_ON, PROC_OFF };
+
+static struct {
+	pthread_mutex_t lock;
+	pthread_once_t once;
+	pthread_key_t key;		/* its destructor retires a thread's ring */
+	uint32_t state;			/* enum proc_state; atomic */
+	struct rp_wire_header *hdr;	/* our segment, published with release */
+	struct rp_layout lay;		/* private copy of the layout */
+	struct rp_wire_name *names;	/* private mirror of the name table */
+	uint32_t *index;		/* open addressing: slot -> id, 0 = empty */
+	uint32_t index_mask;
+	uint32_t nnames;		/* entries in the mirror (shared names_used copy) */
+	uint64_t arena_used;		/* private copy of the shared arena_used */
+	struct rp_wire_clock clk;	/* private copy of the header's clock */
+	struct rp_wire_header *inherited; /* after fork: the parent's segment */
+	bool shut;
+	char path[96];
+	struct rp_clock_cfg clock;
+	uint32_t exit_wait_ms;
+	bool keep;
+} proc = {
+	.lock = PTHREAD_MUTEX_INITIALIZER,
+	.once = PTHREAD_ONCE_INIT,
+};
+
+/* One line on stderr, once per process, so the host program is told but not
+ * flooded. */
+static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void say(const char *fmt, ...)
+{
+	static int said;
+	va_list ap;
+
+	if (__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
+		return;
+	va_start(ap, fmt);
+	fputs("ringprof: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputs("\n", stderr);
+	va_end(ap);
+}
+
+static uint64_t env_u64(const char *name, uint64_t def, uint64_t lo, uint64_t hi)
+{
+	const char *s = getenv(name);
+	char *end;
+	unsigned long long v;
+
+	if (s == NULL || *s == '\0')
+		return def;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || *end != '\0' || v < lo || v > hi) {
+		say("%s=%s is not a number in [%" PRIu64 ", %" PRIu64 "]; using %" PRIu64,
+		    name, s, lo, hi, def);
+		return def;
+	}
+	return v;
+}
+
+static bool session_ok(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n >= RP_WIRE_SESSION_MAX)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char c = s[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		      (c >= '0' && c <= '9') || c == '_' || c == '-'))
+			return false;
+	}
+	return true;
+}
+
+static uint32_t pow2_ceil(uint32_t v)
+{
+	uint32_t p = 1;
+
+	while (p < v)
+		p <<= 1;
+	return p;
+}
+
+/* The segment's geometry from the environment; false when RINGPROF=0. */
+static bool read_config(struct rp_layout_cfg *cfg, char *session)
+{
+	const char *s = getenv("RINGPROF");
+	const char *sess = getenv("RINGPROF_SESSION");
+
+	if (s != NULL && strcmp(s, "0") == 0)
+		return false;
+	if (sess == NULL || *sess == '\0')
+		sess = "default";
+	if (!session_ok(sess)) {
+		say("RINGPROF_SESSION must be 1-31 of [A-Za-z0-9_-]; using \"default\"");
+		sess = "default";
+	}
+	strcpy(session, sess);
+	cfg->ring_count = (uint32_t)env_u64("RINGPROF_RINGS", 64, 1, RP_WIRE_MAX_RINGS);
+	cfg->ring_capacity = pow2_ceil((uint32_t)env_u64(
+		"RINGPROF_RING_EVENTS", 32768, RP_WIRE_MIN_RING_CAP, RP_WIRE_MAX_RING_CAP));
+	cfg->name_capacity = (uint32_t)env_u64("RINGPROF_NAMES", 16384, 2, RP_WIRE_MAX_NAMES);
+	cfg->arena_size = env_u64("RINGPROF_NAME_BYTES", 1u << 20, 64, RP_WIRE_MAX_ARENA);
+	proc.exit_wait_ms = (uint32_t)env_u64("RINGPROF_EXIT_WAIT_MS", 250, 0, 600000);
+	proc.keep = env_u64("RINGPROF_KEEP", 0, 0, 1) == 1;
+	s = getenv("RINGPROF_CLOCK");
+	proc.clock.want_tsc = !(s != NULL && strcmp(s, "monotonic") == 0);
+	proc.clock.calib_us = (uint32_t)env_u64("RINGPROF_CALIBRATE_US", 2000, 100, 1000000);
+	return true;
+}
+
+/* shm_open a fresh "/ringprof.<session>.<pid>.<n>": the lowest n not taken (an
+ * exec()'d image keeps its pid, and its predecessor's segment may be undrained). */
+static int create_shm(const char *session, int *fd_out)
+{
+	for (int n = 0; n < 64; n++) {
+		snprintf(proc.path, sizeof(proc.path), RP_WIRE_NAME_FMT ".%d", session,
+			 (int)getpid(), n);
+		int fd = shm_open(proc.path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		if (fd >= 0) {
+			*fd_out = fd;
+			return 0;
+		}
+		if (errno != EEXIST)
+			return -errno;
+	}
+	return -EEXIST;
+}
+
+static void fill_header(struct rp_wire_header *h, const struct rp_layout *l,
+			const char *session, const struct rp_wire_clock *clk)
+{
+	struct timespec rt;
+
+	clock_gettime(CLOCK_REALTIME, &rt);
+	h->version_major = RP_WIRE_VERSION_MAJOR;
+	h->version_minor = RP_WIRE_VERSION_MINOR;
+	h->header_size = sizeof(*h);
+	h->event_size = sizeof(struct rp_event);
+	h->pid = (int32_t)getpid();
+	h->created_realtime_ns = (uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec;
+	h->clock = *clk;
+	snprintf(h->session, sizeof(h->session), "%s", session);
+	rp_layout_store(l, h);
+	h->state = RP_SEG_LIVE;
+	for (uint32_t i = 0; i < l->ring_count; i++) {
+		struct rp_wire_ring *r = rp_layout_ring(l, h, i);
+		ck_ring_init(&r->ring, l->ring_capacity);
+	}
+}
+
+static int map_segment(int fd, const struct rp_layout *l, struct rp_wire_header **out)
+{
+	void *p;
+
+	if (ftruncate(fd, (off_t)l->segment_size) < 0)
+		return -errno;
+	p = mmap(NULL, l->segment_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED)
+		return -errno;
+	*out = p;
+	return 0;
+}
+
+static uint32_t key_hash(const char *name, const char *cat, const char *file, uint32_t line)
+{
+	uint32_t h = 2166136261u; /* FNV-1a over the four fields, separated */
+
+	for (const char *s = name; *s; s++)
+		h = (h ^ (uint8_t)*s) * 16777619u;
+	h = (h ^ 0xffu) * 16777619u;
+	for (const char *s = cat; *s; s++)
+		h = (h ^ (uint8_t)*s) * 16777619u;
+	h = (h ^ 0xfeu) * 16777619u;
+	for (const char *s = file; *s; s++)
+		h = (h ^ (uint8_t)*s) * 16777619u;
+	h = (h ^ line) * 16777619u;
+	return h ? h : 1;
+}
+
+static char *arena(struct rp_wire_header *h)
+{
+	return (char *)h + proc.lay.name_arena_offset;
+}
+
+/* Copies s into the arena; false when it does not fit. Caller holds the lock. */
+static bool arena_put(const char *s, uint32_t *off, uint32_t *len)
+{
+	size_t n = strlen(s);
+	uint64_t used = proc.arena_used;
+
+	if (n > UINT32_MAX / 2 || used + n + 1 > proc.lay.name_arena_size)
+		return false;
+	memcpy(arena(proc.hdr) + used, s, n + 1);
+	*off = (uint32_t)used;
+	*len = (uint32_t)n;
+	proc.arena_used = used + n + 1;
+	/* Before the entries that use these bytes are published (publish_name). */
+	ck_pr_store_64(&proc.hdr->arena_used, proc.arena_used);
+	return true;
+}
+
+/* Publishes entry `id` (already in the mirror) to the shared table. */
+static void publish_name(uint32_t id)
+{
+	struct rp_wire_name *w = rp_layout_name(&proc.lay, proc.hdr, id);
+
+	*w = proc.names[id];
+	w->ready = 0;
+	/* The entry's fields before `ready`, `ready` before names_used: a reader that
+	 * acquires either sees a complete entry. */
+	ck_pr_fence_store();
+	ck_pr_store_32(&w->ready, 1);
+	if (id >= proc.nnames)
+		proc.nnames = id + 1;
+	ck_pr_store_32(&proc.hdr->names_used, proc.nnames);
+}
+
+static bool same_key(const struct rp_wire_name *e, const char *name, const char *cat,
+		     const char *file, uint32_t line)
+{
+	const char *a = arena(proc.hdr);
+
+	return e->line == line && e->name_len == strlen(name) && e->cat_len == strlen(cat) &&
+	       e->file_len == strlen(file) && memcmp(a + e->name_off, name, e->name_len) == 0 &&
+	       memcmp(a + e->cat_off, cat, e->cat_len) == 0 &&
+	       memcmp(a + e->file_off, file, e->file_len) == 0;
+}
+
+static int alloc_index(uint32_t name_capacity)
+{
+	uint32_t slots = pow2_ceil(name_capacity * 2);
+
+	proc.names = calloc(name_capacity, sizeof(*proc.names));
+	proc.index = calloc(slots, sizeof(*proc.index));
+	if (proc.names == NULL || proc.index == NULL) {
+		free(proc.names);
+		free(proc.index);
+		proc.names = NULL;
+		proc.index = NULL;
+		return -ENOMEM;
+	}
+	proc.index_mask = slots - 1;
+	return 0;
+}
+
+static void index_insert(uint32_t hash, uint32_t id)
+{
+	uint32_t i = hash & proc.index_mask;
+
+	while (proc.index[i] != 0)
+		i = (i + 1) & proc.index_mask;
+	proc.index[i] = id;
+}
+
+/* Id 0 is "[overflow]", so a reader can always name an event. */
+static void put_overflow_name(void)
+{
+	struct rp_wire_name *e = &proc.names[0];
+
+	arena_put("[overflow]", &e->name_off, &e->name_len);
+	arena_put("", &e->cat_off, &e->cat_len);
+	e->file_off = e->cat_off;
+	e->hash = 0;
+	publish_name(0);
+}
+
+/* After fork(): copy the parent's arena and table into our fresh segment; the mirror
+ * and index were inherited by fork() and stay as they are. */
+static void copy_inherited_names(void)
+{
+	struct rp_wire_header *p = proc.inherited;
+	uint32_t n = proc.nnames;
+
+	/* Only the bytes and entries this process had at fork(): the parent may have
+	 * appended since, and its later ids mean nothing here. */
+	memcpy(arena(proc.hdr), (char *)p + proc.lay.name_arena_offset, proc.arena_used);
+	proc.hdr->arena_used = proc.arena_used;
+	for (uint32_t id = 0; id < n; id++)
+		publish_name(id);
+	munmap(p, proc.lay.segment_size);
+	proc.inherited = NULL;
+}
+
+static int create_segment(void)
+{
+	struct rp_layout_cfg cfg;
+	struct rp_wire_clock clk;
+	struct rp_wire_header *h = NULL;
+	char session[RP_WIRE_SESSION_MAX];
+	int fd = -1, err;
+
+	if (!read_config(&cfg, session))
+		return 1;
+	if (proc.inherited != NULL) /* a fork child keeps the parent's geometry */
+		rp_layout_cfg_from(&proc.lay, &cfg);
+	err = rp_layout_compute(&cfg, &proc.lay);
+	if (err)
+		return err;
+	if (proc.names == NULL && (err = alloc_index(cfg.name_capacity)) != 0)
+		return err;
+	if (proc.inherited != NULL)
+		clk = proc.clk; /* the parent's conversion: parent and child agree exactly */
+	else
+		rp_clock_calibrate(&proc.clock, &clk);
+	proc.clk = clk;
+	if ((err = create_shm(session, &fd)) != 0)
+		return err;
+	err = map_segment(fd, &proc.lay, &h);
+	close(fd);
+	if (err) {
+		shm_unlink(proc.path);
+		return err;
+	}
+	fill_header(h, &proc.lay, session, &clk);
+	proc.hdr = h;
+	if (proc.inherited != NULL)
+		copy_inherited_names();
+	else
+		put_overflow_name();
+	/* Everything above before the magic: a consumer that sees the magic sees a
+	 * complete header and layout. */
+	ck_pr_fence_store();
+	ck_pr_store_64(&h->magic, RP_WIRE_MAGIC);
+	rp_clock_source = clk.source;
+	return 0;
+}
+
+static void retire_thread(void *arg);
+static void on_fork_prepare(void);
+static void on_fork_parent(void);
+static void on_fork_child(void);
+
+static void init_once(void)
+{
+	pthread_key_create(&proc.key, retire_thread);
+	pthread_atfork(on_fork_prepare, on_fork_parent, on_fork_child);
+	atexit(rp_shutdown);
+}
+
+int rp_init(void)
+{
+	int err = 0;
+
+	switch (ck_pr_load_32(&proc.state)) {
+	case PROC_ON:
+		return 0;
+	case PROC_OFF:
+		return 1;
+	}
+	pthread_once(&proc.once, init_once);
+	pthread_mutex_lock(&proc.lock);
+	if (proc.state == PROC_NEW) {
+		err = create_segment();
+		if (err < 0)
+			say("cannot create the shared-memory segment %s: %s; recording is off",
+			    proc.path, strerror(-err));
+		if (err != 0)
+			rp_clock_source = RP_CLOCK_MONOTONIC;
+		/* Release: the segment before the state that says it exists. */
+		ck_pr_fence_store();
+		ck_pr_store_32(&proc.state, err == 0 ? PROC_ON : PROC_OFF);
+	} else {
+		err = proc.state == PROC_ON ? 0 : 1;
+	}
+	pthread_mutex_unlock(&proc.lock);
+	return err;
+}
+
+uint32_t rp_intern(const char *name, const char *category, const char *file, uint32_t line)
+{
+	uint32_t h, i, id = RP_NAME_OVERFLOW;
+
+	if (rp_init() != 0)
+		return RP_NAME_OVERFLOW;
+	name = (name && *name) ? name : "?";
+	category = category ? category : "";
+	file = file ? file : "";
+	h = key_hash(name, category, file, line);
+	pthread_mutex_lock(&proc.lock);
+	for (i = h & proc.index_mask; proc.index[i] != 0; i = (i + 1) & proc.index_mask) {
+		struct rp_wire_name *e = &proc.names[proc.index[i]];
+		if (e->hash == h && same_key(e, name, category, file, line)) {
+			id = proc.index[i];
+			goto out;
+		}
+	}
+	id = proc.nnames;
+	if (id >= proc.lay.name_capacity)
+		goto full;
+	struct rp_wire_name *e = &proc.names[id];
+	uint64_t mark = proc.arena_used;
+	*e = (struct rp_wire_name){ .hash = h, .line = line };
+	if (!arena_put(name, &e->name_off, &e->name_len) ||
+	    !arena_put(category, &e->cat_off, &e->cat_len) ||
+	    !arena_put(file, &e->file_off, &e->file_len)) {
+		proc.arena_used = mark; /* unpublished bytes; nothing refers to them */
+		goto full;
+	}
+	index_insert(h, id);
+	publish_name(id);
+	goto out;
+full:
+	id = RP_NAME_OVERFLOW;
+	ck_pr_inc_64(&proc.hdr->names_dropped);
+out:
+	pthread_mutex_unlock(&proc.lock);
+	return id;
+}
+
+static bool ring_drained(const struct rp_wire_ring *r)
+{
+	return ck_pr_load_uint(&r->ring.c_head) == ck_pr_load_uint(&r->ring.p_tail);
+}
+
+/* Claims a free ring, or a retired one the consumer has drained; -1 if none. */
+static int claim_ring(struct rp_wire_header *h)
+{
+	for (uint32_t i = 0; i < proc.lay.ring_count; i++) {
+		struct rp_wire_ring *r = rp_layout_ring(&proc.lay, h, i);
+		uint32_t st = ck_pr_load_32(&r->state);
+
+		if (st == RP_RING_ACTIVE || (st == RP_RING_RETIRED && !ring_drained(r)))
+			continue;
+		/* Acquire: the previous owner's stores and the consumer's c_head before
+		 * we take over the ring. */
+		if (ck_pr_cas_32(&r->state, st, RP_RING_ACTIVE))
+			return (int)i;
+	}
+	return -1;
+}
+
+static void setup_thread(struct rp_thread *t, struct rp_wire_header *h, int idx)
+{
+	struct rp_wire_ring *r = rp_layout_ring(&proc.lay, h, (uint32_t)idx);
+	struct rp_event *slots = rp_layout_slots(&proc.lay, h, (uint32_t)idx);
+
+	r->tid = (int32_t)syscall(SYS_gettid);
+	r->claimed_ticks = rp_clock_read(rp_clock_source == RP_CLOCK_TSC);
+	/* The owner fields before the generation: a consumer that sees a new `gen`
+	 * (after it read p_tail) sees who owns the ring. */
+	ck_pr_fence_store();
+	ck_pr_store_32(&r->gen, r->gen + 1);
+	ck_pr_inc_64(&h->rings_claimed);
+	t->tail = ck_pr_load_uint(&r->ring.p_tail);
+	t->head = ck_pr_load_uint(&r->ring.c_head);
+	t->mask = proc.lay.ring_capacity - 1;
+	t->ring = r;
+	t->hdr = h;
+	t->tsc = rp_clock_source == RP_CLOCK_TSC;
+	/* Fault the ring's pages in now, not on the first lap of the fast path. */
+	madvise((void *)((uintptr_t)slots & ~(uintptr_t)4095),
+		(size_t)proc.lay.ring_capacity * sizeof(struct rp_event) + 4096,
+		MADV_POPULATE_WRITE);
+	t->slots = slots;
+	pthread_setspecific(proc.key, t);
+}
+
+bool rp_thread_attach(struct rp_thread *t)
+{
+	struct rp_wire_header *h;
+	int idx;
+
+	if (rp_init() != 0) {
+		t->off = 1;
+		return false;
+	}
+	h = proc.hdr;
+	if (t->noring_retry != 0) {
+		t->noring_retry--;
+		ck_pr_inc_64(&h->noring_dropped);
+		return false;
+	}
+	idx = claim_ring(h);
+	if (idx < 0) {
+		/* Every ring is owned: drop, and look again only every 1024 events. */
+		t->noring_retry = 1023;
+		ck_pr_inc_64(&h->noring_dropped);
+		return false;
+	}
+	setup_thread(t, h, idx);
+	return true;
+}
+
+bool rp_ring_full(struct rp_thread *t)
+{
+	/* Re-read the consumer index; pairs with the consumer's release store of
+	 * c_head after it copied the records out. */
+	t->head = ck_pr_load_uint(&t->ring->ring.c_head);
+	ck_pr_fence_load();
+	if (t->tail - t->head < t->mask)
+		return true;
+	/* Single writer: a plain read-modify-write, stored atomically for readers. */
+	ck_pr_store_64(&t->ring->dropped, t->ring->dropped + 1);
+	return false;
+}
+
+static void futex_wake(uint32_t *word)
+{
+	syscall(SYS_futex, word, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+}
+
+void rp_doorbell_check(struct rp_thread *t)
+{
+	struct rp_wire_header *h = t->hdr;
+
+	t->head = ck_pr_load_uint(&t->ring->ring.c_head);
+	if (t->tail - t->head < (t->mask + 1) / 2)
+		return;
+	/* Only the producer that clears the flag rings: one wake per sleep. The
+	 * exchange is a full barrier, ordering our p_tail store before the bump. */
+	if (ck_pr_fas_32(&h->consumer_sleeping, 0) == 0)
+		return;
+	ck_pr_inc_32(&h->doorbell);
+	ck_pr_inc_64(&h->doorbell_rings);
+	futex_wake(&h->doorbell);
+}
+
+/* pthread key destructor: the thread is exiting. */
+static void retire_thread(void *arg)
+{
+	struct rp_thread *t = arg;
+
+	if (t == NULL || t->ring == NULL)
+		return;
+	/* Release: every record this thread published before the state change. */
+	ck_pr_fence_store();
+	ck_pr_store_32(&t->ring->state, RP_RING_RETIRED);
+	t->slots = NULL;
+	t->ring = NULL;
+	t->off = 1; /* late events from other TLS destructors are not recorded */
+}
+
+static bool engine_running(const char *session)
+{
+	char path[96];
+	struct rp_wire_engine m;
+	int fd;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), RP_WIRE_ENGINE_FMT, session);
+	fd = shm_open(path, O_RDONLY | O_CLOEXEC, 0);
+	if (fd < 0)
+		return false;
+	n = pread(fd, &m, sizeof(m), 0);
+	close(fd);
+	if (n != (ssize_t)sizeof(m) || m.magic != RP_WIRE_ENGINE_MAGIC || m.pid <= 0)
+		return false;
+	return kill(m.pid, 0) == 0 || errno == EPERM;
+}
+
+static bool all_drained(struct rp_wire_header *h)
+{
+	for (uint32_t i = 0; i < proc.lay.ring_count; i++)
+		if (!ring_drained(rp_layout_ring(&proc.lay, h, i)))
+			return false;
+	return true;
+}
+
+static void wait_for_drain(struct rp_wire_header *h)
+{
+	struct timespec tick = { 0, 1000000 };
+
+	for (uint32_t ms = 0; ms < proc.exit_wait_ms && !all_drained(h); ms++) {
+		if (ck_pr_fas_32(&h->consumer_sleeping, 0)) {
+			ck_pr_inc_32(&h->doorbell);
+			futex_wake(&h->doorbell);
+		}
+		nanosleep(&tick, NULL);
+	}
+}
+
+void rp_shutdown(void)
+{
+	struct rp_wire_header *h;
+
+	if (ck_pr_load_32(&proc.state) != PROC_ON)
+		return;
+	pthread_mutex_lock(&proc.lock);
+	h = proc.hdr;
+	if (proc.shut || h == NULL) {
+		pthread_mutex_unlock(&proc.lock);
+		return;
+	}
+	proc.shut = true;
+	pthread_mutex_unlock(&proc.lock);
+	h->exit_ticks = rp_clock_read(rp_clock_source == RP_CLOCK_TSC);
+	/* Release: everything recorded so far before the state says exited. */
+	ck_pr_fence_store();
+	ck_pr_store_32(&h->state, RP_SEG_EXITED);
+	/* The unlink rule: give a running engine the chance to drain what is left;
+	 * with none running nobody could, so do not keep the host waiting. */
+	if (!all_drained(h) && engine_running(h->session))
+		wait_for_drain(h);
+	if (!proc.keep)
+		shm_unlink(proc.path);
+}
+
+const char *rp_segment_path(void)
+{
+	return ck_pr_load_32(&proc.state) == PROC_ON ? proc.path : NULL;
+}
+
+const struct rp_wire_clock *rp_clock(void)
+{
+	return ck_pr_load_32(&proc.state) == PROC_ON ? &proc.hdr->clock : NULL;
+}
+
+static void on_fork_prepare(void)
+{
+	pthread_mutex_lock(&proc.lock);
+}
+
+static void on_fork_parent(void)
+{
+	pthread_mutex_unlock(&proc.lock);
+}
+
+/* The child has one thread, this one, and the parent's mapping: stop writing into
+ * it at once; the child's own segment is made on its first event or rp_init(). */
+static void on_fork_child(void)
+{
+	pthread_mutex_init(&proc.lock, NULL);
+	memset(&rp_thread_state, 0, sizeof(rp_thread_state));
+	if (proc.state == PROC_ON) {
+		proc.inherited = proc.hdr;
+		proc.hdr = NULL;
+		proc.shut = false;
+		proc.state = PROC_NEW;
+	}
+}
