@@ -1,2 +1,200 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The unlink rule at normal exit (README, "When a segment goes away"):
+ *  - no engine running: the producer unlinks its segment at once;
+ *  - an engine running: the producer waits (at most RINGPROF_EXIT_WAIT_MS) until
+ *    every ring is drained, then unlinks; the engine keeps its mapping;
+ *  - RINGPROF_KEEP=1: the name stays, for an engine started later to drain.
+ * Each case runs in a child process, since exit is once per process.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+
 #include "support.h"
-int main(void){return 0;}
+
+static const char *session(void)
+{
+	return getenv("RINGPROF_SESSION");
+}
+
+static void seg_name(char *buf, size_t n, pid_t pid)
+{
+	snprintf(buf, n, RP_WIRE_NAME_FMT ".0", session(), (int)pid);
+}
+
+static bool shm_exists(const char *name)
+{
+	int fd = shm_open(name, O_RDONLY, 0);
+
+	if (fd >= 0)
+		close(fd);
+	return fd >= 0;
+}
+
+/* Forks a producer that records n instants, sets `env` first, then exits. */
+static pid_t spawn_producer(unsigned n, const char *env_name, const char *env_value)
+{
+	pid_t pid = fork();
+
+	if (pid != 0)
+		return pid;
+	if (env_name != NULL)
+		setenv(env_name, env_value, 1);
+	uint32_t id = rp_intern("step", "STEP", NULL, 0);
+	for (unsigned i = 0; i < n; i++)
+		rp_instant(id);
+	exit(0); /* a normal exit: atexit runs rp_shutdown */
+}
+
+static int wait_exit(pid_t pid)
+{
+	int status;
+
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+		return -1;
+	return WEXITSTATUS(status);
+}
+
+/* Announces an engine with pid `pid` for this session. */
+static void engine_marker(pid_t pid)
+{
+	char name[96];
+	struct rp_wire_engine m = { .magic = RP_WIRE_ENGINE_MAGIC, .pid = pid };
+	int fd;
+
+	snprintf(name, sizeof(name), RP_WIRE_ENGINE_FMT, session());
+	fd = shm_open(name, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, &m, sizeof(m)), sizeof(m));
+	close(fd);
+}
+
+static void engine_gone(void)
+{
+	char name[96];
+
+	snprintf(name, sizeof(name), RP_WIRE_ENGINE_FMT, session());
+	shm_unlink(name);
+}
+
+static void test_exit_no_engine_unlinks(void **state)
+{
+	char name[96];
+	pid_t pid;
+
+	(void)state;
+	engine_gone();
+	pid = spawn_producer(10, NULL, NULL);
+	assert_int_equal(wait_exit(pid), 0);
+	seg_name(name, sizeof(name), pid);
+	assert_false(shm_exists(name));
+}
+
+/* An engine drains while the producer exits: every record arrives, the producer
+ * unlinks after the drain, and the engine's mapping stays readable. */
+static void test_exit_waits_for_engine_drain(void **state)
+{
+	char name[96], why[RP_WHY_MAX];
+	struct rp_segment *s = NULL;
+	struct rp_event ev[512];
+	struct timespec ms = { 0, 1000000 }, a, b;
+	uint64_t received = 0;
+	int status = -1;
+	pid_t pid;
+
+	(void)state;
+	engine_marker(getpid());
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	pid = spawn_producer(1000, "RINGPROF_EXIT_WAIT_MS", "60000");
+	seg_name(name, sizeof(name), pid);
+	while (rp_segment_open(name, &s, why) != 0)
+		nanosleep(&ms, NULL);
+	for (;;) {
+		received += rp_segment_drain(s, 0, ev, 512, NULL);
+		pid_t w = waitpid(pid, &status, WNOHANG);
+		if (w == pid)
+			break;
+		nanosleep(&ms, NULL);
+	}
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	received += rp_segment_drain(s, 0, ev, 512, NULL);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(received, 1000);
+	assert_int_equal(rp_test_hdr(s)->state, RP_SEG_EXITED);
+	assert_true(rp_test_hdr(s)->exit_ticks != 0);
+	assert_false(shm_exists(name));
+	/* It left as soon as the rings were drained, not at the 60 s limit. */
+	assert_true(b.tv_sec - a.tv_sec < 30);
+	rp_segment_close(s);
+	engine_gone();
+}
+
+/* An engine that never drains costs the exit at most RINGPROF_EXIT_WAIT_MS; a marker
+ * left by a dead engine costs nothing. Either way the name goes. */
+static void test_exit_bounded_wait_and_stale_marker(void **state)
+{
+	char name[96];
+	pid_t pid, dead;
+
+	(void)state;
+	engine_marker(getpid()); /* alive, but does not drain */
+	pid = spawn_producer(10, "RINGPROF_EXIT_WAIT_MS", "50");
+	assert_int_equal(wait_exit(pid), 0);
+	seg_name(name, sizeof(name), pid);
+	assert_false(shm_exists(name));
+	dead = fork();
+	if (dead == 0)
+		_exit(0);
+	assert_int_equal(wait_exit(dead), 0);
+	engine_marker(dead); /* a pid that no longer runs */
+	pid = spawn_producer(10, "RINGPROF_EXIT_WAIT_MS", "60000");
+	assert_int_equal(wait_exit(pid), 0);
+	seg_name(name, sizeof(name), pid);
+	assert_false(shm_exists(name));
+	engine_gone();
+}
+
+/* RINGPROF_KEEP=1: the segment outlives its producer, whole, for a later engine. */
+static void test_exit_keep_leaves_segment(void **state)
+{
+	char name[96], why[RP_WHY_MAX];
+	struct rp_segment *s;
+	struct rp_event ev[64];
+	pid_t pid;
+
+	(void)state;
+	engine_gone();
+	pid = spawn_producer(10, "RINGPROF_KEEP", "1");
+	assert_int_equal(wait_exit(pid), 0);
+	seg_name(name, sizeof(name), pid);
+	assert_true(shm_exists(name));
+	assert_int_equal(rp_segment_open(name, &s, why), 0);
+	assert_int_equal(s->v.pid, pid);
+	assert_int_equal(rp_test_hdr(s)->state, RP_SEG_EXITED);
+	assert_int_equal(rp_segment_drain(s, 0, ev, 64, NULL), 10);
+	for (int i = 0; i < 10; i++)
+		assert_int_equal(ev[i].kind, RP_EV_INSTANT);
+	rp_segment_close(s);
+	assert_int_equal(shm_unlink(name), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_exit_no_engine_unlinks),
+		cmocka_unit_test(test_exit_waits_for_engine_drain),
+		cmocka_unit_test(test_exit_bounded_wait_and_stale_marker),
+		cmocka_unit_test(test_exit_keep_leaves_segment),
+	};
+
+	if (getenv("RINGPROF_SESSION") == NULL)
+		setenv("RINGPROF_SESSION", "t_exit", 1);
+	setenv("RINGPROF_RINGS", "2", 1);
+	setenv("RINGPROF_RING_EVENTS", "4096", 1);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
