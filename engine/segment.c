@@ -19,8 +19,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <ck_pr.h>
-
 #include "segment.h"
 
 static int fail(char why[RP_WHY_MAX], int err, const char *fmt, ...)
@@ -151,8 +149,15 @@ int rp_segment_validate(const void *base, size_t size, struct rp_segment_view *o
 
 	if (base == NULL || size < sizeof(h))
 		return fail(why, -EINVAL, "mapping of %zu bytes is smaller than the header", size);
-	memcpy(&h, base, sizeof(h));
-	ck_pr_fence_load(); /* the magic was published last: read the rest after it */
+	/* Acquire on the magic, which the producer stores last (release): the
+	 * identity lines after it. Only those lines are copied: the rest of the
+	 * header changes while the producer runs. */
+	memset(&h, 0, sizeof(h));
+	h.magic = __atomic_load_n((const uint64_t *)base, __ATOMIC_ACQUIRE);
+	memcpy((char *)&h + sizeof(h.magic), (const char *)base + sizeof(h.magic),
+	       offsetof(struct rp_wire_header, state) - sizeof(h.magic));
+	h.state = __atomic_load_n(&((const struct rp_wire_header *)base)->state,
+				  __ATOMIC_RELAXED);
 	if ((err = check_identity(&h, size, why)) || (err = check_counts(&h, why)) ||
 	    (err = check_regions(&h, why)) || (err = check_clock(&h.clock, why)))
 		return err;
@@ -206,7 +211,7 @@ int rp_segment_attach(void *base, size_t size, struct rp_segment **out, char why
 	/* Start where the previous consumer stopped; an implausible index is fixed at
 	 * the first drain. */
 	for (uint32_t i = 0; i < s->v.ring_count; i++)
-		s->rings[i].head = ck_pr_load_uint(&ring_desc(s, i)->ring.c_head);
+		s->rings[i].head = __atomic_load_n(&ring_desc(s, i)->ring.c_head, __ATOMIC_RELAXED);
 	*out = s;
 	return 0;
 err_free:
@@ -269,12 +274,12 @@ void rp_segment_close(struct rp_segment *s)
 
 static void read_info(const struct rp_wire_ring *r, struct rp_ring_info *info)
 {
-	uint32_t st = ck_pr_load_32(&r->state);
+	uint32_t st = __atomic_load_n(&r->state, __ATOMIC_RELAXED);
 
 	info->state = st <= RP_RING_RETIRED ? st : UINT32_MAX;
-	info->gen = ck_pr_load_32(&r->gen);
-	info->tid = ck_pr_load_32((const uint32_t *)&r->tid);
-	info->dropped = ck_pr_load_64(&r->dropped);
+	info->gen = __atomic_load_n(&r->gen, __ATOMIC_RELAXED);
+	info->tid = __atomic_load_n((const uint32_t *)&r->tid, __ATOMIC_RELAXED);
+	info->dropped = __atomic_load_n(&r->dropped, __ATOMIC_RELAXED);
 }
 
 unsigned rp_segment_drain(struct rp_segment *s, uint32_t ring, struct rp_event *out,
@@ -286,19 +291,18 @@ unsigned rp_segment_drain(struct rp_segment *s, uint32_t ring, struct rp_event *
 	uint32_t mask = s->v.ring_capacity - 1;
 	uint32_t tail, n;
 
-	tail = ck_pr_load_uint(&r->ring.p_tail);
 	/* Acquire: the records up to tail, and the owner fields the producer wrote
-	 * before them, after the index. Pairs with the producer's store fence. */
-	ck_pr_fence_load();
+	 * before them, after the index. Pairs with the producer's release store. */
+	tail = __atomic_load_n(&r->ring.p_tail, __ATOMIC_ACQUIRE);
 	if (info != NULL)
 		read_info(r, info);
-	c->gen = ck_pr_load_32(&r->gen);
+	c->gen = __atomic_load_n(&r->gen, __ATOMIC_RELAXED);
 	n = tail - c->head;
 	if (n > mask) {
 		/* More than the ring can hold: not a producer index. Skip to it. */
 		c->resyncs++;
 		c->head = tail;
-		ck_pr_store_uint(&r->ring.c_head, tail);
+		__atomic_store_n(&r->ring.c_head, tail, __ATOMIC_RELAXED);
 		return 0;
 	}
 	if (n > max)
@@ -308,14 +312,13 @@ unsigned rp_segment_drain(struct rp_segment *s, uint32_t ring, struct rp_event *
 	c->head += n;
 	c->received += n;
 	/* Release: the copies above complete before the producer may reuse the slots. */
-	ck_pr_fence_release();
-	ck_pr_store_uint(&r->ring.c_head, c->head);
+	__atomic_store_n(&r->ring.c_head, c->head, __ATOMIC_RELEASE);
 	return n;
 }
 
 uint32_t rp_segment_ring_pending(const struct rp_segment *s, uint32_t ring)
 {
-	uint32_t n = ck_pr_load_uint(&ring_desc(s, ring)->ring.p_tail) - s->rings[ring].head;
+	uint32_t n = __atomic_load_n(&ring_desc(s, ring)->ring.p_tail, __ATOMIC_RELAXED) - s->rings[ring].head;
 
 	return n <= s->v.ring_capacity - 1 ? n : 0;
 }
@@ -342,10 +345,9 @@ int rp_segment_name(const struct rp_segment *s, uint32_t id, struct rp_name *out
 	if (id >= s->v.name_capacity)
 		return -ENOENT;
 	w = (const struct rp_wire_name *)((const char *)s->base + s->v.name_table_offset) + id;
-	if (ck_pr_load_32(&w->ready) != 1)
+	/* Acquire: the entry's fields were written before `ready` (release). */
+	if (__atomic_load_n(&w->ready, __ATOMIC_ACQUIRE) != 1)
 		return -ENOENT;
-	/* Acquire: the entry's fields were written before `ready`. */
-	ck_pr_fence_load();
 	memcpy(&e, w, sizeof(e));
 	if (!copy_str(s, e.name_off, e.name_len, out->name, sizeof(out->name)) ||
 	    !copy_str(s, e.cat_off, e.cat_len, out->category, sizeof(out->category)) ||
@@ -360,24 +362,24 @@ int rp_segment_sleep(struct rp_segment *s, uint64_t timeout_ns)
 	struct rp_wire_header *h = s->base;
 	struct timespec ts = { (time_t)(timeout_ns / 1000000000u),
 			       (long)(timeout_ns % 1000000000u) };
-	uint32_t bell = ck_pr_load_32(&h->doorbell);
+	uint32_t bell = __atomic_load_n(&h->doorbell, __ATOMIC_RELAXED);
 
-	ck_pr_store_32(&h->consumer_sleeping, 1);
-	/* Full fence: the flag is visible before we look at the rings again, so a
-	 * producer that published after our look sees the flag (or we see its
-	 * record). */
-	ck_pr_fence_memory();
+	/* A full barrier (seq_cst exchange): the flag is visible before we look at
+	 * the rings again. The producer does not fence between its p_tail store and
+	 * its load of the flag, so a wake-up can still be missed; that costs one
+	 * timed wait, which is why the wait always has a timeout. */
+	__atomic_exchange_n(&h->consumer_sleeping, 1, __ATOMIC_SEQ_CST);
 	for (uint32_t i = 0; i < s->v.ring_count; i++) {
 		if (rp_segment_ring_pending(s, i) != 0) {
-			ck_pr_store_32(&h->consumer_sleeping, 0);
+			__atomic_store_n(&h->consumer_sleeping, 0, __ATOMIC_RELAXED);
 			return 0;
 		}
 	}
 	if (syscall(SYS_futex, &h->doorbell, FUTEX_WAIT, bell, &ts, NULL, 0) == 0 ||
 	    errno == EAGAIN) {
-		ck_pr_store_32(&h->consumer_sleeping, 0);
-		return ck_pr_load_32(&h->doorbell) != bell;
+		__atomic_store_n(&h->consumer_sleeping, 0, __ATOMIC_RELAXED);
+		return __atomic_load_n(&h->doorbell, __ATOMIC_RELAXED) != bell;
 	}
-	ck_pr_store_32(&h->consumer_sleeping, 0);
+	__atomic_store_n(&h->consumer_sleeping, 0, __ATOMIC_RELAXED);
 	return 0;
 }

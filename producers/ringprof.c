@@ -244,7 +244,7 @@ static bool arena_put(const char *s, uint32_t *off, uint32_t *len)
 	*len = (uint32_t)n;
 	proc.arena_used = used + n + 1;
 	/* Before the entries that use these bytes are published (publish_name). */
-	ck_pr_store_64(&proc.hdr->arena_used, proc.arena_used);
+	__atomic_store_n(&proc.hdr->arena_used, proc.arena_used, __ATOMIC_RELAXED);
 	return true;
 }
 
@@ -257,11 +257,10 @@ static void publish_name(uint32_t id)
 	w->ready = 0;
 	/* The entry's fields before `ready`, `ready` before names_used: a reader that
 	 * acquires either sees a complete entry. */
-	ck_pr_fence_store();
-	ck_pr_store_32(&w->ready, 1);
+	__atomic_store_n(&w->ready, 1, __ATOMIC_RELEASE);
 	if (id >= proc.nnames)
 		proc.nnames = id + 1;
-	ck_pr_store_32(&proc.hdr->names_used, proc.nnames);
+	__atomic_store_n(&proc.hdr->names_used, proc.nnames, __ATOMIC_RELAXED);
 }
 
 static bool same_key(const struct rp_wire_name *e, const char *name, const char *cat,
@@ -368,8 +367,7 @@ static int create_segment(void)
 		put_overflow_name();
 	/* Everything above before the magic: a consumer that sees the magic sees a
 	 * complete header and layout. */
-	ck_pr_fence_store();
-	ck_pr_store_64(&h->magic, RP_WIRE_MAGIC);
+	__atomic_store_n(&h->magic, RP_WIRE_MAGIC, __ATOMIC_RELEASE);
 	rp_clock_source = clk.source;
 	return 0;
 }
@@ -390,7 +388,7 @@ int rp_init(void)
 {
 	int err = 0;
 
-	switch (ck_pr_load_32(&proc.state)) {
+	switch (__atomic_load_n(&proc.state, __ATOMIC_ACQUIRE)) { /* pairs with the release below */
 	case PROC_ON:
 		return 0;
 	case PROC_OFF:
@@ -405,9 +403,9 @@ int rp_init(void)
 			    proc.path, strerror(-err));
 		if (err != 0)
 			rp_clock_source = RP_CLOCK_MONOTONIC;
-		/* Release: the segment before the state that says it exists. */
-		ck_pr_fence_store();
-		ck_pr_store_32(&proc.state, err == 0 ? PROC_ON : PROC_OFF);
+		/* Release: the segment before the state that says it exists; pairs with
+		 * the acquire loads of proc.state. */
+		__atomic_store_n(&proc.state, err == 0 ? PROC_ON : PROC_OFF, __ATOMIC_RELEASE);
 	} else {
 		err = proc.state == PROC_ON ? 0 : 1;
 	}
@@ -450,7 +448,7 @@ uint32_t rp_intern(const char *name, const char *category, const char *file, uin
 	goto out;
 full:
 	id = RP_NAME_OVERFLOW;
-	ck_pr_inc_64(&proc.hdr->names_dropped);
+	__atomic_fetch_add(&proc.hdr->names_dropped, 1, __ATOMIC_RELAXED);
 out:
 	pthread_mutex_unlock(&proc.lock);
 	return id;
@@ -458,7 +456,9 @@ out:
 
 static bool ring_drained(const struct rp_wire_ring *r)
 {
-	return ck_pr_load_uint(&r->ring.c_head) == ck_pr_load_uint(&r->ring.p_tail);
+	/* Acquire on c_head: the consumer's reads of the slots are done. */
+	return __atomic_load_n(&r->ring.c_head, __ATOMIC_ACQUIRE) ==
+	       __atomic_load_n(&r->ring.p_tail, __ATOMIC_RELAXED);
 }
 
 /* Claims a free ring, or a retired one the consumer has drained; -1 if none. */
@@ -466,13 +466,14 @@ static int claim_ring(struct rp_wire_header *h)
 {
 	for (uint32_t i = 0; i < proc.lay.ring_count; i++) {
 		struct rp_wire_ring *r = rp_layout_ring(&proc.lay, h, i);
-		uint32_t st = ck_pr_load_32(&r->state);
+		uint32_t st = __atomic_load_n(&r->state, __ATOMIC_RELAXED);
 
 		if (st == RP_RING_ACTIVE || (st == RP_RING_RETIRED && !ring_drained(r)))
 			continue;
 		/* Acquire: the previous owner's stores and the consumer's c_head before
 		 * we take over the ring. */
-		if (ck_pr_cas_32(&r->state, st, RP_RING_ACTIVE))
+		if (__atomic_compare_exchange_n(&r->state, &st, RP_RING_ACTIVE, false,
+						__ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
 			return (int)i;
 	}
 	return -1;
@@ -487,11 +488,10 @@ static void setup_thread(struct rp_thread *t, struct rp_wire_header *h, int idx)
 	r->claimed_ticks = rp_clock_read(rp_clock_source == RP_CLOCK_TSC);
 	/* The owner fields before the generation: a consumer that sees a new `gen`
 	 * (after it read p_tail) sees who owns the ring. */
-	ck_pr_fence_store();
-	ck_pr_store_32(&r->gen, r->gen + 1);
-	ck_pr_inc_64(&h->rings_claimed);
-	t->tail = ck_pr_load_uint(&r->ring.p_tail);
-	t->head = ck_pr_load_uint(&r->ring.c_head);
+	__atomic_store_n(&r->gen, r->gen + 1, __ATOMIC_RELEASE);
+	__atomic_fetch_add(&h->rings_claimed, 1, __ATOMIC_RELAXED);
+	t->tail = __atomic_load_n(&r->ring.p_tail, __ATOMIC_RELAXED);
+	t->head = __atomic_load_n(&r->ring.c_head, __ATOMIC_RELAXED);
 	t->mask = proc.lay.ring_capacity - 1;
 	t->ring = r;
 	t->hdr = h;
@@ -516,14 +516,14 @@ bool rp_thread_attach(struct rp_thread *t)
 	h = proc.hdr;
 	if (t->noring_retry != 0) {
 		t->noring_retry--;
-		ck_pr_inc_64(&h->noring_dropped);
+		__atomic_fetch_add(&h->noring_dropped, 1, __ATOMIC_RELAXED);
 		return false;
 	}
 	idx = claim_ring(h);
 	if (idx < 0) {
 		/* Every ring is owned: drop, and look again only every 1024 events. */
 		t->noring_retry = 1023;
-		ck_pr_inc_64(&h->noring_dropped);
+		__atomic_fetch_add(&h->noring_dropped, 1, __ATOMIC_RELAXED);
 		return false;
 	}
 	setup_thread(t, h, idx);
@@ -532,14 +532,13 @@ bool rp_thread_attach(struct rp_thread *t)
 
 bool rp_ring_full(struct rp_thread *t)
 {
-	/* Re-read the consumer index; pairs with the consumer's release store of
-	 * c_head after it copied the records out. */
-	t->head = ck_pr_load_uint(&t->ring->ring.c_head);
-	ck_pr_fence_load();
+	/* Re-read the consumer index. Acquire pairs with the consumer's release
+	 * store of c_head: its copies of the slots we are about to reuse are done. */
+	t->head = __atomic_load_n(&t->ring->ring.c_head, __ATOMIC_ACQUIRE);
 	if (t->tail - t->head < t->mask)
 		return true;
 	/* Single writer: a plain read-modify-write, stored atomically for readers. */
-	ck_pr_store_64(&t->ring->dropped, t->ring->dropped + 1);
+	__atomic_store_n(&t->ring->dropped, t->ring->dropped + 1, __ATOMIC_RELAXED);
 	return false;
 }
 
@@ -552,15 +551,15 @@ void rp_doorbell_check(struct rp_thread *t)
 {
 	struct rp_wire_header *h = t->hdr;
 
-	t->head = ck_pr_load_uint(&t->ring->ring.c_head);
+	t->head = __atomic_load_n(&t->ring->ring.c_head, __ATOMIC_RELAXED);
 	if (t->tail - t->head < (t->mask + 1) / 2)
 		return;
 	/* Only the producer that clears the flag rings: one wake per sleep. The
 	 * exchange is a full barrier, ordering our p_tail store before the bump. */
-	if (ck_pr_fas_32(&h->consumer_sleeping, 0) == 0)
+	if (__atomic_exchange_n(&h->consumer_sleeping, 0, __ATOMIC_SEQ_CST) == 0)
 		return;
-	ck_pr_inc_32(&h->doorbell);
-	ck_pr_inc_64(&h->doorbell_rings);
+	__atomic_fetch_add(&h->doorbell, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&h->doorbell_rings, 1, __ATOMIC_RELAXED);
 	futex_wake(&h->doorbell);
 }
 
@@ -572,8 +571,7 @@ static void retire_thread(void *arg)
 	if (t == NULL || t->ring == NULL)
 		return;
 	/* Release: every record this thread published before the state change. */
-	ck_pr_fence_store();
-	ck_pr_store_32(&t->ring->state, RP_RING_RETIRED);
+	__atomic_store_n(&t->ring->state, RP_RING_RETIRED, __ATOMIC_RELEASE);
 	t->slots = NULL;
 	t->ring = NULL;
 	t->off = 1; /* late events from other TLS destructors are not recorded */
@@ -610,8 +608,8 @@ static void wait_for_drain(struct rp_wire_header *h)
 	struct timespec tick = { 0, 1000000 };
 
 	for (uint32_t ms = 0; ms < proc.exit_wait_ms && !all_drained(h); ms++) {
-		if (ck_pr_fas_32(&h->consumer_sleeping, 0)) {
-			ck_pr_inc_32(&h->doorbell);
+		if (__atomic_exchange_n(&h->consumer_sleeping, 0, __ATOMIC_SEQ_CST)) {
+			__atomic_fetch_add(&h->doorbell, 1, __ATOMIC_RELAXED);
 			futex_wake(&h->doorbell);
 		}
 		nanosleep(&tick, NULL);
@@ -622,7 +620,7 @@ void rp_shutdown(void)
 {
 	struct rp_wire_header *h;
 
-	if (ck_pr_load_32(&proc.state) != PROC_ON)
+	if (__atomic_load_n(&proc.state, __ATOMIC_ACQUIRE) != PROC_ON)
 		return;
 	pthread_mutex_lock(&proc.lock);
 	h = proc.hdr;
@@ -634,8 +632,7 @@ void rp_shutdown(void)
 	pthread_mutex_unlock(&proc.lock);
 	h->exit_ticks = rp_clock_read(rp_clock_source == RP_CLOCK_TSC);
 	/* Release: everything recorded so far before the state says exited. */
-	ck_pr_fence_store();
-	ck_pr_store_32(&h->state, RP_SEG_EXITED);
+	__atomic_store_n(&h->state, RP_SEG_EXITED, __ATOMIC_RELEASE);
 	/* The unlink rule: give a running engine the chance to drain what is left;
 	 * with none running nobody could, so do not keep the host waiting. */
 	if (!all_drained(h) && engine_running(h->session))
@@ -646,12 +643,17 @@ void rp_shutdown(void)
 
 const char *rp_segment_path(void)
 {
-	return ck_pr_load_32(&proc.state) == PROC_ON ? proc.path : NULL;
+	return __atomic_load_n(&proc.state, __ATOMIC_ACQUIRE) == PROC_ON ? proc.path : NULL;
+}
+
+struct rp_wire_header *rp_segment_header(void)
+{
+	return __atomic_load_n(&proc.state, __ATOMIC_ACQUIRE) == PROC_ON ? proc.hdr : NULL;
 }
 
 const struct rp_wire_clock *rp_clock(void)
 {
-	return ck_pr_load_32(&proc.state) == PROC_ON ? &proc.hdr->clock : NULL;
+	return __atomic_load_n(&proc.state, __ATOMIC_ACQUIRE) == PROC_ON ? &proc.hdr->clock : NULL;
 }
 
 static void on_fork_prepare(void)

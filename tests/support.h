@@ -22,16 +22,22 @@
 
 #include "segment.h"
 
-/* Initialises the producer and opens its segment as a consumer would. */
+/*
+ * Initialises the producer and attaches a consumer view to its segment at the
+ * producer's own addresses, so that ThreadSanitizer, which tracks addresses, sees
+ * both sides of every access (a second mapping would hide them from it).
+ * Cross-process tests open segments by name instead.
+ */
 static inline struct rp_segment *rp_test_open_self(void)
 {
 	char why[RP_WHY_MAX];
 	struct rp_segment *s = NULL;
+	struct rp_wire_header *h;
 
-	if (rp_init() != 0 || rp_segment_path() == NULL)
+	if (rp_init() != 0 || (h = rp_segment_header()) == NULL)
 		fail_msg("rp_init failed");
-	if (rp_segment_open(rp_segment_path(), &s, why) != 0)
-		fail_msg("rp_segment_open: %s", why);
+	if (rp_segment_attach(h, h->segment_size, &s, why) != 0)
+		fail_msg("rp_segment_attach: %s", why);
 	return s;
 }
 

@@ -156,12 +156,38 @@ static void test_ring_index_wrap_32bit(void **state)
 	assert_int_equal(r->dropped, 0);
 }
 
+CK_RING_PROTOTYPE(rp_event, rp_event)
+
+/* The rings are Concurrency Kit rings: ck's own SPSC dequeue, given the ring
+ * descriptor and its slots, reads exactly what the producer wrote. */
+static void test_ring_is_a_ck_ring(void **state)
+{
+	struct rp_wire_ring *r = rp_test_ring(seg, 0);
+	struct rp_event *slots = (struct rp_event *)((char *)seg->base + seg->v.ring_data_offset);
+	struct rp_event e;
+	uint64_t first = next_seq;
+	unsigned n = 0;
+
+	(void)state;
+	assert_int_equal(ck_ring_capacity(&r->ring), CAP);
+	emit(CAP / 2);
+	assert_int_equal(ck_ring_size(&r->ring), CAP / 2);
+	while (ck_ring_dequeue_spsc_rp_event(&r->ring, slots, &e)) {
+		assert_int_equal(e.arg, first + n);
+		n++;
+	}
+	assert_int_equal(n, CAP / 2);
+	seg->rings[0].head = r->ring.c_head; /* our reader's cursor follows */
+	assert_int_equal(rp_segment_ring_pending(seg, 0), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_ring_full_drops_exact),
 		cmocka_unit_test(test_ring_wraparound_in_order),
 		cmocka_unit_test(test_ring_index_wrap_32bit),
+		cmocka_unit_test(test_ring_is_a_ck_ring),
 	};
 
 	setenv("RINGPROF_RING_EVENTS", "64", 1);

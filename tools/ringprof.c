@@ -12,8 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <ck_pr.h>
-
 #include "segment.h"
 
 static const char usage[] =
@@ -30,7 +28,7 @@ static void print_rings(struct rp_segment *s)
 	for (uint32_t i = 0; i < s->v.ring_count; i++) {
 		const struct rp_wire_ring *r =
 			(const struct rp_wire_ring *)((char *)s->base + s->v.ring_desc_offset) + i;
-		uint32_t st = ck_pr_load_32(&r->state);
+		uint32_t st = __atomic_load_n(&r->state, __ATOMIC_RELAXED);
 
 		if (st == RP_RING_FREE && r->gen == 0)
 			continue;

@@ -25,7 +25,6 @@
 #include <stdint.h>
 #include <time.h>
 
-#include <ck_pr.h>
 #include <ringprof/wire.h>
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -117,6 +116,13 @@ RP_API uint32_t rp_intern(const char *name, const char *category, const char *fi
 RP_API const char *rp_segment_path(void);
 
 /**
+ * rp_segment_header() - this process's segment, as mapped here: for an in-process
+ * consumer (tests, benchmarks) that reads the rings at the producer's own addresses.
+ * @return NULL before rp_init() or when off. The mapping lives until exit.
+ */
+RP_API struct rp_wire_header *rp_segment_header(void);
+
+/**
  * rp_clock() - the producer's clock description (source, mult/shift, reference).
  * @return NULL before rp_init() or when off. Owned by the library.
  */
@@ -177,14 +183,13 @@ static inline void rp_commit(struct rp_thread *t)
 {
 	uint32_t tail = t->tail + 1;
 
-	/* Orders the record's stores before the index store that publishes it; pairs
-	 * with the consumer's load fence after it reads p_tail. */
-	ck_pr_fence_store();
-	ck_pr_store_uint(&t->ring->ring.p_tail, tail);
+	/* Release: the record's stores before the index that publishes it; pairs with
+	 * the consumer's acquire load of p_tail. A plain mov on x86. */
+	__atomic_store_n(&t->ring->ring.p_tail, tail, __ATOMIC_RELEASE);
 	t->tail = tail;
 	/* A plain load, no fence: a doorbell missed by this race costs the consumer
 	 * at most one of its timed waits, never an event. */
-	if (RP_UNLIKELY(ck_pr_load_uint(&t->hdr->consumer_sleeping)) &&
+	if (RP_UNLIKELY(__atomic_load_n(&t->hdr->consumer_sleeping, __ATOMIC_RELAXED)) &&
 	    tail - t->head >= (t->mask + 1) / 2)
 		rp_doorbell_check(t);
 }
@@ -306,11 +311,11 @@ static inline void rp_scope_leave(struct rp_scope *s)
 static inline uint32_t rp_scope_id(uint32_t *cache, const char *name, const char *category,
 				   const char *file, uint32_t line)
 {
-	uint32_t id = ck_pr_load_32(cache);
+	uint32_t id = __atomic_load_n(cache, __ATOMIC_RELAXED);
 
 	if (RP_UNLIKELY(id == 0)) {
 		id = rp_intern(name, category, file, line);
-		ck_pr_store_32(cache, id);
+		__atomic_store_n(cache, id, __ATOMIC_RELAXED);
 	}
 	return id;
 }
