@@ -18,6 +18,8 @@
 #include <x86intrin.h>
 #endif
 
+#include <ringprof/ringprof.h>
+
 #include "clock.h"
 
 static uint64_t mono_ns(void)
@@ -26,6 +28,11 @@ static uint64_t mono_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t rp_clock_monotonic(void)
+{
+	return mono_ns();
 }
 
 bool rp_clock_tsc_invariant(void)

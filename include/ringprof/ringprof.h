@@ -23,7 +23,6 @@
 
 #include <stdbool.h>
 #include <stdint.h>
-#include <time.h>
 
 #include <ringprof/wire.h>
 
@@ -131,15 +130,17 @@ RP_API const struct rp_wire_clock *rp_clock(void);
 /* The clock events are stamped with (enum rp_clock_source); 0 before rp_init(). */
 RP_API extern uint32_t rp_clock_source;
 
+/* CLOCK_MONOTONIC in ns; out of line so this header needs no POSIX feature macros. */
+RP_API uint64_t rp_clock_monotonic(void);
+
 static inline uint64_t rp_clock_read(bool tsc)
 {
 #if defined(__x86_64__) || defined(__i386__)
 	if (RP_LIKELY(tsc))
 		return __rdtsc();
 #endif
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	(void)tsc;
+	return rp_clock_monotonic();
 }
 
 /** rp_now() - the current time in the ticks events carry (initialises if needed). */
