@@ -12,14 +12,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "probe.h"
 #include "segment.h"
 
 static const char usage[] =
 	"usage: ringprof segments [--session S] [--rings]\n"
+	"       ringprof probe\n"
 	"\n"
 	"  segments   list the producer segments of a session (default: $RINGPROF_SESSION\n"
 	"             or \"default\"), validating every header as the engine does\n"
-	"  --rings    also list every claimed ring: owner, state, backlog, dropped\n";
+	"  --rings    also list every claimed ring: owner, state, backlog, dropped\n"
+	"  probe      what this kernel offers the engine: io_uring, futex waits, TSC\n";
 
 static void print_rings(struct rp_segment *s)
 {
@@ -111,6 +114,21 @@ static int cmd_segments(int argc, char **argv)
 	return 0;
 }
 
+static int cmd_probe(void)
+{
+	struct rp_probe p;
+
+	rp_probe_run(&p);
+	printf("io_uring:             %s\n",
+	       p.io_uring_err == 0 ? "available" : strerror(-p.io_uring_err));
+	printf("io_uring FUTEX_WAIT:  %s\n", p.uring_futex_wait ? "yes" : "no");
+	printf("io_uring FUTEX_WAITV: %s\n", p.uring_futex_waitv ? "yes" : "no");
+	printf("futex_waitv(2):       %s\n", p.futex_waitv ? "yes" : "no");
+	printf("invariant TSC:        %s\n", p.tsc_invariant ? "yes" : "no");
+	printf("doorbell wait:        %s\n", rp_probe_doorbell(&p));
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
@@ -119,6 +137,8 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(argv[1], "segments") == 0)
 		return cmd_segments(argc - 1, argv + 1);
+	if (strcmp(argv[1], "probe") == 0)
+		return cmd_probe();
 	fprintf(stderr, "ringprof: unknown command \"%s\" (try --help)\n", argv[1]);
 	return 2;
 }
