@@ -156,7 +156,9 @@ int rp_segment_validate(const void *base, size_t size, struct rp_segment_view *o
 	h.magic = __atomic_load_n((const uint64_t *)base, __ATOMIC_ACQUIRE);
 	memcpy((char *)&h + sizeof(h.magic), (const char *)base + sizeof(h.magic),
 	       offsetof(struct rp_wire_header, state) - sizeof(h.magic));
-	h.state = __atomic_load_n(&((const struct rp_wire_header *)base)->state,
+	/* By address, not member access: a caller's buffer need not be 64-aligned. */
+	h.state = __atomic_load_n((const uint32_t *)((const char *)base +
+						     offsetof(struct rp_wire_header, state)),
 				  __ATOMIC_RELAXED);
 	if ((err = check_identity(&h, size, why)) || (err = check_counts(&h, why)) ||
 	    (err = check_regions(&h, why)) || (err = check_clock(&h.clock, why)))

@@ -32,7 +32,7 @@ static inline struct rp_segment *rp_test_open_self(void)
 {
 	char why[RP_WHY_MAX];
 	struct rp_segment *s = NULL;
-	struct rp_wire_header *h;
+	struct rp_wire_header *h = NULL;
 
 	if (rp_init() != 0 || (h = rp_segment_header()) == NULL)
 		fail_msg("rp_init failed");
