@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# Runs fuzz_segment for SECONDS from a seed corpus that make_seed writes; exits
-# non-zero when the fuzzer crashed (the input is kept in BUILD_DIR/tests/fuzz/artifacts).
+# Runs every fuzz target for SECONDS each from its seed corpus; exits non-zero when
+# a fuzzer crashed (inputs kept in BUILD_DIR/tests/fuzz/artifacts-<target>).
+#   fuzz_segment   seed: a real segment written by make_seed
+#   fuzz_chrome    seeds: tests/fuzz/seeds/chrome/*
+#   fuzz_snapshot  seeds: tests/fuzz/seeds/snapshot/*
 #
 # usage: tests/fuzz/run.sh BUILD_DIR SECONDS
 set -euo pipefail
@@ -12,25 +15,38 @@ if [ $# -ne 2 ]; then
 fi
 dir="$1/tests/fuzz"
 secs="$2"
-corpus="$dir/corpus"
-artifacts="$dir/artifacts"
+src="$(cd "$(dirname "$0")" && pwd)"
+failed=0
 
-mkdir -p "$corpus" "$artifacts"
-"$dir/make_seed" "$corpus/seed"
-seed_size=$(stat -c %s "$corpus/seed")
-before=$(find "$artifacts" -type f | wc -l)
+run_target() { # name max_len
+	local name=$1 max_len=$2 corpus="$dir/corpus-$1" artifacts="$dir/artifacts-$1"
+	local rc=0 before after
+	before=$(find "$artifacts" -type f 2>/dev/null | wc -l)
+	"$dir/$name" -max_total_time="$secs" -max_len="$max_len" -artifact_prefix="$artifacts/" \
+		-print_final_stats=1 "$corpus" 2>"$dir/$name.log" || rc=$?
+	grep -E "^(stat::number_of_executed_units|Done)" "$dir/$name.log" || true
+	after=$(find "$artifacts" -type f | wc -l)
+	if [ "$rc" -ne 0 ] || [ "$after" -ne "$before" ]; then
+		echo "$name failed (exit $rc); see $dir/$name.log; new artifacts:" >&2
+		find "$artifacts" -type f -newer "$corpus" >&2 || true
+		tail -40 "$dir/$name.log" >&2
+		failed=1
+	else
+		echo "$name: no crash in ${secs}s"
+	fi
+}
 
-# Inputs may grow a little past the seed; only a length equal to segment_size
-# gets past the validator, so much longer inputs are wasted work.
-rc=0
-"$dir/fuzz_segment" -max_total_time="$secs" -max_len=$((seed_size + 512)) \
-	-artifact_prefix="$artifacts/" -print_final_stats=1 "$corpus" || rc=$?
+for t in segment chrome snapshot; do
+	mkdir -p "$dir/corpus-$t" "$dir/artifacts-$t"
+	if [ -d "$src/seeds/$t" ]; then
+		cp "$src/seeds/$t"/* "$dir/corpus-$t/" 2>/dev/null || true
+	fi
+done
+"$dir/make_seed" "$dir/corpus-segment/seed"
+seed_size=$(stat -c %s "$dir/corpus-segment/seed")
 
-after=$(find "$artifacts" -type f | wc -l)
-if [ "$rc" -ne 0 ] || [ "$after" -ne "$before" ]; then
-	echo "fuzz_segment failed (exit $rc); new artifacts:" >&2
-	find "$artifacts" -type f -newer "$corpus/seed" >&2
-	[ "$rc" -ne 0 ] || rc=1
-	exit "$rc"
-fi
-echo "fuzz_segment: no crash in ${secs}s"
+# Only a length equal to segment_size gets past the validator: little growth.
+run_target fuzz_segment $((seed_size + 512))
+run_target fuzz_chrome 65536
+run_target fuzz_snapshot 65536
+exit "$failed"

@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The engine's event loop: one io_uring serves timers, file descriptors (signalfd,
+ * inotify, pidfds, sockets), doorbell futex waits and whole-file writes. Where
+ * io_uring is refused (EPERM/ENOSYS in many containers) the same interface runs on
+ * poll(2); the engine's logic never knows which (STYLE.md 9). Single-threaded: every
+ * callback runs on the thread in rp_loop_run().
+ */
+#ifndef RP_ENGINE_LOOP_H
+#define RP_ENGINE_LOOP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "segment.h" /* RP_WHY_MAX */
+
+struct rp_loop;
+
+struct rp_loop_opts {
+	bool force_poll;	/* use the poll(2) backend even if io_uring works */
+	unsigned entries;	/* io_uring queue depth; 0 = 256 */
+};
+
+/* Called when a watched fd is readable (res = POLLIN mask), a timer fires (res =
+ * expirations, >= 1), a futex wait ends (res = 0 woken or value changed, -ETIME
+ * timed out), or a file write finishes (res = 0 or -errno). */
+typedef void (*rp_loop_fn)(void *ctx, int res);
+
+/**
+ * rp_loop_open() - create a loop.
+ * @why: set when io_uring was refused and the poll backend is used instead (one line
+ *	 for the user, e.g. "io_uring: Operation not permitted; using poll(2)"), or
+ *	 on failure. Empty otherwise.
+ * @return 0 or -errno.
+ */
+int rp_loop_open(const struct rp_loop_opts *opts, struct rp_loop **out, char why[RP_WHY_MAX]);
+
+/** rp_loop_close() - release everything; pending operations are cancelled. NULL ok. */
+void rp_loop_close(struct rp_loop *l);
+
+/** rp_loop_backend() - "io_uring" or "poll". */
+const char *rp_loop_backend(const struct rp_loop *l);
+
+/**
+ * rp_loop_watch() - call @fn each time @fd becomes readable, until rp_loop_unwatch.
+ * The loop does not read the fd: the callback must, or it fires again.
+ * @return a watch id >= 0, or -errno.
+ */
+int rp_loop_watch(struct rp_loop *l, int fd, rp_loop_fn fn, void *ctx);
+
+/** rp_loop_unwatch() - stop watching (the fd is not closed). @return 0 or -ENOENT. */
+int rp_loop_unwatch(struct rp_loop *l, int id);
+
+/**
+ * rp_loop_timer() - call @fn every @interval_ns until rp_loop_cancel_timer.
+ * @return a timer id >= 0, or -errno.
+ */
+int rp_loop_timer(struct rp_loop *l, uint64_t interval_ns, rp_loop_fn fn, void *ctx);
+int rp_loop_cancel_timer(struct rp_loop *l, int id);
+
+/**
+ * rp_loop_futex_wait() - one-shot: call @fn once *@word != @val or after a wake on
+ * @word (a shared futex: FUTEX_WAKE from another process), or after @timeout_ns.
+ * io_uring backend: IORING_OP_FUTEX_WAIT where the kernel has it; otherwise, and on
+ * the poll backend, the loop re-checks the word at least every millisecond and
+ * at the timeout (the doorbell then only shortens waits, as designed).
+ * @return 0 or -errno.
+ */
+int rp_loop_futex_wait(struct rp_loop *l, uint32_t *word, uint32_t val, uint64_t timeout_ns,
+		       rp_loop_fn fn, void *ctx);
+
+/**
+ * rp_loop_write_file() - write @len bytes of @buf to @path whole or not at all:
+ * "<path>.tmp.<pid>", write, fsync, rename over @path; then @fn(ctx, 0 or -errno).
+ * @buf must stay valid until @fn runs. On io_uring every step is asynchronous.
+ */
+int rp_loop_write_file(struct rp_loop *l, const char *path, const void *buf, size_t len,
+		       rp_loop_fn fn, void *ctx);
+
+/** rp_loop_run() - run callbacks until rp_loop_stop(). @return 0 or -errno. */
+int rp_loop_run(struct rp_loop *l);
+
+/** rp_loop_stop() - make rp_loop_run return after the current callback. */
+void rp_loop_stop(struct rp_loop *l);
+
+#endif

@@ -1,0 +1,2 @@
+#include "support.h"
+int main(void){return 0;}
