@@ -18,8 +18,8 @@ secs="$2"
 src="$(cd "$(dirname "$0")" && pwd)"
 failed=0
 
-run_target() { # name max_len
-	local name=$1 max_len=$2 corpus="$dir/corpus-$1" artifacts="$dir/artifacts-$1"
+run_target() { # target max_len
+	local name=fuzz_$1 max_len=$2 corpus="$dir/corpus-$1" artifacts="$dir/artifacts-$1"
 	local rc=0 before after
 	before=$(find "$artifacts" -type f 2>/dev/null | wc -l)
 	"$dir/$name" -max_total_time="$secs" -max_len="$max_len" -artifact_prefix="$artifacts/" \
@@ -46,7 +46,7 @@ done
 seed_size=$(stat -c %s "$dir/corpus-segment/seed")
 
 # Only a length equal to segment_size gets past the validator: little growth.
-run_target fuzz_segment $((seed_size + 512))
-run_target fuzz_chrome 65536
-run_target fuzz_snapshot 65536
+run_target segment $((seed_size + 512))
+run_target chrome 65536
+run_target snapshot 65536
 exit "$failed"
