@@ -1,0 +1,278 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The analysis core: dispatch of events to tracks, per-source counting, and the
+ * report. See engine.h.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "engine.h"
+
+void rp_engine_cfg_default(struct rp_engine_cfg *cfg)
+{
+	*cfg = (struct rp_engine_cfg){
+		.max_names = 65536,
+		.max_tracks = 16384,
+		.max_depth = 256,
+		.max_cct_nodes = 262144,
+		.max_sources = 1024,
+	};
+}
+
+int rp_engine_open(const struct rp_engine_cfg *cfg, struct rp_engine **out)
+{
+	struct rp_engine *e = calloc(1, sizeof(*e));
+
+	if (e == NULL)
+		return -ENOMEM;
+	if (cfg != NULL)
+		e->cfg = *cfg;
+	else
+		rp_engine_cfg_default(&e->cfg);
+	e->src = calloc(e->cfg.max_sources, sizeof(*e->src));
+	if (e->src == NULL || rp_names_init(&e->names, e->cfg.max_names) ||
+	    rp_stats_init(&e->stats, e->cfg.max_names, e->cfg.max_cct_nodes) ||
+	    rp_tracks_init(&e->tracks, e->cfg.max_tracks, e->cfg.max_depth, &e->stats)) {
+		rp_engine_close(e);
+		return -ENOMEM;
+	}
+	strcpy(e->clock, "monotonic");
+	*out = e;
+	return 0;
+}
+
+void rp_engine_close(struct rp_engine *e)
+{
+	if (e == NULL)
+		return;
+	for (uint32_t i = 0; i < e->n_src; i++)
+		free(e->src[i].rep.name);
+	free(e->src);
+	rp_tracks_free(&e->tracks);
+	rp_stats_free(&e->stats);
+	rp_names_free(&e->names);
+	free(e);
+}
+
+int rp_engine_add_source(struct rp_engine *e, const char *name, int32_t pid, uint32_t flags)
+{
+	struct rp_source *s;
+
+	if (e->n_src >= e->cfg.max_sources)
+		return -ENOSPC;
+	s = &e->src[e->n_src];
+	memset(s, 0, sizeof(*s));
+	s->rep.name = strdup(name ? name : "");
+	if (s->rep.name == NULL)
+		return -ENOMEM;
+	s->rep.pid = pid;
+	s->rep.flags = flags;
+	return (int)e->n_src++;
+}
+
+uint32_t rp_engine_name(struct rp_engine *e, uint32_t src, const char *name,
+			const char *category, const char *file, uint32_t line)
+{
+	bool full;
+	uint32_t id = rp_names_get(&e->names, name, category, file, line, &full);
+
+	if (full)
+		e->src[src].counts.anomalies[RP_ANOM_NAME_CAP]++;
+	return id;
+}
+
+static void track_event(struct rp_engine *e, struct rp_source *s, uint32_t src, uint8_t kind,
+			uint64_t id, const struct rp_event *ev, bool begin)
+{
+	uint32_t tr = begin ? rp_tracks_get(&e->tracks, src, kind, id, &s->counts)
+			    : rp_tracks_find(&e->tracks, src, kind, id);
+
+	if (tr == RP_NONE) {
+		if (!begin) /* an END on a track with nothing open */
+			s->counts.anomalies[RP_ANOM_END_UNMATCHED]++;
+		return;
+	}
+	if (begin)
+		rp_track_begin(&e->tracks, tr, ev->name, ev->ts, ev->arg, &s->counts);
+	else
+		rp_track_end(&e->tracks, tr, ev->name, ev->ts, ev->arg, &s->counts);
+}
+
+void rp_engine_event(struct rp_engine *e, uint32_t src, uint64_t thread,
+		     const struct rp_event *ev)
+{
+	struct rp_source *s = &e->src[src];
+
+	s->rep.events++;
+	if (ev->name >= e->names.n) {
+		s->counts.anomalies[RP_ANOM_BAD_EVENT]++;
+		return;
+	}
+	if (e->t_first == 0 || ev->ts < e->t_first)
+		e->t_first = ev->ts;
+	if (ev->ts > e->t_last)
+		e->t_last = ev->ts;
+	if (ev->ts < e->t_merged)
+		s->rep.late++;
+	else
+		e->t_merged = ev->ts;
+	switch (ev->kind) {
+	case RP_EV_BEGIN:
+	case RP_EV_END:
+		track_event(e, s, src, RP_TRACK_THREAD, thread, ev, ev->kind == RP_EV_BEGIN);
+		break;
+	case RP_EV_ASYNC_BEGIN:
+	case RP_EV_ASYNC_END:
+		track_event(e, s, src, RP_TRACK_ASYNC, ev->track, ev,
+			    ev->kind == RP_EV_ASYNC_BEGIN);
+		break;
+	case RP_EV_INSTANT:
+	case RP_EV_COUNTER:
+	case RP_EV_LINK:
+		break; /* counted; their analyses come with the streaming analyses */
+	default:
+		s->counts.anomalies[RP_ANOM_BAD_EVENT]++;
+	}
+}
+
+void rp_engine_close_thread(struct rp_engine *e, uint32_t src, uint64_t thread, uint64_t t,
+			    int why)
+{
+	uint32_t tr = rp_tracks_find(&e->tracks, src, RP_TRACK_THREAD, thread);
+
+	if (tr != RP_NONE)
+		rp_track_close(&e->tracks, tr, t, why, &e->src[src].counts);
+}
+
+void rp_engine_close_source(struct rp_engine *e, uint32_t src, uint64_t t, int why)
+{
+	rp_tracks_close_src(&e->tracks, src, t, why, &e->src[src].counts);
+}
+
+/* Which names the report lists: called, or the name of a CCT node. */
+static uint32_t *name_map(const struct rp_engine *e, uint32_t *n_out)
+{
+	uint32_t *map = malloc((size_t)e->names.n * sizeof(*map)), n = 0;
+
+	if (map == NULL)
+		return NULL;
+	for (uint32_t i = 0; i < e->names.n; i++)
+		map[i] = e->stats.fn[i].calls ? 0 : RP_NONE;
+	for (uint32_t i = 1; i < e->stats.n_nodes; i++)
+		map[e->stats.nodes[i].name] = 0;
+	for (uint32_t i = 0; i < e->names.n; i++)
+		if (map[i] != RP_NONE)
+			map[i] = n++;
+	*n_out = n;
+	return map;
+}
+
+static int copy_fns(const struct rp_engine *e, const uint32_t *map, struct rp_report *r)
+{
+	for (uint32_t i = 0; i < e->names.n; i++) {
+		const struct rp_name_entry *ne = &e->names.e[i];
+		const struct rp_fn_stats *f = &e->stats.fn[i];
+		struct rp_report_fn *o;
+
+		if (map[i] == RP_NONE)
+			continue;
+		o = &r->fns[map[i]];
+		*o = (struct rp_report_fn){
+			.name = strdup(ne->name), .category = strdup(ne->category),
+			.file = strdup(ne->file), .line = ne->line, .calls = f->calls,
+			.primitive_calls = f->primitive_calls, .self_ns = f->self_ns,
+			.cum_ns = f->cum_ns, .total_ns = f->total_ns, .min_ns = f->min_ns,
+			.max_ns = f->max_ns,
+		};
+		if (!o->name || !o->category || !o->file)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+static void copy_graph(const struct rp_engine *e, const uint32_t *map, struct rp_report *r)
+{
+	for (uint32_t i = 0; i < e->stats.n_edges; i++) {
+		const struct rp_edge_stats *s = &e->stats.edges[i];
+		r->edges[i] = (struct rp_report_edge){
+			.caller = map[s->caller], .callee = map[s->callee], .calls = s->calls,
+			.primitive_calls = s->primitive_calls, .self_ns = s->self_ns,
+			.cum_ns = s->cum_ns,
+		};
+	}
+	for (uint32_t i = 0; i < e->stats.n_nodes; i++) {
+		const struct rp_cct_node *s = &e->stats.nodes[i];
+		r->nodes[i] = (struct rp_report_node){
+			.parent = s->parent, .fn = i ? map[s->name] : RP_NONE, .calls = s->calls,
+			.self_ns = s->self_ns, .total_ns = s->total_ns,
+		};
+	}
+}
+
+static int copy_sources(const struct rp_engine *e, struct rp_report *r)
+{
+	for (uint32_t i = 0; i < e->n_src; i++) {
+		const struct rp_source *s = &e->src[i];
+		struct rp_report_source *o = &r->sources[i];
+
+		*o = s->rep;
+		o->truncated += s->counts.truncated;
+		memcpy(o->anomalies, s->counts.anomalies, sizeof(o->anomalies));
+		o->name = strdup(s->rep.name);
+		if (o->name == NULL)
+			return -ENOMEM;
+		r->events += o->events;
+		r->dropped += o->dropped;
+		r->late += o->late;
+		r->truncated += o->truncated;
+		for (int k = 0; k < RP_ANOM_KIND_COUNT; k++)
+			r->anomalies[k] += o->anomalies[k];
+	}
+	return 0;
+}
+
+static void fill_header(const struct rp_engine *e, struct rp_report *r)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	r->version_major = RP_REPORT_VERSION_MAJOR;
+	r->version_minor = RP_REPORT_VERSION_MINOR;
+	r->created_realtime_ns = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+	r->t_first = e->t_first;
+	r->t_last = e->t_last;
+	r->caps = (struct rp_report_caps){
+		.max_names = e->cfg.max_names, .max_tracks = e->cfg.max_tracks,
+		.max_depth = e->cfg.max_depth, .max_cct_nodes = e->cfg.max_cct_nodes,
+		.max_sources = e->cfg.max_sources,
+	};
+}
+
+int rp_engine_report(const struct rp_engine *e, struct rp_report *r)
+{
+	uint32_t *map, n_fns = 0;
+	int err = -ENOMEM;
+
+	memset(r, 0, sizeof(*r));
+	fill_header(e, r);
+	map = name_map(e, &n_fns);
+	r->clock = strdup(e->clock);
+	r->fns = calloc(n_fns ? n_fns : 1, sizeof(*r->fns));
+	r->edges = calloc(e->stats.n_edges ? e->stats.n_edges : 1, sizeof(*r->edges));
+	r->nodes = calloc(e->stats.n_nodes, sizeof(*r->nodes));
+	r->sources = calloc(e->n_src ? e->n_src : 1, sizeof(*r->sources));
+	if (!map || !r->clock || !r->fns || !r->edges || !r->nodes || !r->sources)
+		goto out;
+	r->n_fns = n_fns;
+	r->n_sources = e->n_src;
+	if ((err = copy_fns(e, map, r)) != 0 || (err = copy_sources(e, r)) != 0)
+		goto out;
+	copy_graph(e, map, r);
+	r->n_edges = e->stats.n_edges;
+	r->n_nodes = e->stats.n_nodes;
+out:
+	free(map);
+	return err;
+}

@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The engine's analysis core: the name table, the tracks and their stacks, the
+ * function statistics and the CCT, and per-source counters. It is fed one ordered
+ * stream of events, whatever their origin (live rings through sources.c, trace files
+ * through the importers), so the offline and live results of the same events are
+ * identical; and it produces reports (report.h).
+ *
+ * In the engine an event is a struct rp_event whose ts is in nanoseconds and whose
+ * name is an engine-global name id (names.h), not the producer's.
+ */
+#ifndef RP_ENGINE_ENGINE_H
+#define RP_ENGINE_ENGINE_H
+
+#include <stdint.h>
+
+#include <ringprof/wire.h>
+
+#include "names.h"
+#include "report.h"
+#include "stacks.h"
+#include "stats.h"
+
+/* Every cap of the engine, in one place. */
+struct rp_engine_cfg {
+	uint32_t max_names;	/* distinct (name, category, file, line) */
+	uint32_t max_tracks;	/* threads + async tracks open at once */
+	uint32_t max_depth;	/* frames per track */
+	uint32_t max_cct_nodes;	/* CCT nodes (and caller->callee edges) */
+	uint32_t max_sources;	/* producer processes and files */
+};
+
+/* Defaults: 65536 names, 16384 tracks, 256 frames, 262144 nodes, 1024 sources. */
+void rp_engine_cfg_default(struct rp_engine_cfg *cfg);
+
+struct rp_source {
+	struct rp_report_source rep;	/* counters as reported; rep.name owned here */
+	struct rp_counts counts;	/* what the stack machine counts */
+};
+
+struct rp_engine {
+	struct rp_engine_cfg cfg;
+	struct rp_names names;
+	struct rp_stats stats;
+	struct rp_tracks tracks;
+	struct rp_source *src;
+	uint32_t n_src;
+	uint64_t t_first, t_last;	/* first and last event time seen */
+	uint64_t t_merged;		/* time of the newest event processed in order */
+	char clock[16];			/* "monotonic" or "trace" */
+};
+
+/** rp_engine_open() - make an engine with @cfg (NULL: defaults). 0 or -ENOMEM. */
+int rp_engine_open(const struct rp_engine_cfg *cfg, struct rp_engine **out);
+void rp_engine_close(struct rp_engine *e);
+
+/**
+ * rp_engine_add_source() - register a source.
+ * @return its index, or -ENOSPC past max_sources (-ENOMEM).
+ */
+int rp_engine_add_source(struct rp_engine *e, const char *name, int32_t pid, uint32_t flags);
+
+/** rp_engine_name() - the global id of a name seen in source @src (counts the cap). */
+uint32_t rp_engine_name(struct rp_engine *e, uint32_t src, const char *name,
+			const char *category, const char *file, uint32_t line);
+
+/**
+ * rp_engine_event() - process one event of source @src.
+ * @thread: the thread track id BEGIN/END belong to (async events use ev->track).
+ * An event older than the newest one processed is counted as late (and still
+ * processed: its own track's order is intact).
+ */
+void rp_engine_event(struct rp_engine *e, uint32_t src, uint64_t thread,
+		     const struct rp_event *ev);
+
+/** rp_engine_close_thread() - a thread track ended (exit, ring reuse): close it. */
+void rp_engine_close_thread(struct rp_engine *e, uint32_t src, uint64_t thread, uint64_t t,
+			    int why);
+
+/** rp_engine_close_source() - close every track of @src at @t (see rp_track_close). */
+void rp_engine_close_source(struct rp_engine *e, uint32_t src, uint64_t t, int why);
+
+/**
+ * rp_engine_report() - build a report of everything so far. Functions with no
+ * completed call and no CCT node are left out. @return 0 or -ENOMEM (then @out
+ * is freeable).
+ */
+int rp_engine_report(const struct rp_engine *e, struct rp_report *out);
+
+#endif

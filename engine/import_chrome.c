@@ -1,0 +1,308 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Chrome trace import; the nesting rules are in import_chrome.h. Three passes over
+ * compact arrays: collect spans while streaming the file, sort and nest each track
+ * into BEGIN/END events, sort those by time and feed the engine.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "import_chrome.h"
+
+struct span {
+	int64_t start, end;
+	uint32_t name, track, seq;
+	uint32_t pad;
+};
+
+struct open_b {			/* a B waiting for its E */
+	int64_t start;
+	uint32_t name, track;
+};
+
+struct gen_ev {			/* a generated BEGIN or END */
+	int64_t ts;
+	uint32_t track, seq;	/* seq: order within the track */
+	uint32_t name;
+	uint8_t kind;
+};
+
+struct vec {
+	void *p;
+	size_t n, cap, size;
+};
+
+struct imp {
+	struct rp_engine *e;
+	uint32_t src;
+	struct rp_names tracks;	/* (pid, tid) -> track number */
+	struct vec spans, opens, evs;
+	uint32_t seq;
+	int64_t t_max;
+	rp_chrome_progress_fn progress;	/* the caller's, with its ctx */
+	void *progress_ctx;
+};
+
+static void *vec_push(struct vec *v)
+{
+	if (v->n == v->cap) {
+		size_t cap = v->cap ? v->cap * 2 : 1024;
+		void *p = realloc(v->p, cap * v->size);
+		if (p == NULL)
+			return NULL;
+		v->p = p;
+		v->cap = cap;
+	}
+	return (char *)v->p + v->size * v->n++;
+}
+
+static struct rp_counts *counts(struct imp *m)
+{
+	return &m->e->src[m->src].counts;
+}
+
+static int add_span(struct imp *m, int64_t start, int64_t end, uint32_t name, uint32_t track)
+{
+	struct span *s = vec_push(&m->spans);
+
+	if (s == NULL)
+		return -ENOMEM;
+	*s = (struct span){ start, end < start ? start : end, name, track, m->seq++, 0 };
+	return 0;
+}
+
+/* E: closes the most recent open B of its track. */
+static int close_b(struct imp *m, uint32_t track, int64_t ts)
+{
+	struct open_b *o = m->opens.p;
+
+	for (size_t i = m->opens.n; i-- > 0;) {
+		if (o[i].track != track)
+			continue;
+		int err = add_span(m, o[i].start, ts, o[i].name, track);
+		memmove(&o[i], &o[i + 1], (m->opens.n - i - 1) * sizeof(*o));
+		m->opens.n--;
+		return err;
+	}
+	counts(m)->anomalies[RP_ANOM_END_UNMATCHED]++;
+	return 0;
+}
+
+static int on_event(void *ctx, const struct rp_chrome_ev *ev)
+{
+	struct imp *m = ctx;
+	bool full;
+	uint32_t track, name;
+
+	if ((ev->ph != 'X' && ev->ph != 'B' && ev->ph != 'E') || !ev->has_ts)
+		return 0;
+	track = rp_names_get(&m->tracks, ev->pid, ev->tid, "", 0, &full);
+	if (full) {
+		counts(m)->anomalies[RP_ANOM_TRACK_CAP]++;
+		return 0;
+	}
+	if (ev->ts_ns > m->t_max)
+		m->t_max = ev->ts_ns;
+	if (ev->ph == 'E')
+		return close_b(m, track, ev->ts_ns);
+	name = rp_engine_name(m->e, m->src, ev->name, ev->cat, "", 0);
+	if (ev->ph == 'X') {
+		int64_t dur = ev->has_dur && ev->dur_ns > 0 ? ev->dur_ns : 0;
+		if (ev->ts_ns + dur > m->t_max)
+			m->t_max = ev->ts_ns + dur;
+		return add_span(m, ev->ts_ns, ev->ts_ns + dur, name, track);
+	}
+	struct open_b *o = vec_push(&m->opens);
+	if (o == NULL)
+		return -ENOMEM;
+	*o = (struct open_b){ ev->ts_ns, name, track };
+	return 0;
+}
+
+static int cmp_span(const void *a, const void *b)
+{
+	const struct span *x = a, *y = b;
+
+	if (x->track != y->track)
+		return x->track < y->track ? -1 : 1;
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	if (x->end - x->start != y->end - y->start) /* longer first: parents first */
+		return x->end - x->start > y->end - y->start ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static int cmp_ev(const void *a, const void *b)
+{
+	const struct gen_ev *x = a, *y = b;
+
+	if (x->ts != y->ts)
+		return x->ts < y->ts ? -1 : 1;
+	if (x->track != y->track)
+		return x->track < y->track ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static int emit(struct imp *m, uint8_t kind, int64_t ts, uint32_t name, uint32_t track,
+		uint32_t *seq)
+{
+	struct gen_ev *g = vec_push(&m->evs);
+
+	if (g == NULL)
+		return -ENOMEM;
+	*g = (struct gen_ev){ ts, track, (*seq)++, name, kind };
+	return 0;
+}
+
+/* Does the open span `p` contain span `s` (which starts at or after it)? */
+static bool contains(const struct span *p, const struct span *s)
+{
+	if (p->end == p->start)
+		return false;
+	return s->start < p->end || (s->start == p->end && s->end == s->start);
+}
+
+/* Nests one track's sorted spans [lo, hi) with a stack of indices. */
+static int nest_track(struct imp *m, size_t lo, size_t hi, size_t *stack)
+{
+	struct span *sp = m->spans.p;
+	size_t depth = 0;
+	uint32_t seq = 0;
+	int err = 0;
+
+	for (size_t i = lo; i < hi && !err; i++) {
+		while (depth && !contains(&sp[stack[depth - 1]], &sp[i])) {
+			struct span *p = &sp[stack[--depth]];
+			err = emit(m, RP_EV_END, p->end, p->name, p->track, &seq);
+		}
+		if (depth && sp[i].end > sp[stack[depth - 1]].end) {
+			sp[i].end = sp[stack[depth - 1]].end;
+			counts(m)->anomalies[RP_ANOM_CLAMPED]++;
+		}
+		stack[depth++] = i;
+		err = err ? err : emit(m, RP_EV_BEGIN, sp[i].start, sp[i].name, sp[i].track, &seq);
+	}
+	while (depth && !err) {
+		struct span *p = &sp[stack[--depth]];
+		err = emit(m, RP_EV_END, p->end, p->name, p->track, &seq);
+	}
+	return err;
+}
+
+static int nest_all(struct imp *m)
+{
+	struct span *sp = m->spans.p;
+	size_t *stack = malloc((m->spans.n ? m->spans.n : 1) * sizeof(*stack));
+	int err = 0;
+
+	if (stack == NULL)
+		return -ENOMEM;
+	qsort(sp, m->spans.n, sizeof(*sp), cmp_span);
+	for (size_t lo = 0, hi; lo < m->spans.n && !err; lo = hi) {
+		for (hi = lo; hi < m->spans.n && sp[hi].track == sp[lo].track; hi++)
+			;
+		err = nest_track(m, lo, hi, stack);
+	}
+	free(stack);
+	return err;
+}
+
+static void feed(struct imp *m)
+{
+	const struct gen_ev *g = m->evs.p;
+
+	qsort(m->evs.p, m->evs.n, sizeof(*g), cmp_ev);
+	for (size_t i = 0; i < m->evs.n; i++) {
+		struct rp_event ev = { .ts = (uint64_t)g[i].ts, .name = g[i].name,
+				       .kind = g[i].kind };
+		rp_engine_event(m->e, m->src, g[i].track, &ev);
+	}
+}
+
+/* B events never closed end at the trace's last timestamp. */
+static int close_open_bs(struct imp *m)
+{
+	const struct open_b *o = m->opens.p;
+	int err = 0;
+
+	for (size_t i = 0; i < m->opens.n && !err; i++) {
+		counts(m)->anomalies[RP_ANOM_OPEN_AT_END]++;
+		err = add_span(m, o[i].start, m->t_max, o[i].name, o[i].track);
+	}
+	m->opens.n = 0;
+	return err;
+}
+
+static int finish(struct imp *m, int err)
+{
+	if (err == 0)
+		err = close_open_bs(m);
+	if (err == 0)
+		err = nest_all(m);
+	if (err == 0)
+		feed(m);
+	free(m->spans.p);
+	free(m->opens.p);
+	free(m->evs.p);
+	rp_names_free(&m->tracks);
+	return err;
+}
+
+static int start(struct imp *m, struct rp_engine *e, const char *label, char *why)
+{
+	int src;
+
+	memset(m, 0, sizeof(*m));
+	m->e = e;
+	m->spans.size = sizeof(struct span);
+	m->opens.size = sizeof(struct open_b);
+	m->evs.size = sizeof(struct gen_ev);
+	src = rp_engine_add_source(e, label, 0, RP_SRC_FILE);
+	if (src < 0) {
+		snprintf(why, RP_WHY_MAX, "%s: too many sources", label);
+		return src;
+	}
+	m->src = (uint32_t)src;
+	strcpy(e->clock, "trace");
+	if (rp_names_init(&m->tracks, e->cfg.max_tracks) != 0) {
+		snprintf(why, RP_WHY_MAX, "%s: out of memory", label);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static void on_progress(void *ctx, uint64_t bytes, uint64_t total)
+{
+	struct imp *m = ctx;
+
+	m->progress(m->progress_ctx, bytes, total);
+}
+
+int rp_import_chrome(struct rp_engine *e, const char *path, rp_chrome_progress_fn progress,
+		     void *ctx, char why[RP_WHY_MAX])
+{
+	struct imp m;
+	int err = start(&m, e, path, why);
+
+	if (err)
+		return err;
+	m.progress = progress;
+	m.progress_ctx = ctx;
+	err = rp_chrome_read(path, on_event, progress ? on_progress : NULL, &m, NULL, why);
+	if (err == -ENOMEM)
+		snprintf(why, RP_WHY_MAX, "%s: out of memory", path);
+	return finish(&m, err);
+}
+
+int rp_import_chrome_buf(struct rp_engine *e, const void *buf, size_t len, const char *label,
+			 char why[RP_WHY_MAX])
+{
+	struct imp m;
+	int err = start(&m, e, label, why);
+
+	if (err)
+		return err;
+	return finish(&m, rp_chrome_parse(buf, len, on_event, &m, NULL, why));
+}

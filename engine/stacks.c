@@ -1,0 +1,245 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The stack machine; see stacks.h for the rules. Tracks live in a slot array with
+ * a free list; an open-addressing index (linear probing, backward-shift deletion,
+ * so no tombstones pile up as async tracks come and go) maps (src, kind, id) to a
+ * slot. Async tracks are freed when their last frame closes; thread tracks when
+ * their source closes them.
+ *
+ * Self time: a frame's children are closed before it on the same stack, so their
+ * intervals never overlap each other and lie inside the frame; the sum of their
+ * durations is the union the definition asks for. A child that would end after
+ * its parent (only possible with out-of-order input) is clamped by the min().
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "names.h"
+#include "stacks.h"
+
+static uint32_t key_hash(uint32_t src, uint8_t kind, uint64_t id)
+{
+	uint64_t k = (id ^ ((uint64_t)src << 40) ^ ((uint64_t)kind << 60)) *
+		     UINT64_C(0x9e3779b97f4a7c15);
+
+	return (uint32_t)(k >> 32);
+}
+
+int rp_tracks_init(struct rp_tracks *ts, uint32_t max_tracks, uint32_t max_depth,
+		   struct rp_stats *stats)
+{
+	uint32_t slots = 4;
+
+	memset(ts, 0, sizeof(*ts));
+	while (slots < 2 * max_tracks)
+		slots <<= 1;
+	ts->t = calloc(max_tracks, sizeof(*ts->t));
+	ts->free_slots = calloc(max_tracks, sizeof(*ts->free_slots));
+	ts->index = malloc((size_t)slots * sizeof(*ts->index));
+	if (!ts->t || !ts->free_slots || !ts->index) {
+		rp_tracks_free(ts);
+		return -ENOMEM;
+	}
+	memset(ts->index, 0xff, (size_t)slots * sizeof(*ts->index));
+	ts->mask = slots - 1;
+	ts->max = max_tracks;
+	ts->max_depth = max_depth;
+	ts->stats = stats;
+	return 0;
+}
+
+void rp_tracks_free(struct rp_tracks *ts)
+{
+	for (uint32_t i = 0; ts->t != NULL && i < ts->n; i++)
+		free(ts->t[i].f);
+	free(ts->t);
+	free(ts->free_slots);
+	free(ts->index);
+	memset(ts, 0, sizeof(*ts));
+}
+
+static bool match(const struct rp_track *t, uint32_t src, uint8_t kind, uint64_t id)
+{
+	return t->kind == kind && t->src == src && t->id == id;
+}
+
+uint32_t rp_tracks_find(const struct rp_tracks *ts, uint32_t src, uint8_t kind, uint64_t id)
+{
+	for (uint32_t i = key_hash(src, kind, id) & ts->mask; ts->index[i] != UINT32_MAX;
+	     i = (i + 1) & ts->mask)
+		if (match(&ts->t[ts->index[i]], src, kind, id))
+			return ts->index[i];
+	return RP_NONE;
+}
+
+uint32_t rp_tracks_get(struct rp_tracks *ts, uint32_t src, uint8_t kind, uint64_t id,
+		       struct rp_counts *c)
+{
+	uint32_t i, slot;
+
+	for (i = key_hash(src, kind, id) & ts->mask; ts->index[i] != UINT32_MAX;
+	     i = (i + 1) & ts->mask)
+		if (match(&ts->t[ts->index[i]], src, kind, id))
+			return ts->index[i];
+	if (ts->n_free > 0) {
+		slot = ts->free_slots[--ts->n_free];
+	} else if (ts->n < ts->max) {
+		slot = ts->n++;
+	} else {
+		c->anomalies[RP_ANOM_TRACK_CAP]++;
+		return RP_NONE;
+	}
+	ts->t[slot].id = id;
+	ts->t[slot].src = src;
+	ts->t[slot].kind = kind;
+	ts->t[slot].depth = 0;
+	ts->t[slot].skipped = 0;
+	ts->index[i] = slot;
+	ts->live++;
+	return slot;
+}
+
+/* Removes slot from the index: backward-shift deletion keeps probe chains whole. */
+static void unindex(struct rp_tracks *ts, uint32_t slot)
+{
+	const struct rp_track *t = &ts->t[slot];
+	uint32_t i = key_hash(t->src, t->kind, t->id) & ts->mask, j;
+
+	while (ts->index[i] != slot)
+		i = (i + 1) & ts->mask;
+	for (j = (i + 1) & ts->mask; ts->index[j] != UINT32_MAX; j = (j + 1) & ts->mask) {
+		const struct rp_track *o = &ts->t[ts->index[j]];
+		uint32_t home = key_hash(o->src, o->kind, o->id) & ts->mask;
+		/* Move j back to i if its home is not in (i, j] (cyclically). */
+		if (((j - home) & ts->mask) >= ((j - i) & ts->mask)) {
+			ts->index[i] = ts->index[j];
+			i = j;
+		}
+	}
+	ts->index[i] = UINT32_MAX;
+}
+
+static void release(struct rp_tracks *ts, uint32_t tr)
+{
+	unindex(ts, tr);
+	ts->t[tr].kind = 0;
+	ts->free_slots[ts->n_free++] = tr;
+	ts->live--;
+}
+
+static bool grow(struct rp_track *t, uint32_t max_depth)
+{
+	uint32_t cap = t->cap ? t->cap * 2 : 8;
+	struct rp_frame *f;
+
+	if (cap > max_depth)
+		cap = max_depth;
+	f = realloc(t->f, (size_t)cap * sizeof(*f));
+	if (f == NULL)
+		return false;
+	t->f = f;
+	t->cap = cap;
+	return true;
+}
+
+void rp_track_begin(struct rp_tracks *ts, uint32_t tr, uint32_t name, uint64_t t,
+		    uint64_t span, struct rp_counts *c)
+{
+	struct rp_track *k = &ts->t[tr];
+	uint32_t parent = k->depth ? k->f[k->depth - 1].node : 0;
+	bool folded;
+
+	if (k->depth >= ts->max_depth || k->skipped ||
+	    (k->depth == k->cap && !grow(k, ts->max_depth))) {
+		k->skipped++;
+		c->anomalies[RP_ANOM_DEPTH_CAP]++;
+		return;
+	}
+	k->f[k->depth++] = (struct rp_frame){ .start = t, .span = span, .name = name,
+					      .node = rp_stats_child(ts->stats, parent, name,
+								     &folded) };
+	if (folded)
+		c->anomalies[RP_ANOM_CCT_CAP]++;
+}
+
+/* Pops the top frame, closed at time t. */
+static void pop(struct rp_tracks *ts, struct rp_track *k, uint64_t t, struct rp_counts *c)
+{
+	struct rp_frame *f = &k->f[--k->depth];
+	uint64_t dur = t > f->start ? t - f->start : 0;
+	struct rp_call call = {
+		.name = f->name,
+		.caller = k->depth ? k->f[k->depth - 1].name : RP_NONE,
+		.node = f->node,
+		.dur_ns = dur,
+		.self_ns = dur - (f->child_ns < dur ? f->child_ns : dur),
+		.primitive = true,
+	};
+
+	for (uint32_t i = 0; i < k->depth && call.primitive; i++)
+		call.primitive = k->f[i].name != f->name;
+	if (k->depth)
+		k->f[k->depth - 1].child_ns += dur;
+	if (!rp_stats_add(ts->stats, &call))
+		c->anomalies[RP_ANOM_CCT_CAP]++;
+}
+
+/* The innermost open frame an END closes, or -1. */
+static int find_open(const struct rp_track *k, uint32_t name, uint64_t span)
+{
+	for (int i = (int)k->depth - 1; i >= 0; i--)
+		if (k->kind == RP_TRACK_ASYNC ? k->f[i].span == span : k->f[i].name == name)
+			return i;
+	return -1;
+}
+
+void rp_track_end(struct rp_tracks *ts, uint32_t tr, uint32_t name, uint64_t t, uint64_t span,
+		  struct rp_counts *c)
+{
+	struct rp_track *k = &ts->t[tr];
+	int at;
+
+	if (k->skipped) { /* the END of a BEGIN the depth cap refused */
+		k->skipped--;
+		return;
+	}
+	at = find_open(k, name, span);
+	if (at < 0) {
+		c->anomalies[RP_ANOM_END_UNMATCHED]++;
+	} else {
+		if ((uint32_t)at != k->depth - 1)
+			c->anomalies[RP_ANOM_END_MISMATCH]++;
+		while (k->depth > (uint32_t)at + 1) {
+			pop(ts, k, t, c);
+			c->truncated++;
+		}
+		pop(ts, k, t, c);
+	}
+	if (k->kind == RP_TRACK_ASYNC && k->depth == 0 && k->skipped == 0)
+		release(ts, tr);
+}
+
+void rp_track_close(struct rp_tracks *ts, uint32_t tr, uint64_t t, int why,
+		    struct rp_counts *c)
+{
+	struct rp_track *k = &ts->t[tr];
+
+	while (k->depth > 0) {
+		pop(ts, k, t, c);
+		if (why == RP_ANOM_KIND_COUNT)
+			c->truncated++;
+		else
+			c->anomalies[why]++;
+	}
+	k->skipped = 0;
+	release(ts, tr);
+}
+
+void rp_tracks_close_src(struct rp_tracks *ts, uint32_t src, uint64_t t, int why,
+			 struct rp_counts *c)
+{
+	for (uint32_t i = 0; i < ts->n; i++)
+		if (ts->t[i].kind != 0 && ts->t[i].src == src)
+			rp_track_close(ts, i, t, why, c);
+}

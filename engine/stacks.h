@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Tracks and their stacks. A track is a producer thread (its ring, for one owner
+ * generation), the track id of async spans (a request), or a (pid, tid) of a trace
+ * file. BEGIN pushes a frame; END pops the matching one and hands the completed
+ * call to the statistics. Everything irregular is counted, never fatal:
+ *   END for a span below the top   -> the frames above it close as truncated
+ *                                     (RP_ANOM_END_MISMATCH);
+ *   END with no matching open span  -> ignored (RP_ANOM_END_UNMATCHED);
+ *   BEGIN past max_depth            -> not pushed; its END is ignored too
+ *                                     (RP_ANOM_DEPTH_CAP);
+ *   a new track past max_tracks     -> its events are dropped (RP_ANOM_TRACK_CAP).
+ * Memory: max_tracks tracks, each with at most max_depth frames (40 bytes each).
+ */
+#ifndef RP_ENGINE_STACKS_H
+#define RP_ENGINE_STACKS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "report.h"
+#include "stats.h"
+
+enum rp_track_kind { RP_TRACK_THREAD = 1, RP_TRACK_ASYNC = 2 };
+
+/* Per-source counters the stack machine adds to. */
+struct rp_counts {
+	uint64_t anomalies[RP_ANOM_KIND_COUNT];
+	uint64_t truncated;
+};
+
+struct rp_frame {
+	uint64_t start;
+	uint64_t child_ns;	/* time of completed children, clamped to this frame */
+	uint64_t span;		/* async span id; 0 on thread tracks */
+	uint32_t name;
+	uint32_t node;		/* CCT node */
+};
+
+struct rp_track {
+	uint64_t id;
+	uint32_t src;
+	uint8_t kind;		/* enum rp_track_kind; 0 = free slot */
+	uint32_t depth, cap;	/* frames in use, allocated */
+	uint32_t skipped;	/* BEGINs past the depth cap awaiting their END */
+	struct rp_frame *f;
+};
+
+struct rp_tracks {
+	struct rp_track *t;
+	uint32_t n, max;	/* slots ever used, cap */
+	uint32_t *free_slots, n_free;
+	uint32_t *index, mask;	/* (src, kind, id) -> slot; UINT32_MAX empty */
+	uint32_t live;		/* tracks in use */
+	uint32_t max_depth;
+	struct rp_stats *stats;
+};
+
+int rp_tracks_init(struct rp_tracks *ts, uint32_t max_tracks, uint32_t max_depth,
+		   struct rp_stats *stats);
+void rp_tracks_free(struct rp_tracks *ts);
+
+/** rp_tracks_get() - the track for (src, kind, id), made if new; RP_NONE at the cap. */
+uint32_t rp_tracks_get(struct rp_tracks *ts, uint32_t src, uint8_t kind, uint64_t id,
+		       struct rp_counts *c);
+
+/** rp_tracks_find() - the track for (src, kind, id) if it exists, else RP_NONE. */
+uint32_t rp_tracks_find(const struct rp_tracks *ts, uint32_t src, uint8_t kind, uint64_t id);
+
+void rp_track_begin(struct rp_tracks *ts, uint32_t tr, uint32_t name, uint64_t t,
+		    uint64_t span, struct rp_counts *c);
+void rp_track_end(struct rp_tracks *ts, uint32_t tr, uint32_t name, uint64_t t, uint64_t span,
+		  struct rp_counts *c);
+
+/**
+ * rp_track_close() - close every open frame at time @t and free the track.
+ * @why: RP_ANOM_KIND_COUNT to count the frames as truncated (a producer died, a
+ *	 thread's ring changed owner), or an anomaly kind to count them under
+ *	 (RP_ANOM_OPEN_AT_END at the end of a trace).
+ */
+void rp_track_close(struct rp_tracks *ts, uint32_t tr, uint64_t t, int why,
+		    struct rp_counts *c);
+
+/** rp_tracks_close_src() - rp_track_close() on every track of source @src. */
+void rp_tracks_close_src(struct rp_tracks *ts, uint32_t src, uint64_t t, int why,
+			 struct rp_counts *c);
+
+#endif

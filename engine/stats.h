@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Function statistics (cProfile's figures per name), caller -> callee edges and the
+ * calling-context tree, updated once per completed call. Bounded: edges and nodes
+ * have caps; a CCT node past the cap is folded into its parent's "[other]" child
+ * (name RP_NAMES_OTHER), so at most 2 x max_nodes nodes exist; an edge past the cap
+ * is not recorded (the call still counts in its function's row). Callers count
+ * each fold as RP_ANOM_CCT_CAP.
+ */
+#ifndef RP_ENGINE_STATS_H
+#define RP_ENGINE_STATS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "report.h"
+
+struct rp_fn_stats {
+	uint64_t calls, primitive_calls, self_ns, cum_ns, total_ns, min_ns, max_ns;
+};
+
+struct rp_edge_stats {
+	uint32_t caller, callee;
+	uint64_t calls, primitive_calls, self_ns, cum_ns;
+};
+
+struct rp_cct_node {
+	uint32_t parent, name;
+	uint64_t calls, self_ns, total_ns;
+};
+
+struct rp_stats {
+	struct rp_fn_stats *fn;		/* indexed by name id */
+	uint32_t max_names;
+	struct rp_edge_stats *edges;
+	uint32_t n_edges, max_edges;
+	uint32_t *edge_index, edge_mask;
+	struct rp_cct_node *nodes;	/* nodes[0] is the root */
+	uint32_t n_nodes, max_nodes;	/* room for 2 x max_nodes ("[other]" folds) */
+	uint32_t *node_index, node_mask;
+};
+
+/* One completed call, as the stack machine saw it. */
+struct rp_call {
+	uint32_t name;
+	uint32_t caller;	/* the parent frame's name, RP_NONE for a root frame */
+	uint32_t node;		/* its CCT node */
+	uint64_t dur_ns;
+	uint64_t self_ns;
+	bool primitive;		/* the name was not open below it on the track */
+};
+
+/* @return 0 or -ENOMEM. */
+int rp_stats_init(struct rp_stats *s, uint32_t max_names, uint32_t max_nodes);
+void rp_stats_free(struct rp_stats *s);
+
+/**
+ * rp_stats_child() - the CCT node for @name under @parent, created if new.
+ * @folded: set when the cap folded it into the parent's "[other]" child.
+ */
+uint32_t rp_stats_child(struct rp_stats *s, uint32_t parent, uint32_t name, bool *folded);
+
+/**
+ * rp_stats_add() - account one completed call.
+ * @return false when its edge could not be recorded (edge cap).
+ */
+bool rp_stats_add(struct rp_stats *s, const struct rp_call *c);
+
+#endif
