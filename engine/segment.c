@@ -186,12 +186,6 @@ static struct rp_wire_ring *ring_desc(const struct rp_segment *s, uint32_t i)
 	return (struct rp_wire_ring *)((char *)s->base + s->v.ring_desc_offset) + i;
 }
 
-static const struct rp_event *ring_slots(const struct rp_segment *s, uint32_t i)
-{
-	return (const struct rp_event *)((const char *)s->base + s->v.ring_data_offset) +
-	       (uint64_t)i * s->v.ring_capacity;
-}
-
 int rp_segment_attach(void *base, size_t size, struct rp_segment **out, char why[RP_WHY_MAX])
 {
 	struct rp_segment *s;
@@ -284,13 +278,10 @@ static void read_info(const struct rp_wire_ring *r, struct rp_ring_info *info)
 	info->dropped = __atomic_load_n(&r->dropped, __ATOMIC_RELAXED);
 }
 
-unsigned rp_segment_drain(struct rp_segment *s, uint32_t ring, struct rp_event *out,
-			  unsigned max, struct rp_ring_info *info)
+uint32_t rp_segment_avail(struct rp_segment *s, uint32_t ring, struct rp_ring_info *info)
 {
 	struct rp_wire_ring *r = ring_desc(s, ring);
 	struct rp_ring_cursor *c = &s->rings[ring];
-	const struct rp_event *slots = ring_slots(s, ring);
-	uint32_t mask = s->v.ring_capacity - 1;
 	uint32_t tail, n;
 
 	/* Acquire: the records up to tail, and the owner fields the producer wrote
@@ -300,21 +291,37 @@ unsigned rp_segment_drain(struct rp_segment *s, uint32_t ring, struct rp_event *
 		read_info(r, info);
 	c->gen = __atomic_load_n(&r->gen, __ATOMIC_RELAXED);
 	n = tail - c->head;
-	if (n > mask) {
+	if (n > s->v.ring_capacity - 1) {
 		/* More than the ring can hold: not a producer index. Skip to it. */
 		c->resyncs++;
 		c->head = tail;
-		__atomic_store_n(&r->ring.c_head, tail, __ATOMIC_RELAXED);
+		__atomic_store_n(&r->ring.c_head, tail, __ATOMIC_RELEASE);
 		return 0;
 	}
+	return n;
+}
+
+void rp_segment_consume(struct rp_segment *s, uint32_t ring, uint32_t n)
+{
+	struct rp_ring_cursor *c = &s->rings[ring];
+
+	c->head += n;
+	c->received += n;
+	/* Release: our reads of the slots complete before the producer may reuse them. */
+	__atomic_store_n(&ring_desc(s, ring)->ring.c_head, c->head, __ATOMIC_RELEASE);
+}
+
+unsigned rp_segment_drain(struct rp_segment *s, uint32_t ring, struct rp_event *out,
+			  unsigned max, struct rp_ring_info *info)
+{
+	uint32_t n = rp_segment_avail(s, ring, info);
+
 	if (n > max)
 		n = max;
 	for (uint32_t k = 0; k < n; k++)
-		out[k] = slots[(c->head + k) & mask];
-	c->head += n;
-	c->received += n;
-	/* Release: the copies above complete before the producer may reuse the slots. */
-	__atomic_store_n(&r->ring.c_head, c->head, __ATOMIC_RELEASE);
+		out[k] = *rp_segment_peek(s, ring, k);
+	if (n > 0)
+		rp_segment_consume(s, ring, n);
 	return n;
 }
 

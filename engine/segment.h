@@ -106,6 +106,29 @@ void rp_segment_close(struct rp_segment *s);
 unsigned rp_segment_drain(struct rp_segment *s, uint32_t ring, struct rp_event *out,
 			  unsigned max, struct rp_ring_info *info);
 
+/**
+ * rp_segment_avail() - records of @ring published and not yet consumed, after an
+ * acquire of the producer index (so they can be read in place with
+ * rp_segment_peek). An implausible producer index is counted (resyncs) and skipped.
+ * @info: the ring's owner, read after the index; may be NULL.
+ */
+uint32_t rp_segment_avail(struct rp_segment *s, uint32_t ring, struct rp_ring_info *info);
+
+/** rp_segment_peek() - record @k (< rp_segment_avail) past the cursor, in place. The
+ * caller copies it before use: it is shared memory. */
+static inline const struct rp_event *rp_segment_peek(const struct rp_segment *s, uint32_t ring,
+						     uint32_t k)
+{
+	const struct rp_event *slots =
+		(const struct rp_event *)((const char *)s->base + s->v.ring_data_offset) +
+		(uint64_t)ring * s->v.ring_capacity;
+
+	return &slots[(s->rings[ring].head + k) & (s->v.ring_capacity - 1)];
+}
+
+/** rp_segment_consume() - release @n records (<= avail) of @ring to the producer. */
+void rp_segment_consume(struct rp_segment *s, uint32_t ring, uint32_t n);
+
 /** rp_segment_ring_pending() - records published and not yet drained in @ring. */
 uint32_t rp_segment_ring_pending(const struct rp_segment *s, uint32_t ring);
 

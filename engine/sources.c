@@ -1,0 +1,490 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Live sources; see sources.h for discovery, merge and end-of-life rules.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <ringprof/ringprof.h> /* rp_ticks_to_ns */
+
+#include "sources.h"
+
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+
+#define SEEN_MAX 4096u
+
+struct rp_live {
+	struct rp_segment *seg;
+	uint32_t src;		/* engine source */
+	int pidfd;		/* -1 if none could be had */
+	uint32_t *names;	/* producer name id -> engine id; RP_NONE unresolved */
+	uint32_t n_names;
+	uint32_t *gen;		/* per ring: owner generation of its current track */
+	uint32_t *avail;	/* per ring: records available in this pass */
+	uint32_t *used;		/* per ring: of those, processed in this pass */
+	uint64_t last_ts;	/* newest event time, ns */
+	bool dead;
+};
+
+struct rp_heap_item {
+	uint64_t ts;
+	uint32_t live, ring, k; /* record k past the ring's cursor */
+};
+
+static void say(struct rp_sources *ss, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void say(struct rp_sources *ss, const char *fmt, ...)
+{
+	char line[256];
+	va_list ap;
+
+	if (ss->log == NULL)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	ss->log(ss->log_ctx, line);
+}
+
+int rp_sources_init(struct rp_sources *ss, struct rp_engine *e, const char *session)
+{
+	memset(ss, 0, sizeof(*ss));
+	ss->e = e;
+	snprintf(ss->session, sizeof(ss->session), "%s", session);
+	snprintf(ss->shm_dir, sizeof(ss->shm_dir), "/dev/shm");
+	ss->max_live = e->cfg.max_sources;
+	ss->live = calloc(ss->max_live, sizeof(*ss->live));
+	return ss->live ? 0 : -ENOMEM;
+}
+
+static void live_free(struct rp_live *l)
+{
+	if (l->pidfd >= 0)
+		close(l->pidfd);
+	rp_segment_close(l->seg);
+	free(l->names);
+	free(l->gen);
+	free(l->avail);
+	free(l->used);
+	free(l);
+}
+
+void rp_sources_free(struct rp_sources *ss)
+{
+	for (uint32_t i = 0; i < ss->n_live; i++)
+		live_free(ss->live[i]);
+	for (uint32_t i = 0; i < ss->n_seen; i++)
+		free(ss->seen[i]);
+	free(ss->seen);
+	free(ss->live);
+	free(ss->heap);
+	memset(ss, 0, sizeof(*ss));
+}
+
+static bool seen(const struct rp_sources *ss, const char *name)
+{
+	for (uint32_t i = 0; i < ss->n_live; i++)
+		if (strcmp(ss->live[i]->seg->name, name) == 0)
+			return true;
+	for (uint32_t i = 0; i < ss->n_seen; i++)
+		if (strcmp(ss->seen[i], name) == 0)
+			return true;
+	return false;
+}
+
+/* Remember a name not to look at again (refused, or finished and unlinked). */
+static void remember(struct rp_sources *ss, const char *name)
+{
+	if (ss->n_seen == ss->cap_seen) {
+		uint32_t cap = ss->cap_seen ? ss->cap_seen * 2 : 16;
+		char **p;
+		if (cap > SEEN_MAX)
+			return;
+		p = realloc(ss->seen, cap * sizeof(*p));
+		if (p == NULL)
+			return;
+		ss->seen = p;
+		ss->cap_seen = cap;
+	}
+	ss->seen[ss->n_seen] = strdup(name);
+	if (ss->seen[ss->n_seen] != NULL)
+		ss->n_seen++;
+}
+
+static struct rp_live *live_new(struct rp_segment *seg)
+{
+	struct rp_live *l = calloc(1, sizeof(*l));
+	uint32_t rings = seg->v.ring_count;
+
+	if (l == NULL)
+		return NULL;
+	l->seg = seg;
+	l->gen = calloc(rings, sizeof(*l->gen));
+	l->avail = calloc(rings, sizeof(*l->avail));
+	l->used = calloc(rings, sizeof(*l->used));
+	l->pidfd = (int)syscall(SYS_pidfd_open, seg->v.pid, 0);
+	/* No such process: a producer that died before we came (a stale segment). */
+	l->dead = l->pidfd < 0 && errno == ESRCH;
+	if (l->gen == NULL || l->avail == NULL || l->used == NULL) {
+		l->seg = NULL;
+		live_free(l);
+		return NULL;
+	}
+	return l;
+}
+
+static int attach(struct rp_sources *ss, const char *name)
+{
+	char why[RP_WHY_MAX];
+	struct rp_segment *seg;
+	struct rp_live *l;
+	int err, src;
+
+	err = rp_segment_open(name, &seg, why);
+	if (err == -EAGAIN || err == -ENOENT) /* still being created, or gone */
+		return 0;
+	if (err) {
+		ss->refused++;
+		say(ss, "refused %s", why);
+		remember(ss, name);
+		return 0;
+	}
+	src = ss->n_live < ss->max_live ? rp_engine_add_source(ss->e, name, seg->v.pid, 0)
+					: -ENOSPC;
+	if (src < 0 || (l = live_new(seg)) == NULL) {
+		ss->refused++;
+		say(ss, "refused %s: source cap (%u) reached", name, ss->e->cfg.max_sources);
+		rp_segment_close(seg);
+		remember(ss, name);
+		return 0;
+	}
+	l->src = (uint32_t)src;
+	__atomic_store_n(&((struct rp_wire_header *)seg->base)->consumer_pid, (int32_t)getpid(),
+			 __ATOMIC_RELAXED);
+	ss->live[ss->n_live++] = l;
+	ss->attached++;
+	say(ss, "attached %s (pid %d%s)", name, seg->v.pid, l->dead ? ", not running" : "");
+	return 1;
+}
+
+int rp_sources_scan(struct rp_sources *ss)
+{
+	char prefix[64], name[300];
+	DIR *d = opendir(ss->shm_dir);
+	int n = 0;
+
+	if (d == NULL)
+		return -errno;
+	snprintf(prefix, sizeof(prefix), RP_WIRE_NAME_PREFIX "%s.", ss->session);
+	for (struct dirent *de; (de = readdir(d)) != NULL;) {
+		const char *rest = de->d_name + strlen(prefix);
+
+		if (strncmp(de->d_name, prefix, strlen(prefix)) != 0 ||
+		    strcmp(rest, "engine") == 0)
+			continue;
+		snprintf(name, sizeof(name), "/%s", de->d_name);
+		if (!seen(ss, name))
+			n += attach(ss, name);
+	}
+	closedir(d);
+	return n;
+}
+
+/* The engine id of producer name `id`, resolved once; RP_NONE if invalid. */
+static uint32_t map_name(struct rp_sources *ss, struct rp_live *l, uint32_t id)
+{
+	struct rp_name nm;
+
+	if (id >= l->seg->v.name_capacity)
+		return RP_NONE;
+	if (id >= l->n_names) {
+		uint32_t n = l->n_names ? l->n_names : 64;
+		while (n <= id)
+			n *= 2;
+		if (n > l->seg->v.name_capacity)
+			n = l->seg->v.name_capacity;
+		uint32_t *p = realloc(l->names, n * sizeof(*p));
+		if (p == NULL)
+			return RP_NONE;
+		memset(p + l->n_names, 0xff, (n - l->n_names) * sizeof(*p));
+		l->names = p;
+		l->n_names = n;
+	}
+	if (l->names[id] == RP_NONE && rp_segment_name(l->seg, id, &nm) == 0)
+		l->names[id] = rp_engine_name(ss->e, l->src, nm.name, nm.category, nm.file,
+					      nm.line);
+	return l->names[id];
+}
+
+static uint64_t thread_id(uint32_t ring, uint32_t gen)
+{
+	return (uint64_t)ring << 32 | gen;
+}
+
+static void process(struct rp_sources *ss, struct rp_live *l, uint32_t ring, uint64_t ts,
+		    const struct rp_event *raw)
+{
+	struct rp_event ev = *raw; /* shared memory: copy, then use the copy */
+
+	ev.ts = ts;
+	ev.name = map_name(ss, l, ev.name);
+	if (ts > l->last_ts)
+		l->last_ts = ts;
+	rp_engine_event(ss->e, l->src, thread_id(ring, l->gen[ring]), &ev);
+}
+
+/* A ring's owner changed, or it retired: its thread track is over. */
+static void ring_owner(struct rp_sources *ss, struct rp_live *l, uint32_t ring,
+		       const struct rp_ring_info *info)
+{
+	if (l->gen[ring] != 0 && (info->gen != l->gen[ring] ||
+				  (info->state == RP_RING_RETIRED && l->avail[ring] == 0)))
+		rp_engine_close_thread(ss->e, l->src, thread_id(ring, l->gen[ring]), l->last_ts,
+				       RP_ANOM_KIND_COUNT);
+	l->gen[ring] = info->gen;
+}
+
+static uint64_t ts_of(const struct rp_live *l, uint32_t ring, uint32_t k)
+{
+	return rp_ticks_to_ns(&l->seg->v.clock, rp_segment_peek(l->seg, ring, k)->ts);
+}
+
+static void heap_push(struct rp_heap_item *h, uint32_t *n, struct rp_heap_item it)
+{
+	uint32_t i = (*n)++;
+
+	while (i > 0 && h[(i - 1) / 2].ts > it.ts) {
+		h[i] = h[(i - 1) / 2];
+		i = (i - 1) / 2;
+	}
+	h[i] = it;
+}
+
+static struct rp_heap_item heap_pop(struct rp_heap_item *h, uint32_t *n)
+{
+	struct rp_heap_item top = h[0], last = h[--(*n)];
+	uint32_t i = 0;
+
+	for (;;) {
+		uint32_t c = 2 * i + 1;
+		if (c >= *n)
+			break;
+		if (c + 1 < *n && h[c + 1].ts < h[c].ts)
+			c++;
+		if (last.ts <= h[c].ts)
+			break;
+		h[i] = h[c];
+		i = c;
+	}
+	if (*n > 0)
+		h[i] = last;
+	return top;
+}
+
+static bool heap_room(struct rp_sources *ss, uint32_t need)
+{
+	if (need <= ss->heap_cap)
+		return true;
+	struct rp_heap_item *h = realloc(ss->heap, need * sizeof(*h));
+	if (h == NULL)
+		return false;
+	ss->heap = h;
+	ss->heap_cap = need;
+	return true;
+}
+
+/* Loads every ring's first available record into the heap. */
+static uint32_t fill_heap(struct rp_sources *ss, uint64_t watermark)
+{
+	uint32_t n = 0, need = 0;
+
+	for (uint32_t i = 0; i < ss->n_live; i++)
+		need += ss->live[i]->seg->v.ring_count;
+	if (!heap_room(ss, need))
+		return 0;
+	for (uint32_t i = 0; i < ss->n_live; i++) {
+		struct rp_live *l = ss->live[i];
+		for (uint32_t r = 0; r < l->seg->v.ring_count; r++) {
+			struct rp_ring_info info;
+			l->avail[r] = rp_segment_avail(l->seg, r, &info);
+			ring_owner(ss, l, r, &info);
+			if (l->avail[r] == 0)
+				continue;
+			uint64_t ts = ts_of(l, r, 0);
+			if (ts <= watermark || l->dead)
+				heap_push(ss->heap, &n, (struct rp_heap_item){ ts, i, r, 0 });
+		}
+	}
+	return n;
+}
+
+static uint64_t merge(struct rp_sources *ss, uint64_t watermark)
+{
+	uint32_t n = fill_heap(ss, watermark);
+	uint64_t done = 0;
+
+	while (n > 0) {
+		struct rp_heap_item it = heap_pop(ss->heap, &n);
+		struct rp_live *l = ss->live[it.live];
+
+		process(ss, l, it.ring, it.ts, rp_segment_peek(l->seg, it.ring, it.k));
+		done++;
+		l->used[it.ring] = ++it.k;
+		if (it.k < l->avail[it.ring]) {
+			it.ts = ts_of(l, it.ring, it.k);
+			if (it.ts <= watermark || l->dead)
+				heap_push(ss->heap, &n, it);
+		}
+	}
+	return done;
+}
+
+/* Releases to the producers exactly what this pass processed; a retired ring
+ * now empty ends its thread's track. */
+static void release_all(struct rp_sources *ss)
+{
+	for (uint32_t i = 0; i < ss->n_live; i++) {
+		struct rp_live *l = ss->live[i];
+		for (uint32_t r = 0; r < l->seg->v.ring_count; r++) {
+			struct rp_ring_info info;
+			if (l->used[r] > 0)
+				rp_segment_consume(l->seg, r, l->used[r]);
+			l->used[r] = 0;
+			l->avail[r] = rp_segment_avail(l->seg, r, &info);
+			ring_owner(ss, l, r, &info);
+			l->avail[r] = 0;
+		}
+	}
+}
+
+static bool pid_gone(const struct rp_live *l)
+{
+	struct pollfd p = { .fd = l->pidfd, .events = POLLIN };
+
+	if (l->pidfd >= 0)
+		return poll(&p, 1, 0) == 1;
+	return kill(l->seg->v.pid, 0) < 0 && errno == ESRCH;
+}
+
+static bool drained(const struct rp_live *l)
+{
+	for (uint32_t r = 0; r < l->seg->v.ring_count; r++)
+		if (rp_segment_ring_pending(l->seg, r) != 0)
+			return false;
+	return true;
+}
+
+static void update_one(struct rp_sources *ss, struct rp_live *l)
+{
+	const struct rp_wire_header *h = l->seg->base;
+	struct rp_report_source *rep = &ss->e->src[l->src].rep;
+	const struct rp_wire_ring *rings =
+		(const struct rp_wire_ring *)((const char *)l->seg->base + l->seg->v.ring_desc_offset);
+	uint64_t dropped = __atomic_load_n(&h->noring_dropped, __ATOMIC_RELAXED), resyncs = 0;
+
+	for (uint32_t r = 0; r < l->seg->v.ring_count; r++) {
+		dropped += __atomic_load_n(&rings[r].dropped, __ATOMIC_RELAXED);
+		resyncs += l->seg->rings[r].resyncs;
+	}
+	rep->dropped = dropped;
+	rep->resyncs = resyncs;
+	rep->names_dropped = __atomic_load_n(&h->names_dropped, __ATOMIC_RELAXED);
+	if (__atomic_load_n(&h->state, __ATOMIC_ACQUIRE) == RP_SEG_EXITED)
+		rep->flags |= RP_SRC_EXITED;
+	if (l->dead)
+		rep->flags |= RP_SRC_DEAD;
+}
+
+void rp_sources_update(struct rp_sources *ss)
+{
+	for (uint32_t i = 0; i < ss->n_live; i++)
+		update_one(ss, ss->live[i]);
+}
+
+/* Finishes a source: counters, open spans, the name, the mapping. */
+static void finish(struct rp_sources *ss, uint32_t i)
+{
+	struct rp_live *l = ss->live[i];
+
+	update_one(ss, l);
+	rp_engine_close_source(ss->e, l->src, l->last_ts, RP_ANOM_KIND_COUNT);
+	say(ss, "%s: pid %d %s", l->seg->name, l->seg->v.pid, l->dead ? "died" : "exited");
+	shm_unlink(l->seg->name);
+	remember(ss, l->seg->name);
+	live_free(l);
+	ss->live[i] = ss->live[--ss->n_live];
+}
+
+/* @return how many sources were found dead just now (to be drained). */
+static int check_ends(struct rp_sources *ss)
+{
+	int newly_dead = 0;
+
+	for (uint32_t i = ss->n_live; i-- > 0;) {
+		struct rp_live *l = ss->live[i];
+		const struct rp_wire_header *h = l->seg->base;
+		bool exited = __atomic_load_n(&h->state, __ATOMIC_ACQUIRE) == RP_SEG_EXITED;
+
+		if (!l->dead && !exited && pid_gone(l)) {
+			l->dead = true; /* drain what it left, whatever the watermark */
+			newly_dead++;
+			continue;
+		}
+		if ((l->dead || exited) && drained(l))
+			finish(ss, i);
+	}
+	return newly_dead;
+}
+
+uint64_t rp_sources_drain(struct rp_sources *ss, uint64_t watermark)
+{
+	uint64_t n = 0;
+
+	do {
+		n += merge(ss, watermark);
+		release_all(ss);
+	} while (check_ends(ss) > 0);
+	return n;
+}
+
+bool rp_sources_sleep_prepare(struct rp_sources *ss)
+{
+	for (uint32_t i = 0; i < ss->n_live; i++)
+		__atomic_exchange_n(&((struct rp_wire_header *)ss->live[i]->seg->base)
+					     ->consumer_sleeping,
+				    1, __ATOMIC_SEQ_CST);
+	for (uint32_t i = 0; i < ss->n_live; i++)
+		if (!drained(ss->live[i])) {
+			rp_sources_wake(ss);
+			return true;
+		}
+	return false;
+}
+
+void rp_sources_wake(struct rp_sources *ss)
+{
+	for (uint32_t i = 0; i < ss->n_live; i++)
+		__atomic_store_n(&((struct rp_wire_header *)ss->live[i]->seg->base)
+					  ->consumer_sleeping,
+				 0, __ATOMIC_RELAXED);
+}
+
+int rp_sources_pidfd(const struct rp_sources *ss, uint32_t i)
+{
+	return i < ss->n_live ? ss->live[i]->pidfd : -1;
+}
+
+uint32_t *rp_sources_doorbell(const struct rp_sources *ss, uint32_t i)
+{
+	return &((struct rp_wire_header *)ss->live[i]->seg->base)->doorbell;
+}

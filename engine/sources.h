@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Live sources: the producer segments of one session, attached, drained and merged
+ * into the engine's single ordered stream.
+ *
+ * Discovery: rp_sources_scan() looks at /dev/shm for "ringprof.<session>.*" (at start,
+ * and whenever inotify reports a new file). A segment still being created (magic 0)
+ * is retried at the next scan; a malformed one or one owned by another uid is
+ * refused once, with a one-line reason, and counted.
+ *
+ * Ordered merge: records are read in place in the rings (the ring is the queue: no
+ * copy, no extra memory) and merged with a heap keyed by each ring's next timestamp,
+ * up to a watermark; records newer than the watermark wait in their ring. A record
+ * older than what was already processed is counted as late (and still processed).
+ *
+ * Tracks: a thread track is (ring, owner generation), so a ring reused by another
+ * thread starts a new track; a retired, drained ring or a replaced generation closes
+ * its track, open spans counted as truncated.
+ *
+ * Ends: a producer that exited normally is closed once its rings are drained; a dead
+ * one (pidfd readable, or its pid gone) is drained, its open spans closed as
+ * truncated at its last timestamp, and its segment unlinked (it is ours: same uid).
+ */
+#ifndef RP_ENGINE_SOURCES_H
+#define RP_ENGINE_SOURCES_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "engine.h"
+#include "segment.h"
+
+struct rp_live;	/* one attached segment */
+
+struct rp_sources {
+	struct rp_engine *e;
+	char session[RP_WIRE_SESSION_MAX];
+	char shm_dir[64];		/* "/dev/shm" */
+	struct rp_live **live;		/* attached, in attach order */
+	uint32_t n_live, max_live;
+	struct rp_heap_item *heap;	/* merge heap scratch */
+	uint32_t heap_cap;
+	char **seen;			/* names refused or finished: not retried */
+	uint32_t n_seen, cap_seen;
+	uint64_t refused;		/* segments refused (uid, malformed) */
+	uint64_t attached;		/* segments attached since start */
+	void (*log)(void *ctx, const char *line); /* one line per notable event; may be NULL */
+	void *log_ctx;
+};
+
+/** rp_sources_init() - @session's sources feeding @e. @return 0 or -errno. */
+int rp_sources_init(struct rp_sources *ss, struct rp_engine *e, const char *session);
+
+/** rp_sources_free() - detach everything (no unlink). */
+void rp_sources_free(struct rp_sources *ss);
+
+/** rp_sources_scan() - attach the session's new segments. @return how many. */
+int rp_sources_scan(struct rp_sources *ss);
+
+/**
+ * rp_sources_drain() - merge and process every record with a timestamp <= @watermark
+ * (UINT64_MAX: everything), then finish sources that exited or died.
+ * @return records processed.
+ */
+uint64_t rp_sources_drain(struct rp_sources *ss, uint64_t watermark);
+
+/** rp_sources_update() - copy producer-side counters (drops, ...) into the engine's
+ * source rows, for a report. */
+void rp_sources_update(struct rp_sources *ss);
+
+/**
+ * rp_sources_sleep_prepare() - tell every producer we are about to sleep
+ * (consumer_sleeping), re-checking the rings after.
+ * @return true if records are pending (do not sleep).
+ */
+bool rp_sources_sleep_prepare(struct rp_sources *ss);
+
+/** rp_sources_wake() - clear consumer_sleeping everywhere. */
+void rp_sources_wake(struct rp_sources *ss);
+
+/** rp_sources_pidfd() - the pidfd of live source @i (for the loop to watch), or -1. */
+int rp_sources_pidfd(const struct rp_sources *ss, uint32_t i);
+
+/** rp_sources_doorbell() - the doorbell word of live source @i. */
+uint32_t *rp_sources_doorbell(const struct rp_sources *ss, uint32_t i);
+
+#endif

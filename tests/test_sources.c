@@ -1,0 +1,295 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Live sources end to end: producers (this process, and forked children) write
+ * through the real producer library; the engine finds their segments, merges and
+ * analyses them. With RINGPROF_CLOCK=monotonic and explicit timestamps (rp_emit_at)
+ * every expected figure is exact. Covers: exact statistics, a ring reused by a new
+ * thread (a new track), late records, a producer killed mid-span (truncated, segment
+ * removed, engine goes on), a stale segment of a producer that died before the engine
+ * started, and events + dropped == emitted under drops.
+ */
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#include "sources.h"
+#include "support.h"
+
+static struct rp_engine *eng;
+static struct rp_sources ss;
+
+static void open_engine(void)
+{
+	assert_int_equal(rp_engine_open(NULL, &eng), 0);
+	assert_int_equal(rp_sources_init(&ss, eng, getenv("RINGPROF_SESSION")), 0);
+}
+
+static void close_engine(void)
+{
+	rp_sources_free(&ss);
+	rp_engine_close(eng);
+}
+
+static const struct rp_report_fn *fn(const struct rp_report *r, const char *name)
+{
+	for (uint32_t i = 0; i < r->n_fns; i++)
+		if (strcmp(r->fns[i].name, name) == 0)
+			return &r->fns[i];
+	fail_msg("no function %s", name);
+	return NULL;
+}
+
+static void report(struct rp_report *r)
+{
+	rp_sources_update(&ss);
+	assert_int_equal(rp_engine_report(eng, r), 0);
+}
+
+/* a[100,200) { b[110,130) b[140,150) }, c instant, on this thread. */
+static void emit_pattern(uint64_t base)
+{
+	uint32_t a = rp_intern("a", "FUNCTION", "x.c", 1), b = rp_intern("b", "LLM", NULL, 0);
+
+	rp_emit_at(base + 100, RP_EV_BEGIN, 0, a, 0, 0);
+	rp_emit_at(base + 110, RP_EV_BEGIN, 0, b, 0, 0);
+	rp_emit_at(base + 130, RP_EV_END, 0, b, 0, 0);
+	rp_emit_at(base + 140, RP_EV_BEGIN, 0, b, 0, 0);
+	rp_emit_at(base + 150, RP_EV_END, 0, b, 0, 0);
+	rp_emit_at(base + 200, RP_EV_END, 0, a, 0, 0);
+}
+
+static void test_sources_exact_statistics(void **state)
+{
+	struct rp_report r;
+
+	(void)state;
+	open_engine();
+	emit_pattern(1000);
+	assert_int_equal(rp_sources_scan(&ss), 1);
+	assert_int_equal(rp_sources_drain(&ss, UINT64_MAX), 6);
+	report(&r);
+	assert_int_equal(r.events, 6);
+	assert_int_equal(r.dropped + r.late + r.truncated, 0);
+	assert_int_equal(fn(&r, "a")->cum_ns, 100);
+	assert_int_equal(fn(&r, "a")->self_ns, 70);
+	assert_int_equal(fn(&r, "b")->calls, 2);
+	assert_int_equal(fn(&r, "b")->cum_ns, 30);
+	assert_string_equal(fn(&r, "a")->file, "x.c");
+	assert_string_equal(fn(&r, "b")->category, "LLM");
+	assert_int_equal(r.n_edges, 1);
+	assert_int_equal(r.edges[0].calls, 2);
+	assert_int_equal(r.sources[0].pid, getpid());
+	rp_report_free(&r);
+	close_engine();
+}
+
+static void *thread_pattern(void *arg)
+{
+	emit_pattern((uint64_t)(uintptr_t)arg);
+	return NULL;
+}
+
+/* The same ring, two owners one after the other: two tracks, nothing mixed. */
+static void test_sources_ring_reuse_is_a_new_track(void **state)
+{
+	struct rp_report r;
+	pthread_t th;
+
+	(void)state;
+	open_engine();
+	rp_sources_scan(&ss);
+	for (int k = 0; k < 2; k++) {
+		assert_int_equal(pthread_create(&th, NULL, thread_pattern,
+						(void *)(uintptr_t)(10000 + 1000 * k)), 0);
+		assert_int_equal(pthread_join(th, NULL), 0);
+		assert_int_equal(rp_sources_drain(&ss, UINT64_MAX), 6); /* drained: reusable */
+	}
+	report(&r);
+	assert_int_equal(fn(&r, "a")->calls, 2);
+	assert_int_equal(fn(&r, "a")->self_ns, 140);
+	assert_int_equal(r.truncated, 0);
+	assert_int_equal(eng->tracks.live, 0); /* both thread tracks closed */
+	rp_report_free(&r);
+	close_engine();
+}
+
+/* Records past the watermark wait; a record older than what was processed is late. */
+static void test_sources_watermark_and_late(void **state)
+{
+	struct rp_report r;
+	pthread_t th;
+	uint32_t i = rp_intern("tick", "", NULL, 0);
+
+	(void)state;
+	open_engine();
+	rp_sources_scan(&ss);
+	rp_emit_at(50000, RP_EV_INSTANT, 0, i, 0, 0);
+	rp_emit_at(90000, RP_EV_INSTANT, 0, i, 0, 0);
+	assert_int_equal(rp_sources_drain(&ss, 60000), 1); /* 90000 waits */
+	assert_int_equal(rp_sources_drain(&ss, 100000), 1);
+	assert_int_equal(pthread_create(&th, NULL, thread_pattern, (void *)(uintptr_t)20000), 0);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	assert_int_equal(rp_sources_drain(&ss, UINT64_MAX), 6);
+	report(&r);
+	assert_int_equal(r.late, 6);
+	assert_int_equal(fn(&r, "a")->self_ns, 70); /* its own track is intact */
+	rp_report_free(&r);
+	close_engine();
+}
+
+static pid_t child_with_open_spans(int fd, const char *keep)
+{
+	pid_t pid = fork();
+
+	if (pid != 0)
+		return pid;
+	if (keep)
+		setenv("RINGPROF_KEEP", keep, 1);
+	uint32_t a = rp_intern("outer", "", NULL, 0), b = rp_intern("inner", "", NULL, 0);
+	rp_emit_at(1000, RP_EV_BEGIN, 0, a, 0, 0);
+	rp_emit_at(1100, RP_EV_BEGIN, 0, b, 0, 0);
+	rp_emit_at(1150, RP_EV_INSTANT, 0, b, 0, 0);
+	if (write(fd, "x", 1) != 1)
+		_exit(1);
+	pause();
+	_exit(0);
+}
+
+static bool exists(const char *name)
+{
+	int fd = shm_open(name, O_RDONLY, 0);
+
+	if (fd >= 0)
+		close(fd);
+	return fd >= 0;
+}
+
+/* SIGKILL mid-span: the open spans count as truncated at the last record's time,
+ * the segment goes, and the engine takes the next producer as before. */
+static void test_sources_producer_killed_mid_span(void **state)
+{
+	int p[2], status;
+	char c, name[96];
+	struct rp_report r;
+	pid_t pid;
+
+	(void)state;
+	open_engine();
+	assert_int_equal(pipe(p), 0);
+	pid = child_with_open_spans(p[1], NULL);
+	assert_int_equal(read(p[0], &c, 1), 1);
+	assert_true(rp_sources_scan(&ss) >= 1);
+	assert_int_equal(rp_sources_drain(&ss, UINT64_MAX), 3);
+	kill(pid, SIGKILL);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	snprintf(name, sizeof(name), RP_WIRE_NAME_FMT ".0", getenv("RINGPROF_SESSION"), pid);
+	rp_sources_drain(&ss, UINT64_MAX);
+	report(&r);
+	assert_int_equal(r.truncated, 2);
+	assert_int_equal(fn(&r, "outer")->cum_ns, 150);
+	assert_int_equal(fn(&r, "inner")->cum_ns, 50);
+	for (uint32_t i = 0; i < r.n_sources; i++)
+		if (r.sources[i].pid == pid)
+			assert_true(r.sources[i].flags & RP_SRC_DEAD);
+	assert_false(exists(name));
+	rp_report_free(&r);
+	/* The engine goes on with the next producer. */
+	emit_pattern(5000);
+	rp_sources_scan(&ss);
+	assert_true(rp_sources_drain(&ss, UINT64_MAX) >= 6);
+	close(p[0]);
+	close(p[1]);
+	close_engine();
+}
+
+/* A producer died before any engine ran: its segment is drained and removed. */
+static void test_sources_stale_segment_swept(void **state)
+{
+	int p[2], status;
+	char c, name[96];
+	struct rp_report r;
+	pid_t pid;
+
+	(void)state;
+	assert_int_equal(pipe(p), 0);
+	pid = child_with_open_spans(p[1], "1");
+	assert_int_equal(read(p[0], &c, 1), 1);
+	kill(pid, SIGKILL);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	snprintf(name, sizeof(name), RP_WIRE_NAME_FMT ".0", getenv("RINGPROF_SESSION"), pid);
+	assert_true(exists(name));
+	open_engine();
+	rp_sources_scan(&ss);
+	rp_sources_drain(&ss, UINT64_MAX);
+	report(&r);
+	assert_int_equal(r.truncated, 2);
+	assert_false(exists(name));
+	rp_report_free(&r);
+	close(p[0]);
+	close(p[1]);
+	close_engine();
+}
+
+/* A child floods small rings while the engine drains: events + dropped == emitted. */
+static void test_sources_accounting_under_drops(void **state)
+{
+	const unsigned n = 2000000;
+	struct rp_report r;
+	struct timespec ms = { 0, 200000 };
+	int status = 0;
+	pid_t pid;
+
+	(void)state;
+	open_engine();
+	pid = fork();
+	if (pid == 0) {
+		setenv("RINGPROF_RING_EVENTS", "1024", 1);
+		uint32_t a = rp_intern("flood", "", NULL, 0);
+		for (unsigned i = 0; i < n / 2; i++) {
+			rp_begin(a);
+			rp_end(a);
+		}
+		exit(0);
+	}
+	while (waitpid(pid, &status, WNOHANG) == 0) {
+		rp_sources_scan(&ss);
+		rp_sources_drain(&ss, UINT64_MAX);
+		nanosleep(&ms, NULL);
+	}
+	rp_sources_scan(&ss);
+	rp_sources_drain(&ss, UINT64_MAX);
+	report(&r);
+	uint64_t events = 0, dropped = 0;
+	for (uint32_t i = 0; i < r.n_sources; i++)
+		if (r.sources[i].pid == pid) {
+			events += r.sources[i].events;
+			dropped += r.sources[i].dropped;
+		}
+	print_message("    %u emitted: %llu received, %llu dropped\n", n,
+		      (unsigned long long)events, (unsigned long long)dropped);
+	assert_int_equal(events + dropped, n);
+	rp_report_free(&r);
+	close_engine();
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_sources_exact_statistics),
+		cmocka_unit_test(test_sources_ring_reuse_is_a_new_track),
+		cmocka_unit_test(test_sources_watermark_and_late),
+		cmocka_unit_test(test_sources_producer_killed_mid_span),
+		cmocka_unit_test(test_sources_stale_segment_swept),
+		cmocka_unit_test(test_sources_accounting_under_drops),
+	};
+
+	setenv("RINGPROF_CLOCK", "monotonic", 1);
+	setenv("RINGPROF_RINGS", "8", 1);
+	if (getenv("RINGPROF_SESSION") == NULL)
+		setenv("RINGPROF_SESSION", "t_sources", 1);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
