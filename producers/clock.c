@@ -55,6 +55,8 @@ static void ref_pair(uint64_t *ticks, uint64_t *ns)
 {
 	uint64_t best = UINT64_MAX;
 
+	*ticks = 0;
+	*ns = 0;
 	for (int i = 0; i < 7; i++) {
 		uint64_t a = mono_ns();
 		uint64_t t = __rdtsc();
@@ -70,7 +72,7 @@ static void ref_pair(uint64_t *ticks, uint64_t *ns)
 
 static void calibrate_tsc(uint32_t calib_us, struct rp_wire_clock *out)
 {
-	uint64_t t0, n0, t1, n1;
+	uint64_t t0 = 0, n0 = 0, t1 = 0, n1 = 0;
 
 	ref_pair(&t0, &n0);
 	while (mono_ns() - n0 < (uint64_t)calib_us * 1000u)

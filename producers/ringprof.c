@@ -145,8 +145,13 @@ static bool read_config(struct rp_layout_cfg *cfg, char *session)
 	}
 	strcpy(session, sess);
 	cfg->ring_count = (uint32_t)env_u64("RINGPROF_RINGS", 64, 1, RP_WIRE_MAX_RINGS);
-	cfg->ring_capacity = pow2_ceil((uint32_t)env_u64(
-		"RINGPROF_RING_EVENTS", 32768, RP_WIRE_MIN_RING_CAP, RP_WIRE_MAX_RING_CAP));
+	cfg->ring_capacity = (uint32_t)env_u64("RINGPROF_RING_EVENTS", 32768,
+					       RP_WIRE_MIN_RING_CAP, RP_WIRE_MAX_RING_CAP);
+	if (cfg->ring_capacity & (cfg->ring_capacity - 1)) {
+		say("RINGPROF_RING_EVENTS=%u is not a power of two; using %u",
+		    cfg->ring_capacity, pow2_ceil(cfg->ring_capacity));
+		cfg->ring_capacity = pow2_ceil(cfg->ring_capacity);
+	}
 	cfg->name_capacity = (uint32_t)env_u64("RINGPROF_NAMES", 16384, 2, RP_WIRE_MAX_NAMES);
 	cfg->arena_size = env_u64("RINGPROF_NAME_BYTES", 1u << 20, 64, RP_WIRE_MAX_ARENA);
 	proc.exit_wait_ms = (uint32_t)env_u64("RINGPROF_EXIT_WAIT_MS", 250, 0, 600000);
@@ -514,6 +519,10 @@ bool rp_thread_attach(struct rp_thread *t)
 		return false;
 	}
 	h = proc.hdr;
+	if (t->exited) { /* recording from a destructor after the ring was retired */
+		__atomic_fetch_add(&h->noring_dropped, 1, __ATOMIC_RELAXED);
+		return false;
+	}
 	if (t->noring_retry != 0) {
 		t->noring_retry--;
 		__atomic_fetch_add(&h->noring_dropped, 1, __ATOMIC_RELAXED);
@@ -530,7 +539,7 @@ bool rp_thread_attach(struct rp_thread *t)
 	return true;
 }
 
-bool rp_ring_full(struct rp_thread *t)
+bool rp_ring_refresh(struct rp_thread *t)
 {
 	/* Re-read the consumer index. Acquire pairs with the consumer's release
 	 * store of c_head: its copies of the slots we are about to reuse are done. */
@@ -574,7 +583,7 @@ static void retire_thread(void *arg)
 	__atomic_store_n(&t->ring->state, RP_RING_RETIRED, __ATOMIC_RELEASE);
 	t->slots = NULL;
 	t->ring = NULL;
-	t->off = 1; /* late events from other TLS destructors are not recorded */
+	t->exited = 1; /* later events (other TLS destructors) are dropped, counted */
 }
 
 static bool engine_running(const char *session)
@@ -649,6 +658,19 @@ const char *rp_segment_path(void)
 struct rp_wire_header *rp_segment_header(void)
 {
 	return __atomic_load_n(&proc.state, __ATOMIC_ACQUIRE) == PROC_ON ? proc.hdr : NULL;
+}
+
+uint64_t rp_dropped(void)
+{
+	struct rp_wire_header *h = rp_segment_header();
+	uint64_t n;
+
+	if (h == NULL)
+		return 0;
+	n = __atomic_load_n(&h->noring_dropped, __ATOMIC_RELAXED);
+	for (uint32_t i = 0; i < proc.lay.ring_count; i++)
+		n += __atomic_load_n(&rp_layout_ring(&proc.lay, h, i)->dropped, __ATOMIC_RELAXED);
+	return n;
 }
 
 const struct rp_wire_clock *rp_clock(void)

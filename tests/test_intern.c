@@ -146,6 +146,11 @@ static void test_intern_full_table_gives_overflow_id(void **state)
 	}
 	assert_int_equal(rp_test_hdr(seg)->names_dropped - dropped0, 10);
 	assert_int_equal(rp_test_hdr(seg)->names_used, NAMES);
+	/* A scope's cached id 0 is kept: the full table is not asked again. */
+	for (int i = 0; i < 3; i++) {
+		RP_SCOPE_NAMED("never-fits", "X");
+	}
+	assert_int_equal(rp_test_hdr(seg)->names_dropped - dropped0, 11);
 	/* Existing names still resolve to their ids. */
 	id = rp_intern("fill63", "X", NULL, 0);
 	assert_int_equal(id, 63);

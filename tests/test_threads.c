@@ -304,6 +304,42 @@ static void test_threads_doorbell_wakes_sleeping_consumer(void **state)
 	drain_all(&seen, false);
 }
 
+static pthread_key_t late_key;
+
+/* Runs after the library's own key destructor (keys destruct in creation order):
+ * the ring is retired, so these events must be counted as dropped, not lost. */
+static void late_destructor(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < 5; i++)
+		rp_instant(nid);
+}
+
+static void *record_then_exit(void *arg)
+{
+	(void)arg;
+	rp_instant(nid);
+	pthread_setspecific(late_key, (void *)1);
+	return NULL;
+}
+
+static void test_threads_events_after_retire_are_counted(void **state)
+{
+	struct seen seen;
+	uint64_t before = rp_test_hdr(seg)->noring_dropped, dropped0 = rp_dropped();
+	pthread_t th;
+
+	(void)state;
+	reset_seen(&seen);
+	assert_int_equal(pthread_key_create(&late_key, late_destructor), 0);
+	assert_int_equal(pthread_create(&th, NULL, record_then_exit, NULL), 0);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	assert_int_equal(rp_test_hdr(seg)->noring_dropped - before, 5);
+	assert_int_equal(rp_dropped() - dropped0, 5);
+	assert_int_equal(drain_all(&seen, false), 1);
+	pthread_key_delete(late_key);
+}
+
 static int setup(void **state)
 {
 	(void)state;
@@ -326,6 +362,7 @@ int main(void)
 		cmocka_unit_test(test_threads_no_free_ring_counts),
 		cmocka_unit_test(test_threads_retired_ring_reused_after_drain),
 		cmocka_unit_test(test_threads_doorbell_wakes_sleeping_consumer),
+		cmocka_unit_test(test_threads_events_after_retire_are_counted),
 	};
 
 	setenv("RINGPROF_RING_EVENTS", "1024", 1);

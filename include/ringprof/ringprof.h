@@ -54,9 +54,10 @@ struct rp_thread {
 	uint32_t tail;			/* next slot to write (= ring p_tail) */
 	uint32_t head;			/* c_head as last read: a lower bound */
 	uint32_t mask;			/* ring_capacity - 1 */
-	uint8_t off;			/* disabled, or thread exited: record nothing */
+	uint8_t off;			/* disabled (RINGPROF=0): record nothing */
 	uint8_t tsc;			/* the clock is rdtsc */
 	uint16_t noring_retry;		/* events to drop before trying a claim again */
+	uint8_t exited;			/* ring retired at thread exit: count, drop */
 };
 
 RP_API extern __thread struct rp_thread rp_thread_state
@@ -64,7 +65,7 @@ RP_API extern __thread struct rp_thread rp_thread_state
 
 /* Out-of-line slow paths used by the inline functions below. */
 RP_API bool rp_thread_attach(struct rp_thread *t);
-RP_API bool rp_ring_full(struct rp_thread *t);
+RP_API bool rp_ring_refresh(struct rp_thread *t);
 RP_API void rp_doorbell_check(struct rp_thread *t);
 
 /**
@@ -76,8 +77,8 @@ RP_API void rp_doorbell_check(struct rp_thread *t);
  * Idempotent and thread-safe. On failure the library turns itself off (every call
  * becomes a no-op) and says why once on stderr; the host program goes on.
  *
- * @return 0 when recording, 1 when RINGPROF=0 turned the library off, -errno on
- *	   failure to create the segment.
+ * @return 0 when recording, 1 when off (RINGPROF=0, or an earlier failure to create
+ *	   the segment), -errno on the failure to create the segment itself.
  */
 RP_API int rp_init(void);
 
@@ -120,6 +121,13 @@ RP_API const char *rp_segment_path(void);
  * @return NULL before rp_init() or when off. The mapping lives until exit.
  */
 RP_API struct rp_wire_header *rp_segment_header(void);
+
+/**
+ * rp_dropped() - events this process could not record so far: full rings, threads
+ * that found no free ring or recorded after their ring was retired at thread exit.
+ * Events + rp_dropped() = recording calls made (while the library is on).
+ */
+RP_API uint64_t rp_dropped(void);
 
 /**
  * rp_clock() - the producer's clock description (source, mult/shift, reference).
@@ -174,8 +182,9 @@ static inline struct rp_event *rp_slot(struct rp_thread *t)
 			return NULL;
 	}
 	/* tail - head is the fill as far as we know; head only grows, so this may
-	 * call a ring full that is not, never the other way round. */
-	if (RP_UNLIKELY(t->tail - t->head >= t->mask) && !rp_ring_full(t))
+	 * call a ring full that is not, never the other way round: then re-read the
+	 * consumer index (rp_ring_refresh is false, and counts a drop, if truly full). */
+	if (RP_UNLIKELY(t->tail - t->head >= t->mask) && !rp_ring_refresh(t))
 		return NULL;
 	return &t->slots[t->tail & t->mask];
 }
@@ -221,8 +230,8 @@ static inline void rp_emit(uint8_t kind, uint8_t flags, uint32_t name, uint64_t 
 
 	if (RP_UNLIKELY(e == NULL))
 		return;
-	*e = (struct rp_event){ .ts = rp_clock_read(t->tsc), .name = name, .kind = kind, .flags = flags,
-				.track = track, .arg = arg };
+	*e = (struct rp_event){ .ts = rp_clock_read(t->tsc), .name = name, .kind = kind,
+				.flags = flags, .track = track, .arg = arg };
 	rp_commit(t);
 }
 
@@ -302,10 +311,11 @@ static inline void rp_scope_leave(struct rp_scope *s)
 /*
  * RP_SCOPE_NAMED("decode", "LLM"): intern (name, category, __FILE__, __LINE__) on
  * the first pass through this line, cache the id, and open a scope. Races between
- * threads on the first pass intern the same key and so store the same id.
+ * threads on the first pass intern the same key and so store the same id. The cache
+ * starts at UINT32_MAX, so an id of 0 (table full) is cached too, not retried.
  */
 #define RP_SCOPE_NAMED(name, category)                                                 \
-	static uint32_t RP_CONCAT(rp_id_, __LINE__);                                   \
+	static uint32_t RP_CONCAT(rp_id_, __LINE__) = UINT32_MAX;                      \
 	RP_SCOPE(rp_scope_id(&RP_CONCAT(rp_id_, __LINE__), name, category, __FILE__,   \
 			     __LINE__))
 
@@ -314,7 +324,7 @@ static inline uint32_t rp_scope_id(uint32_t *cache, const char *name, const char
 {
 	uint32_t id = __atomic_load_n(cache, __ATOMIC_RELAXED);
 
-	if (RP_UNLIKELY(id == 0)) {
+	if (RP_UNLIKELY(id == UINT32_MAX)) {
 		id = rp_intern(name, category, file, line);
 		__atomic_store_n(cache, id, __ATOMIC_RELAXED);
 	}

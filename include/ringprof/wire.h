@@ -3,7 +3,8 @@
  * ringprof shared-memory ABI: the one header producer and consumer must agree on.
  *
  * A producer process owns one POSIX shared-memory segment, named
- * "/ringprof.<session>.<pid>" (RP_WIRE_NAME_FMT) and created with mode 0600. The
+ * "/ringprof.<session>.<pid>.<n>" (RP_WIRE_NAME_FMT ".%d"; n is 0 unless an exec'd
+ * image of the same pid left a segment behind), created with mode 0600. The
  * segment is a single mapping laid out as
  *
  *	offset 0			struct rp_wire_header
@@ -43,7 +44,7 @@ extern "C" {
 #define RP_WIRE_VERSION_MINOR	0	/* additions a reader may ignore */
 #define RP_WIRE_CACHELINE	64
 
-/* "/ringprof.<session>.<pid>" for shm_open(); session is [A-Za-z0-9_-]{1,32}. */
+/* "/ringprof.<session>.<pid>" + ".<n>" for shm_open(); session is [A-Za-z0-9_-]{1,31}. */
 #define RP_WIRE_NAME_PREFIX	"ringprof."
 #define RP_WIRE_NAME_FMT	"/ringprof.%s.%d"
 /* A running engine announces itself with "/ringprof.<session>.engine" (struct
