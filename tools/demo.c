@@ -1,4 +1,859 @@
 // SPDX-License-Identifier: MIT
-/* Stub: being written. */
+/*
+ * ringprof-demo: a simulated LLM inference server, instrumented with the producer API.
+ * It is the demo load and the load of the end-to-end tests, so it is shaped to be checked:
+ * it counts every recording call it makes and prints the total as `emitted: N`, and the
+ * engine must account for each one as received or dropped.
+ *
+ * The main thread is the dispatcher: requests arrive as a Poisson process (exponential gaps
+ * from a seeded PRNG) and go into a bounded queue (a mutex and condition variables: this is
+ * the application, not the profiler). Worker threads take them off and serve them. A
+ * request is an async track whose id is the request number; its spans have ids 1, 2, ...
+ * in the order they open:
+ *
+ *	request (REQUEST)			opened by the dispatcher, closed by a worker
+ *	  queue (QUEUE)				the time spent in the queue
+ *	  prefill (LLM)
+ *	  decode_step (LLM) x 8..64
+ *	  <tool> (TOOL) x 1..3, sometimes	search, calculator, ... or tool_<k>
+ *	    llm_call (LLM), sometimes		with decode_step x 4..24 inside
+ *
+ * The worker also records synchronous spans on its own stack (handle_request around the
+ * whole service, tokenize and detokenize inside it), a queue_depth counter at every push and
+ * pop, and a request_done instant. Requests still queued at the stop are cancelled: their
+ * queue and request spans are closed and a request_cancelled instant is recorded, so every
+ * begin has its end.
+ *
+ * The shape of request n (decode steps, tools) depends only on the seed and n; durations
+ * come from a second stream, lognormal, scaled by --time-scale and skipped by --no-sleep.
+ * Counts are per thread and added to a shared total once per request, for --events.
+ */
 #include <errno.h>
-int main(void) { return 0; }
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <time.h>
+
+#include <ringprof/ringprof.h>
+
+#define QUEUE_CAP	1024u		/* requests waiting for a worker */
+#define SPIN_NS		50000.0		/* shorter waits spin, longer ones sleep */
+#define POLL_NS		50000000u	/* the dispatcher checks for a stop this often */
+#define CAP_MEDIANS	50.0		/* no duration exceeds this many medians */
+#define MAX_THREADS	1024u
+#define MAX_DISTINCT	(1u << 24)
+#define NAME_UNSET	UINT32_MAX	/* tool_<k> not interned yet (0 is an answer) */
+
+/* The shape of a request. */
+#define DECODE_MIN	8u
+#define DECODE_MAX	64u
+#define P_TOOLS		0.3		/* a request calls tools ... */
+#define TOOLS_MAX	3u		/* ... 1 to this many times */
+#define P_LLM_CALL	0.6		/* a tool call is followed by an llm_call */
+#define LLM_DECODE_MIN	4u
+#define LLM_DECODE_MAX	24u
+#define ROOT_SPAN	1u		/* span ids within a request's track */
+#define QUEUE_SPAN	2u
+
+static const char usage[] =
+	"usage: ringprof-demo [options]\n"
+	"A simulated LLM inference server recording into ringprof (see README: RINGPROF_*).\n"
+	"\n"
+	"  --duration S        run for S seconds (default 5; 0: until --events or a signal)\n"
+	"  --rate R            requests per second, Poisson arrivals (default 100)\n"
+	"  --threads N         worker threads (default 4, at most 1024)\n"
+	"  --events N          stop after N events, give or take the requests in flight\n"
+	"                      (default 0: no limit)\n"
+	"  --distinct-names N  tools named tool_0 .. tool_<N-1>, interned lazily (default 0:\n"
+	"                      search, calculator, retrieval, code_exec)\n"
+	"  --seed S            PRNG seed (default 1)\n"
+	"  --time-scale F      multiply every simulated duration by F (default 1)\n"
+	"  --no-sleep          never wait: no simulated durations, arrivals as fast as the\n"
+	"                      queue takes them (--rate is ignored); for event-rate tests\n"
+	"  --quiet             nothing on stderr but errors\n"
+	"  --help              this text\n"
+	"\n"
+	"Prints `emitted: N` on stdout at exit: every recording call made, recorded or dropped.\n";
+
+/* A lognormal duration: median * e^(sigma * Z), Z standard normal. */
+struct dist {
+	double median_ns;
+	double sigma;
+};
+
+static const struct dist tokenize_t = { 30e3, 0.4 };
+static const struct dist prefill_t = { 2e6, 0.5 };
+static const struct dist decode_t = { 200e3, 0.25 };
+static const struct dist detokenize_t = { 15e3, 0.4 };
+static const struct dist tool_t = { 5e6, 1.0 }; /* the tool_<k> tools */
+
+static const struct tool {
+	const char *name;
+	struct dist t;
+} tools[] = {
+	{ "search", { 5e6, 1.0 } },
+	{ "calculator", { 0.5e6, 0.6 } },
+	{ "retrieval", { 8e6, 0.9 } },
+	{ "code_exec", { 12e6, 1.2 } },
+};
+#define NTOOLS (sizeof(tools) / sizeof(tools[0]))
+
+struct config {
+	double duration;	/* seconds; 0: no time limit */
+	double rate;		/* requests/s */
+	double scale;		/* --time-scale */
+	uint64_t events;	/* 0: no limit */
+	uint64_t seed;
+	uint32_t threads;
+	uint32_t distinct;	/* 0: the fixed tool set */
+	bool no_sleep;
+	bool quiet;
+};
+
+struct names {
+	uint32_t request, queue, prefill, decode, llm_call;
+	uint32_t handle, tokenize, detokenize;
+	uint32_t queue_depth, done, cancelled;
+	uint32_t tools[NTOOLS];
+};
+
+struct demo;
+
+/* One thread's counts: written by that thread only, read after it joined. */
+struct worker {
+	_Alignas(64) uint64_t emitted;	/* recording calls made */
+	uint64_t flushed;		/* part of `emitted` already added to demo.total */
+	uint64_t served;
+	uint64_t cancelled;
+	uint64_t tool_calls;
+	struct demo *d;
+	pthread_t thread;
+};
+
+struct demo {
+	struct config cfg;
+	struct names id;
+	uint32_t *tool_ids;		/* --distinct-names: id of tool_<k>, or NAME_UNSET */
+	struct worker *workers;		/* cfg.threads workers, then the dispatcher */
+	uint64_t start_ns;
+	uint64_t end_ns;		/* 0: no time limit */
+	uint64_t total;			/* atomic: the flushed counts of every thread */
+	int stop;			/* atomic; set once, under `lock` */
+	pthread_mutex_t lock;		/* the queue and the stop flag's wake-ups */
+	pthread_cond_t not_empty;
+	pthread_cond_t not_full;
+	pthread_cond_t stopping;
+	uint32_t qhead;
+	uint32_t qlen;
+	uint64_t queue[QUEUE_CAP];	/* request ids */
+};
+
+/* A request being served: its id and two PRNG streams (shape, durations). */
+struct req {
+	uint64_t id;
+	uint64_t span;			/* last span id used */
+	uint64_t shape;
+	uint64_t time;
+};
+
+/* Set by SIGINT/SIGTERM on whichever thread takes them: an atomic, not sig_atomic_t, since
+ * another thread reads it (lock-free atomics are async-signal-safe). */
+static int got_signal;
+
+/* --- time and randomness --- */
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static struct timespec ns_to_ts(uint64_t ns)
+{
+	return (struct timespec){ (time_t)(ns / 1000000000u), (long)(ns % 1000000000u) };
+}
+
+static void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#endif
+}
+
+/* Waits ns nanoseconds: clock_nanosleep above SPIN_NS, a spin below. */
+static void pause_ns(double ns)
+{
+	uint64_t until;
+
+	if (!(ns >= 1.0))
+		return;
+	until = mono_ns() + (uint64_t)ns;
+	if (ns > SPIN_NS) {
+		struct timespec ts = ns_to_ts(until);
+
+		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+			;
+		return;
+	}
+	while (mono_ns() < until)
+		cpu_relax();
+}
+
+/* splitmix64: small, fast, and every seed is a good one. */
+static uint64_t rng_next(uint64_t *s)
+{
+	uint64_t z = (*s += UINT64_C(0x9e3779b97f4a7c15));
+
+	z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+	z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
+	return z ^ (z >> 31);
+}
+
+/* Uniform in [0, 1). */
+static double rng_unit(uint64_t *s)
+{
+	return (double)(rng_next(s) >> 11) * 0x1p-53;
+}
+
+/* Uniform in [lo, hi]. */
+static uint32_t rng_range(uint64_t *s, uint32_t lo, uint32_t hi)
+{
+	return lo + (uint32_t)(rng_next(s) % ((uint64_t)hi - lo + 1));
+}
+
+/* Box-Muller; 1 - u keeps the log away from 0. */
+static double rng_normal(uint64_t *s)
+{
+	double u = 1.0 - rng_unit(s), v = rng_unit(s);
+
+	return sqrt(-2.0 * log(u)) * cos(6.283185307179586 * v);
+}
+
+static double rng_exp(uint64_t *s, double mean)
+{
+	return -log(1.0 - rng_unit(s)) * mean;
+}
+
+/* The seed of stream `which` of request `id`: independent of who serves it. */
+static uint64_t stream(uint64_t seed, uint64_t id, uint64_t which)
+{
+	uint64_t s = seed ^ (id * UINT64_C(0xd1b54a32d192ed03)) ^ (which << 56);
+
+	return rng_next(&s);
+}
+
+/* --- recording, counted: every call counts, whether the event is kept or dropped --- */
+
+static void ev_begin(struct worker *w, uint32_t name)
+{
+	rp_begin(name);
+	w->emitted++;
+}
+
+static void ev_end(struct worker *w, uint32_t name)
+{
+	rp_end(name);
+	w->emitted++;
+}
+
+static void ev_async_begin(struct worker *w, uint32_t name, uint64_t track, uint64_t span)
+{
+	rp_async_begin(name, track, span);
+	w->emitted++;
+}
+
+static void ev_async_end(struct worker *w, uint32_t name, uint64_t track, uint64_t span)
+{
+	rp_async_end(name, track, span);
+	w->emitted++;
+}
+
+static void ev_counter(struct worker *w, uint32_t name, int64_t value)
+{
+	rp_counter(name, value);
+	w->emitted++;
+}
+
+static void ev_instant(struct worker *w, uint32_t name)
+{
+	rp_instant(name);
+	w->emitted++;
+}
+
+/* --- stopping --- */
+
+static bool stopped(struct demo *d)
+{
+	return __atomic_load_n(&d->stop, __ATOMIC_ACQUIRE) != 0;
+}
+
+/* Sets the flag under the lock, so no waiter misses the broadcast. */
+static void request_stop(struct demo *d)
+{
+	pthread_mutex_lock(&d->lock);
+	__atomic_store_n(&d->stop, 1, __ATOMIC_RELEASE);
+	pthread_cond_broadcast(&d->not_empty);
+	pthread_cond_broadcast(&d->not_full);
+	pthread_cond_broadcast(&d->stopping);
+	pthread_mutex_unlock(&d->lock);
+}
+
+/* Adds this thread's new counts to the total; asks for the stop at --events. */
+static void flush(struct worker *w)
+{
+	struct demo *d = w->d;
+	uint64_t total;
+
+	total = __atomic_add_fetch(&d->total, w->emitted - w->flushed, __ATOMIC_RELAXED);
+	w->flushed = w->emitted;
+	if (d->cfg.events != 0 && total >= d->cfg.events && !stopped(d))
+		request_stop(d);
+}
+
+static bool stop_wanted(struct demo *d, uint64_t now)
+{
+	uint64_t total = __atomic_load_n(&d->total, __ATOMIC_RELAXED);
+
+	return __atomic_load_n(&got_signal, __ATOMIC_RELAXED) || stopped(d) ||
+	       (d->end_ns != 0 && now >= d->end_ns) ||
+	       (d->cfg.events != 0 && total >= d->cfg.events);
+}
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	__atomic_store_n(&got_signal, 1, __ATOMIC_RELAXED);
+}
+
+/* --- the queue --- */
+
+/* Dispatcher: request `id` arrives. False when stopped instead. */
+static bool queue_push(struct worker *w, uint64_t id)
+{
+	struct demo *d = w->d;
+	bool ok;
+
+	pthread_mutex_lock(&d->lock);
+	while (d->qlen == QUEUE_CAP && !stopped(d))
+		pthread_cond_wait(&d->not_full, &d->lock);
+	ok = !stopped(d);
+	if (ok) {
+		/* Under the lock: a worker cannot end these spans before they begin. */
+		ev_async_begin(w, d->id.request, id, ROOT_SPAN);
+		ev_async_begin(w, d->id.queue, id, QUEUE_SPAN);
+		d->queue[(d->qhead + d->qlen) % QUEUE_CAP] = id;
+		d->qlen++;
+		ev_counter(w, d->id.queue_depth, d->qlen);
+		pthread_cond_signal(&d->not_empty);
+	}
+	pthread_mutex_unlock(&d->lock);
+	return ok;
+}
+
+/* Worker: the next request, and whether to cancel it; false when stopped and empty. */
+static bool queue_pop(struct worker *w, uint64_t *id, bool *cancel)
+{
+	struct demo *d = w->d;
+
+	pthread_mutex_lock(&d->lock);
+	while (d->qlen == 0 && !stopped(d))
+		pthread_cond_wait(&d->not_empty, &d->lock);
+	if (d->qlen == 0) {
+		pthread_mutex_unlock(&d->lock);
+		return false;
+	}
+	*id = d->queue[d->qhead];
+	d->qhead = (d->qhead + 1) % QUEUE_CAP;
+	d->qlen--;
+	ev_counter(w, d->id.queue_depth, d->qlen);
+	*cancel = stopped(d);
+	pthread_cond_signal(&d->not_full);
+	pthread_mutex_unlock(&d->lock);
+	return true;
+}
+
+/* --- serving a request --- */
+
+/* Spends a duration drawn from t (scaled), unless --no-sleep. */
+static void simulate(struct worker *w, struct req *r, const struct dist *t)
+{
+	const struct config *c = &w->d->cfg;
+	double ns;
+
+	if (c->no_sleep)
+		return;
+	ns = t->median_ns * exp(t->sigma * rng_normal(&r->time));
+	if (ns > t->median_ns * CAP_MEDIANS)
+		ns = t->median_ns * CAP_MEDIANS;
+	pause_ns(ns * c->scale);
+}
+
+/* A span on the request's track. */
+static void async_span(struct worker *w, struct req *r, uint32_t name, const struct dist *t)
+{
+	uint64_t span = ++r->span;
+
+	ev_async_begin(w, name, r->id, span);
+	simulate(w, r, t);
+	ev_async_end(w, name, r->id, span);
+}
+
+/* A span on this thread's stack; RP_SCOPE records its end when we return. */
+static void sync_span(struct worker *w, struct req *r, uint32_t name, const struct dist *t)
+{
+	RP_SCOPE(name);
+
+	w->emitted += 2; /* the begin above and the end at the scope's exit */
+	simulate(w, r, t);
+}
+
+static void decode(struct worker *w, struct req *r, uint32_t steps)
+{
+	for (uint32_t i = 0; i < steps; i++)
+		async_span(w, r, w->d->id.decode, &decode_t);
+}
+
+static void llm_call(struct worker *w, struct req *r)
+{
+	uint32_t name = w->d->id.llm_call;
+	uint64_t span = ++r->span;
+
+	ev_async_begin(w, name, r->id, span);
+	decode(w, r, rng_range(&r->shape, LLM_DECODE_MIN, LLM_DECODE_MAX));
+	ev_async_end(w, name, r->id, span);
+}
+
+/* The id of tool_<k>, interned on first use; 0 (the table is full) is kept too. */
+static uint32_t distinct_tool(struct demo *d, uint32_t k)
+{
+	uint32_t id = __atomic_load_n(&d->tool_ids[k], __ATOMIC_RELAXED);
+	char name[32];
+
+	if (id != NAME_UNSET)
+		return id;
+	/* Two threads may race here: the same key interns to the same id. */
+	snprintf(name, sizeof(name), "tool_%" PRIu32, k);
+	id = rp_intern(name, "TOOL", __FILE__, __LINE__);
+	__atomic_store_n(&d->tool_ids[k], id, __ATOMIC_RELAXED);
+	return id;
+}
+
+static void tool_call(struct worker *w, struct req *r)
+{
+	struct demo *d = w->d;
+	uint32_t k;
+
+	if (d->cfg.distinct != 0) {
+		k = rng_range(&r->shape, 0, d->cfg.distinct - 1);
+		async_span(w, r, distinct_tool(d, k), &tool_t);
+	} else {
+		k = rng_range(&r->shape, 0, NTOOLS - 1);
+		async_span(w, r, d->id.tools[k], &tools[k].t);
+	}
+	w->tool_calls++;
+	if (rng_unit(&r->shape) < P_LLM_CALL)
+		llm_call(w, r);
+}
+
+static void serve(struct worker *w, uint64_t id)
+{
+	const struct names *n = &w->d->id;
+	uint64_t seed = w->d->cfg.seed;
+	struct req r = { .id = id, .span = QUEUE_SPAN, .shape = stream(seed, id, 1),
+			 .time = stream(seed, id, 2) };
+
+	ev_async_end(w, n->queue, id, QUEUE_SPAN);
+	ev_begin(w, n->handle);
+	sync_span(w, &r, n->tokenize, &tokenize_t);
+	async_span(w, &r, n->prefill, &prefill_t);
+	decode(w, &r, rng_range(&r.shape, DECODE_MIN, DECODE_MAX));
+	if (rng_unit(&r.shape) < P_TOOLS) {
+		for (uint32_t i = rng_range(&r.shape, 1, TOOLS_MAX); i > 0; i--)
+			tool_call(w, &r);
+	}
+	sync_span(w, &r, n->detokenize, &detokenize_t);
+	ev_async_end(w, n->request, id, ROOT_SPAN);
+	ev_instant(w, n->done);
+	ev_end(w, n->handle);
+	w->served++;
+}
+
+/* A request still queued at the stop: close what the dispatcher opened. */
+static void cancel(struct worker *w, uint64_t id)
+{
+	const struct names *n = &w->d->id;
+
+	ev_async_end(w, n->queue, id, QUEUE_SPAN);
+	ev_instant(w, n->cancelled);
+	ev_async_end(w, n->request, id, ROOT_SPAN);
+	w->cancelled++;
+}
+
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+	uint64_t id;
+	bool cancelled;
+
+	prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL); /* sleeps of 50 us and up, on time */
+	while (queue_pop(w, &id, &cancelled)) {
+		if (cancelled)
+			cancel(w, id);
+		else
+			serve(w, id);
+		flush(w);
+	}
+	return NULL;
+}
+
+/* --- the dispatcher --- */
+
+/* Waits until `at` (or up to SPIN_NS before it); false when it is time to stop. */
+static bool wait_arrival(struct demo *d, uint64_t at)
+{
+	for (;;) {
+		uint64_t now = mono_ns(), until = now + POLL_NS;
+		struct timespec ts;
+
+		if (stop_wanted(d, now))
+			return false;
+		if ((double)at <= (double)now + SPIN_NS)
+			return true;
+		if (at < until)
+			until = at;
+		if (d->end_ns != 0 && d->end_ns < until)
+			until = d->end_ns;
+		ts = ns_to_ts(until);
+		pthread_mutex_lock(&d->lock);
+		if (!stopped(d))
+			pthread_cond_timedwait(&d->stopping, &d->lock, &ts);
+		pthread_mutex_unlock(&d->lock);
+	}
+}
+
+static void dispatch(struct demo *d, struct worker *w)
+{
+	uint64_t rng = stream(d->cfg.seed, 0, 3);
+	double mean_gap = 1e9 / d->cfg.rate, next = (double)d->start_ns;
+	uint64_t id = 0;
+
+	for (;;) {
+		if (d->cfg.no_sleep) {
+			if (stop_wanted(d, mono_ns()))
+				break;
+		} else {
+			next += rng_exp(&rng, mean_gap);
+			if (!wait_arrival(d, (uint64_t)next))
+				break;
+		}
+		if (!queue_push(w, ++id))
+			break;
+		flush(w);
+	}
+	request_stop(d);
+}
+
+/* --- options --- */
+
+static bool parse_double(const char *s, double lo, double hi, double *out)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno != 0 || end == s || *end != '\0' || !isfinite(v) || v < lo || v > hi)
+		return false;
+	*out = v;
+	return true;
+}
+
+static bool parse_u64(const char *s, uint64_t hi, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	if (*s < '0' || *s > '9') /* strtoull takes "-1" and leading blanks */
+		return false;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno != 0 || *end != '\0' || v > hi)
+		return false;
+	*out = v;
+	return true;
+}
+
+static int bad_value(const char *opt, const char *val, const char *want)
+{
+	fprintf(stderr, "ringprof-demo: --%s %s: want %s\n", opt, val, want);
+	return 2;
+}
+
+/* One option's value into cfg; 0 or 2 (bad value). */
+static int set_option(struct config *cfg, const char *opt, const char *v)
+{
+	uint64_t u;
+
+	if (strcmp(opt, "duration") == 0 && !parse_double(v, 0, 1e7, &cfg->duration))
+		return bad_value(opt, v, "seconds in [0, 1e7] (0: no time limit)");
+	if (strcmp(opt, "rate") == 0 && (!parse_double(v, 0, 1e9, &cfg->rate) || cfg->rate <= 0))
+		return bad_value(opt, v, "requests per second in (0, 1e9]");
+	if (strcmp(opt, "threads") == 0) {
+		if (!parse_u64(v, MAX_THREADS, &u) || u == 0)
+			return bad_value(opt, v, "a thread count in [1, 1024]");
+		cfg->threads = (uint32_t)u;
+	}
+	if (strcmp(opt, "events") == 0 && !parse_u64(v, UINT64_MAX, &cfg->events))
+		return bad_value(opt, v, "an event count (0: no limit)");
+	if (strcmp(opt, "distinct-names") == 0) {
+		if (!parse_u64(v, MAX_DISTINCT, &u))
+			return bad_value(opt, v, "a name count in [0, 16777216]");
+		cfg->distinct = (uint32_t)u;
+	}
+	if (strcmp(opt, "seed") == 0 && !parse_u64(v, UINT64_MAX, &cfg->seed))
+		return bad_value(opt, v, "an unsigned 64-bit integer");
+	if (strcmp(opt, "time-scale") == 0 && !parse_double(v, 0, 1e3, &cfg->scale))
+		return bad_value(opt, v, "a factor in [0, 1000]");
+	return 0;
+}
+
+/* getopt_long said '?'; `before` is optind before that call. A long option moved optind
+ * past itself; a short one may sit inside a cluster (-qx), where only optopt names it. */
+static void bad_option(char **argv, int before)
+{
+	if (optind > before && strncmp(argv[optind - 1], "--", 2) == 0)
+		fprintf(stderr, "ringprof-demo: bad option %s (see --help)\n", argv[optind - 1]);
+	else
+		fprintf(stderr, "ringprof-demo: unknown option -%c (see --help)\n", optopt);
+}
+
+/* 0: run; -1: --help was printed; 2: bad usage, said on stderr. */
+static int parse_args(int argc, char **argv, struct config *cfg)
+{
+	static const struct option opts[] = {
+		{ "duration", required_argument, NULL, 'v' },
+		{ "rate", required_argument, NULL, 'v' },
+		{ "threads", required_argument, NULL, 'v' },
+		{ "events", required_argument, NULL, 'v' },
+		{ "distinct-names", required_argument, NULL, 'v' },
+		{ "seed", required_argument, NULL, 'v' },
+		{ "time-scale", required_argument, NULL, 'v' },
+		{ "no-sleep", no_argument, NULL, 'n' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c, idx, err, before = optind;
+
+	*cfg = (struct config){ .duration = 5, .rate = 100, .scale = 1, .seed = 1, .threads = 4 };
+	opterr = 0;
+	for (; (c = getopt_long(argc, argv, ":hq", opts, &idx)) != -1; before = optind) {
+		switch (c) {
+		case 'v':
+			if ((err = set_option(cfg, opts[idx].name, optarg)) != 0)
+				return err;
+			break;
+		case 'n': cfg->no_sleep = true; break;
+		case 'q': cfg->quiet = true; break;
+		case 'h': fputs(usage, stdout); return -1;
+		case ':':
+			fprintf(stderr, "ringprof-demo: %s needs a value (see --help)\n",
+				argv[optind - 1]);
+			return 2;
+		default:
+			bad_option(argv, before);
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "ringprof-demo: unexpected argument \"%s\" (see --help)\n",
+			argv[optind]);
+		return 2;
+	}
+	return 0;
+}
+
+/* --- setup, run, report --- */
+
+static void intern_names(struct demo *d)
+{
+	struct names *n = &d->id;
+
+	n->request = rp_intern("request", "REQUEST", __FILE__, __LINE__);
+	n->queue = rp_intern("queue", "QUEUE", __FILE__, __LINE__);
+	n->prefill = rp_intern("prefill", "LLM", __FILE__, __LINE__);
+	n->decode = rp_intern("decode_step", "LLM", __FILE__, __LINE__);
+	n->llm_call = rp_intern("llm_call", "LLM", __FILE__, __LINE__);
+	n->handle = rp_intern("handle_request", "FUNCTION", __FILE__, __LINE__);
+	n->tokenize = rp_intern("tokenize", "FUNCTION", __FILE__, __LINE__);
+	n->detokenize = rp_intern("detokenize", "FUNCTION", __FILE__, __LINE__);
+	n->queue_depth = rp_intern("queue_depth", "QUEUE", __FILE__, __LINE__);
+	n->done = rp_intern("request_done", "REQUEST", __FILE__, __LINE__);
+	n->cancelled = rp_intern("request_cancelled", "REQUEST", __FILE__, __LINE__);
+	for (size_t i = 0; i < NTOOLS; i++)
+		n->tools[i] = rp_intern(tools[i].name, "TOOL", __FILE__, __LINE__);
+}
+
+static int init_sync(struct demo *d)
+{
+	pthread_condattr_t ca;
+
+	if (pthread_condattr_init(&ca) != 0)
+		return -ENOMEM;
+	/* Deadlines of the timed waits are CLOCK_MONOTONIC, like everything else here. */
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_mutex_init(&d->lock, NULL);
+	pthread_cond_init(&d->not_empty, &ca);
+	pthread_cond_init(&d->not_full, &ca);
+	pthread_cond_init(&d->stopping, &ca);
+	pthread_condattr_destroy(&ca);
+	return 0;
+}
+
+/* Allocations and synchronisation; -errno. */
+static int setup(struct demo *d)
+{
+	size_t size = (d->cfg.threads + 1) * sizeof(struct worker);
+
+	d->workers = aligned_alloc(_Alignof(struct worker), size);
+	if (d->workers == NULL)
+		return -ENOMEM;
+	memset(d->workers, 0, size);
+	for (uint32_t i = 0; i <= d->cfg.threads; i++)
+		d->workers[i].d = d;
+	if (d->cfg.distinct != 0) {
+		d->tool_ids = malloc(d->cfg.distinct * sizeof(*d->tool_ids));
+		if (d->tool_ids == NULL)
+			return -ENOMEM;
+		memset(d->tool_ids, 0xff, d->cfg.distinct * sizeof(*d->tool_ids)); /* NAME_UNSET */
+	}
+	return init_sync(d);
+}
+
+/* rp_init() and where the events go. */
+static void start_recording(const struct demo *d)
+{
+	int err = rp_init();
+
+	if (d->cfg.quiet)
+		return;
+	if (err == 0)
+		fprintf(stderr, "ringprof-demo: recording into %s (/dev/shm%s)\n",
+			rp_segment_path(), rp_segment_path());
+	else if (err == 1)
+		fprintf(stderr, "ringprof-demo: RINGPROF=0, recording is off\n");
+	else
+		fprintf(stderr, "ringprof-demo: no segment (%s), recording is off\n",
+			strerror(-err));
+}
+
+static void install_signals(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+}
+
+/* Starts the workers, dispatches, joins; -errno if a thread could not start. */
+static int run(struct demo *d)
+{
+	uint32_t started;
+	int err = 0;
+
+	d->start_ns = mono_ns();
+	if (d->cfg.duration > 0)
+		d->end_ns = d->start_ns + (uint64_t)(d->cfg.duration * 1e9);
+	for (started = 0; started < d->cfg.threads; started++) {
+		struct worker *w = &d->workers[started];
+
+		err = pthread_create(&w->thread, NULL, worker_main, w);
+		if (err != 0) {
+			fprintf(stderr, "ringprof-demo: cannot start worker %u: %s\n", started,
+				strerror(err));
+			break;
+		}
+	}
+	if (err == 0)
+		dispatch(d, &d->workers[d->cfg.threads]);
+	request_stop(d);
+	for (uint32_t i = 0; i < started; i++)
+		pthread_join(d->workers[i].thread, NULL);
+	return -err;
+}
+
+/* What the producer itself counted as dropped: ring full, and no ring. */
+static void producer_drops(uint64_t *full, uint64_t *noring)
+{
+	const struct rp_wire_header *h = rp_segment_header();
+	const struct rp_wire_ring *r;
+
+	*full = *noring = 0;
+	if (h == NULL)
+		return;
+	r = (const struct rp_wire_ring *)((const char *)h + h->ring_desc_offset);
+	for (uint32_t i = 0; i < h->ring_count; i++)
+		*full += __atomic_load_n(&r[i].dropped, __ATOMIC_RELAXED);
+	*noring = __atomic_load_n(&h->noring_dropped, __ATOMIC_RELAXED);
+}
+
+static void summary(const struct demo *d, uint64_t emitted, double secs)
+{
+	uint64_t served = 0, cancelled = 0, calls = 0, full, noring;
+
+	for (uint32_t i = 0; i <= d->cfg.threads; i++) {
+		served += d->workers[i].served;
+		cancelled += d->workers[i].cancelled;
+		calls += d->workers[i].tool_calls;
+	}
+	producer_drops(&full, &noring);
+	fprintf(stderr,
+		"ringprof-demo: %" PRIu64 " requests served, %" PRIu64 " cancelled, %" PRIu64
+		" tool calls in %.3f s\n",
+		served, cancelled, calls, secs);
+	fprintf(stderr,
+		"ringprof-demo: %" PRIu64 " events (%.0f/s); producer dropped %" PRIu64
+		" (ring full) + %" PRIu64 " (no ring)\n",
+		emitted, secs > 0 ? (double)emitted / secs : 0.0, full, noring);
+}
+
+int main(int argc, char **argv)
+{
+	static struct demo d;
+	uint64_t emitted = 0;
+	int err;
+
+	err = parse_args(argc, argv, &d.cfg);
+	if (err != 0)
+		return err < 0 ? 0 : 2;
+	if ((err = setup(&d)) != 0) {
+		fprintf(stderr, "ringprof-demo: %s\n", strerror(-err));
+		return 1;
+	}
+	prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
+	install_signals();
+	start_recording(&d);
+	intern_names(&d);
+	err = run(&d);
+	for (uint32_t i = 0; i <= d.cfg.threads; i++)
+		emitted += d.workers[i].emitted;
+	if (!d.cfg.quiet)
+		summary(&d, emitted, (double)(mono_ns() - d.start_ns) / 1e9);
+	printf("emitted: %" PRIu64 "\n", emitted);
+	free(d.tool_ids);
+	free(d.workers);
+	return err ? 1 : 0;
+}
