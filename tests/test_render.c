@@ -1,2 +1,929 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The renderers (tools/render_*.c) against references that do not share their code:
+ * - JSON is parsed back with yajl's tree API and every field is compared with the
+ *   report; strings with the byte-for-byte result written out here (escapes undone,
+ *   ill-formed UTF-8 replaced by U+FFFD per maximal subpart), integers exactly
+ *   (yajl's long long when it fits, else the raw digits).
+ * - Text is compared with the whole expected report, written out here.
+ * - pstats files are loaded by /usr/bin/python3 itself: marshal.load for every
+ *   entry and caller tuple (types, ints, float bits), pstats.Stats for its totals
+ *   and print_stats(); and an equivalent of the reference file testdata/pstats/
+ *   example.prof must load to the same Stats. Skipped without /usr/bin/python3.
+ *
+ * The reports are built by hand: recursion (primitive calls < calls, a self edge),
+ * a function with no file, names with quotes, backslashes, control characters,
+ * non-ASCII and ill-formed UTF-8, two functions with the same pstats key (they differ
+ * only in category), zero calls, uint64 figures above 2^53 and 2^63, counts above
+ * 2^31 and a line above INT32_MAX.
+ */
 #include "support.h"
-int main(void){return 0;}
+
+#include <errno.h>
+#include <inttypes.h>
+#include <string.h>
+#include <yajl/yajl_tree.h>
+
+#include "render.h"
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#define PYTHON	      "/usr/bin/python3"
+#define MS	      1000000ull /* ns */
+#define P53	      9007199254740993ull  /* 2^53 + 1: not a double */
+#define P63	      9223372036854775808ull /* 2^63: not an int64 */
+
+typedef int (*render_fn)(const struct rp_report *r, FILE *out);
+
+/* ---- the reports ------------------------------------------------------------------ */
+
+/* The name of tricky fns 0 and 4: same pstats key, categories differ. */
+#define QNAME "q\"b\\s\nt\x01\x7f"
+/* ...and the same after a JSON round trip / marshal: unchanged (valid UTF-8). */
+#define CAFE  "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"
+#define BAD   "bad\xff\xc3(\xe2\x82x\xed\xa0\x80\xf4\x90\x80\x80" "end"
+#define FFFD  "\xef\xbf\xbd"
+#define BAD_FIXED                                                                          \
+	"bad" FFFD FFFD "(" FFFD "x" FFFD FFFD FFFD FFFD FFFD FFFD FFFD "end"
+/* Overlong forms, a byte never in UTF-8 and a sequence cut by the end. */
+#define BADFILE "db\xfe\xc0\xaf\xe0\x80\xaf\xf0\x8f\xbf\xbf\xf8.py\xe2\x82"
+#define BADFILE_FIXED                                                                      \
+	"db" FFFD FFFD FFFD FFFD FFFD FFFD FFFD FFFD FFFD FFFD FFFD ".py" FFFD
+
+static struct rp_report_source tricky_sources[] = {
+	{ .name = "api \"srv\"\\\n\t", .pid = 4242, .flags = RP_SRC_EXITED, .events = 100,
+	  .dropped = 3, .late = 1, .truncated = 2, .names_dropped = 4, .resyncs = 5,
+	  .anomalies = { [RP_ANOM_END_MISMATCH] = 1, [RP_ANOM_CLAMPED] = 4 } },
+	{ .name = "trace\xff.json", .pid = 0, .flags = RP_SRC_FILE, .events = 20 },
+};
+
+static struct rp_report_fn tricky_fns[] = {
+	{ QNAME, "LLM", "app.py", 10, 3, 1, 300 * MS, 1000 * MS, 1800 * MS, 200 * MS, 1000 * MS },
+	{ CAFE, "", "", 0, 2, 2, 150 * MS, 150 * MS, 150 * MS + 1, 70 * MS, 80 * MS },
+	{ BAD, "TOOL", BADFILE, 7, 1, 1, 50 * MS, 150 * MS, 150 * MS, 150 * MS, 150 * MS },
+	{ "idle", "", "idle.c", 3, 0, 0, 0, 0, 0, 0, 0 },
+	{ QNAME, "FUNCTION", "app.py", 10, 2, 2, 100 * MS, 400 * MS, 400 * MS, 150 * MS,
+	  250 * MS },
+	{ "aaa", "", "idle.c", 3, 0, 0, 0, 0, 0, 0, 0 }, /* only the name differs */
+};
+
+static struct rp_report_edge tricky_edges[] = {
+	{ 0, 0, 2, 0, 100 * MS, 0 },		/* recursion */
+	{ 1, 0, 1, 1, 200 * MS, 1000 * MS },
+	{ 0, 2, 1, 1, 50 * MS, 150 * MS },
+	{ 4, 1, 1, 1, 80 * MS, 80 * MS },	/* 4 and 0 share a pstats key */
+	{ 0, 1, 1, 1, 70 * MS, 70 * MS },
+	{ 1, 4, 2, 2, 100 * MS, 400 * MS },
+};
+
+static struct rp_report tricky_report(void)
+{
+	return (struct rp_report){
+		.version_major = 1, .t_first = 1000, .t_last = 2500001000, .clock = "monotonic",
+		.caps = { 1, 2, 3, 4, 5 }, .events = 120, .dropped = 3, .late = 1,
+		.truncated = 2,
+		.anomalies = { [RP_ANOM_END_MISMATCH] = 1, [RP_ANOM_CLAMPED] = 4,
+			       [RP_ANOM_OPEN_AT_END] = 7 },
+		.sources = tricky_sources, .n_sources = ARRAY_SIZE(tricky_sources),
+		.fns = tricky_fns, .n_fns = ARRAY_SIZE(tricky_fns),
+		.edges = tricky_edges, .n_edges = ARRAY_SIZE(tricky_edges),
+	};
+}
+
+static struct rp_report_source big_sources[] = {
+	{ .name = "big", .pid = -1, .flags = RP_SRC_DEAD | RP_SRC_FILE | 0x10,
+	  .events = UINT64_MAX, .dropped = P63, .late = INT64_MAX, .truncated = P53,
+	  .names_dropped = 0, .resyncs = 1,
+	  .anomalies = { UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT64_MAX,
+			 UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT64_MAX } },
+};
+
+static struct rp_report_fn big_fns[] = {
+	{ "small", "", "", 0, 2147483648u, 2147483647u, 1, 2, 3, 1, 2 },
+	{ "big", "", "big.c", 3000000000u, 5000000000u, 4294967296u, P53, UINT64_MAX,
+	  UINT64_MAX, 1, P63 },
+};
+
+static struct rp_report_edge big_edges[] = {
+	{ 1, 0, UINT64_MAX, 2147483648u, P53, UINT64_MAX },
+};
+
+static struct rp_report big_report(void)
+{
+	return (struct rp_report){
+		.version_major = 1, .t_first = P63, .t_last = UINT64_MAX, .clock = "trace",
+		.caps = { UINT32_MAX, 0, 1, 2, 3 }, .events = UINT64_MAX, .dropped = P63,
+		.late = P53, .truncated = INT64_MAX,
+		.anomalies = { [RP_ANOM_BAD_EVENT] = UINT64_MAX },
+		.sources = big_sources, .n_sources = ARRAY_SIZE(big_sources),
+		.fns = big_fns, .n_fns = ARRAY_SIZE(big_fns),
+		.edges = big_edges, .n_edges = ARRAY_SIZE(big_edges),
+	};
+}
+
+/* ---- helpers ---------------------------------------------------------------------- */
+
+static char *render_mem(render_fn fn, const struct rp_report *r)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	assert_non_null(f);
+	assert_int_equal(fn(r, f), 0);
+	assert_int_equal(fclose(f), 0);
+	assert_int_equal(strlen(buf), len); /* no NUL inside */
+	return buf;
+}
+
+static char *text_mem(const struct rp_report *r, unsigned limit)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	assert_non_null(f);
+	assert_int_equal(rp_render_text(r, f, limit), 0);
+	assert_int_equal(fclose(f), 0);
+	return buf;
+}
+
+/* A fresh file name under $TMPDIR (the file exists, empty); the caller frees it. */
+static char *tmp_file(const char *suffix)
+{
+	const char *dir = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+	char *path;
+	int fd;
+
+	assert_true(asprintf(&path, "%s/test_render_XXXXXX%s", dir, suffix) > 0);
+	fd = mkstemps(path, (int)strlen(suffix));
+	assert_true(fd >= 0);
+	close(fd);
+	return path;
+}
+
+static char *pstats_file(const struct rp_report *r)
+{
+	char *path = tmp_file(".prof");
+	FILE *f = fopen(path, "wb");
+
+	assert_non_null(f);
+	assert_int_equal(rp_render_pstats(r, f), 0);
+	assert_int_equal(fclose(f), 0);
+	return path;
+}
+
+/* Runs @script with up to two arguments; its stdout (malloc'ed); fails on exit != 0. */
+static char *run_python(const char *script, const char *a1, const char *a2)
+{
+	char *spath = tmp_file(".py"), *cmd, *buf = NULL;
+	size_t len = 0, n;
+	char chunk[4096];
+	FILE *f = fopen(spath, "w"), *p, *mem = open_memstream(&buf, &len);
+
+	assert_non_null(f);
+	assert_non_null(mem);
+	fputs(script, f);
+	assert_int_equal(fclose(f), 0);
+	assert_true(asprintf(&cmd, PYTHON " '%s' '%s' '%s'", spath, a1, a2 ? a2 : "") > 0);
+	p = popen(cmd, "r");
+	assert_non_null(p);
+	while ((n = fread(chunk, 1, sizeof(chunk), p)) > 0)
+		fwrite(chunk, 1, n, mem);
+	assert_int_equal(pclose(p), 0);
+	assert_int_equal(fclose(mem), 0);
+	unlink(spath);
+	free(spath);
+	free(cmd);
+	return buf;
+}
+
+static void need_python(void)
+{
+	if (access(PYTHON, X_OK) != 0)
+		skip();
+}
+
+/* ---- JSON ------------------------------------------------------------------------- */
+
+static const char *const anomaly_keys[] = { "end_mismatch", "end_unmatched", "depth_cap",
+					    "track_cap",    "name_cap",	     "cct_cap",
+					    "clamped",	    "bad_event",     "open_at_end" };
+
+static yajl_val json_parse(const char *text)
+{
+	char err[512];
+	yajl_val v = yajl_tree_parse(text, err, sizeof(err));
+
+	if (v == NULL)
+		fail_msg("yajl_tree_parse: %s\n%s", err, text);
+	return v;
+}
+
+/* @o is an object with exactly these keys, in this order. */
+static void assert_keys(yajl_val o, const char *const *keys, size_t n)
+{
+	assert_true(YAJL_IS_OBJECT(o));
+	assert_int_equal(o->u.object.len, n);
+	for (size_t i = 0; i < n; i++)
+		assert_string_equal(o->u.object.keys[i], keys[i]);
+}
+
+static yajl_val field(yajl_val o, const char *key)
+{
+	const char *path[] = { key, NULL };
+	yajl_val v = yajl_tree_get(o, path, yajl_t_any);
+
+	if (v == NULL)
+		fail_msg("no key \"%s\"", key);
+	return v;
+}
+
+/* An unsigned JSON integer, exactly: yajl's long long, or the raw digits above it. */
+static uint64_t json_u64(yajl_val v)
+{
+	const char *raw;
+	uint64_t x;
+
+	assert_true(YAJL_IS_NUMBER(v));
+	raw = YAJL_GET_NUMBER(v);
+	assert_true(raw[0] != '\0' && strspn(raw, "0123456789") == strlen(raw));
+	if (YAJL_IS_INTEGER(v)) {
+		assert_true(YAJL_GET_INTEGER(v) >= 0);
+		return (uint64_t)YAJL_GET_INTEGER(v);
+	}
+	errno = 0;
+	x = strtoull(raw, NULL, 10);
+	assert_int_equal(errno, 0);
+	assert_true(x > INT64_MAX);
+	return x;
+}
+
+static void assert_u64(yajl_val o, const char *key, uint64_t want)
+{
+	uint64_t got = json_u64(field(o, key));
+
+	if (got != want)
+		fail_msg("\"%s\": %" PRIu64 ", want %" PRIu64, key, got, want);
+}
+
+static void assert_jstr(yajl_val v, const char *want)
+{
+	assert_true(YAJL_IS_STRING(v));
+	assert_string_equal(YAJL_GET_STRING(v), want);
+}
+
+static void check_anomalies(yajl_val o, const uint64_t want[RP_ANOM_KIND_COUNT])
+{
+	assert_keys(o, anomaly_keys, ARRAY_SIZE(anomaly_keys));
+	for (unsigned k = 0; k < RP_ANOM_KIND_COUNT; k++)
+		assert_u64(o, anomaly_keys[k], want[k]);
+}
+
+static void check_words(yajl_val a, const char *const *words, size_t n)
+{
+	assert_true(YAJL_IS_ARRAY(a));
+	assert_int_equal(a->u.array.len, n);
+	for (size_t i = 0; i < n; i++)
+		assert_jstr(a->u.array.values[i], words[i]);
+}
+
+static void check_source(yajl_val o, const struct rp_report_source *s, const char *name,
+			 const char *const *flags, size_t n_flags)
+{
+	static const char *const keys[] = { "name",	 "pid",		  "flags",   "events",
+					    "dropped",	 "late",	  "truncated",
+					    "names_dropped", "resyncs", "anomalies" };
+
+	assert_keys(o, keys, ARRAY_SIZE(keys));
+	assert_jstr(field(o, "name"), name);
+	assert_true(YAJL_IS_INTEGER(field(o, "pid")));
+	assert_int_equal(YAJL_GET_INTEGER(field(o, "pid")), s->pid);
+	check_words(field(o, "flags"), flags, n_flags);
+	assert_u64(o, "events", s->events);
+	assert_u64(o, "dropped", s->dropped);
+	assert_u64(o, "late", s->late);
+	assert_u64(o, "truncated", s->truncated);
+	assert_u64(o, "names_dropped", s->names_dropped);
+	assert_u64(o, "resyncs", s->resyncs);
+	check_anomalies(field(o, "anomalies"), s->anomalies);
+}
+
+/* What a function must look like in JSON; strings as they must come back. */
+struct want_fn {
+	uint32_t fn; /* index into the report's fns */
+	const char *name, *category, *file;
+	uint64_t mean_ns;
+};
+
+static void check_fn(yajl_val o, const struct rp_report_fn *f, const struct want_fn *w)
+{
+	static const char *const keys[] = { "name",	"category", "file",   "line",
+					    "calls",	"primitive_calls",    "self_ns",
+					    "cum_ns",	"min_ns",   "max_ns", "mean_ns" };
+
+	assert_keys(o, keys, ARRAY_SIZE(keys));
+	assert_jstr(field(o, "name"), w->name);
+	assert_jstr(field(o, "category"), w->category);
+	assert_jstr(field(o, "file"), w->file);
+	assert_u64(o, "line", f->line);
+	assert_u64(o, "calls", f->calls);
+	assert_u64(o, "primitive_calls", f->primitive_calls);
+	assert_u64(o, "self_ns", f->self_ns);
+	assert_u64(o, "cum_ns", f->cum_ns);
+	assert_u64(o, "min_ns", f->min_ns);
+	assert_u64(o, "max_ns", f->max_ns);
+	assert_u64(o, "mean_ns", w->mean_ns);
+}
+
+static void check_edge(yajl_val o, const struct rp_report_edge *e, const char *caller,
+		       const char *callee)
+{
+	static const char *const keys[] = { "caller", "callee",	 "calls",
+					    "primitive_calls", "self_ns", "cum_ns" };
+
+	assert_keys(o, keys, ARRAY_SIZE(keys));
+	assert_jstr(field(o, "caller"), caller);
+	assert_jstr(field(o, "callee"), callee);
+	assert_u64(o, "calls", e->calls);
+	assert_u64(o, "primitive_calls", e->primitive_calls);
+	assert_u64(o, "self_ns", e->self_ns);
+	assert_u64(o, "cum_ns", e->cum_ns);
+}
+
+/* Everything but sources, functions and edges, which the callers check. */
+static yajl_val check_top(const struct rp_report *r, const char *text, const char *clock)
+{
+	static const char *const keys[] = { "events",	     "dropped", "late",	 "truncated",
+					    "anomalies",     "time_range_ns",	"clock",
+					    "caps",	     "sources", "functions", "edges" };
+	static const char *const cap_keys[] = { "max_names", "max_tracks", "max_depth",
+						"max_cct_nodes", "max_sources" };
+	yajl_val o = json_parse(text), range, caps;
+
+	assert_keys(o, keys, ARRAY_SIZE(keys));
+	assert_u64(o, "events", r->events);
+	assert_u64(o, "dropped", r->dropped);
+	assert_u64(o, "late", r->late);
+	assert_u64(o, "truncated", r->truncated);
+	check_anomalies(field(o, "anomalies"), r->anomalies);
+	range = field(o, "time_range_ns");
+	assert_true(YAJL_IS_ARRAY(range) && range->u.array.len == 2);
+	assert_true(json_u64(range->u.array.values[0]) == r->t_first);
+	assert_true(json_u64(range->u.array.values[1]) == r->t_last);
+	assert_jstr(field(o, "clock"), clock);
+	caps = field(o, "caps");
+	assert_keys(caps, cap_keys, ARRAY_SIZE(cap_keys));
+	assert_u64(caps, "max_names", r->caps.max_names);
+	assert_u64(caps, "max_tracks", r->caps.max_tracks);
+	assert_u64(caps, "max_depth", r->caps.max_depth);
+	assert_u64(caps, "max_cct_nodes", r->caps.max_cct_nodes);
+	assert_u64(caps, "max_sources", r->caps.max_sources);
+	return o;
+}
+
+static yajl_val array_of(yajl_val o, const char *key, size_t n)
+{
+	yajl_val a = field(o, key);
+
+	assert_true(YAJL_IS_ARRAY(a));
+	assert_int_equal(a->u.array.len, n);
+	return a;
+}
+
+/* Names of tricky fns as they must come back (index = fn). */
+static const char *const tricky_names[] = { QNAME, CAFE, BAD_FIXED, "idle", QNAME, "aaa" };
+
+static void test_render_json_tricky_round_trips(void **state)
+{
+	/* cum desc, self desc, name: 0 (1000 ms), 4 (400), 1 and 2 tie on cum 150 and
+	 * self decides, 5 and 3 tie on everything but the name. */
+	static const struct want_fn want[] = {
+		{ 0, QNAME, "LLM", "app.py", 600 * MS },
+		{ 4, QNAME, "FUNCTION", "app.py", 200 * MS },
+		{ 1, CAFE, "", "", 75 * MS }, /* 150 ms + 1 ns over 2, rounded down */
+		{ 2, BAD_FIXED, "TOOL", BADFILE_FIXED, 150 * MS },
+		{ 5, "aaa", "", "idle.c", 0 },
+		{ 3, "idle", "", "idle.c", 0 },
+	};
+	static const char *const exited[] = { "exited" }, *const file[] = { "file" };
+	struct rp_report r = tricky_report();
+	char *text = render_mem(rp_render_json, &r);
+	yajl_val o = check_top(&r, text, "monotonic"), a;
+
+	(void)state;
+	a = array_of(o, "sources", 2);
+	check_source(a->u.array.values[0], &r.sources[0], "api \"srv\"\\\n\t", exited, 1);
+	check_source(a->u.array.values[1], &r.sources[1], "trace" FFFD ".json", file, 1);
+	a = array_of(o, "functions", ARRAY_SIZE(want));
+	for (size_t i = 0; i < ARRAY_SIZE(want); i++)
+		check_fn(a->u.array.values[i], &r.fns[want[i].fn], &want[i]);
+	a = array_of(o, "edges", r.n_edges);
+	for (uint32_t i = 0; i < r.n_edges; i++)
+		check_edge(a->u.array.values[i], &r.edges[i], tricky_names[r.edges[i].caller],
+			   tricky_names[r.edges[i].callee]);
+	/* The escapes themselves: \u00XX for controls and DEL, \" and \\, raw U+FFFD. */
+	assert_non_null(strstr(text, "\"name\":\"q\\\"b\\\\s\\u000at\\u0001\\u007f\""));
+	assert_non_null(strstr(text, "\"file\":\"" BADFILE_FIXED "\""));
+	yajl_tree_free(o);
+	free(text);
+}
+
+static void test_render_json_big_values_exact(void **state)
+{
+	static const struct want_fn want[] = {
+		{ 1, "big", "", "big.c", 3689348814u }, /* (2^64 - 1) / 5e9 */
+		{ 0, "small", "", "", 0 },		/* 3 / 2^31 */
+	};
+	static const char *const flags[] = { "dead", "file", "0x10" };
+	struct rp_report r = big_report();
+	char *text = render_mem(rp_render_json, &r);
+	yajl_val o = check_top(&r, text, "trace"), a;
+
+	(void)state;
+	a = array_of(o, "sources", 1);
+	check_source(a->u.array.values[0], &r.sources[0], "big", flags, 3);
+	a = array_of(o, "functions", 2);
+	for (size_t i = 0; i < ARRAY_SIZE(want); i++)
+		check_fn(a->u.array.values[i], &r.fns[want[i].fn], &want[i]);
+	a = array_of(o, "edges", 1);
+	check_edge(a->u.array.values[0], &r.edges[0], "big", "small");
+	assert_non_null(strstr(text, "\"cum_ns\":18446744073709551615,"));
+	assert_non_null(strstr(text, "\"self_ns\":9007199254740993,"));
+	assert_non_null(strstr(text, "\"pid\":-1,"));
+	yajl_tree_free(o);
+	free(text);
+}
+
+static void test_render_json_empty_report(void **state)
+{
+	struct rp_report r = { .clock = NULL };
+	char *text = render_mem(rp_render_json, &r);
+	yajl_val o = check_top(&r, text, "");
+
+	(void)state;
+	array_of(o, "sources", 0);
+	array_of(o, "functions", 0);
+	array_of(o, "edges", 0);
+	yajl_tree_free(o);
+	free(text);
+}
+
+/* An edge naming no function is refused before anything is written, by both formats
+ * that follow edges. */
+static void test_render_bad_edge_refused(void **state)
+{
+	struct rp_report_edge bad = { 0, 6, 1, 1, 1, 1 };
+	struct rp_report r = tricky_report();
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	(void)state;
+	r.edges = &bad;
+	r.n_edges = 1;
+	assert_int_equal(rp_render_json(&r, f), -EINVAL);
+	assert_int_equal(rp_render_pstats(&r, f), -EINVAL);
+	bad = (struct rp_report_edge){ 6, 0, 1, 1, 1, 1 };
+	assert_int_equal(rp_render_pstats(&r, f), -EINVAL);
+	assert_int_equal(fclose(f), 0);
+	assert_int_equal(len, 0);
+	free(buf);
+}
+
+/* ---- text ------------------------------------------------------------------------- */
+
+static struct rp_report_source text_sources[] = {
+	{ .name = "demo", .pid = 4242, .flags = RP_SRC_EXITED, .events = 120, .dropped = 3,
+	  .late = 1, .truncated = 2 },
+};
+
+static struct rp_report_fn text_fns[] = {
+	{ "query", "", "db.py", 42, 6, 5, 500 * MS, 700 * MS, 800 * MS, 50 * MS, 200 * MS },
+	{ "handle_request", "FUNCTION", "app.py", 10, 3, 3, 200 * MS, 990 * MS, 990 * MS,
+	  300 * MS, 360 * MS },
+	{ "sleep", "TOOL", "", 0, 4, 4, 90000123, 90000123, 90000123, 1500, 60 * MS },
+	{ "idle", "", "", 0, 0, 0, 0, 0, 0, 0, 0 },
+};
+
+static struct rp_report text_report(void)
+{
+	return (struct rp_report){
+		.t_first = 1000, .t_last = 2500001000, .clock = "monotonic", .events = 120,
+		.dropped = 3, .late = 1, .truncated = 2,
+		.anomalies = { [RP_ANOM_END_MISMATCH] = 1, [RP_ANOM_CLAMPED] = 4 },
+		.sources = text_sources, .n_sources = 1, .fns = text_fns, .n_fns = 4,
+	};
+}
+
+#define TEXT_HEAD                                                                          \
+	"ringprof report, clock monotonic\n"                                               \
+	"time range 1000 .. 2500001000 ns (2500.000 ms)\n"                                 \
+	"sources 1\n"                                                                      \
+	"  demo  pid 4242  exited  events 120  dropped 3  late 1  truncated 2"             \
+	"  names_dropped 0  resyncs 0\n"                                                   \
+	"events 120  dropped 3  late 1  truncated 2\n"
+#define TEXT_COLS                                                                          \
+	"          calls      self ms  self%       cum ms  cum/call us       min us"      \
+	"       max us  name [category] file:line\n"
+/* self% of 790000123 ns; cum/call per primitive call: 990/3, 700/5, 90000123/4 ns
+ * = 22500030.75, rounded to 22500.031 us; sleep's self 90.000123 ms shows 90.000. */
+#define TEXT_ROW0                                                                          \
+	"              3      200.000   25.3      990.000   330000.000   300000.000"      \
+	"   360000.000  handle_request [FUNCTION] app.py:10\n"
+#define TEXT_ROW1                                                                          \
+	"            6/5      500.000   63.3      700.000   140000.000    50000.000"      \
+	"   200000.000  query db.py:42\n"
+#define TEXT_ROW2                                                                          \
+	"              4       90.000   11.4       90.000    22500.031        1.500"      \
+	"    60000.000  sleep [TOOL]\n"
+#define TEXT_ROW3                                                                          \
+	"              0        0.000    0.0        0.000            -            -"      \
+	"            -  idle\n"
+
+static void test_render_text_exact(void **state)
+{
+	struct rp_report r = text_report();
+	char *text = text_mem(&r, 0);
+
+	(void)state;
+	assert_string_equal(text, TEXT_HEAD "anomalies  end_mismatch 1  clamped 4\n"
+					    "\nfunctions 4 of 4, by cum time, then self time\n"
+					    TEXT_COLS TEXT_ROW0 TEXT_ROW1 TEXT_ROW2 TEXT_ROW3);
+	free(text);
+}
+
+static void test_render_text_limit_cuts_rows(void **state)
+{
+	struct rp_report r = text_report();
+	char *two = text_mem(&r, 2), *all = text_mem(&r, 4), *more = text_mem(&r, 100);
+	const char *want_all = TEXT_HEAD "anomalies  end_mismatch 1  clamped 4\n"
+					 "\nfunctions 4 of 4, by cum time, then self time\n"
+					 TEXT_COLS TEXT_ROW0 TEXT_ROW1 TEXT_ROW2 TEXT_ROW3;
+
+	(void)state;
+	assert_string_equal(two, TEXT_HEAD "anomalies  end_mismatch 1  clamped 4\n"
+					   "\nfunctions 2 of 4, by cum time, then self time\n"
+					   TEXT_COLS TEXT_ROW0 TEXT_ROW1);
+	assert_string_equal(all, want_all);
+	assert_string_equal(more, want_all);
+	free(two);
+	free(all);
+	free(more);
+}
+
+static void test_render_text_nothing_lost(void **state)
+{
+	struct rp_report_source src = { .name = "demo", .pid = 7, .events = 5 };
+	struct rp_report r = { .t_first = 5, .t_last = 5, .clock = "trace", .events = 5,
+			       .sources = &src, .n_sources = 1 };
+	char *text = text_mem(&r, 0);
+
+	(void)state;
+	assert_string_equal(text, "ringprof report, clock trace\n"
+				  "time range 5 .. 5 ns (0.000 ms)\n"
+				  "sources 1\n"
+				  "  demo  pid 7  live  events 5  dropped 0  late 0  truncated 0"
+				  "  names_dropped 0  resyncs 0\n"
+				  "events 5  dropped 0  late 0  truncated 0\n"
+				  "nothing lost\n"
+				  "\nfunctions 0 of 0, by cum time, then self time\n" TEXT_COLS);
+	free(text);
+}
+
+/* Control characters are escaped and bad UTF-8 repaired: one line per row. */
+static void test_render_text_names_stay_on_one_line(void **state)
+{
+	struct rp_report r = tricky_report();
+	char *text = text_mem(&r, 0);
+	size_t lines = 0;
+
+	(void)state;
+	for (const char *p = text; *p; p++)
+		lines += *p == '\n';
+	assert_int_equal(lines, 10 + r.n_fns); /* 3 + 2 sources + totals, anomalies, blank, 2 */
+	assert_non_null(strstr(text, "  q\"b\\s\\nt\\x01\\x7f [LLM] app.py:10\n"));
+	assert_non_null(strstr(text, "  q\"b\\s\\nt\\x01\\x7f [FUNCTION] app.py:10\n"));
+	assert_non_null(strstr(text, "  " BAD_FIXED " [TOOL] " BADFILE_FIXED ":7\n"));
+	assert_non_null(strstr(text, "  " CAFE "\n"));
+	assert_non_null(strstr(text, "\n  api \"srv\"\\\\n\\t  pid 4242  exited  events 100"));
+	assert_non_null(strstr(text, "\n  trace" FFFD ".json  pid 0  file  events 20"));
+	assert_non_null(strstr(text, "\nanomalies  end_mismatch 1  clamped 4  open_at_end 7\n"));
+	free(text);
+}
+
+/* ---- pstats ----------------------------------------------------------------------- */
+
+/*
+ * Prints, sorted: "fn KEY cc nc tt ct" per entry, "caller KEY <- KEY nc cc tt ct" per
+ * caller, "totals total_calls prim_calls [total_tt in ns]" from pstats.Stats and
+ * "header ..." the summary line of print_stats(). KEY is "x<hex file> line x<hex
+ * name>" (UTF-8 bytes), floats are their IEEE bits in hex. Asserts the types.
+ */
+static const char dump_py[] =
+	"import io, marshal, pstats, struct, sys\n"
+	"path = sys.argv[1]\n"
+	"with open(path, 'rb') as f:\n"
+	"    d = marshal.load(f)\n"
+	"    assert f.read() == b''\n"
+	"assert type(d) is dict\n"
+	"def s(x):\n"
+	"    assert type(x) is str\n"
+	"    return 'x' + x.encode('utf-8').hex()\n"
+	"def k(key):\n"
+	"    assert type(key) is tuple and len(key) == 3 and type(key[1]) is int\n"
+	"    return '%s %d %s' % (s(key[0]), key[1], s(key[2]))\n"
+	"def i(x):\n"
+	"    assert type(x) is int\n"
+	"    return str(x)\n"
+	"def g(x):\n"
+	"    assert type(x) is float\n"
+	"    return '%016x' % struct.unpack('<Q', struct.pack('<d', x))[0]\n"
+	"out = []\n"
+	"for key, v in d.items():\n"
+	"    assert type(v) is tuple and len(v) == 5 and type(v[4]) is dict\n"
+	"    out.append('fn %s %s %s %s %s' % (k(key), i(v[0]), i(v[1]), g(v[2]), g(v[3])))\n"
+	"    for ck, cv in v[4].items():\n"
+	"        assert type(cv) is tuple and len(cv) == 4\n"
+	"        out.append('caller %s <- %s %s %s %s %s' % (k(key), k(ck), i(cv[0]),\n"
+	"                   i(cv[1]), g(cv[2]), g(cv[3])))\n"
+	"st = pstats.Stats(path, stream=io.StringIO())\n"
+	"tot = 'totals %d %d' % (st.total_calls, st.prim_calls)\n"
+	"if sys.argv[2] == 'tt':\n"
+	"    tot += ' %d' % round(st.total_tt * 1e9)\n"
+	"out.append(tot)\n"
+	"st.stream = io.StringIO()\n"
+	"st.sort_stats('cumulative').print_stats()\n"
+	"head = [l.strip() for l in st.stream.getvalue().splitlines() if 'function calls' in l]\n"
+	"out.append('header ' + head[0])\n"
+	"print('\\n'.join(sorted(out)))\n";
+
+/* A pstats key as dump_py prints it. */
+struct pykey {
+	const char *file;
+	uint64_t line;
+	const char *name;
+};
+
+struct py_entry {
+	struct pykey key;
+	uint64_t cc, nc, tt_ns, ct_ns;
+};
+
+struct py_caller {
+	struct pykey callee, caller;
+	uint64_t nc, cc, tt_ns, ct_ns;
+};
+
+static uint64_t seconds_bits(uint64_t ns)
+{
+	double s = (double)ns / 1e9;
+	uint64_t bits;
+
+	memcpy(&bits, &s, sizeof(bits));
+	return bits;
+}
+
+static void put_hex(FILE *f, const char *s)
+{
+	fputc('x', f);
+	for (; *s; s++)
+		fprintf(f, "%02x", (unsigned char)*s);
+}
+
+static void put_pykey(FILE *f, const struct pykey *k)
+{
+	put_hex(f, k->file);
+	fprintf(f, " %" PRIu64 " ", k->line);
+	put_hex(f, k->name);
+}
+
+static int cmp_line(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* dump_py's output for these entries, callers and trailing lines (already sorted
+ * lines are fine: they are sorted here). */
+static char *expected_dump(const struct py_entry *e, size_t ne, const struct py_caller *c,
+			   size_t nc, const char *const *tail, size_t nt)
+{
+	size_t n = ne + nc + nt, len;
+	char **lines = calloc(n, sizeof(*lines)), *buf = NULL;
+	FILE *f;
+
+	assert_non_null(lines);
+	for (size_t i = 0; i < n; i++) {
+		f = open_memstream(&lines[i], &len);
+		if (i < ne) {
+			fputs("fn ", f);
+			put_pykey(f, &e[i].key);
+			fprintf(f, " %" PRIu64 " %" PRIu64 " %016" PRIx64 " %016" PRIx64, e[i].cc,
+				e[i].nc, seconds_bits(e[i].tt_ns), seconds_bits(e[i].ct_ns));
+		} else if (i < ne + nc) {
+			const struct py_caller *k = &c[i - ne];
+
+			fputs("caller ", f);
+			put_pykey(f, &k->callee);
+			fputs(" <- ", f);
+			put_pykey(f, &k->caller);
+			fprintf(f, " %" PRIu64 " %" PRIu64 " %016" PRIx64 " %016" PRIx64, k->nc,
+				k->cc, seconds_bits(k->tt_ns), seconds_bits(k->ct_ns));
+		} else {
+			fputs(tail[i - ne - nc], f);
+		}
+		fclose(f);
+	}
+	qsort(lines, n, sizeof(*lines), cmp_line);
+	f = open_memstream(&buf, &len);
+	for (size_t i = 0; i < n; i++) {
+		fprintf(f, "%s\n", lines[i]);
+		free(lines[i]);
+	}
+	fclose(f);
+	free(lines);
+	return buf;
+}
+
+#define KEY_Q	 { "app.py", 10, QNAME }
+#define KEY_CAFE { "span", 0, CAFE }
+#define KEY_BAD	 { BADFILE_FIXED, 7, BAD_FIXED }
+
+static void test_render_pstats_python_loads_tricky(void **state)
+{
+	/* fns 0 and 4 merged: calls 3+2, primitive 1+2, self 300+100, cum 1000+400. */
+	static const struct py_entry entries[] = {
+		{ KEY_Q, 3, 5, 400 * MS, 1400 * MS },
+		{ KEY_CAFE, 2, 2, 150 * MS, 150 * MS },
+		{ KEY_BAD, 1, 1, 50 * MS, 150 * MS },
+		{ { "idle.c", 3, "idle" }, 0, 0, 0, 0 },
+		{ { "idle.c", 3, "aaa" }, 0, 0, 0, 0 },
+	};
+	/* Callers sharing a key summed: edges 1 and 5 (cafe -> q), 3 and 4 (q -> cafe). */
+	static const struct py_caller callers[] = {
+		{ KEY_Q, KEY_Q, 2, 0, 100 * MS, 0 },
+		{ KEY_Q, KEY_CAFE, 3, 3, 300 * MS, 1400 * MS },
+		{ KEY_CAFE, KEY_Q, 2, 2, 150 * MS, 150 * MS },
+		{ KEY_BAD, KEY_Q, 1, 1, 50 * MS, 150 * MS },
+	};
+	static const char *const tail[] = {
+		"totals 8 6 600000000",
+		"header 8 function calls (6 primitive calls) in 0.600 seconds",
+	};
+	struct rp_report r = tricky_report();
+	char *path, *got, *want;
+
+	(void)state;
+	need_python();
+	path = pstats_file(&r);
+	got = run_python(dump_py, path, "tt");
+	want = expected_dump(entries, ARRAY_SIZE(entries), callers, ARRAY_SIZE(callers), tail,
+			     ARRAY_SIZE(tail));
+	assert_string_equal(got, want);
+	unlink(path);
+	free(path);
+	free(got);
+	free(want);
+}
+
+static void test_render_pstats_python_loads_big(void **state)
+{
+	/* Counts above INT32_MAX and the line 3e9 need marshal's long; INT32_MAX not. */
+	static const struct py_entry entries[] = {
+		{ { "big.c", 3000000000u, "big" }, 4294967296u, 5000000000u, P53, UINT64_MAX },
+		{ { "span", 0, "small" }, 2147483647u, 2147483648u, 1, 2 },
+	};
+	static const struct py_caller callers[] = {
+		{ { "span", 0, "small" }, { "big.c", 3000000000u, "big" }, UINT64_MAX,
+		  2147483648u, P53, UINT64_MAX },
+	};
+	static const char *const tail[] = {
+		"totals 7147483648 6442450943",
+		"header 7147483648 function calls (6442450943 primitive calls) in 9007199.255 "
+		"seconds",
+	};
+	struct rp_report r = big_report();
+	char *path, *got, *want;
+
+	(void)state;
+	need_python();
+	path = pstats_file(&r);
+	got = run_python(dump_py, path, "-");
+	want = expected_dump(entries, ARRAY_SIZE(entries), callers, ARRAY_SIZE(callers), tail,
+			     ARRAY_SIZE(tail));
+	assert_string_equal(got, want);
+	unlink(path);
+	free(path);
+	free(got);
+	free(want);
+}
+
+/* Byte layout of small values, read by hand: an empty report is an empty dict. */
+static void test_render_pstats_empty_is_empty_dict(void **state)
+{
+	struct rp_report r = { .clock = "trace" };
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	(void)state;
+	assert_int_equal(rp_render_pstats(&r, f), 0);
+	assert_int_equal(fclose(f), 0);
+	assert_int_equal(len, 2);
+	assert_memory_equal(buf, "{0", 2);
+	free(buf);
+}
+
+/* One entry, byte for byte: ('span', 0, 'f'): (1, 2, 0.5, 1.0, {}). */
+static void test_render_pstats_bytes_one_entry(void **state)
+{
+	static const unsigned char want[] = {
+		'{', '(', 3, 0, 0, 0, 'u', 4, 0, 0, 0, 's', 'p', 'a', 'n', 'i', 0, 0, 0, 0,
+		'u', 1, 0, 0, 0, 'f', '(', 5, 0, 0, 0, 'i', 1, 0, 0, 0, 'i', 2, 0, 0, 0,
+		'g', 0, 0, 0, 0, 0, 0, 0xe0, 0x3f, 'g', 0, 0, 0, 0, 0, 0, 0xf0, 0x3f,
+		'{', '0', '0',
+	};
+	struct rp_report_fn fn = { "f", "", "", 0, 2, 1, 500 * MS, 1000 * MS, 1000 * MS, 1, 1 };
+	struct rp_report r = { .fns = &fn, .n_fns = 1 };
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	(void)state;
+	assert_int_equal(rp_render_pstats(&r, f), 0);
+	assert_int_equal(fclose(f), 0);
+	assert_int_equal(len, sizeof(want));
+	assert_memory_equal(buf, want, sizeof(want));
+	free(buf);
+}
+
+/* The reference file's profile, as a report: root -> handle_request -> query, and
+ * time.sleep called from both. */
+static struct rp_report_fn example_fns[] = {
+	{ "<root>", "", "", 0, 1, 1, 10 * MS, 1000 * MS, 1000 * MS, 1000 * MS, 1000 * MS },
+	{ "handle_request", "", "app.py", 10, 3, 3, 200 * MS, 990 * MS, 990 * MS, 1, 1 },
+	{ "query", "", "db.py", 42, 6, 5, 500 * MS, 700 * MS, 700 * MS, 1, 1 },
+	{ "<built-in method time.sleep>", "", "~", 0, 4, 4, 90 * MS, 90 * MS, 90 * MS, 1, 1 },
+};
+
+static struct rp_report_edge example_edges[] = {
+	{ 0, 1, 3, 3, 200 * MS, 990 * MS }, { 1, 2, 6, 5, 500 * MS, 700 * MS },
+	{ 1, 3, 2, 2, 40 * MS, 40 * MS },   { 2, 3, 2, 2, 50 * MS, 50 * MS },
+};
+
+static const char compare_py[] =
+	"import io, marshal, pstats, sys\n"
+	"def show(path):\n"
+	"    st = pstats.Stats(path, stream=io.StringIO())\n"
+	"    print(st.total_calls, st.prim_calls, round(st.total_tt * 1000), len(st.stats),\n"
+	"          sorted(st.top_level), st.max_name_len)\n"
+	"    return st\n"
+	"a, b = show(sys.argv[1]), show(sys.argv[2])\n"
+	"print(a.stats == b.stats)\n"
+	"with open(sys.argv[1], 'rb') as f, open(sys.argv[2], 'rb') as g:\n"
+	"    print(marshal.load(f) == marshal.load(g))\n";
+
+static void test_render_pstats_matches_reference_file(void **state)
+{
+	struct rp_report r = { .clock = "trace", .fns = example_fns, .n_fns = 4,
+			       .edges = example_edges, .n_edges = 4 };
+	const char *dir = getenv("RP_TESTDATA");
+	char *ref, *path, *got;
+
+	(void)state;
+	need_python();
+	if (dir == NULL)
+		skip();
+	assert_true(asprintf(&ref, "%s/pstats/example.prof", dir) > 0);
+	path = pstats_file(&r);
+	got = run_python(compare_py, ref, path);
+	/* 14 calls, 13 primitive, 0.8 s of self time, 4 entries, both alike. */
+	assert_string_equal(got, "14 13 800 4 [] 28\n"
+				 "14 13 800 4 [] 28\n"
+				 "True\n"
+				 "True\n");
+	unlink(path);
+	free(path);
+	free(ref);
+	free(got);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_render_json_tricky_round_trips),
+		cmocka_unit_test(test_render_json_big_values_exact),
+		cmocka_unit_test(test_render_json_empty_report),
+		cmocka_unit_test(test_render_bad_edge_refused),
+		cmocka_unit_test(test_render_text_exact),
+		cmocka_unit_test(test_render_text_limit_cuts_rows),
+		cmocka_unit_test(test_render_text_nothing_lost),
+		cmocka_unit_test(test_render_text_names_stay_on_one_line),
+		cmocka_unit_test(test_render_pstats_python_loads_tricky),
+		cmocka_unit_test(test_render_pstats_python_loads_big),
+		cmocka_unit_test(test_render_pstats_empty_is_empty_dict),
+		cmocka_unit_test(test_render_pstats_bytes_one_entry),
+		cmocka_unit_test(test_render_pstats_matches_reference_file),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What the renderers share (private to tools/render_*.c).
+ */
+#ifndef RP_TOOLS_RENDER_PRIV_H
+#define RP_TOOLS_RENDER_PRIV_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "report.h"
+
+/*
+ * rp_render_utf8_next() - the length of the UTF-8 sequence that starts at @s
+ * (render_json.c).
+ * @s: a NUL-terminated string, *s != 0.
+ * @valid: set to whether those bytes are one well-formed character; if not, they are
+ *	one maximal ill-formed subpart, to be replaced by a single U+FFFD.
+ * Return: 1 to 4; never reads past the terminating NUL (it is no continuation byte).
+ */
+size_t rp_render_utf8_next(const char *s, bool *valid);
+
+/*
+ * rp_render_fn_order() - r->fns in display order: cum desc, self desc, then name,
+ * category, file, line (render_text.c).
+ * Return: a malloc'ed array of r->n_fns pointers into r->fns (the caller frees it),
+ * or NULL when out of memory. An empty report gives a valid one-element array.
+ */
+const struct rp_report_fn **rp_render_fn_order(const struct rp_report *r);
+
+#endif
