@@ -35,6 +35,9 @@ struct rp_live {
 	uint32_t *used;		/* per ring: of those, processed in this pass */
 	uint64_t last_ts;	/* newest event time, ns */
 	bool dead;
+	bool pinned;		/* a doorbell wait holds its futex word */
+	bool finished;		/* gone from live[], kept mapped for the wait */
+	struct rp_live *next_zombie;
 };
 
 struct rp_heap_item {
@@ -83,6 +86,11 @@ void rp_sources_free(struct rp_sources *ss)
 {
 	for (uint32_t i = 0; i < ss->n_live; i++)
 		live_free(ss->live[i]);
+	while (ss->zombies != NULL) {
+		struct rp_live *z = ss->zombies;
+		ss->zombies = z->next_zombie;
+		live_free(z);
+	}
 	for (uint32_t i = 0; i < ss->n_seen; i++)
 		free(ss->seen[i]);
 	free(ss->seen);
@@ -173,6 +181,8 @@ static int attach(struct rp_sources *ss, const char *name)
 			 __ATOMIC_RELAXED);
 	ss->live[ss->n_live++] = l;
 	ss->attached++;
+	if (l->pidfd >= 0 && ss->pidfd_added)
+		ss->pidfd_added(ss->hook_ctx, l->pidfd);
 	say(ss, "attached %s (pid %d%s)", name, seg->v.pid, l->dead ? ", not running" : "");
 	return 1;
 }
@@ -421,8 +431,16 @@ static void finish(struct rp_sources *ss, uint32_t i)
 	say(ss, "%s: pid %d %s", l->seg->name, l->seg->v.pid, l->dead ? "died" : "exited");
 	shm_unlink(l->seg->name);
 	remember(ss, l->seg->name);
-	live_free(l);
+	if (l->pidfd >= 0 && ss->pidfd_removed)
+		ss->pidfd_removed(ss->hook_ctx, l->pidfd);
 	ss->live[i] = ss->live[--ss->n_live];
+	if (l->pinned) { /* a futex wait still holds its word: unmap at unpin */
+		l->finished = true;
+		l->next_zombie = ss->zombies;
+		ss->zombies = l;
+		return;
+	}
+	live_free(l);
 }
 
 /* @return how many sources were found dead just now (to be drained). */
@@ -479,12 +497,29 @@ void rp_sources_wake(struct rp_sources *ss)
 				 0, __ATOMIC_RELAXED);
 }
 
-int rp_sources_pidfd(const struct rp_sources *ss, uint32_t i)
+struct rp_live *rp_sources_pin(struct rp_sources *ss, uint32_t i, uint32_t **word,
+			       uint32_t *value)
 {
-	return i < ss->n_live ? ss->live[i]->pidfd : -1;
+	struct rp_live *l = ss->live[i];
+	struct rp_wire_header *h = l->seg->base;
+
+	if (l->pinned)
+		return NULL;
+	l->pinned = true;
+	*word = &h->doorbell;
+	*value = __atomic_load_n(&h->doorbell, __ATOMIC_ACQUIRE);
+	return l;
 }
 
-uint32_t *rp_sources_doorbell(const struct rp_sources *ss, uint32_t i)
+void rp_sources_unpin(struct rp_sources *ss, struct rp_live *l)
 {
-	return &((struct rp_wire_header *)ss->live[i]->seg->base)->doorbell;
+	l->pinned = false;
+	if (!l->finished)
+		return;
+	for (struct rp_live **p = &ss->zombies; *p != NULL; p = &(*p)->next_zombie)
+		if (*p == l) {
+			*p = l->next_zombie;
+			break;
+		}
+	live_free(l);
 }

@@ -38,6 +38,7 @@ struct rp_sources {
 	char shm_dir[64];		/* "/dev/shm" */
 	struct rp_live **live;		/* attached, in attach order */
 	uint32_t n_live, max_live;
+	struct rp_live *zombies;	/* finished while pinned: unmapped at unpin */
 	struct rp_heap_item *heap;	/* merge heap scratch */
 	uint32_t heap_cap;
 	char **seen;			/* names refused or finished: not retried */
@@ -46,6 +47,10 @@ struct rp_sources {
 	uint64_t attached;		/* segments attached since start */
 	void (*log)(void *ctx, const char *line); /* one line per notable event; may be NULL */
 	void *log_ctx;
+	/* A producer's pidfd appears and goes (for the loop to watch); may be NULL. */
+	void (*pidfd_added)(void *ctx, int pidfd);
+	void (*pidfd_removed)(void *ctx, int pidfd);
+	void *hook_ctx;
 };
 
 /** rp_sources_init() - @session's sources feeding @e. @return 0 or -errno. */
@@ -78,10 +83,13 @@ bool rp_sources_sleep_prepare(struct rp_sources *ss);
 /** rp_sources_wake() - clear consumer_sleeping everywhere. */
 void rp_sources_wake(struct rp_sources *ss);
 
-/** rp_sources_pidfd() - the pidfd of live source @i (for the loop to watch), or -1. */
-int rp_sources_pidfd(const struct rp_sources *ss, uint32_t i);
-
-/** rp_sources_doorbell() - the doorbell word of live source @i. */
-uint32_t *rp_sources_doorbell(const struct rp_sources *ss, uint32_t i);
+/**
+ * rp_sources_pin() - live source @i for a doorbell wait: its futex word in @word,
+ * and a handle that keeps the segment mapped (even if the source finishes) until
+ * rp_sources_unpin(). NULL if it is already pinned (one wait at a time).
+ */
+struct rp_live *rp_sources_pin(struct rp_sources *ss, uint32_t i, uint32_t **word,
+			       uint32_t *value);
+void rp_sources_unpin(struct rp_sources *ss, struct rp_live *l);
 
 #endif

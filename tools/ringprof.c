@@ -1,24 +1,43 @@
 // SPDX-License-Identifier: MIT
 /*
- * ringprof: the command-line tool. This first version has one command,
- * `ringprof segments`, which lists the producer segments of a session as the engine
- * will see them: each header validated, each ring's owner, backlog and drops. The
- * engine commands (run, snapshot, report, analyze, top) come with the engine.
+ * ringprof: the command-line tool. `run` is the engine (tools/run.c); `snapshot` asks
+ * a running engine for one; `report` renders a snapshot and `analyze` a trace file,
+ * in the same formats; `segments` and `probe` show what the engine would see.
+ * Errors are one line on stderr and a non-zero exit status.
  */
 #include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
+#include "cli.h"
+#include "import_chrome.h"
 #include "probe.h"
+#include "render.h"
 #include "segment.h"
+#include "snapshot.h"
 
 static const char usage[] =
-	"usage: ringprof segments [--session S] [--rings]\n"
+	"usage: ringprof run [--session S] [--snapshot-dir D] [...]   the engine (--help)\n"
+	"       ringprof snapshot [--session S] [--timeout-ms N]\n"
+	"       ringprof report SNAPSHOT [--format text|json|pstats] [-o FILE] [--limit N]\n"
+	"       ringprof analyze TRACE [--format text|json|pstats] [-o FILE] [--limit N] [caps]\n"
+	"       ringprof segments [--session S] [--rings]\n"
 	"       ringprof probe\n"
 	"\n"
+	"  run        the engine in the foreground: drains the session's producers; SIGUSR1\n"
+	"             writes a snapshot, SIGINT/SIGTERM a final one\n"
+	"  snapshot   ask the running engine of a session for a snapshot; prints its path\n"
+	"  report     render a snapshot file\n"
+	"  analyze    the engine over a Chrome trace file (.json or .json.gz; torch,\n"
+	"             Perfetto, chrome://tracing) and render the result\n"
 	"  segments   list the producer segments of a session (default: $RINGPROF_SESSION\n"
 	"             or \"default\"), validating every header as the engine does\n"
 	"  --rings    also list every claimed ring: owner, state, backlog, dropped\n"
@@ -129,6 +148,185 @@ static int cmd_probe(void)
 	return 0;
 }
 
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* Signals the engine and waits for the snapshot file to be replaced (a rename makes
+ * a new inode). */
+static int cmd_snapshot(int argc, char **argv)
+{
+	static const struct option opts[] = { { "session", 1, NULL, 's' },
+					      { "timeout-ms", 1, NULL, 't' },
+					      { "help", 0, NULL, 'h' },
+					      { NULL, 0, NULL, 0 } };
+	const char *session = NULL;
+	char path[PATH_MAX];
+	uint64_t timeout = 5000, t0;
+	struct stat before = { 0 }, now;
+	int32_t pid;
+	int c;
+
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (c) {
+		case 's': session = optarg; break;
+		case 't': timeout = strtoull(optarg, NULL, 10); break;
+		case 'h': fputs(usage, stdout); return 0;
+		default: return rp_cli_error(2, "snapshot: bad option (try --help)");
+		}
+	}
+	if ((session = rp_cli_session(session)) == NULL)
+		return 2;
+	if (rp_cli_read_marker(session, &pid, path, sizeof(path)) != 0)
+		return rp_cli_error(1, "no engine runs for session \"%s\"", session);
+	stat(path, &before);
+	if (kill(pid, SIGUSR1) < 0)
+		return rp_cli_error(1, "engine pid %d: %s", pid, strerror(errno));
+	for (t0 = mono_ms(); mono_ms() - t0 < timeout;) {
+		struct timespec ms = { 0, 5000000 };
+		if (stat(path, &now) == 0 && (now.st_ino != before.st_ino ||
+					      now.st_mtim.tv_nsec != before.st_mtim.tv_nsec ||
+					      now.st_mtim.tv_sec != before.st_mtim.tv_sec)) {
+			printf("%s\n", path);
+			return 0;
+		}
+		nanosleep(&ms, NULL);
+	}
+	return rp_cli_error(1, "engine pid %d wrote no snapshot to %s within %llu ms", pid,
+			    path, (unsigned long long)timeout);
+}
+
+struct progress {
+	uint64_t t0, last;
+};
+
+/* On a terminal: bytes read and events/s, every ~MiB. */
+static void show_progress(void *ctx, uint64_t bytes, uint64_t total)
+{
+	struct progress *p = ctx;
+	uint64_t now = mono_ms();
+
+	if (now - p->last < 200)
+		return;
+	p->last = now;
+	fprintf(stderr, "\ranalyze: %.1f of %.1f MiB, %.1f MiB/s   ", (double)bytes / 1048576.0,
+		(double)total / 1048576.0,
+		(double)bytes / 1048576.0 / ((double)(now - p->t0 + 1) / 1000.0));
+}
+
+static int load_trace(const char *path, const struct rp_engine_cfg *cfg, struct rp_report *r)
+{
+	struct progress p = { mono_ms(), mono_ms() };
+	char why[RP_WHY_MAX] = "";
+	struct rp_engine *e;
+	bool tty = isatty(STDERR_FILENO);
+	int err;
+
+	if (rp_engine_open(cfg, &e) != 0)
+		return rp_cli_error(1, "out of memory");
+	err = rp_import_chrome(e, path, tty ? show_progress : NULL, &p, why);
+	if (tty)
+		fputs("\r\033[K", stderr);
+	if (err == 0)
+		err = rp_engine_report(e, r);
+	rp_engine_close(e);
+	if (err)
+		return rp_cli_error(1, "%s", why[0] ? why : strerror(-err));
+	return 0;
+}
+
+/* Renders to memory first: a file is written whole (tmp + rename) or not at all. */
+static int emit(const struct rp_report *r, const char *format, const char *out, unsigned limit)
+{
+	char *buf = NULL, tmp[PATH_MAX];
+	size_t len = 0;
+	FILE *m = open_memstream(&buf, &len);
+	int err;
+
+	if (m == NULL)
+		return rp_cli_error(1, "out of memory");
+	if (strcmp(format, "text") == 0)
+		err = rp_render_text(r, m, limit);
+	else if (strcmp(format, "json") == 0)
+		err = rp_render_json(r, m);
+	else
+		err = rp_render_pstats(r, m);
+	fclose(m);
+	if (err) {
+		free(buf);
+		return rp_cli_error(1, "%s: %s", format, strerror(-err));
+	}
+	if (out == NULL) {
+		err = fwrite(buf, 1, len, stdout) == len ? 0 : -EIO;
+	} else {
+		FILE *f;
+		snprintf(tmp, sizeof(tmp), "%s.tmp.%d", out, (int)getpid());
+		f = fopen(tmp, "wb");
+		err = f && fwrite(buf, 1, len, f) == len ? 0 : -errno;
+		if (f && fclose(f) != 0 && err == 0)
+			err = -errno;
+		if (err == 0 && rename(tmp, out) != 0)
+			err = -errno;
+		if (err)
+			unlink(tmp);
+	}
+	free(buf);
+	return err ? rp_cli_error(1, "%s: %s", out ? out : "stdout", strerror(-err)) : 0;
+}
+
+static int cmd_render(int argc, char **argv, bool analyze)
+{
+	static const struct option opts[] = {
+		{ "format", 1, NULL, 'f' },	   { "output", 1, NULL, 'o' },
+		{ "limit", 1, NULL, 'l' },	   { "help", 0, NULL, 'h' },
+		{ "max-names", 1, NULL, 'c' },	   { "max-tracks", 1, NULL, 'c' },
+		{ "max-depth", 1, NULL, 'c' },	   { "max-cct-nodes", 1, NULL, 'c' },
+		{ "max-sources", 1, NULL, 'c' },   { NULL, 0, NULL, 0 }
+	};
+	const char *format = "text", *out = NULL;
+	struct rp_engine_cfg cfg;
+	struct rp_report r;
+	char why[RP_WHY_MAX] = "";
+	unsigned limit = 40;
+	int c, idx, err = 0;
+
+	rp_engine_cfg_default(&cfg);
+	while ((c = getopt_long(argc, argv, "f:o:l:", opts, &idx)) != -1) {
+		switch (c) {
+		case 'f': format = optarg; break;
+		case 'o': out = optarg; break;
+		case 'l': limit = (unsigned)strtoul(optarg, NULL, 10); break;
+		case 'h': fputs(usage, stdout); return 0;
+		case 'c':
+			if (!analyze || !rp_cli_cap_option(&cfg, opts[idx].name, optarg, &err) ||
+			    err)
+				return rp_cli_error(2, "--%s %s: not valid here", opts[idx].name,
+						    optarg);
+			break;
+		default: return rp_cli_error(2, "bad option (try --help)");
+		}
+	}
+	if (optind + 1 != argc)
+		return rp_cli_error(2, "%s: need exactly one %s file (try --help)",
+				    analyze ? "analyze" : "report", analyze ? "trace" : "snapshot");
+	if (strcmp(format, "text") && strcmp(format, "json") && strcmp(format, "pstats"))
+		return rp_cli_error(2, "--format %s: use text, json or pstats", format);
+	if (analyze) {
+		if (load_trace(argv[optind], &cfg, &r) != 0)
+			return 1;
+	} else if (rp_snapshot_read_file(argv[optind], &r, why) != 0) {
+		rp_report_free(&r);
+		return rp_cli_error(1, "%s", why);
+	}
+	err = emit(&r, format, out, limit);
+	rp_report_free(&r);
+	return err;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
@@ -139,6 +337,12 @@ int main(int argc, char **argv)
 		return cmd_segments(argc - 1, argv + 1);
 	if (strcmp(argv[1], "probe") == 0)
 		return cmd_probe();
+	if (strcmp(argv[1], "run") == 0)
+		return rp_cmd_run(argc - 1, argv + 1);
+	if (strcmp(argv[1], "snapshot") == 0)
+		return cmd_snapshot(argc - 1, argv + 1);
+	if (strcmp(argv[1], "report") == 0 || strcmp(argv[1], "analyze") == 0)
+		return cmd_render(argc - 1, argv + 1, strcmp(argv[1], "analyze") == 0);
 	fprintf(stderr, "ringprof: unknown command \"%s\" (try --help)\n", argv[1]);
 	return 2;
 }

@@ -1,0 +1,399 @@
+// SPDX-License-Identifier: MIT
+/*
+ * `ringprof run`: the engine in the foreground. One loop (engine/loop.c: io_uring,
+ * or poll(2) where io_uring is refused) serves
+ *   - the drain tick: merge every ring up to now - delay, every --tick-ms;
+ *   - the doorbell: when a tick finds nothing, producers are told we sleep and a
+ *     futex wait is armed on each one's doorbell word; a producer whose ring gets
+ *     half full wakes us before the next tick;
+ *   - signals through a signalfd: SIGUSR1 writes a snapshot; SIGINT/SIGTERM drain
+ *     everything, write a final snapshot and exit 0;
+ *   - inotify on /dev/shm for new segments;
+ *   - producers' pidfds, so a death is handled at once;
+ *   - snapshot writes (write, fsync, rename: a snapshot is whole or absent).
+ * The engine announces itself in /dev/shm/ringprof.<session>.engine (its pid, then
+ * the snapshot path), which producers check at exit (README, the unlink rule) and
+ * `ringprof snapshot` reads.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <sys/mman.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "loop.h"
+#include "snapshot.h"
+#include "sources.h"
+
+#define MAX_PIDFDS 1024
+
+struct daemon {
+	struct rp_loop *loop;
+	struct rp_engine *e;
+	struct rp_sources ss;
+	const char *session;
+	char snap_path[PATH_MAX];
+	char marker[96];
+	uint64_t tick_ns, delay_ns;
+	int sfd, ifd;
+	struct pidfd_watch {
+		int fd, watch;
+	} pidfds[MAX_PIDFDS];
+	unsigned n_pidfds;
+	struct rp_membuf snap;	/* the snapshot being written */
+	bool writing, again, exiting;
+	unsigned snapshots;
+	uint64_t snap_started;
+	uint64_t processed;
+	bool quiet;
+};
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void log_line(void *ctx, const char *line)
+{
+	struct daemon *d = ctx;
+
+	if (!d->quiet)
+		fprintf(stderr, "ringprof: %s\n", line);
+}
+
+static void drain(struct daemon *d, uint64_t watermark)
+{
+	rp_sources_wake(&d->ss);
+	d->processed += rp_sources_drain(&d->ss, watermark);
+}
+
+static void on_bell(void *ctx, int res);
+static struct daemon *the_daemon; /* for on_bell and on_pidfd */
+
+/* Nothing to do: tell producers we sleep and wait on their doorbells. */
+static void arm_doorbells(struct daemon *d)
+{
+	if (rp_sources_sleep_prepare(&d->ss))
+		return; /* records arrived meanwhile: the next tick takes them */
+	for (uint32_t i = 0; i < d->ss.n_live; i++) {
+		uint32_t *word, value;
+		struct rp_live *l = rp_sources_pin(&d->ss, i, &word, &value);
+
+		if (l == NULL)
+			continue;
+		if (rp_loop_futex_wait(d->loop, word, value, 4 * d->tick_ns, on_bell, l) != 0)
+			rp_sources_unpin(&d->ss, l);
+	}
+}
+
+static void on_bell(void *ctx, int res)
+{
+	struct daemon *d = the_daemon;
+
+	rp_sources_unpin(&d->ss, ctx);
+	if (res == 0 && !d->exiting) /* a producer rang: drain now, not at the tick */
+		drain(d, mono_ns() - d->delay_ns);
+}
+
+static void on_tick(void *ctx, int res)
+{
+	struct daemon *d = ctx;
+	uint64_t before = d->processed;
+
+	(void)res;
+	drain(d, mono_ns() - d->delay_ns);
+	if (d->processed == before)
+		arm_doorbells(d);
+}
+
+static void write_snapshot(struct daemon *d);
+
+static void on_written(void *ctx, int res)
+{
+	struct daemon *d = ctx;
+
+	d->writing = false;
+	if (res < 0)
+		rp_cli_error(0, "snapshot %s: %s", d->snap_path, strerror(-res));
+	else if (!d->quiet)
+		fprintf(stderr, "ringprof: snapshot %u written to %s (%zu bytes, %.1f ms)\n",
+			d->snapshots, d->snap_path, d->snap.len,
+			(double)(mono_ns() - d->snap_started) / 1e6);
+	if (d->again) {
+		d->again = false;
+		write_snapshot(d);
+	} else if (d->exiting) {
+		rp_loop_stop(d->loop);
+	}
+}
+
+static void write_snapshot(struct daemon *d)
+{
+	struct rp_report r;
+	int err;
+
+	if (d->writing) { /* one at a time; the next one right after */
+		d->again = true;
+		return;
+	}
+	d->snap_started = mono_ns();
+	rp_sources_update(&d->ss);
+	d->snap.len = 0;
+	err = rp_engine_report(d->e, &r);
+	if (err == 0)
+		err = rp_snapshot_encode(&r, rp_membuf_sink, &d->snap);
+	rp_report_free(&r);
+	if (err == 0)
+		err = rp_loop_write_file(d->loop, d->snap_path, d->snap.data, d->snap.len,
+					 on_written, d);
+	if (err) {
+		rp_cli_error(0, "snapshot: %s", strerror(-err));
+		if (d->exiting)
+			rp_loop_stop(d->loop);
+		return;
+	}
+	d->writing = true;
+	d->snapshots++;
+}
+
+static void on_signal(void *ctx, int res)
+{
+	struct daemon *d = ctx;
+	struct signalfd_siginfo si;
+
+	(void)res;
+	while (read(d->sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+		if (si.ssi_signo == SIGUSR1) {
+			drain(d, mono_ns() - d->delay_ns);
+			write_snapshot(d);
+		} else if (!d->exiting) {
+			if (!d->quiet)
+				fprintf(stderr, "ringprof: %s: final snapshot\n",
+					strsignal((int)si.ssi_signo));
+			d->exiting = true;
+			rp_sources_scan(&d->ss);
+			drain(d, UINT64_MAX);
+			write_snapshot(d);
+		}
+	}
+}
+
+static void on_inotify(void *ctx, int res)
+{
+	struct daemon *d = ctx;
+	char buf[4096];
+
+	(void)res;
+	while (read(d->ifd, buf, sizeof(buf)) > 0)
+		;
+	rp_sources_scan(&d->ss);
+}
+
+static void on_pidfd(void *ctx, int res)
+{
+	(void)ctx;
+	(void)res;
+	drain(the_daemon, mono_ns() - the_daemon->delay_ns); /* finishes the dead one */
+}
+
+static void pidfd_added(void *ctx, int fd)
+{
+	struct daemon *d = ctx;
+	int id;
+
+	if (d->n_pidfds == MAX_PIDFDS)
+		return; /* the tick notices deaths too, just later */
+	id = rp_loop_watch(d->loop, fd, on_pidfd, d);
+	if (id >= 0)
+		d->pidfds[d->n_pidfds++] = (struct pidfd_watch){ fd, id };
+}
+
+static void pidfd_removed(void *ctx, int fd)
+{
+	struct daemon *d = ctx;
+
+	for (unsigned i = 0; i < d->n_pidfds; i++)
+		if (d->pidfds[i].fd == fd) {
+			rp_loop_unwatch(d->loop, d->pidfds[i].watch);
+			d->pidfds[i] = d->pidfds[--d->n_pidfds];
+			return;
+		}
+}
+
+/* The marker: refuse a second engine on a live session; replace a stale one. */
+static int write_marker(struct daemon *d)
+{
+	struct rp_wire_engine m = { .magic = RP_WIRE_ENGINE_MAGIC, .pid = (int32_t)getpid() };
+	char other[PATH_MAX];
+	int32_t pid;
+	int fd;
+
+	snprintf(d->marker, sizeof(d->marker), RP_WIRE_ENGINE_FMT, d->session);
+	if (rp_cli_read_marker(d->session, &pid, other, sizeof(other)) == 0 && pid != getpid())
+		return rp_cli_error(-EEXIST, "an engine already runs for session \"%s\" (pid %d)",
+				    d->session, pid);
+	shm_unlink(d->marker);
+	fd = shm_open(d->marker, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return rp_cli_error(-errno, "%s: %s", d->marker, strerror(errno));
+	if (write(fd, &m, sizeof(m)) != (ssize_t)sizeof(m) ||
+	    write(fd, d->snap_path, strlen(d->snap_path) + 1) < 0) {
+		close(fd);
+		shm_unlink(d->marker);
+		return rp_cli_error(-EIO, "%s: cannot write", d->marker);
+	}
+	close(fd);
+	return 0;
+}
+
+static int open_fds(struct daemon *d)
+{
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGUSR1);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigprocmask(SIG_BLOCK, &set, NULL);
+	d->sfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+	d->ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	if (d->sfd < 0 || d->ifd < 0)
+		return rp_cli_error(-errno, "signalfd/inotify: %s", strerror(errno));
+	if (inotify_add_watch(d->ifd, d->ss.shm_dir, IN_CREATE | IN_MOVED_TO) < 0)
+		return rp_cli_error(-errno, "inotify %s: %s", d->ss.shm_dir, strerror(errno));
+	return 0;
+}
+
+static int start(struct daemon *d, bool force_poll)
+{
+	struct rp_loop_opts lo = { .force_poll = force_poll };
+	char why[RP_WHY_MAX] = "";
+	int err;
+
+	err = rp_loop_open(&lo, &d->loop, why);
+	if (err)
+		return rp_cli_error(err, "event loop: %s", why);
+	if (why[0] != '\0')
+		fprintf(stderr, "ringprof: %s\n", why);
+	if ((err = open_fds(d)) != 0)
+		return err;
+	if (rp_loop_watch(d->loop, d->sfd, on_signal, d) < 0 ||
+	    rp_loop_watch(d->loop, d->ifd, on_inotify, d) < 0 ||
+	    rp_loop_timer(d->loop, d->tick_ns, on_tick, d) < 0)
+		return rp_cli_error(-EIO, "event loop: cannot watch");
+	d->ss.log = log_line;
+	d->ss.log_ctx = d;
+	d->ss.pidfd_added = pidfd_added;
+	d->ss.pidfd_removed = pidfd_removed;
+	d->ss.hook_ctx = d;
+	rp_sources_scan(&d->ss);
+	printf("ringprof: engine for session \"%s\", pid %d, %s loop; snapshots go to %s\n",
+	       d->session, (int)getpid(), rp_loop_backend(d->loop), d->snap_path);
+	fflush(stdout);
+	return 0;
+}
+
+static const char usage[] =
+	"usage: ringprof run [--session S] [--snapshot-dir D] [--tick-ms N] [--delay-ms N]\n"
+	"                    [--poll] [--quiet] [caps]\n"
+	"  --session S       the producers' RINGPROF_SESSION (default $RINGPROF_SESSION or\n"
+	"                    \"default\")\n"
+	"  --snapshot-dir D  where ringprof-<session>.msgpack goes (default /tmp/ringprof)\n"
+	"  --tick-ms N       drain tick (default 10)\n"
+	"  --delay-ms N      merge delay: records newer than this wait (default 20)\n"
+	"  --poll            use poll(2) even where io_uring works\n"
+	"  --quiet           no progress lines on stderr\n" RP_CLI_CAP_USAGE
+	"SIGUSR1 writes a snapshot (or: ringprof snapshot); SIGINT/SIGTERM a final one.\n";
+
+static int parse(int argc, char **argv, struct daemon *d, struct rp_engine_cfg *cfg,
+		 const char **dir, bool *force_poll)
+{
+	static const struct option opts[] = {
+		{ "session", 1, NULL, 's' }, { "snapshot-dir", 1, NULL, 'd' },
+		{ "tick-ms", 1, NULL, 't' }, { "delay-ms", 1, NULL, 'D' },
+		{ "poll", 0, NULL, 'p' },    { "quiet", 0, NULL, 'q' },
+		{ "help", 0, NULL, 'h' },    { "max-names", 1, NULL, 'c' },
+		{ "max-tracks", 1, NULL, 'c' }, { "max-depth", 1, NULL, 'c' },
+		{ "max-cct-nodes", 1, NULL, 'c' }, { "max-sources", 1, NULL, 'c' },
+		{ NULL, 0, NULL, 0 }
+	};
+	const char *session = NULL;
+	int c, idx, err = 0;
+
+	while ((c = getopt_long(argc, argv, "", opts, &idx)) != -1) {
+		switch (c) {
+		case 's': session = optarg; break;
+		case 'd': *dir = optarg; break;
+		case 't': d->tick_ns = strtoull(optarg, NULL, 10) * 1000000u; break;
+		case 'D': d->delay_ns = strtoull(optarg, NULL, 10) * 1000000u; break;
+		case 'p': *force_poll = true; break;
+		case 'q': d->quiet = true; break;
+		case 'h': fputs(usage, stdout); exit(0);
+		case 'c':
+			if (!rp_cli_cap_option(cfg, opts[idx].name, optarg, &err) || err)
+				return rp_cli_error(2, "--%s %s: not a number in range",
+						    opts[idx].name, optarg);
+			break;
+		default: fputs(usage, stderr); return 2;
+		}
+	}
+	if (optind != argc || d->tick_ns == 0)
+		return rp_cli_error(2, "run: unexpected arguments (try --help)");
+	d->session = rp_cli_session(session);
+	return d->session ? 0 : 2;
+}
+
+static void stop(struct daemon *d)
+{
+	rp_loop_close(d->loop);
+	rp_sources_free(&d->ss);
+	rp_engine_close(d->e);
+	rp_membuf_free(&d->snap);
+	if (d->marker[0])
+		shm_unlink(d->marker);
+	if (d->sfd >= 0)
+		close(d->sfd);
+	if (d->ifd >= 0)
+		close(d->ifd);
+}
+
+int rp_cmd_run(int argc, char **argv)
+{
+	static struct daemon d = { .tick_ns = 10000000, .delay_ns = 20000000, .sfd = -1,
+				   .ifd = -1 };
+	struct rp_engine_cfg cfg;
+	const char *dir = "/tmp/ringprof";
+	bool force_poll = false;
+	int err;
+
+	rp_engine_cfg_default(&cfg);
+	if ((err = parse(argc, argv, &d, &cfg, &dir, &force_poll)) != 0)
+		return err;
+	the_daemon = &d;
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+		return rp_cli_error(1, "%s: %s", dir, strerror(errno));
+	snprintf(d.snap_path, sizeof(d.snap_path), "%s/ringprof-%s.msgpack", dir, d.session);
+	if (rp_engine_open(&cfg, &d.e) != 0 || rp_sources_init(&d.ss, d.e, d.session) != 0)
+		return rp_cli_error(1, "out of memory");
+	err = write_marker(&d);
+	if (err == 0)
+		err = start(&d, force_poll);
+	if (err == 0)
+		err = rp_loop_run(d.loop);
+	stop(&d);
+	return err ? 1 : 0;
+}
