@@ -1,6 +1,876 @@
 // SPDX-License-Identifier: MIT
-/* Stub: being written. */
+/*
+ * Streaming Chrome trace JSON reader. The text goes through yajl's callback parser
+ * in chunks (64 KiB from zlib's gzread, which reads plain files transparently, or
+ * from inflate over a gzip buffer), so memory holds one event's fields in fixed
+ * buffers and never the JSON text or a tree. The structure is followed by depth
+ * alone: the events array sits at depth 1 (bare array form) or 2 (the value of
+ * "traceEvents" in the object form), an event's members one deeper and "args"
+ * members one deeper still; anything else, at any depth, is counted in and out
+ * and otherwise ignored, which is how nested values get skipped.
+ *
+ * yajl keeps a token that straddles two yajl_parse() calls in a growing buffer,
+ * so one huge string would cost memory in proportion. A small scanner in front
+ * of yajl follows string boundaries and hands yajl only the first STR_KEEP raw
+ * bytes of a string (cut at a character boundary, never inside an escape) and
+ * then its closing quote; the dropped middle is not validated. Number tokens
+ * longer than NUM_MAX are refused. Bytes are counted in the original text, so
+ * error offsets stay exact. What yajl still holds in proportion to the input is
+ * its nesting stack, one byte a level.
+ *
+ * Error offsets: "byte N" is the offset in the JSON text (decompressed) for JSON
+ * errors and in the compressed input for gzip errors.
+ */
+#include <assert.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <yajl/yajl_parse.h>
+#include <zlib.h>
+
 #include "trace_chrome.h"
-int rp_chrome_read(const char *p, rp_chrome_fn f, rp_chrome_progress_fn g, void *c, struct rp_chrome_stats *s, char w[RP_WHY_MAX]) { (void)p; (void)f; (void)g; (void)c; (void)s; (void)w; return -ENOSYS; }
-int rp_chrome_parse(const void *b, size_t n, rp_chrome_fn f, void *c, struct rp_chrome_stats *s, char w[RP_WHY_MAX]) { (void)b; (void)n; (void)f; (void)c; (void)s; (void)w; return -ENOSYS; }
+
+#define CHUNK	 (64u * 1024) /* bytes handed to yajl_parse / read by gzread at a time */
+#define MIB	 (1024u * 1024)
+#define STR_KEEP 4096 /* raw bytes of one string given to yajl: decodes to >= 682 bytes */
+#define NUM_MAX	 1024 /* longest number token accepted */
+
+_Static_assert(STR_KEEP / 6 >= RP_CHROME_STR_MAX, "a kept string must still be cut by us");
+
+enum form { FORM_NONE, FORM_ARRAY, FORM_OBJECT };
+enum kind { V_NULL, V_BOOL, V_NUM, V_STR, V_MAP, V_ARR };
+enum key { K_OTHER, K_PH, K_NAME, K_CAT, K_PID, K_TID, K_TS, K_DUR, K_ID, K_ARGS };
+
+static const char *const kind_name[] = {
+	[V_NULL] = "null",    [V_BOOL] = "a boolean", [V_NUM] = "a number",
+	[V_STR] = "a string", [V_MAP] = "an object",  [V_ARR] = "an array",
+};
+
+/* String state of the bytes before yajl: which ones it gets (see the top). */
+struct scan {
+	bool in_str;
+	bool dropping; /* inside a string, past STR_KEEP: skipping to its quote */
+	int esc;       /* -1 after a backslash; 4..1 hex digits of \u left; 0 */
+	size_t run;    /* raw bytes of this string, or of this run of number characters */
+};
+
+struct parser {
+	yajl_handle h;
+	rp_chrome_fn fn;
+	void *ctx;
+	struct rp_chrome_stats *st;
+	const char *origin; /* the path, or "buffer" */
+	char *why;
+	int rc;	      /* the callback's non-zero value, or our -EINVAL */
+	bool own_err; /* rc is ours, and what says why */
+	char what[RP_WHY_MAX];
+	uint64_t off; /* JSON text bytes before the chunk being parsed */
+	struct scan sc;
+
+	/* Progress of a file read. */
+	rp_chrome_progress_fn progress;
+	uint64_t total;
+	uint64_t mark;	   /* report when st->bytes reaches this */
+	uint64_t reported; /* st->bytes at the last report */
+
+	/* Where we are: depth counts open containers. */
+	size_t depth;
+	size_t arr_depth; /* depth inside the events array (elements are values there); 0 */
+	enum form form;
+	bool top_key_events; /* object form: the last top-level key was "traceEvents" */
+	bool seen_events;
+	bool in_event;
+	bool in_args;
+	enum key key;	  /* the last key of the event */
+	bool arg_is_corr; /* the last key of args was "correlation" */
+	bool argkey_cut;
+
+	/* The event being collected. */
+	struct rp_chrome_ev ev;
+	bool have_value;
+	bool value_name_cut;
+	double value;
+	char name[RP_CHROME_STR_MAX], cat[RP_CHROME_STR_MAX];
+	char pid[RP_CHROME_STR_MAX], tid[RP_CHROME_STR_MAX];
+	char id[RP_CHROME_STR_MAX], value_name[RP_CHROME_STR_MAX];
+	char argkey[RP_CHROME_STR_MAX];
+	char num[NUM_MAX + 1];
+
+	unsigned char chunk[CHUNK];
+};
+
+static int fail(struct parser *p, int err, uint64_t at, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static int fail(struct parser *p, int err, uint64_t at, const char *fmt, ...)
+{
+	int n = snprintf(p->why, RP_WHY_MAX, "%s: byte %llu: ", p->origin, (unsigned long long)at);
+	va_list ap;
+
+	if (n < 0 || n >= RP_WHY_MAX)
+		return err; /* a long path: the why is cut */
+	va_start(ap, fmt);
+	vsnprintf(p->why + n, RP_WHY_MAX - (size_t)n, fmt, ap);
+	va_end(ap);
+	return err;
+}
+
+/* From a callback: remember the error and stop yajl; parse_run() adds the offset. */
+static int stop(struct parser *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int stop(struct parser *p, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(p->what, sizeof(p->what), fmt, ap);
+	va_end(ap);
+	p->rc = -EINVAL;
+	p->own_err = true;
+	return 0;
+}
+
+/* ---- the scanner in front of yajl ---- */
+
+static bool number_char(unsigned char c)
+{
+	return (c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E';
+}
+
+/* Outside strings. false: a number run is longer than NUM_MAX. */
+static bool scan_outside(struct scan *s, unsigned char c)
+{
+	if (c == '"') {
+		s->in_str = true;
+		s->run = 0;
+		return true;
+	}
+	s->run = number_char(c) ? s->run + 1 : 0;
+	return s->run <= NUM_MAX;
+}
+
+/* Inside a string. false: it is long enough; drop from this byte to its quote. */
+static bool scan_inside(struct scan *s, unsigned char c)
+{
+	if (s->esc < 0) {
+		s->esc = c == 'u' ? 4 : 0;
+	} else if (s->esc > 0) {
+		s->esc--;
+	} else if (c == '"') {
+		s->in_str = false;
+		s->run = 0;
+		return true;
+	} else if (s->run >= STR_KEEP && (c & 0xc0) != 0x80) {
+		s->dropping = true; /* not inside an escape, not inside a UTF-8 sequence */
+		return false;
+	} else if (c == '\\') {
+		s->esc = -1;
+	}
+	s->run++;
+	return true;
+}
+
+/* Bytes of @b, at most @max, before a quote or a backslash: nothing to track there. */
+static size_t plain_run(const unsigned char *b, size_t max)
+{
+	size_t i = 0;
+
+	while (i < max && b[i] != '"' && b[i] != '\\')
+		i++;
+	return i;
+}
+
+/* How many of @b yajl gets before a drop starts or a number is too long. */
+static size_t scan_keep(struct scan *s, const unsigned char *b, size_t n)
+{
+	struct scan t = *s; /* in registers for the loop */
+	size_t i, k;
+
+	for (i = 0; i < n; i++) {
+		if (t.in_str && t.esc == 0 && t.run < STR_KEEP) {
+			k = plain_run(b + i, STR_KEEP - t.run < n - i ? STR_KEEP - t.run : n - i);
+			t.run += k;
+			i += k;
+			if (i == n)
+				break;
+		}
+		if (!(t.in_str ? scan_inside(&t, b[i]) : scan_outside(&t, b[i])))
+			break;
+	}
+	*s = t;
+	return i;
+}
+
+/* How many of @b to drop: up to (not including) the string's closing quote. */
+static size_t scan_drop(struct scan *s, const unsigned char *b, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (s->esc) {
+			s->esc = 0;
+		} else if (b[i] == '\\') {
+			s->esc = 1;
+		} else if (b[i] == '"') {
+			s->dropping = false; /* scan_inside() closes the string on it */
+			return i;
+		}
+	}
+	return n;
+}
+
+/* ---- values ---- */
+
+/* The length of @s cut to at most @n bytes, not inside a UTF-8 sequence. */
+static size_t utf8_cut(const unsigned char *s, size_t n)
+{
+	size_t k = n;
+
+	for (int back = 0; back < 4 && k > 0; back++, k--) {
+		if ((s[k] & 0xc0) != 0x80)
+			return k;
+	}
+	return n; /* not UTF-8 there: cut anywhere */
+}
+
+/* Copies @n bytes of @s into @dst, cut to fit; true if cut. */
+static bool put_text(char dst[RP_CHROME_STR_MAX], const void *s, size_t n)
+{
+	bool cut = n >= RP_CHROME_STR_MAX;
+
+	if (cut)
+		n = utf8_cut(s, RP_CHROME_STR_MAX - 1);
+	memcpy(dst, s, n);
+	dst[n] = '\0';
+	return cut;
+}
+
+/* yajl has checked the syntax: an integer is a number without '.', 'e' or 'E'. */
+static bool is_integer(const char *s)
+{
+	return strpbrk(s, ".eE") == NULL;
+}
+
+/*
+ * llround() for |d| < 2^63, without libm (the engine does not link it): the
+ * nearest integer, halves away from zero.
+ */
+static int64_t round_nearest(double d)
+{
+	int64_t t = (int64_t)d;	     /* toward zero */
+	double frac = d - (double)t; /* exact: the bits of d below 1 */
+
+	if (frac >= 0.5)
+		t++;
+	else if (frac <= -0.5)
+		t--;
+	return t;
+}
+
+static bool in_int64(double d)
+{
+	return d >= -0x1p63 && d < 0x1p63;
+}
+
+/* A number as text: integers and integral floats in decimal, others as written. */
+static void number_text(struct parser *p, char dst[RP_CHROME_STR_MAX])
+{
+	double d;
+
+	if (!is_integer(p->num)) {
+		d = strtod(p->num, NULL);
+		if (in_int64(d) && d == (double)(int64_t)d) {
+			snprintf(dst, RP_CHROME_STR_MAX, "%lld", (long long)d);
+			return;
+		}
+	}
+	if (put_text(dst, p->num, strlen(p->num)))
+		p->st->cut++;
+}
+
+/* Microseconds to nanoseconds: integers exactly, floats rounded to nearest. */
+static int us_to_ns(const char *s, int64_t *ns)
+{
+	long long v;
+	double d;
+
+	if (is_integer(s)) {
+		errno = 0;
+		v = strtoll(s, NULL, 10);
+		if (errno == ERANGE || __builtin_mul_overflow(v, 1000, ns))
+			return -ERANGE;
+		return 0;
+	}
+	d = strtod(s, NULL) * 1000.0; /* yajl uses strtod too: both assume the C locale */
+	if (!in_int64(d))
+		return -ERANGE;
+	*ns = round_nearest(d);
+	return 0;
+}
+
+static int put_time(struct parser *p, const char *key, int64_t *ns, bool *has)
+{
+	if (us_to_ns(p->num, ns) != 0)
+		return stop(p, "\"%s\" %.40s is out of range", key, p->num);
+	*has = true;
+	return 1;
+}
+
+static int put_string(struct parser *p, char dst[RP_CHROME_STR_MAX], enum kind k,
+		      const unsigned char *s, size_t n)
+{
+	if (k == V_STR && put_text(dst, s, n))
+		p->st->cut++;
+	else if (k == V_NUM)
+		number_text(p, dst);
+	return k == V_STR || k == V_NUM;
+}
+
+/* A member of the event. */
+static int member(struct parser *p, enum kind k, const unsigned char *s, size_t n)
+{
+	struct rp_chrome_ev *ev = &p->ev;
+
+	switch (p->key) {
+	case K_PH:
+		if (k == V_STR)
+			ev->ph = n > 0 ? (char)s[0] : '\0';
+		return 1;
+	case K_NAME: put_string(p, p->name, k, s, n); return 1;
+	case K_CAT: put_string(p, p->cat, k, s, n); return 1;
+	case K_PID: put_string(p, p->pid, k, s, n); return 1;
+	case K_TID: put_string(p, p->tid, k, s, n); return 1;
+	case K_ID: ev->has_id |= put_string(p, p->id, k, s, n); return 1;
+	case K_TS:
+	case K_DUR:
+		if (k != V_NUM)
+			return stop(p, "\"%s\" is %s, not a number", p->key == K_TS ? "ts" : "dur",
+				    kind_name[k]);
+		if (p->key == K_TS)
+			return put_time(p, "ts", &ev->ts_ns, &ev->has_ts);
+		return put_time(p, "dur", &ev->dur_ns, &ev->has_dur);
+	case K_ARGS: p->in_args = k == V_MAP; return 1;
+	case K_OTHER: return 1;
+	}
+	return 1;
+}
+
+/* A member of the event's "args": correlation, and the first number for 'C'. */
+static int arg(struct parser *p, enum kind k)
+{
+	unsigned long long v;
+	char *end;
+
+	if (k != V_NUM)
+		return 1;
+	if (p->arg_is_corr && is_integer(p->num) && p->num[0] != '-') {
+		errno = 0;
+		v = strtoull(p->num, &end, 10);
+		if (errno == 0 && *end == '\0') {
+			p->ev.has_correlation = true;
+			p->ev.correlation = v;
+		}
+	}
+	if (!p->have_value) {
+		p->have_value = true;
+		p->value = strtod(p->num, NULL);
+		memcpy(p->value_name, p->argkey, sizeof(p->value_name));
+		p->value_name_cut = p->argkey_cut;
+	}
+	return 1;
+}
+
+static void event_begin(struct parser *p)
+{
+	p->name[0] = p->cat[0] = p->pid[0] = p->tid[0] = p->id[0] = '\0';
+	p->ev = (struct rp_chrome_ev){
+		.name = p->name,
+		.cat = p->cat,
+		.pid = p->pid,
+		.tid = p->tid,
+		.id = "",
+		.value_name = "",
+	};
+	p->have_value = p->value_name_cut = false;
+	p->in_event = true;
+	p->in_args = false;
+	p->key = K_OTHER;
+}
+
+static int event_end(struct parser *p)
+{
+	struct rp_chrome_ev *ev = &p->ev;
+	int rc;
+
+	p->in_event = false;
+	if (ev->has_id)
+		ev->id = p->id;
+	if (ev->ph == 'C' && p->have_value) {
+		ev->has_value = true;
+		ev->value = p->value;
+		ev->value_name = p->value_name;
+		p->st->cut += p->value_name_cut;
+	}
+	p->st->events++;
+	rc = p->fn(p->ctx, ev);
+	if (rc != 0) {
+		p->rc = rc;
+		return 0;
+	}
+	return 1;
+}
+
+static int top_value(struct parser *p, enum kind k)
+{
+	if (k == V_ARR) {
+		p->form = FORM_ARRAY;
+		p->arr_depth = 1;
+		return 1;
+	}
+	if (k == V_MAP) {
+		p->form = FORM_OBJECT;
+		return 1;
+	}
+	return stop(p, "the top level is %s, not an array or an object", kind_name[k]);
+}
+
+/* Every value, containers before they open: dispatched by depth. */
+static int on_value(struct parser *p, enum kind k, const unsigned char *s, size_t n)
+{
+	size_t d = p->depth;
+
+	if (d == 0)
+		return top_value(p, k);
+	if (p->arr_depth != 0 && d == p->arr_depth) {
+		if (k == V_MAP)
+			event_begin(p);
+		else
+			p->st->skipped++;
+		return 1;
+	}
+	if (p->in_event && d == p->arr_depth + 1)
+		return member(p, k, s, n);
+	if (p->in_args && d == p->arr_depth + 2)
+		return arg(p, k);
+	if (p->form == FORM_OBJECT && d == 1 && p->top_key_events) {
+		if (k != V_ARR)
+			return stop(p, "\"traceEvents\" is %s, not an array", kind_name[k]);
+		p->arr_depth = 2;
+	}
+	return 1;
+}
+
+/* ---- yajl callbacks ---- */
+
+static int cb_null(void *ctx)
+{
+	return on_value(ctx, V_NULL, NULL, 0);
+}
+
+static int cb_boolean(void *ctx, int v)
+{
+	(void)v;
+	return on_value(ctx, V_BOOL, NULL, 0);
+}
+
+static int cb_number(void *ctx, const char *s, size_t n)
+{
+	struct parser *p = ctx;
+
+	if (n > NUM_MAX) /* the scanner refuses these first */
+		return stop(p, "number longer than %d bytes", NUM_MAX);
+	memcpy(p->num, s, n);
+	p->num[n] = '\0';
+	return on_value(p, V_NUM, NULL, 0);
+}
+
+static int cb_string(void *ctx, const unsigned char *s, size_t n)
+{
+	return on_value(ctx, V_STR, s, n);
+}
+
+static inline bool key_is(const unsigned char *s, size_t n, const char *lit)
+{
+	return n == strlen(lit) && memcmp(s, lit, n) == 0;
+}
+
+static enum key event_key(const unsigned char *s, size_t n)
+{
+	static const struct {
+		char name[5];
+		enum key key;
+	} keys[] = {
+		{ "ph", K_PH },	    { "ts", K_TS },   { "dur", K_DUR },
+		{ "name", K_NAME }, { "pid", K_PID }, { "tid", K_TID },
+		{ "cat", K_CAT },   { "id", K_ID },   { "args", K_ARGS },
+	};
+
+	if (n < 2 || n > 4) /* the common case, cheaply */
+		return K_OTHER;
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		if (s[0] == (unsigned char)keys[i].name[0] && key_is(s, n, keys[i].name))
+			return keys[i].key;
+	}
+	return K_OTHER;
+}
+
+static int cb_map_key(void *ctx, const unsigned char *s, size_t n)
+{
+	struct parser *p = ctx;
+	size_t d = p->depth;
+
+	if (p->in_event && d == p->arr_depth + 1) {
+		p->key = event_key(s, n);
+	} else if (p->in_args && d == p->arr_depth + 2) {
+		p->arg_is_corr = key_is(s, n, "correlation");
+		p->argkey_cut = put_text(p->argkey, s, n);
+	} else if (p->form == FORM_OBJECT && d == 1) {
+		p->top_key_events = key_is(s, n, "traceEvents");
+	}
+	return 1;
+}
+
+static int cb_start_map(void *ctx)
+{
+	struct parser *p = ctx;
+
+	if (!on_value(p, V_MAP, NULL, 0))
+		return 0;
+	p->depth++;
+	return 1;
+}
+
+static int cb_end_map(void *ctx)
+{
+	struct parser *p = ctx;
+
+	assert(p->depth > 0);
+	p->depth--;
+	if (p->in_args && p->depth == p->arr_depth + 1)
+		p->in_args = false;
+	else if (p->in_event && p->depth == p->arr_depth)
+		return event_end(p);
+	return 1;
+}
+
+static int cb_start_array(void *ctx)
+{
+	struct parser *p = ctx;
+
+	if (!on_value(p, V_ARR, NULL, 0))
+		return 0;
+	p->depth++;
+	return 1;
+}
+
+static int cb_end_array(void *ctx)
+{
+	struct parser *p = ctx;
+
+	assert(p->depth > 0);
+	p->depth--;
+	if (p->arr_depth != 0 && p->depth == p->arr_depth - 1) {
+		p->arr_depth = 0;
+		p->seen_events = true;
+	}
+	return 1;
+}
+
+static const yajl_callbacks callbacks = {
+	.yajl_null = cb_null,
+	.yajl_boolean = cb_boolean,
+	.yajl_number = cb_number,
+	.yajl_string = cb_string,
+	.yajl_start_map = cb_start_map,
+	.yajl_map_key = cb_map_key,
+	.yajl_end_map = cb_end_map,
+	.yajl_start_array = cb_start_array,
+	.yajl_end_array = cb_end_array,
+};
+
+/* ---- driving yajl ---- */
+
+/* After yajl stopped at JSON text offset @at: the callback's value, or why. */
+static int parse_fail(struct parser *p, yajl_status st, uint64_t at)
+{
+	unsigned char *msg;
+	size_t n;
+	int rc;
+
+	if (st == yajl_status_client_canceled) {
+		if (p->own_err)
+			return fail(p, p->rc, at, "%s", p->what);
+		return p->rc;
+	}
+	msg = yajl_get_error(p->h, 0, NULL, 0);
+	if (msg == NULL)
+		return fail(p, -ENOMEM, at, "out of memory");
+	n = strlen((char *)msg);
+	while (n > 0 && (msg[n - 1] == '\n' || msg[n - 1] == ' '))
+		n--;
+	rc = fail(p, -EINVAL, at, "%.*s", (int)n, (char *)msg);
+	yajl_free_error(p->h, msg);
+	return rc;
+}
+
+static int parse_run(struct parser *p, const unsigned char *b, size_t n, uint64_t at)
+{
+	yajl_status st = yajl_parse(p->h, b, n);
+
+	if (st == yajl_status_ok)
+		return 0;
+	return parse_fail(p, st, at + yajl_get_bytes_consumed(p->h));
+}
+
+/* The next @n bytes of JSON text, through the scanner, to yajl. */
+static int feed(struct parser *p, const unsigned char *b, size_t n)
+{
+	size_t i = 0, k;
+	int rc;
+
+	while (i < n) {
+		k = p->sc.dropping ? 0 : scan_keep(&p->sc, b + i, n - i);
+		if (k > 0 && (rc = parse_run(p, b + i, k, p->off + i)) != 0)
+			return rc;
+		i += k;
+		if (!p->sc.in_str && p->sc.run > NUM_MAX)
+			return fail(p, -EINVAL, p->off + i, "number longer than %d bytes", NUM_MAX);
+		if (p->sc.dropping)
+			i += scan_drop(&p->sc, b + i, n - i);
+	}
+	p->off += n;
+	return 0;
+}
+
+static int finish(struct parser *p)
+{
+	yajl_status st = yajl_complete_parse(p->h);
+
+	if (st != yajl_status_ok)
+		return parse_fail(p, st, p->off);
+	if (p->form == FORM_OBJECT && !p->seen_events)
+		return fail(p, -EINVAL, p->off, "no \"traceEvents\" array in the top-level object");
+	return 0;
+}
+
+static struct parser *parser_new(const char *origin, rp_chrome_fn fn, void *ctx,
+				 struct rp_chrome_stats *st, char *why)
+{
+	struct parser *p = calloc(1, sizeof(*p));
+
+	if (p == NULL)
+		return NULL;
+	p->h = yajl_alloc(&callbacks, NULL, p);
+	if (p->h == NULL) {
+		free(p);
+		return NULL;
+	}
+	p->fn = fn;
+	p->ctx = ctx;
+	p->st = st;
+	p->origin = origin;
+	p->why = why;
+	return p;
+}
+
+static void parser_free(struct parser *p)
+{
+	yajl_free(p->h);
+	free(p);
+}
+
+/* ---- a buffer: plain, or gzip inflated in chunks ---- */
+
+static int inflate_fail(struct parser *p, int zrc, const z_stream *zs, uint64_t at)
+{
+	if (zrc == Z_MEM_ERROR)
+		return fail(p, -ENOMEM, at, "out of memory");
+	if (zrc == Z_BUF_ERROR)
+		return fail(p, -EINVAL, at, "truncated gzip stream");
+	return fail(p, -EINVAL, at, "corrupt gzip stream (%s)", zs->msg ? zs->msg : "?");
+}
+
+static bool gzip_magic(const unsigned char *b, size_t n)
+{
+	return n >= 2 && b[0] == 0x1f && b[1] == 0x8b;
+}
+
+/* zlib counts input in uInt: hands it @buf up to 4 GiB at a time. */
+static void inflate_input(z_stream *zs, const unsigned char *buf, size_t len, size_t *left)
+{
+	uInt n = *left > UINT_MAX ? UINT_MAX : (uInt)*left;
+
+	if (zs->avail_in != 0 || n == 0)
+		return;
+	zs->next_in = (unsigned char *)buf + (len - *left);
+	zs->avail_in = n;
+	*left -= n;
+}
+
+/* Inflates @buf a chunk at a time; members are concatenated, trailing bytes ignored. */
+static int parse_gzip(struct parser *p, const unsigned char *buf, size_t len)
+{
+	z_stream zs = { 0 };
+	size_t left = len, used; /* left: not yet handed to zlib */
+	int zrc, rc = 0;
+
+	if (inflateInit2(&zs, 15 + 32) != Z_OK)
+		return fail(p, -ENOMEM, 0, "out of memory");
+	do {
+		inflate_input(&zs, buf, len, &left);
+		zs.next_out = p->chunk;
+		zs.avail_out = CHUNK;
+		zrc = inflate(&zs, Z_NO_FLUSH);
+		used = len - left - zs.avail_in;
+		if (zrc != Z_OK && zrc != Z_STREAM_END) {
+			rc = inflate_fail(p, zrc, &zs, used);
+			break;
+		}
+		rc = feed(p, p->chunk, CHUNK - zs.avail_out);
+		if (rc == 0 && zrc == Z_STREAM_END && gzip_magic(buf + used, len - used))
+			zrc = inflateReset(&zs);
+	} while (rc == 0 && zrc == Z_OK);
+	p->st->bytes = len - left - zs.avail_in;
+	inflateEnd(&zs);
+	return rc;
+}
+
+int rp_chrome_parse(const void *buf, size_t len, rp_chrome_fn fn, void *ctx,
+		    struct rp_chrome_stats *st, char why[RP_WHY_MAX])
+{
+	struct rp_chrome_stats local;
+	char local_why[RP_WHY_MAX];
+	struct parser *p;
+	int rc;
+
+	assert(fn != NULL && (buf != NULL || len == 0));
+	st = st ? st : &local;
+	why = why ? why : local_why;
+	memset(st, 0, sizeof(*st));
+	why[0] = '\0';
+	p = parser_new("buffer", fn, ctx, st, why);
+	if (p == NULL) {
+		snprintf(why, RP_WHY_MAX, "buffer: out of memory");
+		return -ENOMEM;
+	}
+	if (gzip_magic(buf, len)) {
+		rc = parse_gzip(p, buf, len);
+	} else {
+		rc = len > 0 ? feed(p, buf, len) : 0;
+		st->bytes = len;
+	}
+	if (rc == 0)
+		rc = finish(p);
+	parser_free(p);
+	return rc;
+}
+
+/* ---- a file, through zlib's gzread ---- */
+
+static int gz_fail(struct parser *p, gzFile gz, int saved_errno)
+{
+	int err;
+	const char *msg = gzerror(gz, &err), *s;
+	uint64_t at = (uint64_t)gzoffset(gz);
+
+	if (err == Z_ERRNO)
+		return fail(p, -saved_errno, at, "%s", strerror(saved_errno));
+	if (err == Z_MEM_ERROR)
+		return fail(p, -ENOMEM, at, "out of memory");
+	if (err == Z_BUF_ERROR)
+		return fail(p, -EINVAL, at, "truncated gzip stream");
+	s = strstr(msg, ">: "); /* zlib's message starts "<fd:N>: " */
+	return fail(p, -EINVAL, at, "corrupt gzip stream (%s)", s ? s + 3 : msg);
+}
+
+static void report(struct parser *p, gzFile gz)
+{
+	z_off_t at = gzoffset(gz);
+
+	if (at >= 0)
+		p->st->bytes = (uint64_t)at;
+	if (p->progress != NULL && p->st->bytes >= p->mark) {
+		p->progress(p->ctx, p->st->bytes, p->total);
+		p->reported = p->st->bytes;
+		p->mark = p->st->bytes - p->st->bytes % MIB + MIB;
+	}
+}
+
+static int read_gz(struct parser *p, gzFile gz)
+{
+	int n, err, rc;
+
+	p->mark = MIB;
+	do {
+		n = gzread(gz, p->chunk, CHUNK);
+		if (n < 0)
+			return gz_fail(p, gz, errno);
+		if (n > 0 && (rc = feed(p, p->chunk, (size_t)n)) != 0)
+			return rc;
+		report(p, gz);
+	} while (n > 0);
+	gzerror(gz, &err);
+	if (err != Z_OK)
+		return gz_fail(p, gz, errno);
+	rc = finish(p);
+	if (rc == 0 && p->progress != NULL && p->reported != p->st->bytes)
+		p->progress(p->ctx, p->st->bytes, p->total); /* the end */
+	return rc;
+}
+
+static int open_fail(struct parser *p, int fd, int err)
+{
+	if (fd >= 0)
+		close(fd);
+	snprintf(p->why, RP_WHY_MAX, "%s: %s", p->origin, strerror(err));
+	return -err;
+}
+
+static int open_gz(struct parser *p, const char *path, gzFile *gz)
+{
+	struct stat sb;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0 || fstat(fd, &sb) != 0)
+		return open_fail(p, fd, errno);
+	if (S_ISDIR(sb.st_mode))
+		return open_fail(p, fd, EISDIR);
+	p->total = S_ISREG(sb.st_mode) ? (uint64_t)sb.st_size : 0;
+	*gz = gzdopen(fd, "rb");
+	if (*gz == NULL)
+		return open_fail(p, fd, ENOMEM);
+	gzbuffer(*gz, CHUNK);
+	return 0;
+}
+
+int rp_chrome_read(const char *path, rp_chrome_fn fn, rp_chrome_progress_fn progress, void *ctx,
+		   struct rp_chrome_stats *st, char why[RP_WHY_MAX])
+{
+	struct rp_chrome_stats local;
+	char local_why[RP_WHY_MAX];
+	struct parser *p;
+	gzFile gz = NULL;
+	int rc;
+
+	assert(path != NULL && fn != NULL);
+	st = st ? st : &local;
+	why = why ? why : local_why;
+	memset(st, 0, sizeof(*st));
+	why[0] = '\0';
+	p = parser_new(path, fn, ctx, st, why);
+	if (p == NULL) {
+		snprintf(why, RP_WHY_MAX, "%s: out of memory", path);
+		return -ENOMEM;
+	}
+	p->progress = progress;
+	rc = open_gz(p, path, &gz);
+	if (rc == 0) {
+		rc = read_gz(p, gz);
+		gzclose_r(gz);
+	}
+	parser_free(p);
+	return rc;
+}
