@@ -1,2 +1,1682 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Snapshots (engine/snapshot.c). The oracle is a second writer, ref_pack() below,
+ * written from docs/snapshot.md with msgpack-c's packer and msgpack's own buffer:
+ * the encoder must produce exactly its bytes, and the decoder must read its
+ * variants (unknown keys at every level, nested; -1 for nil; another minor) into
+ * the report it started from. Reports are random from fixed seeds: long, empty
+ * and multi-byte strings, every integer width up to UINT64_MAX.
+ *
+ * The decoder reads untrusted bytes, so every prefix of a snapshot, each broken
+ * document in bad_docs[] and lengths claiming more than the input holds must be
+ * refused with -EINVAL and a message naming the value; ASan and LeakSanitizer run
+ * this suite, so "refused" includes "without a stray read or a leak".
+ * /usr/bin/python3 with the msgpack module, when present, reads a snapshot too.
+ */
 #include "support.h"
-int main(void){return 0;}
+
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+
+#include <msgpack.h>
+
+#include "snapshot.h"
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#define STR_MAX	      4096u /* docs/snapshot.md: strings are cut to this many bytes */
+#define WHAT_MAX      256u
+#define PYTHON	      "/usr/bin/python3"
+
+static const char *const anomaly_names[] = {
+	"end_mismatch", "end_unmatched", "depth_cap", "track_cap",   "name_cap",
+	"cct_cap",	"clamped",	 "bad_event", "open_at_end",
+};
+
+/* --- random reports ----------------------------------------------------------------- */
+
+static uint64_t rng;
+
+static uint64_t rnd(void) /* xorshift64* */
+{
+	rng ^= rng >> 12;
+	rng ^= rng << 25;
+	rng ^= rng >> 27;
+	return rng * 0x2545f4914f6cdd1dull;
+}
+
+/* Every MessagePack integer width, its edges, and plain random values. */
+static uint64_t rnd_u64(void)
+{
+	static const uint64_t edges[] = {
+		0,
+		1,
+		127,
+		128,
+		255,
+		256,
+		65535,
+		65536,
+		UINT32_MAX,
+		1ull << 32,
+		UINT64_MAX - 1,
+		UINT64_MAX,
+	};
+
+	switch (rnd() % 4) {
+	case 0: return edges[rnd() % ARRAY_SIZE(edges)];
+	case 1: return rnd() % 1000;
+	case 2: return rnd();
+	default: return rnd() >> (rnd() % 64);
+	}
+}
+
+static uint32_t rnd_u32(void)
+{
+	return rnd() % 8 == 0 ? UINT32_MAX : (uint32_t)rnd_u64();
+}
+
+static int32_t rnd_i32(void)
+{
+	static const int32_t edges[] = { 0, -1, 1, INT32_MIN, INT32_MAX, -129, 128, -32769 };
+
+	return rnd() % 2 ? edges[rnd() % ARRAY_SIZE(edges)] : (int32_t)(uint32_t)rnd();
+}
+
+/* Empty, short, medium or up to @max bytes: ASCII with 2-, 3- and 4-byte UTF-8. */
+static char *rnd_str(size_t max)
+{
+	static const char *const wide[] = { "\xc3\xa9", "\xe2\x82\xac", "\xf0\x9f\x98\x80" };
+	size_t lens[] = { 0, 16, 200, max }, want = lens[rnd() % 4], n = 0;
+	char *s;
+
+	want = want > max ? max : want;
+	want = want ? rnd() % (want + 1) : 0;
+	s = malloc(want + 1);
+	assert_non_null(s);
+	while (n < want) {
+		const char *w = wide[rnd() % 3];
+
+		if (rnd() % 8 == 0 && n + strlen(w) <= want) {
+			memcpy(s + n, w, strlen(w));
+			n += strlen(w);
+		} else {
+			s[n++] = (char)(0x20 + rnd() % 95);
+		}
+	}
+	s[n] = '\0';
+	return s;
+}
+
+static void rnd_anomalies(uint64_t *a)
+{
+	for (unsigned k = 0; k < RP_ANOM_KIND_COUNT; k++)
+		a[k] = rnd_u64();
+}
+
+struct shape {
+	uint32_t sources, fns, edges, nodes;
+	size_t str_max;
+};
+
+static void rnd_source(struct rp_report_source *s, size_t str_max)
+{
+	s->name = rnd_str(str_max);
+	s->pid = rnd_i32();
+	s->flags = rnd_u32();
+	s->events = rnd_u64();
+	s->dropped = rnd_u64();
+	s->late = rnd_u64();
+	s->truncated = rnd_u64();
+	s->names_dropped = rnd_u64();
+	s->resyncs = rnd_u64();
+	rnd_anomalies(s->anomalies);
+}
+
+static void rnd_fn(struct rp_report_fn *f, size_t str_max)
+{
+	f->name = rnd_str(str_max);
+	f->category = rnd_str(str_max);
+	f->file = rnd_str(str_max);
+	f->line = rnd_u32();
+	f->calls = rnd_u64();
+	f->primitive_calls = rnd_u64();
+	f->self_ns = rnd_u64();
+	f->cum_ns = rnd_u64();
+	f->total_ns = rnd_u64();
+	f->min_ns = rnd_u64();
+	f->max_ns = rnd_u64();
+}
+
+static void rnd_edge(struct rp_report_edge *e, uint32_t n_fns)
+{
+	e->caller = (uint32_t)(rnd() % n_fns);
+	e->callee = (uint32_t)(rnd() % n_fns);
+	e->calls = rnd_u64();
+	e->primitive_calls = rnd_u64();
+	e->self_ns = rnd_u64();
+	e->cum_ns = rnd_u64();
+}
+
+/* Node 0 is the root; every other node hangs below an earlier one. */
+static void rnd_node(struct rp_report_node *n, uint32_t i, uint32_t n_fns)
+{
+	n->parent = i ? (uint32_t)(rnd() % i) : RP_NONE;
+	n->fn = i ? (uint32_t)(rnd() % n_fns) : RP_NONE;
+	n->calls = rnd_u64();
+	n->self_ns = rnd_u64();
+	n->total_ns = rnd_u64();
+}
+
+static void *xcalloc(size_t n, size_t size)
+{
+	void *p = calloc(n ? n : 1, size);
+
+	assert_non_null(p);
+	return p;
+}
+
+static void rnd_header(struct rp_report *r)
+{
+	r->version_major = RP_REPORT_VERSION_MAJOR;
+	r->version_minor = RP_REPORT_VERSION_MINOR;
+	r->created_realtime_ns = rnd_u64();
+	r->t_first = rnd_u64();
+	r->t_last = UINT64_MAX;
+	r->clock = strdup(rnd() % 2 ? "monotonic" : "trace");
+	r->caps.max_names = rnd_u32();
+	r->caps.max_tracks = rnd_u32();
+	r->caps.max_depth = rnd_u32();
+	r->caps.max_cct_nodes = rnd_u32();
+	r->caps.max_sources = UINT32_MAX;
+	r->events = UINT64_MAX;
+	r->dropped = rnd_u64();
+	r->late = rnd_u64();
+	r->truncated = rnd_u64();
+	rnd_anomalies(r->anomalies);
+	r->anomalies[RP_ANOM_OPEN_AT_END] = UINT64_MAX;
+}
+
+/* Exactly STR_MAX bytes, ending in a 3-byte character: kept whole. */
+static void set_full_string(char **s)
+{
+	free(*s);
+	*s = malloc(STR_MAX + 1);
+	assert_non_null(*s);
+	memset(*s, 'y', STR_MAX - 3);
+	memcpy(*s + STR_MAX - 3, "\xe2\x82\xac", 4);
+}
+
+static void build(struct rp_report *r, uint64_t seed, const struct shape *sh)
+{
+	assert_true(sh->fns > 0 || (sh->edges == 0 && sh->nodes <= 1));
+	memset(r, 0, sizeof(*r));
+	rng = seed;
+	rnd_header(r);
+	r->n_sources = sh->sources;
+	r->sources = xcalloc(sh->sources, sizeof(*r->sources));
+	for (uint32_t i = 0; i < sh->sources; i++)
+		rnd_source(&r->sources[i], sh->str_max);
+	r->n_fns = sh->fns;
+	r->fns = xcalloc(sh->fns, sizeof(*r->fns));
+	for (uint32_t i = 0; i < sh->fns; i++)
+		rnd_fn(&r->fns[i], sh->str_max);
+	r->n_edges = sh->edges;
+	r->edges = xcalloc(sh->edges, sizeof(*r->edges));
+	for (uint32_t i = 0; i < sh->edges; i++)
+		rnd_edge(&r->edges[i], sh->fns);
+	r->n_nodes = sh->nodes;
+	r->nodes = xcalloc(sh->nodes, sizeof(*r->nodes));
+	for (uint32_t i = 0; i < sh->nodes; i++)
+		rnd_node(&r->nodes[i], i, sh->fns);
+	if (sh->fns > 2 && sh->str_max == STR_MAX)
+		set_full_string(&r->fns[2].file);
+}
+
+static const struct shape big = {
+	.sources = 5, .fns = 1000, .edges = 3000, .nodes = 5000, .str_max = STR_MAX
+};
+static const struct shape small = {
+	.sources = 2, .fns = 12, .edges = 20, .nodes = 30, .str_max = 24
+};
+
+/* --- deep comparison ---------------------------------------------------------------- */
+
+static bool differ(char *what, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static bool differ(char *what, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(what, WHAT_MAX, fmt, ap);
+	va_end(ap);
+	return false;
+}
+
+static bool u_eq(uint64_t x, uint64_t y, char *what, const char *field, uint32_t i)
+{
+	if (x == y)
+		return true;
+	return differ(what, "%s [%" PRIu32 "]: %" PRIu64 " != %" PRIu64, field, i, x, y);
+}
+
+/* @want NULL means ""; a decoded string is never NULL. */
+static bool s_eq(const char *want, const char *got, char *what, const char *field, uint32_t i)
+{
+	if (got == NULL)
+		return differ(what, "%s [%" PRIu32 "]: decoded as NULL", field, i);
+	if (strcmp(want ? want : "", got) == 0)
+		return true;
+	return differ(what, "%s [%" PRIu32 "]: strings of %zu and %zu bytes differ", field, i,
+		      strlen(want ? want : ""), strlen(got));
+}
+
+static bool anom_eq(const uint64_t *x, const uint64_t *y, char *what, const char *field, uint32_t i)
+{
+	for (unsigned k = 0; k < RP_ANOM_KIND_COUNT; k++)
+		if (!u_eq(x[k], y[k], what, anomaly_names[k], i))
+			return differ(what, "%s.anomalies.%s [%" PRIu32 "] differ", field,
+				      anomaly_names[k], i);
+	return true;
+}
+
+static bool header_eq(const struct rp_report *a, const struct rp_report *b, char *what)
+{
+	return u_eq(a->version_major, b->version_major, what, "version_major", 0) &&
+	       u_eq(a->version_minor, b->version_minor, what, "version_minor", 0) &&
+	       u_eq(a->created_realtime_ns, b->created_realtime_ns, what, "created", 0) &&
+	       u_eq(a->t_first, b->t_first, what, "t_first", 0) &&
+	       u_eq(a->t_last, b->t_last, what, "t_last", 0) &&
+	       s_eq(a->clock, b->clock, what, "clock", 0) &&
+	       u_eq(a->caps.max_names, b->caps.max_names, what, "max_names", 0) &&
+	       u_eq(a->caps.max_tracks, b->caps.max_tracks, what, "max_tracks", 0) &&
+	       u_eq(a->caps.max_depth, b->caps.max_depth, what, "max_depth", 0) &&
+	       u_eq(a->caps.max_cct_nodes, b->caps.max_cct_nodes, what, "max_cct_nodes", 0) &&
+	       u_eq(a->caps.max_sources, b->caps.max_sources, what, "max_sources", 0) &&
+	       u_eq(a->events, b->events, what, "events", 0) &&
+	       u_eq(a->dropped, b->dropped, what, "dropped", 0) &&
+	       u_eq(a->late, b->late, what, "late", 0) &&
+	       u_eq(a->truncated, b->truncated, what, "truncated", 0) &&
+	       anom_eq(a->anomalies, b->anomalies, what, "totals", 0);
+}
+
+static bool source_eq(const struct rp_report_source *x, const struct rp_report_source *y,
+		      uint32_t i, char *what)
+{
+	return s_eq(x->name, y->name, what, "source.name", i) &&
+	       u_eq((uint64_t)(int64_t)x->pid, (uint64_t)(int64_t)y->pid, what, "pid", i) &&
+	       u_eq(x->flags, y->flags, what, "flags", i) &&
+	       u_eq(x->events, y->events, what, "source.events", i) &&
+	       u_eq(x->dropped, y->dropped, what, "source.dropped", i) &&
+	       u_eq(x->late, y->late, what, "source.late", i) &&
+	       u_eq(x->truncated, y->truncated, what, "source.truncated", i) &&
+	       u_eq(x->names_dropped, y->names_dropped, what, "names_dropped", i) &&
+	       u_eq(x->resyncs, y->resyncs, what, "resyncs", i) &&
+	       anom_eq(x->anomalies, y->anomalies, what, "source", i);
+}
+
+static bool fn_eq(const struct rp_report_fn *x, const struct rp_report_fn *y, uint32_t i,
+		  char *what)
+{
+	return s_eq(x->name, y->name, what, "fn.name", i) &&
+	       s_eq(x->category, y->category, what, "fn.category", i) &&
+	       s_eq(x->file, y->file, what, "fn.file", i) &&
+	       u_eq(x->line, y->line, what, "fn.line", i) &&
+	       u_eq(x->calls, y->calls, what, "fn.calls", i) &&
+	       u_eq(x->primitive_calls, y->primitive_calls, what, "fn.primitive_calls", i) &&
+	       u_eq(x->self_ns, y->self_ns, what, "fn.self_ns", i) &&
+	       u_eq(x->cum_ns, y->cum_ns, what, "fn.cum_ns", i) &&
+	       u_eq(x->total_ns, y->total_ns, what, "fn.total_ns", i) &&
+	       u_eq(x->min_ns, y->min_ns, what, "fn.min_ns", i) &&
+	       u_eq(x->max_ns, y->max_ns, what, "fn.max_ns", i);
+}
+
+static bool edge_eq(const struct rp_report_edge *x, const struct rp_report_edge *y, uint32_t i,
+		    char *what)
+{
+	return u_eq(x->caller, y->caller, what, "edge.caller", i) &&
+	       u_eq(x->callee, y->callee, what, "edge.callee", i) &&
+	       u_eq(x->calls, y->calls, what, "edge.calls", i) &&
+	       u_eq(x->primitive_calls, y->primitive_calls, what, "edge.primitive_calls", i) &&
+	       u_eq(x->self_ns, y->self_ns, what, "edge.self_ns", i) &&
+	       u_eq(x->cum_ns, y->cum_ns, what, "edge.cum_ns", i);
+}
+
+static bool node_eq(const struct rp_report_node *x, const struct rp_report_node *y, uint32_t i,
+		    char *what)
+{
+	return u_eq(x->parent, y->parent, what, "node.parent", i) &&
+	       u_eq(x->fn, y->fn, what, "node.fn", i) &&
+	       u_eq(x->calls, y->calls, what, "node.calls", i) &&
+	       u_eq(x->self_ns, y->self_ns, what, "node.self_ns", i) &&
+	       u_eq(x->total_ns, y->total_ns, what, "node.total_ns", i);
+}
+
+/* True if @b (decoded) holds exactly what @a (built) does; else @what says where not.
+ * Returns instead of asserting: the atomic-replace test calls it from a thread. */
+static bool report_same(const struct rp_report *a, const struct rp_report *b, char *what)
+{
+	if (!header_eq(a, b, what) || !u_eq(a->n_sources, b->n_sources, what, "n_sources", 0) ||
+	    !u_eq(a->n_fns, b->n_fns, what, "n_fns", 0) ||
+	    !u_eq(a->n_edges, b->n_edges, what, "n_edges", 0) ||
+	    !u_eq(a->n_nodes, b->n_nodes, what, "n_nodes", 0))
+		return false;
+	for (uint32_t i = 0; i < a->n_sources; i++)
+		if (!source_eq(&a->sources[i], &b->sources[i], i, what))
+			return false;
+	for (uint32_t i = 0; i < a->n_fns; i++)
+		if (!fn_eq(&a->fns[i], &b->fns[i], i, what))
+			return false;
+	for (uint32_t i = 0; i < a->n_edges; i++)
+		if (!edge_eq(&a->edges[i], &b->edges[i], i, what))
+			return false;
+	for (uint32_t i = 0; i < a->n_nodes; i++)
+		if (!node_eq(&a->nodes[i], &b->nodes[i], i, what))
+			return false;
+	return true;
+}
+
+static void assert_same(const struct rp_report *a, const struct rp_report *b)
+{
+	char what[WHAT_MAX];
+
+	if (!report_same(a, b, what))
+		fail_msg("decoded report differs: %s", what);
+}
+
+/* --- the reference writer, from docs/snapshot.md ---------------------------------- */
+
+struct ref_opts {
+	uint32_t major, minor;
+	bool extras;	/* unknown keys (and values of every type) at every level */
+	bool minus_one; /* -1 instead of nil for "no index" */
+};
+
+static const struct ref_opts plain = { .major = 1, .minor = 0 };
+
+static void key(msgpack_packer *pk, const char *k)
+{
+	msgpack_pack_str_with_body(pk, k, strlen(k));
+}
+
+static void kv_u64(msgpack_packer *pk, const char *k, uint64_t v)
+{
+	key(pk, k);
+	msgpack_pack_uint64(pk, v);
+}
+
+static void kv_str(msgpack_packer *pk, const char *k, const char *s)
+{
+	key(pk, k);
+	msgpack_pack_str_with_body(pk, s ? s : "", s ? strlen(s) : 0);
+}
+
+static void kv_ref(msgpack_packer *pk, const char *k, uint32_t v, const struct ref_opts *o)
+{
+	key(pk, k);
+	if (v != RP_NONE)
+		msgpack_pack_uint32(pk, v);
+	else if (o->minus_one)
+		msgpack_pack_int8(pk, -1);
+	else
+		msgpack_pack_nil(pk);
+}
+
+/* One unknown key and a value a later version might write; @kind varies them. */
+static void extra(msgpack_packer *pk, int kind)
+{
+	static const char ext[4] = { 1, 2, 3, 4 };
+
+	switch (kind % 4) {
+	case 0: /* a nested map holding arrays, and a non-string key */
+		key(pk, "concurrency");
+		msgpack_pack_map(pk, 3);
+		kv_str(pk, "unit", "ns");
+		key(pk, "p");
+		msgpack_pack_array(pk, 5);
+		msgpack_pack_double(pk, 0.5);
+		msgpack_pack_int64(pk, INT64_MIN);
+		msgpack_pack_nil(pk);
+		msgpack_pack_true(pk);
+		msgpack_pack_array(pk, 1);
+		msgpack_pack_map(pk, 0);
+		msgpack_pack_uint8(pk, 7);
+		msgpack_pack_bin_with_body(pk, ext, sizeof(ext));
+		break;
+	case 1: /* an array of records */
+		key(pk, "windows");
+		msgpack_pack_array(pk, 2);
+		msgpack_pack_map(pk, 1);
+		kv_u64(pk, "calls", 3); /* a known name, inside an unknown key */
+		msgpack_pack_map(pk, 1);
+		kv_str(pk, "name", "w");
+		break;
+	case 2: /* an integer key, an ext value */
+		msgpack_pack_int32(pk, -42);
+		msgpack_pack_ext_with_body(pk, ext, sizeof(ext), 5);
+		break;
+	default:
+		key(pk, "z_float");
+		msgpack_pack_float(pk, 1.5f);
+		break;
+	}
+}
+
+static void ref_anomalies(msgpack_packer *pk, const uint64_t *a, const struct ref_opts *o)
+{
+	key(pk, "anomalies");
+	msgpack_pack_map(pk, RP_ANOM_KIND_COUNT + (o->extras ? 2 : 0));
+	for (unsigned k = 0; k < RP_ANOM_KIND_COUNT; k++) {
+		if (o->extras && k == 4)
+			kv_u64(pk, "future_kind", 99);
+		kv_u64(pk, anomaly_names[k], a[k]);
+	}
+	if (o->extras)
+		extra(pk, 0);
+}
+
+static void ref_header(msgpack_packer *pk, const struct rp_report *r, const struct ref_opts *o)
+{
+	const struct rp_report_caps *c = &r->caps;
+
+	key(pk, "header");
+	msgpack_pack_map(pk, 5 + o->extras);
+	if (o->extras)
+		extra(pk, 1);
+	kv_u64(pk, "created_realtime_ns", r->created_realtime_ns);
+	kv_u64(pk, "t_first", r->t_first);
+	kv_u64(pk, "t_last", r->t_last);
+	kv_str(pk, "clock", r->clock);
+	key(pk, "caps");
+	msgpack_pack_map(pk, 5 + o->extras);
+	kv_u64(pk, "max_names", c->max_names);
+	kv_u64(pk, "max_tracks", c->max_tracks);
+	kv_u64(pk, "max_depth", c->max_depth);
+	kv_u64(pk, "max_cct_nodes", c->max_cct_nodes);
+	kv_u64(pk, "max_sources", c->max_sources);
+	if (o->extras)
+		extra(pk, 2);
+}
+
+static void ref_totals(msgpack_packer *pk, const struct rp_report *r, const struct ref_opts *o)
+{
+	key(pk, "totals");
+	msgpack_pack_map(pk, 5 + o->extras);
+	kv_u64(pk, "events", r->events);
+	kv_u64(pk, "dropped", r->dropped);
+	if (o->extras)
+		extra(pk, 3);
+	kv_u64(pk, "late", r->late);
+	kv_u64(pk, "truncated", r->truncated);
+	ref_anomalies(pk, r->anomalies, o);
+}
+
+static void ref_source(msgpack_packer *pk, const struct rp_report_source *s,
+		       const struct ref_opts *o)
+{
+	msgpack_pack_map(pk, 10 + o->extras);
+	kv_str(pk, "name", s->name);
+	key(pk, "pid");
+	msgpack_pack_int32(pk, s->pid);
+	kv_u64(pk, "flags", s->flags);
+	kv_u64(pk, "events", s->events);
+	kv_u64(pk, "dropped", s->dropped);
+	kv_u64(pk, "late", s->late);
+	kv_u64(pk, "truncated", s->truncated);
+	kv_u64(pk, "names_dropped", s->names_dropped);
+	kv_u64(pk, "resyncs", s->resyncs);
+	ref_anomalies(pk, s->anomalies, o);
+	if (o->extras)
+		extra(pk, 1);
+}
+
+static void ref_fn(msgpack_packer *pk, const struct rp_report_fn *f, const struct ref_opts *o,
+		   uint32_t i)
+{
+	msgpack_pack_map(pk, 11 + o->extras);
+	kv_str(pk, "name", f->name);
+	kv_str(pk, "category", f->category);
+	kv_str(pk, "file", f->file);
+	kv_u64(pk, "line", f->line);
+	if (o->extras)
+		extra(pk, (int)i);
+	kv_u64(pk, "calls", f->calls);
+	kv_u64(pk, "primitive_calls", f->primitive_calls);
+	kv_u64(pk, "self_ns", f->self_ns);
+	kv_u64(pk, "cum_ns", f->cum_ns);
+	kv_u64(pk, "total_ns", f->total_ns);
+	kv_u64(pk, "min_ns", f->min_ns);
+	kv_u64(pk, "max_ns", f->max_ns);
+}
+
+static void ref_edge(msgpack_packer *pk, const struct rp_report_edge *e, const struct ref_opts *o)
+{
+	msgpack_pack_map(pk, 6 + o->extras);
+	if (o->extras)
+		extra(pk, 3);
+	kv_ref(pk, "caller", e->caller, o);
+	kv_ref(pk, "callee", e->callee, o);
+	kv_u64(pk, "calls", e->calls);
+	kv_u64(pk, "primitive_calls", e->primitive_calls);
+	kv_u64(pk, "self_ns", e->self_ns);
+	kv_u64(pk, "cum_ns", e->cum_ns);
+}
+
+static void ref_node(msgpack_packer *pk, const struct rp_report_node *n, const struct ref_opts *o)
+{
+	msgpack_pack_map(pk, 5 + o->extras);
+	kv_ref(pk, "parent", n->parent, o);
+	kv_ref(pk, "fn", n->fn, o);
+	kv_u64(pk, "calls", n->calls);
+	kv_u64(pk, "self_ns", n->self_ns);
+	kv_u64(pk, "total_ns", n->total_ns);
+	if (o->extras)
+		extra(pk, 0);
+}
+
+static void ref_sections(msgpack_packer *pk, const struct rp_report *r, const struct ref_opts *o)
+{
+	key(pk, "sources");
+	msgpack_pack_array(pk, r->n_sources);
+	for (uint32_t i = 0; i < r->n_sources; i++)
+		ref_source(pk, &r->sources[i], o);
+	if (o->extras)
+		extra(pk, 1);
+	key(pk, "functions");
+	msgpack_pack_array(pk, r->n_fns);
+	for (uint32_t i = 0; i < r->n_fns; i++)
+		ref_fn(pk, &r->fns[i], o, i);
+	key(pk, "edges");
+	msgpack_pack_array(pk, r->n_edges);
+	for (uint32_t i = 0; i < r->n_edges; i++)
+		ref_edge(pk, &r->edges[i], o);
+	key(pk, "cct");
+	msgpack_pack_array(pk, r->n_nodes);
+	for (uint32_t i = 0; i < r->n_nodes; i++)
+		ref_node(pk, &r->nodes[i], o);
+}
+
+/* The snapshot of @r as docs/snapshot.md describes it, into @sb (initialised here). */
+static void ref_pack(msgpack_sbuffer *sb, const struct rp_report *r, const struct ref_opts *o)
+{
+	msgpack_packer pk;
+
+	msgpack_sbuffer_init(sb);
+	msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
+	msgpack_pack_map(&pk, 7 + (o->extras ? 4 : 0));
+	key(&pk, "version");
+	msgpack_pack_array(&pk, 2);
+	msgpack_pack_uint32(&pk, o->major);
+	msgpack_pack_uint32(&pk, o->minor);
+	if (o->extras)
+		extra(&pk, 0);
+	ref_header(&pk, r, o);
+	ref_totals(&pk, r, o);
+	ref_sections(&pk, r, o);
+	if (o->extras) {
+		extra(&pk, 2);
+		extra(&pk, 3);
+	}
+}
+
+/* --- helpers ------------------------------------------------------------------------- */
+
+static void encode(const struct rp_report *r, struct rp_membuf *m)
+{
+	*m = (struct rp_membuf){ 0 };
+	assert_int_equal(rp_snapshot_encode(r, rp_membuf_sink, m), 0);
+}
+
+static void decode_ok(const void *buf, size_t len, struct rp_report *out)
+{
+	char why[RP_WHY_MAX];
+	int err = rp_snapshot_decode(buf, len, out, why);
+
+	if (err != 0)
+		fail_msg("decode: %d (%s)", err, why);
+}
+
+/* Decoding @buf fails with @err and a message starting with @why. */
+static void decode_fails(const void *buf, size_t len, int err, const char *why_prefix)
+{
+	struct rp_report r;
+	char why[RP_WHY_MAX];
+	int got = rp_snapshot_decode(buf, len, &r, why);
+
+	rp_report_free(&r);
+	if (got != err || why[0] == '\0' || strncmp(why, why_prefix, strlen(why_prefix)) != 0)
+		fail_msg("got %d \"%s\", want %d \"%s...\"", got, why, err, why_prefix);
+}
+
+/* --- round trips ---------------------------------------------------------------------- */
+
+static void round_trip(uint64_t seed, const struct shape *sh)
+{
+	struct rp_report a, b;
+	struct rp_membuf m;
+
+	build(&a, seed, sh);
+	encode(&a, &m);
+	decode_ok(m.data, m.len, &b);
+	assert_same(&a, &b);
+	rp_report_free(&b);
+	rp_report_free(&a);
+	rp_membuf_free(&m);
+}
+
+static void test_snapshot_round_trip(void **state)
+{
+	static const struct shape empty = { 0 };
+	static const struct shape root_only = { .sources = 1, .nodes = 1, .str_max = 8 };
+
+	(void)state;
+	round_trip(1, &big);
+	round_trip(2, &small);
+	round_trip(3, &empty);
+	round_trip(4, &root_only);
+}
+
+/* A zeroed report (NULL strings) is written with "" and read back with "". */
+static void test_snapshot_round_trip_null_strings(void **state)
+{
+	struct rp_report a = { .version_major = 1 }, b;
+	struct rp_report_fn fn = { .calls = 3 };
+	struct rp_membuf m;
+
+	(void)state;
+	a.fns = &fn;
+	a.n_fns = 1;
+	encode(&a, &m);
+	decode_ok(m.data, m.len, &b);
+	assert_same(&a, &b);
+	assert_string_equal(b.clock, "");
+	assert_string_equal(b.fns[0].file, "");
+	rp_report_free(&b);
+	rp_membuf_free(&m);
+}
+
+static void test_snapshot_encode_deterministic(void **state)
+{
+	struct rp_report a, b;
+	struct rp_membuf m1, m2, m3;
+
+	(void)state;
+	build(&a, 5, &big);
+	encode(&a, &m1);
+	encode(&a, &m2);
+	assert_int_equal(m1.len, m2.len);
+	assert_memory_equal(m1.data, m2.data, m1.len);
+	decode_ok(m1.data, m1.len, &b);
+	encode(&b, &m3); /* the decoded copy, at other addresses */
+	assert_int_equal(m1.len, m3.len);
+	assert_memory_equal(m1.data, m3.data, m1.len);
+	rp_report_free(&a);
+	rp_report_free(&b);
+	rp_membuf_free(&m1);
+	rp_membuf_free(&m2);
+	rp_membuf_free(&m3);
+}
+
+/* The encoder writes exactly what the documented schema says, in its order. */
+static void test_snapshot_encode_matches_schema(void **state)
+{
+	static const struct shape *const shapes[] = { &big, &small };
+	struct rp_report a;
+	struct rp_membuf m;
+	msgpack_sbuffer sb;
+
+	(void)state;
+	for (size_t i = 0; i < ARRAY_SIZE(shapes); i++) {
+		build(&a, 10 + i, shapes[i]);
+		encode(&a, &m);
+		ref_pack(&sb, &a, &plain);
+		assert_int_equal(m.len, sb.size);
+		assert_memory_equal(m.data, sb.data, m.len);
+		assert_memory_equal(m.data, "\x87\xa7version\x92\x01\x00", 12); /* first */
+		msgpack_sbuffer_destroy(&sb);
+		rp_membuf_free(&m);
+		rp_report_free(&a);
+	}
+}
+
+static void decode_variant(const struct shape *sh, const struct ref_opts *o)
+{
+	struct rp_report a, b;
+	msgpack_sbuffer sb;
+
+	build(&a, 20, sh);
+	ref_pack(&sb, &a, o);
+	decode_ok(sb.data, sb.size, &b);
+	a.version_minor = o->minor;
+	assert_same(&a, &b);
+	rp_report_free(&a);
+	rp_report_free(&b);
+	msgpack_sbuffer_destroy(&sb);
+}
+
+static void test_snapshot_unknown_keys_skipped(void **state)
+{
+	struct ref_opts o = { .major = 1, .extras = true };
+
+	(void)state;
+	decode_variant(&small, &o);
+	decode_variant(&big, &o);
+}
+
+static void test_snapshot_minus_one_is_nil(void **state)
+{
+	struct ref_opts o = { .major = 1, .minus_one = true };
+
+	(void)state;
+	decode_variant(&small, &o);
+}
+
+static void test_snapshot_minor_version_accepted(void **state)
+{
+	struct ref_opts o = { .major = 1, .minor = 99, .extras = true };
+
+	(void)state;
+	decode_variant(&small, &o);
+}
+
+static void test_snapshot_major_version_rejected(void **state)
+{
+	static const uint32_t majors[] = { 0, 2, 1000 };
+	struct rp_report a;
+	msgpack_sbuffer sb;
+	char want[RP_WHY_MAX];
+
+	(void)state;
+	build(&a, 30, &small);
+	for (size_t i = 0; i < ARRAY_SIZE(majors); i++) {
+		struct ref_opts o = { .major = majors[i], .minor = 3 };
+
+		ref_pack(&sb, &a, &o);
+		snprintf(want, sizeof(want),
+			 "snapshot schema version %" PRIu32 ".3; this reader reads 1.x", majors[i]);
+		decode_fails(sb.data, sb.size, -EPROTONOSUPPORT, want);
+		msgpack_sbuffer_destroy(&sb);
+	}
+	rp_report_free(&a);
+}
+
+/* Strings longer than STR_MAX are cut there, back to a UTF-8 boundary: by the
+ * encoder, and by the decoder for other writers. */
+static void test_snapshot_long_strings_cut(void **state)
+{
+	struct rp_report a, b;
+	struct rp_membuf m;
+	msgpack_sbuffer sb;
+	char *split = malloc(5000), *plain_x = malloc(5001);
+
+	(void)state;
+	assert_non_null(split);
+	assert_non_null(plain_x);
+	memset(split, 'a', 4999);
+	memcpy(split + STR_MAX - 1, "\xe2\x82\xac", 3); /* a euro sign across the cut */
+	split[4999] = '\0';
+	memset(plain_x, 'x', 5000);
+	plain_x[5000] = '\0';
+	build(&a, 40, &small);
+	free(a.fns[0].name);
+	free(a.fns[1].file);
+	a.fns[0].name = split;
+	a.fns[1].file = plain_x;
+
+	encode(&a, &m);
+	decode_ok(m.data, m.len, &b);
+	assert_int_equal(strlen(b.fns[0].name), STR_MAX - 1);
+	assert_int_equal(strlen(b.fns[1].file), STR_MAX);
+	assert_memory_equal(b.fns[0].name, split, STR_MAX - 1);
+	rp_report_free(&b);
+
+	ref_pack(&sb, &a, &plain); /* whole strings, as another writer might */
+	assert_true(sb.size > m.len);
+	decode_ok(sb.data, sb.size, &b);
+	split[STR_MAX - 1] = '\0';
+	plain_x[STR_MAX] = '\0';
+	assert_same(&a, &b);
+
+	msgpack_sbuffer_destroy(&sb);
+	rp_membuf_free(&m);
+	rp_report_free(&a);
+	rp_report_free(&b);
+}
+
+/* --- malformed input ------------------------------------------------------------------ */
+
+static void test_snapshot_truncations_rejected(void **state)
+{
+	struct rp_report a;
+	struct rp_membuf m;
+
+	(void)state;
+	build(&a, 50, &small);
+	encode(&a, &m);
+	assert_true(m.len > 2000);
+	for (size_t len = 0; len < m.len; len++) {
+		/* An exact-size copy: ASan sees any read past the end. */
+		char *p = malloc(len ? len : 1);
+
+		assert_non_null(p);
+		memcpy(p, m.data, len);
+		decode_fails(p, len, -EINVAL, len ? "" : "snapshot: empty input");
+		free(p);
+	}
+	rp_report_free(&a);
+	rp_membuf_free(&m);
+}
+
+/* A top-level map: "version": [1, 0] and @n more entries for the caller to add. */
+static void doc(msgpack_packer *pk, uint32_t n)
+{
+	msgpack_pack_map(pk, n + 1);
+	key(pk, "version");
+	msgpack_pack_array(pk, 2);
+	msgpack_pack_uint32(pk, 1);
+	msgpack_pack_uint32(pk, 0);
+}
+
+/* "functions": @n records {"name": "f<i>"}. */
+static void fns(msgpack_packer *pk, uint32_t n)
+{
+	key(pk, "functions");
+	msgpack_pack_array(pk, n);
+	for (uint32_t i = 0; i < n; i++) {
+		char name[16];
+
+		snprintf(name, sizeof(name), "f%" PRIu32, i);
+		msgpack_pack_map(pk, 1);
+		kv_str(pk, "name", name);
+	}
+}
+
+/* "cct": nodes given as parent, fn pairs (-1: nil). */
+static void cct(msgpack_packer *pk, uint32_t n, const int64_t *pairs)
+{
+	key(pk, "cct");
+	msgpack_pack_array(pk, n);
+	for (uint32_t i = 0; i < n; i++) {
+		msgpack_pack_map(pk, 2);
+		for (int k = 0; k < 2; k++) {
+			key(pk, k ? "fn" : "parent");
+			if (pairs[2 * i + k] < 0)
+				msgpack_pack_nil(pk);
+			else
+				msgpack_pack_uint64(pk, (uint64_t)pairs[2 * i + k]);
+		}
+	}
+}
+
+/* "functions": [ {name: "a", then @k: the value the caller packs next} ]. */
+static void fn_with(msgpack_packer *pk, const char *k)
+{
+	doc(pk, 1);
+	key(pk, "functions");
+	msgpack_pack_array(pk, 1);
+	msgpack_pack_map(pk, 2);
+	kv_str(pk, "name", "a");
+	key(pk, k);
+}
+
+static void edge_out_of_range(msgpack_packer *pk)
+{
+	doc(pk, 2);
+	fns(pk, 2);
+	key(pk, "edges");
+	msgpack_pack_array(pk, 2);
+	for (uint32_t i = 0; i < 2; i++) {
+		msgpack_pack_map(pk, 2);
+		kv_u64(pk, "caller", i);
+		kv_u64(pk, "callee", i + 1);
+	}
+}
+
+static void edge_nil(msgpack_packer *pk)
+{
+	doc(pk, 2);
+	fns(pk, 1);
+	key(pk, "edges");
+	msgpack_pack_array(pk, 1);
+	msgpack_pack_map(pk, 2);
+	key(pk, "caller");
+	msgpack_pack_nil(pk);
+	kv_u64(pk, "callee", 0);
+}
+
+static void parent_is_self(msgpack_packer *pk)
+{
+	static const int64_t nodes[] = { -1, -1, 0, 0, 2, 0 };
+
+	doc(pk, 2);
+	fns(pk, 1);
+	cct(pk, 3, nodes);
+}
+
+static void parent_after_child(msgpack_packer *pk)
+{
+	static const int64_t nodes[] = { -1, -1, 2, 0, 0, 0 };
+
+	doc(pk, 2);
+	fns(pk, 1);
+	cct(pk, 3, nodes);
+}
+
+static void root_with_parent(msgpack_packer *pk)
+{
+	static const int64_t nodes[] = { 0, -1 };
+
+	doc(pk, 1);
+	cct(pk, 1, nodes);
+}
+
+static void second_root(msgpack_packer *pk)
+{
+	static const int64_t nodes[] = { -1, -1, -1, 0 };
+
+	doc(pk, 2);
+	fns(pk, 1);
+	cct(pk, 2, nodes);
+}
+
+static void node_fn_out_of_range(msgpack_packer *pk)
+{
+	static const int64_t nodes[] = { -1, -1, 0, 5 };
+
+	doc(pk, 2);
+	fns(pk, 1);
+	cct(pk, 2, nodes);
+}
+
+static void string_for_int(msgpack_packer *pk)
+{
+	fn_with(pk, "calls");
+	msgpack_pack_str_with_body(pk, "many", 4);
+}
+
+static void int_for_string(msgpack_packer *pk)
+{
+	fn_with(pk, "category");
+	msgpack_pack_uint8(pk, 5);
+}
+
+static void negative_count(msgpack_packer *pk)
+{
+	fn_with(pk, "self_ns");
+	msgpack_pack_int8(pk, -5);
+}
+
+static void float_count(msgpack_packer *pk)
+{
+	fn_with(pk, "min_ns");
+	msgpack_pack_double(pk, 1.0);
+}
+
+static void line_too_big(msgpack_packer *pk)
+{
+	fn_with(pk, "line");
+	msgpack_pack_uint64(pk, 1ull << 32);
+}
+
+static void nul_in_string(msgpack_packer *pk)
+{
+	fn_with(pk, "file");
+	msgpack_pack_str_with_body(pk, "a\0b", 3);
+}
+
+static void duplicate_key(msgpack_packer *pk)
+{
+	fn_with(pk, "name");
+	msgpack_pack_str_with_body(pk, "b", 1);
+}
+
+static void missing_name(msgpack_packer *pk)
+{
+	doc(pk, 1);
+	key(pk, "functions");
+	msgpack_pack_array(pk, 1);
+	msgpack_pack_map(pk, 1);
+	kv_str(pk, "category", "x");
+}
+
+static void pid_too_big(msgpack_packer *pk)
+{
+	doc(pk, 1);
+	key(pk, "sources");
+	msgpack_pack_array(pk, 1);
+	msgpack_pack_map(pk, 2);
+	kv_str(pk, "name", "s");
+	kv_u64(pk, "pid", 1ull << 31);
+}
+
+static void huge_array(msgpack_packer *pk)
+{
+	doc(pk, 1);
+	key(pk, "functions");
+	msgpack_pack_array(pk, UINT32_MAX); /* the header alone */
+}
+
+static void huge_map_in_record(msgpack_packer *pk)
+{
+	doc(pk, 1);
+	key(pk, "functions");
+	msgpack_pack_array(pk, 1);
+	msgpack_pack_map(pk, UINT32_MAX);
+	kv_str(pk, "name", "a");
+}
+
+static void huge_string(msgpack_packer *pk)
+{
+	fn_with(pk, "file");
+	msgpack_pack_str(pk, UINT32_MAX);
+	msgpack_pack_str_body(pk, "abc", 3);
+}
+
+static void huge_array_odd_key(msgpack_packer *pk)
+{
+	doc(pk, 1);
+	key(pk, "\x01what\nnot");
+	msgpack_pack_array(pk, 100);
+	msgpack_pack_nil(pk);
+}
+
+static void top_is_array(msgpack_packer *pk)
+{
+	msgpack_pack_array(pk, 0);
+}
+
+static void no_version(msgpack_packer *pk)
+{
+	msgpack_pack_map(pk, 1);
+	fns(pk, 1);
+}
+
+static void version_string(msgpack_packer *pk)
+{
+	msgpack_pack_map(pk, 1);
+	kv_str(pk, "version", "1.0");
+}
+
+static void version_twice(msgpack_packer *pk)
+{
+	doc(pk, 1);
+	key(pk, "version");
+	msgpack_pack_array(pk, 2);
+	msgpack_pack_uint8(pk, 1);
+	msgpack_pack_uint8(pk, 0);
+}
+
+static void section_not_array(msgpack_packer *pk)
+{
+	doc(pk, 1);
+	key(pk, "edges");
+	msgpack_pack_map(pk, 0);
+}
+
+static void record_not_map(msgpack_packer *pk)
+{
+	doc(pk, 1);
+	key(pk, "sources");
+	msgpack_pack_array(pk, 1);
+	msgpack_pack_uint8(pk, 1);
+}
+
+static void anomaly_wrong_type(msgpack_packer *pk)
+{
+	doc(pk, 1);
+	key(pk, "totals");
+	msgpack_pack_map(pk, 1);
+	key(pk, "anomalies");
+	msgpack_pack_map(pk, 1);
+	kv_str(pk, "clamped", "x");
+}
+
+static void caps_too_big(msgpack_packer *pk)
+{
+	doc(pk, 1);
+	key(pk, "header");
+	msgpack_pack_map(pk, 1);
+	key(pk, "caps");
+	msgpack_pack_map(pk, 1);
+	kv_u64(pk, "max_depth", UINT64_MAX);
+}
+
+static void trailing_nil(msgpack_packer *pk)
+{
+	doc(pk, 0);
+	msgpack_pack_nil(pk);
+}
+
+static void reserved_byte(msgpack_packer *pk)
+{
+	doc(pk, 1);
+	key(pk, "x");
+	msgpack_pack_array(pk, 1);
+	pk->callback(pk->data, "\xc1", 1);
+}
+
+struct bad_doc {
+	const char *name;
+	void (*pack)(msgpack_packer *pk);
+	const char *why; /* what the message starts with */
+};
+
+static const struct bad_doc bad_docs[] = {
+	{ "edge out of range", edge_out_of_range,
+	  "edges[1].callee: 2 is not a function index (2 functions)" },
+	{ "edge to nil", edge_nil, "edges[0].caller: nil where a function index is needed" },
+	{ "parent is self", parent_is_self,
+	  "cct[2].parent: 2 does not come before node 2 (parents come first)" },
+	{ "parent after child", parent_after_child,
+	  "cct[1].parent: 2 does not come before node 1 (parents come first)" },
+	{ "root with parent", root_with_parent,
+	  "cct[0].parent: the root (node 0) must have a nil parent" },
+	{ "second root", second_root, "cct[1].parent: nil, but only node 0 is a root" },
+	{ "node fn out of range", node_fn_out_of_range,
+	  "cct[1].fn: 5 is not a function index (1 functions)" },
+	{ "string for int", string_for_int,
+	  "functions[0].calls: expected an unsigned integer, got a string" },
+	{ "int for string", int_for_string,
+	  "functions[0].category: expected a string, got an unsigned integer" },
+	{ "negative count", negative_count,
+	  "functions[0].self_ns: expected an unsigned integer, got a negative integer" },
+	{ "float count", float_count,
+	  "functions[0].min_ns: expected an unsigned integer, got a float" },
+	{ "line too big", line_too_big,
+	  "functions[0].line: 4294967296 is out of range (max 4294967295)" },
+	{ "NUL in string", nul_in_string, "functions[0].file: string contains a NUL byte" },
+	{ "duplicate key", duplicate_key, "functions[0].name: duplicate key" },
+	{ "missing name", missing_name, "functions[0]: missing key \"name\"" },
+	{ "pid too big", pid_too_big,
+	  "sources[0].pid: out of the range of a 32-bit signed integer" },
+	{ "huge array", huge_array,
+	  "functions: an array of 4294967295 entries cannot fit in the 0 bytes left" },
+	{ "huge map", huge_map_in_record,
+	  "functions[0]: a map of 4294967295 entries cannot fit in the 7 bytes left" },
+	{ "huge string", huge_string, "functions[0].file: truncated: the input ends at byte" },
+	{ "odd key", huge_array_odd_key,
+	  "?what?not: an array of 100 entries cannot fit in the 1 bytes left" },
+	{ "top is array", top_is_array, "snapshot: expected a map at the top, got an array" },
+	{ "no version", no_version, "snapshot: no \"version\" key" },
+	{ "version string", version_string, "version: expected [major, minor], got a string" },
+	{ "version twice", version_twice, "version: duplicate key" },
+	{ "section not array", section_not_array, "edges: expected an array, got a map" },
+	{ "record not map", record_not_map, "sources[0]: expected a map, got an unsigned integer" },
+	{ "anomaly wrong type", anomaly_wrong_type,
+	  "totals.anomalies.clamped: expected an unsigned integer, got a string" },
+	{ "caps too big", caps_too_big,
+	  "header.caps.max_depth: 18446744073709551615 is out of range (max 4294967295)" },
+	{ "trailing bytes", trailing_nil, "snapshot: 1 bytes after the end of the snapshot" },
+	{ "reserved byte", reserved_byte, "x[0]: byte 0xc1 at offset 15 is not MessagePack" },
+};
+
+static void test_snapshot_malformed_rejected(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < ARRAY_SIZE(bad_docs); i++) {
+		msgpack_sbuffer sb;
+		msgpack_packer pk;
+		char *p;
+
+		msgpack_sbuffer_init(&sb);
+		msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+		bad_docs[i].pack(&pk);
+		p = malloc(sb.size); /* exact size, for ASan */
+		assert_non_null(p);
+		memcpy(p, sb.data, sb.size);
+		print_message("  %s\n", bad_docs[i].name);
+		decode_fails(p, sb.size, -EINVAL, bad_docs[i].why);
+		free(p);
+		msgpack_sbuffer_destroy(&sb);
+	}
+}
+
+/* @depth arrays inside each other under an unknown key, the innermost holding 1. */
+static int decode_nested(uint32_t depth, char *why)
+{
+	struct rp_report r;
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+	int err;
+
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	doc(&pk, 1);
+	key(&pk, "deep");
+	for (uint32_t i = 0; i < depth; i++)
+		msgpack_pack_array(&pk, 1);
+	msgpack_pack_uint8(&pk, 1);
+	err = rp_snapshot_decode(sb.data, sb.size, &r, why);
+	rp_report_free(&r);
+	msgpack_sbuffer_destroy(&sb);
+	return err;
+}
+
+/* msgpack-c opens at most 32 containers; the pre-scan must agree exactly (the top
+ * map is one of them), or msgpack-c would refuse what the scan let through. */
+static void test_snapshot_nesting_limit(void **state)
+{
+	char why[RP_WHY_MAX];
+
+	(void)state;
+	assert_int_equal(decode_nested(31, why), 0);
+	assert_int_equal(decode_nested(32, why), -EINVAL);
+	assert_non_null(strstr(why, "nested deeper than 32 containers"));
+	assert_int_equal(strncmp(why, "deep[0][0]", 10), 0);
+	assert_int_equal(decode_nested(1000, why), -EINVAL);
+}
+
+/* --- sinks ------------------------------------------------------------------------------ */
+
+struct failing_sink {
+	size_t left; /* bytes accepted before failing */
+	size_t calls;
+};
+
+static int failing_sink(void *ctx, const void *buf, size_t len)
+{
+	struct failing_sink *s = ctx;
+
+	(void)buf;
+	s->calls++;
+	if (len > s->left)
+		return -ENOSPC;
+	s->left -= len;
+	return 0;
+}
+
+static void test_snapshot_sink_error_returned(void **state)
+{
+	struct rp_report a;
+	struct failing_sink s = { .left = 0 };
+	struct rp_membuf m;
+
+	(void)state;
+	build(&a, 60, &big);
+	assert_int_equal(rp_snapshot_encode(&a, failing_sink, &s), -ENOSPC);
+	assert_int_equal(s.calls, 1); /* nothing is written after an error */
+	encode(&a, &m);
+	s = (struct failing_sink){ .left = m.len / 2 };
+	assert_int_equal(rp_snapshot_encode(&a, failing_sink, &s), -ENOSPC);
+	assert_true(s.calls < m.len / 4096); /* the sink gets chunks, not single values */
+	rp_membuf_free(&m);
+	rp_report_free(&a);
+}
+
+static void test_snapshot_membuf_grows(void **state)
+{
+	struct rp_membuf m = { 0 };
+	char big_chunk[40000];
+
+	(void)state;
+	for (int i = 0; i < 100000; i++) {
+		char c = (char)(i % 251);
+
+		assert_int_equal(rp_membuf_sink(&m, &c, 1), 0);
+	}
+	assert_int_equal(m.len, 100000);
+	assert_int_equal(m.cap, 131072); /* 4096, doubled */
+	for (int i = 0; i < 100000; i++)
+		assert_int_equal(m.data[i], (char)(i % 251));
+	memset(big_chunk, 7, sizeof(big_chunk));
+	assert_int_equal(rp_membuf_sink(&m, big_chunk, sizeof(big_chunk)), 0);
+	assert_int_equal(m.cap, 262144);
+	assert_memory_equal(m.data + 100000, big_chunk, sizeof(big_chunk));
+	assert_int_equal(rp_membuf_sink(&m, NULL, 0), 0);
+	rp_membuf_free(&m);
+	assert_null(m.data);
+	assert_int_equal(m.len + m.cap, 0);
+	rp_membuf_free(NULL);
+}
+
+/* --- files ---------------------------------------------------------------------------- */
+
+static int dir_setup(void **state)
+{
+	char *dir = strdup("/tmp/rp_test_snapshot_XXXXXX");
+
+	if (dir == NULL || mkdtemp(dir) == NULL)
+		return -1;
+	*state = dir;
+	return 0;
+}
+
+static int dir_teardown(void **state)
+{
+	char *dir = *state, path[4096];
+	DIR *d = opendir(dir);
+	struct dirent *e;
+
+	while (d != NULL && (e = readdir(d)) != NULL) {
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+		unlink(path);
+	}
+	if (d != NULL)
+		closedir(d);
+	rmdir(dir);
+	free(dir);
+	return 0;
+}
+
+/* The names in @dir, sorted, space-separated, into @out. */
+static void dir_list(const char *dir, char *out, size_t n)
+{
+	struct dirent **names;
+	int k = scandir(dir, &names, NULL, alphasort);
+
+	assert_true(k >= 0);
+	out[0] = '\0';
+	for (int i = 0; i < k; i++) {
+		if (names[i]->d_name[0] != '.') {
+			strncat(out, out[0] ? " " : "", n - strlen(out) - 1);
+			strncat(out, names[i]->d_name, n - strlen(out) - 1);
+		}
+		free(names[i]);
+	}
+	free(names);
+}
+
+static void file_bytes(const char *path, struct rp_membuf *m)
+{
+	FILE *f = fopen(path, "rb");
+	char buf[65536];
+	size_t n;
+
+	assert_non_null(f);
+	*m = (struct rp_membuf){ 0 };
+	while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
+		assert_int_equal(rp_membuf_sink(m, buf, n), 0);
+	fclose(f);
+}
+
+static void write_ok(const char *path, const struct rp_report *r)
+{
+	char why[RP_WHY_MAX];
+	int err = rp_snapshot_write_file(path, r, why);
+
+	if (err != 0)
+		fail_msg("write %s: %d (%s)", path, err, why);
+}
+
+static void test_snapshot_file_round_trip(void **state)
+{
+	const char *dir = *state;
+	char path[4096], names[256], why[RP_WHY_MAX];
+	struct rp_report a, b;
+	struct rp_membuf m, f;
+
+	build(&a, 70, &big);
+	snprintf(path, sizeof(path), "%s/snap.msgpack", dir);
+	write_ok(path, &a);
+	dir_list(dir, names, sizeof(names));
+	assert_string_equal(names, "snap.msgpack");
+	assert_int_equal(rp_snapshot_read_file(path, &b, why), 0);
+	assert_same(&a, &b);
+	encode(&a, &m);
+	file_bytes(path, &f);
+	assert_int_equal(m.len, f.len);
+	assert_memory_equal(m.data, f.data, m.len);
+	rp_membuf_free(&m);
+	rp_membuf_free(&f);
+	rp_report_free(&a);
+	rp_report_free(&b);
+}
+
+static void test_snapshot_file_missing_dir(void **state)
+{
+	const char *dir = *state;
+	char path[4096], tmp[4200], names[256], why[RP_WHY_MAX];
+	struct rp_report a;
+
+	build(&a, 71, &small);
+	snprintf(path, sizeof(path), "%s/no/such/dir/snap.msgpack", dir);
+	assert_int_equal(rp_snapshot_write_file(path, &a, why), -ENOENT);
+	assert_non_null(strstr(why, "No such file or directory"));
+	snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid());
+	assert_int_equal(access(tmp, F_OK), -1);
+	dir_list(dir, names, sizeof(names));
+	assert_string_equal(names, "");
+	rp_report_free(&a);
+}
+
+/* A write that fails half-way (the file size limit) leaves the old snapshot whole
+ * and no temporary file behind. */
+static void test_snapshot_file_failed_write_keeps_old(void **state)
+{
+	const char *dir = *state;
+	char path[4096], names[256], why[RP_WHY_MAX];
+	struct rp_report a, b;
+	struct rp_membuf before, after;
+	struct rlimit old, lim;
+	void (*old_handler)(int);
+	int err;
+
+	build(&a, 72, &small);
+	build(&b, 73, &big);
+	snprintf(path, sizeof(path), "%s/snap.msgpack", dir);
+	write_ok(path, &a);
+	file_bytes(path, &before);
+
+	assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
+	lim = (struct rlimit){ .rlim_cur = 100000, .rlim_max = old.rlim_max };
+	old_handler = signal(SIGXFSZ, SIG_IGN);
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
+	err = rp_snapshot_write_file(path, &b, why);
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
+	signal(SIGXFSZ, old_handler);
+
+	assert_int_equal(err, -EFBIG);
+	assert_int_equal(strncmp(why, "cannot write ", 13), 0);
+	dir_list(dir, names, sizeof(names));
+	assert_string_equal(names, "snap.msgpack");
+	file_bytes(path, &after);
+	assert_int_equal(before.len, after.len);
+	assert_memory_equal(before.data, after.data, before.len);
+	rp_membuf_free(&before);
+	rp_membuf_free(&after);
+	rp_report_free(&a);
+	rp_report_free(&b);
+}
+
+struct reader {
+	const char *path;
+	const struct rp_report *a, *b;
+	atomic_bool stop;
+	unsigned reads, seen_a, seen_b, bad;
+	char what[WHAT_MAX];
+};
+
+static void *reader_main(void *arg)
+{
+	struct reader *rd = arg;
+
+	while (!atomic_load(&rd->stop) || rd->reads < 10) {
+		struct rp_report r;
+		char why[RP_WHY_MAX], w[WHAT_MAX];
+		int err = rp_snapshot_read_file(rd->path, &r, why);
+
+		rd->reads++;
+		if (err != 0) {
+			rd->bad++;
+			snprintf(rd->what, sizeof(rd->what), "read: %s", why);
+		} else if (report_same(rd->a, &r, w)) {
+			rd->seen_a++;
+		} else if (report_same(rd->b, &r, w)) {
+			rd->seen_b++;
+		} else {
+			rd->bad++;
+			snprintf(rd->what, sizeof(rd->what), "neither: %.200s", w);
+		}
+		rp_report_free(&r);
+	}
+	return NULL;
+}
+
+/* A reader racing the writer sees one snapshot or the other, whole, every time. */
+static void test_snapshot_file_replace_atomic(void **state)
+{
+	const char *dir = *state;
+	char path[4096], names[256];
+	struct rp_report a, b;
+	struct reader rd = { .path = path, .a = &a, .b = &b };
+	pthread_t t;
+
+	build(&a, 74, &small);
+	build(&b, 75,
+	      &(struct shape){
+		      .sources = 3, .fns = 300, .edges = 600, .nodes = 900, .str_max = 64 });
+	snprintf(path, sizeof(path), "%s/snap.msgpack", dir);
+	write_ok(path, &a);
+	assert_int_equal(pthread_create(&t, NULL, reader_main, &rd), 0);
+	for (int i = 0; i < 40; i++)
+		write_ok(path, i % 2 ? &a : &b);
+	atomic_store(&rd.stop, true);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	print_message("  %u reads: %u first, %u second\n", rd.reads, rd.seen_a, rd.seen_b);
+	if (rd.bad)
+		fail_msg("%u bad reads; last: %s", rd.bad, rd.what);
+	dir_list(dir, names, sizeof(names));
+	assert_string_equal(names, "snap.msgpack");
+	rp_report_free(&a);
+	rp_report_free(&b);
+}
+
+static void test_snapshot_read_file_errors(void **state)
+{
+	const char *dir = *state;
+	char path[4096], why[RP_WHY_MAX];
+	struct rp_report r;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/missing", dir);
+	assert_int_equal(rp_snapshot_read_file(path, &r, why), -ENOENT);
+	assert_int_equal(strncmp(why, "cannot open ", 12), 0);
+	rp_report_free(&r);
+	assert_int_equal(rp_snapshot_read_file(dir, &r, why), -EISDIR);
+	rp_report_free(&r);
+	snprintf(path, sizeof(path), "%s/empty", dir);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fclose(f);
+	assert_int_equal(rp_snapshot_read_file(path, &r, why), -EINVAL);
+	assert_string_equal(why, "snapshot: empty input");
+	rp_report_free(&r);
+	/* A pipe: no size known in advance. */
+	assert_int_equal(rp_snapshot_read_file("/dev/null", &r, why), -EINVAL);
+	rp_report_free(&r);
+}
+
+/* --- another reader: Python's msgpack ---------------------------------------------------- */
+
+static const char py_script[] =
+	"import sys, msgpack\n"
+	"d = msgpack.unpackb(open(sys.argv[1], 'rb').read(), raw=False)\n"
+	"M = 2 ** 64\n"
+	"f, n = d['functions'], d['cct']\n"
+	"print(list(d)[0], d['version'][0], d['version'][1], d['totals']['events'],\n"
+	"      d['totals']['anomalies']['open_at_end'], d['header']['clock'],\n"
+	"      d['header']['caps']['max_sources'], d['sources'][0]['pid'],\n"
+	"      len(d['sources']), len(f), len(d['edges']), len(n),\n"
+	"      sum(x['calls'] for x in f) % M, sum(len(x['name'].encode()) for x in f),\n"
+	"      n[0]['parent'] is None, n[0]['fn'] is None, sum(x['total_ns'] for x in n) % M,\n"
+	"      max(x['callee'] for x in d['edges']))\n";
+
+static bool python_has_msgpack(void)
+{
+	return access(PYTHON, X_OK) == 0 &&
+	       system(PYTHON " -c 'import msgpack' >/dev/null 2>&1") == 0;
+}
+
+/* What py_script prints for @a, computed here. */
+static void py_expected(const struct rp_report *a, char *out, size_t n)
+{
+	uint64_t calls = 0, name_bytes = 0, total = 0;
+	uint32_t callee = 0;
+
+	for (uint32_t i = 0; i < a->n_fns; i++) {
+		calls += a->fns[i].calls; /* wraps like the script's % 2**64 */
+		name_bytes += strlen(a->fns[i].name);
+	}
+	for (uint32_t i = 0; i < a->n_nodes; i++)
+		total += a->nodes[i].total_ns;
+	for (uint32_t i = 0; i < a->n_edges; i++)
+		callee = a->edges[i].callee > callee ? a->edges[i].callee : callee;
+	snprintf(out, n,
+		 "version 1 0 %" PRIu64 " %" PRIu64 " %s %" PRIu32 " %" PRId32 " %" PRIu32
+		 " %" PRIu32 " %" PRIu32 " %" PRIu32 " %" PRIu64 " %" PRIu64 " True True %" PRIu64
+		 " %" PRIu32 "\n",
+		 a->events, a->anomalies[RP_ANOM_OPEN_AT_END], a->clock, a->caps.max_sources,
+		 a->sources[0].pid, a->n_sources, a->n_fns, a->n_edges, a->n_nodes, calls,
+		 name_bytes, total, callee);
+}
+
+static void test_snapshot_python_reads_it(void **state)
+{
+	const char *dir = *state;
+	char snap[4096], script[4096], cmd[9000], want[512], got[512] = "";
+	struct rp_report a;
+	FILE *f;
+
+	if (!python_has_msgpack())
+		skip();
+	build(&a, 80, &big);
+	snprintf(snap, sizeof(snap), "%s/snap.msgpack", dir);
+	snprintf(script, sizeof(script), "%s/read.py", dir);
+	write_ok(snap, &a);
+	f = fopen(script, "w");
+	assert_non_null(f);
+	fputs(py_script, f);
+	fclose(f);
+	snprintf(cmd, sizeof(cmd), PYTHON " %s %s", script, snap);
+	f = popen(cmd, "r");
+	assert_non_null(f);
+	if (fgets(got, sizeof(got), f) == NULL)
+		got[0] = '\0';
+	assert_int_equal(pclose(f), 0);
+	py_expected(&a, want, sizeof(want));
+	assert_string_equal(got, want);
+	rp_report_free(&a);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_snapshot_round_trip),
+		cmocka_unit_test(test_snapshot_round_trip_null_strings),
+		cmocka_unit_test(test_snapshot_encode_deterministic),
+		cmocka_unit_test(test_snapshot_encode_matches_schema),
+		cmocka_unit_test(test_snapshot_unknown_keys_skipped),
+		cmocka_unit_test(test_snapshot_minus_one_is_nil),
+		cmocka_unit_test(test_snapshot_minor_version_accepted),
+		cmocka_unit_test(test_snapshot_major_version_rejected),
+		cmocka_unit_test(test_snapshot_long_strings_cut),
+		cmocka_unit_test(test_snapshot_truncations_rejected),
+		cmocka_unit_test(test_snapshot_malformed_rejected),
+		cmocka_unit_test(test_snapshot_nesting_limit),
+		cmocka_unit_test(test_snapshot_sink_error_returned),
+		cmocka_unit_test(test_snapshot_membuf_grows),
+		cmocka_unit_test_setup_teardown(test_snapshot_file_round_trip, dir_setup,
+						dir_teardown),
+		cmocka_unit_test_setup_teardown(test_snapshot_file_missing_dir, dir_setup,
+						dir_teardown),
+		cmocka_unit_test_setup_teardown(test_snapshot_file_failed_write_keeps_old,
+						dir_setup, dir_teardown),
+		cmocka_unit_test_setup_teardown(test_snapshot_file_replace_atomic, dir_setup,
+						dir_teardown),
+		cmocka_unit_test_setup_teardown(test_snapshot_read_file_errors, dir_setup,
+						dir_teardown),
+		cmocka_unit_test_setup_teardown(test_snapshot_python_reads_it, dir_setup,
+						dir_teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
