@@ -5,6 +5,7 @@
  * into BEGIN/END events, sort those by time and feed the engine.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,6 +99,12 @@ static int on_event(void *ctx, const struct rp_chrome_ev *ev)
 
 	if ((ev->ph != 'X' && ev->ph != 'B' && ev->ph != 'E') || !ev->has_ts)
 		return 0;
+	/* Times before the epoch, or whose end does not fit in 64 bits, are not times
+	 * (the engine's clock is unsigned): counted, skipped. */
+	if (ev->ts_ns < 0 || (ev->ph == 'X' && ev->has_dur && ev->dur_ns > INT64_MAX - ev->ts_ns)) {
+		counts(m)->anomalies[RP_ANOM_BAD_EVENT]++;
+		return 0;
+	}
 	track = rp_names_get(&m->tracks, ev->pid, ev->tid, "", 0, &full);
 	if (full) {
 		counts(m)->anomalies[RP_ANOM_TRACK_CAP]++;

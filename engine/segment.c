@@ -233,8 +233,13 @@ int rp_segment_open(const char *name, struct rp_segment **out, char why[RP_WHY_M
 			   (unsigned)st.st_uid, (unsigned)geteuid());
 		goto err_close;
 	}
-	if (st.st_size < (off_t)sizeof(struct rp_wire_header) ||
-	    (uint64_t)st.st_size > RP_WIRE_MAX_SEGMENT) {
+	if (st.st_size < (off_t)sizeof(struct rp_wire_header)) {
+		/* A producer between shm_open and ftruncate: not refused, retried. */
+		err = fail(why, -EAGAIN, "%s: size %lld: still being created", name,
+			   (long long)st.st_size);
+		goto err_close;
+	}
+	if ((uint64_t)st.st_size > RP_WIRE_MAX_SEGMENT) {
 		err = fail(why, -EINVAL, "%s: size %lld is not a segment's", name,
 			   (long long)st.st_size);
 		goto err_close;

@@ -84,7 +84,8 @@ struct rp_ring_info {
  * @why:  on failure, one line saying why
  *
  * Refuses segments owned by another uid (-EACCES) and any malformed header.
- * @return 0 or -errno (see rp_segment_validate for the validation errors).
+ * @return 0 or -errno (see rp_segment_validate for the validation errors); -EAGAIN
+ *	   for a segment still being created (too small, or no magic yet): retry.
  */
 int rp_segment_open(const char *name, struct rp_segment **out, char why[RP_WHY_MAX]);
 

@@ -159,7 +159,9 @@ static int attach(struct rp_sources *ss, const char *name)
 	int err, src;
 
 	err = rp_segment_open(name, &seg, why);
-	if (err == -EAGAIN || err == -ENOENT) /* still being created, or gone */
+	if (err == -EAGAIN)
+		ss->pending++; /* still being created: the next scan takes it */
+	if (err == -EAGAIN || err == -ENOENT)
 		return 0;
 	if (err) {
 		ss->refused++;
@@ -195,6 +197,7 @@ int rp_sources_scan(struct rp_sources *ss)
 
 	if (d == NULL)
 		return -errno;
+	ss->pending = 0;
 	snprintf(prefix, sizeof(prefix), RP_WIRE_NAME_PREFIX "%s.", ss->session);
 	for (struct dirent *de; (de = readdir(d)) != NULL;) {
 		const char *rest = de->d_name + strlen(prefix);

@@ -44,6 +44,7 @@ struct rp_sources {
 	char **seen;			/* names refused or finished: not retried */
 	uint32_t n_seen, cap_seen;
 	uint64_t refused;		/* segments refused (uid, malformed) */
+	uint32_t pending;		/* segments still being created at the last scan */
 	uint64_t attached;		/* segments attached since start */
 	void (*log)(void *ctx, const char *line); /* one line per notable event; may be NULL */
 	void *log_ctx;
@@ -59,7 +60,8 @@ int rp_sources_init(struct rp_sources *ss, struct rp_engine *e, const char *sess
 /** rp_sources_free() - detach everything (no unlink). */
 void rp_sources_free(struct rp_sources *ss);
 
-/** rp_sources_scan() - attach the session's new segments. @return how many. */
+/** rp_sources_scan() - attach the session's new segments. @return how many.
+ * Segments still being created are counted in ss->pending: scan again soon. */
 int rp_sources_scan(struct rp_sources *ss);
 
 /**

@@ -56,6 +56,7 @@ struct daemon {
 	unsigned snapshots;
 	uint64_t snap_started;
 	uint64_t processed;
+	uint64_t ticks;
 	bool quiet;
 };
 
@@ -115,6 +116,10 @@ static void on_tick(void *ctx, int res)
 	uint64_t before = d->processed;
 
 	(void)res;
+	/* Segments seen while still being created give no further inotify event;
+	 * and a full rescan now and then covers an overflowed inotify queue. */
+	if (d->ss.pending > 0 || ++d->ticks % 100 == 0)
+		rp_sources_scan(&d->ss);
 	drain(d, mono_ns() - d->delay_ns);
 	if (d->processed == before)
 		arm_doorbells(d);

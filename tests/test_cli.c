@@ -1,0 +1,326 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The CLI end to end, through the built binaries (RP_BIN_DIR): analyze renders the
+ * same figures as the in-process engine, in JSON and in a pstats file that Python's
+ * pstats loads with the same totals; bad input gives one line and a non-zero exit;
+ * and the live path: `ringprof run` + `ringprof-demo` + `ringprof snapshot`, whose
+ * json report accounts for every event the demo emitted (events + dropped), a
+ * producer killed mid-span, and an engine killed and restarted.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <yajl/yajl_tree.h>
+
+#include "import_chrome.h"
+#include "support.h"
+
+static char bindir[512], bin[600], tmpdir[256], torch[512];
+
+/* Runs a shell command; its stdout in *out (malloc'ed, may be NULL); exit status. */
+static int run(char **out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int run(char **out, const char *fmt, ...)
+{
+	char cmd[4096], *buf = NULL;
+	size_t len = 0, cap = 0, got;
+	va_list ap;
+	FILE *p;
+	int st;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	p = popen(cmd, "r");
+	assert_non_null(p);
+	do {
+		if (len + 4096 > cap) {
+			cap = cap ? cap * 2 : 65536;
+			buf = realloc(buf, cap);
+			assert_non_null(buf);
+		}
+		got = fread(buf + len, 1, cap - len - 1, p);
+		len += got;
+	} while (got > 0);
+	buf[len] = '\0';
+	st = pclose(p);
+	if (out)
+		*out = buf;
+	else
+		free(buf);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static uint64_t json_u64(yajl_val v, const char *key)
+{
+	const char *path[] = { key, NULL };
+	yajl_val x = yajl_tree_get(v, path, yajl_t_number);
+
+	assert_non_null(x);
+	return strtoull(YAJL_GET_NUMBER(x), NULL, 10);
+}
+
+static void test_cli_analyze_json_matches_engine(void **state)
+{
+	char *out, why[RP_WHY_MAX], err[256];
+	struct rp_engine *e;
+	struct rp_report r;
+	yajl_val root, fns;
+	const char *fpath[] = { "functions", NULL };
+	uint64_t self = 0, calls = 0;
+
+	(void)state;
+	assert_int_equal(run(&out, "%s analyze %s --format json", bin, torch), 0);
+	root = yajl_tree_parse(out, err, sizeof(err));
+	assert_non_null(root);
+	assert_int_equal(rp_engine_open(NULL, &e), 0);
+	assert_int_equal(rp_import_chrome(e, torch, NULL, NULL, why), 0);
+	assert_int_equal(rp_engine_report(e, &r), 0);
+	assert_int_equal(json_u64(root, "events"), r.events);
+	fns = yajl_tree_get(root, fpath, yajl_t_array);
+	assert_non_null(fns);
+	assert_int_equal(YAJL_GET_ARRAY(fns)->len, r.n_fns);
+	for (size_t i = 0; i < YAJL_GET_ARRAY(fns)->len; i++) {
+		self += json_u64(YAJL_GET_ARRAY(fns)->values[i], "self_ns");
+		calls += json_u64(YAJL_GET_ARRAY(fns)->values[i], "calls");
+	}
+	for (uint32_t i = 0; i < r.n_fns; i++) {
+		self -= r.fns[i].self_ns;
+		calls -= r.fns[i].calls;
+	}
+	assert_int_equal(self, 0);
+	assert_int_equal(calls, 0);
+	rp_report_free(&r);
+	rp_engine_close(e);
+	yajl_tree_free(root);
+	free(out);
+}
+
+static void test_cli_pstats_loads_in_python(void **state)
+{
+	char *out, prof[512];
+	double tt, want_tt = 0;
+	unsigned long long nc, pc, want_nc = 0, want_pc = 0;
+	char why[RP_WHY_MAX];
+	struct rp_engine *e;
+	struct rp_report r;
+
+	(void)state;
+	if (access("/usr/bin/python3", X_OK) != 0)
+		skip();
+	snprintf(prof, sizeof(prof), "%s/torch.prof", tmpdir);
+	assert_int_equal(run(NULL, "%s analyze %s --format pstats -o %s", bin, torch,
+			     prof), 0);
+	assert_int_equal(run(&out, "/usr/bin/python3 -c \"import pstats; s = pstats.Stats('%s');"
+				   " print(s.total_calls, s.prim_calls, repr(s.total_tt))\"",
+			     prof), 0);
+	assert_int_equal(sscanf(out, "%llu %llu %lf", &nc, &pc, &tt), 3);
+	assert_int_equal(rp_engine_open(NULL, &e), 0);
+	assert_int_equal(rp_import_chrome(e, torch, NULL, NULL, why), 0);
+	assert_int_equal(rp_engine_report(e, &r), 0);
+	for (uint32_t i = 0; i < r.n_fns; i++) {
+		want_nc += r.fns[i].calls;
+		want_pc += r.fns[i].primitive_calls;
+		want_tt += (double)r.fns[i].self_ns / 1e9;
+	}
+	assert_int_equal(nc, want_nc);
+	assert_int_equal(pc, want_pc);
+	assert_true(tt > want_tt * (1 - 1e-9) && tt < want_tt * (1 + 1e-9));
+	rp_report_free(&r);
+	rp_engine_close(e);
+	free(out);
+}
+
+static void test_cli_errors_are_one_line(void **state)
+{
+	char *out;
+
+	(void)state;
+	assert_int_equal(run(&out, "%s analyze /nonexistent.json 2>&1", bin), 1);
+	assert_non_null(strstr(out, "ringprof: /nonexistent.json"));
+	assert_int_equal(strchr(out, '\n') - out + 1, (long)strlen(out));
+	free(out);
+	assert_int_equal(run(NULL, "%s analyze %s --format xml 2>/dev/null", bin,
+			     torch), 2);
+	assert_int_equal(run(NULL, "%s report /etc/hostname 2>/dev/null", bin), 1);
+	assert_int_equal(run(NULL, "%s frobnicate 2>/dev/null", bin), 2);
+	assert_int_equal(run(NULL, "%s snapshot --session nobody_here 2>/dev/null",
+			     bin), 1);
+}
+
+/* --- the live path --- */
+
+static pid_t start_engine(const char *session)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		char dir[300];
+		snprintf(dir, sizeof(dir), "%s/snaps", tmpdir);
+		execl(bin, "ringprof", "run", "--session", session, "--snapshot-dir", dir, "--quiet",
+		      (char *)NULL);
+		_exit(127);
+	}
+	return pid;
+}
+
+static void wait_engine_ready(const char *session)
+{
+	char name[128];
+	struct timespec ms = { 0, 10000000 };
+
+	snprintf(name, sizeof(name), "/dev/shm/ringprof.%s.engine", session);
+	for (int i = 0; i < 500 && access(name, F_OK) != 0; i++)
+		nanosleep(&ms, NULL);
+	assert_int_equal(access(name, F_OK), 0);
+}
+
+static int wait_exit(pid_t pid)
+{
+	int st;
+
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* The json report of the session's latest snapshot; events + dropped of sources
+ * whose pid is @pid. */
+static void snapshot_counts(const char *session, pid_t pid, uint64_t *events, uint64_t *dropped)
+{
+	char *path, *json, err[256];
+	const char *spath[] = { "sources", NULL };
+	yajl_val root, src;
+
+	assert_int_equal(run(&path, "%s snapshot --session %s", bin, session), 0);
+	path[strcspn(path, "\n")] = '\0';
+	assert_int_equal(run(&json, "%s report %s --format json", bin, path), 0);
+	root = yajl_tree_parse(json, err, sizeof(err));
+	assert_non_null(root);
+	src = yajl_tree_get(root, spath, yajl_t_array);
+	*events = *dropped = 0;
+	for (size_t i = 0; i < YAJL_GET_ARRAY(src)->len; i++) {
+		yajl_val s = YAJL_GET_ARRAY(src)->values[i];
+		if (json_u64(s, "pid") == (uint64_t)pid) {
+			*events += json_u64(s, "events");
+			*dropped += json_u64(s, "dropped");
+		}
+	}
+	yajl_tree_free(root);
+	free(json);
+	free(path);
+}
+
+static pid_t start_demo(const char *session, const char *args, int *out_fd)
+{
+	int p[2];
+	pid_t pid;
+
+	assert_int_equal(pipe(p), 0);
+	pid = fork();
+	if (pid == 0) {
+		char cmd[1024];
+		dup2(p[1], 1);
+		close(p[0]);
+		setenv("RINGPROF_SESSION", session, 1);
+		snprintf(cmd, sizeof(cmd), "exec %s-demo --quiet %s", bin, args);
+		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+		_exit(127);
+	}
+	close(p[1]);
+	*out_fd = p[0];
+	return pid;
+}
+
+static uint64_t read_emitted(int fd)
+{
+	char buf[256] = "";
+	unsigned long long n = 0;
+	ssize_t got = read(fd, buf, sizeof(buf) - 1);
+
+	close(fd);
+	assert_true(got > 0 && sscanf(buf, "emitted: %llu", &n) == 1);
+	return n;
+}
+
+static void test_cli_live_accounts_for_every_event(void **state)
+{
+	const char *session = "t_cli_live";
+	uint64_t events, dropped, emitted;
+	pid_t eng, demo;
+	int fd;
+
+	(void)state;
+	eng = start_engine(session);
+	wait_engine_ready(session);
+	demo = start_demo(session, "--duration 2 --rate 300 --time-scale 0.2", &fd);
+	emitted = read_emitted(fd);
+	assert_int_equal(wait_exit(demo), 0);
+	snapshot_counts(session, demo, &events, &dropped);
+	print_message("    emitted %llu, events %llu, dropped %llu\n",
+		      (unsigned long long)emitted, (unsigned long long)events,
+		      (unsigned long long)dropped);
+	assert_int_equal(events + dropped, emitted);
+	kill(eng, SIGTERM);
+	assert_int_equal(wait_exit(eng), 0);
+}
+
+/* The engine dies (SIGKILL) and a new one takes the running producer over. */
+static void test_cli_engine_restart_reattaches(void **state)
+{
+	const char *session = "t_cli_restart";
+	uint64_t events, dropped;
+	struct timespec pause = { 0, 300000000 };
+	pid_t eng, demo;
+	int fd;
+
+	(void)state;
+	eng = start_engine(session);
+	wait_engine_ready(session);
+	demo = start_demo(session, "--duration 3 --rate 200 --time-scale 0.2", &fd);
+	nanosleep(&pause, NULL);
+	kill(eng, SIGKILL);
+	assert_int_equal(wait_exit(eng), 128 + SIGKILL);
+	eng = start_engine(session); /* the marker names a dead pid: replaced */
+	wait_engine_ready(session);
+	nanosleep(&pause, NULL);
+	snapshot_counts(session, demo, &events, &dropped);
+	assert_true(events > 0); /* the new engine drains the same producer */
+	read_emitted(fd);
+	assert_int_equal(wait_exit(demo), 0);
+	kill(eng, SIGTERM);
+	assert_int_equal(wait_exit(eng), 0);
+}
+
+static int setup(void **state)
+{
+	const char *b = getenv("RP_BIN_DIR"), *d = getenv("RP_TESTDATA");
+
+	(void)state;
+	snprintf(bindir, sizeof(bindir), "%s", b ? b : "../tools");
+	snprintf(bin, sizeof(bin), "%s/ringprof", bindir);
+	snprintf(torch, sizeof(torch), "%s/torch/cpu_legacy_trace.json",
+		 d ? d : "../shared/testdata");
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/rp_cli_XXXXXX");
+	return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	return run(NULL, "rm -rf %s", tmpdir);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_cli_analyze_json_matches_engine),
+		cmocka_unit_test(test_cli_pstats_loads_in_python),
+		cmocka_unit_test(test_cli_errors_are_one_line),
+		cmocka_unit_test(test_cli_live_accounts_for_every_event),
+		cmocka_unit_test(test_cli_engine_restart_reattaches),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
