@@ -152,18 +152,30 @@ static void test_cli_errors_are_one_line(void **state)
 
 /* --- the live path --- */
 
-static pid_t start_engine(const char *session)
+/* @refuse_uring: make the loop believe io_uring is refused (the poll(2) path);
+ * the engine's stderr goes to <tmpdir>/<session>.err. */
+static pid_t start_engine_ex(const char *session, bool refuse_uring)
 {
 	pid_t pid = fork();
 
 	if (pid == 0) {
-		char dir[300];
+		char dir[300], err[400];
 		snprintf(dir, sizeof(dir), "%s/snaps", tmpdir);
+		snprintf(err, sizeof(err), "%s/%s.err", tmpdir, session);
+		if (freopen(err, "w", stderr) == NULL)
+			_exit(126);
+		if (refuse_uring)
+			setenv("RINGPROF_LOOP_FAIL_URING", "1", 1);
 		execl(bin, "ringprof", "run", "--session", session, "--snapshot-dir", dir, "--quiet",
 		      (char *)NULL);
 		_exit(127);
 	}
 	return pid;
+}
+
+static pid_t start_engine(const char *session)
+{
+	return start_engine_ex(session, false);
 }
 
 static void wait_engine_ready(const char *session)
@@ -183,6 +195,38 @@ static int wait_exit(pid_t pid)
 
 	assert_int_equal(waitpid(pid, &st, 0), pid);
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* Calls of every function row named @name. */
+static uint64_t calls_of(yajl_val root, const char *name)
+{
+	const char *fpath[] = { "functions", NULL }, *npath[] = { "name", NULL };
+	yajl_val fns = yajl_tree_get(root, fpath, yajl_t_array);
+	uint64_t n = 0;
+
+	for (size_t i = 0; i < YAJL_GET_ARRAY(fns)->len; i++) {
+		yajl_val f = YAJL_GET_ARRAY(fns)->values[i];
+		const char *fname = YAJL_GET_STRING(yajl_tree_get(f, npath, yajl_t_string));
+		if (fname != NULL && strcmp(fname, name) == 0)
+			n += json_u64(f, "calls");
+	}
+	return n;
+}
+
+/* The demo's shape: every request a queue span; served ones a prefill and 8-64
+ * decode steps (plus more inside LLM calls). */
+static void check_demo_shape(yajl_val root)
+{
+	uint64_t req = calls_of(root, "request"), queue = calls_of(root, "queue");
+	uint64_t prefill = calls_of(root, "prefill"), decode = calls_of(root, "decode_step");
+
+	print_message("    requests %llu, prefill %llu, decode steps %llu\n",
+		      (unsigned long long)req, (unsigned long long)prefill,
+		      (unsigned long long)decode);
+	assert_true(req > 0);
+	assert_int_equal(queue, req);
+	assert_true(prefill <= req && prefill > 0);
+	assert_true(decode >= 8 * prefill);
 }
 
 /* The json report of the session's latest snapshot; events + dropped of sources
@@ -207,6 +251,8 @@ static void snapshot_counts(const char *session, pid_t pid, uint64_t *events, ui
 			*dropped += json_u64(s, "dropped");
 		}
 	}
+	if (*events > 0)
+		check_demo_shape(root);
 	yajl_tree_free(root);
 	free(json);
 	free(path);
@@ -244,15 +290,13 @@ static uint64_t read_emitted(int fd)
 	return n;
 }
 
-static void test_cli_live_accounts_for_every_event(void **state)
+static void live_accounting(const char *session, bool refuse_uring)
 {
-	const char *session = "t_cli_live";
 	uint64_t events, dropped, emitted;
 	pid_t eng, demo;
 	int fd;
 
-	(void)state;
-	eng = start_engine(session);
+	eng = start_engine_ex(session, refuse_uring);
 	wait_engine_ready(session);
 	demo = start_demo(session, "--duration 2 --rate 300 --time-scale 0.2", &fd);
 	emitted = read_emitted(fd);
@@ -264,6 +308,25 @@ static void test_cli_live_accounts_for_every_event(void **state)
 	assert_int_equal(events + dropped, emitted);
 	kill(eng, SIGTERM);
 	assert_int_equal(wait_exit(eng), 0);
+}
+
+static void test_cli_live_accounts_for_every_event(void **state)
+{
+	(void)state;
+	live_accounting("t_cli_live", false);
+}
+
+/* io_uring refused (as in many containers): one line says so, the same loop runs
+ * on poll(2), with the same result. */
+static void test_cli_live_on_poll_when_uring_refused(void **state)
+{
+	char *out;
+
+	(void)state;
+	live_accounting("t_cli_poll", true);
+	assert_int_equal(run(&out, "cat %s/t_cli_poll.err", tmpdir), 0);
+	assert_non_null(strstr(out, "io_uring: Operation not permitted; using poll(2)"));
+	free(out);
 }
 
 /* The engine dies (SIGKILL) and a new one takes the running producer over. */
@@ -319,6 +382,7 @@ int main(void)
 		cmocka_unit_test(test_cli_pstats_loads_in_python),
 		cmocka_unit_test(test_cli_errors_are_one_line),
 		cmocka_unit_test(test_cli_live_accounts_for_every_event),
+		cmocka_unit_test(test_cli_live_on_poll_when_uring_refused),
 		cmocka_unit_test(test_cli_engine_restart_reattaches),
 	};
 
