@@ -313,18 +313,22 @@ static void live_accounting(const char *session, bool refuse_uring)
 static void test_cli_live_accounts_for_every_event(void **state)
 {
 	(void)state;
-	live_accounting("t_cli_live", false);
+	char session[32];
+
+	snprintf(session, sizeof(session), "t_cli_live_%d", (int)getpid());
+	live_accounting(session, false);
 }
 
 /* io_uring refused (as in many containers): one line says so, the same loop runs
  * on poll(2), with the same result. */
 static void test_cli_live_on_poll_when_uring_refused(void **state)
 {
-	char *out;
+	char *out, session[32];
 
 	(void)state;
-	live_accounting("t_cli_poll", true);
-	assert_int_equal(run(&out, "cat %s/t_cli_poll.err", tmpdir), 0);
+	snprintf(session, sizeof(session), "t_cli_poll_%d", (int)getpid());
+	live_accounting(session, true);
+	assert_int_equal(run(&out, "cat %s/%s.err", tmpdir, session), 0);
 	assert_non_null(strstr(out, "io_uring: Operation not permitted; using poll(2)"));
 	free(out);
 }
@@ -332,13 +336,14 @@ static void test_cli_live_on_poll_when_uring_refused(void **state)
 /* The engine dies (SIGKILL) and a new one takes the running producer over. */
 static void test_cli_engine_restart_reattaches(void **state)
 {
-	const char *session = "t_cli_restart";
+	char session[32];
 	uint64_t events, dropped;
 	struct timespec pause = { 0, 300000000 };
 	pid_t eng, demo;
 	int fd;
 
 	(void)state;
+	snprintf(session, sizeof(session), "t_cli_restart_%d", (int)getpid());
 	eng = start_engine(session);
 	wait_engine_ready(session);
 	demo = start_demo(session, "--duration 3 --rate 200 --time-scale 0.2", &fd);

@@ -192,8 +192,14 @@ int main(void)
 		cmocka_unit_test(test_exit_keep_leaves_segment),
 	};
 
-	if (getenv("RINGPROF_SESSION") == NULL)
-		setenv("RINGPROF_SESSION", "t_exit", 1);
+	{
+		/* Per process: a concurrent run of this test elsewhere on the machine
+		 * must not see our segments, nor we its. */
+		char s[32];
+		const char *base = getenv("RINGPROF_SESSION");
+		snprintf(s, sizeof(s), "%.18s_%d", base ? base : "t_exit", (int)getpid());
+		setenv("RINGPROF_SESSION", s, 1);
+	}
 	setenv("RINGPROF_RINGS", "2", 1);
 	setenv("RINGPROF_RING_EVENTS", "4096", 1);
 	return cmocka_run_group_tests(tests, NULL, NULL);

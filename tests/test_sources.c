@@ -289,7 +289,13 @@ int main(void)
 
 	setenv("RINGPROF_CLOCK", "monotonic", 1);
 	setenv("RINGPROF_RINGS", "8", 1);
-	if (getenv("RINGPROF_SESSION") == NULL)
-		setenv("RINGPROF_SESSION", "t_sources", 1);
+	{
+		/* Per process: a concurrent run of this test elsewhere on the machine
+		 * must not see our segments, nor we its. */
+		char s[32];
+		const char *base = getenv("RINGPROF_SESSION");
+		snprintf(s, sizeof(s), "%.18s_%d", base ? base : "t_sources", (int)getpid());
+		setenv("RINGPROF_SESSION", s, 1);
+	}
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
