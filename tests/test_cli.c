@@ -20,6 +20,18 @@
 
 static char bindir[512], bin[600], tmpdir[256], torch[512];
 
+/* Children still running: killed by teardown when a test fails half-way, so they
+ * do not hold ctest's output pipes open. */
+static pid_t children[16];
+static unsigned n_children;
+
+static pid_t track(pid_t pid)
+{
+	if (pid > 0 && n_children < 16)
+		children[n_children++] = pid;
+	return pid;
+}
+
 /* Runs a shell command; its stdout in *out (malloc'ed, may be NULL); exit status. */
 static int run(char **out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int run(char **out, const char *fmt, ...)
@@ -156,7 +168,7 @@ static void test_cli_errors_are_one_line(void **state)
  * the engine's stderr goes to <tmpdir>/<session>.err. */
 static pid_t start_engine_ex(const char *session, bool refuse_uring)
 {
-	pid_t pid = fork();
+	pid_t pid = track(fork());
 
 	if (pid == 0) {
 		char dir[300], err[400];
@@ -193,6 +205,9 @@ static int wait_exit(pid_t pid)
 {
 	int st;
 
+	for (unsigned i = 0; i < n_children; i++)
+		if (children[i] == pid)
+			children[i] = children[--n_children];
 	assert_int_equal(waitpid(pid, &st, 0), pid);
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
@@ -231,7 +246,8 @@ static void check_demo_shape(yajl_val root)
 
 /* The json report of the session's latest snapshot; events + dropped of sources
  * whose pid is @pid. */
-static void snapshot_counts(const char *session, pid_t pid, uint64_t *events, uint64_t *dropped)
+static void snapshot_counts(const char *session, pid_t pid, uint64_t *events, uint64_t *dropped,
+			    bool shape)
 {
 	char *path, *json, err[256];
 	const char *spath[] = { "sources", NULL };
@@ -251,7 +267,7 @@ static void snapshot_counts(const char *session, pid_t pid, uint64_t *events, ui
 			*dropped += json_u64(s, "dropped");
 		}
 	}
-	if (*events > 0)
+	if (shape)
 		check_demo_shape(root);
 	yajl_tree_free(root);
 	free(json);
@@ -264,7 +280,7 @@ static pid_t start_demo(const char *session, const char *args, int *out_fd)
 	pid_t pid;
 
 	assert_int_equal(pipe(p), 0);
-	pid = fork();
+	pid = track(fork());
 	if (pid == 0) {
 		char cmd[1024];
 		dup2(p[1], 1);
@@ -301,7 +317,7 @@ static void live_accounting(const char *session, bool refuse_uring)
 	demo = start_demo(session, "--duration 2 --rate 300 --time-scale 0.2", &fd);
 	emitted = read_emitted(fd);
 	assert_int_equal(wait_exit(demo), 0);
-	snapshot_counts(session, demo, &events, &dropped);
+	snapshot_counts(session, demo, &events, &dropped, true);
 	print_message("    emitted %llu, events %llu, dropped %llu\n",
 		      (unsigned long long)emitted, (unsigned long long)events,
 		      (unsigned long long)dropped);
@@ -353,7 +369,8 @@ static void test_cli_engine_restart_reattaches(void **state)
 	eng = start_engine(session); /* the marker names a dead pid: replaced */
 	wait_engine_ready(session);
 	nanosleep(&pause, NULL);
-	snapshot_counts(session, demo, &events, &dropped);
+	/* No shape check: requests begun before the restart end unmatched here. */
+	snapshot_counts(session, demo, &events, &dropped, false);
 	assert_true(events > 0); /* the new engine drains the same producer */
 	read_emitted(fd);
 	assert_int_equal(wait_exit(demo), 0);
@@ -377,6 +394,10 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	(void)state;
+	while (n_children > 0) {
+		kill(children[--n_children], SIGKILL);
+		waitpid(children[n_children], NULL, 0);
+	}
 	return run(NULL, "rm -rf %s", tmpdir);
 }
 
