@@ -56,7 +56,6 @@
 #define DEFAULT_RUNS		5
 #define MAX_RUNS		101
 #define MAX_THREADS		2
-#define RING_EVENTS		"4194304"	/* RINGPROF_RING_EVENTS unless set: a run fits */
 #define SESSION			"bench_producer" /* RINGPROF_SESSION unless set */
 #define DRAIN_SLEEP_NS		100000		/* the consumer's tick when idle */
 #define DRAIN_BATCH		8192u		/* records per rp_segment_drain call */
@@ -473,15 +472,22 @@ static int measure_disabled(const struct opts *o, double *v)
 
 /* --- setup and the measurement rounds --- */
 
-static int open_self(struct consumer *c)
+static int open_self(struct consumer *c, uint64_t events)
 {
 	char why[RP_WHY_MAX];
 	int err;
 
-	/* Defaults: 65536-event (2 MB) rings, which a 100 us drain tick keeps up
-	 * with while it has a core of its own, and a session no running engine
-	 * drains (a second consumer on an SPSC ring would corrupt it). */
-	setenv("RINGPROF_RING_EVENTS", RING_EVENTS, 0);
+	/* Defaults: rings that hold a whole run (drained between runs), and a
+	 * session no running engine drains (a second consumer on an SPSC ring would
+	 * corrupt it). */
+	if (getenv("RINGPROF_RING_EVENTS") == NULL) { /* a ring that holds a whole run */
+		char cap[24];
+		uint64_t n = 1024;
+		while (n < events + 1)
+			n *= 2;
+		snprintf(cap, sizeof(cap), "%" PRIu64, n);
+		setenv("RINGPROF_RING_EVENTS", cap, 1);
+	}
 	setenv("RINGPROF_SESSION", SESSION, 0);
 	if (rp_init() != 0 || rp_segment_path() == NULL) {
 		fprintf(stderr, "bench_producer: the library is off (RINGPROF=0?)\n");
@@ -572,7 +578,7 @@ static int run_bench(const struct opts *o)
 			strerror(-err));
 		return 1;
 	}
-	if (open_self(&c) != 0)
+	if (open_self(&c, o->events) != 0)
 		return 1;
 	if (o->events > c.seg->v.ring_capacity - 1) {
 		fprintf(stderr, "bench_producer: --events %" PRIu64 " must be below the ring "
