@@ -62,6 +62,7 @@ struct rp_report_source {
 #define RP_SRC_EXITED	0x1u	/* the producer exited normally */
 #define RP_SRC_DEAD	0x2u	/* the producer died (pidfd) */
 #define RP_SRC_FILE	0x4u	/* a trace file, not a live producer */
+#define RP_SRC_REFUSED	0x8u	/* a segment refused (another uid, malformed): no events */
 
 /* Per name: cProfile's figures plus min/max. */
 struct rp_report_fn {

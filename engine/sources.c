@@ -167,6 +167,8 @@ static int attach(struct rp_sources *ss, const char *name)
 		ss->refused++;
 		say(ss, "refused %s", why);
 		remember(ss, name);
+		/* A row of its own, so reports show it (it has no events). */
+		rp_engine_add_source(ss->e, name, 0, RP_SRC_REFUSED);
 		return 0;
 	}
 	src = ss->n_live < ss->max_live ? rp_engine_add_source(ss->e, name, seg->v.pid, 0)

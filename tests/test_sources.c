@@ -276,6 +276,45 @@ static void test_sources_accounting_under_drops(void **state)
 	close_engine();
 }
 
+/* A segment that is not ours, or not a segment: refused, shown as a source row. */
+static void test_sources_refused_segments_are_shown(void **state)
+{
+	char bad[96], foreign[96];
+	uint64_t junk[512] = { UINT64_C(0x1122334455667788) };
+	struct rp_report r;
+	int fd, refused = 0, expect = 1;
+
+	(void)state;
+	snprintf(bad, sizeof(bad), RP_WIRE_NAME_FMT ".0", getenv("RINGPROF_SESSION"), 999991);
+	fd = shm_open(bad, O_RDWR | O_CREAT | O_EXCL, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, junk, sizeof(junk)), sizeof(junk));
+	close(fd);
+	emit_pattern(70000); /* our own, valid segment */
+	snprintf(foreign, sizeof(foreign), RP_WIRE_NAME_FMT ".0", getenv("RINGPROF_SESSION"),
+		 999992);
+	fd = shm_open(foreign, O_RDWR | O_CREAT | O_EXCL, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, rp_segment_header(), 4096), 4096);
+	if (fchown(fd, 65534, 65534) == 0)
+		expect = 2; /* root: another uid's segment; else only the malformed one */
+	close(fd);
+	if (expect == 1)
+		shm_unlink(foreign);
+	open_engine();
+	assert_int_equal(rp_sources_scan(&ss), 1);
+	assert_int_equal(rp_sources_scan(&ss), 0); /* refused once, not retried */
+	report(&r);
+	for (uint32_t i = 0; i < r.n_sources; i++)
+		refused += (r.sources[i].flags & RP_SRC_REFUSED) != 0;
+	assert_int_equal(refused, expect);
+	assert_int_equal(ss.refused, (uint64_t)expect);
+	rp_report_free(&r);
+	close_engine();
+	shm_unlink(bad);
+	shm_unlink(foreign);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -285,6 +324,7 @@ int main(void)
 		cmocka_unit_test(test_sources_producer_killed_mid_span),
 		cmocka_unit_test(test_sources_stale_segment_swept),
 		cmocka_unit_test(test_sources_accounting_under_drops),
+		cmocka_unit_test(test_sources_refused_segments_are_shown),
 	};
 
 	setenv("RINGPROF_CLOCK", "monotonic", 1);

@@ -129,11 +129,11 @@ static void put_caps(FILE *out, const struct rp_report_caps *c)
 /* One word per known RP_SRC_* bit; unknown bits as one "0x..." word. */
 static void put_flags(FILE *out, uint32_t flags)
 {
-	static const char *const words[] = { "exited", "dead", "file" };
-	const uint32_t known = RP_SRC_EXITED | RP_SRC_DEAD | RP_SRC_FILE;
+	static const char *const words[] = { "exited", "dead", "file", "refused" };
+	const uint32_t known = RP_SRC_EXITED | RP_SRC_DEAD | RP_SRC_FILE | RP_SRC_REFUSED;
 	const char *sep = "[";
 
-	for (unsigned i = 0; i < 3; i++) {
+	for (unsigned i = 0; i < 4; i++) {
 		if (flags & (1u << i)) {
 			fprintf(out, "%s\"%s\"", sep, words[i]);
 			sep = ",";

@@ -137,18 +137,18 @@ static uint64_t add_sat(uint64_t a, uint64_t b)
 
 static void print_flags(FILE *out, uint32_t flags)
 {
-	static const char *const words[] = { "exited", "dead", "file" };
+	static const char *const words[] = { "exited", "dead", "file", "refused" };
 	bool any = false;
 
-	for (unsigned i = 0; i < 3; i++) {
+	for (unsigned i = 0; i < 4; i++) {
 		if (flags & (1u << i)) {
 			fprintf(out, "%s%s", any ? "," : "", words[i]);
 			any = true;
 		}
 	}
-	if (flags & ~(RP_SRC_EXITED | RP_SRC_DEAD | RP_SRC_FILE))
+	if (flags & ~(RP_SRC_EXITED | RP_SRC_DEAD | RP_SRC_FILE | RP_SRC_REFUSED))
 		fprintf(out, "%s0x%" PRIx32, any ? "," : "",
-			flags & ~(RP_SRC_EXITED | RP_SRC_DEAD | RP_SRC_FILE));
+			flags & ~(RP_SRC_EXITED | RP_SRC_DEAD | RP_SRC_FILE | RP_SRC_REFUSED));
 	else if (!any)
 		fputs("live", out);
 }
