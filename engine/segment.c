@@ -39,21 +39,6 @@ static bool region_ok(uint64_t off, uint64_t len, uint64_t lo, uint64_t size)
 	return off % RP_WIRE_CACHELINE == 0 && off >= lo && off <= size && len <= size - off;
 }
 
-static bool session_ok(const char *s)
-{
-	size_t n = strnlen(s, RP_WIRE_SESSION_MAX);
-
-	if (n == 0 || n == RP_WIRE_SESSION_MAX)
-		return false;
-	for (size_t i = 0; i < n; i++) {
-		char c = s[i];
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-		      (c >= '0' && c <= '9') || c == '_' || c == '-'))
-			return false;
-	}
-	return true;
-}
-
 static int check_identity(const struct rp_wire_header *h, size_t size, char *why)
 {
 	if (h->magic == 0)
@@ -74,7 +59,7 @@ static int check_identity(const struct rp_wire_header *h, size_t size, char *why
 			    sizeof(struct rp_event));
 	if (h->pid <= 0)
 		return fail(why, -EINVAL, "pid %d", h->pid);
-	if (!session_ok(h->session))
+	if (!rp_wire_session_valid(h->session))
 		return fail(why, -EINVAL, "session is not 1-31 of [A-Za-z0-9_-]");
 	if (h->state != RP_SEG_LIVE && h->state != RP_SEG_EXITED)
 		return fail(why, -EINVAL, "state %u", h->state);

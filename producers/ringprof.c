@@ -105,21 +105,6 @@ static uint64_t env_u64(const char *name, uint64_t def, uint64_t lo, uint64_t hi
 	return v;
 }
 
-static bool session_ok(const char *s)
-{
-	size_t n = strlen(s);
-
-	if (n == 0 || n >= RP_WIRE_SESSION_MAX)
-		return false;
-	for (size_t i = 0; i < n; i++) {
-		char c = s[i];
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-		      (c >= '0' && c <= '9') || c == '_' || c == '-'))
-			return false;
-	}
-	return true;
-}
-
 static uint32_t pow2_ceil(uint32_t v)
 {
 	uint32_t p = 1;
@@ -139,7 +124,7 @@ static bool read_config(struct rp_layout_cfg *cfg, char *session)
 		return false;
 	if (sess == NULL || *sess == '\0')
 		sess = "default";
-	if (!session_ok(sess)) {
+	if (!rp_wire_session_valid(sess)) {
 		say("RINGPROF_SESSION must be 1-31 of [A-Za-z0-9_-]; using \"default\"");
 		sess = "default";
 	}

@@ -30,13 +30,10 @@ int rp_cli_error(int status, const char *fmt, ...)
 const char *rp_cli_session(const char *opt)
 {
 	const char *s = opt ? opt : getenv("RINGPROF_SESSION");
-	size_t n;
 
 	if (s == NULL || *s == '\0')
 		s = "default";
-	n = strlen(s);
-	if (n >= RP_WIRE_SESSION_MAX || strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTU"
-					       "VWXYZ0123456789_-") != n) {
+	if (!rp_wire_session_valid(s)) {
 		rp_cli_error(0, "session \"%s\": need 1-31 of [A-Za-z0-9_-]", s);
 		return NULL;
 	}

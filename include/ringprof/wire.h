@@ -52,6 +52,21 @@ extern "C" {
 #define RP_WIRE_ENGINE_FMT	"/ringprof.%s.engine"
 #define RP_WIRE_SESSION_MAX	32
 
+/* A session name: 1 to RP_WIRE_SESSION_MAX - 1 of [A-Za-z0-9_-] (it is part of every
+ * segment's name). Reads at most RP_WIRE_SESSION_MAX bytes of @s. */
+static inline int rp_wire_session_valid(const char *s)
+{
+	int n = 0;
+
+	for (; n < RP_WIRE_SESSION_MAX && s[n] != '\0'; n++) {
+		char c = s[n];
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		      (c >= '0' && c <= '9') || c == '_' || c == '-'))
+			return 0;
+	}
+	return n > 0 && n < RP_WIRE_SESSION_MAX;
+}
+
 /* Limits a consumer enforces when validating a header. */
 #define RP_WIRE_MAX_RINGS	4096u
 #define RP_WIRE_MIN_RING_CAP	4u
