@@ -215,8 +215,8 @@ int rp_sources_scan(struct rp_sources *ss)
 	return n;
 }
 
-/* The engine id of producer name `id`, resolved once; RP_NONE if invalid. */
-static uint32_t map_name(struct rp_sources *ss, struct rp_live *l, uint32_t id)
+/* The engine id of producer name `id` the first time: grow the map, resolve. */
+static uint32_t map_name_slow(struct rp_sources *ss, struct rp_live *l, uint32_t id)
 {
 	struct rp_name nm;
 
@@ -239,6 +239,14 @@ static uint32_t map_name(struct rp_sources *ss, struct rp_live *l, uint32_t id)
 		l->names[id] = rp_engine_name(ss->e, l->src, nm.name, nm.category, nm.file,
 					      nm.line);
 	return l->names[id];
+}
+
+/* The engine id of producer name `id`, resolved once; RP_NONE if invalid. */
+static inline uint32_t map_name(struct rp_sources *ss, struct rp_live *l, uint32_t id)
+{
+	if (__builtin_expect(id < l->n_names && l->names[id] != RP_NONE, 1))
+		return l->names[id];
+	return map_name_slow(ss, l, id);
 }
 
 static uint64_t thread_id(uint32_t ring, uint32_t gen)
@@ -343,6 +351,11 @@ static uint32_t fill_heap(struct rp_sources *ss, uint64_t watermark)
 	return n;
 }
 
+/*
+ * Pops the ring with the oldest record, then keeps taking that ring's records while
+ * they are not later than the oldest of every other ring (the heap's top): one heap
+ * operation per interleaving, not per record. Equal times may come from either ring.
+ */
 static uint64_t merge(struct rp_sources *ss, uint64_t watermark)
 {
 	uint32_t n = fill_heap(ss, watermark);
@@ -351,14 +364,21 @@ static uint64_t merge(struct rp_sources *ss, uint64_t watermark)
 	while (n > 0) {
 		struct rp_heap_item it = heap_pop(ss->heap, &n);
 		struct rp_live *l = ss->live[it.live];
+		uint64_t others = n > 0 ? ss->heap[0].ts : UINT64_MAX;
 
-		process(ss, l, it.ring, it.ts, rp_segment_peek(l->seg, it.ring, it.k));
-		done++;
-		l->used[it.ring] = ++it.k;
-		if (it.k < l->avail[it.ring]) {
+		for (;;) {
+			process(ss, l, it.ring, it.ts, rp_segment_peek(l->seg, it.ring, it.k));
+			done++;
+			l->used[it.ring] = ++it.k;
+			if (it.k >= l->avail[it.ring])
+				break;
 			it.ts = ts_of(l, it.ring, it.k);
-			if (it.ts <= watermark || l->dead)
+			if (it.ts > watermark && !l->dead)
+				break;
+			if (it.ts > others) {
 				heap_push(ss->heap, &n, it);
+				break;
+			}
 		}
 	}
 	return done;
