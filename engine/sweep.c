@@ -1,0 +1,348 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The sweep line of a concurrency profile (the plane sweep of Shamos and Hoey,
+ * "Geometric intersection problems", FOCS 1976, in one dimension), streamed: no
+ * event is stored, only the running level, the time at each level and the last few
+ * change points. Every figure is exact: there is no error bound to state.
+ *
+ * Invariants, with last_t the latest time fed:
+ *  - Every event before last_t is in, those at last_t may still come. So the level
+ *    of [last_t, next time) is not known until the time moves on; then settle()
+ *    closes the timestamp: a negative level (closes without opens) is counted and
+ *    reset to 0, and if the level differs from the one before last_t, (last_t,
+ *    level) becomes a change point. Nothing else looks at the level between events
+ *    of one timestamp, which is why their order does not matter.
+ *  - Once opened, ns[] sums to last_t - first_t: each advance of last_t adds its
+ *    span at the level settled for it. Time above the cap also adds (level - cap) x
+ *    dt to excess_hi:excess_lo (128 bits), so that the mean stays exact; the hot
+ *    path below the cap is one array add.
+ *  - The history ring holds the last hist_cap change points before last_t, in time
+ *    order with distinct times and consecutive levels distinct; level_before is the
+ *    level from the newest of them (or 0 if none was ever made) to last_t. If one
+ *    ever fell out, times before the oldest left are unknown (-ENOENT).
+ *
+ * Percentiles compare cum x 10000 >= p_times_100 x total in 128-bit integers, so
+ * they are exact (the toolkit does it in floating point and may differ from the
+ * exact answer only when a cumulative time is within rounding of a threshold).
+ */
+#include <assert.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sweep.h"
+
+#define LEVELS_FIRST 16u /* entries of ns[] allocated by init */
+
+struct u128 {
+	uint64_t hi, lo;
+};
+
+static struct u128 mul64(uint64_t a, uint64_t b)
+{
+	uint64_t a0 = (uint32_t)a, a1 = a >> 32, b0 = (uint32_t)b, b1 = b >> 32;
+	uint64_t p00 = a0 * b0, p01 = a0 * b1, p10 = a1 * b0, p11 = a1 * b1;
+	uint64_t mid = (p00 >> 32) + (uint32_t)p01 + (uint32_t)p10;
+	struct u128 r;
+
+	r.hi = p11 + (p01 >> 32) + (p10 >> 32) + (mid >> 32);
+	r.lo = (mid << 32) | (uint32_t)p00;
+	return r;
+}
+
+static void add128(struct u128 *a, struct u128 b)
+{
+	a->lo += b.lo;
+	a->hi += b.hi + (a->lo < b.lo);
+}
+
+static bool ge128(struct u128 a, struct u128 b)
+{
+	return a.hi != b.hi ? a.hi > b.hi : a.lo >= b.lo;
+}
+
+static uint32_t sat32(int64_t v)
+{
+	if (v < 0)
+		return 0;
+	return v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
+}
+
+int rp_sweep_init(struct rp_sweep *s, uint32_t max_level, uint32_t history)
+{
+	memset(s, 0, sizeof(*s));
+	if (max_level < 1 || max_level == UINT32_MAX || history < 1)
+		return -EINVAL;
+	s->max_level = max_level;
+	s->n_alloc = max_level + 1 < LEVELS_FIRST ? max_level + 1 : LEVELS_FIRST;
+	s->ns = calloc(s->n_alloc, sizeof(*s->ns));
+	s->hist_cap = history;
+	s->hist_t = malloc((size_t)history * sizeof(*s->hist_t));
+	s->hist_level = malloc((size_t)history * sizeof(*s->hist_level));
+	if (!s->ns || !s->hist_t || !s->hist_level) {
+		rp_sweep_fini(s);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+void rp_sweep_fini(struct rp_sweep *s)
+{
+	free(s->ns);
+	free(s->hist_t);
+	free(s->hist_level);
+	memset(s, 0, sizeof(*s));
+}
+
+/* Room for ns[level]; on failure the cap comes down to what is allocated. */
+static void grow_levels(struct rp_sweep *s, uint32_t level)
+{
+	uint64_t want = (uint64_t)s->n_alloc * 2;
+	uint64_t *ns;
+
+	if (want < (uint64_t)level + 1)
+		want = (uint64_t)level + 1;
+	if (want > (uint64_t)s->max_level + 1)
+		want = (uint64_t)s->max_level + 1;
+	ns = realloc(s->ns, want * sizeof(*ns));
+	if (ns == NULL) {
+		s->nomem++;
+		s->max_level = s->n_alloc - 1;
+		return;
+	}
+	memset(ns + s->n_alloc, 0, (want - s->n_alloc) * sizeof(*ns));
+	s->ns = ns;
+	s->n_alloc = (uint32_t)want;
+}
+
+/* @dt ns at a level with no ns[] entry yet, or past the cap: out of the hot path. */
+__attribute__((cold, noinline)) static void add_time_slow(struct rp_sweep *s, uint64_t level,
+							  uint64_t dt)
+{
+	uint32_t slot = level > s->max_level ? s->max_level : (uint32_t)level;
+	struct u128 excess = { s->excess_hi, s->excess_lo };
+
+	if (slot >= s->n_alloc)
+		grow_levels(s, slot); /* on failure max_level comes down below slot */
+	if (level > s->max_level) {
+		add128(&excess, mul64(level - s->max_level, dt));
+		s->excess_hi = excess.hi;
+		s->excess_lo = excess.lo;
+		s->over_cap_ns += dt;
+		slot = s->max_level;
+	}
+	s->ns[slot] += dt;
+}
+
+/* @dt ns at the current (settled, non-negative) level. */
+static inline void add_time(struct rp_sweep *s, uint64_t dt)
+{
+	uint64_t level = (uint64_t)s->level;
+
+	if (level < s->n_alloc) /* n_alloc <= max_level + 1 */
+		s->ns[level] += dt;
+	else
+		add_time_slow(s, level, dt);
+}
+
+/* Slot of the change point @k places after the oldest (k <= hist_n <= hist_cap). */
+static inline uint32_t hist_index(const struct rp_sweep *s, uint64_t k)
+{
+	uint64_t i = s->hist_head + k;
+
+	return (uint32_t)(i >= s->hist_cap ? i - s->hist_cap : i);
+}
+
+static void hist_push(struct rp_sweep *s, uint64_t t, uint32_t level)
+{
+	uint32_t i;
+
+	if (s->hist_n == s->hist_cap) {
+		s->hist_head = hist_index(s, 1);
+		s->hist_n--;
+		s->hist_evicted++;
+	}
+	i = hist_index(s, s->hist_n);
+	s->hist_t[i] = t;
+	s->hist_level[i] = level;
+	s->hist_n++;
+}
+
+/* Every event at last_t is in: fix the level of [last_t, ...) and record it. */
+static void settle(struct rp_sweep *s)
+{
+	if (s->level < 0) {
+		s->unmatched += (uint64_t)-s->level;
+		s->level = 0;
+	}
+	if (s->level != s->level_before) {
+		hist_push(s, s->last_t, sat32(s->level));
+		s->level_before = s->level;
+	}
+}
+
+/* Move to @t; an earlier @t is taken as last_t. */
+static void advance(struct rp_sweep *s, uint64_t t)
+{
+	if (t < s->last_t) {
+		s->backwards++;
+		return;
+	}
+	if (t == s->last_t)
+		return;
+	settle(s);
+	if (s->opened)
+		add_time(s, t - s->last_t);
+	else
+		s->first_t = t; /* only stray closes so far: nothing observed yet */
+	s->last_t = t;
+}
+
+void rp_sweep_open(struct rp_sweep *s, uint64_t t)
+{
+	advance(s, t);
+	s->opened = true;
+	if (s->level < INT64_MAX)
+		s->level++;
+}
+
+void rp_sweep_close(struct rp_sweep *s, uint64_t t)
+{
+	advance(s, t);
+	if (s->level > INT64_MIN + 1)
+		s->level--;
+}
+
+void rp_sweep_accrue(struct rp_sweep *s, uint64_t t)
+{
+	advance(s, t);
+}
+
+uint32_t rp_sweep_level(const struct rp_sweep *s)
+{
+	return sat32(s->level);
+}
+
+uint64_t rp_sweep_observed_ns(const struct rp_sweep *s)
+{
+	return s->opened ? s->last_t - s->first_t : 0;
+}
+
+uint64_t rp_sweep_unmatched(const struct rp_sweep *s)
+{
+	return s->unmatched + (s->level < 0 ? (uint64_t)-s->level : 0);
+}
+
+uint32_t rp_sweep_levels_max(const uint64_t *ns, uint32_t n)
+{
+	while (n > 0 && ns[n - 1] == 0)
+		n--;
+	return n > 0 ? n - 1 : 0;
+}
+
+uint32_t rp_sweep_levels_percentile(const uint64_t *ns, uint32_t n, unsigned p_times_100)
+{
+	uint64_t total = 0, cum = 0;
+	struct u128 need;
+	uint32_t c;
+
+	if (p_times_100 > 10000)
+		p_times_100 = 10000;
+	for (c = 0; c < n; c++)
+		total += ns[c];
+	if (total == 0)
+		return 0;
+	need = mul64(total, p_times_100);
+	for (c = 0; c < n; c++) {
+		cum += ns[c];
+		if (ns[c] > 0 && ge128(mul64(cum, 10000), need))
+			return c;
+	}
+	assert(0 && "cum reaches total at the last level held");
+	return rp_sweep_levels_max(ns, n);
+}
+
+uint32_t rp_sweep_percentile(const struct rp_sweep *s, unsigned p_times_100)
+{
+	return rp_sweep_levels_percentile(s->ns, s->n_alloc, p_times_100);
+}
+
+uint32_t rp_sweep_max(const struct rp_sweep *s)
+{
+	return rp_sweep_levels_max(s->ns, s->n_alloc);
+}
+
+double rp_sweep_mean(const struct rp_sweep *s)
+{
+	uint64_t total = rp_sweep_observed_ns(s);
+	struct u128 area = { s->excess_hi, s->excess_lo };
+
+	if (total == 0)
+		return 0.0;
+	for (uint32_t c = 1; c < s->n_alloc; c++)
+		add128(&area, mul64(c, s->ns[c]));
+	return ((double)area.hi * 0x1p64 + (double)area.lo) / (double)total;
+}
+
+const uint64_t *rp_sweep_levels(const struct rp_sweep *s, uint32_t *n)
+{
+	uint32_t max = rp_sweep_max(s);
+
+	*n = max > 0 || s->ns[0] > 0 ? max + 1 : 0;
+	return s->ns;
+}
+
+static inline uint64_t hist_time(const struct rp_sweep *s, int64_t k)
+{
+	return s->hist_t[hist_index(s, (uint64_t)k)];
+}
+
+/*
+ * Index (0 = oldest) of the newest change point at or before @t; -1 if none.
+ * Midpoints of spans just closed are recent, so gallop back from the newest point
+ * (O(log distance)), then bisect.
+ */
+static int64_t hist_find(const struct rp_sweep *s, uint64_t t)
+{
+	int64_t hi = (int64_t)s->hist_n - 1, lo, step = 1;
+
+	if (hi < 0 || hist_time(s, hi) <= t)
+		return hi;
+	for (;;) { /* hist_time(hi) > t */
+		lo = hi - step;
+		if (lo < 0) {
+			lo = -1;
+			break;
+		}
+		if (hist_time(s, lo) <= t)
+			break;
+		hi = lo;
+		step *= 2;
+	}
+	while (hi - lo > 1) { /* hist_time(lo) <= t < hist_time(hi); -1 is -infinity */
+		int64_t mid = lo + (hi - lo) / 2;
+
+		if (hist_time(s, mid) <= t)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+int rp_sweep_level_at(struct rp_sweep *s, uint64_t t, uint32_t *level)
+{
+	int64_t k;
+
+	if (t >= s->last_t) {
+		*level = rp_sweep_level(s);
+		return 1;
+	}
+	k = hist_find(s, t);
+	if (k < 0 && s->hist_evicted > 0) {
+		s->hist_misses++;
+		return -ENOENT;
+	}
+	*level = k < 0 ? 0 : s->hist_level[hist_index(s, (uint64_t)k)];
+	return 0;
+}

@@ -1,0 +1,154 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Streaming concurrency sweep: the number of open spans over time, fed span opens
+ * and closes in non-decreasing time order. It keeps, exactly, the time spent at each
+ * level over the observed range, from which come the time-weighted percentiles, the
+ * maximum and the mean; and a bounded history of recent change points that answers
+ * "the level at time t" for a finished span's midpoint.
+ *
+ * Semantics (those of the agent toolkit's concurrency analysis, testdata/README.md,
+ * nat/ items 5 and 6):
+ *  - The level is a step function of time. Events sharing a timestamp act together:
+ *    only the level after the last of them holds over a positive duration, so their
+ *    order within the timestamp never matters and a level reached and left at the
+ *    same instant counts nowhere (zero-length segments are dropped). A zero-length
+ *    span may even be fed close first.
+ *  - The observed range runs from the first open to the latest time fed (the last
+ *    close, or a later rp_sweep_accrue()); time at level 0 inside it counts.
+ *  - pXX is the smallest level c, among the levels held for a positive time, such
+ *    that the time at levels <= c reaches XX% of the observed time.
+ *  - The level at t is that of the segment [start, end) with start <= t < end; 0
+ *    before the first open and after the last close.
+ *
+ * Memory: the struct (144 bytes), (max_level + 1) x 8 bytes at most for the level
+ * array (grown on demand, 16 entries at first) and history x 12 bytes for the change
+ * points, allocated by the sweep; after init, memory is allocated only when the level
+ * array grows, never per event.
+ */
+#ifndef RP_ENGINE_SWEEP_H
+#define RP_ENGINE_SWEEP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* Fields are read-only outside sweep.c; counters may be read directly. */
+struct rp_sweep {
+	uint64_t *ns;		       /* ns[c]: time at level c; levels past max_level count
+					  at max_level */
+	uint32_t n_alloc;	       /* entries of ns allocated, <= max_level + 1 */
+	uint32_t max_level;	       /* the cap (lowered to n_alloc - 1 if growth fails) */
+	int64_t level;		       /* open spans; < 0 only within one timestamp */
+	int64_t level_before;	       /* the level of the segment that ends at last_t */
+	uint64_t first_t;	       /* start of the observed range (once opened) */
+	uint64_t last_t;	       /* latest time fed; events before it are complete */
+	uint64_t excess_hi, excess_lo; /* sum of (level - max_level) x ns above the cap */
+
+	/* History: the last hist_cap change points before last_t, oldest at hist_head;
+	   from hist_t[i] on, the level was hist_level[i]. */
+	uint64_t *hist_t;
+	uint32_t *hist_level;
+	uint32_t hist_cap, hist_head, hist_n;
+	bool opened; /* an open was fed: the observed range has started */
+
+	uint64_t over_cap_ns;  /* time at levels > max_level (inside ns[max_level]) */
+	uint64_t unmatched;    /* closes with no open span (settled timestamps only;
+				  rp_sweep_unmatched() adds the pending ones) */
+	uint64_t backwards;    /* events or accruals earlier than last_t, taken at it */
+	uint64_t hist_evicted; /* change points that fell out of the history */
+	uint64_t hist_misses;  /* rp_sweep_level_at() answers of -ENOENT */
+	uint64_t nomem;	       /* failed level-array growths (the cap was lowered) */
+};
+
+/**
+ * rp_sweep_init() - an empty sweep.
+ * @max_level: levels above it are counted at it (and in over_cap_ns); >= 1.
+ * @history: change points the history keeps (the last @history before the latest
+ *	time fed); >= 1.
+ * @return 0, -EINVAL or -ENOMEM (then nothing is left allocated).
+ */
+int rp_sweep_init(struct rp_sweep *s, uint32_t max_level, uint32_t history);
+
+/* Frees what init allocated; accepts a zeroed or already finished sweep. */
+void rp_sweep_fini(struct rp_sweep *s);
+
+/*
+ * A span opens or closes at @t (ns). Times must not decrease: an earlier @t is taken
+ * at last_t and counted in backwards. A close that leaves the level negative once
+ * every event of its timestamp is in is counted in unmatched and ignored.
+ */
+void rp_sweep_open(struct rp_sweep *s, uint64_t t);
+void rp_sweep_close(struct rp_sweep *s, uint64_t t);
+
+/*
+ * rp_sweep_accrue() - account the time up to @t at the current level, for reports
+ * while spans are open; it extends the observed range (at level 0 too, so an offline
+ * analysis that must end at the last close does not accrue past it). Repeated calls
+ * count each nanosecond once. Before the first open it only records @t as seen.
+ */
+void rp_sweep_accrue(struct rp_sweep *s, uint64_t t);
+
+/* The open spans now (0 while a timestamp's closes outnumber its opens so far). */
+uint32_t rp_sweep_level(const struct rp_sweep *s);
+
+/* Length of the observed range, = the sum of the level array; 0 before an open. */
+uint64_t rp_sweep_observed_ns(const struct rp_sweep *s);
+
+/**
+ * rp_sweep_percentile() - the time-weighted percentile, exactly.
+ * @p_times_100: the percentile in hundredths (5000 = p50, 9990 = p99.9); values
+ *	above 10000 are taken as 10000. Fractional percentiles are only those that
+ *	hundredths express: the rule is cum(c) x 10000 >= p_times_100 x total, in
+ *	integers, so that p50 is exactly "half of the time".
+ * @return the level (capped at max_level); 0 when no time was observed. p0 is
+ *	the lowest level held, p100 the highest.
+ */
+uint32_t rp_sweep_percentile(const struct rp_sweep *s, unsigned p_times_100);
+
+/* The highest level held for a positive time (capped at max_level); 0 if none. */
+uint32_t rp_sweep_max(const struct rp_sweep *s);
+
+/* The time-weighted mean level over the observed range (exact past the cap); 0 if none. */
+double rp_sweep_mean(const struct rp_sweep *s);
+
+/*
+ * The level array for serialisation: time at level c for c < *n, where *n is one
+ * more than rp_sweep_max() (0 when no time was observed). Valid until the next
+ * open/close/accrue.
+ */
+const uint64_t *rp_sweep_levels(const struct rp_sweep *s, uint32_t *n);
+
+/* Closes ignored so far, including those of the latest timestamp not yet settled. */
+uint64_t rp_sweep_unmatched(const struct rp_sweep *s);
+
+/**
+ * rp_sweep_level_at() - the level at time @t, from the history.
+ * Call it after feeding the close of the span whose midpoint @t is.
+ * @return 0 with *@level set: final.
+ *	1 with *@level set: @t >= last_t, so events still to come at last_t (or a
+ *	later time) may change it; the answer is final once a later time is fed, or
+ *	at the end of the stream. For a span of positive length that has been closed
+ *	this never happens; for a zero-length span closed at last_t it does.
+ *	-ENOENT: @t is before the oldest change point kept and older ones were
+ *	dropped (counted in hist_misses).
+ */
+int rp_sweep_level_at(struct rp_sweep *s, uint64_t t, uint32_t *level);
+
+/*
+ * Percentile and maximum of a level array as rp_sweep_levels() gives it, by the same
+ * rules. The element-wise sum of the arrays of disjoint time ranges (windows of one
+ * sweep) is the array of their union; arrays of sweeps that ran over the same time
+ * (two processes) do not add up that way: their levels would have to.
+ */
+uint32_t rp_sweep_levels_percentile(const uint64_t *ns, uint32_t n, unsigned p_times_100);
+uint32_t rp_sweep_levels_max(const uint64_t *ns, uint32_t n);
+
+/*
+ * The midpoint the toolkit queries: start + (end - start) / 2, rounded down; a
+ * zero-length span's (or a reversed one's) is its start.
+ */
+static inline uint64_t rp_sweep_midpoint(uint64_t start, uint64_t end)
+{
+	return end > start ? start + (end - start) / 2 : start;
+}
+
+#endif
