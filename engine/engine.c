@@ -4,6 +4,7 @@
  * report. See engine.h.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -50,26 +51,73 @@ void rp_engine_close(struct rp_engine *e)
 	for (uint32_t i = 0; i < e->n_src; i++)
 		free(e->src[i].rep.name);
 	free(e->src);
+	free(e->folded.rep.name);
 	rp_tracks_free(&e->tracks);
 	rp_stats_free(&e->stats);
 	rp_names_free(&e->names);
 	free(e);
 }
 
+void rp_engine_finish_source(struct rp_engine *e, uint32_t src)
+{
+	if (e->src[src].finished == 0)
+		e->src[src].finished = ++e->n_finished;
+}
+
+/* Sums row @i into the folded row and frees it. */
+static void fold_source(struct rp_engine *e, uint32_t i)
+{
+	struct rp_source *s = &e->src[i], *f = &e->folded;
+
+	f->rep.events += s->rep.events;
+	f->rep.dropped += s->rep.dropped;
+	f->rep.late += s->rep.late;
+	f->rep.truncated += s->rep.truncated;
+	f->rep.names_dropped += s->rep.names_dropped;
+	f->rep.resyncs += s->rep.resyncs;
+	f->rep.flags |= s->rep.flags;
+	f->counts.truncated += s->counts.truncated;
+	for (int k = 0; k < RP_ANOM_KIND_COUNT; k++)
+		f->counts.anomalies[k] += s->counts.anomalies[k];
+	e->n_folded++;
+	free(s->rep.name);
+}
+
+/* The row to use for a new source: a new one, or the first-finished one folded. */
+static int free_row(struct rp_engine *e)
+{
+	uint32_t best = RP_NONE;
+
+	if (e->n_src < e->cfg.max_sources)
+		return (int)e->n_src++;
+	for (uint32_t i = 0; i < e->n_src; i++)
+		if (e->src[i].finished &&
+		    (best == RP_NONE || e->src[i].finished < e->src[best].finished))
+			best = i;
+	if (best == RP_NONE)
+		return -ENOSPC;
+	fold_source(e, best);
+	return (int)best;
+}
+
 int rp_engine_add_source(struct rp_engine *e, const char *name, int32_t pid, uint32_t flags)
 {
+	int i = free_row(e);
 	struct rp_source *s;
 
-	if (e->n_src >= e->cfg.max_sources)
-		return -ENOSPC;
-	s = &e->src[e->n_src];
+	if (i < 0)
+		return i;
+	s = &e->src[i];
 	memset(s, 0, sizeof(*s));
 	s->rep.name = strdup(name ? name : "");
-	if (s->rep.name == NULL)
+	if (s->rep.name == NULL) {
+		s->finished = ++e->n_finished; /* an empty row, reusable */
+		s->rep.name = NULL;
 		return -ENOMEM;
+	}
 	s->rep.pid = pid;
 	s->rep.flags = flags;
-	return (int)e->n_src++;
+	return i;
 }
 
 uint32_t rp_engine_name(struct rp_engine *e, uint32_t src, const char *name,
@@ -211,26 +259,40 @@ static void copy_graph(const struct rp_engine *e, const uint32_t *map, struct rp
 	}
 }
 
+/* One source row of the report, and its part of the totals. */
+static int copy_source(const struct rp_source *s, const char *name, struct rp_report *r,
+		       struct rp_report_source *o)
+{
+	*o = s->rep;
+	o->truncated += s->counts.truncated;
+	memcpy(o->anomalies, s->counts.anomalies, sizeof(o->anomalies));
+	o->name = strdup(name);
+	if (o->name == NULL)
+		return -ENOMEM;
+	r->events += o->events;
+	r->dropped += o->dropped;
+	r->late += o->late;
+	r->truncated += o->truncated;
+	for (int k = 0; k < RP_ANOM_KIND_COUNT; k++)
+		r->anomalies[k] += o->anomalies[k];
+	return 0;
+}
+
 static int copy_sources(const struct rp_engine *e, struct rp_report *r)
 {
-	for (uint32_t i = 0; i < e->n_src; i++) {
-		const struct rp_source *s = &e->src[i];
-		struct rp_report_source *o = &r->sources[i];
+	char name[64];
+	int err = 0;
 
-		*o = s->rep;
-		o->truncated += s->counts.truncated;
-		memcpy(o->anomalies, s->counts.anomalies, sizeof(o->anomalies));
-		o->name = strdup(s->rep.name);
-		if (o->name == NULL)
-			return -ENOMEM;
-		r->events += o->events;
-		r->dropped += o->dropped;
-		r->late += o->late;
-		r->truncated += o->truncated;
-		for (int k = 0; k < RP_ANOM_KIND_COUNT; k++)
-			r->anomalies[k] += o->anomalies[k];
+	for (uint32_t i = 0; i < e->n_src && !err; i++)
+		if (e->src[i].rep.name != NULL)
+			err = copy_source(&e->src[i], e->src[i].rep.name, r,
+					  &r->sources[r->n_sources++]);
+	if (e->n_folded > 0 && !err) {
+		snprintf(name, sizeof(name), "[%llu finished sources]",
+			 (unsigned long long)e->n_folded);
+		err = copy_source(&e->folded, name, r, &r->sources[r->n_sources++]);
 	}
-	return 0;
+	return err;
 }
 
 static void fill_header(const struct rp_engine *e, struct rp_report *r)
@@ -262,11 +324,10 @@ int rp_engine_report(const struct rp_engine *e, struct rp_report *r)
 	r->fns = calloc(n_fns ? n_fns : 1, sizeof(*r->fns));
 	r->edges = calloc(e->stats.n_edges ? e->stats.n_edges : 1, sizeof(*r->edges));
 	r->nodes = calloc(e->stats.n_nodes, sizeof(*r->nodes));
-	r->sources = calloc(e->n_src ? e->n_src : 1, sizeof(*r->sources));
+	r->sources = calloc(e->n_src + 1, sizeof(*r->sources)); /* + the folded row */
 	if (!map || !r->clock || !r->fns || !r->edges || !r->nodes || !r->sources)
 		goto out;
 	r->n_fns = n_fns;
-	r->n_sources = e->n_src;
 	if ((err = copy_fns(e, map, r)) != 0 || (err = copy_sources(e, r)) != 0)
 		goto out;
 	copy_graph(e, map, r);

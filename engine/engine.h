@@ -36,6 +36,7 @@ void rp_engine_cfg_default(struct rp_engine_cfg *cfg);
 struct rp_source {
 	struct rp_report_source rep;	/* counters as reported; rep.name owned here */
 	struct rp_counts counts;	/* what the stack machine counts */
+	uint64_t finished;		/* 0 while live; else its order of finishing */
 };
 
 struct rp_engine {
@@ -45,6 +46,8 @@ struct rp_engine {
 	struct rp_tracks tracks;
 	struct rp_source *src;
 	uint32_t n_src;
+	struct rp_source folded;	/* finished sources whose rows were reused */
+	uint64_t n_folded, n_finished;
 	uint64_t t_first, t_last;	/* first and last event time seen */
 	uint64_t t_merged;		/* time of the newest event processed in order */
 	char clock[16];			/* "monotonic" or "trace" */
@@ -55,10 +58,17 @@ int rp_engine_open(const struct rp_engine_cfg *cfg, struct rp_engine **out);
 void rp_engine_close(struct rp_engine *e);
 
 /**
- * rp_engine_add_source() - register a source.
- * @return its index, or -ENOSPC past max_sources (-ENOMEM).
+ * rp_engine_add_source() - register a source. When max_sources rows are in use, the
+ * row of the source that finished first is folded into one "[finished sources]" row
+ * (its counters summed there) and reused: a long-running engine sees any number of
+ * short-lived producers, in bounded memory.
+ * @return its index, or -ENOSPC when every row is a live source (-ENOMEM).
  */
 int rp_engine_add_source(struct rp_engine *e, const char *name, int32_t pid, uint32_t flags);
+
+/** rp_engine_finish_source() - @src is over (exited, died, refused): its row may be
+ * folded and reused when rows run out. It has no open tracks (close them first). */
+void rp_engine_finish_source(struct rp_engine *e, uint32_t src);
 
 /** rp_engine_name() - the global id of a name seen in source @src (counts the cap). */
 uint32_t rp_engine_name(struct rp_engine *e, uint32_t src, const char *name,

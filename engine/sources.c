@@ -168,7 +168,9 @@ static int attach(struct rp_sources *ss, const char *name)
 		say(ss, "refused %s", why);
 		remember(ss, name);
 		/* A row of its own, so reports show it (it has no events). */
-		rp_engine_add_source(ss->e, name, 0, RP_SRC_REFUSED);
+		src = rp_engine_add_source(ss->e, name, 0, RP_SRC_REFUSED);
+		if (src >= 0)
+			rp_engine_finish_source(ss->e, (uint32_t)src);
 		return 0;
 	}
 	src = ss->n_live < ss->max_live ? rp_engine_add_source(ss->e, name, seg->v.pid, 0)
@@ -453,6 +455,7 @@ static void finish(struct rp_sources *ss, uint32_t i)
 
 	update_one(ss, l);
 	rp_engine_close_source(ss->e, l->src, l->last_ts, RP_ANOM_KIND_COUNT);
+	rp_engine_finish_source(ss->e, l->src);
 	say(ss, "%s: pid %d %s", l->seg->name, l->seg->v.pid, l->dead ? "died" : "exited");
 	shm_unlink(l->seg->name);
 	remember(ss, l->seg->name);

@@ -8,6 +8,7 @@
  * Then each irregular input: mismatched END, unmatched END, depth, track, name and
  * CCT caps, late events.
  */
+#include <errno.h>
 #include <string.h>
 
 #include "engine.h"
@@ -380,6 +381,42 @@ static void test_engine_late_and_async_release(void **state)
 	rp_engine_close(e);
 }
 
+/* Rows of finished sources are folded and reused when the table is full; live
+ * sources never are; totals keep every count. */
+static void test_engine_finished_sources_fold(void **state)
+{
+	struct rp_engine_cfg cfg;
+	struct rp_engine *e;
+	struct rp_report r;
+	struct rp_event x = { .kind = RP_EV_INSTANT };
+
+	(void)state;
+	rp_engine_cfg_default(&cfg);
+	cfg.max_sources = 2;
+	assert_int_equal(rp_engine_open(&cfg, &e), 0);
+	assert_int_equal(rp_engine_add_source(e, "a", 1, 0), 0);
+	assert_int_equal(rp_engine_add_source(e, "b", 2, 0), 1);
+	assert_int_equal(rp_engine_add_source(e, "c", 3, 0), -ENOSPC); /* all live */
+	for (int k = 0; k < 3; k++)
+		rp_engine_event(e, 0, 0, &x);
+	rp_engine_event(e, 1, 0, &x);
+	rp_engine_finish_source(e, 1);
+	rp_engine_finish_source(e, 0);
+	assert_int_equal(rp_engine_add_source(e, "c", 3, 0), 1); /* b finished first */
+	rp_engine_event(e, 1, 0, &x);
+	assert_int_equal(rp_engine_add_source(e, "d", 4, 0), 0); /* then a */
+	assert_int_equal(rp_engine_report(e, &r), 0);
+	assert_int_equal(r.n_sources, 3);
+	assert_string_equal(r.sources[0].name, "d");
+	assert_string_equal(r.sources[1].name, "c");
+	assert_string_equal(r.sources[2].name, "[2 finished sources]");
+	assert_int_equal(r.sources[2].events, 4);
+	assert_int_equal(r.sources[1].events, 1);
+	assert_int_equal(r.events, 5);
+	rp_report_free(&r);
+	rp_engine_close(e);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -388,6 +425,7 @@ int main(void)
 		cmocka_unit_test(test_engine_depth_cap),
 		cmocka_unit_test(test_engine_caps_fold_and_count),
 		cmocka_unit_test(test_engine_late_and_async_release),
+		cmocka_unit_test(test_engine_finished_sources_fold),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
