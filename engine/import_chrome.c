@@ -206,7 +206,8 @@ static int nest_all(struct imp *m)
 
 	if (stack == NULL)
 		return -ENOMEM;
-	qsort(sp, m->spans.n, sizeof(*sp), cmp_span);
+	if (m->spans.n > 0) /* an empty trace has no array: qsort(NULL, 0) is undefined */
+		qsort(sp, m->spans.n, sizeof(*sp), cmp_span);
 	for (size_t lo = 0, hi; lo < m->spans.n && !err; lo = hi) {
 		for (hi = lo; hi < m->spans.n && sp[hi].track == sp[lo].track; hi++)
 			;
@@ -220,7 +221,8 @@ static void feed(struct imp *m)
 {
 	const struct gen_ev *g = m->evs.p;
 
-	qsort(m->evs.p, m->evs.n, sizeof(*g), cmp_ev);
+	if (m->evs.n > 0)
+		qsort(m->evs.p, m->evs.n, sizeof(*g), cmp_ev);
 	for (size_t i = 0; i < m->evs.n; i++) {
 		struct rp_event ev = { .ts = (uint64_t)g[i].ts, .name = g[i].name,
 				       .kind = g[i].kind };

@@ -391,12 +391,33 @@ static void test_analyze_be_anomalies(void **state)
 	rp_engine_close(e);
 }
 
+/* Empty traces (found by fuzz_import: qsort of no array) give an empty report. */
+static void test_analyze_empty_traces(void **state)
+{
+	static const char *const traces[] = { "[]", "{\"traceEvents\":[]}", "[{\"ph\":\"M\"}]" };
+	char why[RP_WHY_MAX] = "";
+	struct rp_engine *e;
+	struct rp_report rep;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(traces) / sizeof(traces[0]); i++) {
+		assert_int_equal(rp_engine_open(NULL, &e), 0);
+		assert_int_equal(rp_import_chrome_buf(e, traces[i], strlen(traces[i]), "buf", why), 0);
+		assert_int_equal(rp_engine_report(e, &rep), 0);
+		assert_int_equal(rep.events, 0);
+		assert_int_equal(rep.n_fns, 0);
+		rp_report_free(&rep);
+		rp_engine_close(e);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_analyze_generated_traces_match_reference),
 		cmocka_unit_test(test_analyze_torch_sample_matches_reference),
 		cmocka_unit_test(test_analyze_be_anomalies),
+		cmocka_unit_test(test_analyze_empty_traces),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -5,6 +5,7 @@
 #   fuzz_segment   seed: a real segment written by make_seed
 #   fuzz_chrome    seeds: tests/fuzz/seeds/chrome/*
 #   fuzz_snapshot  seeds: tests/fuzz/seeds/snapshot/*
+#   fuzz_import    seeds: tests/fuzz/seeds/chrome/* (the importer and the engine)
 #
 # usage: tests/fuzz/run.sh BUILD_DIR SECONDS
 set -euo pipefail
@@ -36,10 +37,12 @@ run_target() { # target max_len
 	fi
 }
 
-for t in segment chrome snapshot; do
+for t in segment chrome snapshot import; do
 	mkdir -p "$dir/corpus-$t" "$dir/artifacts-$t"
-	if [ -d "$src/seeds/$t" ]; then
-		cp "$src/seeds/$t"/* "$dir/corpus-$t/" 2>/dev/null || true
+	seeds=$t
+	[ "$t" = import ] && seeds=chrome
+	if [ -d "$src/seeds/$seeds" ]; then
+		cp "$src/seeds/$seeds"/* "$dir/corpus-$t/" 2>/dev/null || true
 	fi
 done
 "$dir/make_seed" "$dir/corpus-segment/seed"
@@ -49,4 +52,5 @@ seed_size=$(stat -c %s "$dir/corpus-segment/seed")
 run_target segment $((seed_size + 512))
 run_target chrome 65536
 run_target snapshot 65536
+run_target import 65536
 exit "$failed"

@@ -1,0 +1,47 @@
+// SPDX-License-Identifier: MIT
+/*
+ * libFuzzer target for `ringprof analyze` minus the file: a Chrome trace from the
+ * input through the reader, the nesting (sort, containment, clamping, B/E pairing)
+ * and the engine to a report. Small caps, so the track, name, depth and CCT caps
+ * are hit too. Any input must give a report or a clean error, and a report must be
+ * consistent: every edge and node index inside the report.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "import_chrome.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void check(const struct rp_report *r)
+{
+	for (uint32_t i = 0; i < r->n_edges; i++)
+		if (r->edges[i].caller >= r->n_fns || r->edges[i].callee >= r->n_fns)
+			abort();
+	for (uint32_t i = 1; i < r->n_nodes; i++)
+		if (r->nodes[i].parent >= i || r->nodes[i].fn >= r->n_fns)
+			abort();
+	for (uint32_t i = 0; i < r->n_fns; i++)
+		if (r->fns[i].primitive_calls > r->fns[i].calls ||
+		    r->fns[i].self_ns > r->fns[i].total_ns || r->fns[i].cum_ns > r->fns[i].total_ns)
+			abort();
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct rp_engine_cfg cfg = { .max_names = 16, .max_tracks = 4, .max_depth = 8,
+				     .max_cct_nodes = 16, .max_sources = 2 };
+	char why[RP_WHY_MAX] = "";
+	struct rp_engine *e;
+	struct rp_report r;
+
+	if (rp_engine_open(&cfg, &e) != 0)
+		return 0;
+	if (rp_import_chrome_buf(e, data, size, "fuzz", why) == 0 &&
+	    rp_engine_report(e, &r) == 0) {
+		check(&r);
+		rp_report_free(&r);
+	}
+	rp_engine_close(e);
+	return 0;
+}
