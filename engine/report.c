@@ -30,6 +30,9 @@ void rp_report_free(struct rp_report *r)
 		free(r->fns[i].category);
 		free(r->fns[i].file);
 	}
+	for (uint32_t i = 0; i < r->n_conc; i++)
+		free(r->conc[i].name);
+	free(r->conc);
 	free(r->sources);
 	free(r->fns);
 	free(r->edges);

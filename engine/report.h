@@ -21,7 +21,7 @@
 #include <stdint.h>
 
 #define RP_REPORT_VERSION_MAJOR 1 /* readers reject another major */
-#define RP_REPORT_VERSION_MINOR 0 /* readers skip fields they do not know */
+#define RP_REPORT_VERSION_MINOR 1 /* readers skip fields they do not know */
 
 #define RP_NONE UINT32_MAX /* "no index" (the CCT root's parent, ...) */
 
@@ -77,6 +77,12 @@ struct rp_report_fn {
 	uint64_t total_ns;	/* sum of durations of all calls (for the mean) */
 	uint64_t min_ns;	/* 0 when calls == 0 */
 	uint64_t max_ns;
+	/* Duration quantiles from the name's sketch (DDSketch, within 1% of the exact
+	 * order statistic); all 0 when the name has no sketch (see the caps). 1.1 */
+	uint64_t p50_ns, p90_ns, p95_ns, p99_ns;
+	/* Concurrency (all open spans) at each call's midpoint: sum and count of the
+	 * calls for which it was known; the mean is sum / count. 1.1 */
+	uint64_t midpoint_sum, midpoint_count;
 };
 
 /* caller -> callee, indices into fns; the same figures, for calls made from caller. */
@@ -97,6 +103,16 @@ struct rp_report_node {
 	uint64_t calls;
 	uint64_t self_ns;
 	uint64_t total_ns;	/* sum of durations of the calls at this node */
+};
+
+/* A concurrency distribution (engine/sweep.c): open spans over the observed range,
+ * time-weighted. Percentiles are "lower step": the smallest level whose cumulative
+ * time reaches p% of the observed time. 1.1 */
+struct rp_report_conc {
+	char *name;		/* "overall", "roots" (requests in flight), or a category */
+	uint64_t observed_ns;	/* [first open, last event] */
+	uint64_t mean_milli;	/* time-weighted mean level x 1000, rounded */
+	uint32_t p50, p90, p95, p99, max;
 };
 
 /* The engine's caps (all of them; later issues add more), as configured. */
@@ -129,6 +145,8 @@ struct rp_report {
 	uint32_t n_edges;
 	struct rp_report_node *nodes;
 	uint32_t n_nodes;
+	struct rp_report_conc *conc;	/* conc[0] "overall", conc[1] "roots", then categories */
+	uint32_t n_conc;
 };
 
 /* Frees everything a report owns (its arrays and strings) and zeroes it; NULL ok. */
