@@ -19,7 +19,18 @@ void rp_engine_cfg_default(struct rp_engine_cfg *cfg)
 		.max_depth = 256,
 		.max_cct_nodes = 262144,
 		.max_sources = 1024,
+		.max_sketch_names = 4096,
 	};
+}
+
+static void on_open(void *ctx, uint32_t name, uint32_t depth, uint64_t t)
+{
+	rp_analyses_open(ctx, name, depth, t);
+}
+
+static void on_close(void *ctx, uint32_t name, uint32_t depth, uint64_t start, uint64_t end)
+{
+	rp_analyses_close(ctx, name, depth, start, end);
 }
 
 int rp_engine_open(const struct rp_engine_cfg *cfg, struct rp_engine **out)
@@ -35,10 +46,14 @@ int rp_engine_open(const struct rp_engine_cfg *cfg, struct rp_engine **out)
 	e->src = calloc(e->cfg.max_sources, sizeof(*e->src));
 	if (e->src == NULL || rp_names_init(&e->names, e->cfg.max_names) ||
 	    rp_stats_init(&e->stats, e->cfg.max_names, e->cfg.max_cct_nodes) ||
-	    rp_tracks_init(&e->tracks, e->cfg.max_tracks, e->cfg.max_depth, &e->stats)) {
+	    rp_tracks_init(&e->tracks, e->cfg.max_tracks, e->cfg.max_depth, &e->stats) ||
+	    rp_analyses_init(&e->an, &e->names, e->cfg.max_names, e->cfg.max_sketch_names)) {
 		rp_engine_close(e);
 		return -ENOMEM;
 	}
+	e->tracks.on_open = on_open;
+	e->tracks.on_close = on_close;
+	e->tracks.hook_ctx = &e->an;
 	strcpy(e->clock, "monotonic");
 	*out = e;
 	return 0;
@@ -53,6 +68,7 @@ void rp_engine_close(struct rp_engine *e)
 	free(e->src);
 	free(e->folded.rep.name);
 	rp_tracks_free(&e->tracks);
+	rp_analyses_fini(&e->an);
 	rp_stats_free(&e->stats);
 	rp_names_free(&e->names);
 	free(e);
@@ -328,7 +344,8 @@ int rp_engine_report(const struct rp_engine *e, struct rp_report *r)
 	if (!map || !r->clock || !r->fns || !r->edges || !r->nodes || !r->sources)
 		goto out;
 	r->n_fns = n_fns;
-	if ((err = copy_fns(e, map, r)) != 0 || (err = copy_sources(e, r)) != 0)
+	if ((err = copy_fns(e, map, r)) != 0 || (err = copy_sources(e, r)) != 0 ||
+	    (err = rp_analyses_report(&e->an, map, r)) != 0)
 		goto out;
 	copy_graph(e, map, r);
 	r->n_edges = e->stats.n_edges;

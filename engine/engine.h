@@ -16,6 +16,7 @@
 
 #include <ringprof/wire.h>
 
+#include "analyses.h"
 #include "names.h"
 #include "report.h"
 #include "stacks.h"
@@ -28,9 +29,11 @@ struct rp_engine_cfg {
 	uint32_t max_depth;	/* frames per track */
 	uint32_t max_cct_nodes;	/* CCT nodes (and caller->callee edges) */
 	uint32_t max_sources;	/* producer processes and files */
+	uint32_t max_sketch_names; /* names with a duration sketch (quantiles) */
 };
 
-/* Defaults: 65536 names, 16384 tracks, 256 frames, 262144 nodes, 1024 sources. */
+/* Defaults: 65536 names, 16384 tracks, 256 frames, 262144 nodes, 1024 sources,
+ * 4096 sketches. */
 void rp_engine_cfg_default(struct rp_engine_cfg *cfg);
 
 struct rp_source {
@@ -44,6 +47,7 @@ struct rp_engine {
 	struct rp_names names;
 	struct rp_stats stats;
 	struct rp_tracks tracks;
+	struct rp_analyses an;
 	struct rp_source *src;
 	uint32_t n_src;
 	struct rp_source folded;	/* finished sources whose rows were reused */

@@ -161,6 +161,8 @@ void rp_track_begin(struct rp_tracks *ts, uint32_t tr, uint32_t name, uint64_t t
 								     &folded) };
 	if (folded)
 		c->anomalies[RP_ANOM_CCT_CAP]++;
+	if (ts->on_open)
+		ts->on_open(ts->hook_ctx, name, k->depth - 1, t);
 }
 
 /* Pops the top frame, closed at time t. */
@@ -183,6 +185,8 @@ static void pop(struct rp_tracks *ts, struct rp_track *k, uint64_t t, struct rp_
 		k->f[k->depth - 1].child_ns += dur;
 	if (!rp_stats_add(ts->stats, &call))
 		c->anomalies[RP_ANOM_CCT_CAP]++;
+	if (ts->on_close)
+		ts->on_close(ts->hook_ctx, f->name, k->depth, f->start, f->start + dur);
 }
 
 /* The innermost open frame an END closes, or -1. */

@@ -54,6 +54,10 @@ struct rp_tracks {
 	uint32_t live;		/* tracks in use */
 	uint32_t max_depth;
 	struct rp_stats *stats;
+	/* Every span pushed and popped (the streaming analyses); may be NULL. */
+	void (*on_open)(void *ctx, uint32_t name, uint32_t depth, uint64_t t);
+	void (*on_close)(void *ctx, uint32_t name, uint32_t depth, uint64_t start, uint64_t end);
+	void *hook_ctx;
 };
 
 int rp_tracks_init(struct rp_tracks *ts, uint32_t max_tracks, uint32_t max_depth,

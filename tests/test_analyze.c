@@ -104,6 +104,85 @@ static void reference_stats(struct ref *r)
 	}
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* Overall concurrency by brute force over elementary segments of the clamped spans:
+ * time per level over [min start, max end], lower-step percentiles, max. */
+static void reference_concurrency(uint32_t pct[4], uint32_t *max)
+{
+	static const unsigned ps[4] = { 50, 90, 95, 99 };
+	uint64_t *t = malloc(sizeof(*t) * 2 * (size_t)n), *at = calloc((size_t)n + 1, 8);
+	uint64_t total = 0, cum;
+	int nt = 0;
+
+	for (int i = 0; i < n; i++) {
+		t[nt++] = (uint64_t)sp[i].s;
+		t[nt++] = (uint64_t)sp[i].e;
+	}
+	qsort(t, (size_t)nt, sizeof(*t), cmp_u64);
+	*max = 0;
+	for (int k = 0; k + 1 < nt; k++) {
+		uint64_t a = t[k], b = t[k + 1];
+		uint32_t level = 0;
+		if (a == b)
+			continue;
+		for (int i = 0; i < n; i++)
+			level += (uint64_t)sp[i].s <= a && b <= (uint64_t)sp[i].e;
+		at[level] += b - a;
+		total += b - a;
+		*max = level > *max ? level : *max;
+	}
+	for (int q = 0; q < 4; q++) {
+		cum = 0;
+		for (uint32_t c = 0; c <= (uint32_t)n; c++) {
+			cum += at[c];
+			if (at[c] && cum * 100 >= ps[q] * total) {
+				pct[q] = c;
+				break;
+			}
+		}
+	}
+	free(t);
+	free(at);
+}
+
+/* Each name's p50/p99 within 1% of the exact order statistic of its durations. */
+static void check_quantiles(const struct rp_report *rep)
+{
+	static uint64_t d[MAXN];
+
+	for (uint32_t i = 0; i < rep->n_fns; i++) {
+		const struct rp_report_fn *f = &rep->fns[i];
+		int k = name_id(f->name), m = 0;
+		for (int j = 0; j < n; j++)
+			if (sp[j].name == k)
+				d[m++] = (uint64_t)(sp[j].e - sp[j].s);
+		qsort(d, (size_t)m, sizeof(d[0]), cmp_u64);
+		double x50 = (double)d[(int)(0.5 * (m - 1))], x99 = (double)d[(int)(0.99 * (m - 1))];
+		assert_true((double)f->p50_ns >= x50 * 0.99 - 0.5 && (double)f->p50_ns <= x50 * 1.01 + 0.5);
+		assert_true((double)f->p99_ns >= x99 * 0.99 - 0.5 && (double)f->p99_ns <= x99 * 1.01 + 0.5);
+	}
+}
+
+static void check_concurrency(const struct rp_report *rep)
+{
+	uint32_t pct[4], max;
+
+	reference_concurrency(pct, &max);
+	assert_true(rep->n_conc >= 2);
+	assert_string_equal(rep->conc[0].name, "overall");
+	assert_int_equal(rep->conc[0].p50, pct[0]);
+	assert_int_equal(rep->conc[0].p90, pct[1]);
+	assert_int_equal(rep->conc[0].p95, pct[2]);
+	assert_int_equal(rep->conc[0].p99, pct[3]);
+	assert_int_equal(rep->conc[0].max, max);
+}
+
 static void analyze(const char *path, struct rp_report *rep)
 {
 	char why[RP_WHY_MAX] = "";
@@ -284,6 +363,8 @@ static void test_analyze_generated_traces_match_reference(void **state)
 			print_message("round %d: %s, %d spans, %llu events\n", round, path, n,
 				      (unsigned long long)rep.events);
 		compare(&rep);
+		check_quantiles(&rep);
+		check_concurrency(&rep);
 		assert_int_equal(rep.anomalies[RP_ANOM_END_UNMATCHED], 0);
 		rp_report_free(&rep);
 		if (!getenv("RP_KEEP_TRACE"))
