@@ -52,6 +52,7 @@ bool rp_cli_cap_option(struct rp_engine_cfg *cfg, const char *opt, const char *v
 		{ "max-depth", offsetof(struct rp_engine_cfg, max_depth) },
 		{ "max-cct-nodes", offsetof(struct rp_engine_cfg, max_cct_nodes) },
 		{ "max-sources", offsetof(struct rp_engine_cfg, max_sources) },
+		{ "max-sketch-names", offsetof(struct rp_engine_cfg, max_sketch_names) },
 	};
 	char *end;
 	unsigned long v;

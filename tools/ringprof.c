@@ -285,7 +285,8 @@ static int cmd_render(int argc, char **argv, bool analyze)
 		{ "limit", 1, NULL, 'l' },	   { "help", 0, NULL, 'h' },
 		{ "max-names", 1, NULL, 'c' },	   { "max-tracks", 1, NULL, 'c' },
 		{ "max-depth", 1, NULL, 'c' },	   { "max-cct-nodes", 1, NULL, 'c' },
-		{ "max-sources", 1, NULL, 'c' },   { NULL, 0, NULL, 0 }
+		{ "max-sources", 1, NULL, 'c' },
+		{ "max-sketch-names", 1, NULL, 'c' },   { NULL, 0, NULL, 0 }
 	};
 	const char *format = "text", *out = NULL;
 	struct rp_engine_cfg cfg;

@@ -334,6 +334,7 @@ static int parse(int argc, char **argv, struct daemon *d, struct rp_engine_cfg *
 		{ "help", 0, NULL, 'h' },    { "max-names", 1, NULL, 'c' },
 		{ "max-tracks", 1, NULL, 'c' }, { "max-depth", 1, NULL, 'c' },
 		{ "max-cct-nodes", 1, NULL, 'c' }, { "max-sources", 1, NULL, 'c' },
+		{ "max-sketch-names", 1, NULL, 'c' },
 		{ NULL, 0, NULL, 0 }
 	};
 	const char *session = NULL;
