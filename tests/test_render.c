@@ -15,7 +15,10 @@
  * a function with no file, names with quotes, backslashes, control characters,
  * non-ASCII and ill-formed UTF-8, two functions with the same pstats key (they differ
  * only in category), zero calls, uint64 figures above 2^53 and 2^63, counts above
- * 2^31 and a line above INT32_MAX.
+ * 2^31 and a line above INT32_MAX. Report 1.1 adds duration quantiles, the midpoint
+ * concurrency mean (none known, and known) and concurrency distributions: none (a 1.0
+ * snapshot), overall and roots only, and two categories, one with a name that needs
+ * escaping.
  */
 #include "support.h"
 
@@ -31,6 +34,8 @@
 #define MS	      1000000ull /* ns */
 #define P53	      9007199254740993ull  /* 2^53 + 1: not a double */
 #define P63	      9223372036854775808ull /* 2^63: not an int64 */
+/* A function's p50..p99 and midpoint sum and count when it has neither. */
+#define NO_SKETCH     0, 0, 0, 0, 0, 0
 
 typedef int (*render_fn)(const struct rp_report *r, FILE *out);
 
@@ -56,14 +61,29 @@ static struct rp_report_source tricky_sources[] = {
 	{ .name = "trace\xff.json", .pid = 0, .flags = RP_SRC_FILE, .events = 20 },
 };
 
+/* ..., min, max, p50, p90, p95, p99, midpoint sum, midpoint count. */
 static struct rp_report_fn tricky_fns[] = {
-	{ QNAME, "LLM", "app.py", 10, 3, 1, 300 * MS, 1000 * MS, 1800 * MS, 200 * MS, 1000 * MS },
-	{ CAFE, "", "", 0, 2, 2, 150 * MS, 150 * MS, 150 * MS + 1, 70 * MS, 80 * MS },
-	{ BAD, "TOOL", BADFILE, 7, 1, 1, 50 * MS, 150 * MS, 150 * MS, 150 * MS, 150 * MS },
-	{ "idle", "", "idle.c", 3, 0, 0, 0, 0, 0, 0, 0 },
+	{ QNAME, "LLM", "app.py", 10, 3, 1, 300 * MS, 1000 * MS, 1800 * MS, 200 * MS, 1000 * MS,
+	  500 * MS, 900 * MS, 950 * MS, 990 * MS, 7, 2 },
+	{ CAFE, "", "", 0, 2, 2, 150 * MS, 150 * MS, 150 * MS + 1, 70 * MS, 80 * MS,
+	  0, 0, 0, 0, 0, 0 }, /* no sketch, no midpoint known */
+	{ BAD, "TOOL", BADFILE, 7, 1, 1, 50 * MS, 150 * MS, 150 * MS, 150 * MS, 150 * MS,
+	  150 * MS, 150 * MS, 150 * MS, 150 * MS, 1, 3 },
+	{ "idle", "", "idle.c", 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 },
 	{ QNAME, "FUNCTION", "app.py", 10, 2, 2, 100 * MS, 400 * MS, 400 * MS, 150 * MS,
-	  250 * MS },
-	{ "aaa", "", "idle.c", 3, 0, 0, 0, 0, 0, 0, 0 }, /* only the name differs */
+	  250 * MS, 150 * MS, 240 * MS, 245 * MS, 250 * MS, 10, 4 },
+	{ "aaa", "", "idle.c", 3, 0, 0, 0, 0, 0, 0, 0, NO_SKETCH }, /* only the name differs */
+};
+
+/* A category name that needs escaping: 8 columns once escaped for text. */
+#define CATNAME "T\"O\tO\xc3\xa9L"
+
+/* name, observed_ns, mean_milli, p50, p90, p95, p99, max */
+static struct rp_report_conc tricky_conc[] = {
+	{ "overall", 2500000000u, 1500, 1, 2, 3, 4, 5 },
+	{ "roots", 2400000000u, 1000, 1, 1, 1, 1, 1 },
+	{ "LLM", 1000000000u, 250, 0, 1, 1, 1, 2 },
+	{ CATNAME, 7, 0, 0, 0, 0, 0, 0 },
 };
 
 static struct rp_report_edge tricky_edges[] = {
@@ -86,6 +106,7 @@ static struct rp_report tricky_report(void)
 		.sources = tricky_sources, .n_sources = ARRAY_SIZE(tricky_sources),
 		.fns = tricky_fns, .n_fns = ARRAY_SIZE(tricky_fns),
 		.edges = tricky_edges, .n_edges = ARRAY_SIZE(tricky_edges),
+		.conc = tricky_conc, .n_conc = ARRAY_SIZE(tricky_conc),
 	};
 }
 
@@ -98,9 +119,16 @@ static struct rp_report_source big_sources[] = {
 };
 
 static struct rp_report_fn big_fns[] = {
-	{ "small", "", "", 0, 2147483648u, 2147483647u, 1, 2, 3, 1, 2 },
+	{ "small", "", "", 0, 2147483648u, 2147483647u, 1, 2, 3, 1, 2, 1, 1, 1, 2,
+	  UINT64_MAX, 1 },
 	{ "big", "", "big.c", 3000000000u, 5000000000u, 4294967296u, P53, UINT64_MAX,
-	  UINT64_MAX, 1, P63 },
+	  UINT64_MAX, 1, P63, P53, P63, UINT64_MAX - 1, UINT64_MAX, 2, 3 },
+};
+
+static struct rp_report_conc big_conc[] = {
+	{ "overall", UINT64_MAX, UINT64_MAX, UINT32_MAX, UINT32_MAX, UINT32_MAX, UINT32_MAX,
+	  UINT32_MAX },
+	{ "roots", P63, 999, 0, 0, 0, 0, UINT32_MAX },
 };
 
 static struct rp_report_edge big_edges[] = {
@@ -117,6 +145,7 @@ static struct rp_report big_report(void)
 		.sources = big_sources, .n_sources = ARRAY_SIZE(big_sources),
 		.fns = big_fns, .n_fns = ARRAY_SIZE(big_fns),
 		.edges = big_edges, .n_edges = ARRAY_SIZE(big_edges),
+		.conc = big_conc, .n_conc = ARRAY_SIZE(big_conc),
 	};
 }
 
@@ -308,18 +337,31 @@ static void check_source(yajl_val o, const struct rp_report_source *s, const cha
 	check_anomalies(field(o, "anomalies"), s->anomalies);
 }
 
+/* A JSON number written exactly as @raw (not an integer: a fraction or exponent). */
+static void assert_raw_number(yajl_val v, const char *key, const char *raw)
+{
+	if (!YAJL_IS_NUMBER(v))
+		fail_msg("\"%s\": not a number", key);
+	if (strcmp(YAJL_GET_NUMBER(v), raw) != 0)
+		fail_msg("\"%s\": %s, want %s", key, YAJL_GET_NUMBER(v), raw);
+}
+
 /* What a function must look like in JSON; strings as they must come back. */
 struct want_fn {
 	uint32_t fn; /* index into the report's fns */
 	const char *name, *category, *file;
 	uint64_t mean_ns;
+	const char *midpoint_mean; /* the number as written */
 };
 
 static void check_fn(yajl_val o, const struct rp_report_fn *f, const struct want_fn *w)
 {
 	static const char *const keys[] = { "name",	"category", "file",   "line",
 					    "calls",	"primitive_calls",    "self_ns",
-					    "cum_ns",	"min_ns",   "max_ns", "mean_ns" };
+					    "cum_ns",	"min_ns",   "max_ns", "mean_ns",
+					    "p50_ns",	"p90_ns",   "p95_ns", "p99_ns",
+					    "midpoint_concurrency_mean" };
+	yajl_val mid;
 
 	assert_keys(o, keys, ARRAY_SIZE(keys));
 	assert_jstr(field(o, "name"), w->name);
@@ -333,6 +375,60 @@ static void check_fn(yajl_val o, const struct rp_report_fn *f, const struct want
 	assert_u64(o, "min_ns", f->min_ns);
 	assert_u64(o, "max_ns", f->max_ns);
 	assert_u64(o, "mean_ns", w->mean_ns);
+	assert_u64(o, "p50_ns", f->p50_ns);
+	assert_u64(o, "p90_ns", f->p90_ns);
+	assert_u64(o, "p95_ns", f->p95_ns);
+	assert_u64(o, "p99_ns", f->p99_ns);
+	mid = field(o, "midpoint_concurrency_mean");
+	assert_raw_number(mid, "midpoint_concurrency_mean", w->midpoint_mean);
+	if (f->midpoint_count == 0) {
+		assert_true(YAJL_IS_INTEGER(mid) && YAJL_GET_INTEGER(mid) == 0);
+	} else { /* within the 6 digits written */
+		double want = (double)f->midpoint_sum / (double)f->midpoint_count;
+		double d = YAJL_GET_DOUBLE(mid) - want;
+
+		assert_true(YAJL_IS_DOUBLE(mid));
+		assert_true((d < 0 ? -d : d) <= want * 1e-5);
+	}
+}
+
+/* A concurrency distribution; @mean as it must be written (3 decimals). */
+static void check_dist(yajl_val o, const struct rp_report_conc *c, const char *mean)
+{
+	static const char *const keys[] = { "p50", "p90",  "p95",	"p99",
+					    "max", "mean", "observed_ns" };
+
+	assert_keys(o, keys, ARRAY_SIZE(keys));
+	assert_u64(o, "p50", c->p50);
+	assert_u64(o, "p90", c->p90);
+	assert_u64(o, "p95", c->p95);
+	assert_u64(o, "p99", c->p99);
+	assert_u64(o, "max", c->max);
+	assert_raw_number(field(o, "mean"), "mean", mean);
+	assert_u64(o, "observed_ns", c->observed_ns);
+}
+
+/* "concurrency": {} without distributions, else overall, roots and by_category with
+ * the categories in report order under their names (@cats, as they come back);
+ * means[i] is conc[i]'s mean as written. */
+static void check_concurrency(yajl_val top, const struct rp_report *r,
+			      const char *const *means, const char *const *cats)
+{
+	static const char *const keys[] = { "overall", "roots", "by_category" };
+	yajl_val o = field(top, "concurrency"), by;
+
+	if (r->n_conc == 0) {
+		assert_keys(o, keys, 0);
+		return;
+	}
+	assert_true(r->n_conc >= 2);
+	assert_keys(o, keys, ARRAY_SIZE(keys));
+	check_dist(field(o, "overall"), &r->conc[0], means[0]);
+	check_dist(field(o, "roots"), &r->conc[1], means[1]);
+	by = field(o, "by_category");
+	assert_keys(by, cats, r->n_conc - 2);
+	for (uint32_t i = 2; i < r->n_conc; i++)
+		check_dist(by->u.object.values[i - 2], &r->conc[i], means[i]);
 }
 
 static void check_edge(yajl_val o, const struct rp_report_edge *e, const char *caller,
@@ -355,7 +451,8 @@ static yajl_val check_top(const struct rp_report *r, const char *text, const cha
 {
 	static const char *const keys[] = { "events",	     "dropped", "late",	 "truncated",
 					    "anomalies",     "time_range_ns",	"clock",
-					    "caps",	     "sources", "functions", "edges" };
+					    "caps",	     "concurrency",	"sources",
+					    "functions",     "edges" };
 	static const char *const cap_keys[] = { "max_names", "max_tracks", "max_depth",
 						"max_cct_nodes", "max_sources" };
 	yajl_val o = json_parse(text), range, caps;
@@ -398,13 +495,15 @@ static void test_render_json_tricky_round_trips(void **state)
 	/* cum desc, self desc, name: 0 (1000 ms), 4 (400), 1 and 2 tie on cum 150 and
 	 * self decides, 5 and 3 tie on everything but the name. */
 	static const struct want_fn want[] = {
-		{ 0, QNAME, "LLM", "app.py", 600 * MS },
-		{ 4, QNAME, "FUNCTION", "app.py", 200 * MS },
-		{ 1, CAFE, "", "", 75 * MS }, /* 150 ms + 1 ns over 2, rounded down */
-		{ 2, BAD_FIXED, "TOOL", BADFILE_FIXED, 150 * MS },
-		{ 5, "aaa", "", "idle.c", 0 },
-		{ 3, "idle", "", "idle.c", 0 },
+		{ 0, QNAME, "LLM", "app.py", 600 * MS, "3.5" },
+		{ 4, QNAME, "FUNCTION", "app.py", 200 * MS, "2.5" },
+		{ 1, CAFE, "", "", 75 * MS, "0" }, /* 150 ms + 1 ns over 2, rounded down */
+		{ 2, BAD_FIXED, "TOOL", BADFILE_FIXED, 150 * MS, "0.333333" },
+		{ 5, "aaa", "", "idle.c", 0, "0" },
+		{ 3, "idle", "", "idle.c", 0, "0" },
 	};
+	static const char *const means[] = { "1.500", "1.000", "0.250", "0.000" };
+	static const char *const cats[] = { "LLM", CATNAME };
 	static const char *const exited[] = { "exited" }, *const file[] = { "file" };
 	struct rp_report r = tricky_report();
 	char *text = render_mem(rp_render_json, &r);
@@ -414,6 +513,7 @@ static void test_render_json_tricky_round_trips(void **state)
 	a = array_of(o, "sources", 2);
 	check_source(a->u.array.values[0], &r.sources[0], "api \"srv\"\\\n\t", exited, 1);
 	check_source(a->u.array.values[1], &r.sources[1], "trace" FFFD ".json", file, 1);
+	check_concurrency(o, &r, means, cats);
 	a = array_of(o, "functions", ARRAY_SIZE(want));
 	for (size_t i = 0; i < ARRAY_SIZE(want); i++)
 		check_fn(a->u.array.values[i], &r.fns[want[i].fn], &want[i]);
@@ -424,6 +524,22 @@ static void test_render_json_tricky_round_trips(void **state)
 	/* The escapes themselves: \u00XX for controls and DEL, \" and \\, raw U+FFFD. */
 	assert_non_null(strstr(text, "\"name\":\"q\\\"b\\\\s\\u000at\\u0001\\u007f\""));
 	assert_non_null(strstr(text, "\"file\":\"" BADFILE_FIXED "\""));
+	/* The layout of the distributions, and the escaped category name. */
+	assert_non_null(strstr(
+		text, ",\n  \"concurrency\":{\n"
+		      "    \"overall\":{\"p50\":1,\"p90\":2,\"p95\":3,\"p99\":4,\"max\":5,"
+		      "\"mean\":1.500,\"observed_ns\":2500000000},\n"
+		      "    \"roots\":{\"p50\":1,\"p90\":1,\"p95\":1,\"p99\":1,\"max\":1,"
+		      "\"mean\":1.000,\"observed_ns\":2400000000},\n"
+		      "    \"by_category\":{\n"
+		      "      \"LLM\":{\"p50\":0,\"p90\":1,\"p95\":1,\"p99\":1,\"max\":2,"
+		      "\"mean\":0.250,\"observed_ns\":1000000000},\n"
+		      "      \"T\\\"O\\u0009O\xc3\xa9L\":{\"p50\":0,\"p90\":0,\"p95\":0,"
+		      "\"p99\":0,\"max\":0,\"mean\":0.000,\"observed_ns\":7}\n"
+		      "    }\n  },\n  \"sources\":"));
+	assert_non_null(strstr(text, "\"mean_ns\":600000000,\"p50_ns\":500000000,"
+				     "\"p90_ns\":900000000,\"p95_ns\":950000000,"
+				     "\"p99_ns\":990000000,\"midpoint_concurrency_mean\":3.5}"));
 	yajl_tree_free(o);
 	free(text);
 }
@@ -431,9 +547,10 @@ static void test_render_json_tricky_round_trips(void **state)
 static void test_render_json_big_values_exact(void **state)
 {
 	static const struct want_fn want[] = {
-		{ 1, "big", "", "big.c", 3689348814u }, /* (2^64 - 1) / 5e9 */
-		{ 0, "small", "", "", 0 },		/* 3 / 2^31 */
+		{ 1, "big", "", "big.c", 3689348814u, "0.666667" }, /* (2^64 - 1) / 5e9 */
+		{ 0, "small", "", "", 0, "1.84467e+19" },	      /* 3 / 2^31 */
 	};
+	static const char *const means[] = { "18446744073709551.615", "0.999" };
 	static const char *const flags[] = { "dead", "file", "0x10" };
 	struct rp_report r = big_report();
 	char *text = render_mem(rp_render_json, &r);
@@ -442,6 +559,7 @@ static void test_render_json_big_values_exact(void **state)
 	(void)state;
 	a = array_of(o, "sources", 1);
 	check_source(a->u.array.values[0], &r.sources[0], "big", flags, 3);
+	check_concurrency(o, &r, means, NULL);
 	a = array_of(o, "functions", 2);
 	for (size_t i = 0; i < ARRAY_SIZE(want); i++)
 		check_fn(a->u.array.values[i], &r.fns[want[i].fn], &want[i]);
@@ -450,6 +568,11 @@ static void test_render_json_big_values_exact(void **state)
 	assert_non_null(strstr(text, "\"cum_ns\":18446744073709551615,"));
 	assert_non_null(strstr(text, "\"self_ns\":9007199254740993,"));
 	assert_non_null(strstr(text, "\"pid\":-1,"));
+	assert_non_null(strstr(text, "\"p95_ns\":18446744073709551614,"
+				     "\"p99_ns\":18446744073709551615,"));
+	assert_non_null(strstr(text, "\"by_category\":{}\n  },\n"));
+	assert_non_null(strstr(text, "\"max\":4294967295,\"mean\":18446744073709551.615,"
+				     "\"observed_ns\":18446744073709551615}"));
 	yajl_tree_free(o);
 	free(text);
 }
@@ -461,6 +584,8 @@ static void test_render_json_empty_report(void **state)
 	yajl_val o = check_top(&r, text, "");
 
 	(void)state;
+	check_concurrency(o, &r, NULL, NULL);
+	assert_non_null(strstr(text, ",\n  \"concurrency\":{},\n  \"sources\":[],"));
 	array_of(o, "sources", 0);
 	array_of(o, "functions", 0);
 	array_of(o, "edges", 0);
@@ -497,12 +622,21 @@ static struct rp_report_source text_sources[] = {
 	  .late = 1, .truncated = 2 },
 };
 
+/* sleep has calls but no sketch: its p50 and p99 show "-". */
 static struct rp_report_fn text_fns[] = {
-	{ "query", "", "db.py", 42, 6, 5, 500 * MS, 700 * MS, 800 * MS, 50 * MS, 200 * MS },
+	{ "query", "", "db.py", 42, 6, 5, 500 * MS, 700 * MS, 800 * MS, 50 * MS, 200 * MS,
+	  110000123, 150 * MS, 180 * MS, 199999999, 12, 6 },
 	{ "handle_request", "FUNCTION", "app.py", 10, 3, 3, 200 * MS, 990 * MS, 990 * MS,
-	  300 * MS, 360 * MS },
-	{ "sleep", "TOOL", "", 0, 4, 4, 90000123, 90000123, 90000123, 1500, 60 * MS },
-	{ "idle", "", "", 0, 0, 0, 0, 0, 0, 0, 0 },
+	  300 * MS, 360 * MS, 330 * MS, 350 * MS, 355 * MS, 359999500, 3, 3 },
+	{ "sleep", "TOOL", "", 0, 4, 4, 90000123, 90000123, 90000123, 1500, 60 * MS, NO_SKETCH },
+	{ "idle", "", "", 0, 0, 0, 0, 0, 0, 0, 0, NO_SKETCH },
+};
+
+static struct rp_report_conc text_conc[] = {
+	{ "overall", 2500000000u, 1750, 2, 3, 3, 4, 6 },
+	{ "roots", 2500000000u, 1000, 1, 1, 1, 1, 2 },
+	{ "FUNCTION", 990000000u, 1000, 1, 1, 1, 1, 1 },
+	{ "TOOL", 90000123u, 125, 0, 0, 1, 1, 1 },
 };
 
 static struct rp_report text_report(void)
@@ -512,6 +646,7 @@ static struct rp_report text_report(void)
 		.dropped = 3, .late = 1, .truncated = 2,
 		.anomalies = { [RP_ANOM_END_MISMATCH] = 1, [RP_ANOM_CLAMPED] = 4 },
 		.sources = text_sources, .n_sources = 1, .fns = text_fns, .n_fns = 4,
+		.conc = text_conc, .n_conc = 4,
 	};
 }
 
@@ -522,23 +657,29 @@ static struct rp_report text_report(void)
 	"  demo  pid 4242  exited  events 120  dropped 3  late 1  truncated 2"             \
 	"  names_dropped 0  resyncs 0\n"                                                   \
 	"events 120  dropped 3  late 1  truncated 2\n"
+/* Names padded to the longest, "FUNCTION". */
+#define TEXT_CONC                                                                          \
+	"concurrency overall   p50 2  p90 3  p95 3  p99 4  max 6  mean 1.750\n"          \
+	"concurrency roots     p50 1  p90 1  p95 1  p99 1  max 2  mean 1.000\n"          \
+	"concurrency FUNCTION  p50 1  p90 1  p95 1  p99 1  max 1  mean 1.000\n"          \
+	"concurrency TOOL      p50 0  p90 0  p95 1  p99 1  max 1  mean 0.125\n"
 #define TEXT_COLS                                                                          \
 	"          calls      self ms  self%       cum ms  cum/call us       min us"      \
-	"       max us  name [category] file:line\n"
+	"       max us       p50 us       p99 us  name [category] file:line\n"
 /* self% of 790000123 ns; cum/call per primitive call: 990/3, 700/5, 90000123/4 ns
  * = 22500030.75, rounded to 22500.031 us; sleep's self 90.000123 ms shows 90.000. */
 #define TEXT_ROW0                                                                          \
 	"              3      200.000   25.3      990.000   330000.000   300000.000"      \
-	"   360000.000  handle_request [FUNCTION] app.py:10\n"
+	"   360000.000   330000.000   359999.500  handle_request [FUNCTION] app.py:10\n"
 #define TEXT_ROW1                                                                          \
 	"            6/5      500.000   63.3      700.000   140000.000    50000.000"      \
-	"   200000.000  query db.py:42\n"
+	"   200000.000   110000.123   199999.999  query db.py:42\n"
 #define TEXT_ROW2                                                                          \
 	"              4       90.000   11.4       90.000    22500.031        1.500"      \
-	"    60000.000  sleep [TOOL]\n"
+	"    60000.000            -            -  sleep [TOOL]\n"
 #define TEXT_ROW3                                                                          \
 	"              0        0.000    0.0        0.000            -            -"      \
-	"            -  idle\n"
+	"            -            -            -  idle\n"
 
 static void test_render_text_exact(void **state)
 {
@@ -546,7 +687,7 @@ static void test_render_text_exact(void **state)
 	char *text = text_mem(&r, 0);
 
 	(void)state;
-	assert_string_equal(text, TEXT_HEAD "anomalies  end_mismatch 1  clamped 4\n"
+	assert_string_equal(text, TEXT_HEAD "anomalies  end_mismatch 1  clamped 4\n" TEXT_CONC
 					    "\nfunctions 4 of 4, by cum time, then self time\n"
 					    TEXT_COLS TEXT_ROW0 TEXT_ROW1 TEXT_ROW2 TEXT_ROW3);
 	free(text);
@@ -556,16 +697,27 @@ static void test_render_text_limit_cuts_rows(void **state)
 {
 	struct rp_report r = text_report();
 	char *two = text_mem(&r, 2), *all = text_mem(&r, 4), *more = text_mem(&r, 100);
-	const char *want_all = TEXT_HEAD "anomalies  end_mismatch 1  clamped 4\n"
+	const char *want_all = TEXT_HEAD "anomalies  end_mismatch 1  clamped 4\n" TEXT_CONC
 					 "\nfunctions 4 of 4, by cum time, then self time\n"
 					 TEXT_COLS TEXT_ROW0 TEXT_ROW1 TEXT_ROW2 TEXT_ROW3;
 
 	(void)state;
-	assert_string_equal(two, TEXT_HEAD "anomalies  end_mismatch 1  clamped 4\n"
+	assert_string_equal(two, TEXT_HEAD "anomalies  end_mismatch 1  clamped 4\n" TEXT_CONC
 					   "\nfunctions 2 of 4, by cum time, then self time\n"
 					   TEXT_COLS TEXT_ROW0 TEXT_ROW1);
 	assert_string_equal(all, want_all);
 	assert_string_equal(more, want_all);
+	free(two);
+	/* Overall and roots only: padded to "overall". */
+	r.n_conc = 2;
+	two = text_mem(&r, 2);
+	assert_string_equal(two, TEXT_HEAD "anomalies  end_mismatch 1  clamped 4\n"
+					   "concurrency overall  p50 2  p90 3  p95 3  p99 4"
+					   "  max 6  mean 1.750\n"
+					   "concurrency roots    p50 1  p90 1  p95 1  p99 1"
+					   "  max 2  mean 1.000\n"
+					   "\nfunctions 2 of 4, by cum time, then self time\n"
+					   TEXT_COLS TEXT_ROW0 TEXT_ROW1);
 	free(two);
 	free(all);
 	free(more);
@@ -600,14 +752,24 @@ static void test_render_text_names_stay_on_one_line(void **state)
 	(void)state;
 	for (const char *p = text; *p; p++)
 		lines += *p == '\n';
-	assert_int_equal(lines, 10 + r.n_fns); /* 3 + 2 sources + totals, anomalies, blank, 2 */
+	/* 3 + 2 sources + totals, anomalies, blank, 2; one per distribution */
+	assert_int_equal(lines, 10 + r.n_conc + r.n_fns);
 	assert_non_null(strstr(text, "  q\"b\\s\\nt\\x01\\x7f [LLM] app.py:10\n"));
 	assert_non_null(strstr(text, "  q\"b\\s\\nt\\x01\\x7f [FUNCTION] app.py:10\n"));
 	assert_non_null(strstr(text, "  " BAD_FIXED " [TOOL] " BADFILE_FIXED ":7\n"));
 	assert_non_null(strstr(text, "  " CAFE "\n"));
 	assert_non_null(strstr(text, "\n  api \"srv\"\\\\n\\t  pid 4242  exited  events 100"));
 	assert_non_null(strstr(text, "\n  trace" FFFD ".json  pid 0  file  events 20"));
-	assert_non_null(strstr(text, "\nanomalies  end_mismatch 1  clamped 4  open_at_end 7\n"));
+	assert_non_null(strstr(text, "\nanomalies  end_mismatch 1  clamped 4  open_at_end 7\n"
+				     "concurrency overall   p50 1  p90 2  p95 3  p99 4  max 5"
+				     "  mean 1.500\n"
+				     "concurrency roots     p50 1"));
+	/* The category escaped, 8 columns: é counts one. */
+	assert_non_null(strstr(text, "\nconcurrency T\"O\\tO\xc3\xa9L  p50 0  p90 0  p95 0"
+				     "  p99 0  max 0  mean 0.000\n\n"));
+	/* No sketch: "-"; the name's p50 and p99 otherwise. */
+	assert_non_null(strstr(text, "  1000000.000   500000.000   990000.000  q\"b"));
+	assert_non_null(strstr(text, "    80000.000            -            -  " CAFE "\n"));
 	free(text);
 }
 
@@ -842,7 +1004,8 @@ static void test_render_pstats_bytes_one_entry(void **state)
 		'g', 0, 0, 0, 0, 0, 0, 0xe0, 0x3f, 'g', 0, 0, 0, 0, 0, 0, 0xf0, 0x3f,
 		'{', '0', '0',
 	};
-	struct rp_report_fn fn = { "f", "", "", 0, 2, 1, 500 * MS, 1000 * MS, 1000 * MS, 1, 1 };
+	struct rp_report_fn fn = { "f", "", "", 0, 2, 1, 500 * MS, 1000 * MS,
+				   1000 * MS, 1, 1, NO_SKETCH };
 	struct rp_report r = { .fns = &fn, .n_fns = 1 };
 	char *buf = NULL;
 	size_t len = 0;
@@ -859,10 +1022,12 @@ static void test_render_pstats_bytes_one_entry(void **state)
 /* The reference file's profile, as a report: root -> handle_request -> query, and
  * time.sleep called from both. */
 static struct rp_report_fn example_fns[] = {
-	{ "<root>", "", "", 0, 1, 1, 10 * MS, 1000 * MS, 1000 * MS, 1000 * MS, 1000 * MS },
-	{ "handle_request", "", "app.py", 10, 3, 3, 200 * MS, 990 * MS, 990 * MS, 1, 1 },
-	{ "query", "", "db.py", 42, 6, 5, 500 * MS, 700 * MS, 700 * MS, 1, 1 },
-	{ "<built-in method time.sleep>", "", "~", 0, 4, 4, 90 * MS, 90 * MS, 90 * MS, 1, 1 },
+	{ "<root>", "", "", 0, 1, 1, 10 * MS, 1000 * MS, 1000 * MS, 1000 * MS, 1000 * MS,
+	  NO_SKETCH },
+	{ "handle_request", "", "app.py", 10, 3, 3, 200 * MS, 990 * MS, 990 * MS, 1, 1, NO_SKETCH },
+	{ "query", "", "db.py", 42, 6, 5, 500 * MS, 700 * MS, 700 * MS, 1, 1, NO_SKETCH },
+	{ "<built-in method time.sleep>", "", "~", 0, 4, 4, 90 * MS, 90 * MS, 90 * MS, 1, 1,
+	  NO_SKETCH },
 };
 
 static struct rp_report_edge example_edges[] = {

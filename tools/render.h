@@ -12,17 +12,26 @@
 
 /**
  * rp_render_text() - a readable top table (by cumulative time, then self time) with
- * the counters that say what was lost (events, dropped, late, truncated, anomalies).
+ * the counters that say what was lost (events, dropped, late, truncated, anomalies),
+ * then one line per concurrency distribution when the report has them ("concurrency
+ * overall  p50 N  p90 N  p95 N  p99 N  max N  mean X.XXX", then roots and each
+ * category, names padded). Table columns: calls, self ms, self%, cum ms, cum/call us,
+ * min us, max us, p50 us, p99 us ("-" without a sketch), name [category] file:line.
  * @limit: rows of the function table, 0 = all.
  */
 int rp_render_text(const struct rp_report *r, FILE *out, unsigned limit);
 
 /**
  * rp_render_json() - one JSON object: "events", "dropped", "late", "truncated",
- * "anomalies" {kind: n}, "sources" [...], "functions" [{"name", "category", "file",
- * "line", "calls", "primitive_calls", "self_ns", "cum_ns", "min_ns", "max_ns",
- * "mean_ns"}], "edges" [{"caller", "callee", "calls", "primitive_calls", "self_ns",
- * "cum_ns"}] (names), "time_range_ns" [first, last], "caps" {...}.
+ * "anomalies" {kind: n}, "time_range_ns" [first, last], "clock", "caps" {...},
+ * "concurrency" {"overall": D, "roots": D, "by_category": {category: D}} with D =
+ * {"p50", "p90", "p95", "p99", "max", "mean" (3 decimals), "observed_ns"}, or {} when
+ * the report has no distributions (n_conc == 0), "sources" [...], "functions"
+ * [{"name", "category", "file", "line", "calls", "primitive_calls", "self_ns",
+ * "cum_ns", "min_ns", "max_ns", "mean_ns", "p50_ns", "p90_ns", "p95_ns", "p99_ns",
+ * "midpoint_concurrency_mean" (a number, 0 when no midpoint was known)}], "edges"
+ * [{"caller", "callee", "calls", "primitive_calls", "self_ns", "cum_ns"}] (names).
+ * Integers are exact uint64s. See render_json.c for the layout.
  */
 int rp_render_json(const struct rp_report *r, FILE *out);
 

@@ -12,14 +12,24 @@
  * Layout (one key per line at the top, one array element per line):
  *   {"events", "dropped", "late", "truncated", "anomalies" {kind: n, every kind},
  *    "time_range_ns" [t_first, t_last], "clock", "caps" {...},
+ *    "concurrency" {"overall" DIST, "roots" DIST, "by_category" {category: DIST}},
  *    "sources" [{"name", "pid", "flags" [words], "events", "dropped", "late",
  *                "truncated", "names_dropped", "resyncs", "anomalies" {...}}],
  *    "functions" [{"name", "category", "file", "line", "calls", "primitive_calls",
- *                  "self_ns", "cum_ns", "min_ns", "max_ns", "mean_ns"}],
+ *                  "self_ns", "cum_ns", "min_ns", "max_ns", "mean_ns", "p50_ns",
+ *                  "p90_ns", "p95_ns", "p99_ns", "midpoint_concurrency_mean"}],
  *    "edges" [{"caller", "callee", "calls", "primitive_calls", "self_ns", "cum_ns"}]}
+ * DIST is {"p50", "p90", "p95", "p99", "max", "mean", "observed_ns"}: integers but for
+ * "mean", mean_milli / 1000 written exactly with three decimals ("1.500").
+ * "concurrency" is built from r->conc: conc[0] is "overall", conc[1] "roots" (left
+ * out if missing), conc[2...] are "by_category" under their names, in report order;
+ * it is {} when the report has none (n_conc == 0, a 1.0 snapshot).
  * Functions come in the text report's order: cum_ns descending, self_ns descending,
  * then name, category, file, line ascending (byte order). Edges come in the report's
  * order and name their ends. mean_ns is total_ns / calls rounded down, 0 for no calls.
+ * The p*_ns quantiles are 0 when the name has no sketch. midpoint_concurrency_mean is
+ * midpoint_sum / midpoint_count as a double with 6 significant digits ("%.6g": "0",
+ * "2.5", "1.84467e+19", all valid JSON numbers), 0 when midpoint_count is 0.
  */
 #include <assert.h>
 #include <errno.h>
@@ -176,7 +186,46 @@ static void put_fn(FILE *out, const struct rp_report_fn *f)
 	put_u64(out, ",", "min_ns", f->min_ns);
 	put_u64(out, ",", "max_ns", f->max_ns);
 	put_u64(out, ",", "mean_ns", f->calls ? f->total_ns / f->calls : 0);
+	put_u64(out, ",", "p50_ns", f->p50_ns);
+	put_u64(out, ",", "p90_ns", f->p90_ns);
+	put_u64(out, ",", "p95_ns", f->p95_ns);
+	put_u64(out, ",", "p99_ns", f->p99_ns);
+	put_key(out, ",", "midpoint_concurrency_mean");
+	if (f->midpoint_count == 0)
+		fputc('0', out);
+	else /* finite and >= 0: %g writes a valid JSON number */
+		fprintf(out, "%.6g", (double)f->midpoint_sum / (double)f->midpoint_count);
 	fputc('}', out);
+}
+
+/* DIST (see the layout above), under @key. */
+static void put_conc(FILE *out, const char *sep, const char *key,
+		     const struct rp_report_conc *c)
+{
+	fputs(sep, out);
+	put_str(out, key);
+	fprintf(out,
+		":{\"p50\":%" PRIu32 ",\"p90\":%" PRIu32 ",\"p95\":%" PRIu32 ",\"p99\":%" PRIu32
+		",\"max\":%" PRIu32 ",\"mean\":%" PRIu64 ".%03" PRIu64 ",\"observed_ns\":%" PRIu64
+		"}",
+		c->p50, c->p90, c->p95, c->p99, c->max, c->mean_milli / 1000,
+		c->mean_milli % 1000, c->observed_ns);
+}
+
+static void put_concurrency(FILE *out, const struct rp_report *r)
+{
+	put_key(out, ",\n  ", "concurrency");
+	if (r->n_conc == 0) {
+		fputs("{}", out);
+		return;
+	}
+	put_conc(out, "{\n    ", "overall", &r->conc[0]);
+	if (r->n_conc > 1)
+		put_conc(out, ",\n    ", "roots", &r->conc[1]);
+	fputs(",\n    \"by_category\":", out);
+	for (uint32_t i = 2; i < r->n_conc; i++)
+		put_conc(out, i > 2 ? ",\n      " : "{\n      ", r->conc[i].name, &r->conc[i]);
+	fputs(r->n_conc > 2 ? "\n    }\n  }" : "{}\n  }", out);
 }
 
 static void put_edge(FILE *out, const struct rp_report *r, const struct rp_report_edge *e)
@@ -204,6 +253,7 @@ static void put_totals(FILE *out, const struct rp_report *r)
 	put_key(out, ",\n  ", "clock");
 	put_str(out, r->clock);
 	put_caps(out, &r->caps);
+	put_concurrency(out, r);
 }
 
 static void put_lists(FILE *out, const struct rp_report *r,

@@ -3,9 +3,11 @@
  * The text report: what a person reads first. A header says what the report covers
  * (clock, time range, sources) and, before any figure, what was lost on the way
  * (dropped, late, truncated records and every anomaly kind that was counted), so a
- * table built from partial data never looks complete. Then a table in the spirit of
- * cProfile's print_stats: one row per name, ordered by cumulative time, then self
- * time, then name (rp_render_fn_order(), shared with the JSON renderer).
+ * table built from partial data never looks complete. Then, when the report has them,
+ * the concurrency distributions, one line each (overall, roots, then the categories).
+ * Then a table in the spirit of cProfile's print_stats: one row per name, ordered by
+ * cumulative time, then self time, then name (rp_render_fn_order(), shared with the
+ * JSON renderer), with the p50 and p99 durations from the name's sketch.
  *
  * Names are printed so that a row stays one line: control characters as C escapes
  * (\n, \t, \r, \xNN) and ill-formed UTF-8 as U+FFFD (rp_render_utf8_next()).
@@ -186,6 +188,60 @@ static void print_losses(FILE *out, const struct rp_report *r)
 	fputc('\n', out);
 }
 
+/* The columns @s takes once put_name() has escaped it: code points, not bytes. */
+static size_t name_width(const char *s)
+{
+	size_t w = 0;
+	bool valid;
+	size_t n;
+
+	for (; s && *s; s += n) {
+		unsigned char c = (unsigned char)*s;
+
+		n = rp_render_utf8_next(s, &valid);
+		if (!valid || c >= 0x80)
+			w += 1; /* one U+FFFD or one character */
+		else if (c == '\n' || c == '\t' || c == '\r')
+			w += 2;
+		else if (c < 0x20 || c == 0x7f)
+			w += 4;
+		else
+			w += 1;
+	}
+	return w;
+}
+
+/* The label of conc[i]: "overall", "roots", then the category's own name. */
+static const char *conc_label(const struct rp_report *r, uint32_t i)
+{
+	return i == 0 ? "overall" : i == 1 ? "roots" : str_or_empty(r->conc[i].name);
+}
+
+/*
+ * One line per distribution, the names padded to the longest:
+ * "concurrency overall  p50 N  p90 N  p95 N  p99 N  max N  mean X.XXX".
+ */
+static void print_concurrency(FILE *out, const struct rp_report *r)
+{
+	size_t width = 0;
+
+	for (uint32_t i = 0; i < r->n_conc; i++)
+		if (name_width(conc_label(r, i)) > width)
+			width = name_width(conc_label(r, i));
+	for (uint32_t i = 0; i < r->n_conc; i++) {
+		const struct rp_report_conc *c = &r->conc[i];
+
+		fputs("concurrency ", out);
+		put_name(out, conc_label(r, i));
+		fprintf(out, "%*s", (int)(width - name_width(conc_label(r, i))), "");
+		fprintf(out,
+			"  p50 %" PRIu32 "  p90 %" PRIu32 "  p95 %" PRIu32 "  p99 %" PRIu32
+			"  max %" PRIu32 "  mean %" PRIu64 ".%03" PRIu64 "\n",
+			c->p50, c->p90, c->p95, c->p99, c->max, c->mean_milli / 1000,
+			c->mean_milli % 1000);
+	}
+}
+
 static void print_header(FILE *out, const struct rp_report *r)
 {
 	char span[32];
@@ -199,6 +255,7 @@ static void print_header(FILE *out, const struct rp_report *r)
 	for (uint32_t i = 0; i < r->n_sources; i++)
 		print_source(out, &r->sources[i]);
 	print_losses(out, r);
+	print_concurrency(out, r);
 }
 
 /* "calls" or "calls/primitive" (cProfile's "3/1" for recursion). */
@@ -224,6 +281,7 @@ static char *fmt_pct(char buf[32], uint64_t part, uint64_t total)
 static void print_row(FILE *out, const struct rp_report_fn *f, uint64_t total_self)
 {
 	char calls[48], self[32], pct[32], cum[32], per[32] = "-", lo[32] = "-", hi[32] = "-";
+	char p50[32] = "-", p99[32] = "-";
 
 	if (f->primitive_calls)
 		fmt_us(per, div_round(f->cum_ns, f->primitive_calls));
@@ -231,9 +289,13 @@ static void print_row(FILE *out, const struct rp_report_fn *f, uint64_t total_se
 		fmt_us(lo, f->min_ns);
 		fmt_us(hi, f->max_ns);
 	}
-	fprintf(out, "%15s %12s %6s %12s %12s %12s %12s  ", fmt_calls(calls, f),
+	if (f->p99_ns) { /* 0: the name has no sketch (or no calls) */
+		fmt_us(p50, f->p50_ns);
+		fmt_us(p99, f->p99_ns);
+	}
+	fprintf(out, "%15s %12s %6s %12s %12s %12s %12s %12s %12s  ", fmt_calls(calls, f),
 		fmt_ms(self, f->self_ns), fmt_pct(pct, f->self_ns, total_self),
-		fmt_ms(cum, f->cum_ns), per, lo, hi);
+		fmt_ms(cum, f->cum_ns), per, lo, hi, p50, p99);
 	put_name(out, f->name);
 	if (f->category && f->category[0]) {
 		fputs(" [", out);
@@ -259,16 +321,18 @@ static void print_table(FILE *out, const struct rp_report *r,
 		total_self = add_sat(total_self, r->fns[i].self_ns);
 	fprintf(out, "\nfunctions %" PRIu32 " of %" PRIu32 ", by cum time, then self time\n",
 		rows, r->n_fns);
-	fprintf(out, "%15s %12s %6s %12s %12s %12s %12s  %s\n", "calls", "self ms", "self%",
-		"cum ms", "cum/call us", "min us", "max us", "name [category] file:line");
+	fprintf(out, "%15s %12s %6s %12s %12s %12s %12s %12s %12s  %s\n", "calls", "self ms",
+		"self%", "cum ms", "cum/call us", "min us", "max us", "p50 us", "p99 us",
+		"name [category] file:line");
 	for (uint32_t i = 0; i < rows; i++)
 		print_row(out, order[i], total_self);
 }
 
 /*
  * rp_render_text() - see render.h. Rows: cum/call is per primitive call, like
- * cProfile's second percall; min and max are per call. A "-" stands for a figure
- * that has no value (no calls, no self time at all).
+ * cProfile's second percall; min and max are per call; p50 and p99 are the duration
+ * quantiles of the name's sketch. A "-" stands for a figure that has no value (no
+ * calls, no self time at all, no sketch: p99_ns == 0).
  * Return: 0, -ENOMEM, or -EIO when writing to @out failed.
  */
 int rp_render_text(const struct rp_report *r, FILE *out, unsigned limit)
