@@ -18,7 +18,9 @@
  * O(input) size (strings point into the input), and the tables copy it into the
  * report, checking each value's type and range, then every index. Keys the tables
  * do not know are skipped at every level: that is how later minor versions add
- * fields. Errors name the path of the offending value ("functions[3].calls").
+ * fields; keys an older minor version did not have read as 0, "" or empty (a 1.0
+ * file has no 1.1 function fields and no "concurrency"). Errors name the path of the
+ * offending value ("functions[3].calls").
  */
 #include <assert.h>
 #include <errno.h>
@@ -60,7 +62,7 @@ enum ftype {
 	F_VER,	/* [major, minor]; checked before everything else */
 };
 
-enum section { SEC_SOURCES, SEC_FUNCTIONS, SEC_EDGES, SEC_CCT };
+enum section { SEC_SOURCES, SEC_FUNCTIONS, SEC_EDGES, SEC_CCT, SEC_CONC };
 
 struct table;
 
@@ -97,11 +99,25 @@ static const struct field source_fields[] = {
 };
 
 #define FN(m, t, req) FIELD(struct rp_report_fn, m, t, req)
+/* From p50_ns on: 1.1. */
 static const struct field fn_fields[] = {
-	FN(name, F_STR, true),	   FN(category, F_STR, false), FN(file, F_STR, false),
-	FN(line, F_U32, false),	   FN(calls, F_U64, false),    FN(primitive_calls, F_U64, false),
-	FN(self_ns, F_U64, false), FN(cum_ns, F_U64, false),   FN(total_ns, F_U64, false),
-	FN(min_ns, F_U64, false),  FN(max_ns, F_U64, false),
+	FN(name, F_STR, true),
+	FN(category, F_STR, false),
+	FN(file, F_STR, false),
+	FN(line, F_U32, false),
+	FN(calls, F_U64, false),
+	FN(primitive_calls, F_U64, false),
+	FN(self_ns, F_U64, false),
+	FN(cum_ns, F_U64, false),
+	FN(total_ns, F_U64, false),
+	FN(min_ns, F_U64, false),
+	FN(max_ns, F_U64, false),
+	FN(p50_ns, F_U64, false),
+	FN(p90_ns, F_U64, false),
+	FN(p95_ns, F_U64, false),
+	FN(p99_ns, F_U64, false),
+	FN(midpoint_sum, F_U64, false),
+	FN(midpoint_count, F_U64, false),
 };
 
 #define EDGE(m, t, req) FIELD(struct rp_report_edge, m, t, req)
@@ -117,6 +133,14 @@ static const struct field node_fields[] = {
 	NODE(self_ns, F_U64, false), NODE(total_ns, F_U64, false),
 };
 
+/* 1.1 */
+#define CONC(m, t, req) FIELD(struct rp_report_conc, m, t, req)
+static const struct field conc_fields[] = {
+	CONC(name, F_STR, true), CONC(observed_ns, F_U64, false), CONC(mean_milli, F_U64, false),
+	CONC(p50, F_U32, false), CONC(p90, F_U32, false),	  CONC(p95, F_U32, false),
+	CONC(p99, F_U32, false), CONC(max, F_U32, false),
+};
+
 #define CAP(m) FIELD(struct rp_report_caps, m, F_U32, false)
 static const struct field caps_fields[] = {
 	CAP(max_names), CAP(max_tracks), CAP(max_depth), CAP(max_cct_nodes), CAP(max_sources),
@@ -126,6 +150,7 @@ static const struct table source_table = TABLE(source_fields, struct rp_report_s
 static const struct table fn_table = TABLE(fn_fields, struct rp_report_fn);
 static const struct table edge_table = TABLE(edge_fields, struct rp_report_edge);
 static const struct table node_table = TABLE(node_fields, struct rp_report_node);
+static const struct table conc_table = TABLE(conc_fields, struct rp_report_conc);
 static const struct table caps_table = TABLE(caps_fields, struct rp_report_caps);
 
 #define REP(m, t) FIELD(struct rp_report, m, t, false)
@@ -154,6 +179,7 @@ static const struct field top_fields[] = {
 	KEYED("functions", F_SEC, false, 0, &fn_table, SEC_FUNCTIONS),
 	KEYED("edges", F_SEC, false, 0, &edge_table, SEC_EDGES),
 	KEYED("cct", F_SEC, false, 0, &node_table, SEC_CCT),
+	KEYED("concurrency", F_SEC, false, 0, &conc_table, SEC_CONC), /* 1.1 */
 };
 static const struct table top_table = TABLE(top_fields, struct rp_report);
 
@@ -163,7 +189,8 @@ static const void *section_get(const struct rp_report *r, unsigned sec, uint32_t
 	case SEC_SOURCES: *n = r->n_sources; return r->sources;
 	case SEC_FUNCTIONS: *n = r->n_fns; return r->fns;
 	case SEC_EDGES: *n = r->n_edges; return r->edges;
-	default: *n = r->n_nodes; return r->nodes;
+	case SEC_CCT: *n = r->n_nodes; return r->nodes;
+	default: *n = r->n_conc; return r->conc;
 	}
 }
 
@@ -174,7 +201,8 @@ static void section_attach(struct rp_report *r, unsigned sec, void *p, uint32_t 
 	case SEC_SOURCES: r->sources = p, r->n_sources = n; break;
 	case SEC_FUNCTIONS: r->fns = p, r->n_fns = n; break;
 	case SEC_EDGES: r->edges = p, r->n_edges = n; break;
-	default: r->nodes = p, r->n_nodes = n; break;
+	case SEC_CCT: r->nodes = p, r->n_nodes = n; break;
+	default: r->conc = p, r->n_conc = n; break;
 	}
 }
 

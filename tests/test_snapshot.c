@@ -122,7 +122,7 @@ static void rnd_anomalies(uint64_t *a)
 }
 
 struct shape {
-	uint32_t sources, fns, edges, nodes;
+	uint32_t sources, fns, edges, nodes, conc;
 	size_t str_max;
 };
 
@@ -153,6 +153,24 @@ static void rnd_fn(struct rp_report_fn *f, size_t str_max)
 	f->total_ns = rnd_u64();
 	f->min_ns = rnd_u64();
 	f->max_ns = rnd_u64();
+	f->p50_ns = rnd_u64();
+	f->p90_ns = rnd_u64();
+	f->p95_ns = rnd_u64();
+	f->p99_ns = rnd_u64();
+	f->midpoint_sum = rnd_u64();
+	f->midpoint_count = rnd_u64();
+}
+
+static void rnd_conc(struct rp_report_conc *c, size_t str_max)
+{
+	c->name = rnd_str(str_max);
+	c->observed_ns = rnd_u64();
+	c->mean_milli = rnd_u64();
+	c->p50 = rnd_u32();
+	c->p90 = rnd_u32();
+	c->p95 = rnd_u32();
+	c->p99 = rnd_u32();
+	c->max = rnd_u32();
 }
 
 static void rnd_edge(struct rp_report_edge *e, uint32_t n_fns)
@@ -236,15 +254,31 @@ static void build(struct rp_report *r, uint64_t seed, const struct shape *sh)
 	r->nodes = xcalloc(sh->nodes, sizeof(*r->nodes));
 	for (uint32_t i = 0; i < sh->nodes; i++)
 		rnd_node(&r->nodes[i], i, sh->fns);
+	r->n_conc = sh->conc;
+	r->conc = xcalloc(sh->conc, sizeof(*r->conc));
+	for (uint32_t i = 0; i < sh->conc; i++)
+		rnd_conc(&r->conc[i], sh->str_max);
 	if (sh->fns > 2 && sh->str_max == STR_MAX)
 		set_full_string(&r->fns[2].file);
+	/* The 1.1 fields at their extremes, whatever the seed. */
+	if (sh->fns > 0) {
+		r->fns[0].p99_ns = UINT64_MAX;
+		r->fns[0].midpoint_sum = UINT64_MAX;
+		r->fns[sh->fns - 1].midpoint_count = UINT64_MAX;
+	}
+	if (sh->conc > 0) {
+		r->conc[0].mean_milli = UINT64_MAX;
+		r->conc[0].observed_ns = UINT64_MAX;
+		r->conc[0].max = UINT32_MAX;
+		r->conc[sh->conc - 1].p50 = UINT32_MAX;
+	}
 }
 
 static const struct shape big = {
-	.sources = 5, .fns = 1000, .edges = 3000, .nodes = 5000, .str_max = STR_MAX
+	.sources = 5, .fns = 1000, .edges = 3000, .nodes = 5000, .conc = 40, .str_max = STR_MAX
 };
 static const struct shape small = {
-	.sources = 2, .fns = 12, .edges = 20, .nodes = 30, .str_max = 24
+	.sources = 2, .fns = 12, .edges = 20, .nodes = 30, .conc = 4, .str_max = 24
 };
 
 /* --- deep comparison ---------------------------------------------------------------- */
@@ -335,7 +369,26 @@ static bool fn_eq(const struct rp_report_fn *x, const struct rp_report_fn *y, ui
 	       u_eq(x->cum_ns, y->cum_ns, what, "fn.cum_ns", i) &&
 	       u_eq(x->total_ns, y->total_ns, what, "fn.total_ns", i) &&
 	       u_eq(x->min_ns, y->min_ns, what, "fn.min_ns", i) &&
-	       u_eq(x->max_ns, y->max_ns, what, "fn.max_ns", i);
+	       u_eq(x->max_ns, y->max_ns, what, "fn.max_ns", i) &&
+	       u_eq(x->p50_ns, y->p50_ns, what, "fn.p50_ns", i) &&
+	       u_eq(x->p90_ns, y->p90_ns, what, "fn.p90_ns", i) &&
+	       u_eq(x->p95_ns, y->p95_ns, what, "fn.p95_ns", i) &&
+	       u_eq(x->p99_ns, y->p99_ns, what, "fn.p99_ns", i) &&
+	       u_eq(x->midpoint_sum, y->midpoint_sum, what, "fn.midpoint_sum", i) &&
+	       u_eq(x->midpoint_count, y->midpoint_count, what, "fn.midpoint_count", i);
+}
+
+static bool conc_eq(const struct rp_report_conc *x, const struct rp_report_conc *y, uint32_t i,
+		    char *what)
+{
+	return s_eq(x->name, y->name, what, "conc.name", i) &&
+	       u_eq(x->observed_ns, y->observed_ns, what, "conc.observed_ns", i) &&
+	       u_eq(x->mean_milli, y->mean_milli, what, "conc.mean_milli", i) &&
+	       u_eq(x->p50, y->p50, what, "conc.p50", i) &&
+	       u_eq(x->p90, y->p90, what, "conc.p90", i) &&
+	       u_eq(x->p95, y->p95, what, "conc.p95", i) &&
+	       u_eq(x->p99, y->p99, what, "conc.p99", i) &&
+	       u_eq(x->max, y->max, what, "conc.max", i);
 }
 
 static bool edge_eq(const struct rp_report_edge *x, const struct rp_report_edge *y, uint32_t i,
@@ -366,7 +419,8 @@ static bool report_same(const struct rp_report *a, const struct rp_report *b, ch
 	if (!header_eq(a, b, what) || !u_eq(a->n_sources, b->n_sources, what, "n_sources", 0) ||
 	    !u_eq(a->n_fns, b->n_fns, what, "n_fns", 0) ||
 	    !u_eq(a->n_edges, b->n_edges, what, "n_edges", 0) ||
-	    !u_eq(a->n_nodes, b->n_nodes, what, "n_nodes", 0))
+	    !u_eq(a->n_nodes, b->n_nodes, what, "n_nodes", 0) ||
+	    !u_eq(a->n_conc, b->n_conc, what, "n_conc", 0))
 		return false;
 	for (uint32_t i = 0; i < a->n_sources; i++)
 		if (!source_eq(&a->sources[i], &b->sources[i], i, what))
@@ -379,6 +433,9 @@ static bool report_same(const struct rp_report *a, const struct rp_report *b, ch
 			return false;
 	for (uint32_t i = 0; i < a->n_nodes; i++)
 		if (!node_eq(&a->nodes[i], &b->nodes[i], i, what))
+			return false;
+	for (uint32_t i = 0; i < a->n_conc; i++)
+		if (!conc_eq(&a->conc[i], &b->conc[i], i, what))
 			return false;
 	return true;
 }
@@ -397,9 +454,10 @@ struct ref_opts {
 	uint32_t major, minor;
 	bool extras;	/* unknown keys (and values of every type) at every level */
 	bool minus_one; /* -1 instead of nil for "no index" */
+	bool v1_0;	/* as a 1.0 writer: none of the keys 1.1 added */
 };
 
-static const struct ref_opts plain = { .major = 1, .minor = 0 };
+static const struct ref_opts plain = { .major = 1, .minor = 1 };
 
 static void key(msgpack_packer *pk, const char *k)
 {
@@ -436,7 +494,7 @@ static void extra(msgpack_packer *pk, int kind)
 
 	switch (kind % 4) {
 	case 0: /* a nested map holding arrays, and a non-string key */
-		key(pk, "concurrency");
+		key(pk, "bottlenecks");
 		msgpack_pack_map(pk, 3);
 		kv_str(pk, "unit", "ns");
 		key(pk, "p");
@@ -540,7 +598,7 @@ static void ref_source(msgpack_packer *pk, const struct rp_report_source *s,
 static void ref_fn(msgpack_packer *pk, const struct rp_report_fn *f, const struct ref_opts *o,
 		   uint32_t i)
 {
-	msgpack_pack_map(pk, 11 + o->extras);
+	msgpack_pack_map(pk, (o->v1_0 ? 11 : 17) + o->extras);
 	kv_str(pk, "name", f->name);
 	kv_str(pk, "category", f->category);
 	kv_str(pk, "file", f->file);
@@ -554,6 +612,14 @@ static void ref_fn(msgpack_packer *pk, const struct rp_report_fn *f, const struc
 	kv_u64(pk, "total_ns", f->total_ns);
 	kv_u64(pk, "min_ns", f->min_ns);
 	kv_u64(pk, "max_ns", f->max_ns);
+	if (o->v1_0)
+		return;
+	kv_u64(pk, "p50_ns", f->p50_ns);
+	kv_u64(pk, "p90_ns", f->p90_ns);
+	kv_u64(pk, "p95_ns", f->p95_ns);
+	kv_u64(pk, "p99_ns", f->p99_ns);
+	kv_u64(pk, "midpoint_sum", f->midpoint_sum);
+	kv_u64(pk, "midpoint_count", f->midpoint_count);
 }
 
 static void ref_edge(msgpack_packer *pk, const struct rp_report_edge *e, const struct ref_opts *o)
@@ -581,6 +647,21 @@ static void ref_node(msgpack_packer *pk, const struct rp_report_node *n, const s
 		extra(pk, 0);
 }
 
+static void ref_conc(msgpack_packer *pk, const struct rp_report_conc *c, const struct ref_opts *o)
+{
+	msgpack_pack_map(pk, 8 + o->extras);
+	kv_str(pk, "name", c->name);
+	kv_u64(pk, "observed_ns", c->observed_ns);
+	if (o->extras)
+		extra(pk, 2);
+	kv_u64(pk, "mean_milli", c->mean_milli);
+	kv_u64(pk, "p50", c->p50);
+	kv_u64(pk, "p90", c->p90);
+	kv_u64(pk, "p95", c->p95);
+	kv_u64(pk, "p99", c->p99);
+	kv_u64(pk, "max", c->max);
+}
+
 static void ref_sections(msgpack_packer *pk, const struct rp_report *r, const struct ref_opts *o)
 {
 	key(pk, "sources");
@@ -601,6 +682,12 @@ static void ref_sections(msgpack_packer *pk, const struct rp_report *r, const st
 	msgpack_pack_array(pk, r->n_nodes);
 	for (uint32_t i = 0; i < r->n_nodes; i++)
 		ref_node(pk, &r->nodes[i], o);
+	if (o->v1_0)
+		return;
+	key(pk, "concurrency");
+	msgpack_pack_array(pk, r->n_conc);
+	for (uint32_t i = 0; i < r->n_conc; i++)
+		ref_conc(pk, &r->conc[i], o);
 }
 
 /* The snapshot of @r as docs/snapshot.md describes it, into @sb (initialised here). */
@@ -610,7 +697,7 @@ static void ref_pack(msgpack_sbuffer *sb, const struct rp_report *r, const struc
 
 	msgpack_sbuffer_init(sb);
 	msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
-	msgpack_pack_map(&pk, 7 + (o->extras ? 4 : 0));
+	msgpack_pack_map(&pk, (o->v1_0 ? 7 : 8) + (o->extras ? 4 : 0));
 	key(&pk, "version");
 	msgpack_pack_array(&pk, 2);
 	msgpack_pack_uint32(&pk, o->major);
@@ -686,18 +773,22 @@ static void test_snapshot_round_trip(void **state)
 /* A zeroed report (NULL strings) is written with "" and read back with "". */
 static void test_snapshot_round_trip_null_strings(void **state)
 {
-	struct rp_report a = { .version_major = 1 }, b;
+	struct rp_report a = { .version_major = 1, .version_minor = 1 }, b;
 	struct rp_report_fn fn = { .calls = 3 };
+	struct rp_report_conc conc = { .max = 2 };
 	struct rp_membuf m;
 
 	(void)state;
 	a.fns = &fn;
 	a.n_fns = 1;
+	a.conc = &conc;
+	a.n_conc = 1;
 	encode(&a, &m);
 	decode_ok(m.data, m.len, &b);
 	assert_same(&a, &b);
 	assert_string_equal(b.clock, "");
 	assert_string_equal(b.fns[0].file, "");
+	assert_string_equal(b.conc[0].name, "");
 	rp_report_free(&b);
 	rp_membuf_free(&m);
 }
@@ -739,7 +830,7 @@ static void test_snapshot_encode_matches_schema(void **state)
 		ref_pack(&sb, &a, &plain);
 		assert_int_equal(m.len, sb.size);
 		assert_memory_equal(m.data, sb.data, m.len);
-		assert_memory_equal(m.data, "\x87\xa7version\x92\x01\x00", 12); /* first */
+		assert_memory_equal(m.data, "\x88\xa7version\x92\x01\x01", 12); /* first */
 		msgpack_sbuffer_destroy(&sb);
 		rp_membuf_free(&m);
 		rp_report_free(&a);
@@ -784,6 +875,170 @@ static void test_snapshot_minor_version_accepted(void **state)
 
 	(void)state;
 	decode_variant(&small, &o);
+}
+
+/* What a 1.0 writer could say of @r: the 1.1 fields at 0, no concurrency. */
+static void as_1_0(struct rp_report *r)
+{
+	for (uint32_t i = 0; i < r->n_fns; i++) {
+		struct rp_report_fn *f = &r->fns[i];
+
+		f->p50_ns = f->p90_ns = f->p95_ns = f->p99_ns = 0;
+		f->midpoint_sum = f->midpoint_count = 0;
+	}
+	for (uint32_t i = 0; i < r->n_conc; i++)
+		free(r->conc[i].name);
+	free(r->conc);
+	r->conc = NULL;
+	r->n_conc = 0;
+	r->version_minor = 0;
+}
+
+/* A 1.0 file (no 1.1 keys) reads with the 1.1 fields at 0 and no concurrency. */
+static void test_snapshot_1_0_read(void **state)
+{
+	static const struct ref_opts v10[] = {
+		{ .major = 1, .minor = 0, .v1_0 = true },
+		{ .major = 1, .minor = 0, .v1_0 = true, .extras = true },
+	};
+	struct rp_report a, b;
+	msgpack_sbuffer sb;
+
+	(void)state;
+	for (size_t i = 0; i < ARRAY_SIZE(v10); i++) {
+		build(&a, 25 + i, i ? &small : &big);
+		assert_true(a.n_conc > 0 && a.fns[0].p99_ns == UINT64_MAX);
+		ref_pack(&sb, &a, &v10[i]);
+		decode_ok(sb.data, sb.size, &b);
+		assert_int_equal(b.version_minor, 0);
+		assert_int_equal(b.n_conc, 0);
+		assert_null(b.conc);
+		as_1_0(&a);
+		assert_same(&a, &b);
+		rp_report_free(&a);
+		rp_report_free(&b);
+		msgpack_sbuffer_destroy(&sb);
+	}
+}
+
+/* Every 1.1 field survives a round trip, at its extremes and in between. */
+static void test_snapshot_1_1_fields_round_trip(void **state)
+{
+	static const uint64_t u64s[] = { 0,	    1,		127,	    128,
+					 65535,	    UINT32_MAX, 1ull << 32, UINT64_MAX - 1,
+					 UINT64_MAX };
+	static const uint32_t u32s[] = { 0, 1, 127, 128, 255, 256, 65535, 65536, UINT32_MAX };
+	struct rp_report a, b;
+	struct rp_membuf m;
+
+	(void)state;
+	build(&a, 26, &small);
+	for (uint32_t i = 0; i < a.n_fns; i++) {
+		struct rp_report_fn *f = &a.fns[i];
+
+		f->p50_ns = u64s[i % ARRAY_SIZE(u64s)];
+		f->p90_ns = u64s[(i + 1) % ARRAY_SIZE(u64s)];
+		f->p95_ns = u64s[(i + 2) % ARRAY_SIZE(u64s)];
+		f->p99_ns = u64s[(i + 3) % ARRAY_SIZE(u64s)];
+		f->midpoint_sum = u64s[(i + 4) % ARRAY_SIZE(u64s)];
+		f->midpoint_count = u64s[(i + 5) % ARRAY_SIZE(u64s)];
+	}
+	for (uint32_t i = 0; i < a.n_conc; i++) {
+		struct rp_report_conc *c = &a.conc[i];
+
+		c->observed_ns = u64s[(i + 6) % ARRAY_SIZE(u64s)];
+		c->mean_milli = u64s[(i + 7) % ARRAY_SIZE(u64s)];
+		c->p50 = u32s[i % ARRAY_SIZE(u32s)];
+		c->p90 = u32s[(i + 1) % ARRAY_SIZE(u32s)];
+		c->p95 = u32s[(i + 2) % ARRAY_SIZE(u32s)];
+		c->p99 = u32s[(i + 3) % ARRAY_SIZE(u32s)];
+		c->max = UINT32_MAX;
+	}
+	encode(&a, &m);
+	decode_ok(m.data, m.len, &b);
+	assert_int_equal(b.version_major, 1);
+	assert_int_equal(b.version_minor, 1);
+	assert_int_equal(b.n_conc, a.n_conc);
+	assert_same(&a, &b);
+	assert_true(b.conc[0].max == UINT32_MAX && b.fns[8].p50_ns == UINT64_MAX);
+	rp_report_free(&a);
+	rp_report_free(&b);
+	rp_membuf_free(&m);
+}
+
+static void file_bytes(const char *path, struct rp_membuf *m);
+
+/* tests/fuzz/seeds/snapshot/, beside this file: the committed 1.0 snapshots (and
+ * later ones) still decode, the 1.1 fields of the old ones at 0, and re-encode to a
+ * report that reads back the same. */
+static void test_snapshot_seeds_decode(void **state)
+{
+	char dir[4096], path[4400], why[RP_WHY_MAX];
+	const char *slash = strrchr(__FILE__, '/');
+	struct dirent **names;
+	unsigned old = 0, v11 = 0, seen = 0;
+	int k;
+
+	(void)state;
+	snprintf(dir, sizeof(dir), "%.*s/fuzz/seeds/snapshot", slash ? (int)(slash - __FILE__) : 1,
+		 slash ? __FILE__ : ".");
+	k = scandir(dir, &names, NULL, alphasort);
+	if (k < 0)
+		fail_msg("cannot list %s", dir);
+	for (int i = 0; i < k; i++) {
+		struct rp_report r, again;
+		struct rp_membuf in, m;
+		bool ours;
+		int err;
+
+		if (names[i]->d_name[0] == '.') {
+			free(names[i]);
+			continue;
+		}
+		snprintf(path, sizeof(path), "%s/%s", dir, names[i]->d_name);
+		free(names[i]);
+		file_bytes(path, &in);
+		err = rp_snapshot_decode(in.data, in.len, &r, why);
+		if (err != 0)
+			fail_msg("%s: %d (%s)", path, err, why);
+		print_message("  %s: %" PRIu32 ".%" PRIu32 ", %" PRIu32 " functions, %" PRIu32
+			      " concurrency\n",
+			      path, r.version_major, r.version_minor, r.n_fns, r.n_conc);
+		seen++;
+		if (r.version_minor == 0) {
+			old++;
+			assert_int_equal(r.n_conc, 0);
+			for (uint32_t j = 0; j < r.n_fns; j++)
+				assert_true((r.fns[j].p50_ns | r.fns[j].p90_ns | r.fns[j].p95_ns |
+					     r.fns[j].p99_ns | r.fns[j].midpoint_sum |
+					     r.fns[j].midpoint_count) == 0);
+		}
+		ours = r.version_minor == 1 && strstr(path, "v1_1") != NULL;
+		if (ours) {
+			v11++; /* v1_1.msgpack: written by the 1.1 encoder */
+			assert_int_equal(r.n_conc, 3);
+			assert_string_equal(r.conc[0].name, "overall");
+			assert_int_equal(r.conc[2].max, UINT32_MAX);
+			assert_true(r.fns[2].p99_ns == UINT64_MAX);
+			assert_int_equal(r.fns[1].midpoint_count, 3);
+		}
+		encode(&r, &m);
+		if (ours) { /* written by this encoder: re-encoded exactly */
+			assert_int_equal(m.len, in.len);
+			assert_memory_equal(m.data, in.data, m.len);
+		}
+		decode_ok(m.data, m.len, &again);
+		r.version_minor = RP_REPORT_VERSION_MINOR; /* the writer writes its own */
+		assert_same(&r, &again);
+		rp_report_free(&r);
+		rp_report_free(&again);
+		rp_membuf_free(&in);
+		rp_membuf_free(&m);
+	}
+	free(names);
+	assert_true(seen >= 3);
+	assert_true(old >= 2); /* empty.msgpack, small.msgpack */
+	assert_int_equal(v11, 1);
 }
 
 static void test_snapshot_major_version_rejected(void **state)
@@ -1138,6 +1393,69 @@ static void anomaly_wrong_type(msgpack_packer *pk)
 	kv_str(pk, "clamped", "x");
 }
 
+/* "concurrency": [ {name: "overall", then @k: the value the caller packs next} ]. */
+static void conc_with(msgpack_packer *pk, const char *k)
+{
+	doc(pk, 1);
+	key(pk, "concurrency");
+	msgpack_pack_array(pk, 1);
+	msgpack_pack_map(pk, 2);
+	kv_str(pk, "name", "overall");
+	key(pk, k);
+}
+
+static void conc_max_too_big(msgpack_packer *pk)
+{
+	conc_with(pk, "max");
+	msgpack_pack_uint64(pk, 1ull << 32);
+}
+
+static void conc_mean_negative(msgpack_packer *pk)
+{
+	conc_with(pk, "mean_milli");
+	msgpack_pack_int8(pk, -1);
+}
+
+static void conc_name_not_string(msgpack_packer *pk)
+{
+	doc(pk, 1);
+	key(pk, "concurrency");
+	msgpack_pack_array(pk, 2);
+	msgpack_pack_map(pk, 1);
+	kv_str(pk, "name", "overall");
+	msgpack_pack_map(pk, 1);
+	kv_u64(pk, "name", 3);
+}
+
+static void conc_missing_name(msgpack_packer *pk)
+{
+	doc(pk, 1);
+	key(pk, "concurrency");
+	msgpack_pack_array(pk, 1);
+	msgpack_pack_map(pk, 1);
+	kv_u64(pk, "p50", 1);
+}
+
+static void conc_not_array(msgpack_packer *pk)
+{
+	doc(pk, 1);
+	key(pk, "concurrency");
+	msgpack_pack_map(pk, 0);
+}
+
+static void conc_huge_array(msgpack_packer *pk)
+{
+	doc(pk, 1);
+	key(pk, "concurrency");
+	msgpack_pack_array(pk, UINT32_MAX);
+}
+
+static void fn_p99_string(msgpack_packer *pk)
+{
+	fn_with(pk, "p99_ns");
+	msgpack_pack_str_with_body(pk, "1", 1);
+}
+
 static void caps_too_big(msgpack_packer *pk)
 {
 	doc(pk, 1);
@@ -1213,6 +1531,18 @@ static const struct bad_doc bad_docs[] = {
 	  "totals.anomalies.clamped: expected an unsigned integer, got a string" },
 	{ "caps too big", caps_too_big,
 	  "header.caps.max_depth: 18446744073709551615 is out of range (max 4294967295)" },
+	{ "concurrency max too big", conc_max_too_big,
+	  "concurrency[0].max: 4294967296 is out of range (max 4294967295)" },
+	{ "concurrency mean negative", conc_mean_negative,
+	  "concurrency[0].mean_milli: expected an unsigned integer, got a negative integer" },
+	{ "concurrency name not string", conc_name_not_string,
+	  "concurrency[1].name: expected a string, got an unsigned integer" },
+	{ "concurrency missing name", conc_missing_name, "concurrency[0]: missing key \"name\"" },
+	{ "concurrency not array", conc_not_array, "concurrency: expected an array, got a map" },
+	{ "concurrency huge array", conc_huge_array,
+	  "concurrency: an array of 4294967295 entries cannot fit in the 0 bytes left" },
+	{ "p99 string", fn_p99_string,
+	  "functions[0].p99_ns: expected an unsigned integer, got a string" },
 	{ "trailing bytes", trailing_nil, "snapshot: 1 bytes after the end of the snapshot" },
 	{ "reserved byte", reserved_byte, "x[0]: byte 0xc1 at offset 15 is not MessagePack" },
 };
@@ -1582,13 +1912,15 @@ static const char py_script[] =
 	"d = msgpack.unpackb(open(sys.argv[1], 'rb').read(), raw=False)\n"
 	"M = 2 ** 64\n"
 	"f, n = d['functions'], d['cct']\n"
+	"c = d['concurrency']\n"
 	"print(list(d)[0], d['version'][0], d['version'][1], d['totals']['events'],\n"
 	"      d['totals']['anomalies']['open_at_end'], d['header']['clock'],\n"
 	"      d['header']['caps']['max_sources'], d['sources'][0]['pid'],\n"
 	"      len(d['sources']), len(f), len(d['edges']), len(n),\n"
 	"      sum(x['calls'] for x in f) % M, sum(len(x['name'].encode()) for x in f),\n"
 	"      n[0]['parent'] is None, n[0]['fn'] is None, sum(x['total_ns'] for x in n) % M,\n"
-	"      max(x['callee'] for x in d['edges']))\n";
+	"      max(x['callee'] for x in d['edges']), len(c), c[0]['mean_milli'], c[0]['max'],\n"
+	"      sum(x['p99_ns'] for x in f) % M)\n";
 
 static bool python_has_msgpack(void)
 {
@@ -1599,24 +1931,25 @@ static bool python_has_msgpack(void)
 /* What py_script prints for @a, computed here. */
 static void py_expected(const struct rp_report *a, char *out, size_t n)
 {
-	uint64_t calls = 0, name_bytes = 0, total = 0;
+	uint64_t calls = 0, name_bytes = 0, total = 0, p99 = 0;
 	uint32_t callee = 0;
 
 	for (uint32_t i = 0; i < a->n_fns; i++) {
 		calls += a->fns[i].calls; /* wraps like the script's % 2**64 */
 		name_bytes += strlen(a->fns[i].name);
+		p99 += a->fns[i].p99_ns;
 	}
 	for (uint32_t i = 0; i < a->n_nodes; i++)
 		total += a->nodes[i].total_ns;
 	for (uint32_t i = 0; i < a->n_edges; i++)
 		callee = a->edges[i].callee > callee ? a->edges[i].callee : callee;
 	snprintf(out, n,
-		 "version 1 0 %" PRIu64 " %" PRIu64 " %s %" PRIu32 " %" PRId32 " %" PRIu32
+		 "version 1 1 %" PRIu64 " %" PRIu64 " %s %" PRIu32 " %" PRId32 " %" PRIu32
 		 " %" PRIu32 " %" PRIu32 " %" PRIu32 " %" PRIu64 " %" PRIu64 " True True %" PRIu64
-		 " %" PRIu32 "\n",
+		 " %" PRIu32 " %" PRIu32 " %" PRIu64 " %" PRIu32 " %" PRIu64 "\n",
 		 a->events, a->anomalies[RP_ANOM_OPEN_AT_END], a->clock, a->caps.max_sources,
 		 a->sources[0].pid, a->n_sources, a->n_fns, a->n_edges, a->n_nodes, calls,
-		 name_bytes, total, callee);
+		 name_bytes, total, callee, a->n_conc, a->conc[0].mean_milli, a->conc[0].max, p99);
 }
 
 static void test_snapshot_python_reads_it(void **state)
@@ -1657,6 +1990,9 @@ int main(void)
 		cmocka_unit_test(test_snapshot_unknown_keys_skipped),
 		cmocka_unit_test(test_snapshot_minus_one_is_nil),
 		cmocka_unit_test(test_snapshot_minor_version_accepted),
+		cmocka_unit_test(test_snapshot_1_0_read),
+		cmocka_unit_test(test_snapshot_1_1_fields_round_trip),
+		cmocka_unit_test(test_snapshot_seeds_decode),
 		cmocka_unit_test(test_snapshot_major_version_rejected),
 		cmocka_unit_test(test_snapshot_long_strings_cut),
 		cmocka_unit_test(test_snapshot_truncations_rejected),
