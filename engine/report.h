@@ -39,6 +39,10 @@ enum rp_anomaly {
 				   clamped to the parent's end */
 	RP_ANOM_BAD_EVENT,	/* a record with an unknown kind or name id */
 	RP_ANOM_OPEN_AT_END,	/* spans still open when the report was made */
+	RP_ANOM_WINDOW_CAP,	/* a name past a sub-window's name cap: its sketch and
+				   exact figures not kept there (Space-Saving still
+				   counts it for the bottleneck lists) 1.2 */
+	RP_ANOM_COUNTER_CAP,	/* a counter name past the counter cap: not kept 1.2 */
 	RP_ANOM_KIND_COUNT
 };
 
@@ -64,6 +68,22 @@ struct rp_report_source {
 #define RP_SRC_FILE	0x4u	/* a trace file, not a live producer */
 #define RP_SRC_REFUSED	0x8u	/* a segment refused (another uid, malformed): no events */
 
+/* A DDSketch (engine/sketch.c) as data: enough to rebuild it bucket for bucket, so
+ * snapshots merge with the sketch's error bound intact. Buckets are dense runs of
+ * counts: pos[i] is the count of bucket pos_lo + i of positive values, likewise neg
+ * for negative values (|v|). alpha == 0 means "no sketch" (everything else 0). 1.2 */
+struct rp_report_sketch {
+	double alpha;
+	uint64_t count;		/* values recorded: zero + sum(pos) + sum(neg) */
+	uint64_t zero;		/* |v| < DBL_MIN */
+	uint64_t dropped;	/* NaN, infinities, overflow, no memory */
+	uint64_t collapsed_neg, collapsed_pos; /* values kept in a floor bucket */
+	double min, max, sum;	/* exact over the values; min = max = 0 when count = 0 */
+	int32_t pos_lo, neg_lo;
+	uint32_t n_pos, n_neg;
+	uint64_t *pos, *neg;	/* owned; NULL when n_* = 0 */
+};
+
 /* Per name: cProfile's figures plus min/max. */
 struct rp_report_fn {
 	char *name;
@@ -83,6 +103,7 @@ struct rp_report_fn {
 	/* Concurrency (all open spans) at each call's midpoint: sum and count of the
 	 * calls for which it was known; the mean is sum / count. 1.1 */
 	uint64_t midpoint_sum, midpoint_count;
+	struct rp_report_sketch dur;	/* the duration sketch (ns) 1.2 */
 };
 
 /* caller -> callee, indices into fns; the same figures, for calls made from caller. */
@@ -115,6 +136,84 @@ struct rp_report_conc {
 	uint32_t p50, p90, p95, p99, max;
 };
 
+/* Per category: the durations of its spans. 1.2 */
+struct rp_report_cat {
+	char *name;		/* the category; "" if none */
+	uint64_t calls;
+	uint64_t self_ns;
+	uint64_t total_ns;	/* sum of durations of all calls */
+	uint64_t p50_ns, p90_ns, p95_ns, p99_ns;
+	struct rp_report_sketch dur;
+};
+
+/* Per counter name (rp_counter()): its values. 1.2 */
+struct rp_report_counter {
+	char *name;
+	char *category;
+	uint64_t samples;
+	int64_t last;		/* the newest sample by event time */
+	int64_t min, max;
+	double mean;
+	double p50, p90, p95, p99;
+	struct rp_report_sketch values;
+};
+
+/* One entry of a bottleneck list: fn (index into fns) with a weight whose true value
+ * lies in [value - error, value]; error is 0 when the list is exact. 1.2 */
+struct rp_report_top {
+	uint32_t fn;
+	uint64_t value;
+	uint64_t error;
+};
+
+/* A slow span kept as an example of where the time went. 1.2 */
+struct rp_report_span {
+	uint32_t fn;		/* index into fns */
+	uint32_t source;	/* index into sources */
+	uint64_t track;		/* thread track id, or the async track */
+	uint64_t span_id;	/* async span id; 0 on thread tracks */
+	uint64_t start_ns;
+	uint64_t dur_ns;
+	uint64_t self_ns;
+	uint64_t subtree_ns;	/* its duration plus that of async children, = dur_ns
+				   on thread tracks */
+	uint32_t concurrency;	/* open spans at its midpoint */
+	uint32_t concurrency_known; /* 0: the change history had moved on */
+};
+
+/* Top-k lists over one window. bound_* is the Space-Saving floor F of that list: any
+ * name not listed weighs at most F, and every error is at most F (0: exact). 1.2 */
+struct rp_report_bottlenecks {
+	struct rp_report_top *by_cum, *by_self, *by_count;
+	uint32_t n_by_cum, n_by_self, n_by_count;
+	uint64_t bound_cum, bound_self, bound_count;
+	struct rp_report_span *slowest;
+	uint32_t n_slowest;
+};
+
+/* Per name in a rolling window. 1.2 */
+struct rp_report_wfn {
+	uint32_t fn;		/* index into fns */
+	uint64_t calls;
+	uint64_t self_ns;
+	uint64_t cum_ns;
+	uint64_t p50_ns, p90_ns, p95_ns, p99_ns;
+};
+
+/* A rolling window on the event clock: the sub-windows of length length_ns /
+ * subwindows that end with the one holding t_to. 1.2 */
+struct rp_report_window {
+	char *name;		/* "10s", "1m", "5m", ... */
+	uint64_t length_ns;
+	uint32_t subwindows;
+	uint64_t t_from, t_to;	/* the event-clock range covered */
+	struct rp_report_wfn *fns;
+	uint32_t n_fns;
+	struct rp_report_conc *conc; /* "overall", "roots" over the window */
+	uint32_t n_conc;
+	struct rp_report_bottlenecks top;
+};
+
 /* The engine's caps (all of them; later issues add more), as configured. */
 struct rp_report_caps {
 	uint32_t max_names;
@@ -122,6 +221,11 @@ struct rp_report_caps {
 	uint32_t max_depth;
 	uint32_t max_cct_nodes;
 	uint32_t max_sources;
+	uint32_t max_sketch_names;	/* 1.2 */
+	uint32_t max_window_names;	/* names per sub-window 1.2 */
+	uint32_t max_counters;		/* 1.2 */
+	uint32_t topk;			/* entries per bottleneck list 1.2 */
+	uint64_t memory_bound;		/* worst-case engine bytes at these caps 1.2 */
 };
 
 struct rp_report {
@@ -147,7 +251,23 @@ struct rp_report {
 	uint32_t n_nodes;
 	struct rp_report_conc *conc;	/* conc[0] "overall", conc[1] "roots", then categories */
 	uint32_t n_conc;
+	struct rp_report_cat *cats;	/* 1.2 */
+	uint32_t n_cats;
+	struct rp_report_counter *counters; /* 1.2 */
+	uint32_t n_counters;
+	struct rp_report_window *windows; /* 1.2 */
+	uint32_t n_windows;
+	struct rp_report_bottlenecks bottlenecks; /* all time 1.2 */
 };
+
+struct rp_sketch;
+
+/* A sketch as report data (@out owns its buckets), and back: rebuilds @out (an
+ * initialised sketch of the same alpha, emptied first). 0, -ENOMEM or -EINVAL. */
+int rp_report_sketch_from(struct rp_report_sketch *out, const struct rp_sketch *s);
+int rp_report_sketch_to(const struct rp_report_sketch *in, struct rp_sketch *out);
+void rp_report_sketch_free(struct rp_report_sketch *k);
+void rp_report_bottlenecks_free(struct rp_report_bottlenecks *b);
 
 /* Frees everything a report owns (its arrays and strings) and zeroes it; NULL ok. */
 void rp_report_free(struct rp_report *r);

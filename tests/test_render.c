@@ -236,7 +236,8 @@ static void need_python(void)
 
 static const char *const anomaly_keys[] = { "end_mismatch", "end_unmatched", "depth_cap",
 					    "track_cap",    "name_cap",	     "cct_cap",
-					    "clamped",	    "bad_event",     "open_at_end" };
+					    "clamped",	    "bad_event",     "open_at_end",
+					    "window_cap",   "counter_cap" };
 
 static yajl_val json_parse(const char *text)
 {
