@@ -34,6 +34,7 @@
 #include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
 
@@ -132,8 +133,11 @@ static void put_caps(FILE *out, const struct rp_report_caps *c)
 	put_key(out, ",\n  ", "caps");
 	fprintf(out,
 		"{\"max_names\":%" PRIu32 ",\"max_tracks\":%" PRIu32 ",\"max_depth\":%" PRIu32
-		",\"max_cct_nodes\":%" PRIu32 ",\"max_sources\":%" PRIu32 "}",
-		c->max_names, c->max_tracks, c->max_depth, c->max_cct_nodes, c->max_sources);
+		",\"max_cct_nodes\":%" PRIu32 ",\"max_sources\":%" PRIu32
+		",\"max_sketch_names\":%" PRIu32 ",\"max_window_names\":%" PRIu32
+		",\"max_counters\":%" PRIu32 ",\"topk\":%" PRIu32 ",\"memory_bound\":%" PRIu64 "}",
+		c->max_names, c->max_tracks, c->max_depth, c->max_cct_nodes, c->max_sources,
+		c->max_sketch_names, c->max_window_names, c->max_counters, c->topk, c->memory_bound);
 }
 
 /* One word per known RP_SRC_* bit; unknown bits as one "0x..." word. */
@@ -256,27 +260,281 @@ static void put_totals(FILE *out, const struct rp_report *r)
 	put_concurrency(out, r);
 }
 
+/* Before element @i of a list whose closing bracket sits at indent @ind. */
+static void elem(FILE *out, uint32_t i, int ind)
+{
+	fprintf(out, "%s\n%*s", i ? "," : "[", ind + 2, "");
+}
+
+/* After the @n elements of that list: "[]" when there were none. */
+static void end_list(FILE *out, uint32_t n, int ind)
+{
+	if (n)
+		fprintf(out, "\n%*s]", ind, "");
+	else
+		fputs("[]", out);
+}
+
+/* @lead ("{" or ","), a new line at indent @ind and "key": */
+static void nl_key(FILE *out, const char *lead, int ind, const char *key)
+{
+	fprintf(out, "%s\n%*s\"%s\":", lead, ind, "", key);
+}
+
 static void put_lists(FILE *out, const struct rp_report *r,
 		      const struct rp_report_fn *const *order)
 {
-	put_key(out, ",\n  ", "sources");
+	nl_key(out, ",", 2, "sources");
 	for (uint32_t i = 0; i < r->n_sources; i++) {
-		fputs(i ? ",\n    " : "[\n    ", out);
+		elem(out, i, 2);
 		put_source(out, &r->sources[i]);
 	}
-	fputs(r->n_sources ? "\n  ]" : "[]", out);
-	put_key(out, ",\n  ", "functions");
+	end_list(out, r->n_sources, 2);
+	nl_key(out, ",", 2, "functions");
 	for (uint32_t i = 0; i < r->n_fns; i++) {
-		fputs(i ? ",\n    " : "[\n    ", out);
+		elem(out, i, 2);
 		put_fn(out, order[i]);
 	}
-	fputs(r->n_fns ? "\n  ]" : "[]", out);
-	put_key(out, ",\n  ", "edges");
+	end_list(out, r->n_fns, 2);
+	nl_key(out, ",", 2, "edges");
 	for (uint32_t i = 0; i < r->n_edges; i++) {
-		fputs(i ? ",\n    " : "[\n    ", out);
+		elem(out, i, 2);
 		put_edge(out, r, &r->edges[i]);
 	}
-	fputs(r->n_edges ? "\n  ]\n}\n" : "[]\n}\n", out);
+	end_list(out, r->n_edges, 2);
+}
+
+__extension__ typedef unsigned __int128 u128;
+
+/*
+ * rp_render_rate() - @calls per second over @range_ns, three decimals, rounded half
+ * up; "0" when @range_ns is 0. Return: @buf.
+ */
+char *rp_render_rate(char buf[48], uint64_t calls, uint64_t range_ns)
+{
+	u128 q, rem, whole;
+	char digits[48];
+	size_t n = 0;
+
+	if (range_ns == 0) {
+		snprintf(buf, 48, "0");
+		return buf;
+	}
+	/* x 1e9 (ns per s) x 1000 (three decimals): below 2^104, no overflow */
+	q = (u128)calls * 1000000000000u;
+	rem = q % range_ns;
+	q /= range_ns;
+	if (rem >= range_ns - rem)
+		q++;
+	whole = q / 1000;
+	do {
+		digits[n++] = (char)('0' + (unsigned)(whole % 10));
+		whole /= 10;
+	} while (whole);
+	for (size_t i = 0; i < n; i++)
+		buf[i] = digits[n - 1 - i];
+	snprintf(buf + n, 48 - n, ".%03u", (unsigned)(q % 1000));
+	return buf;
+}
+
+/*
+ * A double as the shortest of %.15g, %.16g and %.17g that reads back as the same
+ * value; null for NaN and infinities, which JSON cannot hold.
+ */
+static void put_real(FILE *out, double v)
+{
+	char buf[40];
+
+	if (!isfinite(v)) {
+		fputs("null", out);
+		return;
+	}
+	for (int prec = 15; prec <= 17; prec++) {
+		snprintf(buf, sizeof(buf), "%.*g", prec, v);
+		if (strtod(buf, NULL) == v)
+			break;
+	}
+	fputs(buf, out);
+}
+
+static void put_real_key(FILE *out, const char *key, double v)
+{
+	put_key(out, ",", key);
+	put_real(out, v);
+}
+
+/* "name" and "category" of fns[@fn], "?" for both when @fn is out of range. */
+static void put_fn_ref(FILE *out, const char *sep, const struct rp_report *r, uint32_t fn)
+{
+	const struct rp_report_fn *f = rp_render_fn_at(r, fn);
+
+	put_key(out, sep, "name");
+	put_str(out, f ? f->name : "?");
+	put_key(out, ",", "category");
+	put_str(out, f ? f->category : "?");
+}
+
+/* One bottleneck list, its keys at indent @ind. */
+static void put_tops(FILE *out, const struct rp_report *r, const char *lead, int ind,
+		     const char *key, const struct rp_report_top *t, uint32_t n, bool count)
+{
+	nl_key(out, lead, ind, key);
+	for (uint32_t i = 0; i < n; i++) {
+		elem(out, i, ind);
+		put_fn_ref(out, "{", r, t[i].fn);
+		put_u64(out, ",", count ? "count" : "value_ns", t[i].value);
+		put_u64(out, ",", count ? "error" : "error_ns", t[i].error);
+		fputc('}', out);
+	}
+	end_list(out, n, ind);
+}
+
+static void put_span(FILE *out, const struct rp_report *r, const struct rp_report_span *s)
+{
+	put_fn_ref(out, "{", r, s->fn);
+	put_key(out, ",", "source");
+	put_str(out, s->source < r->n_sources ? r->sources[s->source].name : "?");
+	put_u64(out, ",", "track", s->track);
+	put_u64(out, ",", "span_id", s->span_id);
+	put_u64(out, ",", "start_ns", s->start_ns);
+	put_u64(out, ",", "duration_ns", s->dur_ns);
+	put_u64(out, ",", "self_ns", s->self_ns);
+	put_u64(out, ",", "subtree_ns", s->subtree_ns);
+	put_key(out, ",", "midpoint_concurrency");
+	if (s->concurrency_known)
+		fprintf(out, "%" PRIu32 "}", s->concurrency);
+	else
+		fputs("null}", out);
+}
+
+/* B (see the layout above), its keys at indent @ind, its closing brace at @ind - 2. */
+static void put_bottlenecks(FILE *out, const struct rp_report *r,
+			    const struct rp_report_bottlenecks *b, int ind)
+{
+	put_tops(out, r, "{", ind, "by_cum", b->by_cum, b->n_by_cum, false);
+	put_tops(out, r, ",", ind, "by_self", b->by_self, b->n_by_self, false);
+	put_tops(out, r, ",", ind, "by_count", b->by_count, b->n_by_count, true);
+	nl_key(out, ",", ind, "bound");
+	fprintf(out, "{\"cum_ns\":%" PRIu64 ",\"self_ns\":%" PRIu64 ",\"count\":%" PRIu64 "}",
+		b->bound_cum, b->bound_self, b->bound_count);
+	nl_key(out, ",", ind, "slowest_spans");
+	for (uint32_t i = 0; i < b->n_slowest; i++) {
+		elem(out, i, ind);
+		put_span(out, r, &b->slowest[i]);
+	}
+	end_list(out, b->n_slowest, ind);
+	fprintf(out, "\n%*s}", ind - 2, "");
+}
+
+static void put_wfn(FILE *out, const struct rp_report *r, const struct rp_report_wfn *f,
+		    uint64_t range_ns)
+{
+	char rate[48];
+
+	put_fn_ref(out, "{", r, f->fn);
+	put_u64(out, ",", "calls", f->calls);
+	put_key(out, ",", "rate_per_s");
+	fputs(rp_render_rate(rate, f->calls, range_ns), out);
+	put_u64(out, ",", "self_ns", f->self_ns);
+	put_u64(out, ",", "cum_ns", f->cum_ns);
+	put_u64(out, ",", "p50_ns", f->p50_ns);
+	put_u64(out, ",", "p90_ns", f->p90_ns);
+	put_u64(out, ",", "p95_ns", f->p95_ns);
+	put_u64(out, ",", "p99_ns", f->p99_ns);
+	fputc('}', out);
+}
+
+/* A window at indent 4; its functions in display order (rp_render_wfn_order()). */
+static int put_window(FILE *out, const struct rp_report *r, const struct rp_report_window *w)
+{
+	uint64_t range = w->t_to > w->t_from ? w->t_to - w->t_from : 0;
+	uint32_t *order = rp_render_wfn_order(r, w);
+
+	if (order == NULL)
+		return -ENOMEM;
+	put_key(out, "{", "name");
+	put_str(out, w->name);
+	put_u64(out, ",", "length_ns", w->length_ns);
+	put_u64(out, ",", "subwindows", w->subwindows);
+	put_u64(out, ",", "t_from", w->t_from);
+	put_u64(out, ",", "t_to", w->t_to);
+	nl_key(out, ",", 6, "functions");
+	for (uint32_t i = 0; i < w->n_fns; i++) {
+		elem(out, i, 6);
+		put_wfn(out, r, &w->fns[order[i]], range);
+	}
+	end_list(out, w->n_fns, 6);
+	free(order);
+	nl_key(out, ",", 6, "concurrency");
+	if (w->n_conc > 0)
+		put_conc(out, "{", "overall", &w->conc[0]);
+	if (w->n_conc > 1)
+		put_conc(out, ",", "roots", &w->conc[1]);
+	fputs(w->n_conc ? "}" : "{}", out);
+	nl_key(out, ",", 6, "bottlenecks");
+	put_bottlenecks(out, r, &w->top, 8);
+	fputs("\n    }", out);
+	return 0;
+}
+
+static void put_cat(FILE *out, const struct rp_report_cat *c)
+{
+	put_str(out, c->name);
+	put_u64(out, ":{", "calls", c->calls);
+	put_u64(out, ",", "self_ns", c->self_ns);
+	put_u64(out, ",", "total_ns", c->total_ns);
+	put_u64(out, ",", "p50_ns", c->p50_ns);
+	put_u64(out, ",", "p90_ns", c->p90_ns);
+	put_u64(out, ",", "p95_ns", c->p95_ns);
+	put_u64(out, ",", "p99_ns", c->p99_ns);
+	fputc('}', out);
+}
+
+static void put_counter(FILE *out, const struct rp_report_counter *c)
+{
+	put_key(out, "{", "name");
+	put_str(out, c->name);
+	put_key(out, ",", "category");
+	put_str(out, c->category);
+	put_u64(out, ",", "samples", c->samples);
+	fprintf(out, ",\"last\":%" PRId64 ",\"min\":%" PRId64 ",\"max\":%" PRId64, c->last,
+		c->min, c->max);
+	put_real_key(out, "mean", c->mean);
+	put_real_key(out, "p50", c->p50);
+	put_real_key(out, "p90", c->p90);
+	put_real_key(out, "p95", c->p95);
+	put_real_key(out, "p99", c->p99);
+	fputc('}', out);
+}
+
+/* Report 1.2: categories, counters, windows and the all-time bottlenecks. */
+static int put_analyses(FILE *out, const struct rp_report *r)
+{
+	int err;
+
+	nl_key(out, ",", 2, "categories");
+	for (uint32_t i = 0; i < r->n_cats; i++) {
+		fputs(i ? ",\n    " : "{\n    ", out);
+		put_cat(out, &r->cats[i]);
+	}
+	fputs(r->n_cats ? "\n  }" : "{}", out);
+	nl_key(out, ",", 2, "counters");
+	for (uint32_t i = 0; i < r->n_counters; i++) {
+		elem(out, i, 2);
+		put_counter(out, &r->counters[i]);
+	}
+	end_list(out, r->n_counters, 2);
+	nl_key(out, ",", 2, "windows");
+	for (uint32_t i = 0; i < r->n_windows; i++) {
+		elem(out, i, 2);
+		if ((err = put_window(out, r, &r->windows[i])) != 0)
+			return err;
+	}
+	end_list(out, r->n_windows, 2);
+	nl_key(out, ",", 2, "bottlenecks");
+	put_bottlenecks(out, r, &r->bottlenecks, 4);
+	fputs("\n}\n", out);
+	return 0;
 }
 
 /*
@@ -287,6 +545,7 @@ static void put_lists(FILE *out, const struct rp_report *r,
 int rp_render_json(const struct rp_report *r, FILE *out)
 {
 	const struct rp_report_fn **order;
+	int err;
 
 	assert(r != NULL && out != NULL);
 	for (uint32_t i = 0; i < r->n_edges; i++)
@@ -298,5 +557,8 @@ int rp_render_json(const struct rp_report *r, FILE *out)
 	put_totals(out, r);
 	put_lists(out, r, order);
 	free(order);
+	err = put_analyses(out, r);
+	if (err)
+		return err;
 	return fflush(out) || ferror(out) ? -EIO : 0;
 }

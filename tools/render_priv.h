@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "report.h"
 
@@ -27,5 +28,31 @@ size_t rp_render_utf8_next(const char *s, bool *valid);
  * or NULL when out of memory. An empty report gives a valid one-element array.
  */
 const struct rp_report_fn **rp_render_fn_order(const struct rp_report *r);
+
+/*
+ * rp_render_wfn_order() - a window's rows in display order: cum desc, self desc, calls
+ * desc, then name (byte order, "?" for an fn out of range), then position (render_text.c).
+ * Return: a malloc'ed array of w->n_fns indices into w->fns (the caller frees it), or
+ * NULL when out of memory. An empty window gives a valid one-element array.
+ */
+uint32_t *rp_render_wfn_order(const struct rp_report *r, const struct rp_report_window *w);
+
+/*
+ * rp_render_fn_at() - r->fns[@fn], or NULL when @fn is out of range: lists that
+ * index fns (bottlenecks, windows, spans, CCT nodes) may come from a snapshot, and
+ * a renderer shows "?" rather than trusting them.
+ */
+static inline const struct rp_report_fn *rp_render_fn_at(const struct rp_report *r, uint32_t fn)
+{
+	return fn < r->n_fns ? &r->fns[fn] : NULL;
+}
+
+/*
+ * rp_render_rate() - @calls per second over @range_ns as an exact decimal with three
+ * decimals, rounded half up ("12.500"), or "0" when @range_ns is 0 (render_json.c).
+ * The value may exceed 2^64 (many calls over a few ns), hence the 128-bit arithmetic.
+ * Return: @buf.
+ */
+char *rp_render_rate(char buf[48], uint64_t calls, uint64_t range_ns);
 
 #endif

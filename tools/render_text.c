@@ -20,6 +20,7 @@
 #include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -212,28 +213,28 @@ static size_t name_width(const char *s)
 }
 
 /* The label of conc[i]: "overall", "roots", then the category's own name. */
-static const char *conc_label(const struct rp_report *r, uint32_t i)
+static const char *conc_label(const struct rp_report_conc *c, uint32_t i)
 {
-	return i == 0 ? "overall" : i == 1 ? "roots" : str_or_empty(r->conc[i].name);
+	return i == 0 ? "overall" : i == 1 ? "roots" : str_or_empty(c[i].name);
 }
 
 /*
  * One line per distribution, the names padded to the longest:
  * "concurrency overall  p50 N  p90 N  p95 N  p99 N  max N  mean X.XXX".
  */
-static void print_concurrency(FILE *out, const struct rp_report *r)
+static void print_conc_lines(FILE *out, const struct rp_report_conc *conc, uint32_t n)
 {
 	size_t width = 0;
 
-	for (uint32_t i = 0; i < r->n_conc; i++)
-		if (name_width(conc_label(r, i)) > width)
-			width = name_width(conc_label(r, i));
-	for (uint32_t i = 0; i < r->n_conc; i++) {
-		const struct rp_report_conc *c = &r->conc[i];
+	for (uint32_t i = 0; i < n; i++)
+		if (name_width(conc_label(conc, i)) > width)
+			width = name_width(conc_label(conc, i));
+	for (uint32_t i = 0; i < n; i++) {
+		const struct rp_report_conc *c = &conc[i];
 
 		fputs("concurrency ", out);
-		put_name(out, conc_label(r, i));
-		fprintf(out, "%*s", (int)(width - name_width(conc_label(r, i))), "");
+		put_name(out, conc_label(conc, i));
+		fprintf(out, "%*s", (int)(width - name_width(conc_label(conc, i))), "");
 		fprintf(out,
 			"  p50 %" PRIu32 "  p90 %" PRIu32 "  p95 %" PRIu32 "  p99 %" PRIu32
 			"  max %" PRIu32 "  mean %" PRIu64 ".%03" PRIu64 "\n",
@@ -255,7 +256,7 @@ static void print_header(FILE *out, const struct rp_report *r)
 	for (uint32_t i = 0; i < r->n_sources; i++)
 		print_source(out, &r->sources[i]);
 	print_losses(out, r);
-	print_concurrency(out, r);
+	print_conc_lines(out, r->conc, r->n_conc);
 }
 
 /* "calls" or "calls/primitive" (cProfile's "3/1" for recursion). */
@@ -328,6 +329,341 @@ static void print_table(FILE *out, const struct rp_report *r,
 		print_row(out, order[i], total_self);
 }
 
+/* Rows shown of @n: all, or the first @limit. */
+static uint32_t rows_of(uint32_t n, unsigned limit)
+{
+	return limit && limit < n ? limit : n;
+}
+
+/* @s (ASCII or "±") right-aligned in @width columns. */
+static void put_right(FILE *out, const char *s, size_t width)
+{
+	size_t w = name_width(s);
+
+	fprintf(out, "%*s%s", (int)(w < width ? width - w : 0), "", s);
+}
+
+/* "name [category]" of fns[@fn] (the category when it has one), "?" out of range. */
+static void put_fn_label(FILE *out, const struct rp_report *r, uint32_t fn)
+{
+	const struct rp_report_fn *f = rp_render_fn_at(r, fn);
+
+	if (f == NULL) {
+		fputc('?', out);
+		return;
+	}
+	put_name(out, f->name);
+	if (f->category && f->category[0]) {
+		fputs(" [", out);
+		put_name(out, f->category);
+		fputc(']', out);
+	}
+}
+
+/* One bottleneck list: times in ms, or counts; "±error" when the entry is not exact. */
+static void print_tops(FILE *out, const struct rp_report *r, const char *what,
+		       const struct rp_report_top *t, uint32_t n, uint64_t bound, bool count,
+		       unsigned limit)
+{
+	char v[32], e[40], b[32];
+	uint32_t rows = rows_of(n, limit);
+
+	if (count)
+		snprintf(b, sizeof(b), "%" PRIu64, bound);
+	else
+		fmt_ms(b, bound);
+	fprintf(out, "by %s: %" PRIu32 " of %" PRIu32 ", bound %s%s\n", what, rows, n, b,
+		count ? "" : " ms");
+	if (rows)
+		fprintf(out, "%15s %13s  %s\n", count ? "calls" : what, count ? "error" : "error ms",
+			"name [category]");
+	for (uint32_t i = 0; i < rows; i++) {
+		if (count)
+			snprintf(v, sizeof(v), "%" PRIu64, t[i].value);
+		else
+			fmt_ms(v, t[i].value);
+		e[0] = '\0';
+		if (t[i].error && count)
+			snprintf(e, sizeof(e), "\xc2\xb1%" PRIu64, t[i].error);
+		else if (t[i].error)
+			snprintf(e, sizeof(e), "\xc2\xb1%s", fmt_ms(b, t[i].error));
+		fprintf(out, "%15s ", v);
+		put_right(out, e, 13);
+		fputs("  ", out);
+		put_fn_label(out, r, t[i].fn);
+		fputc('\n', out);
+	}
+}
+
+static bool have_tops(const struct rp_report_bottlenecks *b)
+{
+	return b->n_by_cum || b->n_by_self || b->n_by_count || b->bound_cum || b->bound_self ||
+	       b->bound_count;
+}
+
+static void print_bottlenecks(FILE *out, const struct rp_report *r, unsigned limit)
+{
+	const struct rp_report_bottlenecks *b = &r->bottlenecks;
+
+	if (!have_tops(b))
+		return;
+	fputs("\nbottlenecks (all time): a name not listed weighs at most the bound\n", out);
+	print_tops(out, r, "cum ms", b->by_cum, b->n_by_cum, b->bound_cum, false, limit);
+	print_tops(out, r, "self ms", b->by_self, b->n_by_self, b->bound_self, false, limit);
+	print_tops(out, r, "count", b->by_count, b->n_by_count, b->bound_count, true, limit);
+}
+
+/* "ms" from the first event; a start before it (never from the engine) gets a '-'. */
+static char *fmt_rel_ms(char buf[40], uint64_t t, uint64_t t0)
+{
+	char ms[32];
+
+	if (t >= t0)
+		return fmt_ms(buf, t - t0);
+	snprintf(buf, 40, "-%s", fmt_ms(ms, t0 - t));
+	return buf;
+}
+
+static void print_slowest(FILE *out, const struct rp_report *r, unsigned limit)
+{
+	const struct rp_report_bottlenecks *b = &r->bottlenecks;
+	uint32_t rows = rows_of(b->n_slowest, limit);
+	char dur[32], self[32], sub[32], start[40], conc[16];
+
+	if (b->n_slowest == 0)
+		return;
+	fprintf(out, "\nslowest spans (all time): %" PRIu32 " of %" PRIu32
+		     ", start from the first event\n", rows, b->n_slowest);
+	fprintf(out, "%15s %12s %12s %12s %6s  %s\n", "duration ms", "self ms", "subtree ms",
+		"start ms", "conc", "name [category]");
+	for (uint32_t i = 0; i < rows; i++) {
+		const struct rp_report_span *sp = &b->slowest[i];
+
+		if (sp->concurrency_known)
+			snprintf(conc, sizeof(conc), "%" PRIu32, sp->concurrency);
+		else
+			snprintf(conc, sizeof(conc), "?");
+		fprintf(out, "%15s %12s %12s %12s %6s  ", fmt_ms(dur, sp->dur_ns),
+			fmt_ms(self, sp->self_ns), fmt_ms(sub, sp->subtree_ns),
+			fmt_rel_ms(start, sp->start_ns, r->t_first), conc);
+		put_fn_label(out, r, sp->fn);
+		fputc('\n', out);
+	}
+}
+
+struct wfn_key {
+	const struct rp_report_wfn *w;
+	const char *name;
+	uint32_t i;
+};
+
+static int cmp_wfn(const void *pa, const void *pb)
+{
+	const struct wfn_key *a = pa, *b = pb;
+	int c;
+
+	if ((c = cmp_u64_desc(a->w->cum_ns, b->w->cum_ns)) != 0)
+		return c;
+	if ((c = cmp_u64_desc(a->w->self_ns, b->w->self_ns)) != 0)
+		return c;
+	if ((c = cmp_u64_desc(a->w->calls, b->w->calls)) != 0)
+		return c;
+	if ((c = strcmp(a->name, b->name)) != 0)
+		return c;
+	return a->i < b->i ? -1 : a->i > b->i;
+}
+
+/*
+ * rp_render_wfn_order() - a window's rows in display order (see cmp_wfn).
+ * Return: a malloc'ed array of w->n_fns indices (the caller frees it), or NULL.
+ */
+uint32_t *rp_render_wfn_order(const struct rp_report *r, const struct rp_report_window *w)
+{
+	size_t n = w->n_fns ? w->n_fns : 1;
+	struct wfn_key *k = malloc(sizeof(*k) * n);
+	uint32_t *v = malloc(sizeof(*v) * n);
+
+	if (k == NULL || v == NULL) {
+		free(k);
+		free(v);
+		return NULL;
+	}
+	for (uint32_t i = 0; i < w->n_fns; i++) {
+		const struct rp_report_fn *f = rp_render_fn_at(r, w->fns[i].fn);
+
+		k[i] = (struct wfn_key){ &w->fns[i], f ? str_or_empty(f->name) : "?", i };
+	}
+	qsort(k, w->n_fns, sizeof(*k), cmp_wfn);
+	for (uint32_t i = 0; i < w->n_fns; i++)
+		v[i] = k[i].i;
+	free(k);
+	return v;
+}
+
+/* The p50, p90 and p99 columns: "-" without a sketch (p99 0). */
+static void fmt_quantiles(char q[3][32], uint64_t p50, uint64_t p90, uint64_t p99)
+{
+	for (int i = 0; i < 3; i++)
+		snprintf(q[i], 32, "-");
+	if (p99) {
+		fmt_us(q[0], p50);
+		fmt_us(q[1], p90);
+		fmt_us(q[2], p99);
+	}
+}
+
+static void print_wfn(FILE *out, const struct rp_report *r, const struct rp_report_wfn *f,
+		      uint64_t range)
+{
+	char rate[48], cum[32], self[32], q[3][32];
+
+	fmt_quantiles(q, f->p50_ns, f->p90_ns, f->p99_ns);
+	fprintf(out, "%10" PRIu64 " %12s %11s %11s %11s %11s %11s  ", f->calls,
+		rp_render_rate(rate, f->calls, range), fmt_ms(cum, f->cum_ns),
+		fmt_ms(self, f->self_ns), q[0], q[1], q[2]);
+	put_fn_label(out, r, f->fn);
+	fputc('\n', out);
+}
+
+static int print_window(FILE *out, const struct rp_report *r, const struct rp_report_window *w,
+			unsigned limit)
+{
+	uint64_t range = w->t_to > w->t_from ? w->t_to - w->t_from : 0;
+	uint32_t rows = rows_of(w->n_fns, limit), *order = rp_render_wfn_order(r, w);
+	char len[32], cov[32];
+
+	if (order == NULL)
+		return -ENOMEM;
+	fputs("\nwindow ", out);
+	put_name(out, w->name);
+	fprintf(out, " (%s ms in %" PRIu32 " sub-windows), %" PRIu64 " .. %" PRIu64 " ns (%s ms)\n",
+		fmt_ms(len, w->length_ns), w->subwindows, w->t_from, w->t_to, fmt_ms(cov, range));
+	fprintf(out, "names %" PRIu32 " of %" PRIu32 ", by cum time\n", rows, w->n_fns);
+	if (rows)
+		fprintf(out, "%10s %12s %11s %11s %11s %11s %11s  %s\n", "calls", "rate/s",
+			"cum ms", "self ms", "p50 us", "p90 us", "p99 us", "name [category]");
+	for (uint32_t i = 0; i < rows; i++)
+		print_wfn(out, r, &w->fns[order[i]], range);
+	free(order);
+	print_conc_lines(out, w->conc, w->n_conc < 2 ? w->n_conc : 2);
+	return 0;
+}
+
+static int cmp_cat(const void *pa, const void *pb)
+{
+	const struct rp_report_cat *a = *(const struct rp_report_cat *const *)pa;
+	const struct rp_report_cat *b = *(const struct rp_report_cat *const *)pb;
+	int c;
+
+	if ((c = cmp_u64_desc(a->total_ns, b->total_ns)) != 0)
+		return c;
+	if ((c = strcmp(str_or_empty(a->name), str_or_empty(b->name))) != 0)
+		return c;
+	return a < b ? -1 : a > b;
+}
+
+/* Categories by total time, "(none)" for the spans without one. */
+static int print_cats(FILE *out, const struct rp_report *r, unsigned limit)
+{
+	uint32_t rows = rows_of(r->n_cats, limit);
+	const struct rp_report_cat **v;
+	char self[32], total[32], q[3][32], p95[32];
+
+	if (r->n_cats == 0)
+		return 0;
+	v = malloc(sizeof(*v) * r->n_cats);
+	if (v == NULL)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < r->n_cats; i++)
+		v[i] = &r->cats[i];
+	qsort(v, r->n_cats, sizeof(*v), cmp_cat);
+	fprintf(out, "\ncategories %" PRIu32 " of %" PRIu32 ", by total time\n", rows, r->n_cats);
+	fprintf(out, "%10s %12s %12s %12s %12s %12s %12s  %s\n", "calls", "self ms", "total ms",
+		"p50 us", "p90 us", "p95 us", "p99 us", "category");
+	for (uint32_t i = 0; i < rows; i++) {
+		const struct rp_report_cat *c = v[i];
+
+		fmt_quantiles(q, c->p50_ns, c->p90_ns, c->p99_ns);
+		if (c->p99_ns)
+			fmt_us(p95, c->p95_ns);
+		else
+			snprintf(p95, sizeof(p95), "-");
+		fprintf(out, "%10" PRIu64 " %12s %12s %12s %12s %12s %12s  ", c->calls,
+			fmt_ms(self, c->self_ns), fmt_ms(total, c->total_ns), q[0], q[1], p95,
+			q[2]);
+		put_name(out, c->name && c->name[0] ? c->name : "(none)");
+		fputc('\n', out);
+	}
+	free(v);
+	return 0;
+}
+
+/* A counter value: three decimals below 1e12, else 6 significant digits; "-" for
+ * NaN and infinities. */
+static char *fmt_real(char buf[32], double v)
+{
+	if (!isfinite(v))
+		snprintf(buf, 32, "-");
+	else if (fabs(v) < 1e12)
+		snprintf(buf, 32, "%.3f", v);
+	else
+		snprintf(buf, 32, "%.6g", v);
+	return buf;
+}
+
+static void print_counter(FILE *out, const struct rp_report_counter *c)
+{
+	char last[32] = "-", lo[32] = "-", hi[32] = "-", mean[32] = "-", p50[32] = "-";
+	char p99[32] = "-";
+
+	if (c->samples) {
+		snprintf(last, sizeof(last), "%" PRId64, c->last);
+		snprintf(lo, sizeof(lo), "%" PRId64, c->min);
+		snprintf(hi, sizeof(hi), "%" PRId64, c->max);
+		fmt_real(mean, c->mean);
+		fmt_real(p50, c->p50);
+		fmt_real(p99, c->p99);
+	}
+	fprintf(out, "%10" PRIu64 " %12s %12s %12s %12s %12s %12s  ", c->samples, last, lo, hi,
+		mean, p50, p99);
+	put_name(out, c->name);
+	if (c->category && c->category[0]) {
+		fputs(" [", out);
+		put_name(out, c->category);
+		fputc(']', out);
+	}
+	fputc('\n', out);
+}
+
+static void print_counters(FILE *out, const struct rp_report *r, unsigned limit)
+{
+	uint32_t rows = rows_of(r->n_counters, limit);
+
+	if (r->n_counters == 0)
+		return;
+	fprintf(out, "\ncounters %" PRIu32 " of %" PRIu32 "\n", rows, r->n_counters);
+	fprintf(out, "%10s %12s %12s %12s %12s %12s %12s  %s\n", "samples", "last", "min", "max",
+		"mean", "p50", "p99", "name [category]");
+	for (uint32_t i = 0; i < rows; i++)
+		print_counter(out, &r->counters[i]);
+}
+
+/* Report 1.2: each block only when the report has its data (a 1.1 snapshot has none). */
+static int print_analyses(FILE *out, const struct rp_report *r, unsigned limit)
+{
+	int err;
+
+	print_bottlenecks(out, r, limit);
+	print_slowest(out, r, limit);
+	for (uint32_t i = 0; i < r->n_windows; i++)
+		if ((err = print_window(out, r, &r->windows[i], limit)) != 0)
+			return err;
+	if ((err = print_cats(out, r, limit)) != 0)
+		return err;
+	print_counters(out, r, limit);
+	return 0;
+}
+
 /*
  * rp_render_text() - see render.h. Rows: cum/call is per primitive call, like
  * cProfile's second percall; min and max are per call; p50 and p99 are the duration
@@ -338,6 +674,7 @@ static void print_table(FILE *out, const struct rp_report *r,
 int rp_render_text(const struct rp_report *r, FILE *out, unsigned limit)
 {
 	const struct rp_report_fn **order;
+	int err;
 
 	assert(r != NULL && out != NULL);
 	order = rp_render_fn_order(r);
@@ -346,5 +683,8 @@ int rp_render_text(const struct rp_report *r, FILE *out, unsigned limit)
 	print_header(out, r);
 	print_table(out, r, order, limit);
 	free(order);
+	err = print_analyses(out, r, limit);
+	if (err)
+		return err;
 	return fflush(out) || ferror(out) ? -EIO : 0;
 }

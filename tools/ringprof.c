@@ -27,8 +27,8 @@
 static const char usage[] =
 	"usage: ringprof run [--session S] [--snapshot-dir D] [...]   the engine (--help)\n"
 	"       ringprof snapshot [--session S] [--timeout-ms N]\n"
-	"       ringprof report SNAPSHOT [--format text|json|pstats] [-o FILE] [--limit N]\n"
-	"       ringprof analyze TRACE [--format text|json|pstats] [-o FILE] [--limit N] [caps]\n"
+	"       ringprof report SNAPSHOT [--format text|json|pstats|folded] [-o FILE] [--limit N]\n"
+	"       ringprof analyze TRACE [--format text|json|pstats|folded] [-o FILE] [--limit N] [caps]\n"
 	"       ringprof segments [--session S] [--rings]\n"
 	"       ringprof probe\n"
 	"\n"
@@ -253,6 +253,8 @@ static int emit(const struct rp_report *r, const char *format, const char *out, 
 		err = rp_render_text(r, m, limit);
 	else if (strcmp(format, "json") == 0)
 		err = rp_render_json(r, m);
+	else if (strcmp(format, "folded") == 0)
+		err = rp_render_folded(r, m);
 	else
 		err = rp_render_pstats(r, m);
 	fclose(m);
@@ -314,8 +316,9 @@ static int cmd_render(int argc, char **argv, bool analyze)
 	if (optind + 1 != argc)
 		return rp_cli_error(2, "%s: need exactly one %s file (try --help)",
 				    analyze ? "analyze" : "report", analyze ? "trace" : "snapshot");
-	if (strcmp(format, "text") && strcmp(format, "json") && strcmp(format, "pstats"))
-		return rp_cli_error(2, "--format %s: use text, json or pstats", format);
+	if (strcmp(format, "text") && strcmp(format, "json") && strcmp(format, "pstats") &&
+	    strcmp(format, "folded"))
+		return rp_cli_error(2, "--format %s: use text, json, pstats or folded", format);
 	if (analyze) {
 		if (load_trace(argv[optind], &cfg, &r) != 0)
 			return 1;
