@@ -24,10 +24,14 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <string.h>
 #include <yajl/yajl_tree.h>
 
+#include "engine.h"
+#include "import_chrome.h"
 #include "render.h"
+#include "render_priv.h"
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #define PYTHON	      "/usr/bin/python3"
@@ -99,7 +103,7 @@ static struct rp_report tricky_report(void)
 {
 	return (struct rp_report){
 		.version_major = 1, .t_first = 1000, .t_last = 2500001000, .clock = "monotonic",
-		.caps = { 1, 2, 3, 4, 5 }, .events = 120, .dropped = 3, .late = 1,
+		.caps = { 1, 2, 3, 4, 5, 6, 7, 8, 9, P63 }, .events = 120, .dropped = 3, .late = 1,
 		.truncated = 2,
 		.anomalies = { [RP_ANOM_END_MISMATCH] = 1, [RP_ANOM_CLAMPED] = 4,
 			       [RP_ANOM_OPEN_AT_END] = 7 },
@@ -115,7 +119,8 @@ static struct rp_report_source big_sources[] = {
 	  .events = UINT64_MAX, .dropped = P63, .late = INT64_MAX, .truncated = P53,
 	  .names_dropped = 0, .resyncs = 1,
 	  .anomalies = { UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT64_MAX,
-			 UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT64_MAX } },
+			 UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT64_MAX,
+			 UINT64_MAX } },
 };
 
 static struct rp_report_fn big_fns[] = {
@@ -139,7 +144,8 @@ static struct rp_report big_report(void)
 {
 	return (struct rp_report){
 		.version_major = 1, .t_first = P63, .t_last = UINT64_MAX, .clock = "trace",
-		.caps = { UINT32_MAX, 0, 1, 2, 3 }, .events = UINT64_MAX, .dropped = P63,
+		.caps = { UINT32_MAX, 0, 1, 2, 3, UINT32_MAX, 4, 5, 6, UINT64_MAX },
+		.events = UINT64_MAX, .dropped = P63,
 		.late = P53, .truncated = INT64_MAX,
 		.anomalies = { [RP_ANOM_BAD_EVENT] = UINT64_MAX },
 		.sources = big_sources, .n_sources = ARRAY_SIZE(big_sources),
@@ -453,9 +459,13 @@ static yajl_val check_top(const struct rp_report *r, const char *text, const cha
 	static const char *const keys[] = { "events",	     "dropped", "late",	 "truncated",
 					    "anomalies",     "time_range_ns",	"clock",
 					    "caps",	     "concurrency",	"sources",
-					    "functions",     "edges" };
-	static const char *const cap_keys[] = { "max_names", "max_tracks", "max_depth",
-						"max_cct_nodes", "max_sources" };
+					    "functions",     "edges",		"categories",
+					    "counters",	     "windows",		"bottlenecks" };
+	static const char *const cap_keys[] = { "max_names",	    "max_tracks",
+						"max_depth",	    "max_cct_nodes",
+						"max_sources",	    "max_sketch_names",
+						"max_window_names", "max_counters",
+						"topk",		    "memory_bound" };
 	yajl_val o = json_parse(text), range, caps;
 
 	assert_keys(o, keys, ARRAY_SIZE(keys));
@@ -476,6 +486,11 @@ static yajl_val check_top(const struct rp_report *r, const char *text, const cha
 	assert_u64(caps, "max_depth", r->caps.max_depth);
 	assert_u64(caps, "max_cct_nodes", r->caps.max_cct_nodes);
 	assert_u64(caps, "max_sources", r->caps.max_sources);
+	assert_u64(caps, "max_sketch_names", r->caps.max_sketch_names);
+	assert_u64(caps, "max_window_names", r->caps.max_window_names);
+	assert_u64(caps, "max_counters", r->caps.max_counters);
+	assert_u64(caps, "topk", r->caps.topk);
+	assert_u64(caps, "memory_bound", r->caps.memory_bound);
 	return o;
 }
 
@@ -487,6 +502,8 @@ static yajl_val array_of(yajl_val o, const char *key, size_t n)
 	assert_int_equal(a->u.array.len, n);
 	return a;
 }
+
+static void check_no_analyses(yajl_val o, const struct rp_report *r, const char *text);
 
 /* Names of tricky fns as they must come back (index = fn). */
 static const char *const tricky_names[] = { QNAME, CAFE, BAD_FIXED, "idle", QNAME, "aaa" };
@@ -541,6 +558,7 @@ static void test_render_json_tricky_round_trips(void **state)
 	assert_non_null(strstr(text, "\"mean_ns\":600000000,\"p50_ns\":500000000,"
 				     "\"p90_ns\":900000000,\"p95_ns\":950000000,"
 				     "\"p99_ns\":990000000,\"midpoint_concurrency_mean\":3.5}"));
+	check_no_analyses(o, &r, text);
 	yajl_tree_free(o);
 	free(text);
 }
@@ -574,6 +592,7 @@ static void test_render_json_big_values_exact(void **state)
 	assert_non_null(strstr(text, "\"by_category\":{}\n  },\n"));
 	assert_non_null(strstr(text, "\"max\":4294967295,\"mean\":18446744073709551.615,"
 				     "\"observed_ns\":18446744073709551615}"));
+	check_no_analyses(o, &r, text);
 	yajl_tree_free(o);
 	free(text);
 }
@@ -590,6 +609,7 @@ static void test_render_json_empty_report(void **state)
 	array_of(o, "sources", 0);
 	array_of(o, "functions", 0);
 	array_of(o, "edges", 0);
+	check_no_analyses(o, &r, text);
 	yajl_tree_free(o);
 	free(text);
 }
@@ -772,6 +792,517 @@ static void test_render_text_names_stay_on_one_line(void **state)
 	assert_non_null(strstr(text, "  1000000.000   500000.000   990000.000  q\"b"));
 	assert_non_null(strstr(text, "    80000.000            -            -  " CAFE "\n"));
 	free(text);
+}
+
+/* ---- report 1.2: bottlenecks, windows, categories, counters ----------------------- */
+
+#define NO_FN	    99 /* an fn index out of range: rendered "?" */
+#define ASYNC_TRACK 0x8000000000000001ull
+#define W1M	    "1\"m\n"	    /* a window name that needs escaping */
+#define CAT3	    "F\"N\t"	    /* a category name that needs escaping */
+#define CNT0	    "queue\"depth" /* a counter name that needs escaping */
+
+/* fn, value, error; every error within its list's bound (5 ms, 0, 2). */
+static struct rp_report_top all_cum[] = { { 1, 990 * MS, 0 }, { 0, 700 * MS, 5 * MS },
+					   { NO_FN, 3 * MS, 3 * MS } };
+static struct rp_report_top all_self[] = { { 0, 500 * MS, 0 }, { 1, 200 * MS, 0 } };
+static struct rp_report_top all_count[] = { { 0, 6, 0 }, { 2, 4, 2 } };
+
+/* fn, source, track, span_id, start, dur, self, subtree, concurrency, known. The
+ * second names no source, starts 500 ns before t_first and its concurrency is not
+ * known. */
+static struct rp_report_span all_slow[] = {
+	{ 1, 0, 7, 0, 1000 + 100 * MS, 400 * MS, 100 * MS, 400 * MS, 3, 1 },
+	{ 0, 5, ASYNC_TRACK, P63, 500, 300 * MS, 250 * MS, 350 * MS, 0, 0 },
+};
+
+/* fn, calls, self, cum, p50, p90, p95, p99: sleep without a sketch. */
+static struct rp_report_wfn w10_fns[] = {
+	{ 2, 4, 90000123, 90000123, 0, 0, 0, 0 },
+	{ 0, 6, 500 * MS, 700 * MS, 110000123, 150 * MS, 180 * MS, 199999999 },
+	{ 1, 3, 200 * MS, 990 * MS, 330 * MS, 350 * MS, 355 * MS, 359999500 },
+};
+static struct rp_report_conc w10_conc[] = {
+	{ "overall", 2400000000u, 1500, 1, 2, 3, 4, 5 },
+	{ "roots", 2400000000u, 1000, 1, 1, 1, 1, 2 },
+};
+static struct rp_report_top w10_cum[] = { { 1, 990 * MS, 0 } };
+static struct rp_report_top w10_count[] = { { 0, 6, 1 } };
+static struct rp_report_wfn w1m_fns[] = { { NO_FN, 7, 1, 2, 3, 4, 5, 6 } };
+
+/* 10s covers 2.4 s (rates 1.25, 2.5 and 1.6667 per s); 1m covers nothing (rate 0),
+ * has no distributions and no bottlenecks. */
+static struct rp_report_window full_windows[] = {
+	{ .name = "10s", .length_ns = 10000000000u, .subwindows = 10, .t_from = 1000,
+	  .t_to = 2400001000u, .fns = w10_fns, .n_fns = 3, .conc = w10_conc, .n_conc = 2,
+	  .top = { .by_cum = w10_cum, .n_by_cum = 1, .by_count = w10_count, .n_by_count = 1,
+		   .bound_count = 1, .slowest = all_slow, .n_slowest = 1 } },
+	{ .name = W1M, .length_ns = 60000000000u, .subwindows = 6, .t_from = 5, .t_to = 5,
+	  .fns = w1m_fns, .n_fns = 1 },
+};
+
+/* name, calls, self, total, p50, p90, p95, p99: TOOL without a sketch, "" is none. */
+static struct rp_report_cat full_cats[] = {
+	{ "TOOL", 4, 90000123, 90000123, 0, 0, 0, 0, { 0 } },
+	{ "", 9, 700 * MS, 1790 * MS, 110000123, 150 * MS, 180 * MS, 359999500, { 0 } },
+	{ CAT3, 3, 200 * MS, 990 * MS, 330 * MS, 350 * MS, 355 * MS, 359999500, { 0 } },
+};
+
+/* name, category, samples, last, min, max, mean, p50, p90, p95, p99. */
+static struct rp_report_counter full_counters[] = {
+	{ CNT0, "", 5, 3, -2, 10, 2.5, 2.0, 9.9, 10.0, 10.0, { 0 } },
+	{ "mem", "SYS", 0, 0, 0, 0, 0, 0, 0, 0, 0, { 0 } },
+	{ "big", "", 1, INT64_MIN, INT64_MIN, INT64_MAX, 1e300, NAN, INFINITY, -INFINITY, 0.1,
+	  { 0 } },
+};
+
+/* The text report's functions with every 1.2 section. */
+static struct rp_report full_report(void)
+{
+	struct rp_report r = text_report();
+
+	r.caps = (struct rp_report_caps){ 1, 2, 3, 4, 5, 6, 7, 8, 9, P63 };
+	r.cats = full_cats;
+	r.n_cats = ARRAY_SIZE(full_cats);
+	r.counters = full_counters;
+	r.n_counters = ARRAY_SIZE(full_counters);
+	r.windows = full_windows;
+	r.n_windows = ARRAY_SIZE(full_windows);
+	r.bottlenecks = (struct rp_report_bottlenecks){
+		.by_cum = all_cum, .n_by_cum = ARRAY_SIZE(all_cum),
+		.by_self = all_self, .n_by_self = ARRAY_SIZE(all_self),
+		.by_count = all_count, .n_by_count = ARRAY_SIZE(all_count),
+		.bound_cum = 5 * MS, .bound_self = 0, .bound_count = 2,
+		.slowest = all_slow, .n_slowest = ARRAY_SIZE(all_slow),
+	};
+	return r;
+}
+
+/* What a list entry must name: its fn's name and category, "?" out of range. */
+static const char *want_name(const struct rp_report *r, uint32_t fn)
+{
+	return fn < r->n_fns ? r->fns[fn].name : "?";
+}
+
+static const char *want_cat(const struct rp_report *r, uint32_t fn)
+{
+	return fn < r->n_fns ? r->fns[fn].category : "?";
+}
+
+static void check_tops(yajl_val a, const struct rp_report *r, const struct rp_report_top *t,
+		       uint32_t n, bool count)
+{
+	static const char *const keys[] = { "name", "category", "value_ns", "error_ns" };
+	static const char *const count_keys[] = { "name", "category", "count", "error" };
+	const char *const *k = count ? count_keys : keys;
+
+	assert_true(YAJL_IS_ARRAY(a));
+	assert_int_equal(a->u.array.len, n);
+	for (uint32_t i = 0; i < n; i++) {
+		yajl_val o = a->u.array.values[i];
+
+		assert_keys(o, k, 4);
+		assert_jstr(field(o, "name"), want_name(r, t[i].fn));
+		assert_jstr(field(o, "category"), want_cat(r, t[i].fn));
+		assert_u64(o, k[2], t[i].value);
+		assert_u64(o, k[3], t[i].error);
+	}
+}
+
+static void check_span(yajl_val o, const struct rp_report *r, const struct rp_report_span *s)
+{
+	static const char *const keys[] = { "name",	   "category",	  "source",
+					    "track",	   "span_id",	  "start_ns",
+					    "duration_ns", "self_ns",	  "subtree_ns",
+					    "midpoint_concurrency" };
+	yajl_val mid = field(o, "midpoint_concurrency");
+
+	assert_keys(o, keys, ARRAY_SIZE(keys));
+	assert_jstr(field(o, "name"), want_name(r, s->fn));
+	assert_jstr(field(o, "category"), want_cat(r, s->fn));
+	assert_jstr(field(o, "source"), s->source < r->n_sources ? r->sources[s->source].name
+								 : "?");
+	assert_u64(o, "track", s->track);
+	assert_u64(o, "span_id", s->span_id);
+	assert_u64(o, "start_ns", s->start_ns);
+	assert_u64(o, "duration_ns", s->dur_ns);
+	assert_u64(o, "self_ns", s->self_ns);
+	assert_u64(o, "subtree_ns", s->subtree_ns);
+	if (s->concurrency_known)
+		assert_u64(o, "midpoint_concurrency", s->concurrency);
+	else
+		assert_true(YAJL_IS_NULL(mid));
+}
+
+static void check_bottlenecks(yajl_val o, const struct rp_report *r,
+			      const struct rp_report_bottlenecks *b)
+{
+	static const char *const keys[] = { "by_cum", "by_self", "by_count", "bound",
+					    "slowest_spans" };
+	static const char *const bound_keys[] = { "cum_ns", "self_ns", "count" };
+	yajl_val bound = field(o, "bound"), a = field(o, "slowest_spans");
+
+	assert_keys(o, keys, ARRAY_SIZE(keys));
+	check_tops(field(o, "by_cum"), r, b->by_cum, b->n_by_cum, false);
+	check_tops(field(o, "by_self"), r, b->by_self, b->n_by_self, false);
+	check_tops(field(o, "by_count"), r, b->by_count, b->n_by_count, true);
+	assert_keys(bound, bound_keys, ARRAY_SIZE(bound_keys));
+	assert_u64(bound, "cum_ns", b->bound_cum);
+	assert_u64(bound, "self_ns", b->bound_self);
+	assert_u64(bound, "count", b->bound_count);
+	assert_true(YAJL_IS_ARRAY(a));
+	assert_int_equal(a->u.array.len, b->n_slowest);
+	for (uint32_t i = 0; i < b->n_slowest; i++)
+		check_span(a->u.array.values[i], r, &b->slowest[i]);
+}
+
+/* A window: its rows in the order @order (indices into w->fns), @rates as written,
+ * its distributions with @means as written. */
+static void check_window(yajl_val o, const struct rp_report *r, const struct rp_report_window *w,
+			 const char *name, const uint32_t *order, const char *const *rates,
+			 const char *const *means)
+{
+	static const char *const keys[] = { "name",	  "length_ns",	  "subwindows",
+					    "t_from",	  "t_to",	  "functions",
+					    "concurrency", "bottlenecks" };
+	static const char *const fn_keys[] = { "name",	  "category", "calls",	"rate_per_s",
+					       "self_ns", "cum_ns",   "p50_ns", "p90_ns",
+					       "p95_ns",  "p99_ns" };
+	static const char *const conc_keys[] = { "overall", "roots" };
+	yajl_val a = field(o, "functions"), c = field(o, "concurrency");
+
+	assert_keys(o, keys, ARRAY_SIZE(keys));
+	assert_jstr(field(o, "name"), name);
+	assert_u64(o, "length_ns", w->length_ns);
+	assert_u64(o, "subwindows", w->subwindows);
+	assert_u64(o, "t_from", w->t_from);
+	assert_u64(o, "t_to", w->t_to);
+	assert_true(YAJL_IS_ARRAY(a));
+	assert_int_equal(a->u.array.len, w->n_fns);
+	for (uint32_t i = 0; i < w->n_fns; i++) {
+		const struct rp_report_wfn *f = &w->fns[order[i]];
+		yajl_val e = a->u.array.values[i];
+
+		assert_keys(e, fn_keys, ARRAY_SIZE(fn_keys));
+		assert_jstr(field(e, "name"), want_name(r, f->fn));
+		assert_jstr(field(e, "category"), want_cat(r, f->fn));
+		assert_u64(e, "calls", f->calls);
+		assert_raw_number(field(e, "rate_per_s"), "rate_per_s", rates[i]);
+		assert_u64(e, "self_ns", f->self_ns);
+		assert_u64(e, "cum_ns", f->cum_ns);
+		assert_u64(e, "p50_ns", f->p50_ns);
+		assert_u64(e, "p90_ns", f->p90_ns);
+		assert_u64(e, "p95_ns", f->p95_ns);
+		assert_u64(e, "p99_ns", f->p99_ns);
+	}
+	assert_keys(c, conc_keys, w->n_conc);
+	for (uint32_t i = 0; i < w->n_conc; i++)
+		check_dist(c->u.object.values[i], &w->conc[i], means[i]);
+	check_bottlenecks(field(o, "bottlenecks"), r, &w->top);
+}
+
+static void check_cats(yajl_val o, const struct rp_report *r, const char *const *names)
+{
+	static const char *const keys[] = { "calls",  "self_ns", "total_ns", "p50_ns",
+					    "p90_ns", "p95_ns",	 "p99_ns" };
+
+	assert_keys(o, names, r->n_cats);
+	for (uint32_t i = 0; i < r->n_cats; i++) {
+		const struct rp_report_cat *c = &r->cats[i];
+		yajl_val v = o->u.object.values[i];
+
+		assert_keys(v, keys, ARRAY_SIZE(keys));
+		assert_u64(v, "calls", c->calls);
+		assert_u64(v, "self_ns", c->self_ns);
+		assert_u64(v, "total_ns", c->total_ns);
+		assert_u64(v, "p50_ns", c->p50_ns);
+		assert_u64(v, "p90_ns", c->p90_ns);
+		assert_u64(v, "p95_ns", c->p95_ns);
+		assert_u64(v, "p99_ns", c->p99_ns);
+	}
+}
+
+/* A signed JSON integer, exactly: its digits (yajl cannot hold INT64_MIN). */
+static void assert_i64(yajl_val o, const char *key, int64_t want)
+{
+	yajl_val v = field(o, key);
+	char raw[32];
+
+	snprintf(raw, sizeof(raw), "%" PRId64, want);
+	assert_raw_number(v, key, raw);
+	if (want != INT64_MIN)
+		assert_true(YAJL_IS_INTEGER(v) && YAJL_GET_INTEGER(v) == want);
+}
+
+/* A counter; @reals are mean, p50, p90, p95, p99 as written, NULL for null. */
+static void check_counter(yajl_val o, const struct rp_report_counter *c, const char *name,
+			  const char *const reals[5])
+{
+	static const char *const keys[] = { "name", "category", "samples", "last",
+					    "min",  "max",	"mean",	   "p50",
+					    "p90",  "p95",	"p99" };
+
+	assert_keys(o, keys, ARRAY_SIZE(keys));
+	assert_jstr(field(o, "name"), name);
+	assert_jstr(field(o, "category"), c->category);
+	assert_u64(o, "samples", c->samples);
+	assert_i64(o, "last", c->last);
+	assert_i64(o, "min", c->min);
+	assert_i64(o, "max", c->max);
+	for (int i = 0; i < 5; i++) {
+		yajl_val v = field(o, keys[6 + i]);
+
+		if (reals[i] == NULL)
+			assert_true(YAJL_IS_NULL(v));
+		else
+			assert_raw_number(v, keys[6 + i], reals[i]);
+	}
+}
+
+static void test_render_json_full_report(void **state)
+{
+	static const uint32_t w10_order[] = { 2, 1, 0 }, w1m_order[] = { 0 };
+	static const char *const w10_rates[] = { "1.250", "2.500", "1.667" };
+	static const char *const w1m_rates[] = { "0" };
+	static const char *const w10_means[] = { "1.500", "1.000" };
+	static const char *const cat_names[] = { "TOOL", "", CAT3 };
+	static const char *const reals[3][5] = {
+		{ "2.5", "2", "9.9", "10", "10" },
+		{ "0", "0", "0", "0", "0" },
+		{ "1e+300", NULL, NULL, NULL, "0.1" },
+	};
+	static const char *const counter_names[] = { CNT0, "mem", "big" };
+	struct rp_report r = full_report();
+	char *text = render_mem(rp_render_json, &r);
+	yajl_val o = check_top(&r, text, "monotonic"), a;
+
+	(void)state;
+	a = array_of(o, "windows", 2);
+	check_window(a->u.array.values[0], &r, &r.windows[0], "10s", w10_order, w10_rates,
+		     w10_means);
+	check_window(a->u.array.values[1], &r, &r.windows[1], W1M, w1m_order, w1m_rates, NULL);
+	check_bottlenecks(field(o, "bottlenecks"), &r, &r.bottlenecks);
+	check_cats(field(o, "categories"), &r, cat_names);
+	a = array_of(o, "counters", 3);
+	for (uint32_t i = 0; i < 3; i++)
+		check_counter(a->u.array.values[i], &r.counters[i], counter_names[i], reals[i]);
+	/* The layout: escapes, an empty window, null for what is not known. */
+	assert_non_null(strstr(
+		text, "\n    {\"name\":\"1\\\"m\\u000a\",\"length_ns\":60000000000,"
+		      "\"subwindows\":6,\"t_from\":5,\"t_to\":5,\n"
+		      "      \"functions\":[\n"
+		      "        {\"name\":\"?\",\"category\":\"?\",\"calls\":7,\"rate_per_s\":0,"
+		      "\"self_ns\":1,\"cum_ns\":2,\"p50_ns\":3,\"p90_ns\":4,\"p95_ns\":5,"
+		      "\"p99_ns\":6}\n"
+		      "      ],\n"
+		      "      \"concurrency\":{},\n"
+		      "      \"bottlenecks\":{\n"
+		      "        \"by_cum\":[],\n"
+		      "        \"by_self\":[],\n"
+		      "        \"by_count\":[],\n"
+		      "        \"bound\":{\"cum_ns\":0,\"self_ns\":0,\"count\":0},\n"
+		      "        \"slowest_spans\":[]\n"
+		      "      }\n"
+		      "    }\n"
+		      "  ],\n"
+		      "  \"bottlenecks\":{\n"
+		      "    \"by_cum\":[\n"
+		      "      {\"name\":\"handle_request\",\"category\":\"FUNCTION\","
+		      "\"value_ns\":990000000,\"error_ns\":0},\n"));
+	assert_non_null(strstr(text, "\"span_id\":9223372036854775808,\"start_ns\":500,"
+				     "\"duration_ns\":300000000,\"self_ns\":250000000,"
+				     "\"subtree_ns\":350000000,\"midpoint_concurrency\":null}\n"
+				     "    ]\n  }\n}\n"));
+	assert_non_null(strstr(text, "\n  \"categories\":{\n"
+				     "    \"TOOL\":{\"calls\":4,"));
+	assert_non_null(strstr(text, "\n    \"F\\\"N\\u0009\":{\"calls\":3,"));
+	assert_non_null(strstr(text, "{\"name\":\"queue\\\"depth\",\"category\":\"\","
+				     "\"samples\":5,\"last\":3,\"min\":-2,\"max\":10,"
+				     "\"mean\":2.5,\"p50\":2,\"p90\":9.9,\"p95\":10,\"p99\":10}"));
+	assert_non_null(strstr(text, "\"last\":-9223372036854775808,"
+				     "\"min\":-9223372036854775808,\"max\":9223372036854775807,"
+				     "\"mean\":1e+300,\"p50\":null,\"p90\":null,\"p95\":null,"
+				     "\"p99\":0.1}"));
+	yajl_tree_free(o);
+	free(text);
+}
+
+/* Without 1.2 data (a 1.1 snapshot): every section there, empty. */
+static void check_no_analyses(yajl_val o, const struct rp_report *r, const char *text)
+{
+	assert_keys(field(o, "categories"), NULL, 0);
+	array_of(o, "counters", 0);
+	array_of(o, "windows", 0);
+	check_bottlenecks(field(o, "bottlenecks"), r, &r->bottlenecks);
+	assert_non_null(strstr(text, ",\n  \"categories\":{},\n"
+				     "  \"counters\":[],\n"
+				     "  \"windows\":[],\n"
+				     "  \"bottlenecks\":{\n"
+				     "    \"by_cum\":[],\n"
+				     "    \"by_self\":[],\n"
+				     "    \"by_count\":[],\n"
+				     "    \"bound\":{\"cum_ns\":0,\"self_ns\":0,\"count\":0},\n"
+				     "    \"slowest_spans\":[]\n"
+				     "  }\n}\n"));
+}
+
+/* Rates exactly, with 128-bit intermediates: checked by hand (x 1e9 / range). */
+static void test_render_rate_exact(void **state)
+{
+	static const struct {
+		uint64_t calls, range;
+		const char *want;
+	} cases[] = {
+		{ 0, 0, "0" },
+		{ 5, 0, "0" },
+		{ 0, 7, "0.000" },
+		{ 1, 3, "333333333.333" },
+		{ 2, 3, "666666666.667" },
+		{ 1, 2000000000000u, "0.001" }, /* 0.0005: half up */
+		{ 1, 2000000000001u, "0.000" },
+		{ 3, 2400000000u, "1.250" },
+		{ UINT64_MAX, 1, "18446744073709551615000000000.000" },
+		{ UINT64_MAX, UINT64_MAX, "1000000000.000" },
+		{ 1, UINT64_MAX, "0.000" },
+	};
+	char buf[48];
+
+	(void)state;
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++)
+		assert_string_equal(rp_render_rate(buf, cases[i].calls, cases[i].range),
+				    cases[i].want);
+}
+
+/* The text blocks of full_report(), row by row; the header and function table are
+ * text_report()'s. Errors show as "±" only when > 0; the second slowest span started
+ * 500 ns before t_first (-0.0005 ms, rounded half up) with its concurrency unknown. */
+#define FULL_HEAD(rows)                                                                    \
+	TEXT_HEAD "anomalies  end_mismatch 1  clamped 4\n" TEXT_CONC                         \
+		  "\nfunctions " rows " of 4, by cum time, then self time\n" TEXT_COLS
+#define FULL_TOPS_HEAD                                                                     \
+	"\nbottlenecks (all time): a name not listed weighs at most the bound\n"
+#define FULL_CUM_HEAD                                                                      \
+	"         cum ms      error ms  name [category]\n"
+#define FULL_CUM0 "        990.000                handle_request [FUNCTION]\n"
+#define FULL_CUM12                                                                         \
+	"        700.000        \xc2\xb1" "5.000  query\n"                                   \
+	"          3.000        \xc2\xb1" "3.000  ?\n"
+#define FULL_SELF_HEAD                                                                     \
+	"        self ms      error ms  name [category]\n"
+#define FULL_SELF0 "        500.000                query\n"
+#define FULL_SELF1 "        200.000                handle_request [FUNCTION]\n"
+#define FULL_COUNT_HEAD                                                                    \
+	"          calls         error  name [category]\n"
+#define FULL_COUNT0 "              6                query\n"
+#define FULL_COUNT1 "              4            \xc2\xb1" "2  sleep [TOOL]\n"
+#define FULL_SLOW_HEAD                                                                     \
+	"    duration ms      self ms   subtree ms     start ms   conc  name [category]\n"
+#define FULL_SLOW0                                                                         \
+	"        400.000      100.000      400.000      100.000      3  handle_request [FUNCTION]\n"
+#define FULL_SLOW1                                                                         \
+	"        300.000      250.000      350.000       -0.001      ?  query\n"
+/* Rates over 2.4 s: 3 -> 1.250, 6 -> 2.500, 4 -> 1.667 (1.6666...). */
+#define FULL_W10_HEAD                                                                      \
+	"\nwindow 10s (10000.000 ms in 10 sub-windows), 1000 .. 2400001000 ns (2400.000 ms)\n"
+#define FULL_WCOLS                                                                         \
+	"     calls       rate/s      cum ms     self ms      p50 us      p90 us      p99 us" \
+	"  name [category]\n"
+#define FULL_W10_ROW0                                                                      \
+	"         3        1.250     990.000     200.000  330000.000  350000.000  359999.500" \
+	"  handle_request [FUNCTION]\n"
+#define FULL_W10_ROW12                                                                     \
+	"         6        2.500     700.000     500.000  110000.123  150000.000  199999.999" \
+	"  query\n"                                                                        \
+	"         4        1.667      90.000      90.000           -           -           -" \
+	"  sleep [TOOL]\n"
+#define FULL_W10_CONC                                                                      \
+	"concurrency overall  p50 1  p90 2  p95 3  p99 4  max 5  mean 1.500\n"             \
+	"concurrency roots    p50 1  p90 1  p95 1  p99 1  max 2  mean 1.000\n"
+/* No range: rate 0; no distributions: no concurrency lines; fn 99: "?". */
+#define FULL_W1M                                                                           \
+	"\nwindow 1\"m\\n (60000.000 ms in 6 sub-windows), 5 .. 5 ns (0.000 ms)\n"           \
+	"names 1 of 1, by cum time\n" FULL_WCOLS                                           \
+	"         7            0       0.000       0.000       0.003       0.004       0.006" \
+	"  ?\n"
+#define FULL_CAT_HEAD                                                                      \
+	"     calls      self ms     total ms       p50 us       p90 us       p95 us"        \
+	"       p99 us  category\n"
+#define FULL_CAT0                                                                          \
+	"         9      700.000     1790.000   110000.123   150000.000   180000.000"        \
+	"   359999.500  (none)\n"
+#define FULL_CAT12                                                                         \
+	"         3      200.000      990.000   330000.000   350000.000   355000.000"        \
+	"   359999.500  F\"N\\t\n"                                                           \
+	"         4       90.000       90.000            -            -            -"        \
+	"            -  TOOL\n"
+#define FULL_CNT_HEAD                                                                      \
+	"   samples         last          min          max         mean          p50"        \
+	"          p99  name [category]\n"
+#define FULL_CNT0                                                                          \
+	"         5            3           -2           10        2.500        2.000"        \
+	"       10.000  queue\"depth\n"
+/* No samples: "-"; NaN: "-"; above 1e12: 6 digits. */
+#define FULL_CNT12                                                                         \
+	"         0            -            -            -            -            -"        \
+	"            -  mem [SYS]\n"                                                       \
+	"         1 -9223372036854775808 -9223372036854775808 9223372036854775807"           \
+	"       1e+300            -        0.100  big\n"
+
+static void test_render_text_full_report(void **state)
+{
+	struct rp_report r = full_report();
+	char *text = text_mem(&r, 0), *want;
+
+	(void)state;
+	want = strdup(FULL_HEAD("4") TEXT_ROW0 TEXT_ROW1 TEXT_ROW2 TEXT_ROW3 FULL_TOPS_HEAD
+		     "by cum time: 3 of 3, bound 5.000 ms\n" FULL_CUM_HEAD FULL_CUM0 FULL_CUM12
+		     "by self time: 2 of 2, bound 0.000 ms\n" FULL_SELF_HEAD FULL_SELF0 FULL_SELF1
+		     "by count: 2 of 2, bound 2\n" FULL_COUNT_HEAD FULL_COUNT0 FULL_COUNT1
+		     "\nslowest spans (all time): 2 of 2, start from the first event\n"
+		     FULL_SLOW_HEAD FULL_SLOW0 FULL_SLOW1
+		     FULL_W10_HEAD "names 3 of 3, by cum time\n" FULL_WCOLS FULL_W10_ROW0
+		     FULL_W10_ROW12 FULL_W10_CONC FULL_W1M
+		     "\ncategories 3 of 3, by total time\n" FULL_CAT_HEAD FULL_CAT0 FULL_CAT12
+		     "\ncounters 3 of 3\n" FULL_CNT_HEAD FULL_CNT0 FULL_CNT12);
+	assert_string_equal(text, want);
+	free(text);
+	free(want);
+}
+
+/* --limit 1: one row per table; an empty list keeps its title and loses its columns;
+ * a report with nothing but bounds still shows them. */
+static void test_render_text_full_report_limit(void **state)
+{
+	struct rp_report r = full_report();
+	char *text, *want;
+
+	(void)state;
+	r.bottlenecks.n_by_self = 0;
+	text = text_mem(&r, 1);
+	want = strdup(FULL_HEAD("1") TEXT_ROW0 FULL_TOPS_HEAD
+		     "by cum time: 1 of 3, bound 5.000 ms\n" FULL_CUM_HEAD FULL_CUM0
+		     "by self time: 0 of 0, bound 0.000 ms\n"
+		     "by count: 1 of 2, bound 2\n" FULL_COUNT_HEAD FULL_COUNT0
+		     "\nslowest spans (all time): 1 of 2, start from the first event\n"
+		     FULL_SLOW_HEAD FULL_SLOW0
+		     FULL_W10_HEAD "names 1 of 3, by cum time\n" FULL_WCOLS FULL_W10_ROW0
+		     FULL_W10_CONC FULL_W1M
+		     "\ncategories 1 of 3, by total time\n" FULL_CAT_HEAD FULL_CAT0
+		     "\ncounters 1 of 3\n" FULL_CNT_HEAD FULL_CNT0);
+	assert_string_equal(text, want);
+	free(text);
+	free(want);
+	/* Only a bound: the block, with three empty lists; nothing else of 1.2. */
+	r = text_report();
+	r.bottlenecks.bound_count = 7;
+	text = text_mem(&r, 0);
+	want = strdup(FULL_HEAD("4") TEXT_ROW0 TEXT_ROW1 TEXT_ROW2 TEXT_ROW3 FULL_TOPS_HEAD
+		     "by cum time: 0 of 0, bound 0.000 ms\n"
+		     "by self time: 0 of 0, bound 0.000 ms\n"
+		     "by count: 0 of 0, bound 7\n");
+	assert_string_equal(text, want);
+	free(text);
+	free(want);
 }
 
 /* ---- pstats ----------------------------------------------------------------------- */
@@ -1073,6 +1604,238 @@ static void test_render_pstats_matches_reference_file(void **state)
 	free(got);
 }
 
+/* ---- folded ----------------------------------------------------------------------- */
+
+static char *folded_mem(const struct rp_report *r)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	assert_non_null(f);
+	assert_int_equal(rp_render_folded(r, f), 0);
+	assert_int_equal(fclose(f), 0);
+	return buf;
+}
+
+/*
+ * The folded text computed another way: each node's path built top-down from its
+ * parent's (parents come first) in a table of strings, rather than walked up.
+ */
+static char *folded_reference(const struct rp_report *r)
+{
+	char **path = calloc(r->n_nodes + 1, sizeof(*path)), *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	assert_non_null(path);
+	assert_non_null(f);
+	for (uint32_t i = 0; i < r->n_nodes; i++) {
+		const struct rp_report_node *n = &r->nodes[i];
+		char *clean = strdup(n->fn < r->n_fns ? r->fns[n->fn].name : "?");
+
+		for (char *p = clean; *p; p++)
+			if (*p == ';' || *p == '\n' || *p == '\r')
+				*p = '_';
+		if (n->parent == RP_NONE)
+			path[i] = strdup("");
+		else if (r->nodes[n->parent].parent == RP_NONE)
+			path[i] = strdup(clean);
+		else
+			assert_true(asprintf(&path[i], "%s;%s", path[n->parent], clean) > 0);
+		if (n->parent != RP_NONE && n->self_ns > 0)
+			fprintf(f, "%s %" PRIu64 "\n", path[i], n->self_ns);
+		free(clean);
+	}
+	for (uint32_t i = 0; i < r->n_nodes; i++)
+		free(path[i]);
+	free(path);
+	assert_int_equal(fclose(f), 0);
+	return buf;
+}
+
+/* The sum of the values (after each line's last space). */
+static uint64_t folded_sum(const char *text, uint32_t *lines)
+{
+	uint64_t sum = 0;
+
+	*lines = 0;
+	for (const char *p = text; *p;) {
+		const char *nl = strchr(p, '\n'), *sp;
+
+		assert_non_null(nl);
+		for (sp = nl; sp > p && sp[-1] != ' '; sp--)
+			;
+		assert_true(sp > p && sp < nl);
+		sum += strtoull(sp, NULL, 10);
+		(*lines)++;
+		p = nl + 1;
+	}
+	return sum;
+}
+
+static struct rp_report_fn folded_fns[] = {
+	{ .name = "main" }, { .name = "a;b" }, { .name = "x\ny\r" }, { .name = "[other]" },
+	{ .name = "leaf" }, { .name = "" },
+};
+
+/* parent, fn, calls, self, total: skipped nodes have no self time. */
+static struct rp_report_node folded_nodes[] = {
+	{ RP_NONE, RP_NONE, 0, 0, 0 },
+	{ 0, 0, 1, 10, 100 },	/* main */
+	{ 1, 1, 1, 20, 100 },	/* main;a;b */
+	{ 2, 2, 1, 0, 50 },	/* main;a;b;x\ny\r: no self time */
+	{ 3, 4, 1, 30, 30 },	/* ...;leaf */
+	{ 1, 3, 9, 40, 40 },	/* main;[other] */
+	{ 0, NO_FN, 1, 50, 50 }, /* no such function */
+	{ 4, 5, 1, 60, 60 },	/* ...;leaf; (an empty name) */
+	{ 0, 4, 1, 70, 70 },	/* leaf, another top */
+	{ 2, 4, 1, 0, 0 },
+};
+
+static void test_render_folded_hand_built(void **state)
+{
+	struct rp_report r = { .fns = folded_fns, .n_fns = ARRAY_SIZE(folded_fns),
+			       .nodes = folded_nodes, .n_nodes = ARRAY_SIZE(folded_nodes) };
+	char *got = folded_mem(&r), *ref = folded_reference(&r);
+	uint32_t lines;
+
+	(void)state;
+	assert_string_equal(got, "main 10\n"
+				 "main;a_b 20\n"
+				 "main;a_b;x_y_;leaf 30\n"
+				 "main;[other] 40\n"
+				 "? 50\n"
+				 "main;a_b;x_y_;leaf; 60\n"
+				 "leaf 70\n");
+	assert_string_equal(got, ref);
+	assert_int_equal(folded_sum(got, &lines), 280);
+	assert_int_equal(lines, 7);
+	free(got);
+	free(ref);
+	/* Nothing at all: no nodes, or only the root. */
+	r.n_nodes = 0;
+	got = folded_mem(&r);
+	assert_string_equal(got, "");
+	free(got);
+	r.n_nodes = 1;
+	got = folded_mem(&r);
+	assert_string_equal(got, "");
+	free(got);
+}
+
+/* A parent that is not an earlier node (a loop) is refused before anything is written. */
+static void test_render_folded_bad_parent_refused(void **state)
+{
+	struct rp_report_node nodes[ARRAY_SIZE(folded_nodes)];
+	struct rp_report r = { .fns = folded_fns, .n_fns = ARRAY_SIZE(folded_fns),
+			       .nodes = nodes, .n_nodes = ARRAY_SIZE(nodes) };
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	(void)state;
+	memcpy(nodes, folded_nodes, sizeof(nodes));
+	nodes[4].parent = 4;
+	assert_int_equal(rp_render_folded(&r, f), -EINVAL);
+	nodes[4].parent = 7;
+	assert_int_equal(rp_render_folded(&r, f), -EINVAL);
+	nodes[4].parent = UINT32_MAX - 1;
+	assert_int_equal(rp_render_folded(&r, f), -EINVAL);
+	assert_int_equal(fclose(f), 0);
+	assert_int_equal(len, 0);
+	free(buf);
+}
+
+/* Folded output of an analyzed trace: the reference's lines, summing to the self time
+ * of all functions. */
+static void check_folded_of_engine(struct rp_engine *e, const char *want_sorted)
+{
+	struct rp_report r;
+	char *got, *ref;
+	uint64_t self = 0;
+	uint32_t lines, with_self = 0;
+
+	assert_int_equal(rp_engine_report(e, &r), 0);
+	got = folded_mem(&r);
+	ref = folded_reference(&r);
+	assert_string_equal(got, ref);
+	for (uint32_t i = 0; i < r.n_fns; i++)
+		self += r.fns[i].self_ns;
+	for (uint32_t i = 1; i < r.n_nodes; i++)
+		with_self += r.nodes[i].self_ns > 0;
+	assert_true(self > 0);
+	assert_int_equal(folded_sum(got, &lines), self);
+	assert_int_equal(lines, with_self);
+	if (want_sorted) {
+		char *v[64], *copy = strdup(got), *save = NULL, *buf = NULL;
+		size_t n = 0, len = 0;
+		FILE *f = open_memstream(&buf, &len);
+
+		for (char *l = strtok_r(copy, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+			assert_true(n < ARRAY_SIZE(v));
+			v[n++] = l;
+		}
+		qsort(v, n, sizeof(*v), cmp_line);
+		for (size_t i = 0; i < n; i++)
+			fprintf(f, "%s\n", v[i]);
+		assert_int_equal(fclose(f), 0);
+		assert_string_equal(buf, want_sorted);
+		free(buf);
+		free(copy);
+	}
+	free(got);
+	free(ref);
+	rp_report_free(&r);
+}
+
+static void test_render_folded_analyzed_trace(void **state)
+{
+	/* Track 1.1: a [0, 10] holds b [1, 4] (holding c [2, 3]), b [5, 6] and "d;e" [7, 9]:
+	 * a's self is 4 us. Track 1.2: a [0, 2]. Track 2.1: a [20, 25] holds a [21, 23]
+	 * (recursion: a;a). */
+	static const char trace[] =
+		"[{\"name\":\"a\",\"ph\":\"X\",\"ts\":0,\"dur\":10,\"pid\":1,\"tid\":1},"
+		"{\"name\":\"b\",\"ph\":\"X\",\"ts\":1,\"dur\":3,\"pid\":1,\"tid\":1},"
+		"{\"name\":\"c\",\"ph\":\"X\",\"ts\":2,\"dur\":1,\"pid\":1,\"tid\":1},"
+		"{\"name\":\"b\",\"ph\":\"X\",\"ts\":5,\"dur\":1,\"pid\":1,\"tid\":1},"
+		"{\"name\":\"d;e\",\"ph\":\"X\",\"ts\":7,\"dur\":2,\"pid\":1,\"tid\":1},"
+		"{\"name\":\"a\",\"ph\":\"X\",\"ts\":0,\"dur\":2,\"pid\":1,\"tid\":2},"
+		"{\"name\":\"a\",\"ph\":\"X\",\"ts\":20,\"dur\":5,\"pid\":2,\"tid\":1},"
+		"{\"name\":\"a\",\"ph\":\"X\",\"ts\":21,\"dur\":2,\"pid\":2,\"tid\":1}]";
+	struct rp_engine *e;
+	char why[RP_WHY_MAX] = "";
+
+	(void)state;
+	assert_int_equal(rp_engine_open(NULL, &e), 0);
+	assert_int_equal(rp_import_chrome_buf(e, trace, sizeof(trace) - 1, "buf", why), 0);
+	check_folded_of_engine(e, "a 9000\n"
+				  "a;a 2000\n"
+				  "a;b 3000\n"
+				  "a;b;c 1000\n"
+				  "a;d_e 2000\n");
+	rp_engine_close(e);
+}
+
+/* The torch sample: hundreds of CCT nodes, the same checks. */
+static void test_render_folded_torch_trace(void **state)
+{
+	const char *dir = getenv("RP_TESTDATA");
+	struct rp_engine *e;
+	char why[RP_WHY_MAX] = "", *path;
+
+	(void)state;
+	if (dir == NULL)
+		skip();
+	assert_true(asprintf(&path, "%s/torch/cpu_legacy_trace.json", dir) > 0);
+	assert_int_equal(rp_engine_open(NULL, &e), 0);
+	if (rp_import_chrome(e, path, NULL, NULL, why) != 0)
+		fail_msg("%s: %s", path, why);
+	check_folded_of_engine(e, NULL);
+	rp_engine_close(e);
+	free(path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1080,15 +1843,23 @@ int main(void)
 		cmocka_unit_test(test_render_json_big_values_exact),
 		cmocka_unit_test(test_render_json_empty_report),
 		cmocka_unit_test(test_render_bad_edge_refused),
+		cmocka_unit_test(test_render_json_full_report),
+		cmocka_unit_test(test_render_rate_exact),
 		cmocka_unit_test(test_render_text_exact),
 		cmocka_unit_test(test_render_text_limit_cuts_rows),
 		cmocka_unit_test(test_render_text_nothing_lost),
 		cmocka_unit_test(test_render_text_names_stay_on_one_line),
+		cmocka_unit_test(test_render_text_full_report),
+		cmocka_unit_test(test_render_text_full_report_limit),
 		cmocka_unit_test(test_render_pstats_python_loads_tricky),
 		cmocka_unit_test(test_render_pstats_python_loads_big),
 		cmocka_unit_test(test_render_pstats_empty_is_empty_dict),
 		cmocka_unit_test(test_render_pstats_bytes_one_entry),
 		cmocka_unit_test(test_render_pstats_matches_reference_file),
+		cmocka_unit_test(test_render_folded_hand_built),
+		cmocka_unit_test(test_render_folded_bad_parent_refused),
+		cmocka_unit_test(test_render_folded_analyzed_trace),
+		cmocka_unit_test(test_render_folded_torch_trace),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -362,7 +362,7 @@ static void put_fn_label(FILE *out, const struct rp_report *r, uint32_t fn)
 
 /* One bottleneck list: times in ms, or counts; "±error" when the entry is not exact. */
 static void print_tops(FILE *out, const struct rp_report *r, const char *what,
-		       const struct rp_report_top *t, uint32_t n, uint64_t bound, bool count,
+		       const char *column, const struct rp_report_top *t, uint32_t n, uint64_t bound, bool count,
 		       unsigned limit)
 {
 	char v[32], e[40], b[32];
@@ -375,7 +375,7 @@ static void print_tops(FILE *out, const struct rp_report *r, const char *what,
 	fprintf(out, "by %s: %" PRIu32 " of %" PRIu32 ", bound %s%s\n", what, rows, n, b,
 		count ? "" : " ms");
 	if (rows)
-		fprintf(out, "%15s %13s  %s\n", count ? "calls" : what, count ? "error" : "error ms",
+		fprintf(out, "%15s %13s  %s\n", column, count ? "error" : "error ms",
 			"name [category]");
 	for (uint32_t i = 0; i < rows; i++) {
 		if (count)
@@ -408,9 +408,12 @@ static void print_bottlenecks(FILE *out, const struct rp_report *r, unsigned lim
 	if (!have_tops(b))
 		return;
 	fputs("\nbottlenecks (all time): a name not listed weighs at most the bound\n", out);
-	print_tops(out, r, "cum ms", b->by_cum, b->n_by_cum, b->bound_cum, false, limit);
-	print_tops(out, r, "self ms", b->by_self, b->n_by_self, b->bound_self, false, limit);
-	print_tops(out, r, "count", b->by_count, b->n_by_count, b->bound_count, true, limit);
+	print_tops(out, r, "cum time", "cum ms", b->by_cum, b->n_by_cum, b->bound_cum, false,
+		   limit);
+	print_tops(out, r, "self time", "self ms", b->by_self, b->n_by_self, b->bound_self,
+		   false, limit);
+	print_tops(out, r, "count", "calls", b->by_count, b->n_by_count, b->bound_count, true,
+		   limit);
 }
 
 /* "ms" from the first event; a start before it (never from the engine) gets a '-'. */
