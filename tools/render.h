@@ -17,7 +17,23 @@
  * overall  p50 N  p90 N  p95 N  p99 N  max N  mean X.XXX", then roots and each
  * category, names padded). Table columns: calls, self ms, self%, cum ms, cum/call us,
  * min us, max us, p50 us, p99 us ("-" without a sketch), name [category] file:line.
- * @limit: rows of the function table, 0 = all.
+ * Then the report 1.2 blocks, each only when the report has its data (a 1.1 snapshot
+ * renders as before):
+ * - "bottlenecks (all time)": by cum time, by self time (ms), by count, each "N of M,
+ *   bound B" then rows "value  ±error  name [category]" (±error only when > 0);
+ * - "slowest spans (all time)": duration, self, subtree (ms), start (ms from t_first),
+ *   midpoint concurrency ("?" when not known), name [category];
+ * - per window "window NAME (LENGTH ms in N sub-windows), T_FROM .. T_TO ns (RANGE
+ *   ms)", its names by cum time (calls, rate/s, cum ms, self ms, p50/p90/p99 us) and
+ *   its overall and roots concurrency lines;
+ * - "categories" by total time (calls, self ms, total ms, p50/p90/p95/p99 us; "(none)"
+ *   for the spans without a category);
+ * - "counters" (samples, last, min, max, mean, p50, p99, name [category]).
+ * Every name goes last on its row and is never cut; a list entry whose fn index is
+ * out of range shows "?". New blocks fit 100 columns but for very long figures.
+ * @limit: rows of every table (functions, each list, each window, categories,
+ * counters), 0 = all.
+ * Return: 0, -ENOMEM, or -EIO when writing to @out failed.
  */
 int rp_render_text(const struct rp_report *r, FILE *out, unsigned limit);
 
@@ -30,8 +46,13 @@ int rp_render_text(const struct rp_report *r, FILE *out, unsigned limit);
  * [{"name", "category", "file", "line", "calls", "primitive_calls", "self_ns",
  * "cum_ns", "min_ns", "max_ns", "mean_ns", "p50_ns", "p90_ns", "p95_ns", "p99_ns",
  * "midpoint_concurrency_mean" (a number, 0 when no midpoint was known)}], "edges"
- * [{"caller", "callee", "calls", "primitive_calls", "self_ns", "cum_ns"}] (names).
+ * [{"caller", "callee", "calls", "primitive_calls", "self_ns", "cum_ns"}] (names),
+ * and since report 1.2 "categories" {category: {...}}, "counters" [...], "windows"
+ * [{..., "functions", "concurrency", "bottlenecks": B}] and "bottlenecks": B (all
+ * time), every one present ([] / {} when empty). Sketch buckets are not written.
  * Integers are exact uint64s. See render_json.c for the layout.
+ * Return: 0; -EINVAL (nothing written) if an edge names a function outside r->fns;
+ * -ENOMEM; -EIO.
  */
 int rp_render_json(const struct rp_report *r, FILE *out);
 

@@ -11,25 +11,59 @@
  *
  * Layout (one key per line at the top, one array element per line):
  *   {"events", "dropped", "late", "truncated", "anomalies" {kind: n, every kind},
- *    "time_range_ns" [t_first, t_last], "clock", "caps" {...},
+ *    "time_range_ns" [t_first, t_last], "clock",
+ *    "caps" {"max_names", "max_tracks", "max_depth", "max_cct_nodes", "max_sources",
+ *            "max_sketch_names", "max_window_names", "max_counters", "topk",
+ *            "memory_bound"},
  *    "concurrency" {"overall" DIST, "roots" DIST, "by_category" {category: DIST}},
  *    "sources" [{"name", "pid", "flags" [words], "events", "dropped", "late",
  *                "truncated", "names_dropped", "resyncs", "anomalies" {...}}],
  *    "functions" [{"name", "category", "file", "line", "calls", "primitive_calls",
  *                  "self_ns", "cum_ns", "min_ns", "max_ns", "mean_ns", "p50_ns",
  *                  "p90_ns", "p95_ns", "p99_ns", "midpoint_concurrency_mean"}],
- *    "edges" [{"caller", "callee", "calls", "primitive_calls", "self_ns", "cum_ns"}]}
+ *    "edges" [{"caller", "callee", "calls", "primitive_calls", "self_ns", "cum_ns"}],
+ *    "categories" {category: {"calls", "self_ns", "total_ns", "p50_ns", "p90_ns",
+ *                             "p95_ns", "p99_ns"}},
+ *    "counters" [{"name", "category", "samples", "last", "min", "max", "mean", "p50",
+ *                 "p90", "p95", "p99"}],
+ *    "windows" [{"name", "length_ns", "subwindows", "t_from", "t_to",
+ *                "functions" [{"name", "category", "calls", "rate_per_s", "self_ns",
+ *                              "cum_ns", "p50_ns", "p90_ns", "p95_ns", "p99_ns"}],
+ *                "concurrency" {"overall" DIST, "roots" DIST},
+ *                "bottlenecks" B}],
+ *    "bottlenecks" B}
+ * B is {"by_cum" [{"name", "category", "value_ns", "error_ns"}], "by_self" [same],
+ *       "by_count" [{"name", "category", "count", "error"}],
+ *       "bound" {"cum_ns", "self_ns", "count"},
+ *       "slowest_spans" [{"name", "category", "source", "track", "span_id", "start_ns",
+ *                         "duration_ns", "self_ns", "subtree_ns",
+ *                         "midpoint_concurrency"}]}
+ * with the lists in report order: an entry's true weight lies in [value - error,
+ * value], and a name not listed weighs at most the bound. "source" is the source's
+ * name; "midpoint_concurrency" is an integer, or null when it was not known.
  * DIST is {"p50", "p90", "p95", "p99", "max", "mean", "observed_ns"}: integers but for
  * "mean", mean_milli / 1000 written exactly with three decimals ("1.500").
  * "concurrency" is built from r->conc: conc[0] is "overall", conc[1] "roots" (left
  * out if missing), conc[2...] are "by_category" under their names, in report order;
- * it is {} when the report has none (n_conc == 0, a 1.0 snapshot).
+ * it is {} when the report has none (n_conc == 0, a 1.0 snapshot). A window's is
+ * built the same way from its conc[0] and conc[1] only ({} when it has none).
  * Functions come in the text report's order: cum_ns descending, self_ns descending,
- * then name, category, file, line ascending (byte order). Edges come in the report's
- * order and name their ends. mean_ns is total_ns / calls rounded down, 0 for no calls.
+ * then name, category, file, line ascending (byte order). A window's functions come
+ * in its text order too: cum_ns, self_ns, calls descending, then name.
+ * Edges come in the report's order and name their ends. mean_ns is total_ns / calls
+ * rounded down, 0 for no calls.
  * The p*_ns quantiles are 0 when the name has no sketch. midpoint_concurrency_mean is
  * midpoint_sum / midpoint_count as a double with 6 significant digits ("%.6g": "0",
  * "2.5", "1.84467e+19", all valid JSON numbers), 0 when midpoint_count is 0.
+ * rate_per_s is calls / ((t_to - t_from) / 1e9), exact with three decimals rounded
+ * half up ("1.667"), 0 when t_to <= t_from. Categories and counters come in report
+ * order. Counter "last", "min" and "max" are int64s; "mean" and the quantiles are
+ * doubles written with the fewest digits (15 to 17) that read back exactly, null for
+ * NaN or an infinity. Sketch buckets (fns[].dur, ...) are not written: they are for
+ * snapshots.
+ * Untrusted indices: an edge naming no function refuses the report (-EINVAL, as
+ * before 1.2); every 1.2 list entry naming no function is written with name and
+ * category "?", a span naming no source with source "?".
  */
 #include <assert.h>
 #include <errno.h>

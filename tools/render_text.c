@@ -7,7 +7,12 @@
  * the concurrency distributions, one line each (overall, roots, then the categories).
  * Then a table in the spirit of cProfile's print_stats: one row per name, ordered by
  * cumulative time, then self time, then name (rp_render_fn_order(), shared with the
- * JSON renderer), with the p50 and p99 durations from the name's sketch.
+ * JSON renderer), with the p50 and p99 durations from the name's sketch. Then, for
+ * report 1.2, blocks for what the engine found beyond the table, each only when the
+ * report has its data, so a 1.1 snapshot renders as before: the all-time bottleneck
+ * lists (a "±error" beside an entry that Space-Saving may overstate), the slowest
+ * spans, one block per rolling window, the categories and the counters. --limit
+ * bounds the rows of every table.
  *
  * Names are printed so that a row stays one line: control characters as C escapes
  * (\n, \t, \r, \xNN) and ill-formed UTF-8 as U+FFFD (rp_render_utf8_next()).
