@@ -171,7 +171,8 @@ static void put_caps(FILE *out, const struct rp_report_caps *c)
 		",\"max_sketch_names\":%" PRIu32 ",\"max_window_names\":%" PRIu32
 		",\"max_counters\":%" PRIu32 ",\"topk\":%" PRIu32 ",\"memory_bound\":%" PRIu64 "}",
 		c->max_names, c->max_tracks, c->max_depth, c->max_cct_nodes, c->max_sources,
-		c->max_sketch_names, c->max_window_names, c->max_counters, c->topk, c->memory_bound);
+		c->max_sketch_names, c->max_window_names, c->max_counters, c->topk,
+		c->memory_bound);
 }
 
 /* One word per known RP_SRC_* bit; unknown bits as one "0x..." word. */

@@ -366,8 +366,8 @@ static void put_fn_label(FILE *out, const struct rp_report *r, uint32_t fn)
 }
 
 /* One bottleneck list: times in ms, or counts; "±error" when the entry is not exact. */
-static void print_tops(FILE *out, const struct rp_report *r, const char *what,
-		       const char *column, const struct rp_report_top *t, uint32_t n, uint64_t bound, bool count,
+static void print_tops(FILE *out, const struct rp_report *r, const char *what, const char *column,
+		       const struct rp_report_top *t, uint32_t n, uint64_t bound, bool count,
 		       unsigned limit)
 {
 	char v[32], e[40], b[32];
