@@ -34,7 +34,9 @@ struct rp_live {
 	uint32_t *avail;	/* per ring: records available in this pass */
 	uint32_t *used;		/* per ring: of those, processed in this pass */
 	uint64_t last_ts;	/* newest event time, ns */
-	bool dead;
+	bool dead;		/* the process went without marking its segment EXITED */
+	bool ended;		/* the process is gone (died or exited): drain all it
+				   left, whatever the watermark, then finish */
 	bool pinned;		/* a doorbell wait holds its futex word */
 	bool finished;		/* gone from live[], kept mapped for the wait */
 	struct rp_live *next_zombie;
@@ -142,7 +144,8 @@ static struct rp_live *live_new(struct rp_segment *seg)
 	l->used = calloc(rings, sizeof(*l->used));
 	l->pidfd = (int)syscall(SYS_pidfd_open, seg->v.pid, 0);
 	/* No such process: a producer that died before we came (a stale segment). */
-	l->dead = l->pidfd < 0 && errno == ESRCH;
+	l->ended = l->pidfd < 0 && errno == ESRCH;
+	l->dead = l->ended && ((const struct rp_wire_header *)seg->base)->state != RP_SEG_EXITED;
 	if (l->gen == NULL || l->avail == NULL || l->used == NULL) {
 		l->seg = NULL;
 		live_free(l);
@@ -346,7 +349,7 @@ static uint32_t fill_heap(struct rp_sources *ss, uint64_t watermark)
 			if (l->avail[r] == 0)
 				continue;
 			uint64_t ts = ts_of(l, r, 0);
-			if (ts <= watermark || l->dead)
+			if (ts <= watermark || l->ended)
 				heap_push(ss->heap, &n, (struct rp_heap_item){ ts, i, r, 0 });
 		}
 	}
@@ -375,7 +378,7 @@ static uint64_t merge(struct rp_sources *ss, uint64_t watermark)
 			if (it.k >= l->avail[it.ring])
 				break;
 			it.ts = ts_of(l, it.ring, it.k);
-			if (it.ts > watermark && !l->dead)
+			if (it.ts > watermark && !l->ended)
 				break;
 			if (it.ts > others) {
 				heap_push(ss->heap, &n, it);
@@ -481,12 +484,15 @@ static int check_ends(struct rp_sources *ss)
 		const struct rp_wire_header *h = l->seg->base;
 		bool exited = __atomic_load_n(&h->state, __ATOMIC_ACQUIRE) == RP_SEG_EXITED;
 
-		if (!l->dead && !exited && pid_gone(l)) {
-			l->dead = true; /* drain what it left, whatever the watermark */
-			newly_dead++;
+		/* An EXITED mark is not the end: the producer's other threads may still
+		 * write until the process is gone, so only its pidfd ends a source. */
+		if (!l->ended && pid_gone(l)) {
+			l->ended = true;
+			l->dead = !exited;
+			newly_dead++; /* drain once more before finishing */
 			continue;
 		}
-		if ((l->dead || exited) && drained(l))
+		if (l->ended && drained(l))
 			finish(ss, i);
 	}
 	return newly_dead;

@@ -206,6 +206,68 @@ static void test_sources_producer_killed_mid_span(void **state)
 	close_engine();
 }
 
+static void step(int rd, int wr, char c)
+{
+	char got;
+
+	if (write(wr, &c, 1) != 1 || read(rd, &got, 1) != 1)
+		_exit(1);
+}
+
+/* The exit path marked the segment EXITED, then the process went on recording (other
+ * threads, later atexit handlers): what it wrote until it was gone still counts. */
+static void test_sources_records_after_exit_mark_kept(void **state)
+{
+	int up[2], down[2], status;
+	char c;
+	struct rp_report r;
+	pid_t pid;
+
+	(void)state;
+	open_engine();
+	assert_int_equal(pipe(up), 0);
+	assert_int_equal(pipe(down), 0);
+	pid = fork();
+	if (pid == 0) {
+		uint32_t late = rp_intern("late", "", NULL, 0);
+
+		emit_pattern(0);
+		step(down[0], up[1], 'a'); /* recorded: wait for the drain */
+		rp_shutdown();		   /* drained: marks EXITED and unlinks */
+		step(down[0], up[1], 'b'); /* wait for a drain of the marked segment */
+		rp_emit_at(1000, RP_EV_BEGIN, 0, late, 0, 0);
+		rp_emit_at(1500, RP_EV_END, 0, late, 0, 0);
+		if (write(up[1], "c", 1) != 1)
+			_exit(1);
+		_exit(0);
+	}
+	assert_int_equal(read(up[0], &c, 1), 1);
+	assert_true(rp_sources_scan(&ss) >= 1);
+	assert_int_equal(rp_sources_drain(&ss, UINT64_MAX), 6);
+	assert_int_equal(write(down[1], "x", 1), 1);
+	assert_int_equal(read(up[0], &c, 1), 1);
+	assert_int_equal(rp_sources_drain(&ss, UINT64_MAX), 0); /* marked, drained, alive */
+	assert_int_equal(write(down[1], "x", 1), 1);
+	assert_int_equal(read(up[0], &c, 1), 1);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_int_equal(rp_sources_drain(&ss, UINT64_MAX), 2);
+	report(&r);
+	assert_int_equal(fn(&r, "late")->calls, 1);
+	assert_int_equal(fn(&r, "late")->cum_ns, 500);
+	for (uint32_t i = 0; i < r.n_sources; i++)
+		if (r.sources[i].pid == pid) {
+			assert_int_equal(r.sources[i].events, 8);
+			assert_int_equal(r.sources[i].flags & (RP_SRC_EXITED | RP_SRC_DEAD),
+					 RP_SRC_EXITED);
+		}
+	rp_report_free(&r);
+	for (int i = 0; i < 2; i++) {
+		close(up[i]);
+		close(down[i]);
+	}
+	close_engine();
+}
+
 /* A producer died before any engine ran: its segment is drained and removed. */
 static void test_sources_stale_segment_swept(void **state)
 {
@@ -323,6 +385,7 @@ int main(void)
 		cmocka_unit_test(test_sources_watermark_and_late),
 		cmocka_unit_test(test_sources_producer_killed_mid_span),
 		cmocka_unit_test(test_sources_stale_segment_swept),
+		cmocka_unit_test(test_sources_records_after_exit_mark_kept),
 		cmocka_unit_test(test_sources_accounting_under_drops),
 		cmocka_unit_test(test_sources_refused_segments_are_shown),
 	};
