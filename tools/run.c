@@ -364,7 +364,9 @@ static const char usage[] =
 	"                    127.0.0.1:9464, unless --prometheus-any)\n"
 	"  --prometheus-window W  the rolling window (10s, 1m, 5m) of the duration\n"
 	"                    summaries in /metrics (default: all time)\n"
-	"  --max-clients N   live connections at once (default 16)\n" RP_CLI_CAP_USAGE
+	"  --max-clients N   live connections at once (default 16)\n"
+	"  --client-idle-ms N  close a connection that makes no progress for N ms\n"
+	"                    (default 10000)\n" RP_CLI_CAP_USAGE
 	"SIGUSR1 writes a snapshot (or: ringprof snapshot); SIGINT/SIGTERM a final one.\n";
 
 static int parse(int argc, char **argv, struct daemon *d, struct rp_engine_cfg *cfg,
@@ -380,7 +382,7 @@ static int parse(int argc, char **argv, struct daemon *d, struct rp_engine_cfg *
 		{ "max-sketch-names", 1, NULL, 'c' },
 		{ "no-socket", 0, NULL, 'N' },	{ "prometheus", 1, NULL, 'P' },
 		{ "prometheus-any", 0, NULL, 'A' }, { "prometheus-window", 1, NULL, 'W' },
-		{ "max-clients", 1, NULL, 'M' },
+		{ "max-clients", 1, NULL, 'M' }, { "client-idle-ms", 1, NULL, 'I' },
 		{ NULL, 0, NULL, 0 }
 	};
 	const char *session = NULL;
@@ -403,6 +405,11 @@ static int parse(int argc, char **argv, struct daemon *d, struct rp_engine_cfg *
 			    strspn(optarg, "0123456789abcdefghijklmnopqrstuvwxyz") != strlen(optarg))
 				return rp_cli_error(2, "--prometheus-window %s: a window name like 1m",
 						    optarg);
+			break;
+		case 'I':
+			d->srv_opts.idle_ns = strtoull(optarg, NULL, 10) * 1000000u;
+			if (d->srv_opts.idle_ns == 0)
+				return rp_cli_error(2, "--client-idle-ms %s: a positive number", optarg);
 			break;
 		case 'M':
 			d->srv_opts.max_clients = (unsigned)strtoul(optarg, NULL, 10);
