@@ -3,7 +3,7 @@
  * test_serve: the engine's live endpoints end to end. The group setup spawns
  * `ringprof run` (RP_BIN_DIR) on this test's session with a private snapshot
  * directory, a Prometheus listener on a free loopback port, 4 client slots and a
- * 400 ms idle timeout; this process is the producer, so every figure it asks for is
+ * 400 ms idle timeout (with the argument "poll": on its poll(2) backend); this process is the producer, so every figure it asks for is
  * known exactly: the snapshot from the socket, /metrics and `ringprof top --once`
  * must show the calls it made. Then the hostile side: malformed, oversized and
  * pipelined requests, a client that never reads (the engine keeps draining and
@@ -30,6 +30,7 @@
 
 static char bin[600], dir[40], sock_path[100], session[40];
 static pid_t engine;
+static bool use_poll; /* argv[1] == "poll": the engine runs its poll(2) backend */
 static int port;
 static uint32_t id_alpha, id_beta;
 static unsigned n_alpha, n_beta; /* calls made so far */
@@ -244,7 +245,7 @@ static int setup(void **state)
 	if (engine == 0) {
 		execl(bin, "ringprof", "run", "--session", session, "--snapshot-dir", dir,
 		      "--quiet", "--prometheus", addr, "--max-clients", "4", "--client-idle-ms",
-		      "400", (char *)NULL);
+		      "400", use_poll ? "--poll" : "--quiet", (char *)NULL);
 		_exit(127);
 	}
 	for (end = now_ms() + 10000; stat(sock_path, &st) != 0; sleep_ms(20))
@@ -538,7 +539,7 @@ static void test_serve_non_loopback_refused(void **state)
 	assert_non_null(strstr(out, "not a loopback address"));
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_serve_snapshot_matches_producer),
@@ -553,6 +554,8 @@ int main(void)
 		cmocka_unit_test(test_serve_non_loopback_refused),
 	};
 
+	use_poll = argc > 1 && strcmp(argv[1], "poll") == 0;
 	signal(SIGPIPE, SIG_IGN);
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests_name(use_poll ? "serve on poll(2)" : "serve on io_uring", tests,
+					   setup, teardown);
 }
