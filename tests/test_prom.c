@@ -83,10 +83,12 @@ static bool parse_sample(const char *line, struct sample *s)
 			while (isalnum((unsigned char)*p) || *p == '_')
 				key[k++] = *p++;
 			key[k] = '\0';
-			if (k == 0 || *p++ != '=' || (p = parse_label_value(p, val, sizeof(val))) == NULL)
+			if (k == 0 || *p++ != '=' ||
+			    (p = parse_label_value(p, val, sizeof(val))) == NULL)
 				return false;
-			snprintf(s->labels + strlen(s->labels), sizeof(s->labels) - strlen(s->labels),
-				 "%s%s=%s", s->labels[0] ? "|" : "", key, val);
+			snprintf(s->labels + strlen(s->labels),
+				 sizeof(s->labels) - strlen(s->labels), "%s%s=%s",
+				 s->labels[0] ? "|" : "", key, val);
 			if (*p == ',')
 				p++;
 			else if (*p != '}')
@@ -138,7 +140,7 @@ static unsigned check_exposition(char *text, struct sample **out)
 				goto declared;
 		}
 		fail_msg("sample of an undeclared family: \"%s\"", line);
-declared:
+	declared:
 		for (unsigned i = 0; i < ns; i++)
 			if (strcmp(samples[i].name, samples[ns].name) == 0 &&
 			    strcmp(samples[i].labels, samples[ns].labels) == 0)
@@ -161,10 +163,21 @@ static double value_of(struct sample *v, unsigned n, const char *name, const cha
 /* --- the small report, exactly --- */
 
 static struct rp_report_fn small_fns[] = {
-	{ .name = "decode", .category = "LLM", .file = "a.c", .line = 3, .calls = 4,
-	  .primitive_calls = 4, .self_ns = 1500000000, .cum_ns = 2000000001,
-	  .total_ns = 2000000001, .min_ns = 1, .max_ns = 900000000, .p50_ns = 500000000,
-	  .p90_ns = 800000000, .p95_ns = 850000000, .p99_ns = 900000000 },
+	{ .name = "decode",
+	  .category = "LLM",
+	  .file = "a.c",
+	  .line = 3,
+	  .calls = 4,
+	  .primitive_calls = 4,
+	  .self_ns = 1500000000,
+	  .cum_ns = 2000000001,
+	  .total_ns = 2000000001,
+	  .min_ns = 1,
+	  .max_ns = 900000000,
+	  .p50_ns = 500000000,
+	  .p90_ns = 800000000,
+	  .p95_ns = 850000000,
+	  .p99_ns = 900000000 },
 };
 
 static const char small_expected[] =
@@ -239,8 +252,13 @@ static const char small_expected[] =
 
 static void test_prom_small_exact(void **state)
 {
-	struct rp_report r = { .events = 10, .dropped = 2, .late = 1, .t_first = 5,
-			       .t_last = 3000000010ull, .fns = small_fns, .n_fns = 1 };
+	struct rp_report r = { .events = 10,
+			       .dropped = 2,
+			       .late = 1,
+			       .t_first = 5,
+			       .t_last = 3000000010ull,
+			       .fns = small_fns,
+			       .n_fns = 1 };
 	char *text;
 
 	(void)state;
@@ -254,22 +272,61 @@ static void test_prom_small_exact(void **state)
 /* --- the tricky report --- */
 
 static struct rp_report_fn tricky_fns[] = {
-	{ .name = "say \"hi\"\\now\nx", .category = "T\"", .file = "f.c", .line = 1, .calls = 2,
-	  .self_ns = 300, .cum_ns = 400, .total_ns = 400, .max_ns = 250, .p50_ns = 150,
-	  .p90_ns = 250, .p95_ns = 250, .p99_ns = 250 },
-	{ .name = "dup", .category = "C", .file = "a.c", .line = 10, .calls = 1, .self_ns = 5,
-	  .cum_ns = 5, .total_ns = 5, .max_ns = 5, .p50_ns = 5, .p90_ns = 5, .p95_ns = 5,
+	{ .name = "say \"hi\"\\now\nx",
+	  .category = "T\"",
+	  .file = "f.c",
+	  .line = 1,
+	  .calls = 2,
+	  .self_ns = 300,
+	  .cum_ns = 400,
+	  .total_ns = 400,
+	  .max_ns = 250,
+	  .p50_ns = 150,
+	  .p90_ns = 250,
+	  .p95_ns = 250,
+	  .p99_ns = 250 },
+	{ .name = "dup",
+	  .category = "C",
+	  .file = "a.c",
+	  .line = 10,
+	  .calls = 1,
+	  .self_ns = 5,
+	  .cum_ns = 5,
+	  .total_ns = 5,
+	  .max_ns = 5,
+	  .p50_ns = 5,
+	  .p90_ns = 5,
+	  .p95_ns = 5,
 	  .p99_ns = 5 },
-	{ .name = "dup", .category = "C", .file = "b.c", .line = 20, .calls = 3, .self_ns = 9,
-	  .cum_ns = 9, .total_ns = 9, .max_ns = 4 }, /* no sketch: NaN quantiles */
+	{ .name = "dup",
+	  .category = "C",
+	  .file = "b.c",
+	  .line = 20,
+	  .calls = 3,
+	  .self_ns = 9,
+	  .cum_ns = 9,
+	  .total_ns = 9,
+	  .max_ns = 4 },					/* no sketch: NaN quantiles */
 	{ .name = "bad\xff utf8", .category = "", .calls = 0 }, /* only in the CCT */
 };
 
 static struct rp_report_conc tricky_conc[] = {
-	{ .name = "overall", .observed_ns = 100, .mean_milli = 2500, .p50 = 2, .p90 = 3,
-	  .p95 = 3, .p99 = 4, .max = 5 },
-	{ .name = "roots", .observed_ns = 100, .mean_milli = 1001, .p50 = 1, .p90 = 1, .p95 = 2,
-	  .p99 = 2, .max = 2 },
+	{ .name = "overall",
+	  .observed_ns = 100,
+	  .mean_milli = 2500,
+	  .p50 = 2,
+	  .p90 = 3,
+	  .p95 = 3,
+	  .p99 = 4,
+	  .max = 5 },
+	{ .name = "roots",
+	  .observed_ns = 100,
+	  .mean_milli = 1001,
+	  .p50 = 1,
+	  .p90 = 1,
+	  .p95 = 2,
+	  .p99 = 2,
+	  .max = 2 },
 	{ .name = "LLM \"x\"", .observed_ns = 100, .mean_milli = 7, .max = 1 },
 };
 
@@ -278,22 +335,37 @@ static struct rp_report_counter tricky_counters[] = {
 };
 
 static struct rp_report_wfn tricky_wfns[] = {
-	{ .fn = 0, .calls = 1, .self_ns = 100, .cum_ns = 200, .p50_ns = 200, .p90_ns = 200,
-	  .p95_ns = 200, .p99_ns = 200 },
-	{ .fn = 2, .calls = 0 }, /* nothing in the window: no sample */
+	{ .fn = 0,
+	  .calls = 1,
+	  .self_ns = 100,
+	  .cum_ns = 200,
+	  .p50_ns = 200,
+	  .p90_ns = 200,
+	  .p95_ns = 200,
+	  .p99_ns = 200 },
+	{ .fn = 2, .calls = 0 },  /* nothing in the window: no sample */
 	{ .fn = 99, .calls = 5 }, /* out of range: ignored */
 };
 
 static struct rp_report_window tricky_windows[] = {
-	{ .name = "1m", .length_ns = 60000000000ull, .subwindows = 6, .fns = tricky_wfns,
+	{ .name = "1m",
+	  .length_ns = 60000000000ull,
+	  .subwindows = 6,
+	  .fns = tricky_wfns,
 	  .n_fns = 3 },
 };
 
 static struct rp_report tricky(void)
 {
-	return (struct rp_report){ .events = 123, .fns = tricky_fns, .n_fns = 4,
-				   .conc = tricky_conc, .n_conc = 3, .counters = tricky_counters,
-				   .n_counters = 1, .windows = tricky_windows, .n_windows = 1 };
+	return (struct rp_report){ .events = 123,
+				   .fns = tricky_fns,
+				   .n_fns = 4,
+				   .conc = tricky_conc,
+				   .n_conc = 3,
+				   .counters = tricky_counters,
+				   .n_counters = 1,
+				   .windows = tricky_windows,
+				   .n_windows = 1 };
 }
 
 static void test_prom_escaping_and_parse(void **state)
@@ -316,10 +388,12 @@ static void test_prom_escaping_and_parse(void **state)
 				     "location=\"b.c:20\"} 3\n"));
 	assert_non_null(strstr(text, "ringprof_span_duration_seconds{name=\"dup\",category=\"C\","
 				     "location=\"b.c:20\",quantile=\"0.99\"} NaN\n"));
-	assert_non_null(strstr(text, "ringprof_concurrency{scope=\"overall\",quantile=\"0.95\"} 3\n"));
+	assert_non_null(
+		strstr(text, "ringprof_concurrency{scope=\"overall\",quantile=\"0.95\"} 3\n"));
 	assert_non_null(strstr(text, "ringprof_concurrency_mean{scope=\"roots\"} 1.001\n"));
 	assert_non_null(strstr(text, "ringprof_concurrency_max{scope=\"LLM \\\"x\\\"\"} 1\n"));
-	assert_non_null(strstr(text, "ringprof_counter_last{name=\"queue_len\",category=\"Q\"} -17\n"));
+	assert_non_null(
+		strstr(text, "ringprof_counter_last{name=\"queue_len\",category=\"Q\"} -17\n"));
 	/* A name with no completed call has no summary. */
 	assert_null(strstr(text, "ringprof_span_duration_seconds_count{name=\"bad"));
 
@@ -329,10 +403,11 @@ static void test_prom_escaping_and_parse(void **state)
 	assert_true(value_of(v, n, "ringprof_span_duration_seconds_count",
 			     "name=say \"hi\"\\now\nx|category=T\"") == 2);
 	assert_true(fabs(value_of(v, n, "ringprof_span_duration_seconds_sum",
-				  "name=say \"hi\"\\now\nx|category=T\"") - 400e-9) < 1e-15);
+				  "name=say \"hi\"\\now\nx|category=T\"") -
+			 400e-9) < 1e-15);
 	assert_true(fabs(value_of(v, n, "ringprof_span_duration_seconds",
-				  "name=say \"hi\"\\now\nx|category=T\"|quantile=0.5") - 150e-9) <
-		    1e-15);
+				  "name=say \"hi\"\\now\nx|category=T\"|quantile=0.5") -
+			 150e-9) < 1e-15);
 	assert_true(value_of(v, n, "ringprof_span_self_seconds_total",
 			     "name=dup|category=C|location=b.c:20") == 9e-9);
 	assert_true(isnan(value_of(v, n, "ringprof_span_duration_seconds",
@@ -363,18 +438,20 @@ static void test_prom_window(void **state)
 	assert_true(value_of(v, n, "ringprof_span_duration_seconds_count",
 			     "name=say \"hi\"\\now\nx|category=T\"") == 1);
 	assert_true(fabs(value_of(v, n, "ringprof_span_duration_seconds_sum",
-				  "name=say \"hi\"\\now\nx|category=T\"") - 200e-9) < 1e-15);
+				  "name=say \"hi\"\\now\nx|category=T\"") -
+			 200e-9) < 1e-15);
 	/* The counters stay all-time. */
-	assert_true(value_of(v, n, "ringprof_span_calls_total", "name=dup|category=C|location=b.c:20") ==
-		    3);
+	assert_true(value_of(v, n, "ringprof_span_calls_total",
+			     "name=dup|category=C|location=b.c:20") == 3);
 	free(text);
 	free(copy);
 	/* A window the report lacks: all time, and a comment says so. */
 	text = prom(&r, "5m");
 	assert_true(strncmp(text, "# ringprof: no window \"5m\" in this report", 41) == 0);
 	assert_non_null(strstr(text, "ringprof_window_seconds 0.000000000\n"));
-	assert_non_null(strstr(text, "ringprof_span_duration_seconds_count{name=\"dup\",category=\"C\","
-				     "location=\"b.c:20\"} 3\n"));
+	assert_non_null(strstr(text,
+			       "ringprof_span_duration_seconds_count{name=\"dup\",category=\"C\","
+			       "location=\"b.c:20\"} 3\n"));
 	free(text);
 }
 

@@ -3,10 +3,10 @@
  * test_serve: the engine's live endpoints end to end. The group setup spawns
  * `ringprof run` (RP_BIN_DIR) on this test's session with a private snapshot
  * directory, a Prometheus listener on a free loopback port, 4 client slots and a
- * 400 ms idle timeout (with the argument "poll": on its poll(2) backend); this process is the producer, so every figure it asks for is
- * known exactly: the snapshot from the socket, /metrics and `ringprof top --once`
- * must show the calls it made. Then the hostile side: malformed, oversized and
- * pipelined requests, a client that never reads (the engine keeps draining and
+ * 400 ms idle timeout (with the argument "poll": on its poll(2) backend); this process is the
+ * producer, so every figure it asks for is known exactly: the snapshot from the socket, /metrics
+ * and `ringprof top --once` must show the calls it made. Then the hostile side: malformed,
+ * oversized and pipelined requests, a client that never reads (the engine keeps draining and
  * answering others), the client cap, the idle timeout, the socket's mode 0600 and
  * the HTTP errors. A peer of another uid cannot be made without root tricks:
  * not tested here.
@@ -452,14 +452,19 @@ static void test_serve_http_metrics(void **state)
 	body = strstr(resp, "\r\n\r\n") + 4;
 	assert_int_equal(strtoull(strstr(resp, "Content-Length: ") + 16, NULL, 10), strlen(body));
 	assert_true(metric(body, "ringprof_events_total ") == (double)r.events);
+	/* The server's own counters: the earlier tests' cap refusal and bad requests. */
+	assert_true(metric(body, "ringprof_serve_refused_cap_total ") >= 1);
+	assert_true(metric(body, "ringprof_serve_bad_requests_total ") >= 4);
+	assert_true(metric(body, "ringprof_serve_timeouts_total ") >= 1);
+	assert_true(metric(body, "ringprof_serve_clients ") >= 1);
 	assert_true(metric(body, "ringprof_dropped_total ") == (double)r.dropped);
 	assert_true(metric(body, "ringprof_span_duration_seconds_count{name=\"alpha\","
 				 "category=\"A\"} ") == n_alpha);
 	assert_true(metric(body, "ringprof_span_calls_total{name=\"beta\",category=\"B\"} ") ==
 		    n_beta);
-	assert_true(metric(body, "ringprof_span_duration_seconds_sum{name=\"beta\","
-				 "category=\"B\"} ") ==
-		    (double)fn_named(&r, "beta")->total_ns / 1e9);
+	assert_true(metric(body,
+			   "ringprof_span_duration_seconds_sum{name=\"beta\","
+			   "category=\"B\"} ") == (double)fn_named(&r, "beta")->total_ns / 1e9);
 	free(resp);
 	rp_report_free(&r);
 }
@@ -496,8 +501,8 @@ static void test_serve_top_once(void **state)
 	emit(3);
 	fetch_caught_up(&r);
 	sleep_ms(250);
-	snprintf(cmd, sizeof(cmd), "%s top --session %s --dir %s --once --sort calls", bin,
-		 session, dir);
+	snprintf(cmd, sizeof(cmd), "%s top --session %s --dir %s --once --sort calls", bin, session,
+		 dir);
 	p = popen(cmd, "r");
 	assert_non_null(p);
 	len = fread(out, 1, sizeof(out) - 1, p);
@@ -530,8 +535,10 @@ static void test_serve_non_loopback_refused(void **state)
 	FILE *p;
 
 	(void)state;
-	snprintf(cmd, sizeof(cmd), "%s run --session %s_x --snapshot-dir %s --no-socket "
-		 "--prometheus 0.0.0.0:%d 2>&1", bin, session, dir, port);
+	snprintf(cmd, sizeof(cmd),
+		 "%s run --session %s_x --snapshot-dir %s --no-socket "
+		 "--prometheus 0.0.0.0:%d 2>&1",
+		 bin, session, dir, port);
 	p = popen(cmd, "r");
 	len = fread(out, 1, sizeof(out) - 1, p);
 	out[len] = '\0';
@@ -556,6 +563,6 @@ int main(int argc, char **argv)
 
 	use_poll = argc > 1 && strcmp(argv[1], "poll") == 0;
 	signal(SIGPIPE, SIG_IGN);
-	return cmocka_run_group_tests_name(use_poll ? "serve on poll(2)" : "serve on io_uring", tests,
-					   setup, teardown);
+	return cmocka_run_group_tests_name(use_poll ? "serve on poll(2)" : "serve on io_uring",
+					   tests, setup, teardown);
 }

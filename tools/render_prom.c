@@ -211,8 +211,8 @@ static void span_counters(const struct rp_report *r, FILE *out, const struct rp_
 			  const bool *located)
 {
 	static const char *const names[3] = { "ringprof_span_calls_total",
-					       "ringprof_span_self_seconds_total",
-					       "ringprof_span_cum_seconds_total" };
+					      "ringprof_span_self_seconds_total",
+					      "ringprof_span_cum_seconds_total" };
 	static const char *const helps[3] = { "Completed calls per name.",
 					      "Self time per name (cProfile tottime).",
 					      "Cumulative time per name (cProfile cumtime)." };
@@ -280,11 +280,15 @@ static void counters_caps(const struct rp_report *r, FILE *out)
 		const char *name;
 		uint64_t v;
 	} caps[] = {
-		{ "max_names", c->max_names },	     { "max_tracks", c->max_tracks },
-		{ "max_depth", c->max_depth },	     { "max_cct_nodes", c->max_cct_nodes },
-		{ "max_sources", c->max_sources },   { "max_sketch_names", c->max_sketch_names },
+		{ "max_names", c->max_names },
+		{ "max_tracks", c->max_tracks },
+		{ "max_depth", c->max_depth },
+		{ "max_cct_nodes", c->max_cct_nodes },
+		{ "max_sources", c->max_sources },
+		{ "max_sketch_names", c->max_sketch_names },
 		{ "max_window_names", c->max_window_names },
-		{ "max_counters", c->max_counters }, { "topk", c->topk },
+		{ "max_counters", c->max_counters },
+		{ "topk", c->topk },
 		{ "memory_bound", c->memory_bound },
 	};
 	uint32_t i;
@@ -315,8 +319,7 @@ int rp_render_prom(const struct rp_report *r, FILE *out, const char *window)
 		free(located);
 		return -ENOMEM;
 	}
-	if (window != NULL && w == NULL)
-	{
+	if (window != NULL && w == NULL) {
 		fputs("# ringprof: no window \"", out);
 		put_label(out, window);
 		fputs("\" in this report: all-time durations\n", out);

@@ -14,6 +14,7 @@
 #include <arpa/inet.h>
 #include <assert.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -51,13 +52,13 @@ struct listener {
 
 struct client {
 	struct rp_serve *s;
-	int fd;		  /* -1: the slot is free */
+	int fd; /* -1: the slot is free */
 	bool http;
 	bool close_after; /* close once this reply is sent */
 	bool shut;	  /* shut down for a timeout: the pending op ends soon */
 	uint64_t last;	  /* CLOCK_MONOTONIC ns of the last progress */
 	size_t rlen;
-	char *rbuf;	  /* RP_SERVE_HTTP_MAX bytes */
+	char *rbuf; /* RP_SERVE_HTTP_MAX bytes */
 	struct blob *out;
 	size_t sent;
 };
@@ -137,6 +138,37 @@ static struct blob *make_snapshot(const struct rp_report *r)
 	return blob_new(m.data, m.len);
 }
 
+/* The server's own counters, after the report's: every cap hit counted (serve.h). */
+static void serve_metrics(const struct rp_serve *s, FILE *m)
+{
+	const struct {
+		const char *name, *help;
+		uint64_t v;
+	} c[] = {
+		{ "accepted", "Connections taken.", s->st.accepted },
+		{ "refused_cap", "Connections closed at once: max clients connected.",
+		  s->st.refused_cap },
+		{ "refused_uid", "Socket peers of another uid, closed at once.",
+		  s->st.refused_uid },
+		{ "requests", "Requests answered with a report.", s->st.requests },
+		{ "bad_requests", "Requests answered with an error.", s->st.bad_requests },
+		{ "timeouts", "Connections shut down for making no progress.", s->st.timeouts },
+		{ "reports", "Reports built for the live endpoints.", s->st.reports },
+		{ "errors", "Failed accepts, reports or sends.", s->st.errors },
+	};
+
+	for (unsigned i = 0; i < sizeof(c) / sizeof(c[0]); i++)
+		fprintf(m,
+			"# HELP ringprof_serve_%s_total %s\n# TYPE ringprof_serve_%s_total "
+			"counter\n"
+			"ringprof_serve_%s_total %" PRIu64 "\n",
+			c[i].name, c[i].help, c[i].name, c[i].name, c[i].v);
+	fprintf(m,
+		"# HELP ringprof_serve_clients Live connections now.\n"
+		"# TYPE ringprof_serve_clients gauge\nringprof_serve_clients %u\n",
+		s->st.clients);
+}
+
 /* The Prometheus text of @r, framed (unix) or as an HTTP response. */
 static struct blob *make_metrics(struct rp_serve *s, const struct rp_report *r, bool http)
 {
@@ -148,6 +180,8 @@ static struct blob *make_metrics(struct rp_serve *s, const struct rp_report *r, 
 	if (m == NULL)
 		return NULL;
 	err = rp_render_prom(r, m, s->prom_window[0] ? s->prom_window : NULL);
+	if (err == 0)
+		serve_metrics(s, m);
 	if (fclose(m) != 0 || err != 0 || len >= RP_SERVE_REPLY_MAX) {
 		free(text);
 		return NULL;
@@ -390,8 +424,8 @@ static void on_sent(void *ctx, int res)
 
 static void client_send(struct client *c)
 {
-	if (rp_loop_send(c->s->loop, c->fd, c->out->data + c->sent, c->out->len - c->sent,
-			 on_sent, c) < 0) {
+	if (rp_loop_send(c->s->loop, c->fd, c->out->data + c->sent, c->out->len - c->sent, on_sent,
+			 c) < 0) {
 		c->s->st.errors++;
 		client_close(c);
 	}
@@ -406,8 +440,7 @@ static bool same_uid(int fd)
 	struct ucred cred;
 	socklen_t len = sizeof(cred);
 
-	return getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 &&
-	       cred.uid == geteuid();
+	return getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 && cred.uid == geteuid();
 }
 
 static struct client *client_slot(struct rp_serve *s)
@@ -545,8 +578,7 @@ err:
 }
 
 /* "HOST:PORT" or "[V6]:PORT" into @ss; @loopback says whether it is one. */
-static int parse_addr(const char *spec, struct sockaddr_storage *ss, socklen_t *len,
-		      bool *loopback)
+static int parse_addr(const char *spec, struct sockaddr_storage *ss, socklen_t *len, bool *loopback)
 {
 	char host[64];
 	const char *colon = strrchr(spec, ':');
@@ -595,13 +627,16 @@ static int listen_http(struct rp_serve *s, const char *spec, char why[RP_WHY_MAX
 	int fd, one = 1, err;
 
 	if (parse_addr(spec, &ss, &len, &loopback) != 0) {
-		snprintf(why, RP_WHY_MAX, "--prometheus %.60s: not HOST:PORT (127.0.0.1:9464)", spec);
+		snprintf(why, RP_WHY_MAX, "--prometheus %.60s: not HOST:PORT (127.0.0.1:9464)",
+			 spec);
 		return -EINVAL;
 	}
 	if (!loopback && !s->o.http_any) {
-		snprintf(why, RP_WHY_MAX,
-			 "--prometheus %.40s: not a loopback address (add --prometheus-any to serve "
-			 "the network)", spec);
+		snprintf(
+			why, RP_WHY_MAX,
+			"--prometheus %.40s: not a loopback address (add --prometheus-any to serve "
+			"the network)",
+			spec);
 		return -EPERM;
 	}
 	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -615,9 +650,10 @@ static int listen_http(struct rp_serve *s, const char *spec, char why[RP_WHY_MAX
 	}
 	s->ls[1].fd = fd;
 	if (!loopback)
-		snprintf(why, RP_WHY_MAX,
-			 "warning: /metrics on %.60s is reachable from the network, unauthenticated",
-			 spec);
+		snprintf(
+			why, RP_WHY_MAX,
+			"warning: /metrics on %.60s is reachable from the network, unauthenticated",
+			spec);
 	return 0;
 }
 
@@ -652,7 +688,8 @@ int rp_serve_open(struct rp_loop *loop, const struct rp_serve_opts *o, rp_serve_
 	s->o.max_clients = o->max_clients ? o->max_clients : MAX_CLIENTS_DEFAULT;
 	s->o.idle_ns = o->idle_ns ? o->idle_ns : IDLE_DEFAULT_NS;
 	s->o.cache_ns = o->cache_ns ? o->cache_ns : CACHE_DEFAULT_NS;
-	snprintf(s->prom_window, sizeof(s->prom_window), "%s", o->prom_window ? o->prom_window : "");
+	snprintf(s->prom_window, sizeof(s->prom_window), "%s",
+		 o->prom_window ? o->prom_window : "");
 	for (int i = 0; i < 2; i++)
 		s->ls[i] = (struct listener){ .s = s, .fd = -1, .http = i == 1 };
 	if (alloc_clients(s) != 0) {

@@ -31,8 +31,8 @@
 #include "loop.h"
 #include "report.h"
 
-#define RP_SERVE_REQUEST_MAX 256u     /* bytes of a unix request line, '\n' included */
-#define RP_SERVE_HTTP_MAX    8192u    /* bytes of an HTTP request head */
+#define RP_SERVE_REQUEST_MAX 256u	/* bytes of a unix request line, '\n' included */
+#define RP_SERVE_HTTP_MAX    8192u	/* bytes of an HTTP request head */
 #define RP_SERVE_REPLY_MAX   (1u << 30) /* a reply frame's length stays below this */
 
 struct rp_serve;
@@ -51,15 +51,15 @@ struct rp_serve_opts {
 };
 
 struct rp_serve_stats {
-	uint64_t accepted;	 /* connections taken */
-	uint64_t refused_cap;	 /* closed at once: max_clients were connected */
-	uint64_t refused_uid;	 /* closed at once: another uid */
-	uint64_t requests;	 /* answered with a report or metrics */
-	uint64_t bad_requests;	 /* answered with an error */
-	uint64_t timeouts;	 /* shut down for making no progress */
-	uint64_t reports;	 /* reports built */
-	uint64_t errors;	 /* failed accepts, reports or sends */
-	unsigned clients;	 /* connected now */
+	uint64_t accepted;     /* connections taken */
+	uint64_t refused_cap;  /* closed at once: max_clients were connected */
+	uint64_t refused_uid;  /* closed at once: another uid */
+	uint64_t requests;     /* answered with a report or metrics */
+	uint64_t bad_requests; /* answered with an error */
+	uint64_t timeouts;     /* shut down for making no progress */
+	uint64_t reports;      /* reports built */
+	uint64_t errors;       /* failed accepts, reports or sends */
+	unsigned clients;      /* connected now */
 };
 
 /**

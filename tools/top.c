@@ -211,12 +211,12 @@ static struct row *rows_of(const struct top *t, const struct rp_report_window *w
 
 			if (x->fn >= r->n_fns || x->calls == 0)
 				continue;
-			v[(*n)++] = (struct row){ &r->fns[x->fn], x->calls, x->self_ns, x->cum_ns,
-						  x->p50_ns, x->p90_ns, x->p99_ns };
+			v[(*n)++] = (struct row){ &r->fns[x->fn], x->calls,  x->self_ns, x->cum_ns,
+						  x->p50_ns,	  x->p90_ns, x->p99_ns };
 		} else if (r->fns[i].calls > 0) {
 			const struct rp_report_fn *f = &r->fns[i];
 
-			v[(*n)++] = (struct row){ f, f->calls, f->self_ns, f->cum_ns,
+			v[(*n)++] = (struct row){ f,	     f->calls,	f->self_ns, f->cum_ns,
 						  f->p50_ns, f->p90_ns, f->p99_ns };
 		}
 	}
@@ -234,15 +234,19 @@ static void header(const struct top *t, FILE *out)
 	for (int k = 0; k < RP_ANOM_KIND_COUNT; k++)
 		if (strstr(rp_anomaly_names[k], "_cap") != NULL)
 			caps += r->anomalies[k];
-	fprintf(out, "ringprof top - session %s   events %" PRIu64 " over %" PRIu64 ".%01" PRIu64
-		     " s   ", t->session, r->events, span / 1000000000u, span / 100000000u % 10);
+	fprintf(out,
+		"ringprof top - session %s   events %" PRIu64 " over %" PRIu64 ".%01" PRIu64
+		" s   ",
+		t->session, r->events, span / 1000000000u, span / 100000000u % 10);
 	if (t->prev_at != 0 && t->cur_at > t->prev_at && r->events >= t->prev.events)
 		fprintf(out, "%.0f events/s\n",
-			(double)(r->events - t->prev.events) * 1e9 / (double)(t->cur_at - t->prev_at));
+			(double)(r->events - t->prev.events) * 1e9 /
+				(double)(t->cur_at - t->prev_at));
 	else
 		fputs("- events/s\n", out);
-	fprintf(out, "dropped %" PRIu64 "   late %" PRIu64 "   truncated %" PRIu64
-		     "   caps hit %" PRIu64 "   sources %" PRIu32 "   window %s   sort %s\n",
+	fprintf(out,
+		"dropped %" PRIu64 "   late %" PRIu64 "   truncated %" PRIu64 "   caps hit %" PRIu64
+		"   sources %" PRIu32 "   window %s   sort %s\n",
 		r->dropped, r->late, r->truncated, caps, r->n_sources,
 		w ? (w->name ? w->name : "?") : "all", sort_names[t->sort]);
 }
@@ -254,8 +258,9 @@ static void conc_lines(const struct top *t, FILE *out)
 	uint32_t n = w && w->n_conc ? w->n_conc : t->cur.n_conc;
 
 	for (uint32_t i = 0; i < n && i < 2; i++)
-		fprintf(out, "concurrency %-8s p50 %" PRIu32 "  p90 %" PRIu32 "  p99 %" PRIu32
-			     "  max %" PRIu32 "  mean %" PRIu64 ".%03" PRIu64 "\n",
+		fprintf(out,
+			"concurrency %-8s p50 %" PRIu32 "  p90 %" PRIu32 "  p99 %" PRIu32
+			"  max %" PRIu32 "  mean %" PRIu64 ".%03" PRIu64 "\n",
 			c[i].name ? c[i].name : "?", c[i].p50, c[i].p90, c[i].p99, c[i].max,
 			c[i].mean_milli / 1000, c[i].mean_milli % 1000);
 	if (n == 0)
@@ -327,8 +332,8 @@ static void bottlenecks(const struct top *t, FILE *out, unsigned room)
 	for (uint32_t i = 0; i < b->n_slowest && i + 5 < room && i < 5; i++) {
 		const struct rp_report_span *s = &b->slowest[i];
 
-		fprintf(out, "slowest %s", s->fn < r->n_fns && r->fns[s->fn].name ?
-						   r->fns[s->fn].name : "?");
+		fprintf(out, "slowest %s",
+			s->fn < r->n_fns && r->fns[s->fn].name ? r->fns[s->fn].name : "?");
 		ms(out, s->dur_ns, 10);
 		fprintf(out, " ms  self");
 		ms(out, s->self_ns, 10);
@@ -467,9 +472,9 @@ static int parse_sort(const char *s, enum sort_key *k)
 int rp_cmd_top(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "session", 1, NULL, 's' }, { "dir", 1, NULL, 'd' },	 { "socket", 1, NULL, 'S' },
-		{ "once", 0, NULL, 'o' },    { "batch", 0, NULL, 'o' },	 { "window", 1, NULL, 'w' },
-		{ "sort", 1, NULL, 'k' },    { "help", 0, NULL, 'h' },	 { NULL, 0, NULL, 0 }
+		{ "session", 1, NULL, 's' }, { "dir", 1, NULL, 'd' },	{ "socket", 1, NULL, 'S' },
+		{ "once", 0, NULL, 'o' },    { "batch", 0, NULL, 'o' }, { "window", 1, NULL, 'w' },
+		{ "sort", 1, NULL, 'k' },    { "help", 0, NULL, 'h' },	{ NULL, 0, NULL, 0 }
 	};
 	static struct top t;
 	const char *session = NULL, *dir = NULL, *sock = NULL;
