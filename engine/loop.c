@@ -29,9 +29,11 @@
 #include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -449,6 +451,72 @@ int rp_loop_write_file(struct rp_loop *l, const char *path, const void *buf, siz
 	op->write = w;
 	err = op_start(l, op);
 	return err < 0 ? err : 0;
+}
+
+/* --- sockets --- */
+
+int rp_loop_sock_try(const struct loop_op *op)
+{
+	ssize_t n;
+	int fd;
+
+	do {
+		switch (op->kind) {
+		case LOOP_ACCEPT:
+			fd = accept4(op->sock.fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+			n = fd;
+			break;
+		case LOOP_RECV: n = recv(op->sock.fd, op->sock.buf, op->sock.len, MSG_DONTWAIT); break;
+		default:
+			n = send(op->sock.fd, op->sock.buf, op->sock.len,
+				 MSG_DONTWAIT | MSG_NOSIGNAL);
+			break;
+		}
+	} while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return errno == EWOULDBLOCK ? -EAGAIN : -errno;
+	return n > INT32_MAX ? INT32_MAX : (int)n;
+}
+
+short rp_loop_sock_events(const struct loop_op *op)
+{
+	return op->kind == LOOP_SEND ? POLLOUT : POLLIN;
+}
+
+static int sock_op(struct rp_loop *l, enum loop_kind kind, int fd, void *buf, size_t len,
+		   rp_loop_fn fn, void *ctx)
+{
+	struct loop_op *op;
+
+	assert(l != NULL && fn != NULL);
+	if (fd < 0)
+		return -EBADF;
+	if (kind != LOOP_ACCEPT && (buf == NULL || len == 0))
+		return -EINVAL;
+	op = op_get(l, kind, fn, ctx);
+	if (op == NULL)
+		return -EBUSY;
+	op->sock.fd = fd;
+	op->sock.buf = buf;
+	/* One io_uring request moves at most INT32_MAX bytes; a short count says so. */
+	op->sock.len = len > INT32_MAX ? INT32_MAX : len;
+	return op_start(l, op);
+}
+
+int rp_loop_accept(struct rp_loop *l, int fd, rp_loop_fn fn, void *ctx)
+{
+	return sock_op(l, LOOP_ACCEPT, fd, NULL, 0, fn, ctx);
+}
+
+int rp_loop_recv(struct rp_loop *l, int fd, void *buf, size_t len, rp_loop_fn fn, void *ctx)
+{
+	return sock_op(l, LOOP_RECV, fd, buf, len, fn, ctx);
+}
+
+int rp_loop_send(struct rp_loop *l, int fd, const void *buf, size_t len, rp_loop_fn fn,
+		 void *ctx)
+{
+	return sock_op(l, LOOP_SEND, fd, (void *)buf, len, fn, ctx);
 }
 
 /* --- running --- */

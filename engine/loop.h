@@ -78,6 +78,24 @@ int rp_loop_futex_wait(struct rp_loop *l, uint32_t *word, uint32_t val, uint64_t
 int rp_loop_write_file(struct rp_loop *l, const char *path, const void *buf, size_t len,
 		       rp_loop_fn fn, void *ctx);
 
+/*
+ * Socket operations, one-shot: @fn(ctx, res) once, res = the accepted fd (accept),
+ * the byte count (recv: 0 = the peer closed; send: 1..len, maybe short) or -errno.
+ * On io_uring they are IORING_OP_ACCEPT/RECV/SEND (an -EAGAIN from a nonblocking
+ * socket re-arms a poll and tries again); on poll(2) the nonblocking call is made
+ * once poll says the fd is ready. Neither backend ever blocks the loop on a slow
+ * peer: a send that cannot progress just stays pending. @buf must stay valid until
+ * @fn runs. There is no cancel: shutdown(2) the socket, and the pending operation
+ * completes (recv 0, send -EPIPE, accept -EINVAL) and calls back; rp_loop_close
+ * ends whatever is left without calling back. Accepted fds are O_NONBLOCK and
+ * O_CLOEXEC; sends use MSG_NOSIGNAL (no SIGPIPE).
+ * @return an id >= 0, or -errno (-EBUSY: no record free).
+ */
+int rp_loop_accept(struct rp_loop *l, int fd, rp_loop_fn fn, void *ctx);
+int rp_loop_recv(struct rp_loop *l, int fd, void *buf, size_t len, rp_loop_fn fn, void *ctx);
+int rp_loop_send(struct rp_loop *l, int fd, const void *buf, size_t len, rp_loop_fn fn,
+		 void *ctx);
+
 /** rp_loop_run() - run callbacks until rp_loop_stop(). @return 0 or -errno. */
 int rp_loop_run(struct rp_loop *l);
 

@@ -32,7 +32,21 @@
 #define RP_LOOP_WRITES		 4u	    /* file writes in flight at once */
 #define RP_LOOP_FUTEX_RECHECK_NS 1000000ull /* futex fallbacks re-check every 1 ms */
 
-enum loop_kind { LOOP_FREE, LOOP_WATCH, LOOP_TIMER, LOOP_FUTEX, LOOP_WRITE };
+enum loop_kind {
+	LOOP_FREE,
+	LOOP_WATCH,
+	LOOP_TIMER,
+	LOOP_FUTEX,
+	LOOP_WRITE,
+	LOOP_ACCEPT, /* the socket operations: op->sock */
+	LOOP_RECV,
+	LOOP_SEND,
+};
+
+static inline bool loop_kind_sock(unsigned kind)
+{
+	return kind == LOOP_ACCEPT || kind == LOOP_RECV || kind == LOOP_SEND;
+}
 
 /* One whole-file write: the paths live here so that no write allocates. */
 struct loop_write {
@@ -68,6 +82,11 @@ struct loop_op {
 			uint64_t deadline; /* CLOCK_MONOTONIC ns */
 		} futex;		   /* LOOP_FUTEX */
 		struct loop_write *write;  /* LOOP_WRITE */
+		struct {
+			int fd;
+			void *buf; /* the caller's; NULL for accept */
+			size_t len;
+		} sock; /* LOOP_ACCEPT, LOOP_RECV, LOOP_SEND */
 	};
 };
 
@@ -125,6 +144,15 @@ int rp_loop_timer_expire(struct loop_op *op, uint64_t now);
  * -ETIME if @now is past the deadline, else -EAGAIN with *@next = when to look again.
  */
 int rp_loop_futex_check(const struct loop_op *op, uint64_t now, uint64_t *next);
+
+/*
+ * The nonblocking call of a socket operation, for the poll backend.
+ * @return its result, or -EAGAIN when it would block (try again once ready).
+ */
+int rp_loop_sock_try(const struct loop_op *op);
+
+/* POLLIN or POLLOUT: what a socket operation waits for. */
+short rp_loop_sock_events(const struct loop_op *op);
 
 /* Synchronous clean-up of an abandoned write: close the fd, unlink the temp file. */
 void rp_loop_write_discard(struct loop_write *w);

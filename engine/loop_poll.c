@@ -10,6 +10,8 @@
  *  - futex waits: the word is re-checked every iteration, so at least every
  *    millisecond and at the deadline. A FUTEX_WAKE that leaves the word unchanged is
  *    not seen here (it is on io_uring's FUTEX_WAIT): the doorbell only shortens waits;
+ *  - socket operations: poll(2) for POLLIN (accept, recv) or POLLOUT (send), then
+ *    the nonblocking call (rp_loop_sock_try); one that would block stays pending;
  *  - file writes run synchronously inside the iteration (open, write all, fsync,
  *    close, rename; unlink the temporary file on any failure), then the callback.
  *
@@ -108,8 +110,11 @@ static nfds_t gather(struct rp_loop *l, uint64_t now, uint64_t *due)
 
 		if (!op->live)
 			continue;
-		if (op->kind == LOOP_WATCH) {
-			p->fds[n] = (struct pollfd){ .fd = op->fd, .events = POLLIN };
+		if (op->kind == LOOP_WATCH || loop_kind_sock(op->kind)) {
+			p->fds[n] = (struct pollfd){
+				.fd = op->kind == LOOP_WATCH ? op->fd : op->sock.fd,
+				.events = op->kind == LOOP_WATCH ? POLLIN : rp_loop_sock_events(op),
+			};
 			p->idx[n] = i;
 			p->gen[n++] = op->gen;
 			continue;
@@ -136,7 +141,7 @@ static int sleep_until(struct rp_loop *l, nfds_t n, uint64_t now, uint64_t due)
 	return 0;
 }
 
-/* Call back the watches poll(2) found readable. @return true if the loop stopped. */
+/* Call back the watches and socket operations poll(2) found ready. @return true if the loop stopped. */
 static bool run_watches(struct rp_loop *l, nfds_t n)
 {
 	struct pollset *p = pollset_of(l);
@@ -144,10 +149,20 @@ static bool run_watches(struct rp_loop *l, nfds_t n)
 
 	for (i = 0; i < n && !l->stop; i++) {
 		struct loop_op *op = &l->ops[p->idx[i]];
+		int res;
 
-		if (p->fds[i].revents == 0 || op->gen != p->gen[i] || op->kind != LOOP_WATCH)
+		if (p->fds[i].revents == 0 || op->gen != p->gen[i] || !op->live)
 			continue;
-		rp_loop_op_notify(l, op, p->fds[i].revents);
+		if (op->kind == LOOP_WATCH) {
+			rp_loop_op_notify(l, op, p->fds[i].revents);
+			continue;
+		}
+		if (!loop_kind_sock(op->kind))
+			continue;
+		/* POLLERR/POLLHUP too: the call then reports what happened. */
+		res = rp_loop_sock_try(op);
+		if (res != -EAGAIN)
+			rp_loop_op_finish(l, op, res);
 	}
 	return l->stop;
 }
@@ -181,7 +196,8 @@ static void run_due(struct rp_loop *l)
 	uint32_t i;
 
 	for (i = 0; i < l->nops && !l->stop; i++)
-		if (l->ops[i].live && l->ops[i].kind != LOOP_WATCH)
+		if (l->ops[i].live && l->ops[i].kind != LOOP_WATCH &&
+		    !loop_kind_sock(l->ops[i].kind))
 			run_one(l, &l->ops[i], now);
 }
 

@@ -13,6 +13,9 @@
  *  - futex waits: IORING_OP_FUTEX_WAIT (kernel 6.7+, found by the probe) linked to an
  *    absolute IORING_OP_LINK_TIMEOUT; without it, a timeout re-checks the word every
  *    millisecond and at the deadline (rp_loop_futex_check);
+ *  - socket operations: IORING_OP_ACCEPT/RECV/SEND. A nonblocking socket may answer
+ *    -EAGAIN (whether the kernel waits by itself depends on its version): then a
+ *    one-shot poll for POLLIN/POLLOUT (tag TAG_POLL) and the operation again;
  *  - file writes: openat, write until all is written, fsync, close, renameat, one
  *    request after the other; a failed step closes and unlinks the temporary file
  *    before the callback hears the first error. Close comes before the rename so the
@@ -29,6 +32,7 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "loop_backend.h"
 #include "probe.h"
@@ -36,6 +40,7 @@
 /* What a completion's user_data says besides the record's address. */
 #define TAG_OP	 0u /* the record's main request */
 #define TAG_LINK 1u /* the timeout linked to a futex wait */
+#define TAG_POLL 2u /* a socket operation's wait for readiness after -EAGAIN */
 #define TAG_MASK 3u
 
 _Static_assert(_Alignof(struct loop_op) > TAG_MASK, "user_data tags need aligned records");
@@ -144,6 +149,60 @@ static int arm_futex_check(struct rp_loop *l, struct loop_op *op)
 
 	rp_loop_futex_check(op, now, &next);
 	return arm_timeout(l, op, next);
+}
+
+/* --- sockets --- */
+
+static int arm_sock(struct rp_loop *l, struct loop_op *op)
+{
+	struct uring *u = uring_of(l);
+	struct io_uring_sqe *sqe = sqe_get(u);
+
+	if (sqe == NULL)
+		return -EBUSY;
+	switch (op->kind) {
+	case LOOP_ACCEPT:
+		io_uring_prep_accept(sqe, op->sock.fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		break;
+	case LOOP_RECV:
+		io_uring_prep_recv(sqe, op->sock.fd, op->sock.buf, op->sock.len, 0);
+		break;
+	default:
+		io_uring_prep_send(sqe, op->sock.fd, op->sock.buf, op->sock.len, MSG_NOSIGNAL);
+		break;
+	}
+	sqe_own(u, sqe, op, TAG_OP);
+	return 0;
+}
+
+static int arm_sock_poll(struct rp_loop *l, struct loop_op *op)
+{
+	struct uring *u = uring_of(l);
+	struct io_uring_sqe *sqe = sqe_get(u);
+
+	if (sqe == NULL)
+		return -EBUSY;
+	io_uring_prep_poll_add(sqe, op->sock.fd, (unsigned)rp_loop_sock_events(op));
+	sqe_own(u, sqe, op, TAG_POLL);
+	return 0;
+}
+
+/* The operation (TAG_OP) or its readiness poll (TAG_POLL) completed. */
+static void sock_complete(struct rp_loop *l, struct loop_op *op, int res, unsigned tag)
+{
+	int err;
+
+	if (tag == TAG_OP && res != -EAGAIN) {
+		rp_loop_op_finish(l, op, res);
+		return;
+	}
+	/* Would block: wait until ready; once ready (or the poll failed): try again. */
+	if (tag == TAG_OP)
+		err = arm_sock_poll(l, op);
+	else
+		err = res < 0 ? res : arm_sock(l, op);
+	if (err < 0)
+		rp_loop_op_finish(l, op, err);
 }
 
 /* --- file writes --- */
@@ -329,6 +388,9 @@ static void complete(struct rp_loop *l, uint64_t ud, int res, unsigned flags)
 	case LOOP_TIMER: timer_complete(l, op, res); break;
 	case LOOP_WATCH: watch_complete(l, op, res, flags); break;
 	case LOOP_FUTEX: futex_complete(l, op, res); break;
+	case LOOP_ACCEPT:
+	case LOOP_RECV:
+	case LOOP_SEND: sock_complete(l, op, res, (unsigned)(ud & TAG_MASK)); break;
 	}
 }
 
@@ -411,6 +473,9 @@ static int uring_start(struct rp_loop *l, struct loop_op *op)
 	case LOOP_FUTEX:
 		return uring_of(l)->futex_op ? arm_futex_op(l, op) : arm_futex_check(l, op);
 	case LOOP_WRITE: return write_submit(l, op, W_OPEN);
+	case LOOP_ACCEPT:
+	case LOOP_RECV:
+	case LOOP_SEND: return arm_sock(l, op);
 	}
 	return -EINVAL;
 }

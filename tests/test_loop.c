@@ -22,6 +22,8 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -1044,6 +1046,208 @@ static void test_loop_invalid_args(void **state)
 	rp_loop_close(l);
 }
 
+/* --- socket operations --- */
+
+struct sockop {
+	struct rp_loop *l;
+	int res;
+	int calls;
+	bool stop;
+};
+
+static void on_sockop(void *ctx, int res)
+{
+	struct sockop *o = ctx;
+
+	o->res = res;
+	o->calls++;
+	if (o->stop)
+		rp_loop_stop(o->l);
+}
+
+/* Run until @o has been called back (or a minute passes: a hang becomes a failure). */
+static void run_until(struct rp_loop *l, struct sockop *o)
+{
+	uint64_t end = now_ns() + LONG_NS;
+
+	o->stop = true;
+	while (o->calls == 0 && now_ns() < end)
+		assert_int_equal(rp_loop_run(l), 0);
+	assert_int_equal(o->calls, 1);
+}
+
+/* A unix stream listener at a fresh path; *@path receives it. */
+static int unix_listener(char *path, size_t size)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+
+	assert_true(fd >= 0);
+	snprintf(path, size, "/tmp/rp_test_loop.%d.sock", (int)getpid());
+	unlink(path);
+	snprintf(a.sun_path, sizeof(a.sun_path), "%s", path);
+	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(fd, 4), 0);
+	return fd;
+}
+
+static int unix_connect(const char *path)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	assert_true(fd >= 0);
+	snprintf(a.sun_path, sizeof(a.sun_path), "%s", path);
+	assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	return fd;
+}
+
+/* accept, then recv and send through the accepted fd, each byte checked. */
+static void test_loop_socket_accept_recv_send(void **state)
+{
+	struct rp_loop *l = loop_open(state);
+	struct sockop o = { .l = l };
+	char path[108], buf[64], big[100000];
+	int lfd = unix_listener(path, sizeof(path)), cfd, sfd, flags;
+	size_t i, got = 0;
+
+	/* Nothing to accept yet: the operation waits without blocking the loop. */
+	assert_true(rp_loop_accept(l, lfd, on_sockop, &o) >= 0);
+	run_for(l, 20 * MS);
+	assert_int_equal(o.calls, 0);
+	cfd = unix_connect(path);
+	run_until(l, &o);
+	sfd = o.res;
+	assert_true(sfd >= 0);
+	flags = fcntl(sfd, F_GETFL);
+	assert_true(flags & O_NONBLOCK);
+	/* recv: pending until the peer writes; then exactly what it wrote. */
+	o = (struct sockop){ .l = l };
+	assert_true(rp_loop_recv(l, sfd, buf, sizeof(buf), on_sockop, &o) >= 0);
+	run_for(l, 20 * MS);
+	assert_int_equal(o.calls, 0);
+	assert_int_equal(write(cfd, "hello", 5), 5);
+	run_until(l, &o);
+	assert_int_equal(o.res, 5);
+	assert_memory_equal(buf, "hello", 5);
+	/* send of more than the socket buffer: a short count, the rest later. */
+	for (i = 0; i < sizeof(big); i++)
+		big[i] = (char)(i * 7);
+	fcntl(cfd, F_SETFL, O_NONBLOCK);
+	while (got < sizeof(big)) {
+		static char rbuf[sizeof(big)];
+		size_t at = got;
+		ssize_t n;
+
+		o = (struct sockop){ .l = l };
+		assert_true(rp_loop_send(l, sfd, big + got, sizeof(big) - got, on_sockop, &o) >= 0);
+		run_until(l, &o);
+		assert_true(o.res > 0);
+		got += (size_t)o.res;
+		/* Empty the peer's side so the next send has room. */
+		while (at < got && (n = read(cfd, rbuf + at, got - at)) > 0)
+			at += (size_t)n;
+		assert_int_equal(at, got);
+		assert_memory_equal(rbuf, big, got);
+	}
+	assert_int_equal(got, sizeof(big));
+	close(cfd);
+	close(sfd);
+	close(lfd);
+	unlink(path);
+	rp_loop_close(l);
+}
+
+/* The bytes arrive whole and in order through the loop's sends. */
+static void test_loop_socket_send_order(void **state)
+{
+	struct rp_loop *l = loop_open(state);
+	struct sockop o;
+	int sv[2];
+	char out[3000], in[3000];
+	size_t i, sent = 0, got = 0;
+
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv), 0);
+	for (i = 0; i < sizeof(out); i++)
+		out[i] = (char)(i % 251);
+	while (sent < sizeof(out)) {
+		size_t n = sizeof(out) - sent < 700 ? sizeof(out) - sent : 700;
+
+		o = (struct sockop){ .l = l };
+		assert_true(rp_loop_send(l, sv[0], out + sent, n, on_sockop, &o) >= 0);
+		run_until(l, &o);
+		assert_true(o.res > 0);
+		sent += (size_t)o.res;
+	}
+	while (got < sizeof(in)) {
+		o = (struct sockop){ .l = l };
+		assert_true(rp_loop_recv(l, sv[1], in + got, sizeof(in) - got, on_sockop, &o) >= 0);
+		run_until(l, &o);
+		assert_true(o.res > 0);
+		got += (size_t)o.res;
+	}
+	assert_memory_equal(in, out, sizeof(out));
+	close(sv[0]);
+	close(sv[1]);
+	rp_loop_close(l);
+}
+
+/*
+ * A peer that never reads: the send stays pending while timers keep firing; then
+ * shutdown(2) ends it with an error, and a pending recv ends with 0.
+ */
+static void test_loop_socket_stalled_peer_shutdown(void **state)
+{
+	struct rp_loop *l = loop_open(state);
+	static char big[1 << 22];
+	struct sockop snd = { .l = l }, rcv = { .l = l };
+	int sv[2];
+	char buf[16];
+	size_t sent = 0;
+
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv), 0);
+	/* Fill the socket buffer (nobody reads sv[1]). */
+	for (;;) {
+		ssize_t n = send(sv[0], big, sizeof(big), MSG_DONTWAIT);
+
+		if (n <= 0)
+			break;
+		sent += (size_t)n;
+	}
+	assert_true(sent > 0);
+	assert_true(rp_loop_send(l, sv[0], big, sizeof(big), on_sockop, &snd) >= 0);
+	run_for(l, 50 * MS); /* returns: the loop was not blocked by the send */
+	assert_int_equal(snd.calls, 0);
+	assert_int_equal(shutdown(sv[0], SHUT_RDWR), 0);
+	run_until(l, &snd);
+	assert_true(snd.res < 0);
+	assert_true(rp_loop_recv(l, sv[0], buf, sizeof(buf), on_sockop, &rcv) >= 0);
+	run_until(l, &rcv);
+	assert_int_equal(rcv.res, 0);
+	close(sv[0]);
+	close(sv[1]);
+	rp_loop_close(l);
+}
+
+/* Closing the loop with socket operations pending: no callback. */
+static void test_loop_socket_close_pending(void **state)
+{
+	struct rp_loop *l = loop_open(state);
+	struct sockop o = { .l = l };
+	char buf[16];
+	int sv[2];
+
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv), 0);
+	assert_true(rp_loop_recv(l, sv[0], buf, sizeof(buf), on_sockop, &o) >= 0);
+	assert_int_equal(rp_loop_recv(l, sv[0], NULL, 4, on_sockop, &o), -EINVAL);
+	assert_int_equal(rp_loop_send(l, -1, buf, 4, on_sockop, &o), -EBADF);
+	run_for(l, 10 * MS);
+	rp_loop_close(l);
+	assert_int_equal(o.calls, 0);
+	close(sv[0]);
+	close(sv[1]);
+}
+
 static const struct CMUnitTest tests[] = {
 	cmocka_unit_test(test_loop_open_why),
 	cmocka_unit_test(test_loop_open_refused),
@@ -1064,6 +1268,10 @@ static const struct CMUnitTest tests[] = {
 	cmocka_unit_test(test_loop_close_in_callback),
 	cmocka_unit_test(test_loop_pool_bounded),
 	cmocka_unit_test(test_loop_invalid_args),
+	cmocka_unit_test(test_loop_socket_accept_recv_send),
+	cmocka_unit_test(test_loop_socket_send_order),
+	cmocka_unit_test(test_loop_socket_stalled_peer_shutdown),
+	cmocka_unit_test(test_loop_socket_close_pending),
 };
 
 #define NTESTS (sizeof(tests) / sizeof(tests[0]))

@@ -13,6 +13,9 @@
 
 int rp_cmd_run(int argc, char **argv);
 
+/* `ringprof top` (tools/top.c): the live terminal view. @return the exit status. */
+int rp_cmd_top(int argc, char **argv);
+
 /* One line on stderr, "ringprof: ..."; returns @status for `return die(...)`. */
 int rp_cli_error(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -75,4 +75,15 @@ int rp_render_pstats(const struct rp_report *r, FILE *out);
  */
 int rp_render_folded(const struct rp_report *r, FILE *out);
 
+/**
+ * rp_render_prom() - the Prometheus text exposition (format 0.0.4) of @r: totals,
+ * anomalies by kind, a per-name duration summary (quantiles 0.5/0.9/0.95/0.99, _sum,
+ * _count), per-name calls/self/cum counters, concurrency gauges, counters' last
+ * values and the caps; every metric named ringprof_* (see render_prom.c).
+ * @window: the rolling window (r->windows[].name, e.g. "1m") the duration summary
+ *	covers; NULL, or a name the report lacks (a comment line says so): all time.
+ * @return 0, -ENOMEM or -EIO (a write failed).
+ */
+int rp_render_prom(const struct rp_report *r, FILE *out, const char *window);
+
 #endif

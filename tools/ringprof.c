@@ -26,9 +26,12 @@
 
 static const char usage[] =
 	"usage: ringprof run [--session S] [--snapshot-dir D] [...]   the engine (--help)\n"
+	"       ringprof top [--session S] [--dir D] [--once]   live view of a running engine\n"
 	"       ringprof snapshot [--session S] [--timeout-ms N]\n"
-	"       ringprof report SNAPSHOT [--format text|json|pstats|folded] [-o FILE] [--limit N]\n"
-	"       ringprof analyze TRACE [--format text|json|pstats|folded] [-o FILE] [--limit N] [caps]\n"
+	"       ringprof report SNAPSHOT [--format FORMAT] [-o FILE] [--limit N]\n"
+	"       ringprof analyze TRACE [--format FORMAT] [-o FILE] [--limit N] [caps]\n"
+	"                      FORMAT: text json pstats folded prom\n"
+	"                      (prom: [--window W] the rolling window of the duration summary)\n"
 	"       ringprof segments [--session S] [--rings]\n"
 	"       ringprof probe\n"
 	"\n"
@@ -239,10 +242,13 @@ static int load_trace(const char *path, const struct rp_engine_cfg *cfg, struct 
 	return 0;
 }
 
+static const char *prom_window; /* --window: the window of --format prom's summary */
+
 /* Renders to memory first: a file is written whole (tmp + rename) or not at all. */
 static int emit(const struct rp_report *r, const char *format, const char *out, unsigned limit)
 {
 	char *buf = NULL, tmp[PATH_MAX];
+	struct stat st;
 	size_t len = 0;
 	FILE *m = open_memstream(&buf, &len);
 	int err;
@@ -255,6 +261,8 @@ static int emit(const struct rp_report *r, const char *format, const char *out, 
 		err = rp_render_json(r, m);
 	else if (strcmp(format, "folded") == 0)
 		err = rp_render_folded(r, m);
+	else if (strcmp(format, "prom") == 0)
+		err = rp_render_prom(r, m, prom_window);
 	else
 		err = rp_render_pstats(r, m);
 	fclose(m);
@@ -262,8 +270,17 @@ static int emit(const struct rp_report *r, const char *format, const char *out, 
 		free(buf);
 		return rp_cli_error(1, "%s: %s", format, strerror(-err));
 	}
-	if (out == NULL) {
+	if (out == NULL || strcmp(out, "-") == 0) {
 		err = fwrite(buf, 1, len, stdout) == len ? 0 : -EIO;
+		out = NULL;
+	} else if (stat(out, &st) == 0 && !S_ISREG(st.st_mode)) {
+		/* A device or a pipe (-o /dev/null, a fifo): write to it; renaming a
+		 * file over it would replace the device. */
+		FILE *f = fopen(out, "wb");
+
+		err = f && fwrite(buf, 1, len, f) == len ? 0 : -(errno ? errno : EIO);
+		if (f && fclose(f) != 0 && err == 0)
+			err = -errno;
 	} else {
 		FILE *f;
 		snprintf(tmp, sizeof(tmp), "%s.tmp.%d", out, (int)getpid());
@@ -288,7 +305,8 @@ static int cmd_render(int argc, char **argv, bool analyze)
 		{ "max-names", 1, NULL, 'c' },	   { "max-tracks", 1, NULL, 'c' },
 		{ "max-depth", 1, NULL, 'c' },	   { "max-cct-nodes", 1, NULL, 'c' },
 		{ "max-sources", 1, NULL, 'c' },
-		{ "max-sketch-names", 1, NULL, 'c' },   { NULL, 0, NULL, 0 }
+		{ "max-sketch-names", 1, NULL, 'c' },   { "window", 1, NULL, 'w' },
+		{ NULL, 0, NULL, 0 }
 	};
 	const char *format = "text", *out = NULL;
 	struct rp_engine_cfg cfg;
@@ -303,6 +321,7 @@ static int cmd_render(int argc, char **argv, bool analyze)
 		case 'f': format = optarg; break;
 		case 'o': out = optarg; break;
 		case 'l': limit = (unsigned)strtoul(optarg, NULL, 10); break;
+		case 'w': prom_window = optarg; break;
 		case 'h': fputs(usage, stdout); return 0;
 		case 'c':
 			if (!analyze || !rp_cli_cap_option(&cfg, opts[idx].name, optarg, &err) ||
@@ -317,8 +336,9 @@ static int cmd_render(int argc, char **argv, bool analyze)
 		return rp_cli_error(2, "%s: need exactly one %s file (try --help)",
 				    analyze ? "analyze" : "report", analyze ? "trace" : "snapshot");
 	if (strcmp(format, "text") && strcmp(format, "json") && strcmp(format, "pstats") &&
-	    strcmp(format, "folded"))
-		return rp_cli_error(2, "--format %s: use text, json, pstats or folded", format);
+	    strcmp(format, "folded") && strcmp(format, "prom"))
+		return rp_cli_error(2, "--format %s: use text, json, pstats, folded or prom",
+				    format);
 	if (analyze) {
 		if (load_trace(argv[optind], &cfg, &r) != 0)
 			return 1;
@@ -343,6 +363,8 @@ int main(int argc, char **argv)
 		return cmd_probe();
 	if (strcmp(argv[1], "run") == 0)
 		return rp_cmd_run(argc - 1, argv + 1);
+	if (strcmp(argv[1], "top") == 0)
+		return rp_cmd_top(argc - 1, argv + 1);
 	if (strcmp(argv[1], "snapshot") == 0)
 		return cmd_snapshot(argc - 1, argv + 1);
 	if (strcmp(argv[1], "report") == 0 || strcmp(argv[1], "analyze") == 0)

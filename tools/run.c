@@ -10,7 +10,9 @@
  *     everything, write a final snapshot and exit 0;
  *   - inotify on /dev/shm for new segments;
  *   - producers' pidfds, so a death is handled at once;
- *   - snapshot writes (write, fsync, rename: a snapshot is whole or absent).
+ *   - snapshot writes (write, fsync, rename: a snapshot is whole or absent);
+ *   - the live socket <snapshot dir>/ringprof-<session>.sock (mode 0600; `ringprof
+ *     top`) and, with --prometheus, an HTTP /metrics listener (tools/serve.c).
  * The engine announces itself in /dev/shm/ringprof.<session>.engine (its pid, then
  * the snapshot path), which producers check at exit (README, the unlink rule) and
  * `ringprof snapshot` reads.
@@ -33,6 +35,7 @@
 
 #include "cli.h"
 #include "loop.h"
+#include "serve.h"
 #include "snapshot.h"
 #include "sources.h"
 
@@ -58,6 +61,9 @@ struct daemon {
 	uint64_t processed;
 	uint64_t ticks;
 	bool quiet;
+	struct rp_serve *srv;		/* the live socket and /metrics; NULL: none */
+	struct rp_serve_opts srv_opts;
+	char sock_path[PATH_MAX];
 };
 
 static uint64_t mono_ns(void)
@@ -123,6 +129,36 @@ static void on_tick(void *ctx, int res)
 	drain(d, mono_ns() - d->delay_ns);
 	if (d->processed == before)
 		arm_doorbells(d);
+	if (d->srv != NULL)
+		rp_serve_tick(d->srv);
+}
+
+/* A report for the live socket and /metrics: the same as a snapshot's. */
+static int live_report(void *ctx, struct rp_report *out)
+{
+	struct daemon *d = ctx;
+
+	rp_sources_update(&d->ss);
+	return rp_engine_report(d->e, out);
+}
+
+static int start_serving(struct daemon *d)
+{
+	char why[RP_WHY_MAX];
+	int err;
+
+	if (d->srv_opts.unix_path == NULL && d->srv_opts.http_addr == NULL)
+		return 0;
+	err = rp_serve_open(d->loop, &d->srv_opts, live_report, d, &d->srv, why);
+	if (err)
+		return rp_cli_error(err, "%s", why);
+	if (why[0] != '\0')
+		fprintf(stderr, "ringprof: %s\n", why);
+	if (d->srv_opts.unix_path)
+		printf("ringprof: live socket %s (ringprof top)\n", d->srv_opts.unix_path);
+	if (d->srv_opts.http_addr)
+		printf("ringprof: Prometheus metrics at http://%s/metrics\n", d->srv_opts.http_addr);
+	return 0;
 }
 
 static void write_snapshot(struct daemon *d);
@@ -308,8 +344,9 @@ static int start(struct daemon *d, bool force_poll)
 	rp_sources_scan(&d->ss);
 	printf("ringprof: engine for session \"%s\", pid %d, %s loop; snapshots go to %s\n",
 	       d->session, (int)getpid(), rp_loop_backend(d->loop), d->snap_path);
+	err = start_serving(d);
 	fflush(stdout);
-	return 0;
+	return err;
 }
 
 static const char usage[] =
@@ -321,7 +358,15 @@ static const char usage[] =
 	"  --tick-ms N       drain tick (default 10)\n"
 	"  --delay-ms N      merge delay: records newer than this wait (default 20)\n"
 	"  --poll            use poll(2) even where io_uring works\n"
-	"  --quiet           no progress lines on stderr\n" RP_CLI_CAP_USAGE
+	"  --quiet           no progress lines on stderr\n"
+	"  --no-socket       no live socket (D/ringprof-<session>.sock, for ringprof top)\n"
+	"  --prometheus H:P  serve Prometheus /metrics on H:P (loopback only, e.g.\n"
+	"                    127.0.0.1:9464, unless --prometheus-any)\n"
+	"  --prometheus-window W  the rolling window (10s, 1m, 5m) of the duration\n"
+	"                    summaries in /metrics (default: all time)\n"
+	"  --max-clients N   live connections at once (default 16)\n"
+	"  --client-idle-ms N  close a connection that makes no progress for N ms\n"
+	"                    (default 10000)\n" RP_CLI_CAP_USAGE
 	"SIGUSR1 writes a snapshot (or: ringprof snapshot); SIGINT/SIGTERM a final one.\n";
 
 static int parse(int argc, char **argv, struct daemon *d, struct rp_engine_cfg *cfg,
@@ -335,6 +380,9 @@ static int parse(int argc, char **argv, struct daemon *d, struct rp_engine_cfg *
 		{ "max-tracks", 1, NULL, 'c' }, { "max-depth", 1, NULL, 'c' },
 		{ "max-cct-nodes", 1, NULL, 'c' }, { "max-sources", 1, NULL, 'c' },
 		{ "max-sketch-names", 1, NULL, 'c' },
+		{ "no-socket", 0, NULL, 'N' },	{ "prometheus", 1, NULL, 'P' },
+		{ "prometheus-any", 0, NULL, 'A' }, { "prometheus-window", 1, NULL, 'W' },
+		{ "max-clients", 1, NULL, 'M' }, { "client-idle-ms", 1, NULL, 'I' },
 		{ NULL, 0, NULL, 0 }
 	};
 	const char *session = NULL;
@@ -348,6 +396,26 @@ static int parse(int argc, char **argv, struct daemon *d, struct rp_engine_cfg *
 		case 'D': d->delay_ns = strtoull(optarg, NULL, 10) * 1000000u; break;
 		case 'p': *force_poll = true; break;
 		case 'q': d->quiet = true; break;
+		case 'N': d->sock_path[0] = '-'; break;
+		case 'P': d->srv_opts.http_addr = optarg; break;
+		case 'A': d->srv_opts.http_any = true; break;
+		case 'W':
+			d->srv_opts.prom_window = optarg;
+			if (strlen(optarg) == 0 || strlen(optarg) > 15 ||
+			    strspn(optarg, "0123456789abcdefghijklmnopqrstuvwxyz") != strlen(optarg))
+				return rp_cli_error(2, "--prometheus-window %s: a window name like 1m",
+						    optarg);
+			break;
+		case 'I':
+			d->srv_opts.idle_ns = strtoull(optarg, NULL, 10) * 1000000u;
+			if (d->srv_opts.idle_ns == 0)
+				return rp_cli_error(2, "--client-idle-ms %s: a positive number", optarg);
+			break;
+		case 'M':
+			d->srv_opts.max_clients = (unsigned)strtoul(optarg, NULL, 10);
+			if (d->srv_opts.max_clients == 0 || d->srv_opts.max_clients > 4096)
+				return rp_cli_error(2, "--max-clients %s: 1 to 4096", optarg);
+			break;
 		case 'h': fputs(usage, stdout); exit(0);
 		case 'c':
 			if (!rp_cli_cap_option(cfg, opts[idx].name, optarg, &err) || err)
@@ -366,6 +434,7 @@ static int parse(int argc, char **argv, struct daemon *d, struct rp_engine_cfg *
 static void stop(struct daemon *d)
 {
 	rp_loop_close(d->loop);
+	rp_serve_close(d->srv); /* after the loop: nothing in flight refers to it */
 	rp_sources_free(&d->ss);
 	rp_engine_close(d->e);
 	rp_membuf_free(&d->snap);
@@ -393,6 +462,10 @@ int rp_cmd_run(int argc, char **argv)
 	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
 		return rp_cli_error(1, "%s: %s", dir, strerror(errno));
 	snprintf(d.snap_path, sizeof(d.snap_path), "%s/ringprof-%s.msgpack", dir, d.session);
+	if (d.sock_path[0] != '-') {
+		snprintf(d.sock_path, sizeof(d.sock_path), "%s/ringprof-%s.sock", dir, d.session);
+		d.srv_opts.unix_path = d.sock_path;
+	}
 	if (rp_engine_open(&cfg, &d.e) != 0 || rp_sources_init(&d.ss, d.e, d.session) != 0)
 		return rp_cli_error(1, "out of memory");
 	err = write_marker(&d);

@@ -1,0 +1,340 @@
+// SPDX-License-Identifier: MIT
+/*
+ * A report as the Prometheus text exposition format (version 0.0.4): what
+ * `ringprof run --prometheus` serves at /metrics and `ringprof report|analyze
+ * --format prom` prints. Every metric is named ringprof_*:
+ *
+ *   ringprof_events_total, _dropped_total, _late_total, _truncated_total   counters
+ *   ringprof_anomalies_total{kind}                                        counter
+ *   ringprof_sources, ringprof_time_range_seconds                         gauges
+ *   ringprof_span_duration_seconds{name,category,quantile} + _sum, _count summary
+ *   ringprof_span_calls_total, _self_seconds_total, _cum_seconds_total    counters
+ *   ringprof_concurrency{scope,quantile}, _max{scope}, _mean{scope}       gauges
+ *   ringprof_counter_last{name,category}                                  gauge
+ *   ringprof_cap{cap}                                                     gauge
+ *
+ * The duration summary covers one rolling window of the report when @window names
+ * one (its _sum is then the window's cumulative time, the sum over primitive calls:
+ * the window keeps no other sum), else all time (_sum = every call's duration); the
+ * other span figures are all-time counters, so they only ever grow. Quantiles a name
+ * has no sketch for are NaN. Label values are escaped as the format says (\\, \",
+ * \n) and ill-formed UTF-8 becomes U+FFFD. Two names with the same name and category
+ * (different source locations) would be one series: both then get a location label.
+ * Seconds are printed from integer nanoseconds ("1.234567890"), so output is exact.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "render.h"
+#include "render_priv.h"
+
+static const char *const quantiles[4] = { "0.5", "0.9", "0.95", "0.99" };
+
+static void put_label(FILE *out, const char *s)
+{
+	bool valid;
+	size_t n;
+
+	for (; s != NULL && *s; s += n) {
+		n = rp_render_utf8_next(s, &valid);
+		if (!valid)
+			fputs("\xef\xbf\xbd", out);
+		else if (*s == '\\')
+			fputs("\\\\", out);
+		else if (*s == '"')
+			fputs("\\\"", out);
+		else if (*s == '\n')
+			fputs("\\n", out);
+		else
+			fwrite(s, 1, n, out);
+	}
+}
+
+static void put_seconds(FILE *out, uint64_t ns)
+{
+	fprintf(out, "%" PRIu64 ".%09" PRIu64, ns / 1000000000u, ns % 1000000000u);
+}
+
+static void head(FILE *out, const char *name, const char *type, const char *help)
+{
+	fprintf(out, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* {name="..",category=".."[,location=".."] without the closing brace. */
+static void fn_labels(FILE *out, const struct rp_report_fn *f, bool located)
+{
+	fputs("{name=\"", out);
+	put_label(out, f->name);
+	fputs("\",category=\"", out);
+	put_label(out, f->category);
+	if (located) {
+		fputs("\",location=\"", out);
+		put_label(out, f->file);
+		fprintf(out, ":%" PRIu32, f->line);
+	}
+	fputc('"', out);
+}
+
+static int cmp_key(const void *a, const void *b)
+{
+	const struct rp_report_fn *x = *(const struct rp_report_fn *const *)a;
+	const struct rp_report_fn *y = *(const struct rp_report_fn *const *)b;
+	int c = strcmp(x->name ? x->name : "", y->name ? y->name : "");
+
+	return c ? c : strcmp(x->category ? x->category : "", y->category ? y->category : "");
+}
+
+/* located[i]: fns[i] shares its name and category with another fn. NULL: no memory. */
+static bool *find_dups(const struct rp_report *r)
+{
+	const struct rp_report_fn **v = malloc((r->n_fns + 1) * sizeof(*v));
+	bool *located = calloc(r->n_fns + 1, sizeof(*located));
+	uint32_t i;
+
+	if (v == NULL || located == NULL) {
+		free(v);
+		free(located);
+		return NULL;
+	}
+	for (i = 0; i < r->n_fns; i++)
+		v[i] = &r->fns[i];
+	qsort(v, r->n_fns, sizeof(*v), cmp_key);
+	for (i = 1; i < r->n_fns; i++)
+		if (cmp_key(&v[i - 1], &v[i]) == 0)
+			located[v[i - 1] - r->fns] = located[v[i] - r->fns] = true;
+	free(v);
+	return located;
+}
+
+static void totals(const struct rp_report *r, FILE *out)
+{
+	static const struct {
+		const char *name, *help;
+		size_t off;
+	} t[] = {
+		{ "ringprof_events_total", "Records received from producers.",
+		  offsetof(struct rp_report, events) },
+		{ "ringprof_dropped_total", "Records producers could not write (full ring).",
+		  offsetof(struct rp_report, dropped) },
+		{ "ringprof_late_total", "Records older than the merge watermark.",
+		  offsetof(struct rp_report, late) },
+		{ "ringprof_truncated_total", "Spans closed for their producer or a mismatch.",
+		  offsetof(struct rp_report, truncated) },
+	};
+	unsigned i;
+
+	for (i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		head(out, t[i].name, "counter", t[i].help);
+		fprintf(out, "%s %" PRIu64 "\n", t[i].name,
+			*(const uint64_t *)((const char *)r + t[i].off));
+	}
+	head(out, "ringprof_anomalies_total", "counter", "Irregular events, by kind.");
+	for (i = 0; i < RP_ANOM_KIND_COUNT; i++)
+		fprintf(out, "ringprof_anomalies_total{kind=\"%s\"} %" PRIu64 "\n",
+			rp_anomaly_names[i], r->anomalies[i]);
+	head(out, "ringprof_sources", "gauge", "Producers or files in the report.");
+	fprintf(out, "ringprof_sources %" PRIu32 "\n", r->n_sources);
+	head(out, "ringprof_time_range_seconds", "gauge", "Last minus first event time.");
+	put_seconds((fputs("ringprof_time_range_seconds ", out), out),
+		    r->t_last > r->t_first ? r->t_last - r->t_first : 0);
+	fputc('\n', out);
+}
+
+static const struct rp_report_window *find_window(const struct rp_report *r, const char *name)
+{
+	uint32_t i;
+
+	for (i = 0; name != NULL && i < r->n_windows; i++)
+		if (r->windows[i].name != NULL && strcmp(r->windows[i].name, name) == 0)
+			return &r->windows[i];
+	return NULL;
+}
+
+/* One summary: 4 quantile lines, _sum, _count. q[] = 0 with calls > 0: no sketch. */
+static void summary(FILE *out, const struct rp_report_fn *f, bool located, const uint64_t q[4],
+		    uint64_t sum_ns, uint64_t count)
+{
+	bool none = q[3] == 0 && sum_ns > 0;
+	unsigned i;
+
+	for (i = 0; i < 4; i++) {
+		fputs("ringprof_span_duration_seconds", out);
+		fn_labels(out, f, located);
+		fprintf(out, ",quantile=\"%s\"} ", quantiles[i]);
+		if (none)
+			fputs("NaN", out);
+		else
+			put_seconds(out, q[i]);
+		fputc('\n', out);
+	}
+	fputs("ringprof_span_duration_seconds_sum", out);
+	fn_labels(out, f, located);
+	fputs("} ", out);
+	put_seconds(out, sum_ns);
+	fputs("\nringprof_span_duration_seconds_count", out);
+	fn_labels(out, f, located);
+	fprintf(out, "} %" PRIu64 "\n", count);
+}
+
+static void durations(const struct rp_report *r, FILE *out, const struct rp_report_window *w,
+		      const struct rp_report_fn **order, const bool *located)
+{
+	uint32_t i;
+
+	head(out, "ringprof_span_duration_seconds", "summary",
+	     w ? "Span durations over the rolling window ringprof_window_seconds."
+	       : "Span durations since the engine started.");
+	if (w != NULL) {
+		for (i = 0; i < w->n_fns; i++) {
+			const struct rp_report_wfn *x = &w->fns[i];
+			uint64_t q[4] = { x->p50_ns, x->p90_ns, x->p95_ns, x->p99_ns };
+
+			if (x->fn < r->n_fns && x->calls > 0)
+				summary(out, &r->fns[x->fn], located[x->fn], q, x->cum_ns,
+					x->calls);
+		}
+		return;
+	}
+	for (i = 0; i < r->n_fns; i++) {
+		const struct rp_report_fn *f = order[i];
+		uint64_t q[4] = { f->p50_ns, f->p90_ns, f->p95_ns, f->p99_ns };
+
+		if (f->calls > 0)
+			summary(out, f, located[f - r->fns], q, f->total_ns, f->calls);
+	}
+}
+
+static void span_counters(const struct rp_report *r, FILE *out, const struct rp_report_fn **order,
+			  const bool *located)
+{
+	static const char *const names[3] = { "ringprof_span_calls_total",
+					      "ringprof_span_self_seconds_total",
+					      "ringprof_span_cum_seconds_total" };
+	static const char *const helps[3] = { "Completed calls per name.",
+					      "Self time per name (cProfile tottime).",
+					      "Cumulative time per name (cProfile cumtime)." };
+	unsigned k;
+	uint32_t i;
+
+	for (k = 0; k < 3; k++) {
+		head(out, names[k], "counter", helps[k]);
+		for (i = 0; i < r->n_fns; i++) {
+			const struct rp_report_fn *f = order[i];
+
+			fputs(names[k], out);
+			fn_labels(out, f, located[f - r->fns]);
+			fputs("} ", out);
+			if (k == 0)
+				fprintf(out, "%" PRIu64, f->calls);
+			else
+				put_seconds(out, k == 1 ? f->self_ns : f->cum_ns);
+			fputc('\n', out);
+		}
+	}
+}
+
+static void conc_scope(FILE *out, const char *metric, const struct rp_report_conc *c)
+{
+	fprintf(out, "%s{scope=\"", metric);
+	put_label(out, c->name);
+	fputc('"', out);
+}
+
+static void concurrency(const struct rp_report *r, FILE *out)
+{
+	uint32_t i;
+
+	if (r->n_conc == 0)
+		return;
+	head(out, "ringprof_concurrency", "gauge",
+	     "Open spans, time-weighted percentile (overall, roots = requests, categories).");
+	for (i = 0; i < r->n_conc; i++) {
+		const struct rp_report_conc *c = &r->conc[i];
+		uint32_t v[4] = { c->p50, c->p90, c->p95, c->p99 };
+
+		for (unsigned k = 0; k < 4; k++) {
+			conc_scope(out, "ringprof_concurrency", c);
+			fprintf(out, ",quantile=\"%s\"} %" PRIu32 "\n", quantiles[k], v[k]);
+		}
+	}
+	head(out, "ringprof_concurrency_max", "gauge", "Most spans open at once.");
+	for (i = 0; i < r->n_conc; i++) {
+		conc_scope(out, "ringprof_concurrency_max", &r->conc[i]);
+		fprintf(out, "} %" PRIu32 "\n", r->conc[i].max);
+	}
+	head(out, "ringprof_concurrency_mean", "gauge", "Time-weighted mean of open spans.");
+	for (i = 0; i < r->n_conc; i++) {
+		conc_scope(out, "ringprof_concurrency_mean", &r->conc[i]);
+		fprintf(out, "} %" PRIu64 ".%03" PRIu64 "\n", r->conc[i].mean_milli / 1000,
+			r->conc[i].mean_milli % 1000);
+	}
+}
+
+static void counters_caps(const struct rp_report *r, FILE *out)
+{
+	const struct rp_report_caps *c = &r->caps;
+	const struct {
+		const char *name;
+		uint64_t v;
+	} caps[] = {
+		{ "max_names", c->max_names },
+		{ "max_tracks", c->max_tracks },
+		{ "max_depth", c->max_depth },
+		{ "max_cct_nodes", c->max_cct_nodes },
+		{ "max_sources", c->max_sources },
+		{ "max_sketch_names", c->max_sketch_names },
+		{ "max_window_names", c->max_window_names },
+		{ "max_counters", c->max_counters },
+		{ "topk", c->topk },
+		{ "memory_bound", c->memory_bound },
+	};
+	uint32_t i;
+
+	if (r->n_counters > 0) {
+		head(out, "ringprof_counter_last", "gauge", "Newest value of each rp_counter().");
+		for (i = 0; i < r->n_counters; i++) {
+			fputs("ringprof_counter_last{name=\"", out);
+			put_label(out, r->counters[i].name);
+			fputs("\",category=\"", out);
+			put_label(out, r->counters[i].category);
+			fprintf(out, "\"} %" PRId64 "\n", r->counters[i].last);
+		}
+	}
+	head(out, "ringprof_cap", "gauge", "The engine's configured caps (0: not set).");
+	for (i = 0; i < sizeof(caps) / sizeof(caps[0]); i++)
+		fprintf(out, "ringprof_cap{cap=\"%s\"} %" PRIu64 "\n", caps[i].name, caps[i].v);
+}
+
+int rp_render_prom(const struct rp_report *r, FILE *out, const char *window)
+{
+	const struct rp_report_window *w = find_window(r, window);
+	const struct rp_report_fn **order = rp_render_fn_order(r);
+	bool *located = find_dups(r);
+
+	if (order == NULL || located == NULL) {
+		free(order);
+		free(located);
+		return -ENOMEM;
+	}
+	if (window != NULL && w == NULL) {
+		fputs("# ringprof: no window \"", out);
+		put_label(out, window);
+		fputs("\" in this report: all-time durations\n", out);
+	}
+	totals(r, out);
+	head(out, "ringprof_window_seconds", "gauge",
+	     "Length of the window the duration summary covers (0: all time).");
+	fputs("ringprof_window_seconds ", out);
+	put_seconds(out, w ? w->length_ns : 0);
+	fputc('\n', out);
+	durations(r, out, w, order, located);
+	span_counters(r, out, order, located);
+	concurrency(r, out);
+	counters_caps(r, out);
+	free(order);
+	free(located);
+	return ferror(out) ? -EIO : 0;
+}

@@ -1,0 +1,735 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The live endpoints (serve.h): a unix socket speaking one request line per reply,
+ * and a minimal HTTP/1.1 server for Prometheus, both on the engine's loop.
+ *
+ * Each connection is a small state machine with exactly one loop operation in
+ * flight: RECV (into its bounded request buffer) until a whole request is there, then
+ * SEND of the reply until all of it is sent, then RECV again (unix) or close (HTTP,
+ * errors). Closing happens only in a callback, when nothing is in flight, so a
+ * buffer is never freed under the kernel; a timeout shuts the socket down, which
+ * ends the pending operation and so reaches that callback. Replies are blobs with a
+ * reference count: the cache holds one, each client sending it holds one.
+ */
+#include <arpa/inet.h>
+#include <assert.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "render.h"
+#include "serve.h"
+#include "snapshot.h"
+
+#define MAX_CLIENTS_DEFAULT 16u
+#define IDLE_DEFAULT_NS	    10000000000ull
+#define CACHE_DEFAULT_NS    200000000ull
+
+/* A reply, shared by every client sending it. */
+struct blob {
+	unsigned refs;
+	size_t len;
+	char *data;
+};
+
+enum cache_kind { C_SNAPSHOT, C_METRICS_FRAME, C_METRICS_HTTP, C_KINDS };
+
+struct listener {
+	struct rp_serve *s;
+	int fd;
+	bool http;
+	bool armed; /* an accept is in flight */
+};
+
+struct client {
+	struct rp_serve *s;
+	int fd; /* -1: the slot is free */
+	bool http;
+	bool close_after; /* close once this reply is sent */
+	bool shut;	  /* shut down for a timeout: the pending op ends soon */
+	uint64_t last;	  /* CLOCK_MONOTONIC ns of the last progress */
+	size_t rlen;
+	char *rbuf; /* RP_SERVE_HTTP_MAX bytes */
+	struct blob *out;
+	size_t sent;
+};
+
+struct rp_serve {
+	struct rp_loop *loop;
+	struct rp_serve_opts o;
+	rp_serve_report_fn fn;
+	void *ctx;
+	struct listener ls[2]; /* unix, http; fd -1 when not used */
+	struct client *clients;
+	struct blob *cache[C_KINDS];
+	uint64_t built[C_KINDS];
+	struct rp_serve_stats st;
+	char unix_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	char prom_window[32];
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* --- replies --- */
+
+static struct blob *blob_new(char *data, size_t len)
+{
+	struct blob *b = malloc(sizeof(*b));
+
+	if (b == NULL) {
+		free(data);
+		return NULL;
+	}
+	*b = (struct blob){ .refs = 1, .len = len, .data = data };
+	return b;
+}
+
+static struct blob *blob_str(const char *s)
+{
+	char *d = strdup(s);
+
+	return d ? blob_new(d, strlen(s)) : NULL;
+}
+
+static void blob_put(struct blob *b)
+{
+	if (b != NULL && --b->refs == 0) {
+		free(b->data);
+		free(b);
+	}
+}
+
+static void put_be32(char *p, uint32_t v)
+{
+	p[0] = (char)(v >> 24);
+	p[1] = (char)(v >> 16);
+	p[2] = (char)(v >> 8);
+	p[3] = (char)v;
+}
+
+/* A framed snapshot of @r: 4-byte length, then the MessagePack. */
+static struct blob *make_snapshot(const struct rp_report *r)
+{
+	struct rp_membuf m = { 0 };
+	int err = rp_membuf_sink(&m, "\0\0\0\0", 4);
+
+	if (err == 0)
+		err = rp_snapshot_encode(r, rp_membuf_sink, &m);
+	if (err != 0 || m.len - 4 >= RP_SERVE_REPLY_MAX) {
+		rp_membuf_free(&m);
+		return NULL;
+	}
+	put_be32(m.data, (uint32_t)(m.len - 4));
+	return blob_new(m.data, m.len);
+}
+
+/* The server's own counters, after the report's: every cap hit counted (serve.h). */
+static void serve_metrics(const struct rp_serve *s, FILE *m)
+{
+	const struct {
+		const char *name, *help;
+		uint64_t v;
+	} c[] = {
+		{ "accepted", "Connections taken.", s->st.accepted },
+		{ "refused_cap", "Connections closed at once: max clients connected.",
+		  s->st.refused_cap },
+		{ "refused_uid", "Socket peers of another uid, closed at once.",
+		  s->st.refused_uid },
+		{ "requests", "Requests answered with a report.", s->st.requests },
+		{ "bad_requests", "Requests answered with an error.", s->st.bad_requests },
+		{ "timeouts", "Connections shut down for making no progress.", s->st.timeouts },
+		{ "reports", "Reports built for the live endpoints.", s->st.reports },
+		{ "errors", "Failed accepts, reports or sends.", s->st.errors },
+	};
+
+	for (unsigned i = 0; i < sizeof(c) / sizeof(c[0]); i++)
+		fprintf(m,
+			"# HELP ringprof_serve_%s_total %s\n# TYPE ringprof_serve_%s_total "
+			"counter\n"
+			"ringprof_serve_%s_total %" PRIu64 "\n",
+			c[i].name, c[i].help, c[i].name, c[i].name, c[i].v);
+	fprintf(m,
+		"# HELP ringprof_serve_clients Live connections now.\n"
+		"# TYPE ringprof_serve_clients gauge\nringprof_serve_clients %u\n",
+		s->st.clients);
+}
+
+/* The Prometheus text of @r, framed (unix) or as an HTTP response. */
+static struct blob *make_metrics(struct rp_serve *s, const struct rp_report *r, bool http)
+{
+	char *text = NULL, *data = NULL, head[256];
+	size_t len = 0, hlen;
+	FILE *m = open_memstream(&text, &len);
+	int err;
+
+	if (m == NULL)
+		return NULL;
+	err = rp_render_prom(r, m, s->prom_window[0] ? s->prom_window : NULL);
+	if (err == 0)
+		serve_metrics(s, m);
+	if (fclose(m) != 0 || err != 0 || len >= RP_SERVE_REPLY_MAX) {
+		free(text);
+		return NULL;
+	}
+	if (http)
+		hlen = (size_t)snprintf(head, sizeof(head),
+					"HTTP/1.1 200 OK\r\n"
+					"Content-Type: text/plain; version=0.0.4; charset=utf-8\r\n"
+					"Content-Length: %zu\r\nConnection: close\r\n\r\n",
+					len);
+	else {
+		put_be32(head, (uint32_t)len);
+		hlen = 4;
+	}
+	data = malloc(hlen + len);
+	if (data != NULL) {
+		memcpy(data, head, hlen);
+		memcpy(data + hlen, text, len);
+	}
+	free(text);
+	return data ? blob_new(data, hlen + len) : NULL;
+}
+
+/* The cached reply of @kind, fresh within cache_ns; a new reference, or NULL. */
+static struct blob *reply_get(struct rp_serve *s, enum cache_kind kind)
+{
+	uint64_t now = now_ns();
+	struct rp_report r;
+	struct blob *b;
+
+	if (s->cache[kind] == NULL || now - s->built[kind] >= s->o.cache_ns) {
+		memset(&r, 0, sizeof(r));
+		s->st.reports++;
+		if (s->fn(s->ctx, &r) != 0)
+			b = NULL;
+		else if (kind == C_SNAPSHOT)
+			b = make_snapshot(&r);
+		else
+			b = make_metrics(s, &r, kind == C_METRICS_HTTP);
+		rp_report_free(&r);
+		if (b == NULL) {
+			s->st.errors++;
+			return NULL;
+		}
+		blob_put(s->cache[kind]);
+		s->cache[kind] = b;
+		s->built[kind] = now;
+	}
+	s->cache[kind]->refs++;
+	return s->cache[kind];
+}
+
+/* --- connections --- */
+
+static void client_recv(struct client *c);
+static void client_send(struct client *c);
+
+static void client_close(struct client *c)
+{
+	close(c->fd);
+	c->fd = -1;
+	blob_put(c->out);
+	c->out = NULL;
+	c->s->st.clients--;
+}
+
+/* Answer @b (a new reference; NULL: "error: out of memory"), then maybe close. */
+static void reply(struct client *c, struct blob *b, bool close_after)
+{
+	c->out = b;
+	c->sent = 0;
+	c->close_after = close_after;
+	if (b == NULL) {
+		c->s->st.errors++;
+		c->out = blob_str(c->http ? "HTTP/1.1 500 Internal Server Error\r\n"
+					    "Content-Length: 0\r\nConnection: close\r\n\r\n"
+					  : "error: cannot build the report\n");
+		c->close_after = true;
+		if (c->out == NULL) {
+			client_close(c);
+			return;
+		}
+	}
+	client_send(c);
+}
+
+static void reply_error(struct client *c, const char *text)
+{
+	c->s->st.bad_requests++;
+	reply(c, blob_str(text), true);
+}
+
+static void http_status(struct client *c, const char *status)
+{
+	char buf[160];
+
+	snprintf(buf, sizeof(buf),
+		 "HTTP/1.1 %s\r\nContent-Type: text/plain\r\nContent-Length: %zu\r\n"
+		 "Connection: close\r\n\r\n%s\n",
+		 status, strlen(status) + 1, status);
+	reply_error(c, buf);
+}
+
+/* A whole request head is in rbuf[0..end): answer it. */
+static void http_request(struct client *c, size_t end)
+{
+	char method[16], path[256], version[16];
+	char *line = c->rbuf, *eol = memchr(c->rbuf, '\n', end);
+	bool nul = memchr(c->rbuf, '\0', end) != NULL;
+
+	*eol = '\0';
+	if (eol > line && eol[-1] == '\r')
+		eol[-1] = '\0';
+	if (nul || sscanf(line, "%15[A-Z] %255[^ ] %15s", method, path, version) != 3 ||
+	    strncmp(version, "HTTP/1.", 7) != 0 || path[0] != '/') {
+		http_status(c, "400 Bad Request");
+		return;
+	}
+	if (strcmp(method, "GET") != 0) {
+		http_status(c, "405 Method Not Allowed");
+		return;
+	}
+	if (strcmp(path, "/metrics") != 0 && strncmp(path, "/metrics?", 9) != 0) {
+		http_status(c, "404 Not Found");
+		return;
+	}
+	c->s->st.requests++;
+	reply(c, reply_get(c->s, C_METRICS_HTTP), true);
+}
+
+/* The end of the request head in rbuf: after "\r\n\r\n" or "\n\n"; 0 if not yet. */
+static size_t http_head_end(const struct client *c)
+{
+	for (size_t i = 0; i + 1 < c->rlen; i++) {
+		if (c->rbuf[i] == '\n' && c->rbuf[i + 1] == '\n')
+			return i + 2;
+		if (i + 3 < c->rlen && memcmp(c->rbuf + i, "\r\n\r\n", 4) == 0)
+			return i + 4;
+	}
+	return 0;
+}
+
+/* A request line is in rbuf[0..nl]: answer it, keep what follows for later. */
+static void unix_request(struct client *c, char *nl)
+{
+	size_t len = (size_t)(nl - c->rbuf); /* < RP_SERVE_REQUEST_MAX: rlen is capped */
+	char line[RP_SERVE_REQUEST_MAX];
+
+	memcpy(line, c->rbuf, len);
+	line[len] = '\0';
+	c->rlen -= len + 1;
+	memmove(c->rbuf, nl + 1, c->rlen);
+	if (len > 0 && line[len - 1] == '\r')
+		line[--len] = '\0';
+	if (memchr(line, '\0', len) != NULL) {
+		reply_error(c, "error: NUL byte in the request\n");
+	} else if (strcmp(line, "snapshot") == 0) {
+		c->s->st.requests++;
+		reply(c, reply_get(c->s, C_SNAPSHOT), false);
+	} else if (strcmp(line, "metrics") == 0) {
+		c->s->st.requests++;
+		reply(c, reply_get(c->s, C_METRICS_FRAME), false);
+	} else {
+		reply_error(c, "error: unknown request (use \"snapshot\" or \"metrics\")\n");
+	}
+}
+
+/* Answer the request in rbuf if it is whole; else read more. */
+static void client_process(struct client *c)
+{
+	size_t cap = c->http ? RP_SERVE_HTTP_MAX : RP_SERVE_REQUEST_MAX;
+	char *nl;
+	size_t end;
+
+	if (c->http) {
+		end = http_head_end(c);
+		if (end > 0)
+			http_request(c, end);
+		else if (c->rlen == cap)
+			http_status(c, "431 Request Header Fields Too Large");
+		else
+			client_recv(c);
+		return;
+	}
+	nl = memchr(c->rbuf, '\n', c->rlen);
+	if (nl != NULL)
+		unix_request(c, nl);
+	else if (c->rlen == cap)
+		reply_error(c, "error: request too long\n");
+	else
+		client_recv(c);
+}
+
+static void on_recv(void *ctx, int res)
+{
+	struct client *c = ctx;
+
+	if (res <= 0 || c->shut) {
+		client_close(c);
+		return;
+	}
+	c->rlen += (size_t)res;
+	c->last = now_ns();
+	client_process(c);
+}
+
+static void client_recv(struct client *c)
+{
+	size_t cap = c->http ? RP_SERVE_HTTP_MAX : RP_SERVE_REQUEST_MAX;
+
+	if (rp_loop_recv(c->s->loop, c->fd, c->rbuf + c->rlen, cap - c->rlen, on_recv, c) < 0) {
+		c->s->st.errors++;
+		client_close(c);
+	}
+}
+
+static void on_sent(void *ctx, int res)
+{
+	struct client *c = ctx;
+
+	if (res <= 0 || c->shut) {
+		if (res < 0 && !c->shut)
+			c->s->st.errors++;
+		client_close(c);
+		return;
+	}
+	c->sent += (size_t)res;
+	c->last = now_ns();
+	if (c->sent < c->out->len) {
+		client_send(c);
+		return;
+	}
+	blob_put(c->out);
+	c->out = NULL;
+	if (c->close_after)
+		client_close(c);
+	else
+		client_process(c); /* a request sent meanwhile, or read the next one */
+}
+
+static void client_send(struct client *c)
+{
+	if (rp_loop_send(c->s->loop, c->fd, c->out->data + c->sent, c->out->len - c->sent, on_sent,
+			 c) < 0) {
+		c->s->st.errors++;
+		client_close(c);
+	}
+}
+
+/* --- listeners --- */
+
+static void arm(struct listener *ls);
+
+static bool same_uid(int fd)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+
+	return getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 && cred.uid == geteuid();
+}
+
+static struct client *client_slot(struct rp_serve *s)
+{
+	for (unsigned i = 0; i < s->o.max_clients; i++)
+		if (s->clients[i].fd < 0)
+			return &s->clients[i];
+	return NULL;
+}
+
+static void on_accept(void *ctx, int res)
+{
+	struct listener *ls = ctx;
+	struct rp_serve *s = ls->s;
+	struct client *c;
+
+	ls->armed = false;
+	if (res < 0) {
+		s->st.errors++; /* EMFILE and friends: the next tick tries again */
+		return;
+	}
+	arm(ls);
+	if (!ls->http && !same_uid(res)) {
+		s->st.refused_uid++;
+		close(res);
+		return;
+	}
+	c = client_slot(s);
+	if (c == NULL) {
+		s->st.refused_cap++;
+		close(res);
+		return;
+	}
+	s->st.accepted++;
+	s->st.clients++;
+	c->fd = res;
+	c->http = ls->http;
+	c->shut = false;
+	c->rlen = 0;
+	c->out = NULL;
+	c->last = now_ns();
+	client_recv(c);
+}
+
+static void arm(struct listener *ls)
+{
+	if (ls->fd < 0 || ls->armed)
+		return;
+	if (rp_loop_accept(ls->s->loop, ls->fd, on_accept, ls) >= 0)
+		ls->armed = true;
+	else
+		ls->s->st.errors++;
+}
+
+void rp_serve_tick(struct rp_serve *s)
+{
+	uint64_t now = now_ns();
+
+	for (unsigned i = 0; i < s->o.max_clients; i++) {
+		struct client *c = &s->clients[i];
+
+		if (c->fd >= 0 && !c->shut && now - c->last > s->o.idle_ns) {
+			c->shut = true;
+			s->st.timeouts++;
+			shutdown(c->fd, SHUT_RDWR); /* the pending operation ends */
+		}
+	}
+	arm(&s->ls[0]);
+	arm(&s->ls[1]);
+}
+
+/* --- opening --- */
+
+/* Refuse a directory another user could swap the socket in. */
+static int check_dir(const char *path, char why[RP_WHY_MAX])
+{
+	char dir[PATH_MAX];
+	char *slash;
+	struct stat st;
+
+	snprintf(dir, sizeof(dir), "%s", path);
+	slash = strrchr(dir, '/');
+	if (slash == NULL)
+		snprintf(dir, sizeof(dir), ".");
+	else
+		slash[slash == dir ? 1 : 0] = '\0';
+	if (stat(dir, &st) < 0) {
+		snprintf(why, RP_WHY_MAX, "%.100s: %s", dir, strerror(errno));
+		return -errno;
+	}
+	if (st.st_uid != geteuid() || (st.st_mode & 022) != 0) {
+		snprintf(why, RP_WHY_MAX, "%.100s: not ours alone (owner %u, mode %03o)", dir,
+			 (unsigned)st.st_uid, (unsigned)(st.st_mode & 0777));
+		return -EPERM;
+	}
+	return 0;
+}
+
+static int listen_unix(struct rp_serve *s, const char *path, char why[RP_WHY_MAX])
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	struct stat st;
+	mode_t old;
+	int fd, err;
+
+	if (strlen(path) >= sizeof(a.sun_path)) {
+		snprintf(why, RP_WHY_MAX, "%.100s: path too long for a unix socket", path);
+		return -ENAMETOOLONG;
+	}
+	if ((err = check_dir(path, why)) != 0)
+		return err;
+	if (lstat(path, &st) == 0 && !S_ISSOCK(st.st_mode)) {
+		snprintf(why, RP_WHY_MAX, "%.100s: exists and is not a socket", path);
+		return -EEXIST;
+	}
+	unlink(path); /* a stale one: the engine marker says no other engine runs */
+	memcpy(a.sun_path, path, strlen(path) + 1);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		goto err;
+	old = umask(0177); /* born 0600: no moment where another user may connect */
+	err = bind(fd, (struct sockaddr *)&a, sizeof(a));
+	umask(old);
+	if (err < 0 || chmod(path, 0600) < 0 || listen(fd, 16) < 0)
+		goto err;
+	snprintf(s->unix_path, sizeof(s->unix_path), "%s", path);
+	s->ls[0].fd = fd;
+	return 0;
+err:
+	err = -errno;
+	snprintf(why, RP_WHY_MAX, "%.100s: %s", path, strerror(errno));
+	if (fd >= 0)
+		close(fd);
+	return err;
+}
+
+/* "HOST:PORT" or "[V6]:PORT" into @ss; @loopback says whether it is one. */
+static int parse_addr(const char *spec, struct sockaddr_storage *ss, socklen_t *len, bool *loopback)
+{
+	char host[64];
+	const char *colon = strrchr(spec, ':');
+	char *end;
+	unsigned long port;
+	size_t hl;
+
+	if (colon == NULL || (hl = (size_t)(colon - spec)) == 0 || hl >= sizeof(host))
+		return -EINVAL;
+	port = strtoul(colon + 1, &end, 10);
+	if (colon[1] == '\0' || *end != '\0' || port > 65535)
+		return -EINVAL;
+	memcpy(host, spec, hl);
+	host[hl] = '\0';
+	memset(ss, 0, sizeof(*ss));
+	if (host[0] == '[' && host[hl - 1] == ']') {
+		struct sockaddr_in6 *a = (struct sockaddr_in6 *)ss;
+
+		host[hl - 1] = '\0';
+		a->sin6_family = AF_INET6;
+		a->sin6_port = htons((uint16_t)port);
+		if (inet_pton(AF_INET6, host + 1, &a->sin6_addr) != 1)
+			return -EINVAL;
+		*loopback = memcmp(&a->sin6_addr, &in6addr_loopback, sizeof(in6addr_loopback)) == 0;
+		*len = sizeof(*a);
+		return 0;
+	}
+	struct sockaddr_in *a = (struct sockaddr_in *)ss;
+
+	a->sin_family = AF_INET;
+	a->sin_port = htons((uint16_t)port);
+	if (strcmp(host, "localhost") == 0)
+		snprintf(host, sizeof(host), "127.0.0.1");
+	if (inet_pton(AF_INET, host, &a->sin_addr) != 1)
+		return -EINVAL;
+	*loopback = (ntohl(a->sin_addr.s_addr) >> 24) == 127;
+	*len = sizeof(*a);
+	return 0;
+}
+
+static int listen_http(struct rp_serve *s, const char *spec, char why[RP_WHY_MAX])
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+	bool loopback;
+	int fd, one = 1, err;
+
+	if (parse_addr(spec, &ss, &len, &loopback) != 0) {
+		snprintf(why, RP_WHY_MAX, "--prometheus %.60s: not HOST:PORT (127.0.0.1:9464)",
+			 spec);
+		return -EINVAL;
+	}
+	if (!loopback && !s->o.http_any) {
+		snprintf(
+			why, RP_WHY_MAX,
+			"--prometheus %.40s: not a loopback address (add --prometheus-any to serve "
+			"the network)",
+			spec);
+		return -EPERM;
+	}
+	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+	    bind(fd, (struct sockaddr *)&ss, len) < 0 || listen(fd, 16) < 0) {
+		err = -errno;
+		snprintf(why, RP_WHY_MAX, "--prometheus %.60s: %s", spec, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return err;
+	}
+	s->ls[1].fd = fd;
+	if (!loopback)
+		snprintf(
+			why, RP_WHY_MAX,
+			"warning: /metrics on %.60s is reachable from the network, unauthenticated",
+			spec);
+	return 0;
+}
+
+static int alloc_clients(struct rp_serve *s)
+{
+	s->clients = calloc(s->o.max_clients, sizeof(*s->clients));
+	if (s->clients == NULL)
+		return -ENOMEM;
+	for (unsigned i = 0; i < s->o.max_clients; i++) {
+		s->clients[i] = (struct client){ .s = s, .fd = -1 };
+		s->clients[i].rbuf = malloc(RP_SERVE_HTTP_MAX);
+		if (s->clients[i].rbuf == NULL)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+int rp_serve_open(struct rp_loop *loop, const struct rp_serve_opts *o, rp_serve_report_fn fn,
+		  void *ctx, struct rp_serve **out, char why[RP_WHY_MAX])
+{
+	struct rp_serve *s = calloc(1, sizeof(*s));
+	int err = -ENOMEM;
+
+	why[0] = '\0';
+	*out = NULL;
+	if (s == NULL)
+		return err;
+	s->loop = loop;
+	s->o = *o;
+	s->fn = fn;
+	s->ctx = ctx;
+	s->o.max_clients = o->max_clients ? o->max_clients : MAX_CLIENTS_DEFAULT;
+	s->o.idle_ns = o->idle_ns ? o->idle_ns : IDLE_DEFAULT_NS;
+	s->o.cache_ns = o->cache_ns ? o->cache_ns : CACHE_DEFAULT_NS;
+	snprintf(s->prom_window, sizeof(s->prom_window), "%s",
+		 o->prom_window ? o->prom_window : "");
+	for (int i = 0; i < 2; i++)
+		s->ls[i] = (struct listener){ .s = s, .fd = -1, .http = i == 1 };
+	if (alloc_clients(s) != 0) {
+		snprintf(why, RP_WHY_MAX, "serve: out of memory");
+		goto err_close;
+	}
+	if (o->unix_path && (err = listen_unix(s, o->unix_path, why)) != 0)
+		goto err_close;
+	if (o->http_addr && (err = listen_http(s, o->http_addr, why)) != 0)
+		goto err_close;
+	arm(&s->ls[0]);
+	arm(&s->ls[1]);
+	*out = s;
+	return 0;
+err_close:
+	rp_serve_close(s);
+	return err;
+}
+
+void rp_serve_stats(const struct rp_serve *s, struct rp_serve_stats *out)
+{
+	*out = s->st;
+}
+
+void rp_serve_close(struct rp_serve *s)
+{
+	if (s == NULL)
+		return;
+	for (unsigned i = 0; s->clients != NULL && i < s->o.max_clients; i++) {
+		if (s->clients[i].fd >= 0)
+			client_close(&s->clients[i]);
+		free(s->clients[i].rbuf);
+	}
+	free(s->clients);
+	for (int i = 0; i < 2; i++)
+		if (s->ls[i].fd >= 0)
+			close(s->ls[i].fd);
+	if (s->unix_path[0])
+		unlink(s->unix_path);
+	for (int k = 0; k < C_KINDS; k++)
+		blob_put(s->cache[k]);
+	free(s);
+}
