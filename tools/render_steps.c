@@ -84,7 +84,7 @@ void rp_render_steps_text(const struct rp_report *r, FILE *out)
 	for (uint32_t i = 0; i < r->n_steps; i++) {
 		const struct rp_report_step_phase *p = &r->steps[i];
 
-		fprintf(out, "  %-20.20s %10" PRIu64 "   ", p->name[0] ? p->name : "(none)",
+		fprintf(out, "  %-20.20s %10" PRIu64, p->name[0] ? p->name : "(none)",
 			p->count);
 		put_ms(out, mean_ns(p));
 		put_ms(out, p->min_ns);
