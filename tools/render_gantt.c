@@ -73,7 +73,7 @@ struct gantt {
 	struct row *rows;	/* per track; rows[i].spans == 0: not drawn */
 	uint32_t *order;	/* tracks with spans, by (pid, tid) */
 	uint32_t n_order, n_drawn;
-	uint64_t hidden_spans;
+	uint64_t hidden_spans, drawn_spans;
 	const char **cats;	/* distinct categories, sorted */
 	uint32_t n_cats;
 	uint32_t *cat_of;	/* per fn */
@@ -198,6 +198,7 @@ static int layout(struct gantt *g)
 		}
 		w->y = y;
 		y += w->sub * SUB_H + ROW_GAP;
+		g->drawn_spans += w->spans;
 		g->n_drawn++;
 	}
 	g->height = y + (g->n_order > g->n_drawn ? 30 : 10);
@@ -361,10 +362,10 @@ static void put_svg(const struct gantt *g, FILE *out)
 		"<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
 		"viewBox=\"0 0 %.0f %.0f\" font-family=\"sans-serif\" font-size=\"11\">\n"
 		"<rect class=\"bg\" width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n"
-		"<text x=\"10\" y=\"20\" font-size=\"14\">ringprof: %" PRIu64 " spans kept of %"
-		PRIu64 " recorded (%" PRIu64 " wrapped), %u tracks, ",
-		WIDTH, g->height, WIDTH, g->height, (uint64_t)rec->n_spans, rec->spans_seen,
-		rec->wrapped, g->n_order);
+		"<text x=\"10\" y=\"20\" font-size=\"14\">ringprof: %" PRIu64 " spans drawn "
+		"on %u of %u tracks; the recorder kept %u of %" PRIu64 " (%" PRIu64 " wrapped); ",
+		WIDTH, g->height, WIDTH, g->height, g->drawn_spans, g->n_drawn, g->n_order,
+		rec->n_spans, rec->spans_seen, rec->wrapped);
 	put_duration(out, g->t1 - g->t0);
 	fprintf(out, " from t=%" PRIu64 " ns</text>\n", g->t0);
 	put_legend(g, out);
