@@ -53,8 +53,7 @@ static uint32_t hash2(uint32_t src, uint64_t track)
 	return (uint32_t)(k >> 32);
 }
 
-static struct rp_rec_label *label_slot(const struct rp_recorder *r, uint32_t src,
-				       uint64_t track)
+static struct rp_rec_label *label_slot(const struct rp_recorder *r, uint32_t src, uint64_t track)
 {
 	uint32_t i = hash2(src, track) & r->labels_mask;
 
@@ -127,8 +126,11 @@ static int64_t track_of(struct track_set *ts, uint32_t src, uint8_t kind, uint64
 	if (kind == 1)
 		l = label_slot(ts->rec, src, id);
 	t[ts->out->n_tracks] = (struct rp_report_rtrack){
-		.source = rsrc, .kind = kind, .id = id,
-		.pid = strdup(l && l->pid ? l->pid : ""), .tid = strdup(l && l->tid ? l->tid : ""),
+		.source = rsrc,
+		.kind = kind,
+		.id = id,
+		.pid = strdup(l && l->pid ? l->pid : ""),
+		.tid = strdup(l && l->tid ? l->tid : ""),
 	};
 	if (!t[ts->out->n_tracks].pid || !t[ts->out->n_tracks].tid) {
 		ts->out->n_tracks++; /* freed with the rest */
@@ -155,8 +157,12 @@ static int copy_spans(struct track_set *ts, const uint32_t *map, uint32_t n_src)
 		if ((tr = track_of(ts, s->src, s->kind, s->track)) < 0)
 			return (int)tr;
 		out->spans[out->n_spans++] = (struct rp_report_rspan){
-			.fn = map[s->name], .track = (uint32_t)tr, .depth = s->depth,
-			.step = s->step, .start_ns = s->start, .dur_ns = s->dur,
+			.fn = map[s->name],
+			.track = (uint32_t)tr,
+			.depth = s->depth,
+			.step = s->step,
+			.start_ns = s->start,
+			.dur_ns = s->dur,
 		};
 	}
 	return 0;
@@ -193,7 +199,9 @@ static int copy_samples(struct track_set *ts, const struct rp_names *names, uint
 			break;
 		}
 		out->samples[out->n_samples++] = (struct rp_report_rsample){
-			.name = nm[s->name], .track = (uint32_t)tr, .ts_ns = s->ts,
+			.name = nm[s->name],
+			.track = (uint32_t)tr,
+			.ts_ns = s->ts,
 			.value = s->value,
 		};
 	}
@@ -222,8 +230,8 @@ int rp_recorder_report(const struct rp_recorder *rec, const struct rp_names *nam
 	out->spans = calloc(ns ? ns : 1, sizeof(*out->spans));
 	out->samples = calloc(nc ? nc : 1, sizeof(*out->samples));
 	out->tracks = calloc(ns + nc ? ns + nc : 1, sizeof(*out->tracks));
-	out->names = calloc(n_names < nc ? (n_names ? n_names : 1) : (nc ? nc : 1),
-			    sizeof(*out->names));
+	out->names =
+		calloc(n_names < nc ? (n_names ? n_names : 1) : (nc ? nc : 1), sizeof(*out->names));
 	if (!out->spans || !out->samples || !out->tracks || !out->names ||
 	    track_set_init(&ts, (uint32_t)(ns + nc)) != 0) {
 		free(ts.slot);

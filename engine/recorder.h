@@ -28,24 +28,24 @@
 
 struct rp_rec_span {
 	uint64_t start, dur;
-	uint64_t track;		/* thread track id, or the async track id */
-	uint64_t step;		/* step ordinal + 1 (steps.h); 0 if not a step */
+	uint64_t track; /* thread track id, or the async track id */
+	uint64_t step;	/* step ordinal + 1 (steps.h); 0 if not a step */
 	uint32_t name, src;
-	uint16_t depth;		/* 0 = a root of its track (capped at 65535) */
-	uint8_t kind;		/* enum rp_track_kind */
+	uint16_t depth; /* 0 = a root of its track (capped at 65535) */
+	uint8_t kind;	/* enum rp_track_kind */
 	uint8_t pad[5];
 };
 
 struct rp_rec_sample {
 	uint64_t ts;
 	int64_t value;
-	uint64_t track;		/* the thread track it came from */
+	uint64_t track; /* the thread track it came from */
 	uint32_t name, src;
 };
 
 struct rp_rec_label {
 	uint64_t track;
-	uint32_t src;		/* UINT32_MAX: empty slot */
+	uint32_t src; /* UINT32_MAX: empty slot */
 	uint32_t pad;
 	char *pid, *tid;
 };
@@ -53,11 +53,11 @@ struct rp_rec_label {
 struct rp_recorder {
 	struct rp_rec_span *spans;
 	uint32_t max_spans;
-	uint64_t n_spans;		/* spans ever recorded; slot = n % max */
+	uint64_t n_spans; /* spans ever recorded; slot = n % max */
 	struct rp_rec_sample *samples;
 	uint32_t max_samples;
 	uint64_t n_samples;
-	struct rp_rec_label *labels;	/* open addressing on (src, track) */
+	struct rp_rec_label *labels; /* open addressing on (src, track) */
 	uint32_t labels_mask, n_labels, max_labels;
 	uint64_t labels_dropped;
 };

@@ -11,8 +11,8 @@
 #include "steps.h"
 
 #define CLS_UNDECIDED 0
-#define CLS_NOT_STEP 1
-#define CLS_PHASE0 2
+#define CLS_NOT_STEP  1
+#define CLS_PHASE0    2
 
 int rp_steps_init(struct rp_steps *s, const struct rp_names *names, uint32_t max_names,
 		  const char *category, const char *prefix)
@@ -148,8 +148,11 @@ int rp_steps_report(const struct rp_steps *s, struct rp_report *r)
 		struct rp_report_step_phase *o = &r->steps[r->n_steps++];
 
 		*o = (struct rp_report_step_phase){
-			.name = strdup(ph->name), .count = ph->count, .total_ns = ph->total_ns,
-			.min_ns = ph->min_ns, .max_ns = ph->max_ns,
+			.name = strdup(ph->name),
+			.count = ph->count,
+			.total_ns = ph->total_ns,
+			.min_ns = ph->min_ns,
+			.max_ns = ph->max_ns,
 		};
 		if (o->name == NULL || rp_report_sketch_from(&o->dur, &ph->dur) != 0)
 			return -ENOMEM;

@@ -32,7 +32,7 @@
 #include "sketch.h"
 
 #define RP_STEPS_MAX_PHASES 64
-#define RP_STEPS_OTHER "[other]"
+#define RP_STEPS_OTHER	    "[other]"
 
 struct rp_step_phase {
 	char *name;
@@ -42,15 +42,15 @@ struct rp_step_phase {
 
 struct rp_steps {
 	const struct rp_names *names;
-	char *category;			/* owned; "" = no category rule */
-	char *prefix;			/* owned; "" = no name rule */
-	uint16_t *cls;			/* per name id: 0 undecided, 1 not a step,
-					   2 + phase index */
+	char *category; /* owned; "" = no category rule */
+	char *prefix;	/* owned; "" = no name rule */
+	uint16_t *cls;	/* per name id: 0 undecided, 1 not a step,
+			   2 + phase index */
 	uint32_t max_names;
 	struct rp_step_phase phase[RP_STEPS_MAX_PHASES + 1]; /* + "[other]" */
 	uint32_t n_phase;
-	int other;			/* index of "[other]", or -1 */
-	uint64_t n_steps;		/* steps so far: the next ordinal */
+	int other;	  /* index of "[other]", or -1 */
+	uint64_t n_steps; /* steps so far: the next ordinal */
 	uint64_t folded;
 };
 

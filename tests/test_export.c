@@ -36,7 +36,7 @@ struct sp {
 	char name[32], cat[16];
 	uint32_t pid, tid;
 	uint64_t ts, dur;
-	int step;		/* ordinal, or -1 */
+	int step; /* ordinal, or -1 */
 };
 
 struct ctr {
@@ -100,8 +100,9 @@ static void gen_children(struct gen *g, uint32_t pid, uint32_t tid, uint64_t lo,
 /* Tracks (pid, tid); on (100, 1) the roots are steps "train/step" or "eval/step". */
 static void generate(struct gen *g, uint64_t seed, int roots)
 {
-	static const uint32_t tracks[][2] = { { 100, 1 }, { 100, 2 }, { 200, 7 }, { 300, 1 },
-					      { 300, 3 } };
+	static const uint32_t tracks[][2] = {
+		{ 100, 1 }, { 100, 2 }, { 200, 7 }, { 300, 1 }, { 300, 3 }
+	};
 
 	memset(g, 0, sizeof(*g));
 	rng = seed;
@@ -139,18 +140,20 @@ static char *write_trace(const struct gen *g, size_t *len)
 	fputs("{\"traceEvents\":[", f);
 	for (size_t i = 0; i < g->n; i++) {
 		const struct sp *s = &g->s[i];
-		fprintf(f, "%s{\"ph\":\"X\",\"name\":\"%s\",\"cat\":\"%s\",\"pid\":%u,\"tid\":%u,"
-			"\"ts\":%llu.%03llu,\"dur\":%llu.%03llu}\n", i ? "," : "", s->name, s->cat,
-			s->pid, s->tid, (unsigned long long)(s->ts / 1000),
-			(unsigned long long)(s->ts % 1000), (unsigned long long)(s->dur / 1000),
-			(unsigned long long)(s->dur % 1000));
+		fprintf(f,
+			"%s{\"ph\":\"X\",\"name\":\"%s\",\"cat\":\"%s\",\"pid\":%u,\"tid\":%u,"
+			"\"ts\":%llu.%03llu,\"dur\":%llu.%03llu}\n",
+			i ? "," : "", s->name, s->cat, s->pid, s->tid,
+			(unsigned long long)(s->ts / 1000), (unsigned long long)(s->ts % 1000),
+			(unsigned long long)(s->dur / 1000), (unsigned long long)(s->dur % 1000));
 	}
 	for (size_t i = 0; i < g->nc; i++) {
 		const struct ctr *c = &g->c[i];
-		fprintf(f, ",{\"ph\":\"C\",\"name\":\"%s\",\"pid\":%u,\"tid\":%u,"
-			"\"ts\":%llu.%03llu,\"args\":{\"v\":%lld}}\n", c->name, c->pid, c->tid,
-			(unsigned long long)(c->ts / 1000), (unsigned long long)(c->ts % 1000),
-			(long long)c->value);
+		fprintf(f,
+			",{\"ph\":\"C\",\"name\":\"%s\",\"pid\":%u,\"tid\":%u,"
+			"\"ts\":%llu.%03llu,\"args\":{\"v\":%lld}}\n",
+			c->name, c->pid, c->tid, (unsigned long long)(c->ts / 1000),
+			(unsigned long long)(c->ts % 1000), (long long)c->value);
 	}
 	fputs("]}\n", f);
 	fclose(f);
@@ -301,7 +304,8 @@ static void check_spans(const struct gen *g, struct parsed *p, uint64_t from, ui
 	qsort(p->s, p->n, sizeof(*p->s), cmp_sp);
 	for (size_t i = 0; i < n; i++) {
 		if (cmp_sp(&want[i], &p->s[i]) != 0)
-			fail_msg("span %zu: want %s [%s] %u/%u %llu+%llu, got %s [%s] %u/%u %llu+%llu",
+			fail_msg("span %zu: want %s [%s] %u/%u %llu+%llu, got %s [%s] %u/%u "
+				 "%llu+%llu",
 				 i, want[i].name, want[i].cat, want[i].pid, want[i].tid,
 				 (unsigned long long)want[i].ts, (unsigned long long)want[i].dur,
 				 p->s[i].name, p->s[i].cat, p->s[i].pid, p->s[i].tid,
@@ -540,10 +544,12 @@ static void test_export_gantt(void **state)
 		assert_true(fd >= 0);
 		assert_int_equal(write(fd, svg, len), (ssize_t)len);
 		close(fd);
-		snprintf(cmd, sizeof(cmd),
-			 "%s -c \"import xml.etree.ElementTree as E,sys; r=E.parse(sys.argv[1])."
-			 "getroot(); print(sum(1 for e in r.iter('{http://www.w3.org/2000/svg}rect')"
-			 " if e.get('class')=='s'))\" %s", py, path);
+		snprintf(
+			cmd, sizeof(cmd),
+			"%s -c \"import xml.etree.ElementTree as E,sys; r=E.parse(sys.argv[1])."
+			"getroot(); print(sum(1 for e in r.iter('{http://www.w3.org/2000/svg}rect')"
+			" if e.get('class')=='s'))\" %s",
+			py, path);
 		f = popen(cmd, "r");
 		assert_non_null(f);
 		assert_int_equal(fscanf(f, "%lu", &n), 1);

@@ -18,7 +18,8 @@ static void feed_spans(struct rp_engine *e, uint32_t src, uint32_t name, uint64_
 {
 	for (uint64_t i = 0; i < n; i++) {
 		struct rp_event b = { .ts = 1000 * i + 1, .name = name, .kind = RP_EV_BEGIN };
-		struct rp_event en = { .ts = 1000 * i + 1 + (i % 7) + 1, .name = name,
+		struct rp_event en = { .ts = 1000 * i + 1 + (i % 7) + 1,
+				       .name = name,
 				       .kind = RP_EV_END };
 
 		rp_engine_event(e, src, 42, &b);
@@ -139,8 +140,10 @@ static void test_recorder_samples_wrap(void **state)
 	assert_int_equal(rp_recorder_init(&rec, 4, 5, 8), 0);
 	for (int64_t i = 0; i < 13; i++)
 		rp_recorder_sample(&rec, &(struct rp_rec_sample){ .ts = (uint64_t)i * 3,
-								  .value = i - 6, .track = 1,
-								  .name = 1, .src = 0 });
+								  .value = i - 6,
+								  .track = 1,
+								  .name = 1,
+								  .src = 0 });
 	assert_int_equal(rp_recorder_report(&rec, &names, map, src_map, 1, &out), 0);
 	assert_int_equal(out.samples_seen, 13);
 	assert_int_equal(out.samples_wrapped, 8);
@@ -173,8 +176,9 @@ static void test_recorder_labels(void **state)
 	assert_int_equal(rp_recorder_label(&rec, 0, 3, "300", "1"), -ENOSPC);
 	assert_int_equal(rec.labels_dropped, 1);
 	for (uint64_t t = 1; t <= 3; t++)
-		rp_recorder_span(&rec, &(struct rp_rec_span){ .start = t, .dur = 1, .track = t,
-							       .kind = RP_TRACK_THREAD });
+		rp_recorder_span(
+			&rec, &(struct rp_rec_span){
+				      .start = t, .dur = 1, .track = t, .kind = RP_TRACK_THREAD });
 	assert_int_equal(rp_recorder_report(&rec, &names, map, src_map, 1, &out), 0);
 	assert_int_equal(out.n_tracks, 3);
 	assert_string_equal(out.tracks[0].pid, "100");

@@ -116,9 +116,9 @@ static void test_steps_default_category(void **state)
 	assert_int_equal(rp_engine_add_source(e, "gen", 0, RP_SRC_FILE), 0);
 	train = rp_engine_name(e, 0, "train/step", "step", "", 0);
 	eval = rp_engine_name(e, 0, "eval:step", "step", "", 0);
-	plain = rp_engine_name(e, 0, "iteration", "step", "", 0); /* phase "step" */
+	plain = rp_engine_name(e, 0, "iteration", "step", "", 0);    /* phase "step" */
 	other = rp_engine_name(e, 0, "train/forward", "cpu", "", 0); /* not a step */
-	stepcat = rp_engine_name(e, 0, "stepper", "cpu", "", 0);   /* not a step either */
+	stepcat = rp_engine_name(e, 0, "stepper", "cpu", "", 0);     /* not a step either */
 	for (int i = 0; i < 3 * N; i++) {
 		int which = (int)(next() % 3);
 		/* log-uniform-ish durations across 1 us .. 100 ms */
@@ -172,7 +172,7 @@ static void test_steps_name_rule(void **state)
 	pre = rp_engine_name(e, 0, "llm.prefill:batch", "serve", "", 0);
 	dec = rp_engine_name(e, 0, "llm.decode:token", "serve", "", 0);
 	cat = rp_engine_name(e, 0, "x", "step", "", 0);	  /* category rule is off */
-	no = rp_engine_name(e, 0, "llm", "serve", "", 0);	  /* shorter than the prefix */
+	no = rp_engine_name(e, 0, "llm", "serve", "", 0); /* shorter than the prefix */
 	refs[0].phase = "llm.prefill";
 	refs[1].phase = "llm.decode";
 	for (int i = 0; i < 300; i++) {

@@ -22,8 +22,9 @@ static void put_us(FILE *out, const char *key, uint64_t ns)
 static void put_meta(FILE *out, const char *what, uint32_t pid, uint32_t tid, const char *name,
 		     const char *name2)
 {
-	fprintf(out, ",\n{\"ph\":\"M\",\"name\":\"%s\",\"pid\":%u,\"tid\":%u,\"args\":{\"name\":",
-		what, pid, tid);
+	fprintf(out,
+		",\n{\"ph\":\"M\",\"name\":\"%s\",\"pid\":%u,\"tid\":%u,\"args\":{\"name\":", what,
+		pid, tid);
 	if (name2 == NULL) {
 		rp_export_json_str(out, name);
 	} else { /* "pid <pid text> (<source file>)" or "<pid text> (<source file>)" */
@@ -43,7 +44,8 @@ static void put_metadata(const struct rp_report *r, const struct rp_export_map *
 	const struct rp_report_recorder *rec = &r->recorder;
 
 	fputs("{\"ph\":\"M\",\"name\":\"trace_source\",\"pid\":0,\"tid\":0,"
-	      "\"args\":{\"name\":\"ringprof\"}}", out);
+	      "\"args\":{\"name\":\"ringprof\"}}",
+	      out);
 	for (uint32_t i = 0; i < m->n_p; i++) {
 		const struct rp_export_proc *p = &m->p[i];
 		const char *src = p->source < r->n_sources ? r->sources[p->source].name : "?";
@@ -144,10 +146,11 @@ int rp_render_chrome(const struct rp_report *r, FILE *out, const struct rp_expor
 		return -ENOMEM;
 	}
 	fputs("{\"displayTimeUnit\":\"ns\",\"otherData\":{\"generator\":\"ringprof\"", out);
-	fprintf(out, ",\"spans_seen\":%" PRIu64 ",\"spans_kept\":%u,\"spans_exported\":%u"
+	fprintf(out,
+		",\"spans_seen\":%" PRIu64 ",\"spans_kept\":%u,\"spans_exported\":%u"
 		",\"recorder_wrapped\":%" PRIu64 ",\"samples_wrapped\":%" PRIu64 "},\n"
-		"\"traceEvents\":[\n", rec->spans_seen, rec->n_spans, n, rec->wrapped,
-		rec->samples_wrapped);
+		"\"traceEvents\":[\n",
+		rec->spans_seen, rec->n_spans, n, rec->wrapped, rec->samples_wrapped);
 	put_metadata(r, &m, out);
 	for (uint32_t i = 0; i < n; i++)
 		put_span(r, &m, &rec->spans[idx[i].i], out);

@@ -26,27 +26,27 @@
 #include "report.h"
 
 struct rp_export_opts {
-	uint64_t from, to;	/* 0, UINT64_MAX: everything */
-	uint32_t max_rows;	/* gantt: tracks drawn (0: 200); the rest are noted */
+	uint64_t from, to; /* 0, UINT64_MAX: everything */
+	uint32_t max_rows; /* gantt: tracks drawn (0: 200); the rest are noted */
 };
 
 /* A track as exported. */
 struct rp_export_track {
-	uint32_t pid, tid;	/* Chrome numbers */
-	uint32_t proc;		/* index of its process */
-	char name[96];		/* thread_name */
+	uint32_t pid, tid; /* Chrome numbers */
+	uint32_t proc;	   /* index of its process */
+	char name[96];	   /* thread_name */
 };
 
 struct rp_export_proc {
 	uint32_t source;
 	uint32_t pid;
-	const char *label;	/* the pid text ("" if none): the report's, or own */
+	const char *label; /* the pid text ("" if none): the report's, or own */
 	char own[16];
-	uint32_t next_tid;	/* the lowest tid that may be free */
+	uint32_t next_tid; /* the lowest tid that may be free */
 };
 
 struct rp_export_map {
-	struct rp_export_track *t;	/* per recorder track */
+	struct rp_export_track *t; /* per recorder track */
 	struct rp_export_proc *p;
 	uint32_t n_p;
 };
@@ -56,8 +56,7 @@ int rp_export_map_build(const struct rp_report *r, struct rp_export_map *m);
 void rp_export_map_free(struct rp_export_map *m);
 
 /** rp_export_keep_span() - does the span pass the filter? */
-static inline int rp_export_keep_span(const struct rp_export_opts *o, uint64_t start,
-				      uint64_t dur)
+static inline int rp_export_keep_span(const struct rp_export_opts *o, uint64_t start, uint64_t dur)
 {
 	return start + dur >= o->from && start <= o->to;
 }

@@ -61,7 +61,7 @@ static void put_xml(FILE *out, const char *s)
 
 struct row {
 	uint32_t track;
-	uint32_t sub;		/* sub-rows */
+	uint32_t sub; /* sub-rows */
 	uint64_t spans;
 	double y;
 };
@@ -70,13 +70,13 @@ struct gantt {
 	const struct rp_report *r;
 	const struct rp_export_opts *o;
 	struct rp_export_map m;
-	struct row *rows;	/* per track; rows[i].spans == 0: not drawn */
-	uint32_t *order;	/* tracks with spans, by (pid, tid) */
+	struct row *rows; /* per track; rows[i].spans == 0: not drawn */
+	uint32_t *order;  /* tracks with spans, by (pid, tid) */
 	uint32_t n_order, n_drawn;
 	uint64_t hidden_spans, drawn_spans;
-	const char **cats;	/* distinct categories, sorted */
+	const char **cats; /* distinct categories, sorted */
 	uint32_t n_cats;
-	uint32_t *cat_of;	/* per fn */
+	uint32_t *cat_of; /* per fn */
 	uint64_t t0, t1;
 	double x0, x1, legend_h, axis_y, height;
 };
@@ -107,8 +107,8 @@ static int collect_cats(struct gantt *g, const bool *used)
 	g->n_cats = n;
 	for (uint32_t i = 0; i < r->n_fns; i++) {
 		const char *c = r->fns[i].category ? r->fns[i].category : "";
-		const char **hit = used[i] ? bsearch(&c, g->cats, n, sizeof(*g->cats), cmp_str)
-					   : NULL;
+		const char **hit =
+			used[i] ? bsearch(&c, g->cats, n, sizeof(*g->cats), cmp_str) : NULL;
 		g->cat_of[i] = hit ? (uint32_t)(hit - g->cats) : 0;
 	}
 	return 0;
@@ -264,14 +264,17 @@ static void put_axis(const struct gantt *g, FILE *out)
 {
 	uint64_t range = g->t1 - g->t0, step = tick_step(range);
 
-	fprintf(out, "<g class=\"axis\"><line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
-		"stroke=\"#333\"/>\n", g->x0, g->axis_y, g->x1, g->axis_y);
+	fprintf(out,
+		"<g class=\"axis\"><line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
+		"stroke=\"#333\"/>\n",
+		g->x0, g->axis_y, g->x1, g->axis_y);
 	for (uint64_t v = 0; v <= range; v += step) {
 		double x = x_of(g, g->t0 + v);
 
-		fprintf(out, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
-			"stroke=\"#ddd\"/><text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">", x,
-			g->axis_y, x, g->height - 10, x, g->axis_y - 5);
+		fprintf(out,
+			"<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
+			"stroke=\"#ddd\"/><text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">",
+			x, g->axis_y, x, g->height - 10, x, g->axis_y - 5);
 		put_tick_label(out, v, step);
 		fputs("</text>\n", out);
 		if (v > UINT64_MAX - step)
@@ -287,9 +290,10 @@ static void put_legend(const struct gantt *g, FILE *out)
 	for (uint32_t i = 0; i < n; i++) {
 		double x = 10 + (i % 6) * 230.0, y = 40 + (i / 6) * 18.0;
 
-		fprintf(out, "<g class=\"lg\"><rect x=\"%.0f\" y=\"%.0f\" width=\"12\" height=\"12\" "
-			"fill=\"%s\"/><text x=\"%.0f\" y=\"%.0f\">", x, y,
-			palette[i % N_COLOURS], x + 16, y + 10);
+		fprintf(out,
+			"<g class=\"lg\"><rect x=\"%.0f\" y=\"%.0f\" width=\"12\" height=\"12\" "
+			"fill=\"%s\"/><text x=\"%.0f\" y=\"%.0f\">",
+			x, y, palette[i % N_COLOURS], x + 16, y + 10);
 		put_xml(out, g->cats[i][0] ? g->cats[i] : "(no category)");
 		fputs("</text></g>\n", out);
 	}
@@ -337,10 +341,11 @@ static void put_spans(const struct gantt *g, FILE *out)
 		x2 = x_of(g, s->start_ns + s->dur_ns);
 		if (x2 - x < MIN_W)
 			x2 = x + MIN_W;
-		fprintf(out, "<rect class=\"s\" x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.0f\" "
-			"fill=\"%s\"><title>", x,
-			w->y + (s->depth < MAX_SUB ? s->depth : MAX_SUB - 1) * SUB_H, x2 - x, SUB_H - 1,
-			palette[g->cat_of[s->fn] % N_COLOURS]);
+		fprintf(out,
+			"<rect class=\"s\" x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.0f\" "
+			"fill=\"%s\"><title>",
+			x, w->y + (s->depth < MAX_SUB ? s->depth : MAX_SUB - 1) * SUB_H, x2 - x,
+			SUB_H - 1, palette[g->cat_of[s->fn] % N_COLOURS]);
 		put_xml(out, f->name);
 		fputs(" [", out);
 		put_xml(out, f->category);
@@ -358,7 +363,8 @@ static void put_svg(const struct gantt *g, FILE *out)
 {
 	const struct rp_report_recorder *rec = &g->r->recorder;
 
-	fprintf(out, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+	fprintf(out,
+		"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
 		"<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
 		"viewBox=\"0 0 %.0f %.0f\" font-family=\"sans-serif\" font-size=\"11\">\n"
 		"<rect class=\"bg\" width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n"
@@ -373,9 +379,10 @@ static void put_svg(const struct gantt *g, FILE *out)
 	put_row_labels(g, out);
 	put_spans(g, out);
 	if (g->n_order > g->n_drawn)
-		fprintf(out, "<text x=\"10\" y=\"%.0f\" fill=\"#a00\">%u more tracks (%" PRIu64
-			" spans) not drawn (--gantt-rows)</text>\n", g->height - 12,
-			g->n_order - g->n_drawn, g->hidden_spans);
+		fprintf(out,
+			"<text x=\"10\" y=\"%.0f\" fill=\"#a00\">%u more tracks (%" PRIu64
+			" spans) not drawn (--gantt-rows)</text>\n",
+			g->height - 12, g->n_order - g->n_drawn, g->hidden_spans);
 	fputs("</svg>\n", out);
 }
 

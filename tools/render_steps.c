@@ -84,8 +84,7 @@ void rp_render_steps_text(const struct rp_report *r, FILE *out)
 	for (uint32_t i = 0; i < r->n_steps; i++) {
 		const struct rp_report_step_phase *p = &r->steps[i];
 
-		fprintf(out, "  %-20.20s %10" PRIu64, p->name[0] ? p->name : "(none)",
-			p->count);
+		fprintf(out, "  %-20.20s %10" PRIu64, p->name[0] ? p->name : "(none)", p->count);
 		put_ms(out, mean_ns(p));
 		put_ms(out, p->min_ns);
 		put_ms(out, p->max_ns);
@@ -189,8 +188,9 @@ static int find_proc(const struct rp_report *r, struct rp_export_map *m,
 		if (m->p[i].source == t->source && strcmp(m->p[i].label, label) == 0)
 			return (int)i;
 	p = &m->p[m->n_p];
-	*p = (struct rp_export_proc){ .source = t->source, .pid = UINT32_MAX, .label = label,
-				      .next_tid = 1 };
+	*p = (struct rp_export_proc){
+		.source = t->source, .pid = UINT32_MAX, .label = label, .next_tid = 1
+	};
 	if (label == buf) { /* a source's pid: kept in the map itself (p never moves) */
 		memcpy(p->own, buf, sizeof(p->own));
 		p->label = p->own;
@@ -216,8 +216,7 @@ static void name_track(const struct rp_report_rtrack *t, struct rp_export_track 
 }
 
 /* Pass 1 keeps free numeric labels, pass 2 numbers the rest: pids first, then tids. */
-static void number_procs(struct rp_export_map *m, struct u64set *pids, int pass,
-			 uint32_t *next_pid)
+static void number_procs(struct rp_export_map *m, struct u64set *pids, int pass, uint32_t *next_pid)
 {
 	uint32_t v;
 
@@ -233,8 +232,8 @@ static void number_procs(struct rp_export_map *m, struct u64set *pids, int pass,
 	}
 }
 
-static void number_tracks(const struct rp_report *r, struct rp_export_map *m,
-			  struct u64set *tids, int pass)
+static void number_tracks(const struct rp_report *r, struct rp_export_map *m, struct u64set *tids,
+			  int pass)
 {
 	const struct rp_report_recorder *rec = &r->recorder;
 	uint32_t v;
