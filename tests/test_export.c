@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #include <yajl/yajl_tree.h>
 
@@ -632,6 +633,111 @@ static void test_export_steps_render(void **state)
 	free(g.c);
 }
 
+/* Runs a shell command; its stdout (malloc'ed) in *out; its exit status. */
+static int run(char **out, const char *cmd)
+{
+	size_t len = 0, cap = 1 << 16, got;
+	char *buf = malloc(cap);
+	FILE *p = popen(cmd, "r");
+	int st;
+
+	assert_non_null(p);
+	assert_non_null(buf);
+	while ((got = fread(buf + len, 1, cap - len - 1, p)) > 0) {
+		len += got;
+		if (cap - len < 4096) {
+			cap *= 2;
+			buf = realloc(buf, cap);
+			assert_non_null(buf);
+		}
+	}
+	buf[len] = '\0';
+	st = pclose(p);
+	*out = buf;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* The CLI: formats, --steps errors, and when the progress line shows. */
+static void test_export_cli(void **state)
+{
+	const char *bin = getenv("RP_BIN_DIR");
+	char path[] = "/tmp/rp_export_XXXXXX", cmd[1024], *out, *trace;
+	struct parsed p;
+	struct gen g;
+	size_t len;
+	int fd;
+
+	(void)state;
+	if (bin == NULL)
+		skip();
+	generate(&g, 31337, 30);
+	trace = write_trace(&g, &len);
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, trace, len), (ssize_t)len);
+	close(fd);
+	/* stdout a pipe: the export, and no progress on stderr */
+	snprintf(cmd, sizeof(cmd), "%s/ringprof analyze %s --format chrome 2>%s.err", bin, path,
+		 path);
+	assert_int_equal(run(&out, cmd), 0);
+	parse_chrome(out, &p);
+	check_spans(&g, &p, 0, UINT64_MAX);
+	parsed_free(&p);
+	free(out);
+	snprintf(cmd, sizeof(cmd), "cat %s.err", path);
+	assert_int_equal(run(&out, cmd), 0);
+	assert_string_equal(out, "");
+	free(out);
+	/* forced: one line with bytes and events/s */
+	snprintf(cmd, sizeof(cmd), "%s/ringprof analyze %s --progress -o %s.json 2>&1", bin, path,
+		 path);
+	assert_int_equal(run(&out, cmd), 0);
+	assert_non_null(strstr(out, "\ranalyze: "));
+	assert_non_null(strstr(out, "M events/s"));
+	free(out);
+	snprintf(cmd, sizeof(cmd), "%s/ringprof analyze %s --no-progress -o %s.json 2>&1", bin,
+		 path, path);
+	assert_int_equal(run(&out, cmd), 0);
+	assert_string_equal(out, "");
+	free(out);
+	/* on a terminal (script(1) gives a pty): on with -o, off when stdout is piped */
+	if (access("/usr/bin/script", X_OK) == 0) {
+		snprintf(cmd, sizeof(cmd),
+			 "/usr/bin/script -qec '%s/ringprof analyze %s -o %s.json' /dev/null", bin,
+			 path, path);
+		assert_int_equal(run(&out, cmd), 0);
+		assert_non_null(strstr(out, "events/s"));
+		free(out);
+		snprintf(cmd, sizeof(cmd),
+			 "/usr/bin/script -qec '%s/ringprof analyze %s --format json | wc -c' "
+			 "/dev/null",
+			 bin, path);
+		assert_int_equal(run(&out, cmd), 0);
+		assert_null(strstr(out, "events/s"));
+		free(out);
+	}
+	/* step ranges: none recorded, and a backwards range */
+	snprintf(cmd, sizeof(cmd), "%s/ringprof analyze %s --format chrome --steps 900:901 2>&1",
+		 bin, path);
+	assert_int_equal(run(&out, cmd), 1);
+	assert_non_null(strstr(out, "no such steps"));
+	free(out);
+	snprintf(cmd, sizeof(cmd), "%s/ringprof analyze %s --format gantt --steps 2:1 2>&1", bin,
+		 path);
+	assert_int_equal(run(&out, cmd), 2);
+	free(out);
+	snprintf(cmd, sizeof(cmd), "%s/ringprof analyze %s --format gantt --steps 1:3", bin, path);
+	assert_int_equal(run(&out, cmd), 0);
+	assert_non_null(strstr(out, "<svg"));
+	free(out);
+	snprintf(cmd, sizeof(cmd), "rm -f %s %s.err %s.json", path, path, path);
+	assert_int_equal(run(&out, cmd), 0);
+	free(out);
+	free(trace);
+	free(g.s);
+	free(g.c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -641,6 +747,7 @@ int main(void)
 		cmocka_unit_test(test_export_sources_apart),
 		cmocka_unit_test(test_export_gantt),
 		cmocka_unit_test(test_export_steps_render),
+		cmocka_unit_test(test_export_cli),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
