@@ -633,6 +633,57 @@ static void test_export_steps_render(void **state)
 	free(g.c);
 }
 
+/* Live-like sources: no labels; the source's pid, threads and async tracks numbered. */
+static void test_export_live_tracks(void **state)
+{
+	struct rp_engine *e;
+	struct rp_report r, empty;
+	struct parsed p;
+	size_t len;
+	char *out;
+	uint32_t a, req;
+
+	(void)state;
+	assert_int_equal(rp_engine_open(NULL, &e), 0);
+	assert_int_equal(rp_engine_add_source(e, "/ringprof.s.1234", 1234, 0), 0);
+	a = rp_engine_name(e, 0, "work", "cpu", "", 0);
+	req = rp_engine_name(e, 0, "request", "req", "", 0);
+	const struct rp_event evs[] = {
+		{ .ts = 1000, .name = a, .kind = RP_EV_BEGIN },
+		{ .ts = 1500, .name = req, .kind = RP_EV_ASYNC_BEGIN, .track = 9, .arg = 1 },
+		{ .ts = 2000, .name = a, .kind = RP_EV_END },
+		{ .ts = 2500, .name = req, .kind = RP_EV_ASYNC_END, .track = 9, .arg = 1 },
+	};
+	for (size_t i = 0; i < sizeof(evs) / sizeof(evs[0]); i++)
+		rp_engine_event(e, 0, (uint64_t)3 << 32 | 1, &evs[i]);
+	assert_int_equal(rp_engine_report(e, &r), 0);
+	rp_engine_close(e);
+	out = render(&r, rp_render_chrome, 0, UINT64_MAX, &len);
+	parse_chrome(out, &p);
+	assert_int_equal(p.n, 2);
+	assert_int_equal(p.procs, 1);
+	assert_int_equal(p.threads, 2);
+	for (size_t i = 0; i < p.n; i++)
+		assert_int_equal(p.s[i].pid, 1234);
+	assert_int_not_equal(p.s[0].tid, p.s[1].tid);
+	assert_non_null(strstr(out, "\"name\":\"async 9\""));
+	assert_non_null(strstr(out, "\"name\":\"pid 1234 (ringprof.s.1234)\""));
+	parsed_free(&p);
+	free(out);
+	rp_report_free(&r);
+	/* An empty report (a snapshot without a recorder): valid, empty outputs. */
+	memset(&empty, 0, sizeof(empty));
+	out = render(&empty, rp_render_chrome, 0, UINT64_MAX, &len);
+	parse_chrome(out, &p);
+	assert_int_equal(p.n + p.nc + p.procs + p.threads, 0);
+	parsed_free(&p);
+	free(out);
+	out = render(&empty, rp_render_gantt, 0, UINT64_MAX, &len);
+	check_balanced(out);
+	assert_int_equal(count(out, "<rect class=\"s\""), 0);
+	free(out);
+}
+
 /* Runs a shell command; its stdout (malloc'ed) in *out; its exit status. */
 static int run(char **out, const char *cmd)
 {
@@ -747,6 +798,7 @@ int main(void)
 		cmocka_unit_test(test_export_sources_apart),
 		cmocka_unit_test(test_export_gantt),
 		cmocka_unit_test(test_export_steps_render),
+		cmocka_unit_test(test_export_live_tracks),
 		cmocka_unit_test(test_export_cli),
 	};
 

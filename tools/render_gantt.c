@@ -60,7 +60,6 @@ static void put_xml(FILE *out, const char *s)
 }
 
 struct row {
-	uint32_t track;
 	uint32_t sub; /* sub-rows */
 	uint64_t spans;
 	double y;
