@@ -49,8 +49,8 @@ static const char usage[] =
 	"  --from NS --to NS    chrome/gantt: spans overlapping [from, to] (report clock, ns)\n"
 	"  --steps A:B          chrome/gantt: the time range of recorded steps A..B (0-based)\n"
 	"  --gantt-rows N       gantt: tracks drawn (default 200)\n"
-	"  --recorder-spans N   analyze: spans the flight recorder keeps (default 65536)\n"
-	"  --recorder-samples N analyze: counter samples it keeps (default 16384)\n"
+	"  --recorder-spans N   run/analyze: spans the flight recorder keeps (default 65536)\n"
+	"  --recorder-samples N run/analyze: counter samples it keeps (default 16384)\n"
 	"  --step-category C    analyze: spans of category C are steps (default \"step\")\n"
 	"  --step-name PREFIX   analyze: spans whose name starts with PREFIX are steps\n"
 	"  --progress, --no-progress  analyze: force the progress line on stderr (default:\n"
@@ -325,14 +325,12 @@ static int export_option(int c, const char *arg, struct xopts *x, struct rp_engi
 	char *colon;
 
 	switch (c) {
-	case 'F': case 'T': case 'R': case 'N': case 'M':
-		if (!parse_u64(arg, &v) || (c != 'F' && c != 'T' && (v > UINT32_MAX)))
+	case 'F': case 'T': case 'R':
+		if (!parse_u64(arg, &v) || (c == 'R' && (v > UINT32_MAX)))
 			return rp_cli_error(2, "%s: not a number of the right size", arg);
 		if (c == 'F') x->o.from = v;
 		if (c == 'T') x->o.to = v;
 		if (c == 'R') x->o.max_rows = (uint32_t)v;
-		if (c == 'N') cfg->recorder_spans = (uint32_t)v;
-		if (c == 'M') cfg->recorder_samples = (uint32_t)v;
 		return 0;
 	case 'S':
 		colon = strchr(arg, ':');
@@ -392,7 +390,7 @@ static int cmd_render(int argc, char **argv, bool analyze)
 		/* export */
 		{ "from", 1, NULL, 'F' },	   { "to", 1, NULL, 'T' },
 		{ "steps", 1, NULL, 'S' },	   { "gantt-rows", 1, NULL, 'R' },
-		{ "recorder-spans", 1, NULL, 'N' }, { "recorder-samples", 1, NULL, 'M' },
+		{ "recorder-spans", 1, NULL, 'c' }, { "recorder-samples", 1, NULL, 'c' },
 		{ "step-category", 1, NULL, 'C' }, { "step-name", 1, NULL, 'P' },
 		{ "progress", 0, NULL, 'p' },	   { "no-progress", 0, NULL, 'q' },
 		{ NULL, 0, NULL, 0 }
@@ -418,7 +416,7 @@ static int cmd_render(int argc, char **argv, bool analyze)
 				return rp_cli_error(2, "--%s %s: not valid here", opts[idx].name,
 						    optarg);
 			break;
-		case 'N': case 'M': case 'C': case 'P': case 'p': case 'q':
+		case 'C': case 'P': case 'p': case 'q':
 			if (!analyze)
 				return rp_cli_error(2, "--%s: only with analyze", opts[idx].name);
 			/* fall through */

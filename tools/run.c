@@ -335,6 +335,7 @@ static int parse(int argc, char **argv, struct daemon *d, struct rp_engine_cfg *
 		{ "max-tracks", 1, NULL, 'c' }, { "max-depth", 1, NULL, 'c' },
 		{ "max-cct-nodes", 1, NULL, 'c' }, { "max-sources", 1, NULL, 'c' },
 		{ "max-sketch-names", 1, NULL, 'c' },
+		{ "recorder-spans", 1, NULL, 'c' }, { "recorder-samples", 1, NULL, 'c' }, /* export */
 		{ NULL, 0, NULL, 0 }
 	};
 	const char *session = NULL;
