@@ -53,10 +53,12 @@ struct rp_rec_label {
 struct rp_recorder {
 	struct rp_rec_span *spans;
 	uint32_t max_spans;
-	uint64_t n_spans; /* spans ever recorded; slot = n % max */
+	uint64_t n_spans;   /* spans ever recorded */
+	uint32_t span_head; /* the next slot = n_spans % max_spans */
 	struct rp_rec_sample *samples;
 	uint32_t max_samples;
 	uint64_t n_samples;
+	uint32_t sample_head;	     /* the next slot = n_samples % max_samples */
 	struct rp_rec_label *labels; /* open addressing on (src, track) */
 	uint32_t labels_mask, n_labels, max_labels;
 	uint64_t labels_dropped;
@@ -77,7 +79,10 @@ static inline void rp_recorder_span(struct rp_recorder *r, const struct rp_rec_s
 		r->n_spans++;
 		return;
 	}
-	r->spans[r->n_spans++ % r->max_spans] = *s;
+	r->spans[r->span_head] = *s; /* no division on the hot path */
+	if (++r->span_head == r->max_spans)
+		r->span_head = 0;
+	r->n_spans++;
 }
 
 /* A counter sample (hot path: one store). */
@@ -87,7 +92,10 @@ static inline void rp_recorder_sample(struct rp_recorder *r, const struct rp_rec
 		r->n_samples++;
 		return;
 	}
-	r->samples[r->n_samples++ % r->max_samples] = *s;
+	r->samples[r->sample_head] = *s;
+	if (++r->sample_head == r->max_samples)
+		r->sample_head = 0;
+	r->n_samples++;
 }
 
 /** rp_recorder_wrapped() - spans overwritten (or not kept at all) so far. */
