@@ -20,6 +20,8 @@ void rp_engine_cfg_default(struct rp_engine_cfg *cfg)
 		.max_cct_nodes = 262144,
 		.max_sources = 1024,
 		.max_sketch_names = 4096,
+		.recorder_spans = 65536,
+		.recorder_samples = 16384,
 	};
 }
 
@@ -31,6 +33,20 @@ static void on_open(void *ctx, uint32_t name, uint32_t depth, uint64_t t)
 static void on_close(void *ctx, uint32_t name, uint32_t depth, uint64_t start, uint64_t end)
 {
 	rp_analyses_close(ctx, name, depth, start, end);
+}
+
+/* export: a completed span into the step statistics and the flight recorder. */
+static void on_span(void *ctx, const struct rp_track *k, uint32_t name, uint32_t depth,
+		    uint64_t start, uint64_t end)
+{
+	struct rp_engine *e = ctx;
+	struct rp_rec_span s = {
+		.start = start, .dur = end - start, .track = k->id, .name = name, .src = k->src,
+		.depth = depth > UINT16_MAX ? UINT16_MAX : (uint16_t)depth, .kind = k->kind,
+	};
+
+	s.step = rp_steps_span(&e->steps, name, s.dur);
+	rp_recorder_span(&e->rec, &s);
 }
 
 int rp_engine_open(const struct rp_engine_cfg *cfg, struct rp_engine **out)
@@ -47,13 +63,19 @@ int rp_engine_open(const struct rp_engine_cfg *cfg, struct rp_engine **out)
 	if (e->src == NULL || rp_names_init(&e->names, e->cfg.max_names) ||
 	    rp_stats_init(&e->stats, e->cfg.max_names, e->cfg.max_cct_nodes) ||
 	    rp_tracks_init(&e->tracks, e->cfg.max_tracks, e->cfg.max_depth, &e->stats) ||
-	    rp_analyses_init(&e->an, &e->names, e->cfg.max_names, e->cfg.max_sketch_names)) {
+	    rp_analyses_init(&e->an, &e->names, e->cfg.max_names, e->cfg.max_sketch_names) ||
+	    rp_recorder_init(&e->rec, e->cfg.recorder_spans, e->cfg.recorder_samples,
+			     e->cfg.max_tracks) ||
+	    rp_steps_init(&e->steps, &e->names, e->cfg.max_names, e->cfg.step_category,
+			  e->cfg.step_name)) {
 		rp_engine_close(e);
 		return -ENOMEM;
 	}
 	e->tracks.on_open = on_open;
 	e->tracks.on_close = on_close;
 	e->tracks.hook_ctx = &e->an;
+	e->tracks.on_span = on_span;
+	e->tracks.span_ctx = e;
 	strcpy(e->clock, "monotonic");
 	*out = e;
 	return 0;
@@ -69,6 +91,8 @@ void rp_engine_close(struct rp_engine *e)
 	free(e->folded.rep.name);
 	rp_tracks_free(&e->tracks);
 	rp_analyses_fini(&e->an);
+	rp_recorder_fini(&e->rec);
+	rp_steps_fini(&e->steps);
 	rp_stats_free(&e->stats);
 	rp_names_free(&e->names);
 	free(e);
@@ -192,8 +216,11 @@ void rp_engine_event(struct rp_engine *e, uint32_t src, uint64_t thread,
 		track_event(e, s, src, RP_TRACK_ASYNC, ev->track, ev,
 			    ev->kind == RP_EV_ASYNC_BEGIN);
 		break;
+	case RP_EV_COUNTER: /* export: the flight recorder keeps the recent samples */
+		rp_recorder_sample(&e->rec, &(struct rp_rec_sample){ .ts = ev->ts,
+			.value = (int64_t)ev->arg, .track = thread, .name = ev->name, .src = src });
+		break;
 	case RP_EV_INSTANT:
-	case RP_EV_COUNTER:
 	case RP_EV_LINK:
 		break; /* counted; their analyses come with the streaming analyses */
 	default:
@@ -328,6 +355,23 @@ static void fill_header(const struct rp_engine *e, struct rp_report *r)
 	};
 }
 
+/* export: step statistics and the flight recorder. */
+static int export_report(const struct rp_engine *e, const uint32_t *map, struct rp_report *r)
+{
+	uint32_t *src_map = malloc((e->n_src ? e->n_src : 1) * sizeof(*src_map)), n = 0;
+	int err;
+
+	if (src_map == NULL)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < e->n_src; i++) /* the rows copy_sources() lists */
+		src_map[i] = e->src[i].rep.name != NULL ? n++ : RP_NONE;
+	err = rp_steps_report(&e->steps, r);
+	if (err == 0)
+		err = rp_recorder_report(&e->rec, &e->names, map, src_map, e->n_src, &r->recorder);
+	free(src_map);
+	return err;
+}
+
 int rp_engine_report(const struct rp_engine *e, struct rp_report *r)
 {
 	uint32_t *map, n_fns = 0;
@@ -346,6 +390,8 @@ int rp_engine_report(const struct rp_engine *e, struct rp_report *r)
 	r->n_fns = n_fns;
 	if ((err = copy_fns(e, map, r)) != 0 || (err = copy_sources(e, r)) != 0 ||
 	    (err = rp_analyses_report(&e->an, map, r)) != 0)
+		goto out;
+	if ((err = export_report(e, map, r)) != 0)
 		goto out;
 	copy_graph(e, map, r);
 	r->n_edges = e->stats.n_edges;

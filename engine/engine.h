@@ -18,9 +18,11 @@
 
 #include "analyses.h"
 #include "names.h"
+#include "recorder.h"
 #include "report.h"
 #include "stacks.h"
 #include "stats.h"
+#include "steps.h"
 
 /* Every cap of the engine, in one place. */
 struct rp_engine_cfg {
@@ -30,10 +32,15 @@ struct rp_engine_cfg {
 	uint32_t max_cct_nodes;	/* CCT nodes (and caller->callee edges) */
 	uint32_t max_sources;	/* producer processes and files */
 	uint32_t max_sketch_names; /* names with a duration sketch (quantiles) */
+	/* export (recorder.h, steps.h) */
+	uint32_t recorder_spans;	/* flight recorder: last spans kept */
+	uint32_t recorder_samples;	/* flight recorder: last counter samples kept */
+	const char *step_category;	/* NULL: "step"; "": no category rule */
+	const char *step_name;		/* step name prefix; NULL or "": none */
 };
 
 /* Defaults: 65536 names, 16384 tracks, 256 frames, 262144 nodes, 1024 sources,
- * 4096 sketches. */
+ * 4096 sketches, a recorder of 65536 spans and 16384 counter samples. */
 void rp_engine_cfg_default(struct rp_engine_cfg *cfg);
 
 struct rp_source {
@@ -55,6 +62,10 @@ struct rp_engine {
 	uint64_t t_first, t_last;	/* first and last event time seen */
 	uint64_t t_merged;		/* time of the newest event processed in order */
 	char clock[16];			/* "monotonic" or "trace" */
+	struct rp_recorder rec;		/* export: the flight recorder */
+	struct rp_steps steps;		/* export: step statistics */
+	uint64_t progress_events;	/* trace events parsed by importers so far, for
+					   progress displays */
 };
 
 /** rp_engine_open() - make an engine with @cfg (NULL: defaults). 0 or -ENOMEM. */

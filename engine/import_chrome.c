@@ -30,6 +30,11 @@ struct gen_ev {			/* a generated BEGIN or END */
 	uint8_t kind;
 };
 
+struct ctr {			/* a counter sample (export: the flight recorder) */
+	int64_t ts, value;
+	uint32_t track, name, seq, pad;
+};
+
 struct vec {
 	void *p;
 	size_t n, cap, size;
@@ -40,6 +45,7 @@ struct imp {
 	uint32_t src;
 	struct rp_names tracks;	/* (pid, tid) -> track number */
 	struct vec spans, opens, evs;
+	struct vec ctrs;	/* export: C events */
 	uint32_t seq;
 	int64_t t_max;
 	rp_chrome_progress_fn progress;	/* the caller's, with its ctx */
@@ -91,12 +97,37 @@ static int close_b(struct imp *m, uint32_t track, int64_t ts)
 	return 0;
 }
 
+/* export: a C event's first numeric value, as the engine's int64 counter (rounded). */
+static int add_counter(struct imp *m, const struct rp_chrome_ev *ev, uint32_t track)
+{
+	struct ctr *c;
+
+	if (!ev->has_value || !(ev->value > -9.2e18 && ev->value < 9.2e18)) {
+		counts(m)->anomalies[RP_ANOM_BAD_EVENT]++;
+		return 0;
+	}
+	if ((c = vec_push(&m->ctrs)) == NULL)
+		return -ENOMEM;
+	*c = (struct ctr){ ev->ts_ns, ev->value >= 0 ? (int64_t)(ev->value + 0.5) : -(int64_t)(0.5 - ev->value), track,
+			   rp_engine_name(m->e, m->src, ev->name, ev->cat, "", 0), m->seq++, 0 };
+	return 0;
+}
+
 static int on_event(void *ctx, const struct rp_chrome_ev *ev)
 {
 	struct imp *m = ctx;
 	bool full;
 	uint32_t track, name;
 
+	m->e->progress_events++; /* export: analyze --progress */
+	if (ev->ph == 'C' && ev->has_ts && ev->ts_ns >= 0) { /* export: counters */
+		track = rp_names_get(&m->tracks, ev->pid, ev->tid, "", 0, &full);
+		if (full) {
+			counts(m)->anomalies[RP_ANOM_TRACK_CAP]++;
+			return 0;
+		}
+		return add_counter(m, ev, track);
+	}
 	if ((ev->ph != 'X' && ev->ph != 'B' && ev->ph != 'E') || !ev->has_ts)
 		return 0;
 	/* Times before the epoch, or whose end does not fit in 64 bits, are not times
@@ -217,17 +248,52 @@ static int nest_all(struct imp *m)
 	return err;
 }
 
+static int cmp_ctr(const void *a, const void *b)
+{
+	const struct ctr *x = a, *y = b;
+
+	if (x->ts != y->ts)
+		return x->ts < y->ts ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* export: counter samples up to time @t (all when @t is INT64_MAX), in time order. */
+static void feed_ctrs(struct imp *m, size_t *k, int64_t t)
+{
+	const struct ctr *c = m->ctrs.p;
+
+	for (; *k < m->ctrs.n && c[*k].ts <= t; (*k)++) {
+		struct rp_event ev = { .ts = (uint64_t)c[*k].ts, .name = c[*k].name,
+				       .kind = RP_EV_COUNTER, .arg = (uint64_t)c[*k].value };
+		rp_engine_event(m->e, m->src, c[*k].track, &ev);
+	}
+}
+
+/* export: the trace's own pid/tid text names each track in exports. */
+static void label_tracks(struct imp *m)
+{
+	for (uint32_t i = 1; i < m->tracks.n; i++) /* 0 is "[other]" */
+		rp_recorder_label(&m->e->rec, m->src, i, m->tracks.e[i].name,
+				  m->tracks.e[i].category);
+}
+
 static void feed(struct imp *m)
 {
 	const struct gen_ev *g = m->evs.p;
+	size_t k = 0;
 
 	if (m->evs.n > 0)
 		qsort(m->evs.p, m->evs.n, sizeof(*g), cmp_ev);
+	if (m->ctrs.n > 0)
+		qsort(m->ctrs.p, m->ctrs.n, sizeof(struct ctr), cmp_ctr);
+	label_tracks(m);
 	for (size_t i = 0; i < m->evs.n; i++) {
 		struct rp_event ev = { .ts = (uint64_t)g[i].ts, .name = g[i].name,
 				       .kind = g[i].kind };
+		feed_ctrs(m, &k, g[i].ts);
 		rp_engine_event(m->e, m->src, g[i].track, &ev);
 	}
+	feed_ctrs(m, &k, INT64_MAX);
 }
 
 /* B events never closed end at the trace's last timestamp. */
@@ -255,6 +321,7 @@ static int finish(struct imp *m, int err)
 	free(m->spans.p);
 	free(m->opens.p);
 	free(m->evs.p);
+	free(m->ctrs.p);
 	rp_names_free(&m->tracks);
 	return err;
 }
@@ -268,6 +335,7 @@ static int start(struct imp *m, struct rp_engine *e, const char *label, char *wh
 	m->spans.size = sizeof(struct span);
 	m->opens.size = sizeof(struct open_b);
 	m->evs.size = sizeof(struct gen_ev);
+	m->ctrs.size = sizeof(struct ctr);
 	src = rp_engine_add_source(e, label, 0, RP_SRC_FILE);
 	if (src < 0) {
 		snprintf(why, RP_WHY_MAX, "%s: too many sources", label);

@@ -17,7 +17,14 @@
  * An E with no open B counts as RP_ANOM_END_UNMATCHED; a B never closed ends at
  * the trace's last timestamp and counts as RP_ANOM_OPEN_AT_END.
  *
- * Memory: 32 bytes per span and 24 per generated event, never the JSON text.
+ * C events become counter samples (RP_EV_COUNTER on their (pid, tid) track, fed in
+ * time order with the rest): the name, the first numeric member of "args" rounded
+ * to the engine's int64 (a non-finite or out-of-range value counts as
+ * RP_ANOM_BAD_EVENT). The (pid, tid) text of each track is given to the flight
+ * recorder as its label, so exports show the trace's own pids and tids.
+ *
+ * Memory: 32 bytes per span, 24 per generated event and 32 per counter sample,
+ * never the JSON text.
  */
 #ifndef RP_ENGINE_IMPORT_CHROME_H
 #define RP_ENGINE_IMPORT_CHROME_H

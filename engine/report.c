@@ -128,6 +128,22 @@ void rp_report_bottlenecks_free(struct rp_report_bottlenecks *b)
 	memset(b, 0, sizeof(*b));
 }
 
+/* The flight recorder's part of a report (export: recorder.c). */
+void rp_report_recorder_free(struct rp_report_recorder *rec)
+{
+	for (uint32_t i = 0; rec->tracks != NULL && i < rec->n_tracks; i++) {
+		free(rec->tracks[i].pid);
+		free(rec->tracks[i].tid);
+	}
+	for (uint32_t i = 0; rec->names != NULL && i < rec->n_names; i++)
+		free(rec->names[i]);
+	free(rec->tracks);
+	free(rec->spans);
+	free(rec->names);
+	free(rec->samples);
+	memset(rec, 0, sizeof(*rec));
+}
+
 void rp_report_free(struct rp_report *r)
 {
 	if (r == NULL)
@@ -166,6 +182,12 @@ void rp_report_free(struct rp_report *r)
 	}
 	free(r->windows);
 	rp_report_bottlenecks_free(&r->bottlenecks);
+	for (uint32_t i = 0; r->steps != NULL && i < r->n_steps; i++) { /* export */
+		free(r->steps[i].name);
+		rp_report_sketch_free(&r->steps[i].dur);
+	}
+	free(r->steps);
+	rp_report_recorder_free(&r->recorder);
 	free(r->sources);
 	free(r->fns);
 	free(r->edges);

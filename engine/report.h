@@ -214,6 +214,63 @@ struct rp_report_window {
 	struct rp_report_bottlenecks top;
 };
 
+/* Step statistics of one phase (engine/steps.c): the durations of its step spans.
+ * mean = total_ns / count; quantiles from the sketch (within 1%). 1.2 */
+struct rp_report_step_phase {
+	char *name;		/* the phase: a name prefix, or a category (steps.h) */
+	uint64_t count;
+	uint64_t total_ns;
+	uint64_t min_ns, max_ns; /* 0 when count == 0 */
+	uint64_t p50_ns, p95_ns, p99_ns;
+	struct rp_report_sketch dur;
+};
+
+/* A track of the flight recorder (engine/recorder.c) and how exports name it. 1.2 */
+struct rp_report_rtrack {
+	uint32_t source;	/* index into sources */
+	uint8_t kind;		/* 1 thread, 2 async (enum rp_track_kind) */
+	uint64_t id;		/* the engine's thread track id, or the async track id */
+	char *pid, *tid;	/* the trace's own pid and tid text; "" when unknown
+				   (live producers, async tracks) */
+};
+
+/* A span of the flight recorder. 1.2 */
+struct rp_report_rspan {
+	uint32_t fn;		/* index into fns */
+	uint32_t track;		/* index into recorder.tracks */
+	uint32_t depth;		/* 0 = a root of its track */
+	uint64_t step;		/* step ordinal + 1 (0-based ordinals in completion
+				   order); 0 if not a step */
+	uint64_t start_ns, dur_ns;
+};
+
+/* A counter sample of the flight recorder. 1.2 */
+struct rp_report_rsample {
+	uint32_t name;		/* index into recorder.names */
+	uint32_t track;		/* index into recorder.tracks */
+	uint64_t ts_ns;
+	int64_t value;
+};
+
+/* The flight recorder: the most recent spans and counter samples. 1.2 */
+struct rp_report_recorder {
+	uint32_t max_spans, max_samples;	/* the ring sizes (caps) */
+	uint64_t spans_seen, samples_seen;	/* recorded since the start */
+	uint64_t wrapped;			/* spans overwritten: "recorder_wrapped" */
+	uint64_t samples_wrapped;		/* samples overwritten */
+	uint64_t unlisted;	/* kept spans left out of the report (unknown name
+				   or source row) */
+	uint64_t labels_dropped;		/* tracks past the label cap */
+	struct rp_report_rtrack *tracks;
+	uint32_t n_tracks;
+	struct rp_report_rspan *spans;		/* oldest (first completed) first */
+	uint32_t n_spans;
+	char **names;				/* counter names */
+	uint32_t n_names;
+	struct rp_report_rsample *samples;	/* oldest first */
+	uint32_t n_samples;
+};
+
 /* The engine's caps (all of them; later issues add more), as configured. */
 struct rp_report_caps {
 	uint32_t max_names;
@@ -258,6 +315,11 @@ struct rp_report {
 	struct rp_report_window *windows; /* 1.2 */
 	uint32_t n_windows;
 	struct rp_report_bottlenecks bottlenecks; /* all time 1.2 */
+	struct rp_report_step_phase *steps; /* step statistics by phase 1.2 */
+	uint32_t n_steps;
+	uint64_t steps_folded;		/* steps of phases past the phase cap, counted
+					   in the "[other]" phase 1.2 */
+	struct rp_report_recorder recorder; /* the flight recorder 1.2 */
 };
 
 struct rp_sketch;
@@ -268,6 +330,7 @@ int rp_report_sketch_from(struct rp_report_sketch *out, const struct rp_sketch *
 int rp_report_sketch_to(const struct rp_report_sketch *in, struct rp_sketch *out);
 void rp_report_sketch_free(struct rp_report_sketch *k);
 void rp_report_bottlenecks_free(struct rp_report_bottlenecks *b);
+void rp_report_recorder_free(struct rp_report_recorder *rec);
 
 /* Frees everything a report owns (its arrays and strings) and zeroes it; NULL ok. */
 void rp_report_free(struct rp_report *r);

@@ -187,6 +187,8 @@ static void pop(struct rp_tracks *ts, struct rp_track *k, uint64_t t, struct rp_
 		c->anomalies[RP_ANOM_CCT_CAP]++;
 	if (ts->on_close)
 		ts->on_close(ts->hook_ctx, f->name, k->depth, f->start, f->start + dur);
+	if (ts->on_span) /* export: the flight recorder and steps */
+		ts->on_span(ts->span_ctx, k, f->name, k->depth, f->start, f->start + dur);
 }
 
 /* The innermost open frame an END closes, or -1. */

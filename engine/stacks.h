@@ -58,6 +58,11 @@ struct rp_tracks {
 	void (*on_open)(void *ctx, uint32_t name, uint32_t depth, uint64_t t);
 	void (*on_close)(void *ctx, uint32_t name, uint32_t depth, uint64_t start, uint64_t end);
 	void *hook_ctx;
+	/* export: every completed span with its track, for the flight recorder and
+	 * the step statistics (engine.c); may be NULL. */
+	void (*on_span)(void *ctx, const struct rp_track *k, uint32_t name, uint32_t depth,
+			uint64_t start, uint64_t end);
+	void *span_ctx;
 };
 
 int rp_tracks_init(struct rp_tracks *ts, uint32_t max_tracks, uint32_t max_depth,

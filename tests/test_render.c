@@ -458,9 +458,10 @@ static yajl_val check_top(const struct rp_report *r, const char *text, const cha
 {
 	static const char *const keys[] = { "events",	     "dropped", "late",	 "truncated",
 					    "anomalies",     "time_range_ns",	"clock",
-					    "caps",	     "concurrency",	"sources",
-					    "functions",     "edges",		"categories",
-					    "counters",	     "windows",		"bottlenecks" };
+					    "caps",	     "concurrency",	"steps",
+					    "recorder",	     "sources",		"functions",
+					    "edges",	     "categories",	"counters",
+					    "windows",	     "bottlenecks" };
 	static const char *const cap_keys[] = { "max_names",	    "max_tracks",
 						"max_depth",	    "max_cct_nodes",
 						"max_sources",	    "max_sketch_names",
@@ -554,7 +555,7 @@ static void test_render_json_tricky_round_trips(void **state)
 		      "\"mean\":0.250,\"observed_ns\":1000000000},\n"
 		      "      \"T\\\"O\\u0009O\xc3\xa9L\":{\"p50\":0,\"p90\":0,\"p95\":0,"
 		      "\"p99\":0,\"max\":0,\"mean\":0.000,\"observed_ns\":7}\n"
-		      "    }\n  },\n  \"sources\":"));
+		      "    }\n  },\n  \"steps\":")); /* export: steps follow */
 	assert_non_null(strstr(text, "\"mean_ns\":600000000,\"p50_ns\":500000000,"
 				     "\"p90_ns\":900000000,\"p95_ns\":950000000,"
 				     "\"p99_ns\":990000000,\"midpoint_concurrency_mean\":3.5}"));
@@ -605,7 +606,7 @@ static void test_render_json_empty_report(void **state)
 
 	(void)state;
 	check_concurrency(o, &r, NULL, NULL);
-	assert_non_null(strstr(text, ",\n  \"concurrency\":{},\n  \"sources\":[],"));
+	assert_non_null(strstr(text, ",\n  \"concurrency\":{},\n  \"steps\":"));
 	array_of(o, "sources", 0);
 	array_of(o, "functions", 0);
 	array_of(o, "edges", 0);

@@ -53,6 +53,8 @@ bool rp_cli_cap_option(struct rp_engine_cfg *cfg, const char *opt, const char *v
 		{ "max-cct-nodes", offsetof(struct rp_engine_cfg, max_cct_nodes) },
 		{ "max-sources", offsetof(struct rp_engine_cfg, max_sources) },
 		{ "max-sketch-names", offsetof(struct rp_engine_cfg, max_sketch_names) },
+		{ "recorder-spans", offsetof(struct rp_engine_cfg, recorder_spans) }, /* export */
+		{ "recorder-samples", offsetof(struct rp_engine_cfg, recorder_samples) },
 	};
 	char *end;
 	unsigned long v;

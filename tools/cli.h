@@ -28,7 +28,9 @@ bool rp_cli_cap_option(struct rp_engine_cfg *cfg, const char *opt, const char *v
 #define RP_CLI_CAP_USAGE                                                                   \
 	"  --max-names N --max-tracks N --max-depth N --max-cct-nodes N --max-sources N\n"  \
 	"  --max-sketch-names N\n"                                                          \
-	"             engine caps (defaults 65536, 16384, 256, 262144, 1024, 4096)\n"
+	"             engine caps (defaults 65536, 16384, 256, 262144, 1024, 4096)\n"  \
+	"  --recorder-spans N --recorder-samples N\n"                                     \
+	"             the flight recorder (defaults 65536, 16384)\n"
 
 /* The engine marker: "/ringprof.<session>.engine" + the snapshot path after it. */
 int rp_cli_read_marker(const char *session, int32_t *pid, char *snap_path, size_t n);

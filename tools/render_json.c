@@ -73,6 +73,7 @@
 #include <stdlib.h>
 
 #include "render.h"
+#include "render_export.h"
 #include "render_priv.h"
 
 
@@ -590,6 +591,7 @@ int rp_render_json(const struct rp_report *r, FILE *out)
 	if (order == NULL)
 		return -ENOMEM;
 	put_totals(out, r);
+	rp_render_steps_json(r, out); /* export: "steps", "recorder" */
 	put_lists(out, r, order);
 	free(order);
 	err = put_analyses(out, r);

@@ -31,6 +31,7 @@
 #include <string.h>
 
 #include "render.h"
+#include "render_export.h"
 #include "render_priv.h"
 
 
@@ -690,6 +691,7 @@ int rp_render_text(const struct rp_report *r, FILE *out, unsigned limit)
 		return -ENOMEM;
 	print_header(out, r);
 	print_table(out, r, order, limit);
+	rp_render_steps_text(r, out); /* export: steps by phase */
 	free(order);
 	err = print_analyses(out, r, limit);
 	if (err)

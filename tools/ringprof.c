@@ -21,6 +21,7 @@
 #include "import_chrome.h"
 #include "probe.h"
 #include "render.h"
+#include "render_export.h"
 #include "segment.h"
 #include "snapshot.h"
 
@@ -28,10 +29,8 @@ static const char usage[] =
 	"usage: ringprof run [--session S] [--snapshot-dir D] [...]   the engine (--help)\n"
 	"       ringprof top [--session S] [--dir D] [--once]   live view of a running engine\n"
 	"       ringprof snapshot [--session S] [--timeout-ms N]\n"
-	"       ringprof report SNAPSHOT [--format FORMAT] [-o FILE] [--limit N]\n"
-	"       ringprof analyze TRACE [--format FORMAT] [-o FILE] [--limit N] [caps]\n"
-	"                      FORMAT: text json pstats folded prom\n"
-	"                      (prom: [--window W] the rolling window of the duration summary)\n"
+	"       ringprof report SNAPSHOT [--format F] [-o FILE] [--limit N] [export options]\n"
+	"       ringprof analyze TRACE [--format F] [-o FILE] [--limit N] [caps] [export options]\n"
 	"       ringprof segments [--session S] [--rings]\n"
 	"       ringprof probe\n"
 	"\n"
@@ -44,7 +43,20 @@ static const char usage[] =
 	"  segments   list the producer segments of a session (default: $RINGPROF_SESSION\n"
 	"             or \"default\"), validating every header as the engine does\n"
 	"  --rings    also list every claimed ring: owner, state, backlog, dropped\n"
-	"  probe      what this kernel offers the engine: io_uring, futex waits, TSC\n";
+	"  probe      what this kernel offers the engine: io_uring, futex waits, TSC\n"
+	"\n"
+	"  --format F           text, json, pstats, folded (collapsed stacks), prom\n"
+	"                       (Prometheus text; --window W), chrome (Chrome trace of the\n"
+	"                       flight recorder) or gantt (SVG)\n"
+	"  --from NS --to NS    chrome/gantt: spans overlapping [from, to] (report clock, ns)\n"
+	"  --steps A:B          chrome/gantt: the time range of recorded steps A..B (0-based)\n"
+	"  --gantt-rows N       gantt: tracks drawn (default 200)\n"
+	"  --recorder-spans N   run/analyze: spans the flight recorder keeps (default 65536)\n"
+	"  --recorder-samples N run/analyze: counter samples it keeps (default 16384)\n"
+	"  --step-category C    analyze: spans of category C are steps (default \"step\")\n"
+	"  --step-name PREFIX   analyze: spans whose name starts with PREFIX are steps\n"
+	"  --progress, --no-progress  analyze: force the progress line on stderr (default:\n"
+	"                       on when stderr is a terminal and stdout is one or -o is set)\n";
 
 static void print_rings(struct rp_segment *s)
 {
@@ -203,36 +215,41 @@ static int cmd_snapshot(int argc, char **argv)
 			    path, (unsigned long long)timeout);
 }
 
+/* export: analyze's progress line (stderr): bytes read of total, trace events parsed
+ * and their rate, redrawn in place at most 10 times a second. */
 struct progress {
 	uint64_t t0, last;
+	const struct rp_engine *e;
 };
 
-/* On a terminal: bytes read and events/s, every ~MiB. */
 static void show_progress(void *ctx, uint64_t bytes, uint64_t total)
 {
 	struct progress *p = ctx;
-	uint64_t now = mono_ms();
+	uint64_t now = mono_ms(), ev = p->e->progress_events;
+	double secs = (double)(now - p->t0 + 1) / 1000.0;
 
-	if (now - p->last < 200)
+	if (now - p->last < 100)
 		return;
 	p->last = now;
-	fprintf(stderr, "\ranalyze: %.1f of %.1f MiB, %.1f MiB/s   ", (double)bytes / 1048576.0,
-		(double)total / 1048576.0,
-		(double)bytes / 1048576.0 / ((double)(now - p->t0 + 1) / 1000.0));
+	fprintf(stderr, "\ranalyze: %.1f of %.1f MiB (%.0f%%), %.2f M events, %.2f M events/s   ",
+		(double)bytes / 1048576.0, (double)total / 1048576.0,
+		total ? 100.0 * (double)bytes / (double)total : 0.0, (double)ev / 1e6,
+		(double)ev / 1e6 / secs);
 }
 
-static int load_trace(const char *path, const struct rp_engine_cfg *cfg, struct rp_report *r)
+static int load_trace(const char *path, const struct rp_engine_cfg *cfg, struct rp_report *r,
+		      bool progress)
 {
-	struct progress p = { mono_ms(), mono_ms() };
+	struct progress p = { mono_ms(), 0, NULL };
 	char why[RP_WHY_MAX] = "";
 	struct rp_engine *e;
-	bool tty = isatty(STDERR_FILENO);
 	int err;
 
 	if (rp_engine_open(cfg, &e) != 0)
 		return rp_cli_error(1, "out of memory");
-	err = rp_import_chrome(e, path, tty ? show_progress : NULL, &p, why);
-	if (tty)
+	p.e = e;
+	err = rp_import_chrome(e, path, progress ? show_progress : NULL, &p, why);
+	if (progress)
 		fputs("\r\033[K", stderr);
 	if (err == 0)
 		err = rp_engine_report(e, r);
@@ -245,7 +262,8 @@ static int load_trace(const char *path, const struct rp_engine_cfg *cfg, struct 
 static const char *prom_window; /* --window: the window of --format prom's summary */
 
 /* Renders to memory first: a file is written whole (tmp + rename) or not at all. */
-static int emit(const struct rp_report *r, const char *format, const char *out, unsigned limit)
+static int emit(const struct rp_report *r, const char *format, const char *out, unsigned limit,
+		const struct rp_export_opts *xo)
 {
 	char *buf = NULL, tmp[PATH_MAX];
 	struct stat st;
@@ -263,6 +281,10 @@ static int emit(const struct rp_report *r, const char *format, const char *out, 
 		err = rp_render_folded(r, m);
 	else if (strcmp(format, "prom") == 0)
 		err = rp_render_prom(r, m, prom_window);
+	else if (strcmp(format, "chrome") == 0) /* export */
+		err = rp_render_chrome(r, m, xo);
+	else if (strcmp(format, "gantt") == 0)
+		err = rp_render_gantt(r, m, xo);
 	else
 		err = rp_render_pstats(r, m);
 	fclose(m);
@@ -297,6 +319,83 @@ static int emit(const struct rp_report *r, const char *format, const char *out, 
 	return err ? rp_cli_error(1, "%s: %s", out ? out : "stdout", strerror(-err)) : 0;
 }
 
+/* export: the options of chrome/gantt, the recorder and steps, progress. */
+struct xopts {
+	struct rp_export_opts o;
+	bool steps;
+	uint64_t step_a, step_b;
+	int progress;		/* -1 auto, 0 off, 1 on */
+};
+
+static bool parse_u64(const char *s, uint64_t *v)
+{
+	char *end;
+
+	errno = 0;
+	*v = strtoull(s, &end, 10);
+	return errno == 0 && end != s && *end == '\0' && *s != '-';
+}
+
+/* One export option (@c its getopt value); 0, or the CLI's exit status. */
+static int export_option(int c, const char *arg, struct xopts *x, struct rp_engine_cfg *cfg)
+{
+	uint64_t v;
+	char *colon;
+
+	switch (c) {
+	case 'F': case 'T': case 'R':
+		if (!parse_u64(arg, &v) || (c == 'R' && (v > UINT32_MAX)))
+			return rp_cli_error(2, "%s: not a number of the right size", arg);
+		if (c == 'F') x->o.from = v;
+		if (c == 'T') x->o.to = v;
+		if (c == 'R') x->o.max_rows = (uint32_t)v;
+		return 0;
+	case 'S':
+		colon = strchr(arg, ':');
+		if (colon == NULL)
+			return rp_cli_error(2, "--steps %s: use A:B", arg);
+		*colon = '\0';
+		if (!parse_u64(arg, &x->step_a) || !parse_u64(colon + 1, &x->step_b) ||
+		    x->step_a > x->step_b)
+			return rp_cli_error(2, "--steps %s:%s: use A:B with A <= B", arg, colon + 1);
+		x->steps = true;
+		return 0;
+	case 'C': cfg->step_category = arg; return 0;
+	case 'P': cfg->step_name = arg; return 0;
+	case 'p': x->progress = 1; return 0;
+	case 'q': x->progress = 0; return 0;
+	}
+	return rp_cli_error(2, "bad option (try --help)");
+}
+
+/* --steps A:B: narrows the filter to the steps' time range. 0 or an exit status. */
+static int apply_steps(const struct rp_report *r, struct xopts *x)
+{
+	uint64_t from = 0, to = 0;
+
+	if (!x->steps)
+		return 0;
+	if (rp_export_steps_range(r, x->step_a, x->step_b, &from, &to) != 0)
+		return rp_cli_error(1, "--steps %llu:%llu: no such steps in the flight recorder "
+				    "(%u phases of steps)", (unsigned long long)x->step_a,
+				    (unsigned long long)x->step_b, r->n_steps);
+	if (from > x->o.from)
+		x->o.from = from;
+	if (to < x->o.to)
+		x->o.to = to;
+	return 0;
+}
+
+static const char *const formats[] = { "text", "json", "pstats", "folded", "prom", "chrome", "gantt" };
+
+static bool known_format(const char *f)
+{
+	for (size_t i = 0; i < sizeof(formats) / sizeof(formats[0]); i++)
+		if (strcmp(f, formats[i]) == 0)
+			return true;
+	return false;
+}
+
 static int cmd_render(int argc, char **argv, bool analyze)
 {
 	static const struct option opts[] = {
@@ -306,11 +405,18 @@ static int cmd_render(int argc, char **argv, bool analyze)
 		{ "max-depth", 1, NULL, 'c' },	   { "max-cct-nodes", 1, NULL, 'c' },
 		{ "max-sources", 1, NULL, 'c' },
 		{ "max-sketch-names", 1, NULL, 'c' },   { "window", 1, NULL, 'w' },
+		/* export */
+		{ "from", 1, NULL, 'F' },	   { "to", 1, NULL, 'T' },
+		{ "steps", 1, NULL, 'S' },	   { "gantt-rows", 1, NULL, 'R' },
+		{ "recorder-spans", 1, NULL, 'c' }, { "recorder-samples", 1, NULL, 'c' },
+		{ "step-category", 1, NULL, 'C' }, { "step-name", 1, NULL, 'P' },
+		{ "progress", 0, NULL, 'p' },	   { "no-progress", 0, NULL, 'q' },
 		{ NULL, 0, NULL, 0 }
 	};
 	const char *format = "text", *out = NULL;
 	struct rp_engine_cfg cfg;
 	struct rp_report r;
+	struct xopts x = { .o = { .from = 0, .to = UINT64_MAX }, .progress = -1 };
 	char why[RP_WHY_MAX] = "";
 	unsigned limit = 40;
 	int c, idx, err = 0;
@@ -329,24 +435,35 @@ static int cmd_render(int argc, char **argv, bool analyze)
 				return rp_cli_error(2, "--%s %s: not valid here", opts[idx].name,
 						    optarg);
 			break;
+		case 'C': case 'P': case 'p': case 'q':
+			if (!analyze)
+				return rp_cli_error(2, "--%s: only with analyze", opts[idx].name);
+			/* fall through */
+		case 'F': case 'T': case 'S': case 'R':
+			if ((err = export_option(c, optarg, &x, &cfg)) != 0)
+				return err;
+			break;
 		default: return rp_cli_error(2, "bad option (try --help)");
 		}
 	}
 	if (optind + 1 != argc)
 		return rp_cli_error(2, "%s: need exactly one %s file (try --help)",
 				    analyze ? "analyze" : "report", analyze ? "trace" : "snapshot");
-	if (strcmp(format, "text") && strcmp(format, "json") && strcmp(format, "pstats") &&
-	    strcmp(format, "folded") && strcmp(format, "prom"))
-		return rp_cli_error(2, "--format %s: use text, json, pstats, folded or prom",
+	if (!known_format(format))
+		return rp_cli_error(2, "--format %s: use text, json, pstats, folded, prom, chrome or gantt",
 				    format);
+	if (x.progress < 0) /* progress on stderr; quiet when stdout is a pipe or file */
+		x.progress = isatty(STDERR_FILENO) && (out != NULL || isatty(STDOUT_FILENO));
 	if (analyze) {
-		if (load_trace(argv[optind], &cfg, &r) != 0)
+		if (load_trace(argv[optind], &cfg, &r, x.progress == 1) != 0)
 			return 1;
 	} else if (rp_snapshot_read_file(argv[optind], &r, why) != 0) {
 		rp_report_free(&r);
 		return rp_cli_error(1, "%s", why);
 	}
-	err = emit(&r, format, out, limit);
+	err = apply_steps(&r, &x);
+	if (err == 0)
+		err = emit(&r, format, out, limit, &x.o);
 	rp_report_free(&r);
 	return err;
 }

@@ -383,6 +383,7 @@ static int parse(int argc, char **argv, struct daemon *d, struct rp_engine_cfg *
 		{ "no-socket", 0, NULL, 'N' },	{ "prometheus", 1, NULL, 'P' },
 		{ "prometheus-any", 0, NULL, 'A' }, { "prometheus-window", 1, NULL, 'W' },
 		{ "max-clients", 1, NULL, 'M' }, { "client-idle-ms", 1, NULL, 'I' },
+		{ "recorder-spans", 1, NULL, 'c' }, { "recorder-samples", 1, NULL, 'c' }, /* export */
 		{ NULL, 0, NULL, 0 }
 	};
 	const char *session = NULL;

@@ -1,0 +1,127 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The flight recorder: the last N completed spans and the last M counter samples,
+ * kept so that a report (live or from a trace) can be exported as a timeline
+ * (Chrome trace, Gantt chart) without keeping the whole event history.
+ *
+ * Two rings of fixed records, allocated once at open: recording a span or a sample
+ * is a store into the next slot (no allocation, no lock), overwriting the oldest
+ * one when the ring is full; every overwrite is counted (wrapped), so a report says
+ * exactly how much of the history is gone. Spans are kept in completion order
+ * (a child before its parent); the exporters sort them.
+ *
+ * Track labels: how an exporter should name a track. A trace file's (pid, tid)
+ * strings become the importer's track numbers; the importer gives them back here
+ * (rp_recorder_label) so the export shows the trace's own pids and tids. Bounded by
+ * max_labels; past it a track is exported under a generated number (labels_dropped).
+ *
+ * Memory: 48 bytes per span slot, 32 per sample slot, 16 per label slot plus the
+ * label strings (each at most RP_CHROME_STR_MAX bytes).
+ */
+#ifndef RP_ENGINE_RECORDER_H
+#define RP_ENGINE_RECORDER_H
+
+#include <stdint.h>
+
+#include "names.h"
+#include "report.h"
+
+struct rp_rec_span {
+	uint64_t start, dur;
+	uint64_t track; /* thread track id, or the async track id */
+	uint64_t step;	/* step ordinal + 1 (steps.h); 0 if not a step */
+	uint32_t name, src;
+	uint16_t depth; /* 0 = a root of its track (capped at 65535) */
+	uint8_t kind;	/* enum rp_track_kind */
+	uint8_t pad[5];
+};
+
+struct rp_rec_sample {
+	uint64_t ts;
+	int64_t value;
+	uint64_t track; /* the thread track it came from */
+	uint32_t name, src;
+};
+
+struct rp_rec_label {
+	uint64_t track;
+	uint32_t src; /* UINT32_MAX: empty slot */
+	uint32_t pad;
+	char *pid, *tid;
+};
+
+struct rp_recorder {
+	struct rp_rec_span *spans;
+	uint32_t max_spans;
+	uint64_t n_spans;   /* spans ever recorded */
+	uint32_t span_head; /* the next slot = n_spans % max_spans */
+	struct rp_rec_sample *samples;
+	uint32_t max_samples;
+	uint64_t n_samples;
+	uint32_t sample_head;	     /* the next slot = n_samples % max_samples */
+	struct rp_rec_label *labels; /* open addressing on (src, track) */
+	uint32_t labels_mask, n_labels, max_labels;
+	uint64_t labels_dropped;
+};
+
+/**
+ * rp_recorder_init() - rings of @max_spans spans and @max_samples samples (0 = none
+ * recorded), and room for @max_labels track labels. @return 0 or -ENOMEM.
+ */
+int rp_recorder_init(struct rp_recorder *r, uint32_t max_spans, uint32_t max_samples,
+		     uint32_t max_labels);
+void rp_recorder_fini(struct rp_recorder *r);
+
+/* A completed span (hot path: one store). */
+static inline void rp_recorder_span(struct rp_recorder *r, const struct rp_rec_span *s)
+{
+	if (r->max_spans == 0) {
+		r->n_spans++;
+		return;
+	}
+	r->spans[r->span_head] = *s; /* no division on the hot path */
+	if (++r->span_head == r->max_spans)
+		r->span_head = 0;
+	r->n_spans++;
+}
+
+/* A counter sample (hot path: one store). */
+static inline void rp_recorder_sample(struct rp_recorder *r, const struct rp_rec_sample *s)
+{
+	if (r->max_samples == 0) {
+		r->n_samples++;
+		return;
+	}
+	r->samples[r->sample_head] = *s;
+	if (++r->sample_head == r->max_samples)
+		r->sample_head = 0;
+	r->n_samples++;
+}
+
+/** rp_recorder_wrapped() - spans overwritten (or not kept at all) so far. */
+static inline uint64_t rp_recorder_wrapped(const struct rp_recorder *r)
+{
+	return r->n_spans > r->max_spans ? r->n_spans - r->max_spans : 0;
+}
+
+/**
+ * rp_recorder_label() - name the thread track (@src, @track) as (@pid, @tid) in
+ * exports (copied; a second call for the same track replaces the first).
+ * @return 0, -ENOSPC at the label cap (counted in labels_dropped) or -ENOMEM.
+ */
+int rp_recorder_label(struct rp_recorder *r, uint32_t src, uint64_t track, const char *pid,
+		      const char *tid);
+
+/**
+ * rp_recorder_report() - the recorder's contents as report data: spans and samples
+ * oldest first, the tracks they use with their labels (see struct
+ * rp_report_recorder), counter names. @map: engine name id -> index into r->fns, or
+ * RP_NONE (spans of unlisted names are left out and counted in unlisted).
+ * @src_map: engine source row -> index into r->sources (RP_NONE: unlisted, then the
+ * span is left out likewise). @return 0 or -ENOMEM.
+ */
+int rp_recorder_report(const struct rp_recorder *rec, const struct rp_names *names,
+		       const uint32_t *map, const uint32_t *src_map, uint32_t n_src,
+		       struct rp_report_recorder *out);
+
+#endif
