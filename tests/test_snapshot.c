@@ -218,8 +218,14 @@ static void rnd_sketch(struct rp_report_sketch *k, bool sign)
 	if (rnd() % 5 == 0)
 		return;
 	assert_int_equal(rp_sketch_init(&s, alphas[rnd() % ARRAY_SIZE(alphas)]), 0);
+	/* Mostly a few binades somewhere (runs of tens of buckets), sometimes all 64. */
+	uint32_t wide = rnd() % 10 == 0 ? 64 : 1 + (uint32_t)(rnd() % 4);
+	uint64_t base = 1ull << (rnd() % (65 - wide));
+
 	for (uint32_t i = 0; i < n; i++) {
-		double v = (double)(rnd() >> (rnd() % 64));
+		double v = wide == 64 ? (double)(rnd() >> (rnd() % 64))
+				      : (double)base * (double)(1ull << (rnd() % wide)) *
+						(1 + (double)(rnd() % 1000) / 1000);
 
 		if (sign && rnd() % 2)
 			v = -v;
