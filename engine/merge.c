@@ -710,7 +710,8 @@ static int merge_tops(struct ctx *c, struct rp_report_top **d, uint32_t *dn, uin
 		u[r].value = sat(u[r].value, add);
 		u[r].error = sat(u[r].error, add);
 	}
-	qsort(u, n, sizeof(*u), top_cmp);
+	if (n > 1)
+		qsort(u, n, sizeof(*u), top_cmp);
 	if (n > k) {
 		bound = u[k].value > bound ? u[k].value : bound;
 		n = k;
@@ -754,7 +755,8 @@ static int merge_slowest(struct ctx *c, struct rp_report_bottlenecks *d,
 			o->source += c->src_off;
 	}
 	n += s->n_slowest;
-	qsort(d->slowest, n, sizeof(*d->slowest), span_cmp);
+	if (n > 1)
+		qsort(d->slowest, n, sizeof(*d->slowest), span_cmp);
 	d->n_slowest = n < k ? n : k;
 	return 0;
 }
@@ -798,7 +800,8 @@ static int exact_top(struct ctx *c, struct rp_report_top **out, uint32_t *n, uin
 		u[i] = (struct rp_report_top){
 			.fn = i, .value = *(const uint64_t *)((const char *)&d->fns[i] + field)
 		};
-	qsort(u, d->n_fns, sizeof(*u), top_cmp);
+	if (d->n_fns > 1)
+		qsort(u, d->n_fns, sizeof(*u), top_cmp);
 	*bound = d->n_fns > k ? u[k].value : 0;
 	*n = d->n_fns < k ? d->n_fns : k;
 	free(*out);
