@@ -54,13 +54,14 @@ struct ctx {
 	const struct rp_report *s;
 	char *why;
 	size_t whylen;
-	uint32_t *fmap;	 /* src function -> dst function */
+	uint32_t *fmap;	  /* src function -> dst function */
 	uint32_t src_off; /* src source i is dst source src_off + i */
 	uint64_t old_t_last;
 	bool first;
 };
 
-static int failf(struct ctx *c, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int failf(struct ctx *c, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 static int failf(struct ctx *c, int err, const char *fmt, ...)
 {
 	va_list ap;
@@ -184,8 +185,8 @@ static int merge_q(struct ctx *c, const char *what, const char *name, struct rp_
 		return Q_UNKNOWN;
 	}
 	if (d->alpha != s->alpha)
-		return failf(c, -EINVAL, "%s \"%s\": sketches of alpha %g and %g do not merge", what,
-			     name, d->alpha, s->alpha);
+		return failf(c, -EINVAL, "%s \"%s\": sketches of alpha %g and %g do not merge",
+			     what, name, d->alpha, s->alpha);
 	if (rp_sketch_init(&a, d->alpha) || rp_sketch_init(&b, d->alpha))
 		return failf(c, -EINVAL, "%s \"%s\": alpha %g", what, name, d->alpha);
 	err = rp_report_sketch_to(d, &a);
@@ -267,10 +268,11 @@ static int merge_header(struct ctx *c)
 		return 0;
 	}
 	if (strcmp(d->clock ? d->clock : "", s->clock ? s->clock : "") != 0)
-		return failf(c, -EINVAL,
-			     "clocks differ: \"%s\" and \"%s\" (times of a trace file and of a live "
-			     "process have no common base)",
-			     d->clock ? d->clock : "", s->clock ? s->clock : "");
+		return failf(
+			c, -EINVAL,
+			"clocks differ: \"%s\" and \"%s\" (times of a trace file and of a live "
+			"process have no common base)",
+			d->clock ? d->clock : "", s->clock ? s->clock : "");
 	d->t_first = s->t_first < d->t_first ? s->t_first : d->t_first;
 	d->t_last = s->t_last > d->t_last ? s->t_last : d->t_last;
 	if (s->created_realtime_ns > d->created_realtime_ns)
@@ -326,15 +328,15 @@ static bool fn_eq(const void *key, uint32_t row)
 	const struct fn_key *k = key;
 	const struct rp_report_fn *a = k->f, *b = &k->d->fns[row];
 
-	return a->line == b->line && str_eq(a->name, b->name) &&
-	       str_eq(a->category, b->category) && str_eq(a->file, b->file);
+	return a->line == b->line && str_eq(a->name, b->name) && str_eq(a->category, b->category) &&
+	       str_eq(a->file, b->file);
 }
 
 static uint64_t fn_hash(const struct rp_report_fn *f)
 {
-	return mix(hash_str(hash_str(hash_str(0xcbf29ce484222325ull, f->name), f->category),
-			    f->file),
-		   f->line);
+	return mix(
+		hash_str(hash_str(hash_str(0xcbf29ce484222325ull, f->name), f->category), f->file),
+		f->line);
 }
 
 static int fn_new(struct ctx *c, const struct rp_report_fn *f)
@@ -456,7 +458,8 @@ static int merge_edges(struct ctx *c)
 	}
 	for (uint32_t i = 0; i < s->n_edges; i++) {
 		const struct rp_report_edge *e = &s->edges[i];
-		struct pair_key k = { d->edges, sizeof(*e), c->fmap[e->caller], c->fmap[e->callee] };
+		struct pair_key k = { d->edges, sizeof(*e), c->fmap[e->caller],
+				      c->fmap[e->callee] };
 		uint32_t *slot = hmap_find(&h, pair_hash(k.a, k.b), pair_eq, &k);
 		struct rp_report_edge *o;
 
@@ -516,8 +519,8 @@ static int merge_cct(struct ctx *c)
 			k.a = nmap[n->parent], k.b = c->fmap[n->fn];
 			slot = hmap_find(&h, pair_hash(k.a, k.b), pair_eq, &k);
 			if (*slot == 0) {
-				d->nodes[d->n_nodes] = (struct rp_report_node){ .parent = k.a,
-										.fn = k.b };
+				d->nodes[d->n_nodes] =
+					(struct rp_report_node){ .parent = k.a, .fn = k.b };
 				*slot = ++d->n_nodes;
 			}
 			nmap[i] = *slot - 1;
@@ -777,7 +780,8 @@ static int merge_window_top(struct ctx *c, struct rp_report_bottlenecks *d,
 
 	if (!err)
 		err = merge_tops(c, &d->by_self, &d->n_by_self, &d->bound_self, s->by_self,
-				 s->n_by_self, s->bound_self, list_k(c, d->n_by_self, s->n_by_self));
+				 s->n_by_self, s->bound_self,
+				 list_k(c, d->n_by_self, s->n_by_self));
 	if (!err)
 		err = merge_tops(c, &d->by_count, &d->n_by_count, &d->bound_count, s->by_count,
 				 s->n_by_count, s->bound_count,
@@ -837,8 +841,10 @@ static int window_new(struct ctx *c, struct rp_report_window *o, const struct rp
 	const struct rp_report_bottlenecks *t = &w->top;
 	int err;
 
-	*o = (struct rp_report_window){ .length_ns = w->length_ns, .subwindows = w->subwindows,
-					.t_from = w->t_from, .t_to = w->t_to };
+	*o = (struct rp_report_window){ .length_ns = w->length_ns,
+					.subwindows = w->subwindows,
+					.t_from = w->t_from,
+					.t_to = w->t_to };
 	o->name = dup(w->name);
 	o->fns = calloc(w->n_fns ? w->n_fns : 1, sizeof(*o->fns));
 	if (!o->name || !o->fns || conc_copy(&o->conc, &o->n_conc, w->conc, w->n_conc))
@@ -920,8 +926,9 @@ static int merge_windows(struct ctx *c)
 
 int rp_report_merge(struct rp_report *dst, const struct rp_report *src, char *why, size_t whylen)
 {
-	struct ctx c = { .d = dst, .s = src, .why = why, .whylen = whylen,
-			 .first = dst->version_major == 0 };
+	struct ctx c = {
+		.d = dst, .s = src, .why = why, .whylen = whylen, .first = dst->version_major == 0
+	};
 	int err;
 
 	why[0] = '\0';

@@ -188,21 +188,32 @@ static const struct field conc_fields[] = {
 /* 1.2 */
 #define CAT(m, t, req) FIELD(struct rp_report_cat, m, t, req)
 static const struct field cat_fields[] = {
-	CAT(name, F_STR, true),	   CAT(calls, F_U64, false),  CAT(self_ns, F_U64, false),
-	CAT(total_ns, F_U64, false), CAT(p50_ns, F_U64, false), CAT(p90_ns, F_U64, false),
-	CAT(p95_ns, F_U64, false), CAT(p99_ns, F_U64, false),
+	CAT(name, F_STR, true),
+	CAT(calls, F_U64, false),
+	CAT(self_ns, F_U64, false),
+	CAT(total_ns, F_U64, false),
+	CAT(p50_ns, F_U64, false),
+	CAT(p90_ns, F_U64, false),
+	CAT(p95_ns, F_U64, false),
+	CAT(p99_ns, F_U64, false),
 	KEYED("dur", F_SKETCH, false, offsetof(struct rp_report_cat, dur), &sketch_table),
 };
 
 /* 1.2 */
 #define CTR(m, t, req) FIELD(struct rp_report_counter, m, t, req)
 static const struct field counter_fields[] = {
-	CTR(name, F_STR, true), CTR(category, F_STR, false), CTR(samples, F_U64, false),
-	CTR(last, F_I64, false), CTR(min, F_I64, false),     CTR(max, F_I64, false),
-	CTR(mean, F_F64, false), CTR(p50, F_F64, false),     CTR(p90, F_F64, false),
-	CTR(p95, F_F64, false),	 CTR(p99, F_F64, false),
-	KEYED("values", F_SKETCH, false, offsetof(struct rp_report_counter, values),
-	      &sketch_table),
+	CTR(name, F_STR, true),
+	CTR(category, F_STR, false),
+	CTR(samples, F_U64, false),
+	CTR(last, F_I64, false),
+	CTR(min, F_I64, false),
+	CTR(max, F_I64, false),
+	CTR(mean, F_F64, false),
+	CTR(p50, F_F64, false),
+	CTR(p90, F_F64, false),
+	CTR(p95, F_F64, false),
+	CTR(p99, F_F64, false),
+	KEYED("values", F_SKETCH, false, offsetof(struct rp_report_counter, values), &sketch_table),
 };
 
 /* 1.2 */
@@ -246,7 +257,13 @@ static const struct table bottleneck_table = TABLE(bottleneck_fields, struct rp_
 #define WFN(m) FIELD(struct rp_report_wfn, m, F_U64, false)
 static const struct field wfn_fields[] = {
 	REF(struct rp_report_wfn, fn, REF_FN, true),
-	WFN(calls), WFN(self_ns), WFN(cum_ns), WFN(p50_ns), WFN(p90_ns), WFN(p95_ns), WFN(p99_ns),
+	WFN(calls),
+	WFN(self_ns),
+	WFN(cum_ns),
+	WFN(p50_ns),
+	WFN(p90_ns),
+	WFN(p95_ns),
+	WFN(p99_ns),
 };
 static const struct table wfn_table = TABLE(wfn_fields, struct rp_report_wfn);
 static const struct table conc_table = TABLE(conc_fields, struct rp_report_conc);
@@ -267,9 +284,16 @@ static const struct field window_fields[] = {
 /* From max_sketch_names on: 1.2. */
 #define CAP(m) FIELD(struct rp_report_caps, m, F_U32, false)
 static const struct field caps_fields[] = {
-	CAP(max_names),	       CAP(max_tracks),	      CAP(max_depth),	 CAP(max_cct_nodes),
-	CAP(max_sources),      CAP(max_sketch_names), CAP(max_window_names), CAP(max_counters),
-	CAP(topk),	       FIELD(struct rp_report_caps, memory_bound, F_U64, false),
+	CAP(max_names),
+	CAP(max_tracks),
+	CAP(max_depth),
+	CAP(max_cct_nodes),
+	CAP(max_sources),
+	CAP(max_sketch_names),
+	CAP(max_window_names),
+	CAP(max_counters),
+	CAP(topk),
+	FIELD(struct rp_report_caps, memory_bound, F_U64, false),
 };
 
 static const struct table source_table = TABLE(source_fields, struct rp_report_source);
@@ -912,9 +936,9 @@ static int decode_array(const msgpack_object *o, const struct field *f, void *ba
 	for (uint32_t i = 0; i < n; i++) {
 		struct where item = at_index(w, i);
 		const msgpack_object *e = &o->via.array.ptr[i];
-		int err = f->type == F_U64S ? get_u64(e, &item, why, (uint64_t *)a + i)
-					    : decode_record(e, f->sub, a + (size_t)i * size,
-							    &item, why);
+		int err = f->type == F_U64S
+				  ? get_u64(e, &item, why, (uint64_t *)a + i)
+				  : decode_record(e, f->sub, a + (size_t)i * size, &item, why);
 
 		if (err)
 			return err;
@@ -1046,8 +1070,8 @@ static int check_version(const msgpack_object *o, struct rp_report *r, char *why
 }
 
 /* An index into @n things (@what: "function", "source"), or nil where @nil_ok. */
-static int check_index(uint32_t v, uint32_t n, const char *what, bool nil_ok,
-		       const struct where *w, char *why)
+static int check_index(uint32_t v, uint32_t n, const char *what, bool nil_ok, const struct where *w,
+		       char *why)
 {
 	if (v == RP_NONE && !nil_ok)
 		return fail(why, w, -EINVAL, "nil where a %s index is needed", what);
@@ -1138,7 +1162,8 @@ static int check_sketch(void *base, const struct where *w, char *why)
 		if (k->count || k->zero || k->dropped || k->collapsed_neg || k->collapsed_pos ||
 		    k->n_pos || k->n_neg || k->min != 0 || k->max != 0 || k->sum != 0 ||
 		    k->pos_lo || k->neg_lo)
-			return fail(why, &alpha, -EINVAL, "0 (no sketch), but the sketch holds data");
+			return fail(why, &alpha, -EINVAL,
+				    "0 (no sketch), but the sketch holds data");
 		return 0;
 	}
 	if (!(k->alpha >= RP_SKETCH_ALPHA_MIN && k->alpha <= RP_SKETCH_ALPHA_MAX))

@@ -56,8 +56,9 @@ static const struct {
 	const char *name, *cat, *file;
 	uint32_t line;
 } names[NNAMES] = {
-	{ "f", "LLM", "model.c", 10 }, { "g", "LLM", "model.c", 20 }, { "g", "LLM", "other.c", 20 },
-	{ "h", "", "", 0 },	       { "k", "GPU", "kernel.cu", 7 },
+	{ "f", "LLM", "model.c", 10 },	{ "g", "LLM", "model.c", 20 },
+	{ "g", "LLM", "other.c", 20 },	{ "h", "", "", 0 },
+	{ "k", "GPU", "kernel.cu", 7 },
 };
 
 /* Raw samples of input i, name j (0 samples: the name is not in that input). */
@@ -327,7 +328,8 @@ static void test_merge_functions_exact(void **state)
 			double x = exact_q(u, n, qs[q]), got = (double)(&f->p50_ns)[q];
 
 			if (fabs(got - x) > 0.01 * x + 0.5)
-				fail_msg("%s p%g: %g, exact %g", names[j].name, qs[q] * 100, got, x);
+				fail_msg("%s p%g: %g, exact %g", names[j].name, qs[q] * 100, got,
+					 x);
 		}
 		/* Bucket for bucket the sketch of the union. */
 		sketch_of(&want, u, n);
@@ -546,8 +548,8 @@ static void test_merge_clock_mismatch_refused(void **state)
 
 /* --- bottleneck lists ------------------------------------------------------------ */
 
-#define KEYS  40u
-#define TOPK  6u
+#define KEYS 40u
+#define TOPK 6u
 
 /* A window "10s" whose lists are a real Space-Saving summary (m = TOPK, all of it
  * listed) of a weighted stream over fns; true[] gets the stream's weights. */
@@ -599,7 +601,8 @@ static void named_fns(struct rp_report *r, bool rev)
 		char name[16];
 
 		snprintf(name, sizeof(name), "n%" PRIu32, rev ? KEYS - 1 - i : i);
-		r->fns[i] = (struct rp_report_fn){ .name = strdup(name), .category = strdup(""),
+		r->fns[i] = (struct rp_report_fn){ .name = strdup(name),
+						   .category = strdup(""),
 						   .file = strdup(""),
 						   .cum_ns = 1000 + (rev ? KEYS - 1 - i : i),
 						   .calls = i };
@@ -632,11 +635,12 @@ static void test_merge_topk_within_bound(void **state)
 			truth[k] += t0[k] + t1[KEYS - 1 - k];
 		merge_all(&m, in, 2);
 		assert_int_equal(m.n_windows, 1);
-		assert_true(m.windows[0].t_from == seed && m.windows[0].t_to == 100 * (seed + 1000));
+		assert_true(m.windows[0].t_from == seed &&
+			    m.windows[0].t_to == 100 * (seed + 1000));
 		b = &m.windows[0].top;
 		assert_true(b->n_by_cum <= TOPK);
-		assert_true(b->bound_cum <=
-			    in[0].windows[0].top.bound_cum + in[1].windows[0].top.bound_cum ||
+		assert_true(b->bound_cum <= in[0].windows[0].top.bound_cum +
+						    in[1].windows[0].top.bound_cum ||
 			    b->n_by_cum == TOPK);
 		for (uint32_t i = 0; i < b->n_by_cum; i++) {
 			uint32_t nm = name_no(&m, b->by_cum[i].fn);
@@ -685,9 +689,11 @@ static void test_merge_slowest(void **state)
 		in[i].bottlenecks.n_slowest = 5;
 		in[i].bottlenecks.slowest = xcalloc(5, sizeof(*in[i].bottlenecks.slowest));
 		for (uint32_t k = 0; k < 5; k++)
-			in[i].bottlenecks.slowest[k] = (struct rp_report_span){
-				.fn = k, .source = k % 2, .dur_ns = durs[i][k], .start_ns = 10 * i + k
-			};
+			in[i].bottlenecks.slowest[k] =
+				(struct rp_report_span){ .fn = k,
+							 .source = k % 2,
+							 .dur_ns = durs[i][k],
+							 .start_ns = 10 * i + k };
 	}
 	merge_all(&m, in, 2);
 	assert_int_equal(m.bottlenecks.n_slowest, TOPK);

@@ -41,8 +41,8 @@
 #define RP_STR(x)     RP_STR_(x)
 
 static const char *const anomaly_names[] = {
-	"end_mismatch", "end_unmatched", "depth_cap", "track_cap",   "name_cap",
-	"cct_cap",	"clamped",	 "bad_event", "open_at_end", "window_cap", "counter_cap",
+	"end_mismatch", "end_unmatched", "depth_cap",	"track_cap",  "name_cap",    "cct_cap",
+	"clamped",	"bad_event",	 "open_at_end", "window_cap", "counter_cap",
 };
 
 /* --- random reports ----------------------------------------------------------------- */
@@ -243,8 +243,9 @@ static void rnd_sketch(struct rp_report_sketch *k, bool sign)
 /* Finite doubles: edges (both zeros, the extremes, a subnormal) and random ones. */
 static double rnd_f64(void)
 {
-	static const double edges[] = { 0.0, -0.0, 1.5, -1e300, DBL_MAX, -DBL_MAX, DBL_MIN,
-					4.9e-324 };
+	static const double edges[] = {
+		0.0, -0.0, 1.5, -1e300, DBL_MAX, -DBL_MAX, DBL_MIN, 4.9e-324
+	};
 	double v;
 
 	if (rnd() % 2)
@@ -255,7 +256,9 @@ static double rnd_f64(void)
 
 static int64_t rnd_i64(void)
 {
-	static const int64_t edges[] = { 0, -1, 1, INT64_MIN, INT64_MAX, -129, -32769, -(1ll << 40) };
+	static const int64_t edges[] = {
+		0, -1, 1, INT64_MIN, INT64_MAX, -129, -32769, -(1ll << 40)
+	};
 
 	return rnd() % 2 ? edges[rnd() % ARRAY_SIZE(edges)] : (int64_t)rnd();
 }
@@ -457,12 +460,28 @@ static void build(struct rp_report *r, uint64_t seed, const struct shape *sh)
 }
 
 static const struct shape big = {
-	.sources = 5, .fns = 1000, .edges = 3000, .nodes = 5000, .conc = 40, .str_max = STR_MAX,
-	.cats = 20, .counters = 30, .windows = 3, .tops = 10,
+	.sources = 5,
+	.fns = 1000,
+	.edges = 3000,
+	.nodes = 5000,
+	.conc = 40,
+	.str_max = STR_MAX,
+	.cats = 20,
+	.counters = 30,
+	.windows = 3,
+	.tops = 10,
 };
 static const struct shape small = {
-	.sources = 2, .fns = 12, .edges = 20, .nodes = 30, .conc = 4, .str_max = 24,
-	.cats = 3, .counters = 3, .windows = 2, .tops = 4,
+	.sources = 2,
+	.fns = 12,
+	.edges = 20,
+	.nodes = 30,
+	.conc = 4,
+	.str_max = 24,
+	.cats = 3,
+	.counters = 3,
+	.windows = 2,
+	.tops = 4,
 };
 
 /* --- deep comparison ---------------------------------------------------------------- */
@@ -608,8 +627,8 @@ static bool d_eq(double x, double y, char *what, const char *field, uint32_t i)
 	return differ(what, "%s [%" PRIu32 "]: %.17g != %.17g", field, i, x, y);
 }
 
-static bool run_eq(const uint64_t *x, const uint64_t *y, uint32_t n, char *what,
-		   const char *field, uint32_t i)
+static bool run_eq(const uint64_t *x, const uint64_t *y, uint32_t n, char *what, const char *field,
+		   uint32_t i)
 {
 	for (uint32_t j = 0; j < n; j++)
 		if (!u_eq(x[j], y[j], what, field, i))
@@ -2418,7 +2437,8 @@ static const struct bad_doc bad_docs[] = {
 	  "functions[0].p99_ns: expected an unsigned integer, got a string" },
 	{ "sketch alpha too big", sketch_alpha_big,
 	  "functions[0].dur.alpha: 0.7 is not in [1e-05, 0.5]" },
-	{ "sketch alpha NaN", sketch_alpha_nan, "functions[0].dur.alpha: nan is not a finite number" },
+	{ "sketch alpha NaN", sketch_alpha_nan,
+	  "functions[0].dur.alpha: nan is not a finite number" },
 	{ "sketch alpha 0 with data", sketch_alpha_zero_with_data,
 	  "functions[0].dur.alpha: 0 (no sketch), but the sketch holds data" },
 	{ "sketch count wrong", sketch_count_wrong,
@@ -2437,7 +2457,8 @@ static const struct bad_doc bad_docs[] = {
 	  "functions[0].dur.pos[1]: expected an unsigned integer, got a negative integer" },
 	{ "sketch sum inf", sketch_sum_inf, "functions[0].dur.sum: inf is not a finite number" },
 	{ "counter mean inf", counter_mean_inf, "counters[0].mean: -inf is not a finite number" },
-	{ "counter p50 string", counter_p50_string, "counters[0].p50: expected a float, got a string" },
+	{ "counter p50 string", counter_p50_string,
+	  "counters[0].p50: expected a float, got a string" },
 	{ "counter last too big", counter_last_too_big,
 	  "counters[0].last: out of the range of a 64-bit signed integer" },
 	{ "counter sketch bad", counter_sketch_bad,
@@ -2839,7 +2860,8 @@ static const char py_script[] =
 	"      sum(x['dur']['count'] for x in f if x['dur'] is not None) % M,\n"
 	"      sum(len(x['dur']['pos']) for x in f if x['dur'] is not None),\n"
 	"      len(d['categories']), len(d['counters']), d['counters'][0]['last'],\n"
-	"      len(d['windows']), len(d['windows'][0]['fns']), d['windows'][0]['top']['by_cum'][0]['fn'],\n"
+	"      len(d['windows']), len(d['windows'][0]['fns']), "
+	"d['windows'][0]['top']['by_cum'][0]['fn'],\n"
 	"      d['bottlenecks']['bound_count'], d['bottlenecks']['slowest'][-1]['dur_ns'],\n"
 	"      d['header']['caps']['memory_bound'])\n";
 
@@ -2872,12 +2894,15 @@ static void py_expected(const struct rp_report *a, char *out, size_t n)
 		 " %" PRIu32 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n",
 		 dur_count, dur_buckets, a->n_cats, a->n_counters, a->counters[0].last,
 		 a->n_windows, a->windows[0].n_fns, a->windows[0].top.by_cum[0].fn,
-		 a->bottlenecks.bound_count, a->bottlenecks.slowest[a->bottlenecks.n_slowest - 1].dur_ns,
-		 a->caps.memory_bound);
+		 a->bottlenecks.bound_count,
+		 a->bottlenecks.slowest[a->bottlenecks.n_slowest - 1].dur_ns, a->caps.memory_bound);
 	snprintf(out, n,
-		 "version 1 " RP_STR(RP_REPORT_VERSION_MINOR) " %" PRIu64 " %" PRIu64 " %s %" PRIu32 " %" PRId32 " %" PRIu32
-		 " %" PRIu32 " %" PRIu32 " %" PRIu32 " %" PRIu64 " %" PRIu64 " True True %" PRIu64
-		 " %" PRIu32 " %" PRIu32 " %" PRIu64 " %" PRIu32 " %" PRIu64 "%s",
+		 "version 1 " RP_STR(RP_REPORT_VERSION_MINOR) " %" PRIu64 " %" PRIu64 " %s %" PRIu32
+							      " %" PRId32 " %" PRIu32 " %" PRIu32
+							      " %" PRIu32 " %" PRIu32 " %" PRIu64
+							      " %" PRIu64 " True True %" PRIu64
+							      " %" PRIu32 " %" PRIu32 " %" PRIu64
+							      " %" PRIu32 " %" PRIu64 "%s",
 		 a->events, a->anomalies[RP_ANOM_OPEN_AT_END], a->clock, a->caps.max_sources,
 		 a->sources[0].pid, a->n_sources, a->n_fns, a->n_edges, a->n_nodes, calls,
 		 name_bytes, total, callee, a->n_conc, a->conc[0].mean_milli, a->conc[0].max, p99,
@@ -2915,9 +2940,16 @@ static void test_snapshot_python_reads_it(void **state)
 /* The committed seed of the current version: `test_snapshot --write-seed FILE`. */
 static int write_seed(const char *path)
 {
-	static const struct shape seed = { .sources = 2, .fns = 6, .edges = 6, .nodes = 8,
-					   .conc = 3, .str_max = 8, .cats = 2, .counters = 2,
-					   .windows = 2, .tops = 3 };
+	static const struct shape seed = { .sources = 2,
+					   .fns = 6,
+					   .edges = 6,
+					   .nodes = 8,
+					   .conc = 3,
+					   .str_max = 8,
+					   .cats = 2,
+					   .counters = 2,
+					   .windows = 2,
+					   .tops = 3 };
 	struct rp_report r;
 	char why[RP_WHY_MAX];
 	int err;
