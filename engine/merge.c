@@ -55,6 +55,7 @@ struct ctx {
 	char *why;
 	size_t whylen;
 	uint32_t *fmap;	  /* src function -> dst function */
+	uint32_t *at;	  /* per dst function: a row + 1 in the list at hand, else 0 */
 	uint32_t src_off; /* src source i is dst source src_off + i */
 	uint64_t old_t_last;
 	bool first;
@@ -679,13 +680,12 @@ static int top_cmp(const void *a, const void *b)
 static int merge_tops(struct ctx *c, struct rp_report_top **d, uint32_t *dn, uint64_t *dbound,
 		      const struct rp_report_top *s, uint32_t sn, uint64_t sbound, uint32_t k)
 {
-	uint32_t n = 0, *at = calloc(c->d->n_fns ? c->d->n_fns : 1, sizeof(*at));
+	uint32_t n = 0, *at = c->at;
 	struct rp_report_top *u = calloc((size_t)*dn + sn + 1, sizeof(*u));
 	uint8_t *in = calloc((size_t)*dn + sn + 1, 1); /* bit 0: in @d, bit 1: in @s */
 	uint64_t bound = sat(*dbound, sbound);
 
-	if (!at || !u || !in) {
-		free(at);
+	if (!u || !in) {
 		free(u);
 		free(in);
 		return failf(c, -ENOMEM, "out of memory");
@@ -706,6 +706,8 @@ static int merge_tops(struct ctx *c, struct rp_report_top **d, uint32_t *dn, uin
 		u[r].error = sat(u[r].error, e.error);
 		in[r] |= ours ? 1 : 2;
 	}
+	for (uint32_t r = 0; r < n; r++) /* clean for the next list */
+		at[u[r].fn] = 0;
 	for (uint32_t r = 0; r < n; r++) { /* absent from a list: at most its bound */
 		uint64_t add = in[r] & 1 ? 0 : *dbound;
 
@@ -719,7 +721,6 @@ static int merge_tops(struct ctx *c, struct rp_report_top **d, uint32_t *dn, uin
 		bound = u[k].value > bound ? u[k].value : bound;
 		n = k;
 	}
-	free(at);
 	free(in);
 	free(*d);
 	*d = u;
@@ -869,12 +870,10 @@ static int window_new(struct ctx *c, struct rp_report_window *o, const struct rp
 
 static int window_add(struct ctx *c, struct rp_report_window *o, const struct rp_report_window *w)
 {
-	uint32_t *at = calloc(c->d->n_fns ? c->d->n_fns : 1, sizeof(*at)), n0 = o->n_fns;
+	uint32_t *at = c->at, n0 = o->n_fns;
 
-	if (!at || grow(&o->fns, o->n_fns, w->n_fns, sizeof(*o->fns))) {
-		free(at);
+	if (grow(&o->fns, o->n_fns, w->n_fns, sizeof(*o->fns)))
 		return failf(c, -ENOMEM, "out of memory");
-	}
 	for (uint32_t i = 0; i < n0; i++)
 		at[o->fns[i].fn] = at[o->fns[i].fn] ? at[o->fns[i].fn] : i + 1;
 	for (uint32_t i = 0; i < w->n_fns; i++) {
@@ -894,7 +893,8 @@ static int window_add(struct ctx *c, struct rp_report_window *o, const struct rp
 		f->cum_ns = sat(f->cum_ns, x->cum_ns);
 		f->p50_ns = f->p90_ns = f->p95_ns = f->p99_ns = 0; /* no sketch in 1.2 */
 	}
-	free(at);
+	for (uint32_t i = 0; i < o->n_fns; i++) /* clean for the next list */
+		at[o->fns[i].fn] = 0;
 	o->t_from = w->t_from < o->t_from ? w->t_from : o->t_from;
 	o->t_to = w->t_to > o->t_to ? w->t_to : o->t_to;
 	conc_free(&o->conc, &o->n_conc);
@@ -947,11 +947,14 @@ int rp_report_merge(struct rp_report *dst, const struct rp_report *src, char *wh
 		err = merge_cats(&c);
 	if (!err)
 		err = merge_counters(&c);
+	if (!err && (c.at = calloc(dst->n_fns ? dst->n_fns : 1, sizeof(*c.at))) == NULL)
+		err = failf(&c, -ENOMEM, "out of memory");
 	if (!err)
 		err = merge_windows(&c);
 	if (!err)
 		err = merge_bottlenecks(&c);
 	free(c.fmap);
+	free(c.at);
 	dst->version_major = RP_REPORT_VERSION_MAJOR;
 	dst->version_minor = RP_REPORT_VERSION_MINOR;
 	return err;

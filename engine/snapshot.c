@@ -58,6 +58,7 @@ enum ftype {
 	F_I32,	  /* signed integer in int32_t */
 	F_I64,	  /* signed integer in int64_t 1.2 */
 	F_F64,	  /* finite double, written as float64 (integers also read) 1.2 */
+	F_SUM,	  /* as F_F64, but +-inf allowed: a sum that overflowed 1.2 */
 	F_STR,	  /* string, cut at STR_MAX */
 	F_REF,	  /* index, or nil (-1 also read) for RP_NONE; .ref says into what */
 	F_ANOM,	  /* map anomaly name -> count, over uint64_t[RP_ANOM_KIND_COUNT] */
@@ -119,7 +120,7 @@ static const struct field sketch_fields[] = {
 	SK(collapsed_pos, F_U64),
 	SK(min, F_F64),
 	SK(max, F_F64),
-	SK(sum, F_F64),
+	SK(sum, F_SUM),
 	SK(neg_lo, F_I32),
 	ARRAY("neg", struct rp_report_sketch, neg, n_neg, F_U64S, NULL),
 	SK(pos_lo, F_I32),
@@ -442,7 +443,8 @@ static void pack_field(struct enc *e, const struct field *f, const void *base)
 	case F_U32: msgpack_pack_uint32(&e->pk, *(const uint32_t *)p); break;
 	case F_I32: msgpack_pack_int32(&e->pk, *(const int32_t *)p); break;
 	case F_I64: msgpack_pack_int64(&e->pk, *(const int64_t *)p); break;
-	case F_F64: msgpack_pack_double(&e->pk, *(const double *)p); break;
+	case F_F64:
+	case F_SUM: msgpack_pack_double(&e->pk, *(const double *)p); break;
 	case F_STR: pack_str(e, *(char *const *)p); break;
 	case F_REF:
 		ref = *(const uint32_t *)p;
@@ -896,7 +898,8 @@ static int get_i64(const msgpack_object *o, const struct where *w, char *why, in
 
 /* A float of either width, or an integer (writers in other languages may write 0
  * for 0.0); NaN and infinities are refused: every double of the schema is finite. */
-static int get_f64(const msgpack_object *o, const struct where *w, char *why, double *v)
+static int get_f64(const msgpack_object *o, const struct where *w, char *why, double *v,
+		   bool inf_ok)
 {
 	switch (o->type) {
 	case MSGPACK_OBJECT_FLOAT32:
@@ -905,7 +908,7 @@ static int get_f64(const msgpack_object *o, const struct where *w, char *why, do
 	case MSGPACK_OBJECT_NEGATIVE_INTEGER: *v = (double)o->via.i64; break;
 	default: return fail(why, w, -EINVAL, "expected a float, got %s", type_name(o));
 	}
-	if (!isfinite(*v))
+	if (isnan(*v) || (!inf_ok && isinf(*v)))
 		return fail(why, w, -EINVAL, "%g is not a finite number", *v);
 	return 0;
 }
@@ -956,7 +959,8 @@ static int decode_field(const struct field *f, const msgpack_object *o, void *ba
 	case F_U32: return get_u32(o, w, why, (uint32_t *)p);
 	case F_I32: return get_i32(o, w, why, (int32_t *)p);
 	case F_I64: return get_i64(o, w, why, (int64_t *)p);
-	case F_F64: return get_f64(o, w, why, (double *)p);
+	case F_F64: return get_f64(o, w, why, (double *)p, false);
+	case F_SUM: return get_f64(o, w, why, (double *)p, true);
 	case F_STR: return get_str(o, w, why, (char **)p);
 	case F_REF: return get_ref(o, w, why, (uint32_t *)p);
 	case F_ANOM: return get_anomalies(o, w, why, (uint64_t *)p);

@@ -457,6 +457,12 @@ static void build(struct rp_report *r, uint64_t seed, const struct shape *sh)
 		r->conc[sh->conc - 1].p50 = UINT32_MAX;
 	}
 	build_1_2(r, sh);
+	/* A sum that overflowed: the one double that may be infinite. */
+	for (uint32_t i = 0; i < r->n_fns; i++)
+		if (r->fns[i].dur.alpha != 0) {
+			r->fns[i].dur.sum = -INFINITY;
+			break;
+		}
 }
 
 static const struct shape big = {
@@ -2222,10 +2228,10 @@ static void sketch_pos_negative(msgpack_packer *pk)
 	msgpack_pack_int8(pk, -1);
 }
 
-static void sketch_sum_inf(msgpack_packer *pk)
+static void sketch_sum_nan(msgpack_packer *pk)
 {
 	sketch_with(pk, 0.01, 1);
-	kv_f64(pk, "sum", INFINITY);
+	kv_f64(pk, "sum", NAN);
 }
 
 /* A 1.2 section @sec of one record {@k: value the caller packs next} after one
@@ -2455,7 +2461,7 @@ static const struct bad_doc bad_docs[] = {
 	  "functions[0].dur.pos: expected an array, got a map" },
 	{ "sketch pos negative", sketch_pos_negative,
 	  "functions[0].dur.pos[1]: expected an unsigned integer, got a negative integer" },
-	{ "sketch sum inf", sketch_sum_inf, "functions[0].dur.sum: inf is not a finite number" },
+	{ "sketch sum NaN", sketch_sum_nan, "functions[0].dur.sum: nan is not a finite number" },
 	{ "counter mean inf", counter_mean_inf, "counters[0].mean: -inf is not a finite number" },
 	{ "counter p50 string", counter_p50_string,
 	  "counters[0].p50: expected a float, got a string" },
