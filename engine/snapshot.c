@@ -27,6 +27,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -37,6 +38,7 @@
 
 #include <msgpack.h>
 
+#include "sketch.h"
 #include "snapshot.h"
 
 #define STR_MAX	   4096u      /* bytes kept of a string; longer ones are cut (docs) */
@@ -51,44 +53,83 @@
 /* --- the schema ----------------------------------------------------------------- */
 
 enum ftype {
-	F_U64,	/* unsigned integer */
-	F_U32,	/* unsigned integer < 2^32 */
-	F_I32,	/* signed integer in int32_t */
-	F_STR,	/* string, cut at STR_MAX */
-	F_REF,	/* index, or nil (-1 also read) for RP_NONE */
-	F_ANOM, /* map anomaly name -> count, over uint64_t[RP_ANOM_KIND_COUNT] */
-	F_REC,	/* nested map, described by .sub, at .off */
-	F_SEC,	/* array of .sub records: the report's section .sec */
-	F_VER,	/* [major, minor]; checked before everything else */
+	F_U64,	  /* unsigned integer */
+	F_U32,	  /* unsigned integer < 2^32 */
+	F_I32,	  /* signed integer in int32_t */
+	F_I64,	  /* signed integer in int64_t 1.2 */
+	F_F64,	  /* finite double, written as float64 (integers also read) 1.2 */
+	F_SUM,	  /* as F_F64, but +-inf allowed: a sum that overflowed 1.2 */
+	F_STR,	  /* string, cut at STR_MAX */
+	F_REF,	  /* index, or nil (-1 also read) for RP_NONE; .ref says into what */
+	F_ANOM,	  /* map anomaly name -> count, over uint64_t[RP_ANOM_KIND_COUNT] */
+	F_REC,	  /* nested map, described by .sub, at .off */
+	F_ARR,	  /* array of .sub records: pointer at .off, uint32_t count at .aux */
+	F_U64S,	  /* array of u64: pointer at .off, uint32_t count at .aux 1.2 */
+	F_SKETCH, /* a struct rp_report_sketch: nil when alpha == 0, else a map 1.2 */
+	F_VER,	  /* [major, minor]; checked before everything else */
 };
 
-enum section { SEC_SOURCES, SEC_FUNCTIONS, SEC_EDGES, SEC_CCT, SEC_CONC };
+/* What an F_REF indexes, checked once the whole report is read. */
+enum ref { REF_NONE, REF_FN, REF_FN_OR_NIL, REF_SRC_OR_NIL };
 
 struct table;
+struct where;
 
 struct field {
 	const char *key;
 	uint8_t keylen;
 	uint8_t type;  /* enum ftype */
-	uint8_t sec;   /* enum section, for F_SEC */
+	uint8_t ref;   /* enum ref, for F_REF */
 	bool required; /* missing: -EINVAL (else 0, "" or empty) */
 	size_t off;    /* of the value in the record */
+	size_t aux;    /* of the uint32_t count, for F_ARR and F_U64S */
 	const struct table *sub;
 };
 
 struct table {
 	const struct field *f;
 	uint32_t n;  /* at most 32: decode_record keeps a bit per field */
-	size_t size; /* of one record, for F_SEC */
+	size_t size; /* of one record, for F_ARR */
+	/* Checks a decoded record as a whole (NULL: nothing to check). */
+	int (*check)(void *base, const struct where *w, char *why);
 };
 
 /* clang-format off */
-#define KEYED(k, t, req, o, s, sc) \
-	{ .key = k, .keylen = sizeof(k) - 1, .type = t, .required = req, .off = o, .sub = s, \
-	  .sec = sc }
-#define FIELD(st, m, t, req)	KEYED(#m, t, req, offsetof(st, m), NULL, 0)
+#define KEYED(k, t, req, o, s) \
+	{ .key = k, .keylen = sizeof(k) - 1, .type = t, .required = req, .off = o, .sub = s }
+#define FIELD(st, m, t, req)	KEYED(#m, t, req, offsetof(st, m), NULL)
+#define REF(st, m, r, req) \
+	{ .key = #m, .keylen = sizeof(#m) - 1, .type = F_REF, .ref = r, .required = req, \
+	  .off = offsetof(st, m) }
+#define ARRAY(k, st, m, cnt, t, s) \
+	{ .key = k, .keylen = sizeof(k) - 1, .type = t, .off = offsetof(st, m), \
+	  .aux = offsetof(st, cnt), .sub = s }
 #define TABLE(fields, st)	{ .f = fields, .n = ARRAY_SIZE(fields), .size = sizeof(st) }
 /* clang-format on */
+
+static int check_sketch(void *base, const struct where *w, char *why);
+
+/* 1.2: a DDSketch as data (report.h); checked by rebuilding it. */
+#define SK(m, t) FIELD(struct rp_report_sketch, m, t, false)
+static const struct field sketch_fields[] = {
+	SK(alpha, F_F64),
+	SK(count, F_U64),
+	SK(zero, F_U64),
+	SK(dropped, F_U64),
+	SK(collapsed_neg, F_U64),
+	SK(collapsed_pos, F_U64),
+	SK(min, F_F64),
+	SK(max, F_F64),
+	SK(sum, F_SUM),
+	SK(neg_lo, F_I32),
+	ARRAY("neg", struct rp_report_sketch, neg, n_neg, F_U64S, NULL),
+	SK(pos_lo, F_I32),
+	ARRAY("pos", struct rp_report_sketch, pos, n_pos, F_U64S, NULL),
+};
+static const struct table sketch_table = { .f = sketch_fields,
+					   .n = ARRAY_SIZE(sketch_fields),
+					   .size = sizeof(struct rp_report_sketch),
+					   .check = check_sketch };
 
 #define SRC(m, t, req) FIELD(struct rp_report_source, m, t, req)
 static const struct field source_fields[] = {
@@ -99,7 +140,7 @@ static const struct field source_fields[] = {
 };
 
 #define FN(m, t, req) FIELD(struct rp_report_fn, m, t, req)
-/* From p50_ns on: 1.1. */
+/* From p50_ns on: 1.1; dur: 1.2. */
 static const struct field fn_fields[] = {
 	FN(name, F_STR, true),
 	FN(category, F_STR, false),
@@ -118,15 +159,19 @@ static const struct field fn_fields[] = {
 	FN(p99_ns, F_U64, false),
 	FN(midpoint_sum, F_U64, false),
 	FN(midpoint_count, F_U64, false),
+	KEYED("dur", F_SKETCH, false, offsetof(struct rp_report_fn, dur), &sketch_table),
 };
 
-#define EDGE(m, t, req) FIELD(struct rp_report_edge, m, t, req)
 static const struct field edge_fields[] = {
-	EDGE(caller, F_REF, true),   EDGE(callee, F_REF, true),
-	EDGE(calls, F_U64, false),   EDGE(primitive_calls, F_U64, false),
-	EDGE(self_ns, F_U64, false), EDGE(cum_ns, F_U64, false),
+	REF(struct rp_report_edge, caller, REF_FN, true),
+	REF(struct rp_report_edge, callee, REF_FN, true),
+	FIELD(struct rp_report_edge, calls, F_U64, false),
+	FIELD(struct rp_report_edge, primitive_calls, F_U64, false),
+	FIELD(struct rp_report_edge, self_ns, F_U64, false),
+	FIELD(struct rp_report_edge, cum_ns, F_U64, false),
 };
 
+/* parent and fn: check_cct(), which knows the root's exceptions. */
 #define NODE(m, t, req) FIELD(struct rp_report_node, m, t, req)
 static const struct field node_fields[] = {
 	NODE(parent, F_REF, true),   NODE(fn, F_REF, true),	   NODE(calls, F_U64, false),
@@ -141,16 +186,124 @@ static const struct field conc_fields[] = {
 	CONC(p99, F_U32, false), CONC(max, F_U32, false),
 };
 
+/* 1.2 */
+#define CAT(m, t, req) FIELD(struct rp_report_cat, m, t, req)
+static const struct field cat_fields[] = {
+	CAT(name, F_STR, true),
+	CAT(calls, F_U64, false),
+	CAT(self_ns, F_U64, false),
+	CAT(total_ns, F_U64, false),
+	CAT(p50_ns, F_U64, false),
+	CAT(p90_ns, F_U64, false),
+	CAT(p95_ns, F_U64, false),
+	CAT(p99_ns, F_U64, false),
+	KEYED("dur", F_SKETCH, false, offsetof(struct rp_report_cat, dur), &sketch_table),
+};
+
+/* 1.2 */
+#define CTR(m, t, req) FIELD(struct rp_report_counter, m, t, req)
+static const struct field counter_fields[] = {
+	CTR(name, F_STR, true),
+	CTR(category, F_STR, false),
+	CTR(samples, F_U64, false),
+	CTR(last, F_I64, false),
+	CTR(min, F_I64, false),
+	CTR(max, F_I64, false),
+	CTR(mean, F_F64, false),
+	CTR(p50, F_F64, false),
+	CTR(p90, F_F64, false),
+	CTR(p95, F_F64, false),
+	CTR(p99, F_F64, false),
+	KEYED("values", F_SKETCH, false, offsetof(struct rp_report_counter, values), &sketch_table),
+};
+
+/* 1.2 */
+static const struct field top_entry_fields[] = {
+	REF(struct rp_report_top, fn, REF_FN, true),
+	FIELD(struct rp_report_top, value, F_U64, false),
+	FIELD(struct rp_report_top, error, F_U64, false),
+};
+static const struct table top_entry_table = TABLE(top_entry_fields, struct rp_report_top);
+
+/* 1.2 */
+#define SPAN(m, t) FIELD(struct rp_report_span, m, t, false)
+static const struct field span_fields[] = {
+	REF(struct rp_report_span, fn, REF_FN, true),
+	REF(struct rp_report_span, source, REF_SRC_OR_NIL, false),
+	SPAN(track, F_U64),
+	SPAN(span_id, F_U64),
+	SPAN(start_ns, F_U64),
+	SPAN(dur_ns, F_U64),
+	SPAN(self_ns, F_U64),
+	SPAN(subtree_ns, F_U64),
+	SPAN(concurrency, F_U32),
+	SPAN(concurrency_known, F_U32),
+};
+static const struct table span_table = TABLE(span_fields, struct rp_report_span);
+
+/* 1.2 */
+#define BN(k, m, cnt, t) ARRAY(k, struct rp_report_bottlenecks, m, cnt, F_ARR, t)
+static const struct field bottleneck_fields[] = {
+	BN("by_cum", by_cum, n_by_cum, &top_entry_table),
+	BN("by_self", by_self, n_by_self, &top_entry_table),
+	BN("by_count", by_count, n_by_count, &top_entry_table),
+	FIELD(struct rp_report_bottlenecks, bound_cum, F_U64, false),
+	FIELD(struct rp_report_bottlenecks, bound_self, F_U64, false),
+	FIELD(struct rp_report_bottlenecks, bound_count, F_U64, false),
+	BN("slowest", slowest, n_slowest, &span_table),
+};
+static const struct table bottleneck_table = TABLE(bottleneck_fields, struct rp_report_bottlenecks);
+
+/* 1.2 */
+#define WFN(m) FIELD(struct rp_report_wfn, m, F_U64, false)
+static const struct field wfn_fields[] = {
+	REF(struct rp_report_wfn, fn, REF_FN, true),
+	WFN(calls),
+	WFN(self_ns),
+	WFN(cum_ns),
+	WFN(p50_ns),
+	WFN(p90_ns),
+	WFN(p95_ns),
+	WFN(p99_ns),
+};
+static const struct table wfn_table = TABLE(wfn_fields, struct rp_report_wfn);
+static const struct table conc_table = TABLE(conc_fields, struct rp_report_conc);
+
+/* 1.2 */
+#define WIN(m, t, req) FIELD(struct rp_report_window, m, t, req)
+static const struct field window_fields[] = {
+	WIN(name, F_STR, true),
+	WIN(length_ns, F_U64, false),
+	WIN(subwindows, F_U32, false),
+	WIN(t_from, F_U64, false),
+	WIN(t_to, F_U64, false),
+	ARRAY("fns", struct rp_report_window, fns, n_fns, F_ARR, &wfn_table),
+	ARRAY("conc", struct rp_report_window, conc, n_conc, F_ARR, &conc_table),
+	KEYED("top", F_REC, false, offsetof(struct rp_report_window, top), &bottleneck_table),
+};
+
+/* From max_sketch_names on: 1.2. */
 #define CAP(m) FIELD(struct rp_report_caps, m, F_U32, false)
 static const struct field caps_fields[] = {
-	CAP(max_names), CAP(max_tracks), CAP(max_depth), CAP(max_cct_nodes), CAP(max_sources),
+	CAP(max_names),
+	CAP(max_tracks),
+	CAP(max_depth),
+	CAP(max_cct_nodes),
+	CAP(max_sources),
+	CAP(max_sketch_names),
+	CAP(max_window_names),
+	CAP(max_counters),
+	CAP(topk),
+	FIELD(struct rp_report_caps, memory_bound, F_U64, false),
 };
 
 static const struct table source_table = TABLE(source_fields, struct rp_report_source);
 static const struct table fn_table = TABLE(fn_fields, struct rp_report_fn);
 static const struct table edge_table = TABLE(edge_fields, struct rp_report_edge);
 static const struct table node_table = TABLE(node_fields, struct rp_report_node);
-static const struct table conc_table = TABLE(conc_fields, struct rp_report_conc);
+static const struct table cat_table = TABLE(cat_fields, struct rp_report_cat);
+static const struct table counter_table = TABLE(counter_fields, struct rp_report_counter);
+static const struct table window_table = TABLE(window_fields, struct rp_report_window);
 static const struct table caps_table = TABLE(caps_fields, struct rp_report_caps);
 
 #define REP(m, t) FIELD(struct rp_report, m, t, false)
@@ -159,7 +312,7 @@ static const struct field header_fields[] = {
 	REP(t_first, F_U64),
 	REP(t_last, F_U64),
 	REP(clock, F_STR),
-	KEYED("caps", F_REC, false, offsetof(struct rp_report, caps), &caps_table, 0),
+	KEYED("caps", F_REC, false, offsetof(struct rp_report, caps), &caps_table),
 };
 
 static const struct field totals_fields[] = {
@@ -171,40 +324,23 @@ static const struct table header_table = TABLE(header_fields, struct rp_report);
 static const struct table totals_table = TABLE(totals_fields, struct rp_report);
 
 /* "header" and "totals" are views of the report itself (offset 0). */
+#define SEC(k, m, cnt, t) ARRAY(k, struct rp_report, m, cnt, F_ARR, t)
 static const struct field top_fields[] = {
-	KEYED("version", F_VER, true, 0, NULL, 0),
-	KEYED("header", F_REC, false, 0, &header_table, 0),
-	KEYED("totals", F_REC, false, 0, &totals_table, 0),
-	KEYED("sources", F_SEC, false, 0, &source_table, SEC_SOURCES),
-	KEYED("functions", F_SEC, false, 0, &fn_table, SEC_FUNCTIONS),
-	KEYED("edges", F_SEC, false, 0, &edge_table, SEC_EDGES),
-	KEYED("cct", F_SEC, false, 0, &node_table, SEC_CCT),
-	KEYED("concurrency", F_SEC, false, 0, &conc_table, SEC_CONC), /* 1.1 */
+	KEYED("version", F_VER, true, 0, NULL),
+	KEYED("header", F_REC, false, 0, &header_table),
+	KEYED("totals", F_REC, false, 0, &totals_table),
+	SEC("sources", sources, n_sources, &source_table),
+	SEC("functions", fns, n_fns, &fn_table),
+	SEC("edges", edges, n_edges, &edge_table),
+	SEC("cct", nodes, n_nodes, &node_table),
+	SEC("concurrency", conc, n_conc, &conc_table), /* 1.1 */
+	SEC("categories", cats, n_cats, &cat_table),   /* 1.2 */
+	SEC("counters", counters, n_counters, &counter_table),
+	SEC("windows", windows, n_windows, &window_table),
+	KEYED("bottlenecks", F_REC, false, offsetof(struct rp_report, bottlenecks),
+	      &bottleneck_table),
 };
 static const struct table top_table = TABLE(top_fields, struct rp_report);
-
-static const void *section_get(const struct rp_report *r, unsigned sec, uint32_t *n)
-{
-	switch (sec) {
-	case SEC_SOURCES: *n = r->n_sources; return r->sources;
-	case SEC_FUNCTIONS: *n = r->n_fns; return r->fns;
-	case SEC_EDGES: *n = r->n_edges; return r->edges;
-	case SEC_CCT: *n = r->n_nodes; return r->nodes;
-	default: *n = r->n_conc; return r->conc;
-	}
-}
-
-/* Hands @p (calloc'd, @n records) to the report, which frees it from now on. */
-static void section_attach(struct rp_report *r, unsigned sec, void *p, uint32_t n)
-{
-	switch (sec) {
-	case SEC_SOURCES: r->sources = p, r->n_sources = n; break;
-	case SEC_FUNCTIONS: r->fns = p, r->n_fns = n; break;
-	case SEC_EDGES: r->edges = p, r->n_edges = n; break;
-	case SEC_CCT: r->nodes = p, r->n_nodes = n; break;
-	default: r->conc = p, r->n_conc = n; break;
-	}
-}
 
 /* Bytes of s[0..n) to keep: at most STR_MAX, not splitting a UTF-8 sequence (a cut
  * backs off over at most three continuation bytes, so it ends on a boundary). */
@@ -281,15 +417,20 @@ static void pack_anomalies(struct enc *e, const uint64_t *a)
 
 static void pack_record(struct enc *e, const struct table *t, const void *base);
 
-static void pack_section(struct enc *e, const struct field *f, const struct rp_report *r)
+/* An F_ARR or F_U64S: the array at @p, its count at @base + f->aux. */
+static void pack_array(struct enc *e, const struct field *f, const void *base, const char *p)
 {
-	uint32_t n;
-	const char *p = section_get(r, f->sec, &n);
+	uint32_t n = *(const uint32_t *)((const char *)base + f->aux);
+	const char *a = *(const char *const *)p;
 
-	assert(p != NULL || n == 0);
+	assert(a != NULL || n == 0);
 	msgpack_pack_array(&e->pk, n);
-	for (uint32_t i = 0; i < n && e->err == 0; i++)
-		pack_record(e, f->sub, p + (size_t)i * f->sub->size);
+	for (uint32_t i = 0; i < n && e->err == 0; i++) {
+		if (f->type == F_U64S)
+			msgpack_pack_uint64(&e->pk, ((const uint64_t *)a)[i]);
+		else
+			pack_record(e, f->sub, a + (size_t)i * f->sub->size);
+	}
 }
 
 static void pack_field(struct enc *e, const struct field *f, const void *base)
@@ -301,6 +442,9 @@ static void pack_field(struct enc *e, const struct field *f, const void *base)
 	case F_U64: msgpack_pack_uint64(&e->pk, *(const uint64_t *)p); break;
 	case F_U32: msgpack_pack_uint32(&e->pk, *(const uint32_t *)p); break;
 	case F_I32: msgpack_pack_int32(&e->pk, *(const int32_t *)p); break;
+	case F_I64: msgpack_pack_int64(&e->pk, *(const int64_t *)p); break;
+	case F_F64:
+	case F_SUM: msgpack_pack_double(&e->pk, *(const double *)p); break;
 	case F_STR: pack_str(e, *(char *const *)p); break;
 	case F_REF:
 		ref = *(const uint32_t *)p;
@@ -311,7 +455,14 @@ static void pack_field(struct enc *e, const struct field *f, const void *base)
 		break;
 	case F_ANOM: pack_anomalies(e, (const uint64_t *)p); break;
 	case F_REC: pack_record(e, f->sub, p); break;
-	case F_SEC: pack_section(e, f, base); break;
+	case F_ARR:
+	case F_U64S: pack_array(e, f, base, p); break;
+	case F_SKETCH:
+		if (((const struct rp_report_sketch *)p)->alpha == 0)
+			msgpack_pack_nil(&e->pk); /* no sketch */
+		else
+			pack_record(e, f->sub, p);
+		break;
 	case F_VER:
 		msgpack_pack_array(&e->pk, 2);
 		msgpack_pack_uint32(&e->pk, RP_REPORT_VERSION_MAJOR);
@@ -732,15 +883,46 @@ static int get_anomalies(const msgpack_object *o, const struct where *w, char *w
 	return 0;
 }
 
+static int get_i64(const msgpack_object *o, const struct where *w, char *why, int64_t *v)
+{
+	if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER && o->via.u64 <= INT64_MAX)
+		*v = (int64_t)o->via.u64;
+	else if (o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER)
+		*v = o->via.i64;
+	else if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
+		return fail(why, w, -EINVAL, "out of the range of a 64-bit signed integer");
+	else
+		return fail(why, w, -EINVAL, "expected an integer, got %s", type_name(o));
+	return 0;
+}
+
+/* A float of either width, or an integer (writers in other languages may write 0
+ * for 0.0); NaN and infinities are refused: every double of the schema is finite. */
+static int get_f64(const msgpack_object *o, const struct where *w, char *why, double *v,
+		   bool inf_ok)
+{
+	switch (o->type) {
+	case MSGPACK_OBJECT_FLOAT32:
+	case MSGPACK_OBJECT_FLOAT64: *v = o->via.f64; break;
+	case MSGPACK_OBJECT_POSITIVE_INTEGER: *v = (double)o->via.u64; break;
+	case MSGPACK_OBJECT_NEGATIVE_INTEGER: *v = (double)o->via.i64; break;
+	default: return fail(why, w, -EINVAL, "expected a float, got %s", type_name(o));
+	}
+	if (isnan(*v) || (!inf_ok && isinf(*v)))
+		return fail(why, w, -EINVAL, "%g is not a finite number", *v);
+	return 0;
+}
+
 static int decode_record(const msgpack_object *o, const struct table *t, void *base,
 			 const struct where *w, char *why);
 
-static int decode_section(const msgpack_object *o, const struct field *f, struct rp_report *r,
-			  const struct where *w, char *why)
+/* An F_ARR or F_U64S into @p (the pointer) and @base + f->aux (the count). */
+static int decode_array(const msgpack_object *o, const struct field *f, void *base, char *p,
+			const struct where *w, char *why)
 {
-	const struct table *t = f->sub;
+	size_t size = f->type == F_U64S ? sizeof(uint64_t) : f->sub->size;
 	uint32_t n;
-	char *p;
+	char *a;
 
 	if (o->type != MSGPACK_OBJECT_ARRAY)
 		return fail(why, w, -EINVAL, "expected an array, got %s", type_name(o));
@@ -748,14 +930,18 @@ static int decode_section(const msgpack_object *o, const struct field *f, struct
 	if (n == 0)
 		return 0;
 	/* n <= the input's length (scan), so this is O(input). */
-	p = calloc(n, t->size);
-	if (p == NULL)
-		return fail(why, w, -ENOMEM, "out of memory for %" PRIu32 " records", n);
-	section_attach(r, f->sec, p, n);
+	a = calloc(n, size);
+	if (a == NULL)
+		return fail(why, w, -ENOMEM, "out of memory for %" PRIu32 " elements", n);
+	/* Attached first: the report frees it (and what its records hold) from now on. */
+	*(char **)p = a;
+	*(uint32_t *)((char *)base + f->aux) = n;
 	for (uint32_t i = 0; i < n; i++) {
 		struct where item = at_index(w, i);
-		int err =
-			decode_record(&o->via.array.ptr[i], t, p + (size_t)i * t->size, &item, why);
+		const msgpack_object *e = &o->via.array.ptr[i];
+		int err = f->type == F_U64S
+				  ? get_u64(e, &item, why, (uint64_t *)a + i)
+				  : decode_record(e, f->sub, a + (size_t)i * size, &item, why);
 
 		if (err)
 			return err;
@@ -772,11 +958,19 @@ static int decode_field(const struct field *f, const msgpack_object *o, void *ba
 	case F_U64: return get_u64(o, w, why, (uint64_t *)p);
 	case F_U32: return get_u32(o, w, why, (uint32_t *)p);
 	case F_I32: return get_i32(o, w, why, (int32_t *)p);
+	case F_I64: return get_i64(o, w, why, (int64_t *)p);
+	case F_F64: return get_f64(o, w, why, (double *)p, false);
+	case F_SUM: return get_f64(o, w, why, (double *)p, true);
 	case F_STR: return get_str(o, w, why, (char **)p);
 	case F_REF: return get_ref(o, w, why, (uint32_t *)p);
 	case F_ANOM: return get_anomalies(o, w, why, (uint64_t *)p);
 	case F_REC: return decode_record(o, f->sub, p, w, why);
-	case F_SEC: return decode_section(o, f, base, w, why);
+	case F_ARR:
+	case F_U64S: return decode_array(o, f, base, p, w, why);
+	case F_SKETCH:
+		if (o->type == MSGPACK_OBJECT_NIL)
+			return 0; /* no sketch: alpha 0, all zero */
+		return decode_record(o, f->sub, p, w, why);
 	default: return 0; /* F_VER: read first, by check_version */
 	}
 }
@@ -824,13 +1018,14 @@ static int decode_record(const msgpack_object *o, const struct table *t, void *b
 			 const struct where *w, char *why)
 {
 	uint32_t seen = 0, hint = 0;
+	int err;
 
 	assert(t->n <= 32);
 	if (o->type != MSGPACK_OBJECT_MAP)
 		return fail(why, w, -EINVAL, "expected a map, got %s", type_name(o));
 	for (uint32_t i = 0; i < o->via.map.size; i++) {
 		const msgpack_object_kv *kv = &o->via.map.ptr[i];
-		int k = find_field(t, &kv->key, hint), err;
+		int k = find_field(t, &kv->key, hint);
 		struct where in;
 
 		if (k < 0)
@@ -844,7 +1039,10 @@ static int decode_record(const msgpack_object *o, const struct table *t, void *b
 		if (err)
 			return err;
 	}
-	return finish_record(t, base, seen, w, why);
+	err = finish_record(t, base, seen, w, why);
+	if (!err && t->check != NULL)
+		err = t->check(base, w, why);
+	return err;
 }
 
 /* Before anything else: another major version may mean anything by the rest. */
@@ -875,34 +1073,123 @@ static int check_version(const msgpack_object *o, struct rp_report *r, char *why
 	return 0;
 }
 
+/* An index into @n things (@what: "function", "source"), or nil where @nil_ok. */
+static int check_index(uint32_t v, uint32_t n, const char *what, bool nil_ok, const struct where *w,
+		       char *why)
+{
+	if (v == RP_NONE && !nil_ok)
+		return fail(why, w, -EINVAL, "nil where a %s index is needed", what);
+	if (v != RP_NONE && v >= n)
+		return fail(why, w, -EINVAL, "%" PRIu32 " is not a %s index (%" PRIu32 " %ss)", v,
+			    what, n, what);
+	return 0;
+}
+
 /* A function index: < n_fns, or nil where @nil_ok. */
 static int check_fn(uint32_t v, const struct rp_report *r, bool nil_ok, const struct where *w,
 		    char *why)
 {
-	if (v == RP_NONE && !nil_ok)
-		return fail(why, w, -EINVAL, "nil where a function index is needed");
-	if (v != RP_NONE && v >= r->n_fns)
-		return fail(why, w, -EINVAL,
-			    "%" PRIu32 " is not a function index (%" PRIu32 " functions)", v,
-			    r->n_fns);
-	return 0;
+	return check_index(v, r->n_fns, "function", nil_ok, w, why);
 }
 
-static int check_edges(const struct rp_report *r, char *why)
+/* Every F_REF with a target (edges, windows, bottlenecks) in the record at @base and
+ * below it, once the whole report is read: the sections may come in any order. */
+static int check_refs(const struct table *t, const void *base, const struct rp_report *r,
+		      const struct where *w, char *why)
 {
-	struct where sec = at_key(&root_where, "edges");
+	for (uint32_t i = 0; i < t->n; i++) {
+		const struct field *f = &t->f[i];
+		const char *p = (const char *)base + f->off;
+		struct where in = at_key(w, f->key);
+		int err = 0;
 
-	for (uint32_t i = 0; i < r->n_edges; i++) {
-		struct where item = at_index(&sec, i);
-		struct where caller = at_key(&item, "caller"), callee = at_key(&item, "callee");
-		int err = check_fn(r->edges[i].caller, r, false, &caller, why);
+		if (f->type == F_REF && f->ref == REF_SRC_OR_NIL)
+			err = check_index(*(const uint32_t *)p, r->n_sources, "source", true, &in,
+					  why);
+		else if (f->type == F_REF && f->ref != REF_NONE)
+			err = check_fn(*(const uint32_t *)p, r, f->ref == REF_FN_OR_NIL, &in, why);
+		else if (f->type == F_REC)
+			err = check_refs(f->sub, p, r, &in, why);
+		else if (f->type == F_ARR) {
+			uint32_t n = *(const uint32_t *)((const char *)base + f->aux);
+			const char *a = *(const char *const *)p;
 
-		if (!err)
-			err = check_fn(r->edges[i].callee, r, false, &callee, why);
+			for (uint32_t j = 0; j < n && !err; j++) {
+				struct where item = at_index(&in, j);
+
+				err = check_refs(f->sub, a + (size_t)j * f->sub->size, r, &item,
+						 why);
+			}
+		}
 		if (err)
 			return err;
 	}
 	return 0;
+}
+
+/* Sum of a run, or false if it overflows. */
+static bool run_sum(const uint64_t *run, uint32_t n, uint64_t *sum)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (__builtin_add_overflow(*sum, run[i], sum))
+			return false;
+	return true;
+}
+
+/* A run of @n buckets from @lo within the sketch's index range. */
+static int check_run(const struct rp_sketch *s, int32_t lo, uint32_t n, const char *key,
+		     const struct where *w, char *why)
+{
+	struct where in = at_key(w, key);
+	int64_t hi = (int64_t)lo + n - 1;
+
+	if (n > 0 && (lo < s->index_min || hi > s->index_max))
+		return fail(why, &in, -EINVAL,
+			    "buckets %" PRId32 "..%" PRId64 " are outside the index range %" PRId32
+			    "..%" PRId32 " of alpha %g",
+			    lo, hi, s->index_min, s->index_max, s->alpha);
+	return 0;
+}
+
+/* A sketch is valid when it rebuilds: alpha in the sketch's range, the runs within
+ * its index range, count = zero + the buckets, and what rp_sketch_set_summary()
+ * checks (min <= max, the collapsed counts). alpha 0 is "no sketch": all zero. */
+static int check_sketch(void *base, const struct where *w, char *why)
+{
+	const struct rp_report_sketch *k = base;
+	struct where alpha = at_key(w, "alpha"), count = at_key(w, "count");
+	uint64_t sum = k->zero;
+	struct rp_sketch s;
+	int err;
+
+	if (k->alpha == 0) {
+		if (k->count || k->zero || k->dropped || k->collapsed_neg || k->collapsed_pos ||
+		    k->n_pos || k->n_neg || k->min != 0 || k->max != 0 || k->sum != 0 ||
+		    k->pos_lo || k->neg_lo)
+			return fail(why, &alpha, -EINVAL,
+				    "0 (no sketch), but the sketch holds data");
+		return 0;
+	}
+	if (!(k->alpha >= RP_SKETCH_ALPHA_MIN && k->alpha <= RP_SKETCH_ALPHA_MAX))
+		return fail(why, &alpha, -EINVAL, "%g is not in [%g, %g]", k->alpha,
+			    RP_SKETCH_ALPHA_MIN, RP_SKETCH_ALPHA_MAX);
+	if (rp_sketch_init(&s, k->alpha) != 0)
+		return fail(why, &alpha, -EINVAL, "%g: no sketch of this accuracy", k->alpha);
+	err = check_run(&s, k->neg_lo, k->n_neg, "neg", w, why);
+	if (!err)
+		err = check_run(&s, k->pos_lo, k->n_pos, "pos", w, why);
+	if (!err && (!run_sum(k->neg, k->n_neg, &sum) || !run_sum(k->pos, k->n_pos, &sum)))
+		err = fail(why, &count, -EINVAL, "the buckets hold more than 2^64 - 1 values");
+	if (!err && sum != k->count)
+		err = fail(why, &count, -EINVAL,
+			   "%" PRIu64 ", but zero and the buckets hold %" PRIu64, k->count, sum);
+	if (!err && (err = rp_report_sketch_to(k, &s)) != 0)
+		err = err == -ENOMEM ? fail(why, w, err, "out of memory rebuilding the sketch")
+				     : fail(why, w, -EINVAL,
+					    "min, max, sum or the collapsed counts do not fit "
+					    "the buckets");
+	rp_sketch_fini(&s);
+	return err;
 }
 
 /* Node 0 is the root (nil parent; nil function, or any valid one); every other
@@ -944,7 +1231,7 @@ static int decode_root(const msgpack_object *o, struct rp_report *r, char *why)
 	if (!err)
 		err = decode_record(o, &top_table, r, &root_where, why);
 	if (!err)
-		err = check_edges(r, why);
+		err = check_refs(&top_table, r, r, &root_where, why);
 	if (!err)
 		err = check_cct(r, why);
 	return err;

@@ -16,8 +16,10 @@
 #include "support.h"
 
 #include <dirent.h>
+#include <float.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -28,16 +30,19 @@
 
 #include <msgpack.h>
 
+#include "sketch.h"
 #include "snapshot.h"
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #define STR_MAX	      4096u /* docs/snapshot.md: strings are cut to this many bytes */
 #define WHAT_MAX      256u
 #define PYTHON	      "/usr/bin/python3"
+#define RP_STR_(x)    #x
+#define RP_STR(x)     RP_STR_(x)
 
 static const char *const anomaly_names[] = {
-	"end_mismatch", "end_unmatched", "depth_cap", "track_cap",   "name_cap",
-	"cct_cap",	"clamped",	 "bad_event", "open_at_end", "window_cap", "counter_cap",
+	"end_mismatch", "end_unmatched", "depth_cap",	"track_cap",  "name_cap",    "cct_cap",
+	"clamped",	"bad_event",	 "open_at_end", "window_cap", "counter_cap",
 };
 
 /* --- random reports ----------------------------------------------------------------- */
@@ -124,6 +129,7 @@ static void rnd_anomalies(uint64_t *a)
 struct shape {
 	uint32_t sources, fns, edges, nodes, conc;
 	size_t str_max;
+	uint32_t cats, counters, windows, tops; /* 1.2; tops: entries per list */
 };
 
 static void rnd_source(struct rp_report_source *s, size_t str_max)
@@ -201,6 +207,184 @@ static void *xcalloc(size_t n, size_t size)
 	return p;
 }
 
+/* A real sketch (engine/sketch.c) of random values, as report data; 1 in 5 none. */
+static void rnd_sketch(struct rp_report_sketch *k, bool sign)
+{
+	static const double alphas[] = { 0.01, 0.02, 0.005, 0.5 };
+	uint32_t n = rnd() % 4 == 0 ? 0 : (uint32_t)(rnd() % 60);
+	struct rp_sketch s;
+
+	memset(k, 0, sizeof(*k));
+	if (rnd() % 5 == 0)
+		return;
+	assert_int_equal(rp_sketch_init(&s, alphas[rnd() % ARRAY_SIZE(alphas)]), 0);
+	/* Mostly a few binades somewhere (runs of tens of buckets), sometimes all 64. */
+	uint32_t wide = rnd() % 10 == 0 ? 64 : 1 + (uint32_t)(rnd() % 4);
+	uint64_t base = 1ull << (rnd() % (65 - wide));
+
+	for (uint32_t i = 0; i < n; i++) {
+		double v = wide == 64 ? (double)(rnd() >> (rnd() % 64))
+				      : (double)base * (double)(1ull << (rnd() % wide)) *
+						(1 + (double)(rnd() % 1000) / 1000);
+
+		if (sign && rnd() % 2)
+			v = -v;
+		if (rnd() % 16 == 0)
+			v = 0;
+		if (rnd() % 10 == 0)
+			rp_sketch_add_n(&s, v, rnd() % 1000000 + 1);
+		else
+			rp_sketch_add(&s, v);
+	}
+	assert_int_equal(rp_report_sketch_from(k, &s), 0);
+	rp_sketch_fini(&s);
+}
+
+/* Finite doubles: edges (both zeros, the extremes, a subnormal) and random ones. */
+static double rnd_f64(void)
+{
+	static const double edges[] = {
+		0.0, -0.0, 1.5, -1e300, DBL_MAX, -DBL_MAX, DBL_MIN, 4.9e-324
+	};
+	double v;
+
+	if (rnd() % 2)
+		return edges[rnd() % ARRAY_SIZE(edges)];
+	v = (double)(int64_t)rnd() / (double)(rnd() | 1);
+	return v;
+}
+
+static int64_t rnd_i64(void)
+{
+	static const int64_t edges[] = {
+		0, -1, 1, INT64_MIN, INT64_MAX, -129, -32769, -(1ll << 40)
+	};
+
+	return rnd() % 2 ? edges[rnd() % ARRAY_SIZE(edges)] : (int64_t)rnd();
+}
+
+static void rnd_cat(struct rp_report_cat *c, size_t str_max)
+{
+	c->name = rnd_str(str_max);
+	c->calls = rnd_u64();
+	c->self_ns = rnd_u64();
+	c->total_ns = rnd_u64();
+	c->p50_ns = rnd_u64();
+	c->p90_ns = rnd_u64();
+	c->p95_ns = rnd_u64();
+	c->p99_ns = rnd_u64();
+	rnd_sketch(&c->dur, false);
+}
+
+static void rnd_counter(struct rp_report_counter *c, size_t str_max)
+{
+	c->name = rnd_str(str_max);
+	c->category = rnd_str(str_max);
+	c->samples = rnd_u64();
+	c->last = rnd_i64();
+	c->min = rnd_i64();
+	c->max = rnd_i64();
+	c->mean = rnd_f64();
+	c->p50 = rnd_f64();
+	c->p90 = rnd_f64();
+	c->p95 = rnd_f64();
+	c->p99 = rnd_f64();
+	rnd_sketch(&c->values, true);
+}
+
+static struct rp_report_top *rnd_tops(uint32_t *n, uint32_t want, uint32_t n_fns)
+{
+	struct rp_report_top *t = xcalloc(want, sizeof(*t));
+
+	*n = n_fns ? want : 0;
+	for (uint32_t i = 0; i < *n; i++) {
+		t[i].fn = (uint32_t)(rnd() % n_fns);
+		t[i].value = rnd_u64();
+		t[i].error = rnd_u64();
+	}
+	return t;
+}
+
+static void rnd_bottlenecks(struct rp_report_bottlenecks *b, uint32_t want, uint32_t n_fns,
+			    uint32_t n_sources)
+{
+	b->by_cum = rnd_tops(&b->n_by_cum, want, n_fns);
+	b->by_self = rnd_tops(&b->n_by_self, want / 2, n_fns);
+	b->by_count = rnd_tops(&b->n_by_count, want, n_fns);
+	b->bound_cum = rnd_u64();
+	b->bound_self = rnd_u64();
+	b->bound_count = rnd_u64();
+	b->n_slowest = n_fns ? want : 0;
+	b->slowest = xcalloc(want, sizeof(*b->slowest));
+	for (uint32_t i = 0; i < b->n_slowest; i++) {
+		struct rp_report_span *s = &b->slowest[i];
+
+		s->fn = (uint32_t)(rnd() % n_fns);
+		s->source = n_sources && rnd() % 4 ? (uint32_t)(rnd() % n_sources) : RP_NONE;
+		s->track = rnd_u64();
+		s->span_id = rnd_u64();
+		s->start_ns = rnd_u64();
+		s->dur_ns = rnd_u64();
+		s->self_ns = rnd_u64();
+		s->subtree_ns = rnd_u64();
+		s->concurrency = rnd_u32();
+		s->concurrency_known = rnd_u32();
+	}
+}
+
+static void rnd_window(struct rp_report_window *w, const struct shape *sh)
+{
+	w->name = rnd_str(sh->str_max);
+	w->length_ns = rnd_u64();
+	w->subwindows = rnd_u32();
+	w->t_from = rnd_u64();
+	w->t_to = rnd_u64();
+	w->n_fns = sh->fns ? sh->fns / 2 + 1 : 0;
+	w->fns = xcalloc(w->n_fns, sizeof(*w->fns));
+	for (uint32_t i = 0; i < w->n_fns; i++) {
+		struct rp_report_wfn *f = &w->fns[i];
+
+		f->fn = (uint32_t)(rnd() % sh->fns);
+		f->calls = rnd_u64();
+		f->self_ns = rnd_u64();
+		f->cum_ns = rnd_u64();
+		f->p50_ns = rnd_u64();
+		f->p90_ns = rnd_u64();
+		f->p95_ns = rnd_u64();
+		f->p99_ns = rnd_u64();
+	}
+	w->n_conc = 2;
+	w->conc = xcalloc(2, sizeof(*w->conc));
+	rnd_conc(&w->conc[0], sh->str_max);
+	rnd_conc(&w->conc[1], sh->str_max);
+	rnd_bottlenecks(&w->top, sh->tops, sh->fns, sh->sources);
+}
+
+/* The 1.2 data of @r. */
+static void build_1_2(struct rp_report *r, const struct shape *sh)
+{
+	r->caps.max_sketch_names = rnd_u32();
+	r->caps.max_window_names = rnd_u32();
+	r->caps.max_counters = rnd_u32();
+	r->caps.topk = UINT32_MAX;
+	r->caps.memory_bound = rnd_u64();
+	for (uint32_t i = 0; i < r->n_fns; i++)
+		rnd_sketch(&r->fns[i].dur, false);
+	r->n_cats = sh->cats;
+	r->cats = xcalloc(sh->cats, sizeof(*r->cats));
+	for (uint32_t i = 0; i < sh->cats; i++)
+		rnd_cat(&r->cats[i], sh->str_max);
+	r->n_counters = sh->counters;
+	r->counters = xcalloc(sh->counters, sizeof(*r->counters));
+	for (uint32_t i = 0; i < sh->counters; i++)
+		rnd_counter(&r->counters[i], sh->str_max);
+	r->n_windows = sh->windows;
+	r->windows = xcalloc(sh->windows, sizeof(*r->windows));
+	for (uint32_t i = 0; i < sh->windows; i++)
+		rnd_window(&r->windows[i], sh);
+	rnd_bottlenecks(&r->bottlenecks, sh->tops, sh->fns, sh->sources);
+}
+
 static void rnd_header(struct rp_report *r)
 {
 	r->version_major = RP_REPORT_VERSION_MAJOR;
@@ -272,13 +456,38 @@ static void build(struct rp_report *r, uint64_t seed, const struct shape *sh)
 		r->conc[0].max = UINT32_MAX;
 		r->conc[sh->conc - 1].p50 = UINT32_MAX;
 	}
+	build_1_2(r, sh);
+	/* A sum that overflowed: the one double that may be infinite. */
+	for (uint32_t i = 0; i < r->n_fns; i++)
+		if (r->fns[i].dur.alpha != 0) {
+			r->fns[i].dur.sum = -INFINITY;
+			break;
+		}
 }
 
 static const struct shape big = {
-	.sources = 5, .fns = 1000, .edges = 3000, .nodes = 5000, .conc = 40, .str_max = STR_MAX
+	.sources = 5,
+	.fns = 1000,
+	.edges = 3000,
+	.nodes = 5000,
+	.conc = 40,
+	.str_max = STR_MAX,
+	.cats = 20,
+	.counters = 30,
+	.windows = 3,
+	.tops = 10,
 };
 static const struct shape small = {
-	.sources = 2, .fns = 12, .edges = 20, .nodes = 30, .conc = 4, .str_max = 24
+	.sources = 2,
+	.fns = 12,
+	.edges = 20,
+	.nodes = 30,
+	.conc = 4,
+	.str_max = 24,
+	.cats = 3,
+	.counters = 3,
+	.windows = 2,
+	.tops = 4,
 };
 
 /* --- deep comparison ---------------------------------------------------------------- */
@@ -412,6 +621,190 @@ static bool node_eq(const struct rp_report_node *x, const struct rp_report_node 
 	       u_eq(x->total_ns, y->total_ns, what, "node.total_ns", i);
 }
 
+/* Doubles compare by their bits: -0.0 is not 0.0 for a byte-exact writer. */
+static bool d_eq(double x, double y, char *what, const char *field, uint32_t i)
+{
+	uint64_t a, b;
+
+	memcpy(&a, &x, 8);
+	memcpy(&b, &y, 8);
+	if (a == b)
+		return true;
+	return differ(what, "%s [%" PRIu32 "]: %.17g != %.17g", field, i, x, y);
+}
+
+static bool run_eq(const uint64_t *x, const uint64_t *y, uint32_t n, char *what, const char *field,
+		   uint32_t i)
+{
+	for (uint32_t j = 0; j < n; j++)
+		if (!u_eq(x[j], y[j], what, field, i))
+			return false;
+	return true;
+}
+
+static bool sketch_eq(const struct rp_report_sketch *x, const struct rp_report_sketch *y,
+		      uint32_t i, char *what)
+{
+	return d_eq(x->alpha, y->alpha, what, "sketch.alpha", i) &&
+	       u_eq(x->count, y->count, what, "sketch.count", i) &&
+	       u_eq(x->zero, y->zero, what, "sketch.zero", i) &&
+	       u_eq(x->dropped, y->dropped, what, "sketch.dropped", i) &&
+	       u_eq(x->collapsed_neg, y->collapsed_neg, what, "sketch.collapsed_neg", i) &&
+	       u_eq(x->collapsed_pos, y->collapsed_pos, what, "sketch.collapsed_pos", i) &&
+	       d_eq(x->min, y->min, what, "sketch.min", i) &&
+	       d_eq(x->max, y->max, what, "sketch.max", i) &&
+	       d_eq(x->sum, y->sum, what, "sketch.sum", i) &&
+	       u_eq((uint64_t)(int64_t)x->pos_lo, (uint64_t)(int64_t)y->pos_lo, what, "pos_lo",
+		    i) &&
+	       u_eq((uint64_t)(int64_t)x->neg_lo, (uint64_t)(int64_t)y->neg_lo, what, "neg_lo",
+		    i) &&
+	       u_eq(x->n_pos, y->n_pos, what, "n_pos", i) &&
+	       u_eq(x->n_neg, y->n_neg, what, "n_neg", i) &&
+	       run_eq(x->pos, y->pos, x->n_pos, what, "sketch.pos", i) &&
+	       run_eq(x->neg, y->neg, x->n_neg, what, "sketch.neg", i);
+}
+
+static bool cat_eq(const struct rp_report_cat *x, const struct rp_report_cat *y, uint32_t i,
+		   char *what)
+{
+	return s_eq(x->name, y->name, what, "cat.name", i) &&
+	       u_eq(x->calls, y->calls, what, "cat.calls", i) &&
+	       u_eq(x->self_ns, y->self_ns, what, "cat.self_ns", i) &&
+	       u_eq(x->total_ns, y->total_ns, what, "cat.total_ns", i) &&
+	       u_eq(x->p50_ns, y->p50_ns, what, "cat.p50_ns", i) &&
+	       u_eq(x->p90_ns, y->p90_ns, what, "cat.p90_ns", i) &&
+	       u_eq(x->p95_ns, y->p95_ns, what, "cat.p95_ns", i) &&
+	       u_eq(x->p99_ns, y->p99_ns, what, "cat.p99_ns", i) &&
+	       sketch_eq(&x->dur, &y->dur, i, what);
+}
+
+static bool counter_eq(const struct rp_report_counter *x, const struct rp_report_counter *y,
+		       uint32_t i, char *what)
+{
+	return s_eq(x->name, y->name, what, "counter.name", i) &&
+	       s_eq(x->category, y->category, what, "counter.category", i) &&
+	       u_eq(x->samples, y->samples, what, "counter.samples", i) &&
+	       u_eq((uint64_t)x->last, (uint64_t)y->last, what, "counter.last", i) &&
+	       u_eq((uint64_t)x->min, (uint64_t)y->min, what, "counter.min", i) &&
+	       u_eq((uint64_t)x->max, (uint64_t)y->max, what, "counter.max", i) &&
+	       d_eq(x->mean, y->mean, what, "counter.mean", i) &&
+	       d_eq(x->p50, y->p50, what, "counter.p50", i) &&
+	       d_eq(x->p90, y->p90, what, "counter.p90", i) &&
+	       d_eq(x->p95, y->p95, what, "counter.p95", i) &&
+	       d_eq(x->p99, y->p99, what, "counter.p99", i) &&
+	       sketch_eq(&x->values, &y->values, i, what);
+}
+
+static bool tops_eq(const struct rp_report_top *x, const struct rp_report_top *y, uint32_t n,
+		    char *what)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (!u_eq(x[i].fn, y[i].fn, what, "top.fn", i) ||
+		    !u_eq(x[i].value, y[i].value, what, "top.value", i) ||
+		    !u_eq(x[i].error, y[i].error, what, "top.error", i))
+			return false;
+	return true;
+}
+
+static bool span_eq(const struct rp_report_span *x, const struct rp_report_span *y, uint32_t i,
+		    char *what)
+{
+	return u_eq(x->fn, y->fn, what, "span.fn", i) &&
+	       u_eq(x->source, y->source, what, "span.source", i) &&
+	       u_eq(x->track, y->track, what, "span.track", i) &&
+	       u_eq(x->span_id, y->span_id, what, "span.span_id", i) &&
+	       u_eq(x->start_ns, y->start_ns, what, "span.start_ns", i) &&
+	       u_eq(x->dur_ns, y->dur_ns, what, "span.dur_ns", i) &&
+	       u_eq(x->self_ns, y->self_ns, what, "span.self_ns", i) &&
+	       u_eq(x->subtree_ns, y->subtree_ns, what, "span.subtree_ns", i) &&
+	       u_eq(x->concurrency, y->concurrency, what, "span.concurrency", i) &&
+	       u_eq(x->concurrency_known, y->concurrency_known, what, "span.known", i);
+}
+
+static bool bottlenecks_eq(const struct rp_report_bottlenecks *x,
+			   const struct rp_report_bottlenecks *y, char *what)
+{
+	if (!u_eq(x->n_by_cum, y->n_by_cum, what, "n_by_cum", 0) ||
+	    !u_eq(x->n_by_self, y->n_by_self, what, "n_by_self", 0) ||
+	    !u_eq(x->n_by_count, y->n_by_count, what, "n_by_count", 0) ||
+	    !u_eq(x->n_slowest, y->n_slowest, what, "n_slowest", 0) ||
+	    !u_eq(x->bound_cum, y->bound_cum, what, "bound_cum", 0) ||
+	    !u_eq(x->bound_self, y->bound_self, what, "bound_self", 0) ||
+	    !u_eq(x->bound_count, y->bound_count, what, "bound_count", 0) ||
+	    !tops_eq(x->by_cum, y->by_cum, x->n_by_cum, what) ||
+	    !tops_eq(x->by_self, y->by_self, x->n_by_self, what) ||
+	    !tops_eq(x->by_count, y->by_count, x->n_by_count, what))
+		return false;
+	for (uint32_t i = 0; i < x->n_slowest; i++)
+		if (!span_eq(&x->slowest[i], &y->slowest[i], i, what))
+			return false;
+	return true;
+}
+
+static bool conc_eq(const struct rp_report_conc *x, const struct rp_report_conc *y, uint32_t i,
+		    char *what);
+
+static bool window_eq(const struct rp_report_window *x, const struct rp_report_window *y,
+		      uint32_t i, char *what)
+{
+	if (!s_eq(x->name, y->name, what, "window.name", i) ||
+	    !u_eq(x->length_ns, y->length_ns, what, "window.length_ns", i) ||
+	    !u_eq(x->subwindows, y->subwindows, what, "window.subwindows", i) ||
+	    !u_eq(x->t_from, y->t_from, what, "window.t_from", i) ||
+	    !u_eq(x->t_to, y->t_to, what, "window.t_to", i) ||
+	    !u_eq(x->n_fns, y->n_fns, what, "window.n_fns", i) ||
+	    !u_eq(x->n_conc, y->n_conc, what, "window.n_conc", i) ||
+	    !bottlenecks_eq(&x->top, &y->top, what))
+		return false;
+	for (uint32_t j = 0; j < x->n_fns; j++) {
+		const struct rp_report_wfn *a = &x->fns[j], *b = &y->fns[j];
+
+		if (!u_eq(a->fn, b->fn, what, "wfn.fn", j) ||
+		    !u_eq(a->calls, b->calls, what, "wfn.calls", j) ||
+		    !u_eq(a->self_ns, b->self_ns, what, "wfn.self_ns", j) ||
+		    !u_eq(a->cum_ns, b->cum_ns, what, "wfn.cum_ns", j) ||
+		    !u_eq(a->p50_ns, b->p50_ns, what, "wfn.p50_ns", j) ||
+		    !u_eq(a->p90_ns, b->p90_ns, what, "wfn.p90_ns", j) ||
+		    !u_eq(a->p95_ns, b->p95_ns, what, "wfn.p95_ns", j) ||
+		    !u_eq(a->p99_ns, b->p99_ns, what, "wfn.p99_ns", j))
+			return false;
+	}
+	for (uint32_t j = 0; j < x->n_conc; j++)
+		if (!conc_eq(&x->conc[j], &y->conc[j], j, what))
+			return false;
+	return true;
+}
+
+/* The 1.2 parts of two reports. */
+static bool same_1_2(const struct rp_report *a, const struct rp_report *b, char *what)
+{
+	const struct rp_report_caps *x = &a->caps, *y = &b->caps;
+
+	if (!u_eq(x->max_sketch_names, y->max_sketch_names, what, "max_sketch_names", 0) ||
+	    !u_eq(x->max_window_names, y->max_window_names, what, "max_window_names", 0) ||
+	    !u_eq(x->max_counters, y->max_counters, what, "max_counters", 0) ||
+	    !u_eq(x->topk, y->topk, what, "topk", 0) ||
+	    !u_eq(x->memory_bound, y->memory_bound, what, "memory_bound", 0) ||
+	    !u_eq(a->n_cats, b->n_cats, what, "n_cats", 0) ||
+	    !u_eq(a->n_counters, b->n_counters, what, "n_counters", 0) ||
+	    !u_eq(a->n_windows, b->n_windows, what, "n_windows", 0) ||
+	    !bottlenecks_eq(&a->bottlenecks, &b->bottlenecks, what))
+		return false;
+	for (uint32_t i = 0; i < a->n_fns; i++)
+		if (!sketch_eq(&a->fns[i].dur, &b->fns[i].dur, i, what))
+			return false;
+	for (uint32_t i = 0; i < a->n_cats; i++)
+		if (!cat_eq(&a->cats[i], &b->cats[i], i, what))
+			return false;
+	for (uint32_t i = 0; i < a->n_counters; i++)
+		if (!counter_eq(&a->counters[i], &b->counters[i], i, what))
+			return false;
+	for (uint32_t i = 0; i < a->n_windows; i++)
+		if (!window_eq(&a->windows[i], &b->windows[i], i, what))
+			return false;
+	return true;
+}
+
 /* True if @b (decoded) holds exactly what @a (built) does; else @what says where not.
  * Returns instead of asserting: the atomic-replace test calls it from a thread. */
 static bool report_same(const struct rp_report *a, const struct rp_report *b, char *what)
@@ -437,7 +830,7 @@ static bool report_same(const struct rp_report *a, const struct rp_report *b, ch
 	for (uint32_t i = 0; i < a->n_conc; i++)
 		if (!conc_eq(&a->conc[i], &b->conc[i], i, what))
 			return false;
-	return true;
+	return same_1_2(a, b, what);
 }
 
 static void assert_same(const struct rp_report *a, const struct rp_report *b)
@@ -454,10 +847,16 @@ struct ref_opts {
 	uint32_t major, minor;
 	bool extras;	/* unknown keys (and values of every type) at every level */
 	bool minus_one; /* -1 instead of nil for "no index" */
-	bool v1_0;	/* as a 1.0 writer: none of the keys 1.1 added */
+	bool v1_0;	/* as a 1.0 writer: none of the keys 1.1 and 1.2 added */
+	bool v1_1;	/* as a 1.1 writer: none of the keys 1.2 added */
 };
 
-static const struct ref_opts plain = { .major = 1, .minor = 1 };
+static const struct ref_opts plain = { .major = 1, .minor = 2 };
+
+static bool has_1_2(const struct ref_opts *o)
+{
+	return !o->v1_0 && !o->v1_1;
+}
 
 static void key(msgpack_packer *pk, const char *k)
 {
@@ -494,7 +893,7 @@ static void extra(msgpack_packer *pk, int kind)
 
 	switch (kind % 4) {
 	case 0: /* a nested map holding arrays, and a non-string key */
-		key(pk, "bottlenecks");
+		key(pk, "hotspots");
 		msgpack_pack_map(pk, 3);
 		kv_str(pk, "unit", "ns");
 		key(pk, "p");
@@ -509,7 +908,7 @@ static void extra(msgpack_packer *pk, int kind)
 		msgpack_pack_bin_with_body(pk, ext, sizeof(ext));
 		break;
 	case 1: /* an array of records */
-		key(pk, "windows");
+		key(pk, "timeline");
 		msgpack_pack_array(pk, 2);
 		msgpack_pack_map(pk, 1);
 		kv_u64(pk, "calls", 3); /* a known name, inside an unknown key */
@@ -553,7 +952,7 @@ static void ref_header(msgpack_packer *pk, const struct rp_report *r, const stru
 	kv_u64(pk, "t_last", r->t_last);
 	kv_str(pk, "clock", r->clock);
 	key(pk, "caps");
-	msgpack_pack_map(pk, 5 + o->extras);
+	msgpack_pack_map(pk, (has_1_2(o) ? 10 : 5) + o->extras);
 	kv_u64(pk, "max_names", c->max_names);
 	kv_u64(pk, "max_tracks", c->max_tracks);
 	kv_u64(pk, "max_depth", c->max_depth);
@@ -561,6 +960,13 @@ static void ref_header(msgpack_packer *pk, const struct rp_report *r, const stru
 	kv_u64(pk, "max_sources", c->max_sources);
 	if (o->extras)
 		extra(pk, 2);
+	if (!has_1_2(o))
+		return;
+	kv_u64(pk, "max_sketch_names", c->max_sketch_names);
+	kv_u64(pk, "max_window_names", c->max_window_names);
+	kv_u64(pk, "max_counters", c->max_counters);
+	kv_u64(pk, "topk", c->topk);
+	kv_u64(pk, "memory_bound", c->memory_bound);
 }
 
 static void ref_totals(msgpack_packer *pk, const struct rp_report *r, const struct ref_opts *o)
@@ -595,10 +1001,196 @@ static void ref_source(msgpack_packer *pk, const struct rp_report_source *s,
 		extra(pk, 1);
 }
 
+static void kv_f64(msgpack_packer *pk, const char *k, double v)
+{
+	key(pk, k);
+	msgpack_pack_double(pk, v);
+}
+
+static void kv_i64(msgpack_packer *pk, const char *k, int64_t v)
+{
+	key(pk, k);
+	msgpack_pack_int64(pk, v);
+}
+
+static void kv_run(msgpack_packer *pk, const char *k, const uint64_t *run, uint32_t n)
+{
+	key(pk, k);
+	msgpack_pack_array(pk, n);
+	for (uint32_t i = 0; i < n; i++)
+		msgpack_pack_uint64(pk, run[i]);
+}
+
+/* docs: nil for no sketch (alpha 0), else the sketch map. */
+static void ref_sketch(msgpack_packer *pk, const char *k, const struct rp_report_sketch *s,
+		       const struct ref_opts *o)
+{
+	key(pk, k);
+	if (s->alpha == 0) {
+		msgpack_pack_nil(pk);
+		return;
+	}
+	msgpack_pack_map(pk, 13 + o->extras);
+	kv_f64(pk, "alpha", s->alpha);
+	kv_u64(pk, "count", s->count);
+	kv_u64(pk, "zero", s->zero);
+	kv_u64(pk, "dropped", s->dropped);
+	kv_u64(pk, "collapsed_neg", s->collapsed_neg);
+	kv_u64(pk, "collapsed_pos", s->collapsed_pos);
+	kv_f64(pk, "min", s->min);
+	kv_f64(pk, "max", s->max);
+	kv_f64(pk, "sum", s->sum);
+	if (o->extras)
+		extra(pk, 1);
+	kv_i64(pk, "neg_lo", s->neg_lo);
+	kv_run(pk, "neg", s->neg, s->n_neg);
+	kv_i64(pk, "pos_lo", s->pos_lo);
+	kv_run(pk, "pos", s->pos, s->n_pos);
+}
+
+static void ref_cat(msgpack_packer *pk, const struct rp_report_cat *c, const struct ref_opts *o)
+{
+	msgpack_pack_map(pk, 9 + o->extras);
+	kv_str(pk, "name", c->name);
+	kv_u64(pk, "calls", c->calls);
+	kv_u64(pk, "self_ns", c->self_ns);
+	kv_u64(pk, "total_ns", c->total_ns);
+	kv_u64(pk, "p50_ns", c->p50_ns);
+	kv_u64(pk, "p90_ns", c->p90_ns);
+	kv_u64(pk, "p95_ns", c->p95_ns);
+	kv_u64(pk, "p99_ns", c->p99_ns);
+	ref_sketch(pk, "dur", &c->dur, o);
+	if (o->extras)
+		extra(pk, 0);
+}
+
+static void ref_counter(msgpack_packer *pk, const struct rp_report_counter *c,
+			const struct ref_opts *o)
+{
+	msgpack_pack_map(pk, 12 + o->extras);
+	if (o->extras)
+		extra(pk, 3);
+	kv_str(pk, "name", c->name);
+	kv_str(pk, "category", c->category);
+	kv_u64(pk, "samples", c->samples);
+	kv_i64(pk, "last", c->last);
+	kv_i64(pk, "min", c->min);
+	kv_i64(pk, "max", c->max);
+	kv_f64(pk, "mean", c->mean);
+	kv_f64(pk, "p50", c->p50);
+	kv_f64(pk, "p90", c->p90);
+	kv_f64(pk, "p95", c->p95);
+	kv_f64(pk, "p99", c->p99);
+	ref_sketch(pk, "values", &c->values, o);
+}
+
+static void ref_tops(msgpack_packer *pk, const char *k, const struct rp_report_top *t, uint32_t n,
+		     const struct ref_opts *o)
+{
+	key(pk, k);
+	msgpack_pack_array(pk, n);
+	for (uint32_t i = 0; i < n; i++) {
+		msgpack_pack_map(pk, 3);
+		kv_ref(pk, "fn", t[i].fn, o);
+		kv_u64(pk, "value", t[i].value);
+		kv_u64(pk, "error", t[i].error);
+	}
+}
+
+static void ref_span(msgpack_packer *pk, const struct rp_report_span *s, const struct ref_opts *o)
+{
+	msgpack_pack_map(pk, 10 + o->extras);
+	kv_ref(pk, "fn", s->fn, o);
+	kv_ref(pk, "source", s->source, o);
+	if (o->extras)
+		extra(pk, 2);
+	kv_u64(pk, "track", s->track);
+	kv_u64(pk, "span_id", s->span_id);
+	kv_u64(pk, "start_ns", s->start_ns);
+	kv_u64(pk, "dur_ns", s->dur_ns);
+	kv_u64(pk, "self_ns", s->self_ns);
+	kv_u64(pk, "subtree_ns", s->subtree_ns);
+	kv_u64(pk, "concurrency", s->concurrency);
+	kv_u64(pk, "concurrency_known", s->concurrency_known);
+}
+
+static void ref_bottlenecks(msgpack_packer *pk, const char *k,
+			    const struct rp_report_bottlenecks *b, const struct ref_opts *o)
+{
+	key(pk, k);
+	msgpack_pack_map(pk, 7 + o->extras);
+	ref_tops(pk, "by_cum", b->by_cum, b->n_by_cum, o);
+	ref_tops(pk, "by_self", b->by_self, b->n_by_self, o);
+	ref_tops(pk, "by_count", b->by_count, b->n_by_count, o);
+	kv_u64(pk, "bound_cum", b->bound_cum);
+	kv_u64(pk, "bound_self", b->bound_self);
+	kv_u64(pk, "bound_count", b->bound_count);
+	if (o->extras)
+		extra(pk, 0);
+	key(pk, "slowest");
+	msgpack_pack_array(pk, b->n_slowest);
+	for (uint32_t i = 0; i < b->n_slowest; i++)
+		ref_span(pk, &b->slowest[i], o);
+}
+
+static void ref_conc(msgpack_packer *pk, const struct rp_report_conc *c, const struct ref_opts *o);
+
+static void ref_window(msgpack_packer *pk, const struct rp_report_window *w,
+		       const struct ref_opts *o)
+{
+	msgpack_pack_map(pk, 8 + o->extras);
+	kv_str(pk, "name", w->name);
+	kv_u64(pk, "length_ns", w->length_ns);
+	kv_u64(pk, "subwindows", w->subwindows);
+	kv_u64(pk, "t_from", w->t_from);
+	kv_u64(pk, "t_to", w->t_to);
+	key(pk, "fns");
+	msgpack_pack_array(pk, w->n_fns);
+	for (uint32_t i = 0; i < w->n_fns; i++) {
+		const struct rp_report_wfn *f = &w->fns[i];
+
+		msgpack_pack_map(pk, 8);
+		kv_ref(pk, "fn", f->fn, o);
+		kv_u64(pk, "calls", f->calls);
+		kv_u64(pk, "self_ns", f->self_ns);
+		kv_u64(pk, "cum_ns", f->cum_ns);
+		kv_u64(pk, "p50_ns", f->p50_ns);
+		kv_u64(pk, "p90_ns", f->p90_ns);
+		kv_u64(pk, "p95_ns", f->p95_ns);
+		kv_u64(pk, "p99_ns", f->p99_ns);
+	}
+	if (o->extras)
+		extra(pk, 1);
+	key(pk, "conc");
+	msgpack_pack_array(pk, w->n_conc);
+	for (uint32_t i = 0; i < w->n_conc; i++)
+		ref_conc(pk, &w->conc[i], o);
+	ref_bottlenecks(pk, "top", &w->top, o);
+}
+
+/* The 1.2 sections, after concurrency. */
+static void ref_sections_1_2(msgpack_packer *pk, const struct rp_report *r,
+			     const struct ref_opts *o)
+{
+	key(pk, "categories");
+	msgpack_pack_array(pk, r->n_cats);
+	for (uint32_t i = 0; i < r->n_cats; i++)
+		ref_cat(pk, &r->cats[i], o);
+	key(pk, "counters");
+	msgpack_pack_array(pk, r->n_counters);
+	for (uint32_t i = 0; i < r->n_counters; i++)
+		ref_counter(pk, &r->counters[i], o);
+	key(pk, "windows");
+	msgpack_pack_array(pk, r->n_windows);
+	for (uint32_t i = 0; i < r->n_windows; i++)
+		ref_window(pk, &r->windows[i], o);
+	ref_bottlenecks(pk, "bottlenecks", &r->bottlenecks, o);
+}
+
 static void ref_fn(msgpack_packer *pk, const struct rp_report_fn *f, const struct ref_opts *o,
 		   uint32_t i)
 {
-	msgpack_pack_map(pk, (o->v1_0 ? 11 : 17) + o->extras);
+	msgpack_pack_map(pk, (o->v1_0 ? 11 : o->v1_1 ? 17 : 18) + o->extras);
 	kv_str(pk, "name", f->name);
 	kv_str(pk, "category", f->category);
 	kv_str(pk, "file", f->file);
@@ -620,6 +1212,8 @@ static void ref_fn(msgpack_packer *pk, const struct rp_report_fn *f, const struc
 	kv_u64(pk, "p99_ns", f->p99_ns);
 	kv_u64(pk, "midpoint_sum", f->midpoint_sum);
 	kv_u64(pk, "midpoint_count", f->midpoint_count);
+	if (has_1_2(o))
+		ref_sketch(pk, "dur", &f->dur, o);
 }
 
 static void ref_edge(msgpack_packer *pk, const struct rp_report_edge *e, const struct ref_opts *o)
@@ -688,6 +1282,8 @@ static void ref_sections(msgpack_packer *pk, const struct rp_report *r, const st
 	msgpack_pack_array(pk, r->n_conc);
 	for (uint32_t i = 0; i < r->n_conc; i++)
 		ref_conc(pk, &r->conc[i], o);
+	if (has_1_2(o))
+		ref_sections_1_2(pk, r, o);
 }
 
 /* The snapshot of @r as docs/snapshot.md describes it, into @sb (initialised here). */
@@ -697,7 +1293,7 @@ static void ref_pack(msgpack_sbuffer *sb, const struct rp_report *r, const struc
 
 	msgpack_sbuffer_init(sb);
 	msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
-	msgpack_pack_map(&pk, (o->v1_0 ? 7 : 8) + (o->extras ? 4 : 0));
+	msgpack_pack_map(&pk, (o->v1_0 ? 7 : o->v1_1 ? 8 : 12) + (o->extras ? 4 : 0));
 	key(&pk, "version");
 	msgpack_pack_array(&pk, 2);
 	msgpack_pack_uint32(&pk, o->major);
@@ -773,7 +1369,7 @@ static void test_snapshot_round_trip(void **state)
 /* A zeroed report (NULL strings) is written with "" and read back with "". */
 static void test_snapshot_round_trip_null_strings(void **state)
 {
-	struct rp_report a = { .version_major = 1, .version_minor = 1 }, b;
+	struct rp_report a = { .version_major = 1, .version_minor = RP_REPORT_VERSION_MINOR }, b;
 	struct rp_report_fn fn = { .calls = 3 };
 	struct rp_report_conc conc = { .max = 2 };
 	struct rp_membuf m;
@@ -830,7 +1426,7 @@ static void test_snapshot_encode_matches_schema(void **state)
 		ref_pack(&sb, &a, &plain);
 		assert_int_equal(m.len, sb.size);
 		assert_memory_equal(m.data, sb.data, m.len);
-		assert_memory_equal(m.data, "\x88\xa7version\x92\x01\x01", 12); /* first */
+		assert_memory_equal(m.data, "\x8c\xa7version\x92\x01\x02", 12); /* first */
 		msgpack_sbuffer_destroy(&sb);
 		rp_membuf_free(&m);
 		rp_report_free(&a);
@@ -877,9 +1473,45 @@ static void test_snapshot_minor_version_accepted(void **state)
 	decode_variant(&small, &o);
 }
 
+/* What a 1.1 writer could say of @r: no sketches, no 1.2 caps or sections. */
+static void as_1_1(struct rp_report *r)
+{
+	struct rp_report_caps *c = &r->caps;
+
+	for (uint32_t i = 0; i < r->n_fns; i++)
+		rp_report_sketch_free(&r->fns[i].dur);
+	for (uint32_t i = 0; i < r->n_cats; i++) {
+		free(r->cats[i].name);
+		rp_report_sketch_free(&r->cats[i].dur);
+	}
+	for (uint32_t i = 0; i < r->n_counters; i++) {
+		free(r->counters[i].name);
+		free(r->counters[i].category);
+		rp_report_sketch_free(&r->counters[i].values);
+	}
+	for (uint32_t i = 0; i < r->n_windows; i++) {
+		free(r->windows[i].name);
+		free(r->windows[i].fns);
+		for (uint32_t j = 0; j < r->windows[i].n_conc; j++)
+			free(r->windows[i].conc[j].name);
+		free(r->windows[i].conc);
+		rp_report_bottlenecks_free(&r->windows[i].top);
+	}
+	free(r->cats);
+	free(r->counters);
+	free(r->windows);
+	r->cats = NULL, r->counters = NULL, r->windows = NULL;
+	r->n_cats = r->n_counters = r->n_windows = 0;
+	rp_report_bottlenecks_free(&r->bottlenecks);
+	c->max_sketch_names = c->max_window_names = c->max_counters = c->topk = 0;
+	c->memory_bound = 0;
+	r->version_minor = 1;
+}
+
 /* What a 1.0 writer could say of @r: the 1.1 fields at 0, no concurrency. */
 static void as_1_0(struct rp_report *r)
 {
+	as_1_1(r);
 	for (uint32_t i = 0; i < r->n_fns; i++) {
 		struct rp_report_fn *f = &r->fns[i];
 
@@ -914,6 +1546,35 @@ static void test_snapshot_1_0_read(void **state)
 		assert_int_equal(b.n_conc, 0);
 		assert_null(b.conc);
 		as_1_0(&a);
+		assert_same(&a, &b);
+		rp_report_free(&a);
+		rp_report_free(&b);
+		msgpack_sbuffer_destroy(&sb);
+	}
+}
+
+/* A 1.1 file (no 1.2 keys) reads with no sketches and the 1.2 sections empty. */
+static void test_snapshot_1_1_read(void **state)
+{
+	static const struct ref_opts v11[] = {
+		{ .major = 1, .minor = 1, .v1_1 = true },
+		{ .major = 1, .minor = 1, .v1_1 = true, .extras = true },
+	};
+	struct rp_report a, b;
+	msgpack_sbuffer sb;
+
+	(void)state;
+	for (size_t i = 0; i < ARRAY_SIZE(v11); i++) {
+		build(&a, 27 + i, i ? &small : &big);
+		assert_true(a.n_windows > 0 && a.n_counters > 0);
+		ref_pack(&sb, &a, &v11[i]);
+		decode_ok(sb.data, sb.size, &b);
+		assert_int_equal(b.version_minor, 1);
+		assert_int_equal(b.n_windows + b.n_cats + b.n_counters, 0);
+		assert_null(b.windows);
+		assert_int_equal(b.bottlenecks.n_by_cum + b.bottlenecks.n_slowest, 0);
+		assert_true(b.n_conc > 0);
+		as_1_1(&a);
 		assert_same(&a, &b);
 		rp_report_free(&a);
 		rp_report_free(&b);
@@ -957,7 +1618,7 @@ static void test_snapshot_1_1_fields_round_trip(void **state)
 	encode(&a, &m);
 	decode_ok(m.data, m.len, &b);
 	assert_int_equal(b.version_major, 1);
-	assert_int_equal(b.version_minor, 1);
+	assert_int_equal(b.version_minor, RP_REPORT_VERSION_MINOR);
 	assert_int_equal(b.n_conc, a.n_conc);
 	assert_same(&a, &b);
 	assert_true(b.conc[0].max == UINT32_MAX && b.fns[8].p50_ns == UINT64_MAX);
@@ -976,7 +1637,7 @@ static void test_snapshot_seeds_decode(void **state)
 	char dir[4096], path[4400], why[RP_WHY_MAX];
 	const char *slash = strrchr(__FILE__, '/');
 	struct dirent **names;
-	unsigned old = 0, v11 = 0, seen = 0;
+	unsigned old = 0, v11 = 0, v12 = 0, seen = 0;
 	int k;
 
 	(void)state;
@@ -1013,8 +1674,9 @@ static void test_snapshot_seeds_decode(void **state)
 					     r.fns[j].p99_ns | r.fns[j].midpoint_sum |
 					     r.fns[j].midpoint_count) == 0);
 		}
-		ours = r.version_minor == 1 && strstr(path, "v1_1") != NULL;
-		if (ours) {
+		if (r.version_minor < 2)
+			assert_int_equal(r.n_windows + r.n_cats + r.n_counters, 0);
+		if (r.version_minor == 1 && strstr(path, "v1_1") != NULL) {
 			v11++; /* v1_1.msgpack: written by the 1.1 encoder */
 			assert_int_equal(r.n_conc, 3);
 			assert_string_equal(r.conc[0].name, "overall");
@@ -1022,9 +1684,15 @@ static void test_snapshot_seeds_decode(void **state)
 			assert_true(r.fns[2].p99_ns == UINT64_MAX);
 			assert_int_equal(r.fns[1].midpoint_count, 3);
 		}
+		ours = r.version_minor == RP_REPORT_VERSION_MINOR && strstr(path, "v1_2") != NULL;
+		if (ours) {
+			v12++; /* v1_2.msgpack: written by the 1.2 encoder (--write-seed) */
+			assert_true(r.n_windows == 2 && r.n_counters == 2 && r.n_cats == 2);
+			assert_true(r.fns[0].dur.alpha > 0 || r.fns[1].dur.alpha > 0);
+			assert_true(r.bottlenecks.n_slowest == 3 && r.windows[1].top.n_by_cum == 3);
+		}
 		encode(&r, &m);
-		if (ours && RP_ANOM_KIND_COUNT == 9) { /* written by this encoder: re-encoded
-							  exactly (until it gained anomaly kinds) */
+		if (ours) { /* written by this encoder: re-encoded exactly */
 			assert_int_equal(m.len, in.len);
 			assert_memory_equal(m.data, in.data, m.len);
 		}
@@ -1040,6 +1708,7 @@ static void test_snapshot_seeds_decode(void **state)
 	assert_true(seen >= 3);
 	assert_true(old >= 2); /* empty.msgpack, small.msgpack */
 	assert_int_equal(v11, 1);
+	assert_int_equal(v12, 1);
 }
 
 static void test_snapshot_major_version_rejected(void **state)
@@ -1467,6 +2136,234 @@ static void caps_too_big(msgpack_packer *pk)
 	kv_u64(pk, "max_depth", UINT64_MAX);
 }
 
+/* "functions": [ {name: "a", dur: {alpha: @alpha, then @n more entries}} ]. */
+static void sketch_with(msgpack_packer *pk, double alpha, uint32_t n)
+{
+	fn_with(pk, "dur");
+	msgpack_pack_map(pk, 1 + n);
+	kv_f64(pk, "alpha", alpha);
+}
+
+static void sketch_alpha_big(msgpack_packer *pk)
+{
+	sketch_with(pk, 0.7, 0);
+}
+
+static void sketch_alpha_nan(msgpack_packer *pk)
+{
+	sketch_with(pk, NAN, 0);
+}
+
+static void sketch_alpha_zero_with_data(msgpack_packer *pk)
+{
+	sketch_with(pk, 0, 1);
+	kv_u64(pk, "zero", 1);
+}
+
+static void sketch_count_wrong(msgpack_packer *pk)
+{
+	static const uint64_t run[] = { 1, 0, 2 };
+
+	sketch_with(pk, 0.01, 3);
+	kv_u64(pk, "count", 5);
+	kv_i64(pk, "pos_lo", 100);
+	kv_run(pk, "pos", run, 3);
+}
+
+static void sketch_run_outside(msgpack_packer *pk)
+{
+	static const uint64_t run[] = { 1, 1 };
+
+	sketch_with(pk, 0.01, 3);
+	kv_u64(pk, "count", 2);
+	kv_i64(pk, "pos_lo", 2000000000);
+	kv_run(pk, "pos", run, 2);
+}
+
+static void sketch_neg_below(msgpack_packer *pk)
+{
+	static const uint64_t run[] = { 1 };
+
+	sketch_with(pk, 0.01, 3);
+	kv_u64(pk, "count", 1);
+	kv_i64(pk, "neg_lo", INT32_MIN);
+	kv_run(pk, "neg", run, 1);
+}
+
+static void sketch_count_overflow(msgpack_packer *pk)
+{
+	static const uint64_t run[] = { UINT64_MAX, 2 };
+
+	sketch_with(pk, 0.01, 3);
+	kv_u64(pk, "count", 1);
+	kv_i64(pk, "pos_lo", 10);
+	kv_run(pk, "pos", run, 2);
+}
+
+static void sketch_min_above_max(msgpack_packer *pk)
+{
+	static const uint64_t run[] = { 1 };
+
+	sketch_with(pk, 0.01, 5);
+	kv_u64(pk, "count", 1);
+	kv_f64(pk, "min", 200);
+	kv_f64(pk, "max", 100);
+	kv_i64(pk, "pos_lo", 230);
+	kv_run(pk, "pos", run, 1);
+}
+
+static void sketch_pos_not_array(msgpack_packer *pk)
+{
+	sketch_with(pk, 0.01, 1);
+	key(pk, "pos");
+	msgpack_pack_map(pk, 0);
+}
+
+static void sketch_pos_negative(msgpack_packer *pk)
+{
+	sketch_with(pk, 0.01, 1);
+	key(pk, "pos");
+	msgpack_pack_array(pk, 2);
+	msgpack_pack_uint8(pk, 1);
+	msgpack_pack_int8(pk, -1);
+}
+
+static void sketch_sum_nan(msgpack_packer *pk)
+{
+	sketch_with(pk, 0.01, 1);
+	kv_f64(pk, "sum", NAN);
+}
+
+/* A 1.2 section @sec of one record {@k: value the caller packs next} after one
+ * function "a" (so function index 0 is valid). */
+static void sec_with(msgpack_packer *pk, const char *sec, const char *k)
+{
+	doc(pk, 2);
+	fns(pk, 1);
+	key(pk, sec);
+	msgpack_pack_array(pk, 1);
+	msgpack_pack_map(pk, 2);
+	kv_str(pk, "name", "x");
+	key(pk, k);
+}
+
+static void counter_mean_inf(msgpack_packer *pk)
+{
+	sec_with(pk, "counters", "mean");
+	msgpack_pack_float(pk, -INFINITY);
+}
+
+static void counter_p50_string(msgpack_packer *pk)
+{
+	sec_with(pk, "counters", "p50");
+	msgpack_pack_str_with_body(pk, "1", 1);
+}
+
+static void counter_last_too_big(msgpack_packer *pk)
+{
+	sec_with(pk, "counters", "last");
+	msgpack_pack_uint64(pk, (uint64_t)INT64_MAX + 1);
+}
+
+static void counter_sketch_bad(msgpack_packer *pk)
+{
+	sec_with(pk, "counters", "values");
+	msgpack_pack_map(pk, 2);
+	kv_f64(pk, "alpha", 0.01);
+	kv_u64(pk, "zero", 3);
+}
+
+static void cat_missing_name(msgpack_packer *pk)
+{
+	doc(pk, 1);
+	key(pk, "categories");
+	msgpack_pack_array(pk, 1);
+	msgpack_pack_map(pk, 1);
+	kv_u64(pk, "calls", 1);
+}
+
+static void window_fn_out_of_range(msgpack_packer *pk)
+{
+	sec_with(pk, "windows", "fns");
+	msgpack_pack_array(pk, 2);
+	msgpack_pack_map(pk, 1);
+	kv_u64(pk, "fn", 0);
+	msgpack_pack_map(pk, 1);
+	kv_u64(pk, "fn", 3);
+}
+
+static void window_subwindows_big(msgpack_packer *pk)
+{
+	sec_with(pk, "windows", "subwindows");
+	msgpack_pack_int64(pk, -5);
+}
+
+static void window_top_fn_out_of_range(msgpack_packer *pk)
+{
+	sec_with(pk, "windows", "top");
+	msgpack_pack_map(pk, 1);
+	key(pk, "by_cum");
+	msgpack_pack_array(pk, 1);
+	msgpack_pack_map(pk, 2);
+	kv_u64(pk, "value", 9);
+	kv_u64(pk, "fn", 1);
+}
+
+static void window_wfn_missing_fn(msgpack_packer *pk)
+{
+	sec_with(pk, "windows", "fns");
+	msgpack_pack_array(pk, 1);
+	msgpack_pack_map(pk, 1);
+	kv_u64(pk, "calls", 0);
+}
+
+/* "bottlenecks": {@k: [ {fn: @fn, source: @src} ]} after one function, no source. */
+static void bottleneck_entry(msgpack_packer *pk, const char *k, int64_t fn, int64_t src)
+{
+	doc(pk, 2);
+	fns(pk, 1);
+	key(pk, "bottlenecks");
+	msgpack_pack_map(pk, 1);
+	key(pk, k);
+	msgpack_pack_array(pk, 1);
+	msgpack_pack_map(pk, 2);
+	key(pk, "fn");
+	if (fn < 0)
+		msgpack_pack_nil(pk);
+	else
+		msgpack_pack_int64(pk, fn);
+	key(pk, "source");
+	if (src < 0)
+		msgpack_pack_nil(pk);
+	else
+		msgpack_pack_int64(pk, src);
+}
+
+static void slowest_source_out_of_range(msgpack_packer *pk)
+{
+	bottleneck_entry(pk, "slowest", 0, 2);
+}
+
+static void slowest_fn_out_of_range(msgpack_packer *pk)
+{
+	bottleneck_entry(pk, "slowest", 1, -1);
+}
+
+static void by_self_fn_nil(msgpack_packer *pk)
+{
+	bottleneck_entry(pk, "by_self", -1, -1);
+}
+
+static void caps_topk_big(msgpack_packer *pk)
+{
+	doc(pk, 1);
+	key(pk, "header");
+	msgpack_pack_map(pk, 1);
+	key(pk, "caps");
+	msgpack_pack_map(pk, 1);
+	kv_u64(pk, "topk", 1ull << 32);
+}
+
 static void trailing_nil(msgpack_packer *pk)
 {
 	doc(pk, 0);
@@ -1544,6 +2441,50 @@ static const struct bad_doc bad_docs[] = {
 	  "concurrency: an array of 4294967295 entries cannot fit in the 0 bytes left" },
 	{ "p99 string", fn_p99_string,
 	  "functions[0].p99_ns: expected an unsigned integer, got a string" },
+	{ "sketch alpha too big", sketch_alpha_big,
+	  "functions[0].dur.alpha: 0.7 is not in [1e-05, 0.5]" },
+	{ "sketch alpha NaN", sketch_alpha_nan,
+	  "functions[0].dur.alpha: nan is not a finite number" },
+	{ "sketch alpha 0 with data", sketch_alpha_zero_with_data,
+	  "functions[0].dur.alpha: 0 (no sketch), but the sketch holds data" },
+	{ "sketch count wrong", sketch_count_wrong,
+	  "functions[0].dur.count: 5, but zero and the buckets hold 3" },
+	{ "sketch run outside", sketch_run_outside,
+	  "functions[0].dur.pos: buckets 2000000000..2000000001 are outside the index range " },
+	{ "sketch neg below", sketch_neg_below,
+	  "functions[0].dur.neg: buckets -2147483648..-2147483648 are outside the index range " },
+	{ "sketch count overflow", sketch_count_overflow,
+	  "functions[0].dur.count: the buckets hold more than 2^64 - 1 values" },
+	{ "sketch min above max", sketch_min_above_max,
+	  "functions[0].dur: min, max, sum or the collapsed counts do not fit the buckets" },
+	{ "sketch pos not array", sketch_pos_not_array,
+	  "functions[0].dur.pos: expected an array, got a map" },
+	{ "sketch pos negative", sketch_pos_negative,
+	  "functions[0].dur.pos[1]: expected an unsigned integer, got a negative integer" },
+	{ "sketch sum NaN", sketch_sum_nan, "functions[0].dur.sum: nan is not a finite number" },
+	{ "counter mean inf", counter_mean_inf, "counters[0].mean: -inf is not a finite number" },
+	{ "counter p50 string", counter_p50_string,
+	  "counters[0].p50: expected a float, got a string" },
+	{ "counter last too big", counter_last_too_big,
+	  "counters[0].last: out of the range of a 64-bit signed integer" },
+	{ "counter sketch bad", counter_sketch_bad,
+	  "counters[0].values.count: 0, but zero and the buckets hold 3" },
+	{ "category missing name", cat_missing_name, "categories[0]: missing key \"name\"" },
+	{ "window fn out of range", window_fn_out_of_range,
+	  "windows[0].fns[1].fn: 3 is not a function index (1 functions)" },
+	{ "window subwindows negative", window_subwindows_big,
+	  "windows[0].subwindows: expected an unsigned integer, got a negative integer" },
+	{ "window top fn out of range", window_top_fn_out_of_range,
+	  "windows[0].top.by_cum[0].fn: 1 is not a function index (1 functions)" },
+	{ "window fn missing", window_wfn_missing_fn, "windows[0].fns[0]: missing key \"fn\"" },
+	{ "slowest source out of range", slowest_source_out_of_range,
+	  "bottlenecks.slowest[0].source: 2 is not a source index (0 sources)" },
+	{ "slowest fn out of range", slowest_fn_out_of_range,
+	  "bottlenecks.slowest[0].fn: 1 is not a function index (1 functions)" },
+	{ "by_self fn nil", by_self_fn_nil,
+	  "bottlenecks.by_self[0].fn: nil where a function index is needed" },
+	{ "caps topk too big", caps_topk_big,
+	  "header.caps.topk: 4294967296 is out of range (max 4294967295)" },
 	{ "trailing bytes", trailing_nil, "snapshot: 1 bytes after the end of the snapshot" },
 	{ "reserved byte", reserved_byte, "x[0]: byte 0xc1 at offset 15 is not MessagePack" },
 };
@@ -1921,7 +2862,14 @@ static const char py_script[] =
 	"      sum(x['calls'] for x in f) % M, sum(len(x['name'].encode()) for x in f),\n"
 	"      n[0]['parent'] is None, n[0]['fn'] is None, sum(x['total_ns'] for x in n) % M,\n"
 	"      max(x['callee'] for x in d['edges']), len(c), c[0]['mean_milli'], c[0]['max'],\n"
-	"      sum(x['p99_ns'] for x in f) % M)\n";
+	"      sum(x['p99_ns'] for x in f) % M,\n"
+	"      sum(x['dur']['count'] for x in f if x['dur'] is not None) % M,\n"
+	"      sum(len(x['dur']['pos']) for x in f if x['dur'] is not None),\n"
+	"      len(d['categories']), len(d['counters']), d['counters'][0]['last'],\n"
+	"      len(d['windows']), len(d['windows'][0]['fns']), "
+	"d['windows'][0]['top']['by_cum'][0]['fn'],\n"
+	"      d['bottlenecks']['bound_count'], d['bottlenecks']['slowest'][-1]['dur_ns'],\n"
+	"      d['header']['caps']['memory_bound'])\n";
 
 static bool python_has_msgpack(void)
 {
@@ -1932,31 +2880,45 @@ static bool python_has_msgpack(void)
 /* What py_script prints for @a, computed here. */
 static void py_expected(const struct rp_report *a, char *out, size_t n)
 {
-	uint64_t calls = 0, name_bytes = 0, total = 0, p99 = 0;
+	uint64_t calls = 0, name_bytes = 0, total = 0, p99 = 0, dur_count = 0, dur_buckets = 0;
 	uint32_t callee = 0;
+	char tail[256];
 
 	for (uint32_t i = 0; i < a->n_fns; i++) {
 		calls += a->fns[i].calls; /* wraps like the script's % 2**64 */
 		name_bytes += strlen(a->fns[i].name);
 		p99 += a->fns[i].p99_ns;
+		dur_count += a->fns[i].dur.count;
+		dur_buckets += a->fns[i].dur.n_pos;
 	}
 	for (uint32_t i = 0; i < a->n_nodes; i++)
 		total += a->nodes[i].total_ns;
 	for (uint32_t i = 0; i < a->n_edges; i++)
 		callee = a->edges[i].callee > callee ? a->edges[i].callee : callee;
+	snprintf(tail, sizeof(tail),
+		 " %" PRIu64 " %" PRIu64 " %" PRIu32 " %" PRIu32 " %" PRId64 " %" PRIu32 " %" PRIu32
+		 " %" PRIu32 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n",
+		 dur_count, dur_buckets, a->n_cats, a->n_counters, a->counters[0].last,
+		 a->n_windows, a->windows[0].n_fns, a->windows[0].top.by_cum[0].fn,
+		 a->bottlenecks.bound_count,
+		 a->bottlenecks.slowest[a->bottlenecks.n_slowest - 1].dur_ns, a->caps.memory_bound);
 	snprintf(out, n,
-		 "version 1 1 %" PRIu64 " %" PRIu64 " %s %" PRIu32 " %" PRId32 " %" PRIu32
-		 " %" PRIu32 " %" PRIu32 " %" PRIu32 " %" PRIu64 " %" PRIu64 " True True %" PRIu64
-		 " %" PRIu32 " %" PRIu32 " %" PRIu64 " %" PRIu32 " %" PRIu64 "\n",
+		 "version 1 " RP_STR(RP_REPORT_VERSION_MINOR) " %" PRIu64 " %" PRIu64 " %s %" PRIu32
+							      " %" PRId32 " %" PRIu32 " %" PRIu32
+							      " %" PRIu32 " %" PRIu32 " %" PRIu64
+							      " %" PRIu64 " True True %" PRIu64
+							      " %" PRIu32 " %" PRIu32 " %" PRIu64
+							      " %" PRIu32 " %" PRIu64 "%s",
 		 a->events, a->anomalies[RP_ANOM_OPEN_AT_END], a->clock, a->caps.max_sources,
 		 a->sources[0].pid, a->n_sources, a->n_fns, a->n_edges, a->n_nodes, calls,
-		 name_bytes, total, callee, a->n_conc, a->conc[0].mean_milli, a->conc[0].max, p99);
+		 name_bytes, total, callee, a->n_conc, a->conc[0].mean_milli, a->conc[0].max, p99,
+		 tail);
 }
 
 static void test_snapshot_python_reads_it(void **state)
 {
 	const char *dir = *state;
-	char snap[4096], script[4096], cmd[9000], want[512], got[512] = "";
+	char snap[4096], script[4096], cmd[9000], want[1024], got[1024] = "";
 	struct rp_report a;
 	FILE *f;
 
@@ -1981,8 +2943,35 @@ static void test_snapshot_python_reads_it(void **state)
 	rp_report_free(&a);
 }
 
-int main(void)
+/* The committed seed of the current version: `test_snapshot --write-seed FILE`. */
+static int write_seed(const char *path)
 {
+	static const struct shape seed = { .sources = 2,
+					   .fns = 6,
+					   .edges = 6,
+					   .nodes = 8,
+					   .conc = 3,
+					   .str_max = 8,
+					   .cats = 2,
+					   .counters = 2,
+					   .windows = 2,
+					   .tops = 3 };
+	struct rp_report r;
+	char why[RP_WHY_MAX];
+	int err;
+
+	build(&r, 90, &seed);
+	err = rp_snapshot_write_file(path, &r, why);
+	if (err)
+		fprintf(stderr, "%s\n", why);
+	rp_report_free(&r);
+	return err ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 3 && strcmp(argv[1], "--write-seed") == 0)
+		return write_seed(argv[2]);
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_snapshot_round_trip),
 		cmocka_unit_test(test_snapshot_round_trip_null_strings),
@@ -1992,6 +2981,7 @@ int main(void)
 		cmocka_unit_test(test_snapshot_minus_one_is_nil),
 		cmocka_unit_test(test_snapshot_minor_version_accepted),
 		cmocka_unit_test(test_snapshot_1_0_read),
+		cmocka_unit_test(test_snapshot_1_1_read),
 		cmocka_unit_test(test_snapshot_1_1_fields_round_trip),
 		cmocka_unit_test(test_snapshot_seeds_decode),
 		cmocka_unit_test(test_snapshot_major_version_rejected),

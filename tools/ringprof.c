@@ -19,6 +19,7 @@
 
 #include "cli.h"
 #include "import_chrome.h"
+#include "merge.h"
 #include "probe.h"
 #include "render.h"
 #include "render_export.h"
@@ -31,6 +32,7 @@ static const char usage[] =
 	"       ringprof snapshot [--session S] [--timeout-ms N]\n"
 	"       ringprof report SNAPSHOT [--format F] [-o FILE] [--limit N] [export options]\n"
 	"       ringprof analyze TRACE [--format F] [-o FILE] [--limit N] [caps] [export options]\n"
+	"       ringprof merge SNAPSHOT... -o OUT\n"
 	"       ringprof segments [--session S] [--rings]\n"
 	"       ringprof probe\n"
 	"\n"
@@ -40,6 +42,8 @@ static const char usage[] =
 	"  report     render a snapshot file\n"
 	"  analyze    the engine over a Chrome trace file (.json or .json.gz; torch,\n"
 	"             Perfetto, chrome://tracing) and render the result\n"
+	"  merge      merge snapshots (processes, hosts, runs) into one, written\n"
+	"             atomically to OUT (rules: docs/snapshot.md)\n"
 	"  segments   list the producer segments of a session (default: $RINGPROF_SESSION\n"
 	"             or \"default\"), validating every header as the engine does\n"
 	"  --rings    also list every claimed ring: owner, state, backlog, dropped\n"
@@ -468,6 +472,41 @@ static int cmd_render(int argc, char **argv, bool analyze)
 	return err;
 }
 
+/* ringprof merge A B ... -o OUT: every input read (errors name the file), merged in
+ * order (engine/merge.c), written whole or not at all. */
+static int cmd_merge(int argc, char **argv)
+{
+	static const struct option opts[] = { { "output", 1, NULL, 'o' },
+					      { "help", 0, NULL, 'h' },
+					      { NULL, 0, NULL, 0 } };
+	struct rp_report out = { 0 }, in;
+	char why[RP_WHY_MAX];
+	const char *path = NULL;
+	int c, err = 0;
+
+	while ((c = getopt_long(argc, argv, "o:", opts, NULL)) != -1) {
+		switch (c) {
+		case 'o': path = optarg; break;
+		case 'h': fputs(usage, stdout); return 0;
+		default: return rp_cli_error(2, "bad option (try --help)");
+		}
+	}
+	if (path == NULL || optind >= argc)
+		return rp_cli_error(2, "merge: need one or more snapshots and -o OUT (try --help)");
+	for (int i = optind; i < argc && !err; i++) {
+		err = rp_snapshot_read_file(argv[i], &in, why);
+		if (!err)
+			err = rp_report_merge(&out, &in, why, sizeof(why));
+		if (err)
+			rp_cli_error(1, "merge: %s: %s", argv[i], why);
+		rp_report_free(&in);
+	}
+	if (!err && rp_snapshot_write_file(path, &out, why) != 0)
+		err = rp_cli_error(1, "%s", why);
+	rp_report_free(&out);
+	return err ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
@@ -484,6 +523,8 @@ int main(int argc, char **argv)
 		return rp_cmd_top(argc - 1, argv + 1);
 	if (strcmp(argv[1], "snapshot") == 0)
 		return cmd_snapshot(argc - 1, argv + 1);
+	if (strcmp(argv[1], "merge") == 0)
+		return cmd_merge(argc - 1, argv + 1);
 	if (strcmp(argv[1], "report") == 0 || strcmp(argv[1], "analyze") == 0)
 		return cmd_render(argc - 1, argv + 1, strcmp(argv[1], "analyze") == 0);
 	fprintf(stderr, "ringprof: unknown command \"%s\" (try --help)\n", argv[1]);

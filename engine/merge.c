@@ -1,0 +1,961 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Merging reports (merge.h): @src is added to @dst, section by section.
+ *
+ *  - header: t_first is the minimum, t_last the maximum, created_realtime_ns the
+ *    latest; clock and caps are the first input's. Clocks must be equal: a "trace"
+ *    time base and CLOCK_MONOTONIC have nothing in common, so such a merge is refused
+ *    (live snapshots of different hosts are all "monotonic" and merge: their
+ *    t_first/t_last then span the hosts' clocks, which only the header shows).
+ *  - totals, anomalies: add (saturating at 2^64 - 1).
+ *  - sources: every row of every input, in input order; span sources are renumbered.
+ *  - functions: matched by (name, category, file, line); calls, times and midpoint
+ *    sums add, min and max combine. Sketches merge bucket for bucket (rebuilt with
+ *    rp_report_sketch_to, rp_sketch_merge, back with rp_report_sketch_from), exact as
+ *    DDSketch merges are, and p50..p99 are recomputed from the merged sketch. A row
+ *    with calls in both inputs but a sketch in only one (a sketch cap, a 1.1 file)
+ *    has no valid quantiles: its sketch is dropped and its p50..p99 are 0
+ *    (unknown). A row with no calls on one side keeps the other side's figures.
+ *  - edges: matched by (caller, callee) functions; cct: by the path from the root
+ *    (each node by its merged parent and function). Figures add.
+ *  - concurrency: levels of different processes do not add over time without their
+ *    timelines, and nothing in a report lets one recompute them; so a report merged
+ *    from two or more inputs has no concurrency rows (nor windows[i].conc for a
+ *    window present in several). Per-call midpoint sums and counts do add.
+ *  - categories, counters: matched by name; as functions. A counter's last is that
+ *    of the input with the later t_last (the first one on a tie), its mean the
+ *    sample-weighted mean.
+ *  - windows: matched by name; t_from min, t_to max, length and subwindows of the
+ *    first. Per-name figures add (a name in both has no sketch in 1.2: its p50..p99
+ *    are 0). Bottleneck lists merge as Space-Saving summaries (Agarwal et al., PODS
+ *    2012, as rp_spacesaving_merge): each name gets the sum of its values and of its
+ *    errors over the lists, a name absent from a list counting that list's bound for
+ *    both; the k largest stay (k = caps.topk, or the longer list when it is 0) and
+ *    the bound is max(bound1 + bound2, the largest value dropped). So every true
+ *    weight lies in [value - error, value] and any name not listed weighs at most
+ *    the bound, as in each input.
+ *  - bottlenecks (all time): recomputed exactly from the merged functions (error 0;
+ *    the bound is the largest value not listed, 0 when every function is); slowest:
+ *    the k slowest spans of the union (by duration, then start, span id, track).
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "merge.h"
+#include "sketch.h"
+
+struct ctx {
+	struct rp_report *d;
+	const struct rp_report *s;
+	char *why;
+	size_t whylen;
+	uint32_t *fmap;	  /* src function -> dst function */
+	uint32_t *at;	  /* per dst function: a row + 1 in the list at hand, else 0 */
+	uint32_t src_off; /* src source i is dst source src_off + i */
+	uint64_t old_t_last;
+	bool first;
+};
+
+static int failf(struct ctx *c, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static int failf(struct ctx *c, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(c->why, c->whylen, fmt, ap);
+	va_end(ap);
+	return err;
+}
+
+static uint64_t sat(uint64_t a, uint64_t b)
+{
+	return a + b < a ? UINT64_MAX : a + b;
+}
+
+static uint64_t round_ns(double v)
+{
+	return v > 0 ? (v >= 18446744073709551615.0 ? UINT64_MAX : (uint64_t)(v + 0.5)) : 0;
+}
+
+static char *dup(const char *s)
+{
+	return strdup(s ? s : "");
+}
+
+/* Grows *@p from @n to @n + @more zeroed elements of @size. */
+static int grow(void *p, uint32_t n, uint32_t more, size_t size)
+{
+	void **pp = p;
+	char *q;
+
+	if (more == 0)
+		return 0;
+	q = realloc(*pp, ((size_t)n + more) * size);
+	if (q == NULL)
+		return -ENOMEM;
+	memset(q + (size_t)n * size, 0, (size_t)more * size);
+	*pp = q;
+	return 0;
+}
+
+/* --- a small hash index: key hash -> row ----------------------------------------- */
+
+struct hmap {
+	uint32_t *slot; /* row + 1; 0 = empty */
+	uint32_t mask;
+};
+
+static int hmap_init(struct hmap *h, uint64_t rows)
+{
+	uint64_t n = 16;
+
+	while (n < 2 * rows)
+		n *= 2;
+	h->slot = calloc(n, sizeof(*h->slot));
+	h->mask = (uint32_t)(n - 1);
+	return h->slot ? 0 : -ENOMEM;
+}
+
+static uint64_t mix(uint64_t h, uint64_t v)
+{
+	h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+	return h * 0xff51afd7ed558ccdull;
+}
+
+static uint64_t hash_str(uint64_t h, const char *s)
+{
+	for (s = s ? s : ""; *s; s++)
+		h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+	return mix(h, 0xff);
+}
+
+/* The slot for @hash where @eq(row) holds, or the empty slot where it would go. */
+static uint32_t *hmap_find(struct hmap *h, uint64_t hash, bool (*eq)(const void *, uint32_t),
+			   const void *key)
+{
+	for (uint32_t i = (uint32_t)(hash ^ hash >> 32) & h->mask;; i = (i + 1) & h->mask)
+		if (h->slot[i] == 0 || eq(key, h->slot[i] - 1))
+			return &h->slot[i];
+}
+
+/* --- sketches -------------------------------------------------------------------- */
+
+static int sketch_copy(struct rp_report_sketch *d, const struct rp_report_sketch *s)
+{
+	*d = *s;
+	d->pos = s->n_pos ? malloc(s->n_pos * sizeof(*d->pos)) : NULL;
+	d->neg = s->n_neg ? malloc(s->n_neg * sizeof(*d->neg)) : NULL;
+	if ((s->n_pos && !d->pos) || (s->n_neg && !d->neg)) {
+		rp_report_sketch_free(d);
+		return -ENOMEM;
+	}
+	if (s->n_pos)
+		memcpy(d->pos, s->pos, s->n_pos * sizeof(*d->pos));
+	if (s->n_neg)
+		memcpy(d->neg, s->neg, s->n_neg * sizeof(*d->neg));
+	return 0;
+}
+
+/* What merge_q() decided for a row's quantiles. */
+enum q { Q_KEEP, Q_TAKE, Q_RECOMPUTE, Q_UNKNOWN };
+
+/* The sketch @d of a row with @dn values, plus @s with @sn; the caller then keeps its
+ * quantiles (Q_KEEP), copies @s's (Q_TAKE), recomputes them from @d (Q_RECOMPUTE) or
+ * zeroes them (Q_UNKNOWN: a side with values has no sketch). -errno on failure. */
+static int merge_q(struct ctx *c, const char *what, const char *name, struct rp_report_sketch *d,
+		   uint64_t dn, const struct rp_report_sketch *s, uint64_t sn)
+{
+	struct rp_sketch a, b;
+	int err;
+
+	if (sn == 0)
+		return Q_KEEP;
+	if (dn == 0) {
+		rp_report_sketch_free(d);
+		err = sketch_copy(d, s);
+		return err ? failf(c, err, "out of memory") : Q_TAKE;
+	}
+	if (d->alpha == 0 || s->alpha == 0) {
+		rp_report_sketch_free(d);
+		return Q_UNKNOWN;
+	}
+	if (d->alpha != s->alpha)
+		return failf(c, -EINVAL, "%s \"%s\": sketches of alpha %g and %g do not merge",
+			     what, name, d->alpha, s->alpha);
+	if (rp_sketch_init(&a, d->alpha) || rp_sketch_init(&b, d->alpha))
+		return failf(c, -EINVAL, "%s \"%s\": alpha %g", what, name, d->alpha);
+	err = rp_report_sketch_to(d, &a);
+	if (!err)
+		err = rp_report_sketch_to(s, &b);
+	if (!err)
+		err = rp_sketch_merge(&a, &b);
+	if (!err) {
+		rp_report_sketch_free(d);
+		err = rp_report_sketch_from(d, &a);
+	}
+	rp_sketch_fini(&a);
+	rp_sketch_fini(&b);
+	if (err)
+		return failf(c, err, "%s \"%s\": cannot merge the sketches (%s)", what, name,
+			     strerror(-err));
+	return Q_RECOMPUTE;
+}
+
+static const double qs[4] = { 0.50, 0.90, 0.95, 0.99 };
+
+/* p50..p99 (ns) of a merged row. */
+static void set_q_ns(int q, uint64_t *p, const uint64_t *sp, const struct rp_report_sketch *k)
+{
+	struct rp_sketch s;
+
+	for (int i = 0; i < 4; i++) {
+		if (q == Q_TAKE)
+			p[i] = sp[i];
+		else if (q == Q_UNKNOWN)
+			p[i] = 0;
+	}
+	if (q != Q_RECOMPUTE || rp_sketch_init(&s, k->alpha) != 0)
+		return;
+	if (rp_report_sketch_to(k, &s) == 0)
+		for (int i = 0; i < 4; i++)
+			p[i] = round_ns(rp_sketch_quantile(&s, qs[i]));
+	rp_sketch_fini(&s);
+}
+
+/* The same for a counter's double quantiles. */
+static void set_q_f64(int q, double *p, const double *sp, const struct rp_report_sketch *k)
+{
+	struct rp_sketch s;
+
+	for (int i = 0; i < 4; i++) {
+		if (q == Q_TAKE)
+			p[i] = sp[i];
+		else if (q == Q_UNKNOWN)
+			p[i] = 0;
+	}
+	if (q != Q_RECOMPUTE || rp_sketch_init(&s, k->alpha) != 0)
+		return;
+	if (rp_report_sketch_to(k, &s) == 0)
+		for (int i = 0; i < 4; i++) {
+			double v = rp_sketch_quantile(&s, qs[i]);
+
+			p[i] = isfinite(v) ? v : 0;
+		}
+	rp_sketch_fini(&s);
+}
+
+/* --- header, totals, sources ----------------------------------------------------- */
+
+static int merge_header(struct ctx *c)
+{
+	struct rp_report *d = c->d;
+	const struct rp_report *s = c->s;
+
+	c->old_t_last = d->t_last;
+	if (c->first) {
+		d->clock = dup(s->clock);
+		if (d->clock == NULL)
+			return failf(c, -ENOMEM, "out of memory");
+		d->caps = s->caps;
+		d->t_first = s->t_first;
+		d->t_last = s->t_last;
+		d->created_realtime_ns = s->created_realtime_ns;
+		return 0;
+	}
+	if (strcmp(d->clock ? d->clock : "", s->clock ? s->clock : "") != 0)
+		return failf(
+			c, -EINVAL,
+			"clocks differ: \"%s\" and \"%s\" (times of a trace file and of a live "
+			"process have no common base)",
+			d->clock ? d->clock : "", s->clock ? s->clock : "");
+	d->t_first = s->t_first < d->t_first ? s->t_first : d->t_first;
+	d->t_last = s->t_last > d->t_last ? s->t_last : d->t_last;
+	if (s->created_realtime_ns > d->created_realtime_ns)
+		d->created_realtime_ns = s->created_realtime_ns;
+	return 0;
+}
+
+static void add_anomalies(uint64_t *d, const uint64_t *s)
+{
+	for (unsigned k = 0; k < RP_ANOM_KIND_COUNT; k++)
+		d[k] = sat(d[k], s[k]);
+}
+
+static int merge_sources(struct ctx *c)
+{
+	struct rp_report *d = c->d;
+	const struct rp_report *s = c->s;
+
+	d->events = sat(d->events, s->events);
+	d->dropped = sat(d->dropped, s->dropped);
+	d->late = sat(d->late, s->late);
+	d->truncated = sat(d->truncated, s->truncated);
+	add_anomalies(d->anomalies, s->anomalies);
+	c->src_off = d->n_sources;
+	if (grow(&d->sources, d->n_sources, s->n_sources, sizeof(*d->sources)))
+		return failf(c, -ENOMEM, "out of memory");
+	for (uint32_t i = 0; i < s->n_sources; i++) {
+		struct rp_report_source *o = &d->sources[d->n_sources];
+
+		*o = s->sources[i];
+		o->name = dup(s->sources[i].name);
+		if (o->name == NULL)
+			return failf(c, -ENOMEM, "out of memory");
+		d->n_sources++;
+	}
+	return 0;
+}
+
+/* --- functions ------------------------------------------------------------------- */
+
+struct fn_key {
+	const struct rp_report *d;
+	const struct rp_report_fn *f;
+};
+
+static bool str_eq(const char *a, const char *b)
+{
+	return strcmp(a ? a : "", b ? b : "") == 0;
+}
+
+static bool fn_eq(const void *key, uint32_t row)
+{
+	const struct fn_key *k = key;
+	const struct rp_report_fn *a = k->f, *b = &k->d->fns[row];
+
+	return a->line == b->line && str_eq(a->name, b->name) && str_eq(a->category, b->category) &&
+	       str_eq(a->file, b->file);
+}
+
+static uint64_t fn_hash(const struct rp_report_fn *f)
+{
+	return mix(
+		hash_str(hash_str(hash_str(0xcbf29ce484222325ull, f->name), f->category), f->file),
+		f->line);
+}
+
+static int fn_new(struct ctx *c, const struct rp_report_fn *f)
+{
+	struct rp_report_fn *o = &c->d->fns[c->d->n_fns];
+
+	*o = *f;
+	memset(&o->dur, 0, sizeof(o->dur));
+	o->name = dup(f->name);
+	o->category = dup(f->category);
+	o->file = dup(f->file);
+	if (!o->name || !o->category || !o->file || sketch_copy(&o->dur, &f->dur)) {
+		c->d->n_fns++; /* freed with the report */
+		return failf(c, -ENOMEM, "out of memory");
+	}
+	return (int)c->d->n_fns++;
+}
+
+static int fn_add(struct ctx *c, struct rp_report_fn *o, const struct rp_report_fn *f)
+{
+	int q = merge_q(c, "function", o->name, &o->dur, o->calls, &f->dur, f->calls);
+
+	if (q < 0)
+		return q;
+	set_q_ns(q, &o->p50_ns, &f->p50_ns, &o->dur);
+	if (f->calls > 0) {
+		o->min_ns = o->calls == 0 || f->min_ns < o->min_ns ? f->min_ns : o->min_ns;
+		o->max_ns = f->max_ns > o->max_ns ? f->max_ns : o->max_ns;
+	}
+	o->calls = sat(o->calls, f->calls);
+	o->primitive_calls = sat(o->primitive_calls, f->primitive_calls);
+	o->self_ns = sat(o->self_ns, f->self_ns);
+	o->cum_ns = sat(o->cum_ns, f->cum_ns);
+	o->total_ns = sat(o->total_ns, f->total_ns);
+	o->midpoint_sum = sat(o->midpoint_sum, f->midpoint_sum);
+	o->midpoint_count = sat(o->midpoint_count, f->midpoint_count);
+	return 0;
+}
+
+static int merge_fns(struct ctx *c)
+{
+	struct rp_report *d = c->d;
+	const struct rp_report *s = c->s;
+	struct hmap h;
+	int err = 0;
+
+	c->fmap = calloc(s->n_fns ? s->n_fns : 1, sizeof(*c->fmap));
+	if (!c->fmap || hmap_init(&h, (uint64_t)d->n_fns + s->n_fns))
+		return failf(c, -ENOMEM, "out of memory");
+	if (grow(&d->fns, d->n_fns, s->n_fns, sizeof(*d->fns))) {
+		free(h.slot);
+		return failf(c, -ENOMEM, "out of memory");
+	}
+	for (uint32_t i = 0; i < d->n_fns; i++) {
+		struct fn_key k = { d, &d->fns[i] };
+		uint32_t *slot = hmap_find(&h, fn_hash(&d->fns[i]), fn_eq, &k);
+
+		if (*slot == 0) /* duplicates in one input stay apart */
+			*slot = i + 1;
+	}
+	for (uint32_t i = 0; i < s->n_fns && !err; i++) {
+		struct fn_key k = { d, &s->fns[i] };
+		uint32_t *slot = hmap_find(&h, fn_hash(&s->fns[i]), fn_eq, &k);
+		int row;
+
+		if (*slot != 0) {
+			c->fmap[i] = *slot - 1;
+			err = fn_add(c, &d->fns[*slot - 1], &s->fns[i]);
+			continue;
+		}
+		row = fn_new(c, &s->fns[i]);
+		if (row < 0)
+			err = row;
+		else
+			*slot = (uint32_t)row + 1, c->fmap[i] = (uint32_t)row;
+	}
+	free(h.slot);
+	return err;
+}
+
+/* --- edges, cct ------------------------------------------------------------------ */
+
+struct pair_key {
+	const void *rows;
+	size_t size; /* of a row; the pair is its first two uint32_t */
+	uint32_t a, b;
+};
+
+static bool pair_eq(const void *key, uint32_t row)
+{
+	const struct pair_key *k = key;
+	const uint32_t *r = (const uint32_t *)((const char *)k->rows + (size_t)row * k->size);
+
+	return r[0] == k->a && r[1] == k->b;
+}
+
+static uint64_t pair_hash(uint32_t a, uint32_t b)
+{
+	return mix(mix(0x12345, a), b);
+}
+
+static int merge_edges(struct ctx *c)
+{
+	struct rp_report *d = c->d;
+	const struct rp_report *s = c->s;
+	struct hmap h;
+
+	if (hmap_init(&h, (uint64_t)d->n_edges + s->n_edges) ||
+	    grow(&d->edges, d->n_edges, s->n_edges, sizeof(*d->edges))) {
+		free(h.slot);
+		return failf(c, -ENOMEM, "out of memory");
+	}
+	for (uint32_t i = 0; i < d->n_edges; i++) {
+		struct pair_key k = { d->edges, sizeof(*d->edges), d->edges[i].caller,
+				      d->edges[i].callee };
+		uint32_t *slot = hmap_find(&h, pair_hash(k.a, k.b), pair_eq, &k);
+
+		*slot = *slot ? *slot : i + 1;
+	}
+	for (uint32_t i = 0; i < s->n_edges; i++) {
+		const struct rp_report_edge *e = &s->edges[i];
+		struct pair_key k = { d->edges, sizeof(*e), c->fmap[e->caller],
+				      c->fmap[e->callee] };
+		uint32_t *slot = hmap_find(&h, pair_hash(k.a, k.b), pair_eq, &k);
+		struct rp_report_edge *o;
+
+		if (*slot == 0) {
+			o = &d->edges[d->n_edges];
+			*o = *e;
+			o->caller = k.a, o->callee = k.b;
+			*slot = ++d->n_edges;
+			continue;
+		}
+		o = &d->edges[*slot - 1];
+		o->calls = sat(o->calls, e->calls);
+		o->primitive_calls = sat(o->primitive_calls, e->primitive_calls);
+		o->self_ns = sat(o->self_ns, e->self_ns);
+		o->cum_ns = sat(o->cum_ns, e->cum_ns);
+	}
+	free(h.slot);
+	return 0;
+}
+
+static int merge_cct(struct ctx *c)
+{
+	struct rp_report *d = c->d;
+	const struct rp_report *s = c->s;
+	uint32_t *nmap = NULL;
+	struct hmap h = { 0 };
+	int err = -ENOMEM;
+
+	if (s->n_nodes == 0)
+		return 0;
+	nmap = calloc(s->n_nodes, sizeof(*nmap));
+	if (!nmap || hmap_init(&h, (uint64_t)d->n_nodes + s->n_nodes) ||
+	    grow(&d->nodes, d->n_nodes, s->n_nodes, sizeof(*d->nodes)))
+		goto out;
+	for (uint32_t i = 1; i < d->n_nodes; i++) {
+		struct pair_key k = { d->nodes, sizeof(*d->nodes), d->nodes[i].parent,
+				      d->nodes[i].fn };
+		uint32_t *slot = hmap_find(&h, pair_hash(k.a, k.b), pair_eq, &k);
+
+		*slot = *slot ? *slot : i + 1;
+	}
+	if (d->n_nodes == 0) { /* the root, whatever its fn */
+		d->nodes[0] = (struct rp_report_node){ .parent = RP_NONE, .fn = s->nodes[0].fn };
+		if (s->nodes[0].fn != RP_NONE)
+			d->nodes[0].fn = c->fmap[s->nodes[0].fn];
+		d->n_nodes = 1;
+	}
+	for (uint32_t i = 0; i < s->n_nodes; i++) {
+		const struct rp_report_node *n = &s->nodes[i];
+		struct pair_key k = { d->nodes, sizeof(*n), 0, 0 };
+		struct rp_report_node *o;
+		uint32_t *slot;
+
+		if (i == 0) {
+			nmap[0] = 0;
+		} else {
+			k.a = nmap[n->parent], k.b = c->fmap[n->fn];
+			slot = hmap_find(&h, pair_hash(k.a, k.b), pair_eq, &k);
+			if (*slot == 0) {
+				d->nodes[d->n_nodes] =
+					(struct rp_report_node){ .parent = k.a, .fn = k.b };
+				*slot = ++d->n_nodes;
+			}
+			nmap[i] = *slot - 1;
+		}
+		o = &d->nodes[nmap[i]];
+		o->calls = sat(o->calls, n->calls);
+		o->self_ns = sat(o->self_ns, n->self_ns);
+		o->total_ns = sat(o->total_ns, n->total_ns);
+	}
+	err = 0;
+out:
+	free(nmap);
+	free(h.slot);
+	return err ? failf(c, err, "out of memory") : 0;
+}
+
+/* --- concurrency ----------------------------------------------------------------- */
+
+static void conc_free(struct rp_report_conc **conc, uint32_t *n)
+{
+	for (uint32_t i = 0; i < *n; i++)
+		free((*conc)[i].name);
+	free(*conc);
+	*conc = NULL;
+	*n = 0;
+}
+
+static int conc_copy(struct rp_report_conc **d, uint32_t *dn, const struct rp_report_conc *s,
+		     uint32_t n)
+{
+	if (n == 0)
+		return 0;
+	*d = calloc(n, sizeof(**d));
+	if (*d == NULL)
+		return -ENOMEM;
+	for (*dn = 0; *dn < n; (*dn)++) {
+		(*d)[*dn] = s[*dn];
+		if (((*d)[*dn].name = dup(s[*dn].name)) == NULL)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/* Kept while there is one input; dropped for good at the second (see the top). */
+static int merge_conc(struct ctx *c)
+{
+	if (!c->first) {
+		conc_free(&c->d->conc, &c->d->n_conc);
+		return 0;
+	}
+	if (conc_copy(&c->d->conc, &c->d->n_conc, c->s->conc, c->s->n_conc))
+		return failf(c, -ENOMEM, "out of memory");
+	return 0;
+}
+
+/* --- categories, counters -------------------------------------------------------- */
+
+static int merge_cats(struct ctx *c)
+{
+	struct rp_report *d = c->d;
+	const struct rp_report *s = c->s;
+	uint32_t n0 = d->n_cats;
+
+	if (grow(&d->cats, d->n_cats, s->n_cats, sizeof(*d->cats)))
+		return failf(c, -ENOMEM, "out of memory");
+	for (uint32_t i = 0; i < s->n_cats; i++) {
+		const struct rp_report_cat *x = &s->cats[i];
+		struct rp_report_cat *o = NULL;
+		int q;
+
+		for (uint32_t j = 0; j < n0 && !o; j++) /* categories are few */
+			o = str_eq(d->cats[j].name, x->name) ? &d->cats[j] : NULL;
+		if (o == NULL) {
+			o = &d->cats[d->n_cats++];
+			*o = *x;
+			memset(&o->dur, 0, sizeof(o->dur));
+			if ((o->name = dup(x->name)) == NULL || sketch_copy(&o->dur, &x->dur))
+				return failf(c, -ENOMEM, "out of memory");
+			continue;
+		}
+		q = merge_q(c, "category", o->name, &o->dur, o->calls, &x->dur, x->calls);
+		if (q < 0)
+			return q;
+		set_q_ns(q, &o->p50_ns, &x->p50_ns, &o->dur);
+		o->calls = sat(o->calls, x->calls);
+		o->self_ns = sat(o->self_ns, x->self_ns);
+		o->total_ns = sat(o->total_ns, x->total_ns);
+	}
+	return 0;
+}
+
+static void counter_add(struct ctx *c, struct rp_report_counter *o,
+			const struct rp_report_counter *x)
+{
+	if (x->samples == 0)
+		return;
+	if (o->samples == 0 || x->min < o->min)
+		o->min = x->min;
+	if (o->samples == 0 || x->max > o->max)
+		o->max = x->max;
+	if (o->samples == 0 || c->s->t_last > c->old_t_last)
+		o->last = x->last;
+	o->mean = (double)(((long double)o->mean * o->samples + (long double)x->mean * x->samples) /
+			   ((long double)o->samples + x->samples));
+	o->samples = sat(o->samples, x->samples);
+}
+
+static int merge_counters(struct ctx *c)
+{
+	struct rp_report *d = c->d;
+	const struct rp_report *s = c->s;
+	uint32_t n0 = d->n_counters;
+
+	if (grow(&d->counters, d->n_counters, s->n_counters, sizeof(*d->counters)))
+		return failf(c, -ENOMEM, "out of memory");
+	for (uint32_t i = 0; i < s->n_counters; i++) {
+		const struct rp_report_counter *x = &s->counters[i];
+		struct rp_report_counter *o = NULL;
+		int q;
+
+		for (uint32_t j = 0; j < n0 && !o; j++) /* counters are capped and few */
+			o = str_eq(d->counters[j].name, x->name) ? &d->counters[j] : NULL;
+		if (o == NULL) {
+			o = &d->counters[d->n_counters++];
+			*o = *x;
+			memset(&o->values, 0, sizeof(o->values));
+			o->category = NULL;
+			if ((o->name = dup(x->name)) == NULL ||
+			    (o->category = dup(x->category)) == NULL ||
+			    sketch_copy(&o->values, &x->values))
+				return failf(c, -ENOMEM, "out of memory");
+			continue;
+		}
+		q = merge_q(c, "counter", o->name, &o->values, o->samples, &x->values, x->samples);
+		if (q < 0)
+			return q;
+		set_q_f64(q, &o->p50, &x->p50, &o->values);
+		counter_add(c, o, x);
+	}
+	return 0;
+}
+
+/* --- bottleneck lists ------------------------------------------------------------ */
+
+static int top_cmp(const void *a, const void *b)
+{
+	const struct rp_report_top *x = a, *y = b;
+
+	if (x->value != y->value)
+		return x->value > y->value ? -1 : 1;
+	return x->fn < y->fn ? -1 : x->fn > y->fn;
+}
+
+/* The Space-Saving merge of list @d (bound *@dbound) and @s (@sbound, functions
+ * through fmap) into at most @k entries. */
+static int merge_tops(struct ctx *c, struct rp_report_top **d, uint32_t *dn, uint64_t *dbound,
+		      const struct rp_report_top *s, uint32_t sn, uint64_t sbound, uint32_t k)
+{
+	uint32_t n = 0, *at = c->at;
+	struct rp_report_top *u = calloc((size_t)*dn + sn + 1, sizeof(*u));
+	uint8_t *in = calloc((size_t)*dn + sn + 1, 1); /* bit 0: in @d, bit 1: in @s */
+	uint64_t bound = sat(*dbound, sbound);
+
+	if (!u || !in) {
+		free(u);
+		free(in);
+		return failf(c, -ENOMEM, "out of memory");
+	}
+	for (uint32_t i = 0; i < *dn + sn; i++) { /* at[fn]: its row + 1 in u */
+		bool ours = i < *dn;
+		struct rp_report_top e = ours ? (*d)[i] : s[i - *dn];
+		uint32_t r;
+
+		if (!ours)
+			e.fn = c->fmap[e.fn];
+		if (at[e.fn] == 0) {
+			u[n].fn = e.fn;
+			at[e.fn] = ++n;
+		}
+		r = at[e.fn] - 1;
+		u[r].value = sat(u[r].value, e.value);
+		u[r].error = sat(u[r].error, e.error);
+		in[r] |= ours ? 1 : 2;
+	}
+	for (uint32_t r = 0; r < n; r++) /* clean for the next list */
+		at[u[r].fn] = 0;
+	for (uint32_t r = 0; r < n; r++) { /* absent from a list: at most its bound */
+		uint64_t add = in[r] & 1 ? 0 : *dbound;
+
+		add = sat(add, in[r] & 2 ? 0 : sbound);
+		u[r].value = sat(u[r].value, add);
+		u[r].error = sat(u[r].error, add);
+	}
+	if (n > 1)
+		qsort(u, n, sizeof(*u), top_cmp);
+	if (n > k) {
+		bound = u[k].value > bound ? u[k].value : bound;
+		n = k;
+	}
+	free(in);
+	free(*d);
+	*d = u;
+	*dn = n;
+	*dbound = bound;
+	return 0;
+}
+
+static int span_cmp(const void *a, const void *b)
+{
+	const struct rp_report_span *x = a, *y = b;
+
+	if (x->dur_ns != y->dur_ns)
+		return x->dur_ns > y->dur_ns ? -1 : 1;
+	if (x->start_ns != y->start_ns)
+		return x->start_ns < y->start_ns ? -1 : 1;
+	if (x->span_id != y->span_id)
+		return x->span_id < y->span_id ? -1 : 1;
+	return x->track < y->track ? -1 : x->track > y->track;
+}
+
+/* The @k slowest of @d and @s (renumbered). */
+static int merge_slowest(struct ctx *c, struct rp_report_bottlenecks *d,
+			 const struct rp_report_bottlenecks *s, uint32_t k)
+{
+	uint32_t n = d->n_slowest;
+
+	if (grow(&d->slowest, n, s->n_slowest, sizeof(*d->slowest)))
+		return failf(c, -ENOMEM, "out of memory");
+	for (uint32_t i = 0; i < s->n_slowest; i++) {
+		struct rp_report_span *o = &d->slowest[n + i];
+
+		*o = s->slowest[i];
+		o->fn = c->fmap[o->fn];
+		if (o->source != RP_NONE)
+			o->source += c->src_off;
+	}
+	n += s->n_slowest;
+	if (n > 1)
+		qsort(d->slowest, n, sizeof(*d->slowest), span_cmp);
+	d->n_slowest = n < k ? n : k;
+	return 0;
+}
+
+static uint32_t list_k(const struct ctx *c, uint32_t a, uint32_t b)
+{
+	if (c->d->caps.topk)
+		return c->d->caps.topk;
+	return a > b ? a : b;
+}
+
+/* A window's lists: Space-Saving merges. */
+static int merge_window_top(struct ctx *c, struct rp_report_bottlenecks *d,
+			    const struct rp_report_bottlenecks *s)
+{
+	int err = merge_tops(c, &d->by_cum, &d->n_by_cum, &d->bound_cum, s->by_cum, s->n_by_cum,
+			     s->bound_cum, list_k(c, d->n_by_cum, s->n_by_cum));
+
+	if (!err)
+		err = merge_tops(c, &d->by_self, &d->n_by_self, &d->bound_self, s->by_self,
+				 s->n_by_self, s->bound_self,
+				 list_k(c, d->n_by_self, s->n_by_self));
+	if (!err)
+		err = merge_tops(c, &d->by_count, &d->n_by_count, &d->bound_count, s->by_count,
+				 s->n_by_count, s->bound_count,
+				 list_k(c, d->n_by_count, s->n_by_count));
+	if (!err)
+		err = merge_slowest(c, d, s, list_k(c, d->n_slowest, s->n_slowest));
+	return err;
+}
+
+/* An exact list of the @k largest functions by @field. */
+static int exact_top(struct ctx *c, struct rp_report_top **out, uint32_t *n, uint64_t *bound,
+		     size_t field, uint32_t k)
+{
+	const struct rp_report *d = c->d;
+	struct rp_report_top *u = calloc(d->n_fns ? d->n_fns : 1, sizeof(*u));
+
+	if (u == NULL)
+		return failf(c, -ENOMEM, "out of memory");
+	for (uint32_t i = 0; i < d->n_fns; i++)
+		u[i] = (struct rp_report_top){
+			.fn = i, .value = *(const uint64_t *)((const char *)&d->fns[i] + field)
+		};
+	if (d->n_fns > 1)
+		qsort(u, d->n_fns, sizeof(*u), top_cmp);
+	*bound = d->n_fns > k ? u[k].value : 0;
+	*n = d->n_fns < k ? d->n_fns : k;
+	free(*out);
+	*out = u;
+	return 0;
+}
+
+static int merge_bottlenecks(struct ctx *c)
+{
+	struct rp_report_bottlenecks *d = &c->d->bottlenecks;
+	const struct rp_report_bottlenecks *s = &c->s->bottlenecks;
+	int err;
+
+	err = exact_top(c, &d->by_cum, &d->n_by_cum, &d->bound_cum,
+			offsetof(struct rp_report_fn, cum_ns), list_k(c, d->n_by_cum, s->n_by_cum));
+	if (!err)
+		err = exact_top(c, &d->by_self, &d->n_by_self, &d->bound_self,
+				offsetof(struct rp_report_fn, self_ns),
+				list_k(c, d->n_by_self, s->n_by_self));
+	if (!err)
+		err = exact_top(c, &d->by_count, &d->n_by_count, &d->bound_count,
+				offsetof(struct rp_report_fn, calls),
+				list_k(c, d->n_by_count, s->n_by_count));
+	if (!err)
+		err = merge_slowest(c, d, s, list_k(c, d->n_slowest, s->n_slowest));
+	return err;
+}
+
+/* --- windows --------------------------------------------------------------------- */
+
+static int window_new(struct ctx *c, struct rp_report_window *o, const struct rp_report_window *w)
+{
+	const struct rp_report_bottlenecks *t = &w->top;
+	int err;
+
+	*o = (struct rp_report_window){ .length_ns = w->length_ns,
+					.subwindows = w->subwindows,
+					.t_from = w->t_from,
+					.t_to = w->t_to };
+	o->name = dup(w->name);
+	o->fns = calloc(w->n_fns ? w->n_fns : 1, sizeof(*o->fns));
+	if (!o->name || !o->fns || conc_copy(&o->conc, &o->n_conc, w->conc, w->n_conc))
+		return failf(c, -ENOMEM, "out of memory");
+	for (o->n_fns = 0; o->n_fns < w->n_fns; o->n_fns++) {
+		o->fns[o->n_fns] = w->fns[o->n_fns];
+		o->fns[o->n_fns].fn = c->fmap[w->fns[o->n_fns].fn];
+	}
+	/* Merged into empty exact lists: the same lists, renumbered. */
+	err = merge_tops(c, &o->top.by_cum, &o->top.n_by_cum, &o->top.bound_cum, t->by_cum,
+			 t->n_by_cum, t->bound_cum, t->n_by_cum);
+	if (!err)
+		err = merge_tops(c, &o->top.by_self, &o->top.n_by_self, &o->top.bound_self,
+				 t->by_self, t->n_by_self, t->bound_self, t->n_by_self);
+	if (!err)
+		err = merge_tops(c, &o->top.by_count, &o->top.n_by_count, &o->top.bound_count,
+				 t->by_count, t->n_by_count, t->bound_count, t->n_by_count);
+	if (!err)
+		err = merge_slowest(c, &o->top, t, t->n_slowest);
+	return err;
+}
+
+static int window_add(struct ctx *c, struct rp_report_window *o, const struct rp_report_window *w)
+{
+	uint32_t *at = c->at, n0 = o->n_fns;
+
+	if (grow(&o->fns, o->n_fns, w->n_fns, sizeof(*o->fns)))
+		return failf(c, -ENOMEM, "out of memory");
+	for (uint32_t i = 0; i < n0; i++)
+		at[o->fns[i].fn] = at[o->fns[i].fn] ? at[o->fns[i].fn] : i + 1;
+	for (uint32_t i = 0; i < w->n_fns; i++) {
+		const struct rp_report_wfn *x = &w->fns[i];
+		uint32_t fn = c->fmap[x->fn];
+		struct rp_report_wfn *f;
+
+		if (at[fn] == 0) {
+			o->fns[o->n_fns] = *x;
+			o->fns[o->n_fns].fn = fn;
+			at[fn] = ++o->n_fns;
+			continue;
+		}
+		f = &o->fns[at[fn] - 1];
+		f->calls = sat(f->calls, x->calls);
+		f->self_ns = sat(f->self_ns, x->self_ns);
+		f->cum_ns = sat(f->cum_ns, x->cum_ns);
+		f->p50_ns = f->p90_ns = f->p95_ns = f->p99_ns = 0; /* no sketch in 1.2 */
+	}
+	for (uint32_t i = 0; i < o->n_fns; i++) /* clean for the next list */
+		at[o->fns[i].fn] = 0;
+	o->t_from = w->t_from < o->t_from ? w->t_from : o->t_from;
+	o->t_to = w->t_to > o->t_to ? w->t_to : o->t_to;
+	conc_free(&o->conc, &o->n_conc);
+	return merge_window_top(c, &o->top, &w->top);
+}
+
+static int merge_windows(struct ctx *c)
+{
+	struct rp_report *d = c->d;
+	const struct rp_report *s = c->s;
+	uint32_t n0 = d->n_windows;
+	int err = 0;
+
+	if (grow(&d->windows, d->n_windows, s->n_windows, sizeof(*d->windows)))
+		return failf(c, -ENOMEM, "out of memory");
+	for (uint32_t i = 0; i < s->n_windows && !err; i++) {
+		struct rp_report_window *o = NULL;
+
+		for (uint32_t j = 0; j < n0 && !o; j++) /* windows are a handful */
+			o = str_eq(d->windows[j].name, s->windows[i].name) ? &d->windows[j] : NULL;
+		if (o != NULL) {
+			err = window_add(c, o, &s->windows[i]);
+			continue;
+		}
+		err = window_new(c, &d->windows[d->n_windows++], &s->windows[i]);
+	}
+	return err;
+}
+
+int rp_report_merge(struct rp_report *dst, const struct rp_report *src, char *why, size_t whylen)
+{
+	struct ctx c = {
+		.d = dst, .s = src, .why = why, .whylen = whylen, .first = dst->version_major == 0
+	};
+	int err;
+
+	why[0] = '\0';
+	err = merge_header(&c);
+	if (!err)
+		err = merge_sources(&c);
+	if (!err)
+		err = merge_fns(&c);
+	if (!err)
+		err = merge_edges(&c);
+	if (!err)
+		err = merge_cct(&c);
+	if (!err)
+		err = merge_conc(&c);
+	if (!err)
+		err = merge_cats(&c);
+	if (!err)
+		err = merge_counters(&c);
+	if (!err && (c.at = calloc(dst->n_fns ? dst->n_fns : 1, sizeof(*c.at))) == NULL)
+		err = failf(&c, -ENOMEM, "out of memory");
+	if (!err)
+		err = merge_windows(&c);
+	if (!err)
+		err = merge_bottlenecks(&c);
+	free(c.fmap);
+	free(c.at);
+	dst->version_major = RP_REPORT_VERSION_MAJOR;
+	dst->version_minor = RP_REPORT_VERSION_MINOR;
+	return err;
+}
