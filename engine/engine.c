@@ -21,6 +21,7 @@ void rp_engine_cfg_default(struct rp_engine_cfg *cfg)
 		.max_sources = 1024,
 		.max_sketch_names = 4096,
 	};
+	rp_device_cfg_default(&cfg->dev);
 }
 
 static void on_open(void *ctx, uint32_t name, uint32_t depth, uint64_t t)
@@ -47,7 +48,8 @@ int rp_engine_open(const struct rp_engine_cfg *cfg, struct rp_engine **out)
 	if (e->src == NULL || rp_names_init(&e->names, e->cfg.max_names) ||
 	    rp_stats_init(&e->stats, e->cfg.max_names, e->cfg.max_cct_nodes) ||
 	    rp_tracks_init(&e->tracks, e->cfg.max_tracks, e->cfg.max_depth, &e->stats) ||
-	    rp_analyses_init(&e->an, &e->names, e->cfg.max_names, e->cfg.max_sketch_names)) {
+	    rp_analyses_init(&e->an, &e->names, e->cfg.max_names, e->cfg.max_sketch_names) ||
+	    rp_device_open(&e->cfg.dev, e->cfg.max_tracks, e->cfg.max_names, &e->dev)) {
 		rp_engine_close(e);
 		return -ENOMEM;
 	}
@@ -69,6 +71,7 @@ void rp_engine_close(struct rp_engine *e)
 	free(e->folded.rep.name);
 	rp_tracks_free(&e->tracks);
 	rp_analyses_fini(&e->an);
+	rp_device_close(e->dev);
 	rp_stats_free(&e->stats);
 	rp_names_free(&e->names);
 	free(e);
@@ -147,6 +150,50 @@ uint32_t rp_engine_name(struct rp_engine *e, uint32_t src, const char *name,
 	return id;
 }
 
+/* An END about to close the top frame of track @tr normally: the span for the device
+ * analysis, with its self time (the frame's children are clamped to it). */
+static void device_end(struct rp_engine *e, uint32_t src, uint32_t tr, const struct rp_event *ev)
+{
+	const struct rp_track *k = &e->tracks.t[tr];
+	const struct rp_frame *f;
+	bool async = k->kind == RP_TRACK_ASYNC;
+	uint64_t end, dur;
+
+	if (k->skipped || k->depth == 0)
+		return;
+	f = &k->f[k->depth - 1];
+	if (f->name != ev->name || (async && (f->span != ev->arg || f->span == 0)))
+		return;
+	end = ev->ts > f->start ? ev->ts : f->start;
+	dur = end - f->start;
+	rp_device_span(e->dev, &e->names, src, async ? RP_NONE : tr, k->depth - 1, k->f,
+		       async ? f->span : 0, end, dur > f->child_ns ? dur - f->child_ns : 0);
+}
+
+/* RP_EV_LINK: to the span id in ev->track, else to the thread's innermost span. */
+static void device_link(struct rp_engine *e, struct rp_source *s, uint32_t src, uint64_t thread,
+			const struct rp_event *ev)
+{
+	uint32_t tr;
+	const struct rp_track *k;
+
+	if (ev->flags != RP_LINK_LAUNCH && ev->flags != RP_LINK_DEVICE) {
+		s->counts.anomalies[RP_ANOM_BAD_EVENT]++;
+		return;
+	}
+	if (ev->track != 0) {
+		rp_device_link(e->dev, src, RP_NONE, 0, NULL, ev->track, ev->flags, ev->arg);
+		return;
+	}
+	tr = rp_tracks_find(&e->tracks, src, RP_TRACK_THREAD, thread);
+	k = tr == RP_NONE ? NULL : &e->tracks.t[tr];
+	if (k == NULL || k->depth == 0 || k->skipped)
+		rp_device_link(e->dev, src, RP_NONE, 0, NULL, 0, ev->flags, ev->arg);
+	else
+		rp_device_link(e->dev, src, tr, k->depth - 1, &k->f[k->depth - 1], 0, ev->flags,
+			       ev->arg);
+}
+
 static void track_event(struct rp_engine *e, struct rp_source *s, uint32_t src, uint8_t kind,
 			uint64_t id, const struct rp_event *ev, bool begin)
 {
@@ -158,10 +205,14 @@ static void track_event(struct rp_engine *e, struct rp_source *s, uint32_t src, 
 			s->counts.anomalies[RP_ANOM_END_UNMATCHED]++;
 		return;
 	}
-	if (begin)
+	if (begin) {
 		rp_track_begin(&e->tracks, tr, ev->name, ev->ts, ev->arg, &s->counts);
-	else
-		rp_track_end(&e->tracks, tr, ev->name, ev->ts, ev->arg, &s->counts);
+		return;
+	}
+	device_end(e, src, tr, ev);
+	rp_track_end(&e->tracks, tr, ev->name, ev->ts, ev->arg, &s->counts);
+	if (kind == RP_TRACK_THREAD) /* links of frames closed abnormally are stale */
+		rp_device_track_end(e->dev, tr, e->tracks.t[tr].depth);
 }
 
 void rp_engine_event(struct rp_engine *e, uint32_t src, uint64_t thread,
@@ -192,9 +243,11 @@ void rp_engine_event(struct rp_engine *e, uint32_t src, uint64_t thread,
 		track_event(e, s, src, RP_TRACK_ASYNC, ev->track, ev,
 			    ev->kind == RP_EV_ASYNC_BEGIN);
 		break;
+	case RP_EV_LINK:
+		device_link(e, s, src, thread, ev);
+		break;
 	case RP_EV_INSTANT:
 	case RP_EV_COUNTER:
-	case RP_EV_LINK:
 		break; /* counted; their analyses come with the streaming analyses */
 	default:
 		s->counts.anomalies[RP_ANOM_BAD_EVENT]++;
@@ -345,7 +398,8 @@ int rp_engine_report(const struct rp_engine *e, struct rp_report *r)
 		goto out;
 	r->n_fns = n_fns;
 	if ((err = copy_fns(e, map, r)) != 0 || (err = copy_sources(e, r)) != 0 ||
-	    (err = rp_analyses_report(&e->an, map, r)) != 0)
+	    (err = rp_analyses_report(&e->an, map, r)) != 0 ||
+	    (err = rp_device_report(e->dev, &e->names, &r->device)) != 0)
 		goto out;
 	copy_graph(e, map, r);
 	r->n_edges = e->stats.n_edges;

@@ -17,6 +17,7 @@
 #include <ringprof/wire.h>
 
 #include "analyses.h"
+#include "device.h"
 #include "names.h"
 #include "report.h"
 #include "stacks.h"
@@ -30,6 +31,7 @@ struct rp_engine_cfg {
 	uint32_t max_cct_nodes;	/* CCT nodes (and caller->callee edges) */
 	uint32_t max_sources;	/* producer processes and files */
 	uint32_t max_sketch_names; /* names with a duration sketch (quantiles) */
+	struct rp_device_cfg dev;  /* device idle time (device.h) */
 };
 
 /* Defaults: 65536 names, 16384 tracks, 256 frames, 262144 nodes, 1024 sources,
@@ -55,6 +57,7 @@ struct rp_engine {
 	uint64_t t_first, t_last;	/* first and last event time seen */
 	uint64_t t_merged;		/* time of the newest event processed in order */
 	char clock[16];			/* "monotonic" or "trace" */
+	struct rp_device *dev;		/* device idle time */
 };
 
 /** rp_engine_open() - make an engine with @cfg (NULL: defaults). 0 or -ENOMEM. */

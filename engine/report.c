@@ -128,6 +128,20 @@ void rp_report_bottlenecks_free(struct rp_report_bottlenecks *b)
 	memset(b, 0, sizeof(*b));
 }
 
+void rp_report_device_free(struct rp_report_device *d)
+{
+	for (uint32_t i = 0; i < d->n_ranked; i++) {
+		free(d->ranked[i].name);
+		free(d->ranked[i].source);
+		free(d->ranked[i].source_file);
+	}
+	free(d->ranked);
+	free(d->points);
+	free(d->idle);
+	free(d->phases);
+	memset(d, 0, sizeof(*d));
+}
+
 void rp_report_free(struct rp_report *r)
 {
 	if (r == NULL)
@@ -166,6 +180,7 @@ void rp_report_free(struct rp_report *r)
 	}
 	free(r->windows);
 	rp_report_bottlenecks_free(&r->bottlenecks);
+	rp_report_device_free(&r->device);
 	free(r->sources);
 	free(r->fns);
 	free(r->edges);
