@@ -296,6 +296,7 @@ int rp_render_json(const struct rp_report *r, FILE *out)
 	if (order == NULL)
 		return -ENOMEM;
 	put_totals(out, r);
+	rp_render_device_json(r, out);
 	put_lists(out, r, order);
 	free(order);
 	return fflush(out) || ferror(out) ? -EIO : 0;

@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include "report.h"
 
@@ -27,5 +28,11 @@ size_t rp_render_utf8_next(const char *s, bool *valid);
  * or NULL when out of memory. An empty report gives a valid one-element array.
  */
 const struct rp_report_fn **rp_render_fn_order(const struct rp_report *r);
+
+/* The "device" section (render_device.c): json appends ",\n  \"device\":{...}" inside
+ * the top-level object, text prints a block; both nothing when no device work was
+ * seen. */
+void rp_render_device_json(const struct rp_report *r, FILE *out);
+void rp_render_device_text(const struct rp_report *r, FILE *out);
 
 #endif

@@ -345,6 +345,7 @@ int rp_render_text(const struct rp_report *r, FILE *out, unsigned limit)
 		return -ENOMEM;
 	print_header(out, r);
 	print_table(out, r, order, limit);
+	rp_render_device_text(r, out);
 	free(order);
 	return fflush(out) || ferror(out) ? -EIO : 0;
 }
