@@ -771,6 +771,8 @@ int rp_device_report(const struct rp_device *d, const struct rp_names *names,
 	o->events_dropped = d->events_dropped;
 	o->links_dropped = d->links_dropped;
 	o->links_orphan = d->links_orphan;
+	if (np == 0)
+		return 0; /* no queue: no idle intervals, no phases, nothing ranked */
 	w.S = malloc(((size_t)ns + 1) * sizeof(*w.S));
 	w.L = malloc(((size_t)nl + 1) * sizeof(*w.L));
 	w.K = malloc(((size_t)nk + 1) * sizeof(*w.K));
