@@ -17,7 +17,15 @@
  * An E with no open B counts as RP_ANOM_END_UNMATCHED; a B never closed ends at
  * the trace's last timestamp and counts as RP_ANOM_OPEN_AT_END.
  *
- * Memory: 32 bytes per span and 24 per generated event, never the JSON text.
+ * Correlation ids (device.h) go to the engine as RP_EV_LINK events: a span's
+ * args.correlation right after its BEGIN (the device side for categories kernel,
+ * gpu_memcpy, gpu_memset, else the launch side); a flow event's numeric id (s: launch
+ * side, f: device side) after everything else at its time on its track, so it lands
+ * on the innermost span open there. A flow event without a numeric id counts as
+ * RP_ANOM_BAD_EVENT.
+ *
+ * Memory: 32 bytes per span, 24 per generated event and 16 per correlation id, never
+ * the JSON text.
  */
 #ifndef RP_ENGINE_IMPORT_CHROME_H
 #define RP_ENGINE_IMPORT_CHROME_H
