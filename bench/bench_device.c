@@ -8,7 +8,8 @@
  * and drain it. Then, timed (median of --runs): the import and report with the
  * device analysis switched off (its caps at 0: the baseline) and on. Prints events/s
  * of both, the ratio, and the time of the report (the analysis itself). With the
- * path of another trace as argument, times that file instead.
+ * path of another trace as argument, times that file instead; with -w FILE, only
+ * writes the trace there (put -o first).
  */
 #include <getopt.h>
 #include <inttypes.h>
@@ -136,7 +137,11 @@ int main(int argc, char **argv)
 	struct rp_report_device d = { 0 };
 	int c;
 
-	while ((c = getopt(argc, argv, "o:r:")) != -1) {
+	while ((c = getopt(argc, argv, "o:r:w:")) != -1) {
+		if (c == 'w') { /* only write the trace there */
+			printf("%" PRIu64 " events\n", write_trace(optarg, ops));
+			return 0;
+		}
 		if (c == 'o')
 			ops = strtoull(optarg, NULL, 10);
 		else if (c == 'r')
