@@ -345,19 +345,20 @@ static int cmp_span(const void *x, const void *y)
 	return a->seq < b->seq ? -1 : a->seq > b->seq;
 }
 
-static const struct qev *kern_base; /* for cmp_kidx: qsort has no context argument */
+struct kkey {			/* a kernel by (source, correlation, index) */
+	uint64_t corr;
+	uint32_t src, idx;
+};
 
-/* Kernel indices by (source, correlation, index). */
-static int cmp_kidx(const void *x, const void *y)
+static int cmp_kkey(const void *x, const void *y)
 {
-	const struct qev *a = &kern_base[*(const uint32_t *)x], *b = &kern_base[*(const uint32_t *)y];
-	uint32_t i = *(const uint32_t *)x, j = *(const uint32_t *)y;
+	const struct kkey *a = x, *b = y;
 
 	if (a->src != b->src)
 		return a->src < b->src ? -1 : 1;
 	if (a->corr != b->corr)
 		return a->corr < b->corr ? -1 : 1;
-	return i < j ? -1 : i > j;
+	return a->idx < b->idx ? -1 : a->idx > b->idx;
 }
 
 static int cmp_ival(const void *x, const void *y)
@@ -381,41 +382,37 @@ static int cmp_cand(const void *x, const void *y)
 static int map_launches(const struct qev *L, uint32_t nl, const struct qev *K, uint32_t nk,
 			int64_t *map)
 {
-	uint32_t *idx = NULL, n = 0;
+	struct kkey *kk = NULL;
+	uint32_t n = 0;
 	int64_t last = 0;
 
-	if (nk > 0 && (idx = malloc((size_t)nk * sizeof(*idx))) == NULL)
+	if (nk > 0 && (kk = malloc((size_t)nk * sizeof(*kk))) == NULL)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < nk; i++)
 		if (K[i].has_corr)
-			idx[n++] = i;
-	kern_base = K;
+			kk[n++] = (struct kkey){ K[i].corr, K[i].src, i };
 	if (n > 0)
-		qsort(idx, n, sizeof(*idx), cmp_kidx);
+		qsort(kk, n, sizeof(*kk), cmp_kkey);
 	for (uint32_t l = 0; l < nl; l++) {
+		struct kkey want = { L[l].corr, L[l].src, (uint32_t)last };
 		uint32_t lo = 0, hi = n;
 
 		map[l] = -1;
 		if (!L[l].has_corr)
 			continue;
-		/* lower bound of (src, corr, last) */
-		while (lo < hi) {
+		while (lo < hi) { /* the first key >= (src, corr, last) */
 			uint32_t mid = lo + (hi - lo) / 2;
-			const struct qev *k = &K[idx[mid]];
-			bool less = k->src != L[l].src ? k->src < L[l].src
-				    : k->corr != L[l].corr ? k->corr < L[l].corr
-				    : (int64_t)idx[mid] < last;
-			if (less)
+			if (cmp_kkey(&kk[mid], &want) < 0)
 				lo = mid + 1;
 			else
 				hi = mid;
 		}
-		if (lo < n && K[idx[lo]].src == L[l].src && K[idx[lo]].corr == L[l].corr) {
-			map[l] = idx[lo];
-			last = idx[lo];
+		if (lo < n && kk[lo].src == want.src && kk[lo].corr == want.corr) {
+			map[l] = kk[lo].idx;
+			last = kk[lo].idx;
 		}
 	}
-	free(idx);
+	free(kk);
 	return 0;
 }
 
