@@ -169,10 +169,10 @@ int main(int argc, char **argv)
 	printf("trace            %s\n", trace);
 	if (events)
 		printf("trace events     %" PRIu64 "\n", events);
-	printf("cpu spans        %" PRIu64 "  launches %" PRIu64 "  kernels %" PRIu64
+	printf("spans            %" PRIu64 "  launches %" PRIu64 "  kernels %" PRIu64
 	       "  max depth %u  idle intervals %" PRIu64 "  phases %" PRIu64
 	       "  candidates %" PRIu64 "\n",
-	       d.cpu_spans, d.launches, d.kernels, d.max_queue_depth, d.n_idle_total,
+	       d.spans, d.launches, d.kernels, d.max_queue_depth, d.n_idle_total,
 	       d.n_phases_total, d.candidates);
 	printf("device off       import+report %8.1f ms", off / 1e6);
 	if (events)

@@ -22,11 +22,15 @@ enum {
 	CLS_DEVCAT = 0x10,	/* category of device work */
 };
 
-struct cpu_span {
-	uint64_t start, end, self;
+struct span_rec {		/* a span of torch's event tree */
+	uint64_t start, end;
+	uint64_t corr;		/* its link's correlation id, if side */
+	int64_t self;		/* duration minus the children's (device work included) */
 	uint32_t name;
 	uint32_t source;	/* name id of its source frame, or RP_NONE */
 	uint32_t seq;		/* arrival order */
+	uint32_t src;
+	uint8_t side;		/* RP_LINK_* of its link; 0 if none */
 };
 
 struct qev {			/* a launch or a kernel */
@@ -51,7 +55,7 @@ struct rp_device {
 	struct rp_device_cfg cfg;
 	uint32_t max_tracks, max_names;
 	uint8_t *cls;			/* per name id */
-	struct cpu_span *spans;
+	struct span_rec *spans;
 	uint32_t n_spans;
 	struct qev *launches, *kernels;	/* together at most max_events */
 	uint32_t n_launches, n_kernels;
@@ -257,7 +261,7 @@ void rp_device_span(struct rp_device *d, const struct rp_names *names, uint32_t 
 		    uint64_t end, uint64_t self_ns)
 {
 	const struct rp_frame *f = &stack[depth];
-	bool linked = false;
+	bool linked = false, device;
 	uint8_t side = 0, c;
 	uint64_t corr = 0;
 
@@ -282,19 +286,18 @@ void rp_device_span(struct rp_device *d, const struct rp_names *names, uint32_t 
 			}
 	}
 	c = name_class(d, names, f->name);
-	if ((c & CLS_DEVCAT) || (linked && side == RP_LINK_DEVICE)) {
-		if (c & CLS_KERNEL)
-			add_qev(d, true, src, f->start, end, linked, corr);
-		else
-			d->other_device++;
-		return;
-	}
-	if (span != 0)
-		return; /* async spans are not in the CPU tree */
+	device = (c & CLS_DEVCAT) || (linked && side == RP_LINK_DEVICE);
+	if (device && (c & CLS_KERNEL))
+		add_qev(d, true, src, f->start, end, linked, corr);
+	else if (device)
+		d->other_device++;
+	else if (span != 0)
+		return; /* async spans other than device work are not in torch's tree */
 	if (d->n_spans < d->cfg.max_spans) {
-		struct cpu_span *s = &d->spans[d->n_spans++];
-		*s = (struct cpu_span){ f->start, end, self_ns, f->name, RP_NONE, d->n_spans - 1 };
-		for (uint32_t i = depth + 1; i-- > 0;)
+		struct span_rec *s = &d->spans[d->n_spans];
+		*s = (struct span_rec){ f->start, end, corr, (int64_t)self_ns, f->name, RP_NONE,
+					d->n_spans++, src, linked ? side : 0 };
+		for (uint32_t i = span ? 0 : depth + 1; i-- > 0;)
 			if (name_class(d, names, stack[i].name) & CLS_SOURCE) {
 				s->source = stack[i].name;
 				break;
@@ -302,7 +305,7 @@ void rp_device_span(struct rp_device *d, const struct rp_names *names, uint32_t 
 	} else {
 		d->spans_dropped++;
 	}
-	if (c & CLS_LAUNCH)
+	if (!device && (c & CLS_LAUNCH))
 		add_qev(d, false, src, f->start, end, linked, corr);
 }
 
@@ -336,7 +339,7 @@ static int cmp_qev(const void *x, const void *y)
  * latest start is the innermost, as in torch's event order. */
 static int cmp_span(const void *x, const void *y)
 {
-	const struct cpu_span *a = x, *b = y;
+	const struct span_rec *a = x, *b = y;
 
 	if (a->start != b->start)
 		return a->start < b->start ? -1 : 1;
@@ -555,7 +558,7 @@ static int source_parts(const char *s, struct rp_report_dev_span *o)
 }
 
 struct work {
-	struct cpu_span *S;
+	struct span_rec *S;
 	struct qev *L, *K;
 	int64_t *map;
 	struct point *P;
@@ -569,6 +572,46 @@ static void work_free(struct work *w)
 {
 	free(w->S), free(w->L), free(w->K), free(w->map), free(w->P), free(w->sqd);
 	free(w->idle), free(w->ph), free(w->pre), free(w->cand);
+}
+
+/* torch's tree makes device work a child of the runtime call that launched it (the
+ * flow start, or the linked activity: the span on the launch side of its link): the
+ * launch's self time loses the device work's duration (it may go negative), and the
+ * device work takes the launch's source location. */
+static int device_children(struct work *w, uint32_t ns)
+{
+	struct kkey *kk = malloc(((size_t)ns + 1) * sizeof(*kk));
+	uint32_t n = 0;
+
+	if (kk == NULL)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < ns; i++)
+		if (w->S[i].side == RP_LINK_LAUNCH)
+			kk[n++] = (struct kkey){ w->S[i].corr, w->S[i].src, i };
+	if (n > 0)
+		qsort(kk, n, sizeof(*kk), cmp_kkey);
+	for (uint32_t i = 0; i < ns; i++) {
+		struct kkey want = { w->S[i].corr, w->S[i].src, 0 };
+		uint32_t lo = 0, hi = n;
+
+		if (w->S[i].side != RP_LINK_DEVICE)
+			continue;
+		while (lo < hi) {
+			uint32_t mid = lo + (hi - lo) / 2;
+			if (cmp_kkey(&kk[mid], &want) < 0)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (lo < n && kk[lo].src == want.src && kk[lo].corr == want.corr) {
+			struct span_rec *l = &w->S[kk[lo].idx];
+			l->self -= (int64_t)(w->S[i].end - w->S[i].start);
+			if (w->S[i].source == RP_NONE)
+				w->S[i].source = l->source;
+		}
+	}
+	free(kk);
+	return 0;
 }
 
 /* compute_queue_depth: points in start order, and each span's depth at its start. */
@@ -712,7 +755,7 @@ static int report_out(struct work *w, const struct rp_device *d, const struct rp
 		o->phases[o->n_phases++] = (struct rp_report_dev_interval){ w->ph[i].a, w->ph[i].b };
 	o->candidates = nc;
 	for (uint32_t i = 0; i < nc && o->n_ranked < c->max_ranked; i++) {
-		const struct cpu_span *s = &w->S[w->cand[i].span];
+		const struct span_rec *s = &w->S[w->cand[i].span];
 		struct rp_report_dev_span *r = &o->ranked[o->n_ranked++];
 
 		*r = (struct rp_report_dev_span){
@@ -763,7 +806,7 @@ int rp_device_report(const struct rp_device *d, const struct rp_names *names,
 	o->launches = nl;
 	o->kernels = nk;
 	o->other_device = d->other_device;
-	o->cpu_spans = ns;
+	o->spans = ns;
 	o->spans_dropped = d->spans_dropped;
 	o->events_dropped = d->events_dropped;
 	o->links_dropped = d->links_dropped;
@@ -814,6 +857,8 @@ int rp_device_report(const struct rp_device *d, const struct rp_names *names,
 		free(hit);
 	}
 	o->busy_ns = busy(w.K, nk);
+	if (device_children(&w, ns) != 0)
+		goto out;
 	queue_depth(&w, nl, nk, ns);
 	ni = idle_intervals(&w, np, ns);
 	w.pre[0] = 0;

@@ -7,13 +7,18 @@
  * Fed, during the stream, with every completed span of the engine:
  *   - device work: a span of category "kernel", "gpu_memcpy" or "gpu_memset", or a
  *     span carrying an RP_LINK_DEVICE link. It is a queue *kernel* unless its name,
- *     lower-cased, contains "mem", "cpy", "alloc" or "free" (torch's is_cuda_kernel);
- *     device work is never a CPU span.
- *   - every other span of a thread track is a *CPU span* (torch's event tree);
- *     one whose name starts with cudaLaunchKernel, cudaLaunchKernelExC,
- *     __cudaLaunchKernel, cudaLaunchCooperativeKernel or
- *     cudaLaunchCooperativeKernelMultiDevice is also a queue *launch*
- *     (torch's is_cuda_launch_kernel; cudaMemcpyAsync is not one).
+ *     lower-cased, contains "mem", "cpy", "alloc" or "free" (torch's is_cuda_kernel).
+ *   - every other span of a thread track is a CPU span; one whose name starts with
+ *     cudaLaunchKernel, cudaLaunchKernelExC, __cudaLaunchKernel,
+ *     cudaLaunchCooperativeKernel or cudaLaunchCooperativeKernelMultiDevice is also
+ *     a queue *launch* (torch's is_cuda_launch_kernel; cudaMemcpyAsync is not one).
+ *   - torch's event tree (BasicEvaluation's metrics and events) holds both: CPU
+ *     spans nested by time on their thread, and device work as the child of the
+ *     runtime call on the launch side of its link (torch's TransferEvents makes a
+ *     GPU event the child of its flow start). So a launch's self time is its
+ *     duration minus its kernel's, and may be negative, as in torch; device work
+ *     takes its launch's source location. Async spans other than device work are not
+ *     in the tree.
  * A launch and a kernel are linked when both carry an RP_LINK_* link with the same
  * (source, correlation id).
  *
@@ -24,20 +29,21 @@
  *		  (launches before kernels before CPU spans at equal starts), depth =
  *		  max(0, index of the last mapped kernel - kernels started so far + 1).
  *		  Launches and kernels each give a point (start, end, depth).
- *   idle	  compute_idle_time: [first CPU span start, first point start],
- *		  [last point end, last CPU span end], and [end of a depth-0 point,
+ *   idle	  compute_idle_time: [first span start, first point start],
+ *		  [last point end, end of the span that starts last (of several, the
+ *		  shortest)], and [end of a depth-0 point,
  *		  start of the next point with depth > 0]. Intervals of no length
  *		  (including "negative" ones) hold no time.
  *   per span	  idle_ns = overlap with the idle intervals; fraction = idle_ns / dur.
  *   ranking	  rank_events: the points reversed; from each depth-0 point, the next
  *		  run to a depth-0 point whose peak is >= 4 makes a falling phase
- *		  [peak start, depth-0 point start]; CPU spans overlapping a phase are
+ *		  [peak start, depth-0 point start]; spans overlapping a phase are
  *		  scored z(idle fraction) + 0.6 z(self), sample standard deviations;
  *		  highest first.
  *   source	  source_code_location: the span's name, else its nearest ancestor's,
  *		  that matches "\.py\(.*\)" ("model.py(42): forward").
  *
- * Bounded: max_spans CPU spans and max_events queue events are kept (later ones are
+ * Bounded: max_spans spans and max_events queue events are kept (later ones are
  * counted as dropped); links waiting for their span's end are bounded per track and
  * by a table for span-id links.
  */
@@ -52,7 +58,7 @@
 #include "stacks.h"
 
 struct rp_device_cfg {
-	uint32_t max_spans;	   /* CPU spans kept for the analysis */
+	uint32_t max_spans;	   /* spans kept for the analysis */
 	uint32_t max_events;	   /* launches + kernels kept */
 	uint32_t links_per_track;  /* links waiting on one thread track's open spans */
 	uint32_t max_span_links;   /* links to async spans by span id (power of two) */

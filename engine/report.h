@@ -239,14 +239,17 @@ struct rp_report_dev_interval {	/* [start_ns, end_ns), idle intervals and phases
 	uint64_t start_ns, end_ns;
 };
 
-struct rp_report_dev_span {	/* a CPU span worth optimizing */
+struct rp_report_dev_span {	/* a span worth optimizing */
 	char *name;
 	char *source;		/* the "file.py(line): fn" frame; "" if none */
 	char *source_file;	/* its file ("" if none) */
 	uint32_t source_line;	/* its line (0 if none) */
 	uint32_t queue_depth;	/* queue depth at its start */
 	uint32_t phase;		/* index into phases of the first phase it overlaps */
-	uint64_t start_ns, dur_ns, self_ns;
+	uint64_t start_ns, dur_ns;
+	int64_t self_ns;	/* torch's: dur minus its children's durations, device
+				   work included (a launch's kernel is its child), so a
+				   launch's may be negative */
 	uint64_t idle_ns;	/* overlap with the idle intervals */
 	double idle_fraction;	/* idle_ns / dur_ns; 0 when dur_ns = 0 */
 	double score;		/* z(idle_fraction) + 0.6 z(self_ns); 0 when either
@@ -260,7 +263,8 @@ struct rp_report_device {
 	uint64_t linked;	/* launches mapped to a kernel */
 	uint64_t unmatched_launches; /* launches with no kernel mapped */
 	uint64_t unmatched_kernels;  /* kernels no launch mapped to */
-	uint64_t cpu_spans;	/* CPU spans analysed */
+	uint64_t spans;		/* spans analysed: torch's event tree (CPU spans of
+				   thread tracks and device work) */
 	uint64_t busy_ns;	/* union of the kernels' intervals */
 	uint64_t idle_ns;	/* sum of the idle intervals */
 	uint32_t max_queue_depth;
@@ -273,11 +277,11 @@ struct rp_report_device {
 	uint64_t n_phases_total;	/* falling phases before the cap */
 	struct rp_report_dev_interval *phases;
 	uint32_t n_phases;
-	uint64_t candidates;		/* CPU spans in a falling phase */
+	uint64_t candidates;		/* spans in a falling phase */
 	struct rp_report_dev_span *ranked;
 	uint32_t n_ranked;
 	/* Caps hit: kept data the analysis had to go without. */
-	uint64_t spans_dropped;		/* CPU spans past max_spans */
+	uint64_t spans_dropped;		/* spans past max_spans */
 	uint64_t events_dropped;	/* launches/kernels past max_events */
 	uint64_t links_dropped;		/* links with no room to wait for their span */
 	uint64_t links_orphan;		/* links with no open span, or whose span

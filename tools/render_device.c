@@ -6,7 +6,7 @@
  *
  * JSON, only when launches, kernels or other device work were seen:
  * "device": {"launches", "kernels", "other_device", "linked",
- * "unmatched_launches", "unmatched_kernels", "cpu_spans", "busy_ns", "idle_ns",
+ * "unmatched_launches", "unmatched_kernels", "spans", "busy_ns", "idle_ns",
  * "max_queue_depth", "points_total", "points": [[t_ns, depth]...], "idle_total",
  * "idle": [[start_ns, end_ns]...], "phases_total", "phases": [[start_ns, end_ns]...],
  * "candidates", "ranked": [{"name", "start_ns", "dur_ns", "self_ns", "idle_ns",
@@ -67,10 +67,10 @@ void rp_render_device_json(const struct rp_report *r, FILE *out)
 		",\n  \"device\":{\"launches\":%" PRIu64 ",\"kernels\":%" PRIu64
 		",\"other_device\":%" PRIu64 ",\"linked\":%" PRIu64
 		",\"unmatched_launches\":%" PRIu64 ",\"unmatched_kernels\":%" PRIu64
-		",\"cpu_spans\":%" PRIu64 ",\"busy_ns\":%" PRIu64 ",\"idle_ns\":%" PRIu64
+		",\"spans\":%" PRIu64 ",\"busy_ns\":%" PRIu64 ",\"idle_ns\":%" PRIu64
 		",\"max_queue_depth\":%" PRIu32,
 		d->launches, d->kernels, d->other_device, d->linked, d->unmatched_launches,
-		d->unmatched_kernels, d->cpu_spans, d->busy_ns, d->idle_ns, d->max_queue_depth);
+		d->unmatched_kernels, d->spans, d->busy_ns, d->idle_ns, d->max_queue_depth);
 	fprintf(out, ",\n    \"points_total\":%" PRIu64 ",\"points\":[", d->n_points_total);
 	for (uint32_t i = 0; i < d->n_points; i++)
 		fprintf(out, "%s[%" PRIu64 ",%" PRIu32 "]", i ? "," : "", d->points[i].t_ns,
@@ -86,7 +86,7 @@ void rp_render_device_json(const struct rp_report *r, FILE *out)
 		fputs(i ? ",\n      {\"name\":" : "\n      {\"name\":", out);
 		put_str(out, s->name);
 		fprintf(out,
-			",\"start_ns\":%" PRIu64 ",\"dur_ns\":%" PRIu64 ",\"self_ns\":%" PRIu64
+			",\"start_ns\":%" PRIu64 ",\"dur_ns\":%" PRIu64 ",\"self_ns\":%" PRId64
 			",\"idle_ns\":%" PRIu64 ",\"idle_fraction\":%.17g,\"score\":%.17g"
 			",\"queue_depth\":%" PRIu32 ",\"phase\":%" PRIu32 ",\"source\":",
 			s->start_ns, s->dur_ns, s->self_ns, s->idle_ns, fin(s->idle_fraction),
@@ -104,6 +104,11 @@ void rp_render_device_json(const struct rp_report *r, FILE *out)
 }
 
 static double ms(uint64_t ns)
+{
+	return (double)ns / 1e6;
+}
+
+static double ms_signed(int64_t ns)
 {
 	return (double)ns / 1e6;
 }
@@ -141,7 +146,7 @@ void rp_render_device_text(const struct rp_report *r, FILE *out)
 		const struct rp_report_dev_span *s = &d->ranked[i];
 
 		fprintf(out, "  %8.3f %6.2f%% %10.3f %10.3f %3" PRIu32 "  %s%s%s%s\n",
-			fin(s->score), 100.0 * fin(s->idle_fraction), ms(s->self_ns),
+			fin(s->score), 100.0 * fin(s->idle_fraction), ms_signed(s->self_ns),
 			ms(s->dur_ns), s->queue_depth, s->name, s->source[0] ? "  [" : "",
 			s->source, s->source[0] ? "]" : "");
 	}
