@@ -39,11 +39,17 @@ struct link {
 	uint64_t corr;
 	uint32_t name;
 	uint8_t side;
+	bool flow;		/* from a flow event, not from args */
 };
 
 struct flow {
 	int64_t ts;
 	uint32_t track, link;
+};
+
+struct corr_key {		/* a correlation id some span carried in its args */
+	uint64_t corr;
+	uint8_t side;
 };
 
 struct vec {
@@ -99,13 +105,13 @@ static bool device_cat(const char *cat)
 }
 
 /* 1 + the index of a new link, 0 if out of memory. */
-static uint32_t add_link(struct imp *m, uint64_t corr, uint32_t name, uint8_t side)
+static uint32_t add_link(struct imp *m, uint64_t corr, uint32_t name, uint8_t side, bool flow)
 {
 	struct link *l = vec_push(&m->links);
 
 	if (l == NULL)
 		return 0;
-	*l = (struct link){ corr, name, side };
+	*l = (struct link){ corr, name, side, flow };
 	return (uint32_t)m->links.n;
 }
 
@@ -132,7 +138,7 @@ static int add_flow(struct imp *m, const struct rp_chrome_ev *ev, uint32_t track
 		return 0;
 	}
 	link = add_link(m, corr, rp_engine_name(m->e, m->src, ev->name, ev->cat, "", 0),
-			ev->ph == 's' ? RP_LINK_LAUNCH : RP_LINK_DEVICE);
+			ev->ph == 's' ? RP_LINK_LAUNCH : RP_LINK_DEVICE, true);
 	if (link == 0 || (f = vec_push(&m->flows)) == NULL)
 		return -ENOMEM;
 	*f = (struct flow){ ev->ts_ns, track, link };
@@ -185,7 +191,7 @@ static int on_event(void *ctx, const struct rp_chrome_ev *ev)
 	name = rp_engine_name(m->e, m->src, ev->name, ev->cat, "", 0);
 	if (ev->has_correlation &&
 	    (link = add_link(m, ev->correlation, name,
-			     device_cat(ev->cat) ? RP_LINK_DEVICE : RP_LINK_LAUNCH)) == 0)
+			     device_cat(ev->cat) ? RP_LINK_DEVICE : RP_LINK_LAUNCH, false)) == 0)
 		return -ENOMEM;
 	if (ev->ph == 'X') {
 		int64_t dur = ev->has_dur && ev->dur_ns > 0 ? ev->dur_ns : 0;
@@ -272,6 +278,47 @@ static int nest_track(struct imp *m, size_t lo, size_t hi, size_t *stack)
 	return err;
 }
 
+static int cmp_corr(const void *a, const void *b)
+{
+	const struct corr_key *x = a, *y = b;
+
+	if (x->corr != y->corr)
+		return x->corr < y->corr ? -1 : 1;
+	return (x->side > y->side) - (x->side < y->side);
+}
+
+/* Flow events, but for correlations a span already carried in its args (Kineto writes
+ * both): a flow binds by time, and at a zero-length launch it would bind to the
+ * launch's parent instead. */
+static int emit_flows(struct imp *m)
+{
+	const struct link *l = m->links.p;
+	struct corr_key *k = NULL;
+	size_t n = 0;
+	int err = 0;
+
+	if (m->flows.n == 0)
+		return 0;
+	if ((k = malloc((m->links.n + 1) * sizeof(*k))) == NULL)
+		return -ENOMEM;
+	for (size_t i = 0; i < m->links.n; i++)
+		if (!l[i].flow)
+			k[n++] = (struct corr_key){ l[i].corr, l[i].side };
+	if (n > 0)
+		qsort(k, n, sizeof(*k), cmp_corr);
+	for (size_t i = 0; i < m->flows.n && !err; i++) {
+		const struct flow *f = &((const struct flow *)m->flows.p)[i];
+		struct corr_key want = { l[f->link - 1].corr, l[f->link - 1].side };
+		uint32_t last = UINT32_MAX; /* after all else at (ts, track) */
+
+		if (n > 0 && bsearch(&want, k, n, sizeof(*k), cmp_corr) != NULL)
+			continue;
+		err = emit(m, RP_EV_LINK, f->ts, f->link - 1, f->track, &last);
+	}
+	free(k);
+	return err;
+}
+
 static int nest_all(struct imp *m)
 {
 	struct span *sp = m->spans.p;
@@ -288,12 +335,7 @@ static int nest_all(struct imp *m)
 		err = nest_track(m, lo, hi, stack);
 	}
 	free(stack);
-	for (size_t i = 0; i < m->flows.n && !err; i++) {
-		const struct flow *f = &((const struct flow *)m->flows.p)[i];
-		uint32_t last = UINT32_MAX; /* after all else at (ts, track) */
-		err = emit(m, RP_EV_LINK, f->ts, f->link - 1, f->track, &last);
-	}
-	return err;
+	return err ? err : emit_flows(m);
 }
 
 static void feed(struct imp *m)

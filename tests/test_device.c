@@ -113,10 +113,13 @@ static int64_t op(int64_t t, int parent, bool burst)
 	if (kind < 8) {
 		bool memcpy = kind == 7;
 		int64_t ls = end;
-		l = add(ls, ls + range(3, 8), memcpy ? "cudaMemcpyAsync" : "cudaLaunchKernel",
-			"cuda_runtime", 1, at);
+		bool zero = rnd() % 10 == 0;
+		l = add(ls, ls + (zero ? 0 : range(3, 8)),
+			memcpy ? "cudaMemcpyAsync" : "cudaLaunchKernel", "cuda_runtime", 1, at);
 		g[l].corr = ++next_corr;
-		g[l].flow_only = rnd() % 10 < 3;
+		/* A flow binds by time: at a zero-length launch, to its parent. Kineto writes
+		 * args.correlation too, which is what counts then. */
+		g[l].flow_only = !zero && rnd() % 10 < 3;
 		end = g[l].e;
 		if (memcpy)
 			device_work(l, "Memcpy HtoD (Pageable -> Device)", "gpu_memcpy", false);
@@ -184,7 +187,7 @@ static void write_trace(const char *path)
 		if (s->corr && !s->flow_only)
 			fprintf(f, "\"External id\": 7, \"correlation\": %lld", s->corr);
 		fputs("}}", f);
-		if (s->corr && s->flow_only)
+		if (s->corr) /* Kineto writes both; flow_only spans have only the flow */
 			fprintf(f,
 				",\n{\"ph\": \"%s\", \"id\": %lld, \"pid\": %d, \"tid\": %d, "
 				"\"ts\": %lld, \"cat\": \"ac2g\", \"name\": \"ac2g\"%s}",
