@@ -23,6 +23,7 @@ void rp_engine_cfg_default(struct rp_engine_cfg *cfg)
 		.recorder_spans = 65536,
 		.recorder_samples = 16384,
 	};
+	rp_device_cfg_default(&cfg->dev);
 }
 
 static void on_open(void *ctx, uint32_t name, uint32_t depth, uint64_t t)
@@ -67,7 +68,8 @@ int rp_engine_open(const struct rp_engine_cfg *cfg, struct rp_engine **out)
 	    rp_recorder_init(&e->rec, e->cfg.recorder_spans, e->cfg.recorder_samples,
 			     e->cfg.max_tracks) ||
 	    rp_steps_init(&e->steps, &e->names, e->cfg.max_names, e->cfg.step_category,
-			  e->cfg.step_name)) {
+			  e->cfg.step_name) ||
+	    rp_device_open(&e->cfg.dev, e->cfg.max_tracks, e->cfg.max_names, &e->dev)) {
 		rp_engine_close(e);
 		return -ENOMEM;
 	}
@@ -93,6 +95,7 @@ void rp_engine_close(struct rp_engine *e)
 	rp_analyses_fini(&e->an);
 	rp_recorder_fini(&e->rec);
 	rp_steps_fini(&e->steps);
+	rp_device_close(e->dev);
 	rp_stats_free(&e->stats);
 	rp_names_free(&e->names);
 	free(e);
@@ -171,6 +174,50 @@ uint32_t rp_engine_name(struct rp_engine *e, uint32_t src, const char *name,
 	return id;
 }
 
+/* An END about to close the top frame of track @tr normally: the span for the device
+ * analysis, with its self time (the frame's children are clamped to it). */
+static void device_end(struct rp_engine *e, uint32_t src, uint32_t tr, const struct rp_event *ev)
+{
+	const struct rp_track *k = &e->tracks.t[tr];
+	const struct rp_frame *f;
+	bool async = k->kind == RP_TRACK_ASYNC;
+	uint64_t end, dur;
+
+	if (k->skipped || k->depth == 0)
+		return;
+	f = &k->f[k->depth - 1];
+	if (f->name != ev->name || (async && (f->span != ev->arg || f->span == 0)))
+		return;
+	end = ev->ts > f->start ? ev->ts : f->start;
+	dur = end - f->start;
+	rp_device_span(e->dev, &e->names, src, async ? RP_NONE : tr, k->depth - 1, k->f,
+		       async ? f->span : 0, end, dur > f->child_ns ? dur - f->child_ns : 0);
+}
+
+/* RP_EV_LINK: to the span id in ev->track, else to the thread's innermost span. */
+static void device_link(struct rp_engine *e, struct rp_source *s, uint32_t src, uint64_t thread,
+			const struct rp_event *ev)
+{
+	uint32_t tr;
+	const struct rp_track *k;
+
+	if (ev->flags != RP_LINK_LAUNCH && ev->flags != RP_LINK_DEVICE) {
+		s->counts.anomalies[RP_ANOM_BAD_EVENT]++;
+		return;
+	}
+	if (ev->track != 0) {
+		rp_device_link(e->dev, src, RP_NONE, 0, NULL, ev->track, ev->flags, ev->arg);
+		return;
+	}
+	tr = rp_tracks_find(&e->tracks, src, RP_TRACK_THREAD, thread);
+	k = tr == RP_NONE ? NULL : &e->tracks.t[tr];
+	if (k == NULL || k->depth == 0 || k->skipped)
+		rp_device_link(e->dev, src, RP_NONE, 0, NULL, 0, ev->flags, ev->arg);
+	else
+		rp_device_link(e->dev, src, tr, k->depth - 1, &k->f[k->depth - 1], 0, ev->flags,
+			       ev->arg);
+}
+
 static void track_event(struct rp_engine *e, struct rp_source *s, uint32_t src, uint8_t kind,
 			uint64_t id, const struct rp_event *ev, bool begin)
 {
@@ -182,10 +229,14 @@ static void track_event(struct rp_engine *e, struct rp_source *s, uint32_t src, 
 			s->counts.anomalies[RP_ANOM_END_UNMATCHED]++;
 		return;
 	}
-	if (begin)
+	if (begin) {
 		rp_track_begin(&e->tracks, tr, ev->name, ev->ts, ev->arg, &s->counts);
-	else
-		rp_track_end(&e->tracks, tr, ev->name, ev->ts, ev->arg, &s->counts);
+		return;
+	}
+	device_end(e, src, tr, ev);
+	rp_track_end(&e->tracks, tr, ev->name, ev->ts, ev->arg, &s->counts);
+	if (kind == RP_TRACK_THREAD) /* links of frames closed abnormally are stale */
+		rp_device_track_end(e->dev, tr, e->tracks.t[tr].depth);
 }
 
 void rp_engine_event(struct rp_engine *e, uint32_t src, uint64_t thread,
@@ -220,8 +271,10 @@ void rp_engine_event(struct rp_engine *e, uint32_t src, uint64_t thread,
 		rp_recorder_sample(&e->rec, &(struct rp_rec_sample){ .ts = ev->ts,
 			.value = (int64_t)ev->arg, .track = thread, .name = ev->name, .src = src });
 		break;
-	case RP_EV_INSTANT:
 	case RP_EV_LINK:
+		device_link(e, s, src, thread, ev);
+		break;
+	case RP_EV_INSTANT:
 		break; /* counted; their analyses come with the streaming analyses */
 	default:
 		s->counts.anomalies[RP_ANOM_BAD_EVENT]++;
@@ -389,7 +442,8 @@ int rp_engine_report(const struct rp_engine *e, struct rp_report *r)
 		goto out;
 	r->n_fns = n_fns;
 	if ((err = copy_fns(e, map, r)) != 0 || (err = copy_sources(e, r)) != 0 ||
-	    (err = rp_analyses_report(&e->an, map, r)) != 0)
+	    (err = rp_analyses_report(&e->an, map, r)) != 0 ||
+	    (err = rp_device_report(e->dev, &e->names, &r->device)) != 0)
 		goto out;
 	if ((err = export_report(e, map, r)) != 0)
 		goto out;

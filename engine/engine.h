@@ -17,6 +17,7 @@
 #include <ringprof/wire.h>
 
 #include "analyses.h"
+#include "device.h"
 #include "names.h"
 #include "recorder.h"
 #include "report.h"
@@ -37,6 +38,7 @@ struct rp_engine_cfg {
 	uint32_t recorder_samples;	/* flight recorder: last counter samples kept */
 	const char *step_category;	/* NULL: "step"; "": no category rule */
 	const char *step_name;		/* step name prefix; NULL or "": none */
+	struct rp_device_cfg dev;  /* device idle time (device.h) */
 };
 
 /* Defaults: 65536 names, 16384 tracks, 256 frames, 262144 nodes, 1024 sources,
@@ -66,6 +68,7 @@ struct rp_engine {
 	struct rp_steps steps;		/* export: step statistics */
 	uint64_t progress_events;	/* trace events parsed by importers so far, for
 					   progress displays */
+	struct rp_device *dev;		/* device idle time */
 };
 
 /** rp_engine_open() - make an engine with @cfg (NULL: defaults). 0 or -ENOMEM. */

@@ -15,24 +15,46 @@
 struct span {
 	int64_t start, end;
 	uint32_t name, track, seq;
-	uint32_t pad;
+	uint32_t link;		/* 1 + index into links, 0 if none */
 };
 
 struct open_b {			/* a B waiting for its E */
 	int64_t start;
 	uint32_t name, track;
+	uint32_t link;
 };
 
-struct gen_ev {			/* a generated BEGIN or END */
+struct gen_ev {			/* a generated BEGIN, END or LINK */
 	int64_t ts;
 	uint32_t track, seq;	/* seq: order within the track */
-	uint32_t name;
+	uint32_t name;		/* for a LINK: index into links */
 	uint8_t kind;
 };
 
 struct ctr {			/* a counter sample (export: the flight recorder) */
 	int64_t ts, value;
 	uint32_t track, name, seq, pad;
+};
+
+/* A correlation id to pass on as an RP_EV_LINK: from args.correlation of a span
+ * (right after its BEGIN), or from a flow event (s: launch side, f: device side)
+ * after everything else at its time on its track, so that it lands on the innermost
+ * span open there. */
+struct link {
+	uint64_t corr;
+	uint32_t name;
+	uint8_t side;
+	bool flow;		/* from a flow event, not from args */
+};
+
+struct flow {
+	int64_t ts;
+	uint32_t track, link;
+};
+
+struct corr_key {		/* a correlation id some span carried in its args */
+	uint64_t corr;
+	uint8_t side;
 };
 
 struct vec {
@@ -44,8 +66,8 @@ struct imp {
 	struct rp_engine *e;
 	uint32_t src;
 	struct rp_names tracks;	/* (pid, tid) -> track number */
-	struct vec spans, opens, evs;
 	struct vec ctrs;	/* export: C events */
+	struct vec spans, opens, evs, links, flows;
 	uint32_t seq;
 	int64_t t_max;
 	rp_chrome_progress_fn progress;	/* the caller's, with its ctx */
@@ -70,13 +92,62 @@ static struct rp_counts *counts(struct imp *m)
 	return &m->e->src[m->src].counts;
 }
 
-static int add_span(struct imp *m, int64_t start, int64_t end, uint32_t name, uint32_t track)
+static int add_span(struct imp *m, int64_t start, int64_t end, uint32_t name, uint32_t track,
+		    uint32_t link)
 {
 	struct span *s = vec_push(&m->spans);
 
 	if (s == NULL)
 		return -ENOMEM;
-	*s = (struct span){ start, end < start ? start : end, name, track, m->seq++, 0 };
+	*s = (struct span){ start, end < start ? start : end, name, track, m->seq++, link };
+	return 0;
+}
+
+/* Device work by category (torch/Kineto): its links are the device side. */
+static bool device_cat(const char *cat)
+{
+	return strcmp(cat, "kernel") == 0 || strcmp(cat, "gpu_memcpy") == 0 ||
+	       strcmp(cat, "gpu_memset") == 0;
+}
+
+/* 1 + the index of a new link, 0 if out of memory. */
+static uint32_t add_link(struct imp *m, uint64_t corr, uint32_t name, uint8_t side, bool flow)
+{
+	struct link *l = vec_push(&m->links);
+
+	if (l == NULL)
+		return 0;
+	*l = (struct link){ corr, name, side, flow };
+	return (uint32_t)m->links.n;
+}
+
+/* A flow event's id as a correlation id: a decimal or 0x-hex number, else none. */
+static bool flow_id(const char *id, uint64_t *out)
+{
+	char *end;
+
+	if (id == NULL || *id == '\0' || *id == '-')
+		return false;
+	errno = 0;
+	*out = strtoull(id, &end, 0);
+	return errno == 0 && *end == '\0';
+}
+
+static int add_flow(struct imp *m, const struct rp_chrome_ev *ev, uint32_t track)
+{
+	uint64_t corr;
+	uint32_t link;
+	struct flow *f;
+
+	if (!ev->has_id || !flow_id(ev->id, &corr)) {
+		counts(m)->anomalies[RP_ANOM_BAD_EVENT]++;
+		return 0;
+	}
+	link = add_link(m, corr, rp_engine_name(m->e, m->src, ev->name, ev->cat, "", 0),
+			ev->ph == 's' ? RP_LINK_LAUNCH : RP_LINK_DEVICE, true);
+	if (link == 0 || (f = vec_push(&m->flows)) == NULL)
+		return -ENOMEM;
+	*f = (struct flow){ ev->ts_ns, track, link };
 	return 0;
 }
 
@@ -88,7 +159,7 @@ static int close_b(struct imp *m, uint32_t track, int64_t ts)
 	for (size_t i = m->opens.n; i-- > 0;) {
 		if (o[i].track != track)
 			continue;
-		int err = add_span(m, o[i].start, ts, o[i].name, track);
+		int err = add_span(m, o[i].start, ts, o[i].name, track, o[i].link);
 		memmove(&o[i], &o[i + 1], (m->opens.n - i - 1) * sizeof(*o));
 		m->opens.n--;
 		return err;
@@ -117,7 +188,7 @@ static int on_event(void *ctx, const struct rp_chrome_ev *ev)
 {
 	struct imp *m = ctx;
 	bool full;
-	uint32_t track, name;
+	uint32_t track, name, link = 0;
 
 	m->e->progress_events++; /* export: analyze --progress */
 	if (ev->ph == 'C' && ev->has_ts && ev->ts_ns >= 0) { /* export: counters */
@@ -128,7 +199,8 @@ static int on_event(void *ctx, const struct rp_chrome_ev *ev)
 		}
 		return add_counter(m, ev, track);
 	}
-	if ((ev->ph != 'X' && ev->ph != 'B' && ev->ph != 'E') || !ev->has_ts)
+	if ((ev->ph != 'X' && ev->ph != 'B' && ev->ph != 'E' && ev->ph != 's' && ev->ph != 'f') ||
+	    !ev->has_ts)
 		return 0;
 	/* Times before the epoch, or whose end does not fit in 64 bits, are not times
 	 * (the engine's clock is unsigned): counted, skipped. */
@@ -145,17 +217,23 @@ static int on_event(void *ctx, const struct rp_chrome_ev *ev)
 		m->t_max = ev->ts_ns;
 	if (ev->ph == 'E')
 		return close_b(m, track, ev->ts_ns);
+	if (ev->ph == 's' || ev->ph == 'f')
+		return add_flow(m, ev, track);
 	name = rp_engine_name(m->e, m->src, ev->name, ev->cat, "", 0);
+	if (ev->has_correlation &&
+	    (link = add_link(m, ev->correlation, name,
+			     device_cat(ev->cat) ? RP_LINK_DEVICE : RP_LINK_LAUNCH, false)) == 0)
+		return -ENOMEM;
 	if (ev->ph == 'X') {
 		int64_t dur = ev->has_dur && ev->dur_ns > 0 ? ev->dur_ns : 0;
 		if (ev->ts_ns + dur > m->t_max)
 			m->t_max = ev->ts_ns + dur;
-		return add_span(m, ev->ts_ns, ev->ts_ns + dur, name, track);
+		return add_span(m, ev->ts_ns, ev->ts_ns + dur, name, track, link);
 	}
 	struct open_b *o = vec_push(&m->opens);
 	if (o == NULL)
 		return -ENOMEM;
-	*o = (struct open_b){ ev->ts_ns, name, track };
+	*o = (struct open_b){ ev->ts_ns, name, track, link };
 	return 0;
 }
 
@@ -221,11 +299,54 @@ static int nest_track(struct imp *m, size_t lo, size_t hi, size_t *stack)
 		}
 		stack[depth++] = i;
 		err = err ? err : emit(m, RP_EV_BEGIN, sp[i].start, sp[i].name, sp[i].track, &seq);
+		if (sp[i].link && !err)
+			err = emit(m, RP_EV_LINK, sp[i].start, sp[i].link - 1, sp[i].track, &seq);
 	}
 	while (depth && !err) {
 		struct span *p = &sp[stack[--depth]];
 		err = emit(m, RP_EV_END, p->end, p->name, p->track, &seq);
 	}
+	return err;
+}
+
+static int cmp_corr(const void *a, const void *b)
+{
+	const struct corr_key *x = a, *y = b;
+
+	if (x->corr != y->corr)
+		return x->corr < y->corr ? -1 : 1;
+	return (x->side > y->side) - (x->side < y->side);
+}
+
+/* Flow events, but for correlations a span already carried in its args (Kineto writes
+ * both): a flow binds by time, and at a zero-length launch it would bind to the
+ * launch's parent instead. */
+static int emit_flows(struct imp *m)
+{
+	const struct link *l = m->links.p;
+	struct corr_key *k = NULL;
+	size_t n = 0;
+	int err = 0;
+
+	if (m->flows.n == 0)
+		return 0;
+	if ((k = malloc((m->links.n + 1) * sizeof(*k))) == NULL)
+		return -ENOMEM;
+	for (size_t i = 0; i < m->links.n; i++)
+		if (!l[i].flow)
+			k[n++] = (struct corr_key){ l[i].corr, l[i].side };
+	if (n > 0)
+		qsort(k, n, sizeof(*k), cmp_corr);
+	for (size_t i = 0; i < m->flows.n && !err; i++) {
+		const struct flow *f = &((const struct flow *)m->flows.p)[i];
+		struct corr_key want = { l[f->link - 1].corr, l[f->link - 1].side };
+		uint32_t last = UINT32_MAX; /* after all else at (ts, track) */
+
+		if (n > 0 && bsearch(&want, k, n, sizeof(*k), cmp_corr) != NULL)
+			continue;
+		err = emit(m, RP_EV_LINK, f->ts, f->link - 1, f->track, &last);
+	}
+	free(k);
 	return err;
 }
 
@@ -245,7 +366,7 @@ static int nest_all(struct imp *m)
 		err = nest_track(m, lo, hi, stack);
 	}
 	free(stack);
-	return err;
+	return err ? err : emit_flows(m);
 }
 
 static int cmp_ctr(const void *a, const void *b)
@@ -291,6 +412,13 @@ static void feed(struct imp *m)
 		struct rp_event ev = { .ts = (uint64_t)g[i].ts, .name = g[i].name,
 				       .kind = g[i].kind };
 		feed_ctrs(m, &k, g[i].ts);
+
+		if (g[i].kind == RP_EV_LINK) {
+			const struct link *l = &((const struct link *)m->links.p)[g[i].name];
+			ev.name = l->name;
+			ev.flags = l->side;
+			ev.arg = l->corr;
+		}
 		rp_engine_event(m->e, m->src, g[i].track, &ev);
 	}
 	feed_ctrs(m, &k, INT64_MAX);
@@ -304,7 +432,7 @@ static int close_open_bs(struct imp *m)
 
 	for (size_t i = 0; i < m->opens.n && !err; i++) {
 		counts(m)->anomalies[RP_ANOM_OPEN_AT_END]++;
-		err = add_span(m, o[i].start, m->t_max, o[i].name, o[i].track);
+		err = add_span(m, o[i].start, m->t_max, o[i].name, o[i].track, o[i].link);
 	}
 	m->opens.n = 0;
 	return err;
@@ -322,6 +450,8 @@ static int finish(struct imp *m, int err)
 	free(m->opens.p);
 	free(m->evs.p);
 	free(m->ctrs.p);
+	free(m->links.p);
+	free(m->flows.p);
 	rp_names_free(&m->tracks);
 	return err;
 }
@@ -336,6 +466,8 @@ static int start(struct imp *m, struct rp_engine *e, const char *label, char *wh
 	m->opens.size = sizeof(struct open_b);
 	m->evs.size = sizeof(struct gen_ev);
 	m->ctrs.size = sizeof(struct ctr);
+	m->links.size = sizeof(struct link);
+	m->flows.size = sizeof(struct flow);
 	src = rp_engine_add_source(e, label, 0, RP_SRC_FILE);
 	if (src < 0) {
 		snprintf(why, RP_WHY_MAX, "%s: too many sources", label);

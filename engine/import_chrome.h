@@ -23,8 +23,15 @@
  * RP_ANOM_BAD_EVENT). The (pid, tid) text of each track is given to the flight
  * recorder as its label, so exports show the trace's own pids and tids.
  *
- * Memory: 32 bytes per span, 24 per generated event and 32 per counter sample,
- * never the JSON text.
+ * Correlation ids (device.h) go to the engine as RP_EV_LINK events: a span's
+ * args.correlation right after its BEGIN (the device side for categories kernel,
+ * gpu_memcpy, gpu_memset, else the launch side); a flow event's numeric id (s: launch
+ * side, f: device side) after everything else at its time on its track, so it lands
+ * on the innermost span open there. A flow event without a numeric id counts as
+ * RP_ANOM_BAD_EVENT.
+ *
+ * Memory: 32 bytes per span, 24 per generated event and 32 per counter sample and 16 per correlation id, never
+ * the JSON text.
  */
 #ifndef RP_ENGINE_IMPORT_CHROME_H
 #define RP_ENGINE_IMPORT_CHROME_H

@@ -144,6 +144,20 @@ void rp_report_recorder_free(struct rp_report_recorder *rec)
 	memset(rec, 0, sizeof(*rec));
 }
 
+void rp_report_device_free(struct rp_report_device *d)
+{
+	for (uint32_t i = 0; i < d->n_ranked; i++) {
+		free(d->ranked[i].name);
+		free(d->ranked[i].source);
+		free(d->ranked[i].source_file);
+	}
+	free(d->ranked);
+	free(d->points);
+	free(d->idle);
+	free(d->phases);
+	memset(d, 0, sizeof(*d));
+}
+
 void rp_report_free(struct rp_report *r)
 {
 	if (r == NULL)
@@ -188,6 +202,7 @@ void rp_report_free(struct rp_report *r)
 	}
 	free(r->steps);
 	rp_report_recorder_free(&r->recorder);
+	rp_report_device_free(&r->device);
 	free(r->sources);
 	free(r->fns);
 	free(r->edges);

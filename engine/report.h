@@ -285,6 +285,66 @@ struct rp_report_caps {
 	uint64_t memory_bound;		/* worst-case engine bytes at these caps 1.2 */
 };
 
+/* Device idle time (engine/device.h has the exact semantics, torch's BasicEvaluation).
+ * 1.2 */
+struct rp_report_dev_point {	/* queue depth from t_ns on */
+	uint64_t t_ns;
+	uint32_t depth;
+};
+
+struct rp_report_dev_interval {	/* [start_ns, end_ns), idle intervals and phases */
+	uint64_t start_ns, end_ns;
+};
+
+struct rp_report_dev_span {	/* a span worth optimizing */
+	char *name;
+	char *source;		/* the "file.py(line): fn" frame; "" if none */
+	char *source_file;	/* its file ("" if none) */
+	uint32_t source_line;	/* its line (0 if none) */
+	uint32_t queue_depth;	/* queue depth at its start */
+	uint32_t phase;		/* index into phases of the first phase it overlaps */
+	uint64_t start_ns, dur_ns;
+	int64_t self_ns;	/* torch's: dur minus its children's durations, device
+				   work included (a launch's kernel is its child), so a
+				   launch's may be negative */
+	uint64_t idle_ns;	/* overlap with the idle intervals */
+	double idle_fraction;	/* idle_ns / dur_ns; 0 when dur_ns = 0 */
+	double score;		/* z(idle_fraction) + 0.6 z(self_ns); 0 when either
+				   standard deviation is 0 or there is one candidate */
+};
+
+struct rp_report_device {
+	uint64_t launches;	/* queue launches (cudaLaunchKernel family) */
+	uint64_t kernels;	/* queue kernels (device work but memory operations) */
+	uint64_t other_device;	/* device work that is not a kernel (memcpy, memset) */
+	uint64_t linked;	/* launches mapped to a kernel */
+	uint64_t unmatched_launches; /* launches with no kernel mapped */
+	uint64_t unmatched_kernels;  /* kernels no launch mapped to */
+	uint64_t spans;		/* spans analysed: torch's event tree (CPU spans of
+				   thread tracks and device work) */
+	uint64_t busy_ns;	/* union of the kernels' intervals */
+	uint64_t idle_ns;	/* sum of the idle intervals */
+	uint32_t max_queue_depth;
+	uint64_t n_points_total;	/* change points before the cap */
+	struct rp_report_dev_point *points;
+	uint32_t n_points;
+	uint64_t n_idle_total;		/* idle intervals before the cap */
+	struct rp_report_dev_interval *idle;
+	uint32_t n_idle;
+	uint64_t n_phases_total;	/* falling phases before the cap */
+	struct rp_report_dev_interval *phases;
+	uint32_t n_phases;
+	uint64_t candidates;		/* spans in a falling phase */
+	struct rp_report_dev_span *ranked;
+	uint32_t n_ranked;
+	/* Caps hit: kept data the analysis had to go without. */
+	uint64_t spans_dropped;		/* spans past max_spans */
+	uint64_t events_dropped;	/* launches/kernels past max_events */
+	uint64_t links_dropped;		/* links with no room to wait for their span */
+	uint64_t links_orphan;		/* links with no open span, or whose span
+					   did not end normally */
+};
+
 struct rp_report {
 	uint32_t version_major;
 	uint32_t version_minor;
@@ -320,7 +380,10 @@ struct rp_report {
 	uint64_t steps_folded;		/* steps of phases past the phase cap, counted
 					   in the "[other]" phase 1.2 */
 	struct rp_report_recorder recorder; /* the flight recorder 1.2 */
+	struct rp_report_device device;	/* device idle time 1.2 */
 };
+
+void rp_report_device_free(struct rp_report_device *d);
 
 struct rp_sketch;
 

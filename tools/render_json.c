@@ -592,6 +592,7 @@ int rp_render_json(const struct rp_report *r, FILE *out)
 		return -ENOMEM;
 	put_totals(out, r);
 	rp_render_steps_json(r, out); /* export: "steps", "recorder" */
+	rp_render_device_json(r, out);
 	put_lists(out, r, order);
 	free(order);
 	err = put_analyses(out, r);

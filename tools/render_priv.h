@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "report.h"
 
@@ -54,5 +55,10 @@ static inline const struct rp_report_fn *rp_render_fn_at(const struct rp_report 
  * Return: @buf.
  */
 char *rp_render_rate(char buf[48], uint64_t calls, uint64_t range_ns);
+/* The "device" section (render_device.c): json appends ",\n  \"device\":{...}" inside
+ * the top-level object, text prints a block; both nothing when no device work was
+ * seen. */
+void rp_render_device_json(const struct rp_report *r, FILE *out);
+void rp_render_device_text(const struct rp_report *r, FILE *out);
 
 #endif

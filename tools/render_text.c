@@ -692,6 +692,7 @@ int rp_render_text(const struct rp_report *r, FILE *out, unsigned limit)
 	print_header(out, r);
 	print_table(out, r, order, limit);
 	rp_render_steps_text(r, out); /* export: steps by phase */
+	rp_render_device_text(r, out);
 	free(order);
 	err = print_analyses(out, r, limit);
 	if (err)
