@@ -19,6 +19,7 @@
 
 #include "cli.h"
 #include "import_chrome.h"
+#include "import_nat.h"
 #include "probe.h"
 #include "render.h"
 #include "segment.h"
@@ -28,7 +29,8 @@ static const char usage[] =
 	"usage: ringprof run [--session S] [--snapshot-dir D] [...]   the engine (--help)\n"
 	"       ringprof snapshot [--session S] [--timeout-ms N]\n"
 	"       ringprof report SNAPSHOT [--format text|json|pstats] [-o FILE] [--limit N]\n"
-	"       ringprof analyze TRACE [--format text|json|pstats] [-o FILE] [--limit N] [caps]\n"
+	"       ringprof analyze TRACE [--format text|json|pstats|aiq|aiq-text] [-o FILE]\n"
+	"               [--limit N] [--input chrome|nat] [--max-aiq-nodes N] [caps]\n"
 	"       ringprof segments [--session S] [--rings]\n"
 	"       ringprof probe\n"
 	"\n"
@@ -37,7 +39,9 @@ static const char usage[] =
 	"  snapshot   ask the running engine of a session for a snapshot; prints its path\n"
 	"  report     render a snapshot file\n"
 	"  analyze    the engine over a Chrome trace file (.json or .json.gz; torch,\n"
-	"             Perfetto, chrome://tracing) and render the result\n"
+	"             Perfetto, chrome://tracing) or an agent-toolkit trace (nat:\n"
+	"             all_requests_profiler_traces.json; detected by content) and render\n"
+	"             the result; aiq and aiq-text: the toolkit's own analysis of it\n"
 	"  segments   list the producer segments of a session (default: $RINGPROF_SESSION\n"
 	"             or \"default\"), validating every header as the engine does\n"
 	"  --rings    also list every claimed ring: owner, state, backlog, dropped\n"
@@ -218,7 +222,35 @@ static void show_progress(void *ctx, uint64_t bytes, uint64_t total)
 		(double)bytes / 1048576.0 / ((double)(now - p->t0 + 1) / 1000.0));
 }
 
-static int load_trace(const char *path, const struct rp_engine_cfg *cfg, struct rp_report *r)
+/* Chrome or agent-toolkit trace: as --input says, else by content. */
+static bool is_nat(const char *path, const char *input)
+{
+	return input ? strcmp(input, "nat") == 0 : rp_nat_detect(path) == 1;
+}
+
+/* The toolkit's own analysis of an agent-toolkit trace (--format aiq, aiq-text). */
+static int load_aiq(const char *path, uint32_t max_nodes, struct rp_aiq *a)
+{
+	struct progress p = { mono_ms(), mono_ms() };
+	char why[RP_WHY_MAX] = "";
+	bool tty = isatty(STDERR_FILENO);
+	int err;
+
+	if (rp_aiq_init(a, max_nodes) != 0)
+		return rp_cli_error(1, "out of memory");
+	err = rp_import_nat(NULL, a, path, tty ? show_progress : NULL, &p, NULL, why);
+	if (tty)
+		fputs("\r\033[K", stderr);
+	if (err == 0 && (err = rp_aiq_finish(a)) != 0)
+		snprintf(why, sizeof(why), "%s: out of memory", path);
+	if (err == 0 && a->c.nodes_dropped)
+		fprintf(stderr, "ringprof: %s: %llu calls past --max-aiq-nodes %u not analysed\n",
+			path, (unsigned long long)a->c.nodes_dropped, a->max_nodes);
+	return err ? rp_cli_error(1, "%s", why[0] ? why : strerror(-err)) : 0;
+}
+
+static int load_trace(const char *path, const struct rp_engine_cfg *cfg, struct rp_report *r,
+		      const char *input)
 {
 	struct progress p = { mono_ms(), mono_ms() };
 	char why[RP_WHY_MAX] = "";
@@ -228,7 +260,10 @@ static int load_trace(const char *path, const struct rp_engine_cfg *cfg, struct 
 
 	if (rp_engine_open(cfg, &e) != 0)
 		return rp_cli_error(1, "out of memory");
-	err = rp_import_chrome(e, path, tty ? show_progress : NULL, &p, why);
+	if (is_nat(path, input))
+		err = rp_import_nat(e, NULL, path, tty ? show_progress : NULL, &p, NULL, why);
+	else
+		err = rp_import_chrome(e, path, tty ? show_progress : NULL, &p, why);
 	if (tty)
 		fputs("\r\033[K", stderr);
 	if (err == 0)
@@ -240,7 +275,8 @@ static int load_trace(const char *path, const struct rp_engine_cfg *cfg, struct 
 }
 
 /* Renders to memory first: a file is written whole (tmp + rename) or not at all. */
-static int emit(const struct rp_report *r, const char *format, const char *out, unsigned limit)
+static int emit(const struct rp_report *r, const struct rp_aiq *aiq, const char *format,
+		const char *out, unsigned limit)
 {
 	char *buf = NULL, tmp[PATH_MAX];
 	size_t len = 0;
@@ -249,7 +285,10 @@ static int emit(const struct rp_report *r, const char *format, const char *out, 
 
 	if (m == NULL)
 		return rp_cli_error(1, "out of memory");
-	if (strcmp(format, "text") == 0)
+	if (aiq != NULL)
+		err = strcmp(format, "aiq") == 0 ? rp_render_aiq_json(aiq, m)
+						 : rp_render_aiq_text(aiq, m);
+	else if (strcmp(format, "text") == 0)
 		err = rp_render_text(r, m, limit);
 	else if (strcmp(format, "json") == 0)
 		err = rp_render_json(r, m);
@@ -286,8 +325,12 @@ static int cmd_render(int argc, char **argv, bool analyze)
 		{ "max-names", 1, NULL, 'c' },	   { "max-tracks", 1, NULL, 'c' },
 		{ "max-depth", 1, NULL, 'c' },	   { "max-cct-nodes", 1, NULL, 'c' },
 		{ "max-sources", 1, NULL, 'c' },
-		{ "max-sketch-names", 1, NULL, 'c' },   { NULL, 0, NULL, 0 }
+		{ "max-sketch-names", 1, NULL, 'c' },   { "input", 1, NULL, 'i' },
+		{ "max-aiq-nodes", 1, NULL, 'n' },	{ NULL, 0, NULL, 0 }
 	};
+	const char *input = NULL;
+	uint32_t aiq_nodes = 0;
+	struct rp_aiq aiq;
 	const char *format = "text", *out = NULL;
 	struct rp_engine_cfg cfg;
 	struct rp_report r;
@@ -302,6 +345,8 @@ static int cmd_render(int argc, char **argv, bool analyze)
 		case 'o': out = optarg; break;
 		case 'l': limit = (unsigned)strtoul(optarg, NULL, 10); break;
 		case 'h': fputs(usage, stdout); return 0;
+		case 'i': input = optarg; break;
+		case 'n': aiq_nodes = (uint32_t)strtoul(optarg, NULL, 10); break;
 		case 'c':
 			if (!analyze || !rp_cli_cap_option(&cfg, opts[idx].name, optarg, &err) ||
 			    err)
@@ -314,16 +359,29 @@ static int cmd_render(int argc, char **argv, bool analyze)
 	if (optind + 1 != argc)
 		return rp_cli_error(2, "%s: need exactly one %s file (try --help)",
 				    analyze ? "analyze" : "report", analyze ? "trace" : "snapshot");
+	if (input && strcmp(input, "chrome") && strcmp(input, "nat"))
+		return rp_cli_error(2, "--input %s: use chrome or nat", input);
+	if (analyze && (!strcmp(format, "aiq") || !strcmp(format, "aiq-text"))) {
+		if (!is_nat(argv[optind], input))
+			return rp_cli_error(2, "--format %s: %s is not an agent-toolkit trace "
+					    "(--input nat to insist)", format, argv[optind]);
+		err = load_aiq(argv[optind], aiq_nodes, &aiq);
+		if (err == 0)
+			err = emit(NULL, &aiq, format, out, limit);
+		rp_aiq_free(&aiq);
+		return err;
+	}
 	if (strcmp(format, "text") && strcmp(format, "json") && strcmp(format, "pstats"))
-		return rp_cli_error(2, "--format %s: use text, json or pstats", format);
+		return rp_cli_error(2, "--format %s: use text, json or pstats%s", format,
+				    analyze ? " (aiq, aiq-text: agent-toolkit traces)" : "");
 	if (analyze) {
-		if (load_trace(argv[optind], &cfg, &r) != 0)
+		if (load_trace(argv[optind], &cfg, &r, input) != 0)
 			return 1;
 	} else if (rp_snapshot_read_file(argv[optind], &r, why) != 0) {
 		rp_report_free(&r);
 		return rp_cli_error(1, "%s", why);
 	}
-	err = emit(&r, format, out, limit);
+	err = emit(&r, NULL, format, out, limit);
 	rp_report_free(&r);
 	return err;
 }

@@ -1,0 +1,180 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The agent toolkit's outputs of its nested-call analysis (engine/aiq.h):
+ *   aiq       its NestedCallProfilingResult as JSON without the text report:
+ *             {"concurrency": {"timeline_segments": [[start, end, level], ...],
+ *             "p50", "p90", "p95", "p99"}, "node_metrics": {uuid: {...}},
+ *             "top_bottlenecks": [...]}, plus "ringprof": what was irregular;
+ *   aiq-text  its textual report, line for line.
+ * Floats are written as Python's repr() writes them (the shortest text that reads
+ * back as the same double), so the numbers are the toolkit's to the last digit.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "aiq.h"
+#include "render.h"
+
+/* Python's repr(float) for finite values: shortest round trip, ".0" if integral. */
+static void put_double(FILE *out, double v)
+{
+	char buf[40];
+
+	for (int prec = 15; prec <= 17; prec++) {
+		snprintf(buf, sizeof(buf), "%.*g", prec, v);
+		if (prec == 17 || strtod(buf, NULL) == v)
+			break;
+	}
+	/* %g drops trailing zeros; try fewer digits only where that can help */
+	if (strpbrk(buf, ".en") == NULL)
+		strcat(buf, ".0");
+	fputs(buf, out);
+}
+
+static void put_string(FILE *out, const char *s)
+{
+	fputc('"', out);
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if (*p == '"' || *p == '\\')
+			fprintf(out, "\\%c", *p);
+		else if (*p < 0x20)
+			fprintf(out, "\\u%04x", *p);
+		else
+			fputc(*p, out);
+	}
+	fputc('"', out);
+}
+
+static void put_metrics(FILE *out, const struct rp_aiq *a, uint32_t id, const char *indent)
+{
+	const struct rp_aiq_node *n = &a->nodes[id];
+
+	fprintf(out, "{\n%s  \"uuid\": ", indent);
+	put_string(out, rp_strtab_str(&a->uuids, n->uuid));
+	fprintf(out, ",\n%s  \"operation_type\": \"%s\",\n%s  \"operation_name\": ", indent,
+		rp_aiq_type_names[n->type], indent);
+	put_string(out, rp_strtab_str(&a->names, n->name));
+	fprintf(out, ",\n%s  \"start_time\": ", indent);
+	put_double(out, n->start);
+	fprintf(out, ",\n%s  \"end_time\": ", indent);
+	put_double(out, n->end);
+	fprintf(out, ",\n%s  \"duration\": ", indent);
+	put_double(out, rp_aiq_duration(n));
+	fprintf(out, ",\n%s  \"self_time\": ", indent);
+	put_double(out, n->self);
+	fprintf(out, ",\n%s  \"subtree_time\": ", indent);
+	put_double(out, n->subtree);
+	fprintf(out, ",\n%s  \"concurrency_midpoint\": %u.0,\n%s  \"bottleneck_score\": ", indent,
+		n->mid, indent);
+	put_double(out, n->subtree);
+	fprintf(out, "\n%s}", indent);
+}
+
+static void put_counts(FILE *out, const struct rp_aiq_counts *c)
+{
+	fprintf(out,
+		"  \"ringprof\": {\"calls\": %llu, \"nodes_dropped\": %llu, \"end_unmatched\": "
+		"%llu, \"end_not_top\": %llu, \"open_at_end\": %llu, \"duplicate_uuids\": %llu, "
+		"\"replaced_roots\": %llu}\n",
+		(unsigned long long)c->calls, (unsigned long long)c->nodes_dropped,
+		(unsigned long long)c->end_unmatched, (unsigned long long)c->end_not_top,
+		(unsigned long long)c->open_at_end, (unsigned long long)c->duplicate_uuids,
+		(unsigned long long)c->replaced_roots);
+}
+
+int rp_render_aiq_json(const struct rp_aiq *a, FILE *out)
+{
+	const double p[4] = { a->p50, a->p90, a->p95, a->p99 };
+	static const char *const pn[4] = { "p50", "p90", "p95", "p99" };
+
+	fputs("{\n  \"concurrency\": {\n    \"timeline_segments\": [", out);
+	for (uint32_t k = 0; k < a->n_seg; k++) {
+		fputs(k ? ",\n      [" : "\n      [", out);
+		put_double(out, a->seg_t[k]);
+		fputs(", ", out);
+		put_double(out, a->seg_t[k + 1]);
+		fprintf(out, ", %u]", a->seg_level[k]);
+	}
+	fputs(a->n_seg ? "\n    ]" : "]", out);
+	for (int i = 0; i < 4; i++) {
+		fprintf(out, ",\n    \"%s\": ", pn[i]);
+		put_double(out, p[i]);
+	}
+	fputs("\n  },\n  \"node_metrics\": {", out);
+	for (uint32_t i = 0; i < a->n_metrics; i++) {
+		fputs(i ? ",\n    " : "\n    ", out);
+		put_string(out, rp_strtab_str(&a->uuids, a->nodes[a->metrics[i]].uuid));
+		fputs(": ", out);
+		put_metrics(out, a, a->metrics[i], "    ");
+	}
+	fputs(a->n_metrics ? "\n  },\n  \"top_bottlenecks\": [" : "},\n  \"top_bottlenecks\": [",
+	      out);
+	for (uint32_t i = 0; i < a->n_top; i++) {
+		fputs(i ? ",\n    " : "\n    ", out);
+		put_metrics(out, a, a->top[i], "    ");
+	}
+	fputs(a->n_top ? "\n  ],\n" : "],\n", out);
+	put_counts(out, &a->c);
+	fputs("}\n", out);
+	return ferror(out) ? -EIO : 0;
+}
+
+/* CallNode._repr: "  " per level, each root's calls depth-first. */
+static void put_tree(FILE *out, const struct rp_aiq *a, uint32_t root, uint32_t *stack)
+{
+	uint32_t cur = root, sp = 0;
+
+	for (;;) {
+		const struct rp_aiq_node *n = &a->nodes[cur];
+		for (uint32_t i = 0; i < sp; i++)
+			fputs("  ", out);
+		fprintf(out, "- %s '%s' (uuid=%s, start=%.2f, end=%.2f, dur=%.2f)\n",
+			rp_aiq_type_names[n->type], rp_strtab_str(&a->names, n->name),
+			rp_strtab_str(&a->uuids, n->uuid), n->start, n->end, rp_aiq_duration(n));
+		if (n->first_child != UINT32_MAX) {
+			stack[sp++] = cur;
+			cur = n->first_child;
+			continue;
+		}
+		while (a->nodes[cur].next_sibling == UINT32_MAX && sp > 0)
+			cur = stack[--sp];
+		if (a->nodes[cur].next_sibling == UINT32_MAX)
+			return;
+		cur = a->nodes[cur].next_sibling;
+	}
+}
+
+int rp_render_aiq_text(const struct rp_aiq *a, FILE *out)
+{
+	uint32_t *stack;
+
+	if (a->n_roots == 0) {
+		fputs("No calls found.\n", out);
+		return ferror(out) ? -EIO : 0;
+	}
+	stack = malloc(((size_t)a->n_nodes + 1) * sizeof(*stack));
+	if (stack == NULL)
+		return -ENOMEM;
+	fprintf(out, "=== Multi-Example Nested Call Profiling Report ===\n"
+		     "Total calls (across all examples): %u\n\n"
+		     "-- Concurrency Distribution (all examples) --\n"
+		     "p50=%.1f, p90=%.1f, p95=%.1f, p99=%.1f\n\n"
+		     "-- Top 5 Calls by Bottleneck Score (subtree_time) --\n",
+		a->n_order, a->p50, a->p90, a->p95, a->p99);
+	for (uint32_t i = 0; i < a->n_top; i++) {
+		const struct rp_aiq_node *n = &a->nodes[a->top[i]];
+		fprintf(out,
+			"%u) UUID=%s, %s '%s', dur=%.2f, self_time=%.2f, subtree_time=%.2f, "
+			"concurrency=%.1f, score=%.2f\n",
+			i + 1, rp_strtab_str(&a->uuids, n->uuid), rp_aiq_type_names[n->type],
+			rp_strtab_str(&a->names, n->name), rp_aiq_duration(n), n->self,
+			n->subtree, (double)n->mid, n->subtree);
+	}
+	fputs("\n-- Full Tree(s) (All Examples) --\n", out);
+	for (uint32_t r = 0; r < a->n_roots; r++)
+		put_tree(out, a, a->roots[r], stack);
+	free(stack);
+	return ferror(out) ? -EIO : 0;
+}
