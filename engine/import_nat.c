@@ -176,12 +176,13 @@ static void step_begin(struct imp *m)
 	m->name[0] = m->uuid[0] = m->fname[0] = '\0';
 }
 
-/* The request-local or aiq id of the step's UUID; NONE for an END of an unknown one. */
-static uint32_t uuid_id(struct imp *m, bool start)
+/* The request-local or aiq id of the step's UUID (ENDs too: the file need not be in
+ * time order, an END may come before its START); NONE: out of memory. */
+static uint32_t uuid_id(struct imp *m)
 {
 	if (m->aiq != NULL)
-		return rp_aiq_uuid(m->aiq, m->uuid, m->uuid_len, start);
-	return rp_strtab_get(&m->local, m->uuid, m->uuid_len, start);
+		return rp_aiq_uuid(m->aiq, m->uuid, m->uuid_len, true);
+	return rp_strtab_get(&m->local, m->uuid, m->uuid_len, true);
 }
 
 static int name_ids(struct imp *m, struct step *s)
@@ -225,8 +226,8 @@ static int step_end(struct imp *m)
 	*s = (struct step){ .ts = strtod(m->num, NULL), .start = (uint8_t)types[t].start,
 			    .type = types[t].type, .seq = (uint32_t)m->n_steps };
 	s->ns_ok = dec_to_ns(m->num, &s->ns);
-	s->uuid = uuid_id(m, s->start);
-	if (s->uuid == NONE && s->start)
+	s->uuid = uuid_id(m);
+	if (s->uuid == NONE)
 		return stop(m, -ENOMEM, "out of memory");
 	if (s->start && name_ids(m, s) != 0)
 		return stop(m, -ENOMEM, "out of memory");
@@ -254,7 +255,7 @@ static int engine_request(struct imp *m)
 			bad(m); /* negative or beyond 2^64 ns: not an engine time */
 			continue;
 		}
-		if (s->start && s->uuid != NONE) {
+		if (s->start) {
 			if (s->uuid >= m->cap_started) {
 				uint32_t old = m->cap_started, c = s->uuid * 2 + 64;
 				uint32_t *p = realloc(m->started, (size_t)c * sizeof(*p));
