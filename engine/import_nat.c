@@ -83,7 +83,8 @@ struct imp {
 	size_t n_evs, cap_evs;
 	uint64_t t_max;
 	uint32_t request;
-	unsigned char chunk[CHUNK];
+	struct rp_aiq_step batch[1024]; /* steps handed to the aiq, a batch at a time */
+	unsigned char chunk[CHUNK];	/* input; yajl reads it while the callbacks run */
 };
 
 static int stop(struct imp *m, int err, const char *what)
@@ -288,11 +289,11 @@ static int request_end(struct imp *m)
 	if (m->n_steps > 1)
 		qsort(m->steps, m->n_steps, sizeof(*m->steps), cmp_step);
 	if (m->aiq != NULL) {
-		struct rp_aiq_step *as = (struct rp_aiq_step *)m->chunk;
-		/* In batches through the chunk buffer: no second copy of the request. */
+		struct rp_aiq_step *as = m->batch;
+		/* In batches: no second copy of the request. */
 		for (size_t i = 0; i < m->n_steps && !err;) {
 			size_t k = 0;
-			for (; k < CHUNK / sizeof(*as) && i + k < m->n_steps; k++) {
+			for (; k < sizeof(m->batch) / sizeof(*as) && i + k < m->n_steps; k++) {
 				const struct step *s = &m->steps[i + k];
 				as[k] = (struct rp_aiq_step){ s->ts, s->uuid, s->aname, s->start,
 							      s->type };

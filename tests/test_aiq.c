@@ -176,6 +176,44 @@ static void same_lines(const char *ours, const char *toolkit)
 	}
 }
 
+/* The next number token outside strings, as text; NULL at the end. */
+static const char *next_number(const char *p, char *tok, size_t size)
+{
+	bool in_str = false;
+
+	for (; *p; p++) {
+		if (in_str) {
+			if (*p == '\\' && p[1])
+				p++;
+			else if (*p == '"')
+				in_str = false;
+		} else if (*p == '"') {
+			in_str = true;
+		} else if ((*p >= '0' && *p <= '9') || *p == '-') {
+			size_t n = strspn(p, "0123456789.-+eE");
+			snprintf(tok, size, "%.*s", (int)n, p);
+			return p + n;
+		}
+	}
+	return NULL;
+}
+
+/* Every number written as the toolkit (Python's repr) wrote it, in the same order. */
+static void same_number_text(const char *ours, const char *toolkit)
+{
+	char a[64], b[64];
+	size_t n = 0;
+
+	while ((toolkit = next_number(toolkit, b, sizeof(b))) != NULL) {
+		ours = next_number(ours, a, sizeof(a));
+		assert_non_null(ours);
+		if (strcmp(a, b) != 0)
+			fail_msg("number %zu: %s, toolkit %s", n, a, b);
+		n++;
+	}
+	assert_true(n > 1000);
+}
+
 static void test_aiq_small_json_matches_toolkit(void **state)
 {
 	char p1[4096], p2[4096], p3[4096], *in, *exp, *rep, *ours;
@@ -192,63 +230,13 @@ static void test_aiq_small_json_matches_toolkit(void **state)
 	assert_int_equal(a.n_order, 106);
 	ours = render(&a, false);
 	same_result(ours, exp);
+	same_number_text(ours, exp);
 	free(ours);
 	ours = render(&a, true);
 	same_lines(ours, rep);
 	assert_string_equal(ours, rep); /* the final newline too */
 	free(ours);
 	rp_aiq_free(&a);
-	free(in);
-	free(exp);
-	free(rep);
-}
-
-/* The same through the binary, from the file and from a gzip copy of it. */
-static char *run(const char *cmd)
-{
-	char *buf = NULL;
-	size_t len = 0, n;
-	char chunk[65536];
-	FILE *p = popen(cmd, "r"), *m = open_memstream(&buf, &len);
-
-	assert_non_null(p);
-	while ((n = fread(chunk, 1, sizeof(chunk), p)) > 0)
-		fwrite(chunk, 1, n, m);
-	assert_int_equal(pclose(p), 0);
-	fclose(m);
-	return buf;
-}
-
-static void test_aiq_cli_matches_toolkit(void **state)
-{
-	const char *bin = getenv("RP_BIN_DIR");
-	char p1[4096], p2[4096], p3[4096], cmd[9000], gzp[64], *in, *exp, *rep, *out;
-	size_t n1, n2, n3;
-	gzFile gz;
-
-	(void)state;
-	if (bin == NULL || !testdata("small.json", p1, sizeof(p1)))
-		skip();
-	in = slurp(p1, &n1);
-	exp = slurp(testdata("small.expected.json", p2, sizeof(p2)), &n2);
-	rep = slurp(testdata("small.expected_report.txt", p3, sizeof(p3)), &n3);
-	snprintf(gzp, sizeof(gzp), "/tmp/test_aiq.%d.json.gz", (int)getpid());
-	gz = gzopen(gzp, "wb");
-	assert_non_null(gz);
-	assert_int_equal(gzwrite(gz, in, (unsigned)n1), (int)n1);
-	gzclose(gz);
-	for (int f = 0; f < 2; f++) {
-		const char *path = f ? gzp : p1;
-		snprintf(cmd, sizeof(cmd), "%s/ringprof analyze %s --format aiq", bin, path);
-		out = run(cmd);
-		same_result(out, exp);
-		free(out);
-		snprintf(cmd, sizeof(cmd), "%s/ringprof analyze %s --format aiq-text", bin, path);
-		out = run(cmd);
-		same_lines(out, rep);
-		free(out);
-	}
-	unlink(gzp);
 	free(in);
 	free(exp);
 	free(rep);
@@ -393,6 +381,83 @@ static char *gen_trace(uint64_t seed, int requests, bool malformed, struct gen *
 	fclose(m);
 	*out = g;
 	return buf;
+}
+
+/* The same through the binary, from the file and from a gzip copy of it. */
+static char *run(const char *cmd)
+{
+	char *buf = NULL;
+	size_t len = 0, n;
+	char chunk[65536];
+	FILE *p = popen(cmd, "r"), *m = open_memstream(&buf, &len);
+
+	assert_non_null(p);
+	while ((n = fread(chunk, 1, sizeof(chunk), p)) > 0)
+		fwrite(chunk, 1, n, m);
+	assert_int_equal(pclose(p), 0);
+	fclose(m);
+	return buf;
+}
+
+static void test_aiq_cli_matches_toolkit(void **state)
+{
+	const char *bin = getenv("RP_BIN_DIR");
+	char p1[4096], p2[4096], p3[4096], cmd[9000], gzp[64], *in, *exp, *rep, *out;
+	size_t n1, n2, n3;
+	gzFile gz;
+
+	(void)state;
+	if (bin == NULL || !testdata("small.json", p1, sizeof(p1)))
+		skip();
+	in = slurp(p1, &n1);
+	exp = slurp(testdata("small.expected.json", p2, sizeof(p2)), &n2);
+	rep = slurp(testdata("small.expected_report.txt", p3, sizeof(p3)), &n3);
+	snprintf(gzp, sizeof(gzp), "/tmp/test_aiq.%d.json.gz", (int)getpid());
+	gz = gzopen(gzp, "wb");
+	assert_non_null(gz);
+	assert_int_equal(gzwrite(gz, in, (unsigned)n1), (int)n1);
+	gzclose(gz);
+	for (int f = 0; f < 2; f++) {
+		const char *path = f ? gzp : p1;
+		snprintf(cmd, sizeof(cmd), "%s/ringprof analyze %s --format aiq", bin, path);
+		out = run(cmd);
+		same_result(out, exp);
+		free(out);
+		snprintf(cmd, sizeof(cmd), "%s/ringprof analyze %s --format aiq-text", bin, path);
+		out = run(cmd);
+		same_lines(out, rep);
+		free(out);
+	}
+	unlink(gzp);
+	/* a generated trace with large requests, through the file reader */
+	{
+		struct gen g;
+		size_t *ends;
+		char *text = gen_trace(99, 40, true, &g, &ends), *lib;
+		struct rp_aiq a;
+		FILE *f;
+
+		snprintf(gzp, sizeof(gzp), "/tmp/test_aiq.%d.json", (int)getpid());
+		f = fopen(gzp, "w");
+		assert_non_null(f);
+		fputs(text, f);
+		fclose(f);
+		analyze_buf(&a, text, strlen(text));
+		lib = render(&a, false);
+		snprintf(cmd, sizeof(cmd), "%s/ringprof analyze %s --format aiq", bin, gzp);
+		out = run(cmd);
+		assert_string_equal(out, lib);
+		free(out);
+		free(lib);
+		rp_aiq_free(&a);
+		unlink(gzp);
+		free(text);
+		free(g.s);
+		free(ends);
+	}
+	free(in);
+	free(exp);
+	free(rep);
 }
 
 /* ---------------------------------------------------------------- the reference */

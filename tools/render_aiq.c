@@ -10,6 +10,7 @@
  * back as the same double), so the numbers are the toolkit's to the last digit.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,17 +18,61 @@
 #include "aiq.h"
 #include "render.h"
 
-/* Python's repr(float) for finite values: shortest round trip, ".0" if integral. */
+/* n / 10^d as fixed-point text ("-12.345"), d > 0 or ".0" when d == 0. */
+static void fixed_text(char *buf, int64_t n, int d)
+{
+	char dig[32];
+	uint64_t u = n < 0 ? 0 - (uint64_t)n : (uint64_t)n;
+	int k = 0, p = 0;
+
+	do {
+		dig[k++] = (char)('0' + u % 10);
+		u /= 10;
+	} while (u > 0 || k <= d);
+	if (n < 0)
+		buf[p++] = '-';
+	while (k > d)
+		buf[p++] = dig[--k];
+	buf[p++] = '.';
+	if (d == 0)
+		buf[p++] = '0';
+	while (k > 0)
+		buf[p++] = dig[--k];
+	buf[p] = '\0';
+}
+
+/*
+ * Python's repr(float): the shortest text that reads back as the same double. Fast
+ * path: the fewest decimals d for which round(v x 10^d) / 10^d is v again (in long
+ * double, then confirmed by strtod, which is what decides); fixed-point text (Python
+ * writes 1e-05 where this writes 0.00001: the same value). Otherwise %.17g.
+ */
 static void put_double(FILE *out, double v)
 {
-	char buf[40];
+	static const long double p10[] = { 1e0L,  1e1L,	 1e2L,	1e3L,  1e4L,  1e5L,
+					   1e6L,  1e7L,	 1e8L,	1e9L,  1e10L, 1e11L,
+					   1e12L, 1e13L, 1e14L, 1e15L, 1e16L, 1e17L,
+					   1e18L, 1e19L, 1e20L, 1e21L, 1e22L };
+	char buf[48];
 
-	for (int prec = 15; prec <= 17; prec++) {
-		snprintf(buf, sizeof(buf), "%.*g", prec, v);
-		if (prec == 17 || strtod(buf, NULL) == v)
+	for (int d = 0; d <= 22 && v == v; d++) {
+		long double x = (long double)v * p10[d];
+		if (!(x < 0x1p62L && x > -0x1p62L))
 			break;
+		long double ax = x < 0 ? -x : x;
+		int64_t n = (int64_t)ax; /* nearest, ties to even as Python's repr picks */
+		long double fr = ax - (long double)n;
+		n += fr > 0.5L || (fr == 0.5L && (n & 1));
+		n = x < 0 ? -n : n;
+		if ((double)((long double)n / p10[d]) != v)
+			continue;
+		fixed_text(buf, n, d);
+		if (strtod(buf, NULL) == v) {
+			fputs(buf, out);
+			return;
+		}
 	}
-	/* %g drops trailing zeros; try fewer digits only where that can help */
+	snprintf(buf, sizeof(buf), "%.17g", v);
 	if (strpbrk(buf, ".en") == NULL)
 		strcat(buf, ".0");
 	fputs(buf, out);

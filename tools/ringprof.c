@@ -274,9 +274,35 @@ static int load_trace(const char *path, const struct rp_engine_cfg *cfg, struct 
 	return 0;
 }
 
+/* The toolkit's result can be hundreds of MB: rendered straight to the file (tmp +
+ * rename, so still whole or not at all) or to stdout, never to memory. */
+static int emit_aiq(const struct rp_aiq *a, const char *format, const char *out)
+{
+	char tmp[PATH_MAX];
+	FILE *f = stdout;
+	int err;
+
+	if (out != NULL) {
+		snprintf(tmp, sizeof(tmp), "%s.tmp.%d", out, (int)getpid());
+		if ((f = fopen(tmp, "wb")) == NULL)
+			return rp_cli_error(1, "%s: %s", tmp, strerror(errno));
+	}
+	err = strcmp(format, "aiq") == 0 ? rp_render_aiq_json(a, f) : rp_render_aiq_text(a, f);
+	if (fflush(f) != 0 && err == 0)
+		err = -errno;
+	if (out != NULL) {
+		if (fclose(f) != 0 && err == 0)
+			err = -errno;
+		if (err == 0 && rename(tmp, out) != 0)
+			err = -errno;
+		if (err)
+			unlink(tmp);
+	}
+	return err ? rp_cli_error(1, "%s: %s", out ? out : "stdout", strerror(-err)) : 0;
+}
+
 /* Renders to memory first: a file is written whole (tmp + rename) or not at all. */
-static int emit(const struct rp_report *r, const struct rp_aiq *aiq, const char *format,
-		const char *out, unsigned limit)
+static int emit(const struct rp_report *r, const char *format, const char *out, unsigned limit)
 {
 	char *buf = NULL, tmp[PATH_MAX];
 	size_t len = 0;
@@ -285,10 +311,7 @@ static int emit(const struct rp_report *r, const struct rp_aiq *aiq, const char 
 
 	if (m == NULL)
 		return rp_cli_error(1, "out of memory");
-	if (aiq != NULL)
-		err = strcmp(format, "aiq") == 0 ? rp_render_aiq_json(aiq, m)
-						 : rp_render_aiq_text(aiq, m);
-	else if (strcmp(format, "text") == 0)
+	if (strcmp(format, "text") == 0)
 		err = rp_render_text(r, m, limit);
 	else if (strcmp(format, "json") == 0)
 		err = rp_render_json(r, m);
@@ -367,7 +390,7 @@ static int cmd_render(int argc, char **argv, bool analyze)
 					    "(--input nat to insist)", format, argv[optind]);
 		err = load_aiq(argv[optind], aiq_nodes, &aiq);
 		if (err == 0)
-			err = emit(NULL, &aiq, format, out, limit);
+			err = emit_aiq(&aiq, format, out);
 		rp_aiq_free(&aiq);
 		return err;
 	}
@@ -381,7 +404,7 @@ static int cmd_render(int argc, char **argv, bool analyze)
 		rp_report_free(&r);
 		return rp_cli_error(1, "%s", why);
 	}
-	err = emit(&r, NULL, format, out, limit);
+	err = emit(&r, format, out, limit);
 	rp_report_free(&r);
 	return err;
 }
