@@ -502,7 +502,17 @@ static double self_time(const struct rp_aiq *a, const struct rp_aiq_node *n, str
 
 static int node_figures(struct rp_aiq *a)
 {
-	struct ival *iv = malloc(((size_t)a->n_nodes + 1) * sizeof(*iv));
+	uint32_t most = 1; /* the most children of one call: the scratch self_time needs */
+	struct ival *iv;
+
+	for (uint32_t i = 0; i < a->n_order; i++) {
+		uint32_t k = 0;
+		for (uint32_t c = a->nodes[a->order[i]].first_child; c != NONE;
+		     c = a->nodes[c].next_sibling)
+			k++;
+		most = k > most ? k : most;
+	}
+	iv = malloc((size_t)most * sizeof(*iv));
 
 	if (iv == NULL)
 		return -ENOMEM;

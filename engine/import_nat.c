@@ -680,7 +680,7 @@ int rp_import_nat(struct rp_engine *e, struct rp_aiq *aiq, const char *path,
 	struct rp_nat_stats local;
 	struct imp *m = malloc(sizeof(*m));
 	struct stat sb;
-	gzFile gz;
+	gzFile gz = NULL;
 	int fd, err;
 
 	if (m == NULL)
@@ -691,14 +691,13 @@ int rp_import_nat(struct rp_engine *e, struct rp_aiq *aiq, const char *path,
 		return err;
 	}
 	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || fstat(fd, &sb) != 0 || S_ISDIR(sb.st_mode) ||
-	    (gz = gzdopen(fd, "rb")) == NULL) {
-		err = fd < 0 || errno == 0 ? -errno : S_ISDIR(sb.st_mode) ? -EISDIR : -errno;
-		snprintf(why, RP_WHY_MAX, "%s: %s", path, strerror(-err ? -err : EIO));
+	err = fd < 0 || fstat(fd, &sb) != 0 ? -errno : S_ISDIR(sb.st_mode) ? -EISDIR : 0;
+	if (err == 0 && (gz = gzdopen(fd, "rb")) == NULL)
+		err = -ENOMEM;
+	if (err) {
+		snprintf(why, RP_WHY_MAX, "%s: %s", path, strerror(-err));
 		if (fd >= 0)
 			close(fd);
-		err = err ? err : -EIO;
-		m->rc = err;
 		finish(m, err);
 		free(m);
 		return err;

@@ -232,17 +232,22 @@ static bool is_nat(const char *path, const char *input)
 static int load_aiq(const char *path, uint32_t max_nodes, struct rp_aiq *a)
 {
 	struct progress p = { mono_ms(), mono_ms() };
+	struct rp_nat_stats st;
 	char why[RP_WHY_MAX] = "";
 	bool tty = isatty(STDERR_FILENO);
 	int err;
 
 	if (rp_aiq_init(a, max_nodes) != 0)
 		return rp_cli_error(1, "out of memory");
-	err = rp_import_nat(NULL, a, path, tty ? show_progress : NULL, &p, NULL, why);
+	err = rp_import_nat(NULL, a, path, tty ? show_progress : NULL, &p, &st, why);
 	if (tty)
 		fputs("\r\033[K", stderr);
 	if (err == 0 && (err = rp_aiq_finish(a)) != 0)
 		snprintf(why, sizeof(why), "%s: out of memory", path);
+	if (err == 0 && (st.bad || st.cut))
+		fprintf(stderr, "ringprof: %s: %llu steps skipped (not valid toolkit steps), "
+			"%llu names or UUIDs cut to %d bytes\n", path, (unsigned long long)st.bad,
+			(unsigned long long)st.cut, RP_NAT_STR_MAX - 1);
 	if (err == 0 && a->c.nodes_dropped)
 		fprintf(stderr, "ringprof: %s: %llu calls past --max-aiq-nodes %u not analysed\n",
 			path, (unsigned long long)a->c.nodes_dropped, a->max_nodes);
