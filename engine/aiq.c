@@ -20,9 +20,9 @@ const char *const rp_aiq_type_names[3] = { "LLM", "TOOL", "FUNCTION" };
 /* Per UUID: where the current request's stack rules stand (request numbers + 1; 0 =
  * never). partial_map and top_level_dict of the toolkit, as arrays. */
 struct rp_aiq_uuid {
-	uint32_t partial, partial_req;	/* the call an END of this UUID ends */
-	uint32_t top_slot, top_req;	/* its top-level call's slot in roots */
-	bool seen;			/* a call had it already */
+	uint32_t partial, partial_req; /* the call an END of this UUID ends */
+	uint32_t top_slot, top_req;    /* its top-level call's slot in roots */
+	bool seen;		       /* a call had it already */
 };
 
 /* ---------------------------------------------------------------- strtab */
@@ -116,8 +116,8 @@ static uint32_t add_string(struct rp_strtab *t, const char *s, size_t n, uint32_
 		t->arena = a;
 		t->size = size;
 	}
-	if (t->n == NONE - 1 || t->used > UINT32_MAX || !grow((void **)&t->off, &t->cap,
-							       sizeof(*t->off), t->n + 1))
+	if (t->n == NONE - 1 || t->used > UINT32_MAX ||
+	    !grow((void **)&t->off, &t->cap, sizeof(*t->off), t->n + 1))
 		return NONE;
 	memcpy(t->arena + t->used, s, n);
 	t->arena[t->used + n] = '\0';
@@ -216,9 +216,13 @@ static int start_call(struct rp_aiq *a, const struct rp_aiq_step *s, uint32_t *d
 		a->last_child = lc;
 		a->cap_stack = cap;
 	}
-	a->nodes[id] = (struct rp_aiq_node){ .start = s->ts, .end = s->ts, .uuid = s->uuid,
-					     .name = s->name, .first_child = NONE,
-					     .next_sibling = NONE, .type = s->type };
+	a->nodes[id] = (struct rp_aiq_node){ .start = s->ts,
+					     .end = s->ts,
+					     .uuid = s->uuid,
+					     .name = s->name,
+					     .first_child = NONE,
+					     .next_sibling = NONE,
+					     .type = s->type };
 	a->n_nodes++;
 	a->c.calls++;
 	a->c.duplicate_uuids += u->seen;

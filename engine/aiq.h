@@ -37,9 +37,9 @@
 struct rp_strtab {
 	char *arena;
 	size_t used, size;
-	uint64_t *off;		/* per id: arena offset << 32 | length */
+	uint64_t *off; /* per id: arena offset << 32 | length */
 	uint32_t n, cap;
-	uint32_t *index, mask;	/* open addressing over ids; UINT32_MAX = empty */
+	uint32_t *index, mask; /* open addressing over ids; UINT32_MAX = empty */
 };
 
 int rp_strtab_init(struct rp_strtab *t);
@@ -59,30 +59,30 @@ extern const char *const rp_aiq_type_names[3]; /* "LLM", "TOOL", "FUNCTION" */
 /* One START or END of a request, in the toolkit's order (stable by timestamp). */
 struct rp_aiq_step {
 	double ts;
-	uint32_t uuid;		/* id in rp_aiq.uuids */
-	uint32_t name;		/* id in rp_aiq.names (STARTs) */
+	uint32_t uuid; /* id in rp_aiq.uuids */
+	uint32_t name; /* id in rp_aiq.names (STARTs) */
 	bool start;
-	uint8_t type;		/* enum rp_aiq_type */
+	uint8_t type; /* enum rp_aiq_type */
 };
 
 struct rp_aiq_node {
 	double start, end;
-	double self, subtree;	/* set by rp_aiq_finish */
+	double self, subtree; /* set by rp_aiq_finish */
 	uint32_t uuid, name;
 	uint32_t first_child, next_sibling; /* UINT32_MAX: none */
-	uint32_t mid;		/* concurrency at the midpoint */
+	uint32_t mid;			    /* concurrency at the midpoint */
 	uint8_t type;
 	bool ended;
 };
 
 struct rp_aiq_counts {
-	uint64_t calls;		   /* STARTs kept as calls */
-	uint64_t nodes_dropped;	   /* STARTs past max_nodes: not analysed */
-	uint64_t end_unmatched;	   /* ENDs with no START in their request: ignored */
-	uint64_t end_not_top;	   /* ENDs of a call below the top: left on the stack */
-	uint64_t open_at_end;	   /* STARTs never ended: duration 0 */
-	uint64_t duplicate_uuids;  /* calls whose UUID an earlier call had */
-	uint64_t replaced_roots;   /* top-level calls replaced by a later one (lost) */
+	uint64_t calls;		  /* STARTs kept as calls */
+	uint64_t nodes_dropped;	  /* STARTs past max_nodes: not analysed */
+	uint64_t end_unmatched;	  /* ENDs with no START in their request: ignored */
+	uint64_t end_not_top;	  /* ENDs of a call below the top: left on the stack */
+	uint64_t open_at_end;	  /* STARTs never ended: duration 0 */
+	uint64_t duplicate_uuids; /* calls whose UUID an earlier call had */
+	uint64_t replaced_roots;  /* top-level calls replaced by a later one (lost) */
 };
 
 struct rp_aiq {
@@ -90,26 +90,26 @@ struct rp_aiq {
 	struct rp_strtab uuids, names;
 	struct rp_aiq_node *nodes;
 	uint32_t n_nodes, cap_nodes;
-	uint32_t *roots;	/* root nodes, request by request */
+	uint32_t *roots; /* root nodes, request by request */
 	uint32_t n_roots, cap_roots;
 	/* Per UUID id: the request-local state of the stack rules. */
 	struct rp_aiq_uuid *u;
 	uint32_t cap_u;
 	uint32_t *stack, *last_child; /* the current request's stack */
 	uint32_t cap_stack, depth;
-	uint32_t request;	/* requests seen so far */
+	uint32_t request; /* requests seen so far */
 	struct rp_aiq_counts c;
 
 	/* Results (rp_aiq_finish). */
-	uint32_t *order;	/* all calls, depth-first (the toolkit's all_nodes) */
+	uint32_t *order; /* all calls, depth-first (the toolkit's all_nodes) */
 	uint32_t n_order;
-	uint32_t *metrics;	/* node_metrics: per distinct UUID (first position), its node */
+	uint32_t *metrics; /* node_metrics: per distinct UUID (first position), its node */
 	uint32_t n_metrics;
-	double *seg_t;		/* n_seg + 1 boundaries: segment k is [seg_t[k], seg_t[k+1]) */
+	double *seg_t; /* n_seg + 1 boundaries: segment k is [seg_t[k], seg_t[k+1]) */
 	uint32_t *seg_level;
 	uint32_t n_seg;
 	double p50, p90, p95, p99;
-	uint32_t top[5];	/* nodes */
+	uint32_t top[5]; /* nodes */
 	uint32_t n_top;
 };
 

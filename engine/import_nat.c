@@ -32,16 +32,16 @@ enum fkey { F_OTHER, F_TYPE, F_TS, F_NAME, F_UUID, F_FNAME };
 
 /* One START or END of the request being read. */
 struct step {
-	double ts;	  /* the toolkit's float(event_timestamp) */
-	uint64_t ns;	  /* the decimal text in exact nanoseconds, if ns_ok */
-	uint32_t uuid;	  /* aiq's uuid id, or the request-local one */
-	uint32_t aname;	  /* aiq's name id */
-	uint32_t ename;	  /* the engine's name id */
-	uint32_t seq;	  /* file order in the request */
+	double ts;	/* the toolkit's float(event_timestamp) */
+	uint64_t ns;	/* the decimal text in exact nanoseconds, if ns_ok */
+	uint32_t uuid;	/* aiq's uuid id, or the request-local one */
+	uint32_t aname; /* aiq's name id */
+	uint32_t ename; /* the engine's name id */
+	uint32_t seq;	/* file order in the request */
 	uint8_t start, type, ns_ok;
 };
 
-struct gen_ev {	/* an engine event, waiting for the time-ordered feed */
+struct gen_ev { /* an engine event, waiting for the time-ordered feed */
 	uint64_t ts;
 	uint32_t track;
 	uint32_t seq_kind; /* order in the request << 1 | 1 for a BEGIN */
@@ -57,9 +57,9 @@ struct imp {
 	const char *origin;
 	char *why;
 	yajl_handle h;
-	int rc;			/* our error (-EINVAL, -ENOMEM) with `what` */
+	int rc; /* our error (-EINVAL, -ENOMEM) with `what` */
 	char what[RP_WHY_MAX];
-	uint64_t off;		/* JSON bytes before the chunk being parsed */
+	uint64_t off; /* JSON bytes before the chunk being parsed */
 
 	/* Where the parser is. */
 	size_t depth;
@@ -76,7 +76,7 @@ struct imp {
 	/* The request being read, and the events of all of them. */
 	struct step *steps;
 	size_t n_steps, cap_steps;
-	struct rp_strtab local;	/* request-local UUIDs when there is no aiq */
+	struct rp_strtab local; /* request-local UUIDs when there is no aiq */
 	uint32_t *started;	/* per UUID id: request + 1 of its last START */
 	uint32_t cap_started;
 	struct gen_ev *evs;
@@ -158,15 +158,24 @@ static const struct {
 	int8_t start; /* 1 START, 0 END, -1 ignored */
 	uint8_t type;
 } types[] = {
-	{ "LLM_START", 1, RP_AIQ_LLM },		{ "LLM_END", 0, RP_AIQ_LLM },
-	{ "TOOL_START", 1, RP_AIQ_TOOL },	{ "TOOL_END", 0, RP_AIQ_TOOL },
-	{ "FUNCTION_START", 1, RP_AIQ_FUNCTION }, { "FUNCTION_END", 0, RP_AIQ_FUNCTION },
-	{ "SPAN_START", 1, RP_AIQ_FUNCTION },	{ "SPAN_END", 0, RP_AIQ_FUNCTION },
-	{ "LLM_NEW_TOKEN", -1, 0 },		{ "SPAN_CHUNK", -1, 0 },
-	{ "WORKFLOW_START", -1, 0 },		{ "WORKFLOW_END", -1, 0 },
-	{ "TASK_START", -1, 0 },		{ "TASK_END", -1, 0 },
-	{ "TTC_START", -1, 0 },			{ "TTC_END", -1, 0 },
-	{ "CUSTOM_START", -1, 0 },		{ "CUSTOM_END", -1, 0 },
+	{ "LLM_START", 1, RP_AIQ_LLM },
+	{ "LLM_END", 0, RP_AIQ_LLM },
+	{ "TOOL_START", 1, RP_AIQ_TOOL },
+	{ "TOOL_END", 0, RP_AIQ_TOOL },
+	{ "FUNCTION_START", 1, RP_AIQ_FUNCTION },
+	{ "FUNCTION_END", 0, RP_AIQ_FUNCTION },
+	{ "SPAN_START", 1, RP_AIQ_FUNCTION },
+	{ "SPAN_END", 0, RP_AIQ_FUNCTION },
+	{ "LLM_NEW_TOKEN", -1, 0 },
+	{ "SPAN_CHUNK", -1, 0 },
+	{ "WORKFLOW_START", -1, 0 },
+	{ "WORKFLOW_END", -1, 0 },
+	{ "TASK_START", -1, 0 },
+	{ "TASK_END", -1, 0 },
+	{ "TTC_START", -1, 0 },
+	{ "TTC_END", -1, 0 },
+	{ "CUSTOM_START", -1, 0 },
+	{ "CUSTOM_END", -1, 0 },
 };
 
 static void step_begin(struct imp *m)
@@ -213,8 +222,8 @@ static int step_end(struct imp *m)
 	for (t = 0; t < sizeof(types) / sizeof(types[0]); t++)
 		if (m->has_type && !m->type_cut && strcmp(m->type, types[t].name) == 0)
 			break;
-	if (t == sizeof(types) / sizeof(types[0]) || (types[t].start >= 0 &&
-						      (!m->has_ts || !m->has_uuid))) {
+	if (t == sizeof(types) / sizeof(types[0]) ||
+	    (types[t].start >= 0 && (!m->has_ts || !m->has_uuid))) {
 		bad(m);
 		return 1;
 	}
@@ -224,8 +233,10 @@ static int step_end(struct imp *m)
 	if (!push((void **)&m->steps, &m->cap_steps, sizeof(*s), m->n_steps))
 		return stop(m, -ENOMEM, "out of memory");
 	s = &m->steps[m->n_steps];
-	*s = (struct step){ .ts = strtod(m->num, NULL), .start = (uint8_t)types[t].start,
-			    .type = types[t].type, .seq = (uint32_t)m->n_steps };
+	*s = (struct step){ .ts = strtod(m->num, NULL),
+			    .start = (uint8_t)types[t].start,
+			    .type = types[t].type,
+			    .seq = (uint32_t)m->n_steps };
 	s->ns_ok = dec_to_ns(m->num, &s->ns);
 	s->uuid = uuid_id(m);
 	if (s->uuid == NONE)
@@ -272,8 +283,9 @@ static int engine_request(struct imp *m)
 		}
 		if (!push((void **)&m->evs, &m->cap_evs, sizeof(*m->evs), m->n_evs))
 			return -ENOMEM;
-		m->evs[m->n_evs++] = (struct gen_ev){ s->ns, m->request, (uint32_t)i << 1 | s->start,
-						      s->start ? s->ename : 0, s->uuid };
+		m->evs[m->n_evs++] =
+			(struct gen_ev){ s->ns, m->request, (uint32_t)i << 1 | s->start,
+					 s->start ? s->ename : 0, s->uuid };
 		if (s->ns > m->t_max)
 			m->t_max = s->ns;
 	}
@@ -447,15 +459,15 @@ static int cb_map_key(void *ctx, const unsigned char *s, size_t n)
 	if (m->depth == 2 && m->in_req) {
 		m->req_key_steps = key_is(s, n, "intermediate_steps");
 	} else if (m->depth == 4 && m->in_step) {
-		m->step_key = key_is(s, n, "payload")		? S_PAYLOAD
+		m->step_key = key_is(s, n, "payload")		  ? S_PAYLOAD
 			      : key_is(s, n, "function_ancestry") ? S_ANC
 								  : S_OTHER;
 	} else if (m->depth == 5 && m->in_payload) {
-		m->fkey = key_is(s, n, "event_type")	  ? F_TYPE
+		m->fkey = key_is(s, n, "event_type")	    ? F_TYPE
 			  : key_is(s, n, "event_timestamp") ? F_TS
-			  : key_is(s, n, "name")	  ? F_NAME
-			  : key_is(s, n, "UUID")	  ? F_UUID
-						  : F_OTHER;
+			  : key_is(s, n, "name")	    ? F_NAME
+			  : key_is(s, n, "UUID")	    ? F_UUID
+							    : F_OTHER;
 	} else if (m->depth == 5 && m->in_anc) {
 		m->fkey = key_is(s, n, "function_name") ? F_FNAME : F_OTHER;
 	}
@@ -569,7 +581,9 @@ static void feed_engine(struct imp *m)
 		qsort(m->evs, m->n_evs, sizeof(*m->evs), cmp_ev);
 	for (size_t i = 0; i < m->n_evs; i++) {
 		const struct gen_ev *g = &m->evs[i];
-		struct rp_event ev = { .ts = g->ts, .name = g->name, .track = g->track,
+		struct rp_event ev = { .ts = g->ts,
+				       .name = g->name,
+				       .track = g->track,
 				       .arg = g->span,
 				       .kind = g->seq_kind & 1 ? RP_EV_ASYNC_BEGIN
 							       : RP_EV_ASYNC_END };
@@ -590,8 +604,7 @@ static int start(struct imp *m, struct rp_engine *e, struct rp_aiq *aiq, const c
 	m->why = why;
 	memset(st, 0, sizeof(*st));
 	why[0] = '\0';
-	if (rp_strtab_init(&m->local) != 0 ||
-	    (m->h = yajl_alloc(&callbacks, NULL, m)) == NULL) {
+	if (rp_strtab_init(&m->local) != 0 || (m->h = yajl_alloc(&callbacks, NULL, m)) == NULL) {
 		rp_strtab_free(&m->local);
 		snprintf(why, RP_WHY_MAX, "%s: out of memory", label);
 		return -ENOMEM;
@@ -654,8 +667,8 @@ static int read_gz(struct imp *m, gzFile gz, rp_chrome_progress_fn progress, voi
 		n = gzread(gz, m->chunk, CHUNK);
 		if (n < 0) {
 			const char *msg = gzerror(gz, &err);
-			return fail_at(m, err == Z_ERRNO ? -errno : -EINVAL,
-				       (uint64_t)gzoffset(gz), err == Z_ERRNO ? strerror(errno) : msg);
+			return fail_at(m, err == Z_ERRNO ? -errno : -EINVAL, (uint64_t)gzoffset(gz),
+				       err == Z_ERRNO ? strerror(errno) : msg);
 		}
 		if (n > 0 && (err = parse(m, m->chunk, (size_t)n, false)) != 0)
 			return err;

@@ -39,11 +39,11 @@
 
 struct rp_nat_stats {
 	uint64_t requests;
-	uint64_t steps;		/* intermediate steps read */
-	uint64_t calls;		/* STARTs and ENDs of LLM, TOOL, FUNCTION, SPAN */
-	uint64_t bad;		/* steps skipped (see above) */
-	uint64_t cut;		/* strings cut to RP_NAT_STR_MAX */
-	uint64_t bytes;		/* input bytes read (compressed size for .gz) */
+	uint64_t steps; /* intermediate steps read */
+	uint64_t calls; /* STARTs and ENDs of LLM, TOOL, FUNCTION, SPAN */
+	uint64_t bad;	/* steps skipped (see above) */
+	uint64_t cut;	/* strings cut to RP_NAT_STR_MAX */
+	uint64_t bytes; /* input bytes read (compressed size for .gz) */
 };
 
 /**

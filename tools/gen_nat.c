@@ -69,7 +69,8 @@ int main(int argc, char **argv)
 	unsigned long target;
 
 	if (argc < 2) {
-		fputs("usage: gen_nat STEPS [--seed N] [--malformed PERCENT] > trace.json\n", stderr);
+		fputs("usage: gen_nat STEPS [--seed N] [--malformed PERCENT] > trace.json\n",
+		      stderr);
 		return 2;
 	}
 	target = strtoul(argv[1], NULL, 10);
@@ -86,7 +87,8 @@ int main(int argc, char **argv)
 		double t = 1750000000.0 + req * 0.35 + rnd(1000) / 1000.0;
 		char uuid[48];
 
-		printf("%s\n {\"request_number\": %d, \"intermediate_steps\": [", req ? "," : "", req);
+		printf("%s\n {\"request_number\": %d, \"intermediate_steps\": [", req ? "," : "",
+		       req);
 		snprintf(uuid, sizeof(uuid), "r%d-u%u", req, seq++);
 		step(&first, req, "WORKFLOW_START", t, "<workflow>", "<workflow>", uuid);
 		double t0 = t + 0.002, end;

@@ -49,10 +49,9 @@ static void fixed_text(char *buf, int64_t n, int d)
  */
 static void put_double(FILE *out, double v)
 {
-	static const long double p10[] = { 1e0L,  1e1L,	 1e2L,	1e3L,  1e4L,  1e5L,
-					   1e6L,  1e7L,	 1e8L,	1e9L,  1e10L, 1e11L,
-					   1e12L, 1e13L, 1e14L, 1e15L, 1e16L, 1e17L,
-					   1e18L, 1e19L, 1e20L, 1e21L, 1e22L };
+	static const long double p10[] = { 1e0L,  1e1L,	 1e2L,	1e3L,  1e4L,  1e5L,  1e6L,  1e7L,
+					   1e8L,  1e9L,	 1e10L, 1e11L, 1e12L, 1e13L, 1e14L, 1e15L,
+					   1e16L, 1e17L, 1e18L, 1e19L, 1e20L, 1e21L, 1e22L };
 	char buf[48];
 
 	for (int d = 0; d <= 22 && v == v; d++) {
@@ -71,6 +70,10 @@ static void put_double(FILE *out, double v)
 			fputs(buf, out);
 			return;
 		}
+	}
+	if (v != v || v - v != 0) { /* as Python's json.dumps writes them */
+		fputs(v != v ? "NaN" : v > 0 ? "Infinity" : "-Infinity", out);
+		return;
 	}
 	snprintf(buf, sizeof(buf), "%.17g", v);
 	if (strpbrk(buf, ".en") == NULL)
@@ -202,11 +205,12 @@ int rp_render_aiq_text(const struct rp_aiq *a, FILE *out)
 	stack = malloc(((size_t)a->n_nodes + 1) * sizeof(*stack));
 	if (stack == NULL)
 		return -ENOMEM;
-	fprintf(out, "=== Multi-Example Nested Call Profiling Report ===\n"
-		     "Total calls (across all examples): %u\n\n"
-		     "-- Concurrency Distribution (all examples) --\n"
-		     "p50=%.1f, p90=%.1f, p95=%.1f, p99=%.1f\n\n"
-		     "-- Top 5 Calls by Bottleneck Score (subtree_time) --\n",
+	fprintf(out,
+		"=== Multi-Example Nested Call Profiling Report ===\n"
+		"Total calls (across all examples): %u\n\n"
+		"-- Concurrency Distribution (all examples) --\n"
+		"p50=%.1f, p90=%.1f, p95=%.1f, p99=%.1f\n\n"
+		"-- Top 5 Calls by Bottleneck Score (subtree_time) --\n",
 		a->n_order, a->p50, a->p90, a->p95, a->p99);
 	for (uint32_t i = 0; i < a->n_top; i++) {
 		const struct rp_aiq_node *n = &a->nodes[a->top[i]];
@@ -214,8 +218,8 @@ int rp_render_aiq_text(const struct rp_aiq *a, FILE *out)
 			"%u) UUID=%s, %s '%s', dur=%.2f, self_time=%.2f, subtree_time=%.2f, "
 			"concurrency=%.1f, score=%.2f\n",
 			i + 1, rp_strtab_str(&a->uuids, n->uuid), rp_aiq_type_names[n->type],
-			rp_strtab_str(&a->names, n->name), rp_aiq_duration(n), n->self,
-			n->subtree, (double)n->mid, n->subtree);
+			rp_strtab_str(&a->names, n->name), rp_aiq_duration(n), n->self, n->subtree,
+			(double)n->mid, n->subtree);
 	}
 	fputs("\n-- Full Tree(s) (All Examples) --\n", out);
 	for (uint32_t r = 0; r < a->n_roots; r++)
