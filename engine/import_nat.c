@@ -27,6 +27,24 @@
 #define MIB	(1024u * 1024)
 #define NUM_MAX 1024
 
+#define STR_KEEP 4096 /* raw bytes of one string given to yajl: decode to >= 682 bytes */
+
+_Static_assert(STR_KEEP / 6 >= RP_NAT_STR_MAX, "a kept string must still be cut by us");
+
+/*
+ * In front of yajl: yajl keeps a token that straddles two yajl_parse() calls in a
+ * growing buffer, so one huge string (an LLM's output in "data") would cost memory
+ * in proportion. This scanner follows string boundaries and gives yajl only the first
+ * STR_KEEP raw bytes of a string (cut outside escapes and UTF-8 sequences) and then
+ * its closing quote; the dropped middle is not validated. Number runs longer than
+ * NUM_MAX are refused.
+ */
+struct scan {
+	bool in_str, dropping;
+	int esc;    /* -1 after a backslash; 4..1 hex digits of \u left; 0 */
+	size_t run; /* raw bytes of this string, or of this run of number characters */
+};
+
 enum kind { V_NULL, V_BOOL, V_NUM, V_STR, V_MAP, V_ARR };
 enum fkey { F_OTHER, F_TYPE, F_TS, F_NAME, F_UUID, F_FNAME };
 
@@ -60,6 +78,7 @@ struct imp {
 	int rc; /* our error (-EINVAL, -ENOMEM) with `what` */
 	char what[RP_WHY_MAX];
 	uint64_t off; /* JSON bytes before the chunk being parsed */
+	struct scan sc;
 
 	/* Where the parser is. */
 	size_t depth;
@@ -534,6 +553,72 @@ static const yajl_callbacks callbacks = {
 
 /* ---- driving ---- */
 
+static bool number_char(unsigned char c)
+{
+	return (c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E';
+}
+
+/* How many of @b yajl gets before a drop starts or a number is too long. */
+static size_t scan_keep(struct scan *s, const unsigned char *b, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = b[i];
+
+		if (!s->in_str) {
+			if (c == '"') {
+				s->in_str = true;
+				s->run = 0;
+			} else if ((s->run = number_char(c) ? s->run + 1 : 0) > NUM_MAX) {
+				return i;
+			}
+			continue;
+		}
+		if (s->esc == 0 && c != '"' && c != '\\' && s->run < STR_KEEP) {
+			size_t end = n - i < STR_KEEP - s->run ? n : i + (STR_KEEP - s->run), k;
+			const unsigned char *q = memchr(b + i, '"', end - i), *bs;
+
+			k = q ? (size_t)(q - b) : end;
+			bs = memchr(b + i, '\\', k - i);
+			k = bs ? (size_t)(bs - b) : k;
+			s->run += k - i;
+			i = k - 1; /* plain bytes: nothing to track */
+			continue;
+		}
+		if (s->esc < 0) {
+			s->esc = c == 'u' ? 4 : 0;
+		} else if (s->esc > 0) {
+			s->esc--;
+		} else if (c == '"') {
+			s->in_str = false;
+			s->run = 0;
+			continue;
+		} else if (s->run >= STR_KEEP && (c & 0xc0) != 0x80) {
+			s->dropping = true; /* not inside an escape or a UTF-8 sequence */
+			return i;
+		} else if (c == '\\') {
+			s->esc = -1;
+		}
+		s->run++;
+	}
+	return n;
+}
+
+/* How many of @b to drop: up to (not including) the string's closing quote. */
+static size_t scan_drop(struct scan *s, const unsigned char *b, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (s->esc) {
+			s->esc = 0;
+		} else if (b[i] == '\\') {
+			s->esc = 1;
+		} else if (b[i] == '"') {
+			s->dropping = false;
+			return i;
+		}
+	}
+	return n;
+}
+
 static int fail_at(struct imp *m, int err, uint64_t at, const char *what)
 {
 	snprintf(m->why, RP_WHY_MAX, "%s: byte %llu: %.100s", m->origin, (unsigned long long)at,
@@ -541,14 +626,14 @@ static int fail_at(struct imp *m, int err, uint64_t at, const char *what)
 	return err;
 }
 
-static int parse(struct imp *m, const unsigned char *b, size_t n, bool last)
+/* @n bytes at JSON offset @off to yajl (@last: the end of the text). */
+static int parse_run(struct imp *m, const unsigned char *b, size_t n, uint64_t off, bool last)
 {
 	yajl_status st = last ? yajl_complete_parse(m->h) : yajl_parse(m->h, b, n);
-	uint64_t at = m->off + (last ? 0 : yajl_get_bytes_consumed(m->h));
+	uint64_t at = off + (last ? 0 : yajl_get_bytes_consumed(m->h));
 	unsigned char *msg;
 	int rc;
 
-	m->off += n;
 	if (st == yajl_status_ok)
 		return 0;
 	if (st == yajl_status_client_canceled)
@@ -562,6 +647,28 @@ static int parse(struct imp *m, const unsigned char *b, size_t n, bool last)
 	rc = fail_at(m, -EINVAL, at, (char *)msg);
 	yajl_free_error(m->h, msg);
 	return rc;
+}
+
+/* The next @n bytes of JSON text, through the scanner, to yajl; NULL: the end. */
+static int parse(struct imp *m, const unsigned char *b, size_t n, bool last)
+{
+	size_t i = 0, k;
+	int rc;
+
+	if (last)
+		return parse_run(m, NULL, 0, m->off, true);
+	while (i < n) {
+		k = m->sc.dropping ? 0 : scan_keep(&m->sc, b + i, n - i);
+		if (k > 0 && (rc = parse_run(m, b + i, k, m->off + i, false)) != 0)
+			return rc;
+		i += k;
+		if (!m->sc.in_str && m->sc.run > NUM_MAX)
+			return fail_at(m, -EINVAL, m->off + i, "number longer than 1024 bytes");
+		if (m->sc.dropping)
+			i += scan_drop(&m->sc, b + i, n - i);
+	}
+	m->off += n;
+	return 0;
 }
 
 static int cmp_ev(const void *x, const void *y)

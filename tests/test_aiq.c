@@ -1100,6 +1100,73 @@ static void test_aiq_node_cap(void **state)
 	rp_aiq_free(&a);
 }
 
+/* Huge strings (an LLM's output) are skipped past, across chunk boundaries, escapes
+ * and UTF-8 included; long names are cut and counted. */
+static void test_aiq_huge_strings(void **state)
+{
+	char path[64], why[RP_WHY_MAX], *plain, *big, *ours, *want;
+	struct rp_nat_stats st;
+	struct rp_aiq a, b;
+	FILE *f;
+
+	(void)state;
+	plain = malloc(sizeof(malformed) + 1);
+	memcpy(plain, malformed, sizeof(malformed));
+	big = malloc(1 << 20);
+	assert_non_null(big);
+	static const char unit[] = "ab\\\\\\\"\\u00e9\xc3\xa9"; /* JSON: ab \\ \" \u00e9 é */
+	for (size_t i = 0; i + sizeof(unit) - 1 <= 300000; i += sizeof(unit) - 1)
+		memcpy(big + i, unit, sizeof(unit) - 1);
+	big[300000 - 300000 % (sizeof(unit) - 1)] = '\0';
+	snprintf(path, sizeof(path), "/tmp/test_aiq_big.%d.json", (int)getpid());
+	f = fopen(path, "w");
+	assert_non_null(f);
+	/* the hand case, each step with a 300 KB "data" and a 5000-byte tag */
+	for (const char *p = malformed; *p; p++) {
+		if (strncmp(p, "\"payload\": {", 12) == 0) {
+			fprintf(f, "\"payload\": {\"data\": {\"input\": \"%s\"}, \"tags\": [\"", big);
+			for (int i = 0; i < 5000; i++)
+				fputc('t', f);
+			fputs("\"], ", f);
+			p += 11;
+			continue;
+		}
+		fputc(*p, f);
+	}
+	fclose(f);
+	assert_int_equal(rp_aiq_init(&a, 0), 0);
+	if (rp_import_nat(NULL, &a, path, NULL, NULL, &st, why) != 0)
+		fail_msg("%s", why);
+	assert_int_equal(rp_aiq_finish(&a), 0);
+	assert_int_equal(st.steps, 11);
+	assert_true(st.bytes > 11 * 300000);
+	analyze_buf(&b, plain, strlen(plain));
+	ours = render(&a, false);
+	want = render(&b, false);
+	assert_string_equal(ours, want);
+	free(ours);
+	free(want);
+	rp_aiq_free(&a);
+	rp_aiq_free(&b);
+	/* a name longer than RP_NAT_STR_MAX: cut (at a character), counted */
+	f = fopen(path, "w");
+	fputs("[{\"intermediate_steps\": [{\"payload\": {\"event_type\": \"LLM_START\", "
+	      "\"event_timestamp\": 1, \"UUID\": \"x\", \"name\": \"", f);
+	for (int i = 0; i < 3000; i++)
+		fputs("\xc3\xa9", f);
+	fputs("\"}}]}]", f);
+	fclose(f);
+	assert_int_equal(rp_aiq_init(&a, 0), 0);
+	assert_int_equal(rp_import_nat(NULL, &a, path, NULL, NULL, &st, why), 0);
+	assert_int_equal(rp_aiq_finish(&a), 0);
+	assert_int_equal(st.cut, 1);
+	assert_int_equal(strlen(rp_strtab_str(&a.names, 0)), RP_NAT_STR_MAX - 2);
+	rp_aiq_free(&a);
+	unlink(path);
+	free(big);
+	free(plain);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1112,6 +1179,7 @@ int main(void)
 		cmocka_unit_test(test_aiq_engine_small_json_consistent),
 		cmocka_unit_test(test_aiq_bad_input),
 		cmocka_unit_test(test_aiq_node_cap),
+		cmocka_unit_test(test_aiq_huge_strings),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
