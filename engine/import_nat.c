@@ -70,6 +70,7 @@ struct gen_ev { /* an engine event, waiting for the time-ordered feed */
 struct imp {
 	struct rp_engine *e;
 	struct rp_aiq *aiq;
+	struct rp_nat_caps caps;
 	uint32_t src;
 	struct rp_nat_stats *st;
 	const char *origin;
@@ -249,6 +250,11 @@ static int step_end(struct imp *m)
 	if (types[t].start < 0)
 		return 1;
 	m->st->calls++;
+	if (m->n_steps >= m->caps.max_request_steps) {
+		m->st->capped++;
+		bad(m);
+		return 1;
+	}
 	if (!push((void **)&m->steps, &m->cap_steps, sizeof(*s), m->n_steps))
 		return stop(m, -ENOMEM, "out of memory");
 	s = &m->steps[m->n_steps];
@@ -299,6 +305,11 @@ static int engine_request(struct imp *m)
 			if (m->started[s->uuid] == req)
 				bad(m); /* a duplicate UUID in its request */
 			m->started[s->uuid] = req;
+		}
+		if (m->n_evs >= m->caps.max_events) {
+			m->st->capped++;
+			bad(m);
+			continue;
 		}
 		if (!push((void **)&m->evs, &m->cap_evs, sizeof(*m->evs), m->n_evs))
 			return -ENOMEM;
@@ -700,12 +711,19 @@ static void feed_engine(struct imp *m)
 	rp_engine_finish_source(m->e, m->src);
 }
 
-static int start(struct imp *m, struct rp_engine *e, struct rp_aiq *aiq, const char *label,
+static int start(struct imp *m, struct rp_engine *e, struct rp_aiq *aiq,
+		 const struct rp_nat_caps *caps, const char *label,
 		 struct rp_nat_stats *st, char *why)
 {
 	memset(m, 0, sizeof(*m));
 	m->e = e;
 	m->aiq = aiq;
+	if (caps != NULL)
+		m->caps = *caps;
+	if (m->caps.max_events == 0)
+		m->caps.max_events = 1u << 25;
+	if (m->caps.max_request_steps == 0)
+		m->caps.max_request_steps = 1u << 24;
 	m->st = st;
 	m->origin = label;
 	m->why = why;
@@ -746,7 +764,8 @@ static int finish(struct imp *m, int err)
 	return err;
 }
 
-int rp_import_nat_buf(struct rp_engine *e, struct rp_aiq *aiq, const void *buf, size_t len,
+int rp_import_nat_buf(struct rp_engine *e, struct rp_aiq *aiq, const struct rp_nat_caps *caps,
+		      const void *buf, size_t len,
 		      const char *label, struct rp_nat_stats *st, char why[RP_WHY_MAX])
 {
 	struct rp_nat_stats local;
@@ -755,7 +774,7 @@ int rp_import_nat_buf(struct rp_engine *e, struct rp_aiq *aiq, const void *buf, 
 
 	if (m == NULL)
 		return -ENOMEM;
-	err = start(m, e, aiq, label, st ? st : &local, why);
+	err = start(m, e, aiq, caps, label, st ? st : &local, why);
 	if (err == 0) {
 		m->st->bytes = len;
 		err = finish(m, len ? parse(m, buf, len, false) : 0);
@@ -793,7 +812,8 @@ static int read_gz(struct imp *m, gzFile gz, rp_chrome_progress_fn progress, voi
 	return 0;
 }
 
-int rp_import_nat(struct rp_engine *e, struct rp_aiq *aiq, const char *path,
+int rp_import_nat(struct rp_engine *e, struct rp_aiq *aiq, const struct rp_nat_caps *caps,
+		  const char *path,
 		  rp_chrome_progress_fn progress, void *ctx, struct rp_nat_stats *st,
 		  char why[RP_WHY_MAX])
 {
@@ -805,7 +825,7 @@ int rp_import_nat(struct rp_engine *e, struct rp_aiq *aiq, const char *path,
 
 	if (m == NULL)
 		return -ENOMEM;
-	err = start(m, e, aiq, path, st ? st : &local, why);
+	err = start(m, e, aiq, caps, path, st ? st : &local, why);
 	if (err) {
 		free(m);
 		return err;

@@ -30,6 +30,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "aiq.h"
 #include "engine.h"
@@ -37,12 +38,19 @@
 
 #define RP_NAT_STR_MAX 512 /* longer names and UUIDs are cut (counted) */
 
+/* Caps (0: the default). Steps past one are skipped, counted in capped and as bad_event. */
+struct rp_nat_caps {
+	uint64_t max_events;	    /* call steps waiting for the engine's feed (1 << 25) */
+	uint32_t max_request_steps; /* call steps of one request (1 << 24) */
+};
+
 struct rp_nat_stats {
 	uint64_t requests;
 	uint64_t steps; /* intermediate steps read */
 	uint64_t calls; /* STARTs and ENDs of LLM, TOOL, FUNCTION, SPAN */
 	uint64_t bad;	/* steps skipped (see above) */
 	uint64_t cut;	/* strings cut to RP_NAT_STR_MAX */
+	uint64_t capped; /* steps past a cap (struct rp_nat_caps) */
 	uint64_t bytes; /* input bytes read (compressed size for .gz) */
 };
 
@@ -51,18 +59,21 @@ struct rp_nat_stats {
  * @e:    the engine, fed as a new source (NULL: not fed).
  * @aiq:  the toolkit analysis, fed request by request (NULL: not fed); the caller
  *	  calls rp_aiq_finish() afterwards.
+ * @caps: NULL for the defaults.
  * @progress: may be NULL; called about every MiB.
  * @st:   may be NULL.
  * @why:  on failure one line: "<path>: byte N: <what>".
  * @return 0, -errno for I/O errors, -EINVAL for input that is not a toolkit trace
  *	   (malformed JSON, top level not an array, ...), -ENOMEM.
  */
-int rp_import_nat(struct rp_engine *e, struct rp_aiq *aiq, const char *path,
+int rp_import_nat(struct rp_engine *e, struct rp_aiq *aiq, const struct rp_nat_caps *caps,
+		  const char *path,
 		  rp_chrome_progress_fn progress, void *ctx, struct rp_nat_stats *st,
 		  char why[RP_WHY_MAX]);
 
 /** rp_import_nat_buf() - the same over a buffer of plain JSON; @label names it. */
-int rp_import_nat_buf(struct rp_engine *e, struct rp_aiq *aiq, const void *buf, size_t len,
+int rp_import_nat_buf(struct rp_engine *e, struct rp_aiq *aiq, const struct rp_nat_caps *caps,
+		      const void *buf, size_t len,
 		      const char *label, struct rp_nat_stats *st, char why[RP_WHY_MAX]);
 
 /**

@@ -89,7 +89,7 @@ static void analyze_buf(struct rp_aiq *a, const char *buf, size_t len)
 	int err;
 
 	assert_int_equal(rp_aiq_init(a, 0), 0);
-	err = rp_import_nat_buf(NULL, a, buf, len, "buf", NULL, why);
+	err = rp_import_nat_buf(NULL, a, NULL, buf, len, "buf", NULL, why);
 	if (err)
 		fail_msg("import: %s", why);
 	assert_int_equal(rp_aiq_finish(a), 0);
@@ -974,7 +974,7 @@ static void engine_of(const char *buf, size_t len, struct rp_report *r, struct r
 	char why[RP_WHY_MAX];
 
 	assert_int_equal(rp_engine_open(NULL, &e), 0);
-	if (rp_import_nat_buf(e, NULL, buf, len, "buf", st, why) != 0)
+	if (rp_import_nat_buf(e, NULL, NULL, buf, len, "buf", st, why) != 0)
 		fail_msg("import: %s", why);
 	assert_int_equal(rp_engine_report(e, r), 0);
 	rp_engine_close(e);
@@ -1070,7 +1070,7 @@ static void test_aiq_bad_input(void **state)
 	(void)state;
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		assert_int_equal(rp_aiq_init(&a, 0), 0);
-		assert_int_equal(rp_import_nat_buf(NULL, &a, bad[i], strlen(bad[i]), "b", NULL, why),
+		assert_int_equal(rp_import_nat_buf(NULL, &a, NULL, bad[i], strlen(bad[i]), "b", NULL, why),
 				 -EINVAL);
 		assert_non_null(strstr(why, "b: byte "));
 		rp_aiq_free(&a);
@@ -1092,12 +1092,28 @@ static void test_aiq_node_cap(void **state)
 
 	(void)state;
 	assert_int_equal(rp_aiq_init(&a, 3), 0);
-	assert_int_equal(rp_import_nat_buf(NULL, &a, malformed, sizeof(malformed) - 1, "m", NULL,
+	assert_int_equal(rp_import_nat_buf(NULL, &a, NULL, malformed, sizeof(malformed) - 1, "m", NULL,
 					   why), 0);
 	assert_int_equal(rp_aiq_finish(&a), 0);
 	assert_int_equal(a.n_nodes, 3);
 	assert_int_equal(a.c.nodes_dropped, 2);
 	rp_aiq_free(&a);
+
+	/* the importer's caps: steps of a request, events waiting for the engine */
+	struct rp_nat_caps caps = { .max_events = 4, .max_request_steps = 8 };
+	struct rp_nat_stats st;
+	struct rp_engine *e;
+	struct rp_report r;
+
+	assert_int_equal(rp_engine_open(NULL, &e), 0);
+	assert_int_equal(rp_import_nat_buf(e, NULL, &caps, malformed, sizeof(malformed) - 1, "m",
+					   &st, why), 0);
+	assert_int_equal(st.capped, 2 + 4); /* 10 call steps: 8 kept, then 4 fed */
+	assert_int_equal(rp_engine_report(e, &r), 0);
+	assert_int_equal(r.events, 4);
+	assert_int_equal(r.anomalies[RP_ANOM_BAD_EVENT], 1 + 6);
+	rp_report_free(&r);
+	rp_engine_close(e);
 }
 
 /* Huge strings (an LLM's output) are skipped past, across chunk boundaries, escapes
@@ -1135,7 +1151,7 @@ static void test_aiq_huge_strings(void **state)
 	}
 	fclose(f);
 	assert_int_equal(rp_aiq_init(&a, 0), 0);
-	if (rp_import_nat(NULL, &a, path, NULL, NULL, &st, why) != 0)
+	if (rp_import_nat(NULL, &a, NULL, path, NULL, NULL, &st, why) != 0)
 		fail_msg("%s", why);
 	assert_int_equal(rp_aiq_finish(&a), 0);
 	assert_int_equal(st.steps, 11);
@@ -1157,7 +1173,7 @@ static void test_aiq_huge_strings(void **state)
 	fputs("\"}}]}]", f);
 	fclose(f);
 	assert_int_equal(rp_aiq_init(&a, 0), 0);
-	assert_int_equal(rp_import_nat(NULL, &a, path, NULL, NULL, &st, why), 0);
+	assert_int_equal(rp_import_nat(NULL, &a, NULL, path, NULL, NULL, &st, why), 0);
 	assert_int_equal(rp_aiq_finish(&a), 0);
 	assert_int_equal(st.cut, 1);
 	assert_int_equal(strlen(rp_strtab_str(&a.names, 0)), RP_NAT_STR_MAX - 2);

@@ -30,7 +30,8 @@ static const char usage[] =
 	"       ringprof snapshot [--session S] [--timeout-ms N]\n"
 	"       ringprof report SNAPSHOT [--format text|json|pstats] [-o FILE] [--limit N]\n"
 	"       ringprof analyze TRACE [--format text|json|pstats|aiq|aiq-text] [-o FILE]\n"
-	"               [--limit N] [--input chrome|nat] [--max-aiq-nodes N] [caps]\n"
+	"               [--limit N] [--input chrome|nat] [--max-aiq-nodes N]\n"
+	"               [--max-nat-events N] [caps]\n"
 	"       ringprof segments [--session S] [--rings]\n"
 	"       ringprof probe\n"
 	"\n"
@@ -222,6 +223,17 @@ static void show_progress(void *ctx, uint64_t bytes, uint64_t total)
 		(double)bytes / 1048576.0 / ((double)(now - p->t0 + 1) / 1000.0));
 }
 
+static struct rp_nat_caps nat_caps; /* --max-nat-events; defaults */
+
+static void nat_warn(const char *path, const struct rp_nat_stats *st)
+{
+	if (st->bad || st->cut)
+		fprintf(stderr, "ringprof: %s: %llu steps skipped (not valid toolkit steps, or past "
+			"a cap: %llu), %llu names or UUIDs cut to %d bytes\n", path,
+			(unsigned long long)st->bad, (unsigned long long)st->capped,
+			(unsigned long long)st->cut, RP_NAT_STR_MAX - 1);
+}
+
 /* Chrome or agent-toolkit trace: as --input says, else by content. */
 static bool is_nat(const char *path, const char *input)
 {
@@ -239,15 +251,13 @@ static int load_aiq(const char *path, uint32_t max_nodes, struct rp_aiq *a)
 
 	if (rp_aiq_init(a, max_nodes) != 0)
 		return rp_cli_error(1, "out of memory");
-	err = rp_import_nat(NULL, a, path, tty ? show_progress : NULL, &p, &st, why);
+	err = rp_import_nat(NULL, a, &nat_caps, path, tty ? show_progress : NULL, &p, &st, why);
 	if (tty)
 		fputs("\r\033[K", stderr);
 	if (err == 0 && (err = rp_aiq_finish(a)) != 0)
 		snprintf(why, sizeof(why), "%s: out of memory", path);
-	if (err == 0 && (st.bad || st.cut))
-		fprintf(stderr, "ringprof: %s: %llu steps skipped (not valid toolkit steps), "
-			"%llu names or UUIDs cut to %d bytes\n", path, (unsigned long long)st.bad,
-			(unsigned long long)st.cut, RP_NAT_STR_MAX - 1);
+	if (err == 0)
+		nat_warn(path, &st);
 	if (err == 0 && a->c.nodes_dropped)
 		fprintf(stderr, "ringprof: %s: %llu calls past --max-aiq-nodes %u not analysed\n",
 			path, (unsigned long long)a->c.nodes_dropped, a->max_nodes);
@@ -260,13 +270,15 @@ static int load_trace(const char *path, const struct rp_engine_cfg *cfg, struct 
 	struct progress p = { mono_ms(), mono_ms() };
 	char why[RP_WHY_MAX] = "";
 	struct rp_engine *e;
+	struct rp_nat_stats st = { 0 };
 	bool tty = isatty(STDERR_FILENO);
 	int err;
 
 	if (rp_engine_open(cfg, &e) != 0)
 		return rp_cli_error(1, "out of memory");
 	if (is_nat(path, input))
-		err = rp_import_nat(e, NULL, path, tty ? show_progress : NULL, &p, NULL, why);
+		err = rp_import_nat(e, NULL, &nat_caps, path, tty ? show_progress : NULL, &p, &st,
+				    why);
 	else
 		err = rp_import_chrome(e, path, tty ? show_progress : NULL, &p, why);
 	if (tty)
@@ -354,7 +366,8 @@ static int cmd_render(int argc, char **argv, bool analyze)
 		{ "max-depth", 1, NULL, 'c' },	   { "max-cct-nodes", 1, NULL, 'c' },
 		{ "max-sources", 1, NULL, 'c' },
 		{ "max-sketch-names", 1, NULL, 'c' },   { "input", 1, NULL, 'i' },
-		{ "max-aiq-nodes", 1, NULL, 'n' },	{ NULL, 0, NULL, 0 }
+		{ "max-aiq-nodes", 1, NULL, 'n' },	{ "max-nat-events", 1, NULL, 'e' },
+		{ NULL, 0, NULL, 0 }
 	};
 	const char *input = NULL;
 	uint32_t aiq_nodes = 0;
@@ -375,6 +388,7 @@ static int cmd_render(int argc, char **argv, bool analyze)
 		case 'h': fputs(usage, stdout); return 0;
 		case 'i': input = optarg; break;
 		case 'n': aiq_nodes = (uint32_t)strtoul(optarg, NULL, 10); break;
+		case 'e': nat_caps.max_events = strtoull(optarg, NULL, 10); break;
 		case 'c':
 			if (!analyze || !rp_cli_cap_option(&cfg, opts[idx].name, optarg, &err) ||
 			    err)
