@@ -1183,6 +1183,38 @@ static void test_aiq_huge_strings(void **state)
 	free(plain);
 }
 
+/* Far deeper than Python's recursion limit: the toolkit would fail, we do not recurse. */
+static void test_aiq_deep_tree(void **state)
+{
+	enum { N = 20000 };
+	char *buf = NULL, *t;
+	size_t len = 0;
+	FILE *m = open_memstream(&buf, &len);
+	struct rp_aiq a;
+
+	(void)state;
+	fputs("[{\"intermediate_steps\": [", m);
+	for (int i = 0; i < N; i++)
+		fprintf(m, "%s{\"payload\": {\"event_type\": \"TOOL_START\", \"event_timestamp\": "
+			   "%d, \"UUID\": \"d%d\", \"name\": \"t\"}}", i ? ", " : "", i, i);
+	for (int i = N - 1; i >= 0; i--)
+		fprintf(m, ", {\"payload\": {\"event_type\": \"TOOL_END\", \"event_timestamp\": "
+			   "%d, \"UUID\": \"d%d\", \"name\": \"t\"}}", 2 * N - i, i);
+	fputs("]}]", m);
+	fclose(m);
+	analyze_buf(&a, buf, len);
+	assert_int_equal(a.n_order, N);
+	assert_int_equal(a.c.end_not_top, 0);
+	assert_true(a.nodes[a.order[0]].self == 2.0);
+	assert_true(a.nodes[a.order[0]].subtree == 2.0 * N);
+	assert_int_equal(a.top[0], a.order[0]);
+	assert_true(a.p50 == (double)N / 2); /* every level 1..N held 2 s */
+	t = render(&a, false);
+	free(t);
+	rp_aiq_free(&a);
+	free(buf);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1196,6 +1228,7 @@ int main(void)
 		cmocka_unit_test(test_aiq_bad_input),
 		cmocka_unit_test(test_aiq_node_cap),
 		cmocka_unit_test(test_aiq_huge_strings),
+		cmocka_unit_test(test_aiq_deep_tree),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
