@@ -86,4 +86,19 @@ int rp_render_folded(const struct rp_report *r, FILE *out);
  */
 int rp_render_prom(const struct rp_report *r, FILE *out, const char *window);
 
+/* ---- the agent toolkit's nested-call analysis (engine/aiq.h), tools/render_aiq.c ---- */
+struct rp_aiq;
+
+/**
+ * rp_render_aiq_json() - the toolkit's result as JSON (its layout, floats as Python's
+ * repr): "concurrency" {"timeline_segments", "p50", "p90", "p95", "p99"},
+ * "node_metrics" {uuid: {"uuid", "operation_type", "operation_name", "start_time",
+ * "end_time", "duration", "self_time", "subtree_time", "concurrency_midpoint",
+ * "bottleneck_score"}}, "top_bottlenecks" [...], and "ringprof" {the aiq counters}.
+ */
+int rp_render_aiq_json(const struct rp_aiq *a, FILE *out);
+
+/** rp_render_aiq_text() - the toolkit's textual report, line for line. */
+int rp_render_aiq_text(const struct rp_aiq *a, FILE *out);
+
 #endif

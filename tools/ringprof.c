@@ -20,6 +20,7 @@
 #include "cli.h"
 #include "import_chrome.h"
 #include "merge.h"
+#include "import_nat.h"
 #include "probe.h"
 #include "render.h"
 #include "render_export.h"
@@ -32,6 +33,7 @@ static const char usage[] =
 	"       ringprof snapshot [--session S] [--timeout-ms N]\n"
 	"       ringprof report SNAPSHOT [--format F] [-o FILE] [--limit N] [export options]\n"
 	"       ringprof analyze TRACE [--format F] [-o FILE] [--limit N] [caps] [export options]\n"
+	"               [--input chrome|nat] [--max-aiq-nodes N] [--max-nat-events N]\n"
 	"       ringprof merge SNAPSHOT... -o OUT\n"
 	"       ringprof segments [--session S] [--rings]\n"
 	"       ringprof probe\n"
@@ -41,7 +43,9 @@ static const char usage[] =
 	"  snapshot   ask the running engine of a session for a snapshot; prints its path\n"
 	"  report     render a snapshot file\n"
 	"  analyze    the engine over a Chrome trace file (.json or .json.gz; torch,\n"
-	"             Perfetto, chrome://tracing) and render the result\n"
+	"             Perfetto, chrome://tracing) or an agent-toolkit trace (nat:\n"
+	"             all_requests_profiler_traces.json; detected by content) and render\n"
+	"             the result; aiq and aiq-text: the toolkit's own analysis of it\n"
 	"  merge      merge snapshots (processes, hosts, runs) into one, written\n"
 	"             atomically to OUT (rules: docs/snapshot.md)\n"
 	"  segments   list the producer segments of a session (default: $RINGPROF_SESSION\n"
@@ -229,7 +233,7 @@ struct progress {
 static void show_progress(void *ctx, uint64_t bytes, uint64_t total)
 {
 	struct progress *p = ctx;
-	uint64_t now = mono_ms(), ev = p->e->progress_events;
+	uint64_t now = mono_ms(), ev = p->e ? p->e->progress_events : 0;
 	double secs = (double)(now - p->t0 + 1) / 1000.0;
 
 	if (now - p->last < 100)
@@ -241,18 +245,64 @@ static void show_progress(void *ctx, uint64_t bytes, uint64_t total)
 		(double)ev / 1e6 / secs);
 }
 
+static struct rp_nat_caps nat_caps; /* --max-nat-events; defaults */
+
+static void nat_warn(const char *path, const struct rp_nat_stats *st)
+{
+	if (st->bad || st->cut)
+		fprintf(stderr, "ringprof: %s: %llu steps skipped (not valid toolkit steps, or past "
+			"a cap: %llu), %llu names or UUIDs cut to %d bytes\n", path,
+			(unsigned long long)st->bad, (unsigned long long)st->capped,
+			(unsigned long long)st->cut, RP_NAT_STR_MAX - 1);
+}
+
+/* Chrome or agent-toolkit trace: as --input says, else by content. */
+static bool is_nat(const char *path, const char *input)
+{
+	return input ? strcmp(input, "nat") == 0 : rp_nat_detect(path) == 1;
+}
+
+/* The toolkit's own analysis of an agent-toolkit trace (--format aiq, aiq-text). */
+static int load_aiq(const char *path, uint32_t max_nodes, struct rp_aiq *a, bool progress)
+{
+	struct progress p = { mono_ms(), mono_ms(), NULL };
+	struct rp_nat_stats st;
+	char why[RP_WHY_MAX] = "";
+	bool tty = progress;
+	int err;
+
+	if (rp_aiq_init(a, max_nodes) != 0)
+		return rp_cli_error(1, "out of memory");
+	err = rp_import_nat(NULL, a, &nat_caps, path, tty ? show_progress : NULL, &p, &st, why);
+	if (tty)
+		fputs("\r\033[K", stderr);
+	if (err == 0 && (err = rp_aiq_finish(a)) != 0)
+		snprintf(why, sizeof(why), "%s: out of memory", path);
+	if (err == 0)
+		nat_warn(path, &st);
+	if (err == 0 && a->c.nodes_dropped)
+		fprintf(stderr, "ringprof: %s: %llu calls past --max-aiq-nodes %u not analysed\n",
+			path, (unsigned long long)a->c.nodes_dropped, a->max_nodes);
+	return err ? rp_cli_error(1, "%s", why[0] ? why : strerror(-err)) : 0;
+}
+
 static int load_trace(const char *path, const struct rp_engine_cfg *cfg, struct rp_report *r,
-		      bool progress)
+		      bool progress, const char *input)
 {
 	struct progress p = { mono_ms(), 0, NULL };
 	char why[RP_WHY_MAX] = "";
 	struct rp_engine *e;
+	struct rp_nat_stats st = { 0 };
 	int err;
 
 	if (rp_engine_open(cfg, &e) != 0)
 		return rp_cli_error(1, "out of memory");
 	p.e = e;
-	err = rp_import_chrome(e, path, progress ? show_progress : NULL, &p, why);
+	if (is_nat(path, input))
+		err = rp_import_nat(e, NULL, &nat_caps, path, progress ? show_progress : NULL, &p,
+				    &st, why);
+	else
+		err = rp_import_chrome(e, path, progress ? show_progress : NULL, &p, why);
 	if (progress)
 		fputs("\r\033[K", stderr);
 	if (err == 0)
@@ -265,12 +315,51 @@ static int load_trace(const char *path, const struct rp_engine_cfg *cfg, struct 
 
 static const char *prom_window; /* --window: the window of --format prom's summary */
 
+/* Whether -o FILE is written through a temporary renamed over it: not for a device or
+ * a pipe (-o /dev/null, a fifo), which renaming would replace. */
+static bool regular_or_absent(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) != 0 || S_ISREG(st.st_mode);
+}
+
+/* The toolkit's result can be hundreds of MB: rendered straight to the file (tmp +
+ * rename, so still whole or not at all) or to stdout, never to memory. */
+static int emit_aiq(const struct rp_aiq *a, const char *format, const char *out)
+{
+	char tmp[PATH_MAX];
+	FILE *f = stdout;
+	int err;
+
+	bool direct = out == NULL || strcmp(out, "-") == 0 || !regular_or_absent(out);
+
+	if (out != NULL && strcmp(out, "-") == 0)
+		out = NULL;
+	if (out != NULL) {
+		snprintf(tmp, sizeof(tmp), "%s.tmp.%d", out, (int)getpid());
+		if ((f = fopen(direct ? out : tmp, "wb")) == NULL)
+			return rp_cli_error(1, "%s: %s", direct ? out : tmp, strerror(errno));
+	}
+	err = strcmp(format, "aiq") == 0 ? rp_render_aiq_json(a, f) : rp_render_aiq_text(a, f);
+	if (fflush(f) != 0 && err == 0)
+		err = -errno;
+	if (out != NULL) {
+		if (fclose(f) != 0 && err == 0)
+			err = -errno;
+		if (!direct && err == 0 && rename(tmp, out) != 0)
+			err = -errno;
+		if (!direct && err)
+			unlink(tmp);
+	}
+	return err ? rp_cli_error(1, "%s: %s", out ? out : "stdout", strerror(-err)) : 0;
+}
+
 /* Renders to memory first: a file is written whole (tmp + rename) or not at all. */
 static int emit(const struct rp_report *r, const char *format, const char *out, unsigned limit,
 		const struct rp_export_opts *xo)
 {
 	char *buf = NULL, tmp[PATH_MAX];
-	struct stat st;
 	size_t len = 0;
 	FILE *m = open_memstream(&buf, &len);
 	int err;
@@ -299,7 +388,7 @@ static int emit(const struct rp_report *r, const char *format, const char *out, 
 	if (out == NULL || strcmp(out, "-") == 0) {
 		err = fwrite(buf, 1, len, stdout) == len ? 0 : -EIO;
 		out = NULL;
-	} else if (stat(out, &st) == 0 && !S_ISREG(st.st_mode)) {
+	} else if (!regular_or_absent(out)) {
 		/* A device or a pipe (-o /dev/null, a fifo): write to it; renaming a
 		 * file over it would replace the device. */
 		FILE *f = fopen(out, "wb");
@@ -415,8 +504,13 @@ static int cmd_render(int argc, char **argv, bool analyze)
 		{ "recorder-spans", 1, NULL, 'c' }, { "recorder-samples", 1, NULL, 'c' },
 		{ "step-category", 1, NULL, 'C' }, { "step-name", 1, NULL, 'P' },
 		{ "progress", 0, NULL, 'p' },	   { "no-progress", 0, NULL, 'q' },
+		{ "input", 1, NULL, 'i' },
+		{ "max-aiq-nodes", 1, NULL, 'n' },	{ "max-nat-events", 1, NULL, 'e' },
 		{ NULL, 0, NULL, 0 }
 	};
+	const char *input = NULL;
+	uint32_t aiq_nodes = 0;
+	struct rp_aiq aiq;
 	const char *format = "text", *out = NULL;
 	struct rp_engine_cfg cfg;
 	struct rp_report r;
@@ -433,6 +527,9 @@ static int cmd_render(int argc, char **argv, bool analyze)
 		case 'l': limit = (unsigned)strtoul(optarg, NULL, 10); break;
 		case 'w': prom_window = optarg; break;
 		case 'h': fputs(usage, stdout); return 0;
+		case 'i': input = optarg; break;
+		case 'n': aiq_nodes = (uint32_t)strtoul(optarg, NULL, 10); break;
+		case 'e': nat_caps.max_events = strtoull(optarg, NULL, 10); break;
 		case 'c':
 			if (!analyze || !rp_cli_cap_option(&cfg, opts[idx].name, optarg, &err) ||
 			    err)
@@ -453,13 +550,26 @@ static int cmd_render(int argc, char **argv, bool analyze)
 	if (optind + 1 != argc)
 		return rp_cli_error(2, "%s: need exactly one %s file (try --help)",
 				    analyze ? "analyze" : "report", analyze ? "trace" : "snapshot");
-	if (!known_format(format))
-		return rp_cli_error(2, "--format %s: use text, json, pstats, folded, prom, chrome or gantt",
-				    format);
+	if (input && strcmp(input, "chrome") && strcmp(input, "nat"))
+		return rp_cli_error(2, "--input %s: use chrome or nat", input);
 	if (x.progress < 0) /* progress on stderr; quiet when stdout is a pipe or file */
 		x.progress = isatty(STDERR_FILENO) && (out != NULL || isatty(STDOUT_FILENO));
+	if (analyze && (!strcmp(format, "aiq") || !strcmp(format, "aiq-text"))) {
+		if (!is_nat(argv[optind], input))
+			return rp_cli_error(2, "--format %s: %s is not an agent-toolkit trace "
+					    "(--input nat to insist)", format, argv[optind]);
+		err = load_aiq(argv[optind], aiq_nodes, &aiq, x.progress == 1);
+		if (err == 0)
+			err = emit_aiq(&aiq, format, out);
+		rp_aiq_free(&aiq);
+		return err;
+	}
+	if (!known_format(format))
+		return rp_cli_error(2, "--format %s: use text, json, pstats, folded, prom, chrome "
+				    "or gantt%s", format,
+				    analyze ? " (aiq, aiq-text: agent-toolkit traces)" : "");
 	if (analyze) {
-		if (load_trace(argv[optind], &cfg, &r, x.progress == 1) != 0)
+		if (load_trace(argv[optind], &cfg, &r, x.progress == 1, input) != 0)
 			return 1;
 	} else if (rp_snapshot_read_file(argv[optind], &r, why) != 0) {
 		rp_report_free(&r);

@@ -1,0 +1,871 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Agent-toolkit trace import; what is read and how it is fed is in import_nat.h.
+ * yajl's callback parser follows the structure by depth alone: requests are the
+ * objects at depth 1, their "intermediate_steps" array at depth 2, steps at depth 3,
+ * "payload" and "function_ancestry" members at depth 5; every other value, at any
+ * depth (the LLM inputs and outputs in "data", "metadata", ...), only moves the
+ * depth. A request's steps are kept until its object closes, then sorted and
+ * handed on; the engine's events of every request wait in one array for the
+ * final time-ordered feed (requests overlap in time).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <yajl/yajl_parse.h>
+#include <zlib.h>
+
+#include "import_nat.h"
+
+#define NONE	UINT32_MAX
+#define CHUNK	(64u * 1024)
+#define MIB	(1024u * 1024)
+#define NUM_MAX 1024
+
+#define STR_KEEP 4096 /* raw bytes of one string given to yajl: decode to >= 682 bytes */
+
+_Static_assert(STR_KEEP / 6 >= RP_NAT_STR_MAX, "a kept string must still be cut by us");
+
+/*
+ * In front of yajl: yajl keeps a token that straddles two yajl_parse() calls in a
+ * growing buffer, so one huge string (an LLM's output in "data") would cost memory
+ * in proportion. This scanner follows string boundaries and gives yajl only the first
+ * STR_KEEP raw bytes of a string (cut outside escapes and UTF-8 sequences) and then
+ * its closing quote; the dropped middle is not validated. Number runs longer than
+ * NUM_MAX are refused.
+ */
+struct scan {
+	bool in_str, dropping;
+	int esc;    /* -1 after a backslash; 4..1 hex digits of \u left; 0 */
+	size_t run; /* raw bytes of this string, or of this run of number characters */
+};
+
+enum kind { V_NULL, V_BOOL, V_NUM, V_STR, V_MAP, V_ARR };
+enum fkey { F_OTHER, F_TYPE, F_TS, F_NAME, F_UUID, F_FNAME };
+
+/* One START or END of the request being read. */
+struct step {
+	double ts;	/* the toolkit's float(event_timestamp) */
+	uint64_t ns;	/* the decimal text in exact nanoseconds, if ns_ok */
+	uint32_t uuid;	/* aiq's uuid id, or the request-local one */
+	uint32_t aname; /* aiq's name id */
+	uint32_t ename; /* the engine's name id */
+	uint32_t seq;	/* file order in the request */
+	uint8_t start, type, ns_ok;
+};
+
+struct gen_ev { /* an engine event, waiting for the time-ordered feed */
+	uint64_t ts;
+	uint32_t track;
+	uint32_t seq_kind; /* order in the request << 1 | 1 for a BEGIN */
+	uint32_t name;
+	uint32_t span;
+};
+
+struct imp {
+	struct rp_engine *e;
+	struct rp_aiq *aiq;
+	struct rp_nat_caps caps;
+	uint32_t src;
+	struct rp_nat_stats *st;
+	const char *origin;
+	char *why;
+	yajl_handle h;
+	int rc; /* our error (-EINVAL, -ENOMEM) with `what` */
+	char what[RP_WHY_MAX];
+	uint64_t off; /* JSON bytes before the chunk being parsed */
+	struct scan sc;
+
+	/* Where the parser is. */
+	size_t depth;
+	bool top_seen, in_req, in_steps, in_step, in_payload, in_anc, req_key_steps;
+	enum { S_OTHER, S_PAYLOAD, S_ANC } step_key;
+	enum fkey fkey;
+
+	/* The step being read. */
+	char type[32], name[RP_NAT_STR_MAX], uuid[RP_NAT_STR_MAX], fname[RP_NAT_STR_MAX];
+	char num[NUM_MAX + 1];
+	bool has_type, has_ts, has_uuid, type_cut;
+	size_t name_len, uuid_len, fname_len;
+
+	/* The request being read, and the events of all of them. */
+	struct step *steps;
+	size_t n_steps, cap_steps;
+	struct rp_strtab local; /* request-local UUIDs when there is no aiq */
+	uint32_t *started;	/* per UUID id: request + 1 of its last START */
+	uint32_t cap_started;
+	struct gen_ev *evs;
+	size_t n_evs, cap_evs;
+	uint64_t t_max;
+	uint32_t request;
+	struct rp_aiq_step batch[1024]; /* steps handed to the aiq, a batch at a time */
+	unsigned char chunk[CHUNK];	/* input; yajl reads it while the callbacks run */
+};
+
+static int stop(struct imp *m, int err, const char *what)
+{
+	snprintf(m->what, sizeof(m->what), "%s", what);
+	m->rc = err;
+	return 0;
+}
+
+static void bad(struct imp *m)
+{
+	m->st->bad++;
+	if (m->e != NULL)
+		m->e->src[m->src].counts.anomalies[RP_ANOM_BAD_EVENT]++;
+}
+
+static bool push(void **p, size_t *cap, size_t size, size_t n)
+{
+	if (n < *cap)
+		return true;
+	size_t c = *cap ? *cap * 2 : 1024;
+	void *q = realloc(*p, c * size);
+	if (q == NULL)
+		return false;
+	*p = q;
+	*cap = c;
+	return true;
+}
+
+/* ---- numbers ---- */
+
+/* The decimal text @s in nanoseconds, exactly (half up); false if negative or too big. */
+static bool dec_to_ns(const char *s, uint64_t *out)
+{
+	char dig[NUM_MAX + 1];
+	size_t nd = 0;
+	long ip = 0, ex = 0; /* digits before the point; exponent */
+	uint64_t v = 0;
+	bool point = false;
+
+	if (*s == '-')
+		return false;
+	for (; *s && *s != 'e' && *s != 'E'; s++) {
+		if (*s == '.') {
+			point = true;
+			continue;
+		}
+		dig[nd++] = *s;
+		ip += !point;
+	}
+	if (*s)
+		ex = strtol(s + 1, NULL, 10);
+	if (ex > 40 || ex < -40)
+		return ex < 0 ? (*out = 0, true) : false;
+	ip += ex + 9; /* digits [0, ip) are the integer nanoseconds */
+	for (long i = 0; i < ip; i++) {
+		unsigned d = i < (long)nd ? (unsigned)(dig[i] - '0') : 0;
+		if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, d, &v))
+			return false;
+	}
+	if (ip >= 0 && ip < (long)nd && dig[ip] >= '5' && __builtin_add_overflow(v, 1, &v))
+		return false;
+	*out = v;
+	return true;
+}
+
+/* ---- a step, a request ---- */
+
+static const struct {
+	const char *name;
+	int8_t start; /* 1 START, 0 END, -1 ignored */
+	uint8_t type;
+} types[] = {
+	{ "LLM_START", 1, RP_AIQ_LLM },
+	{ "LLM_END", 0, RP_AIQ_LLM },
+	{ "TOOL_START", 1, RP_AIQ_TOOL },
+	{ "TOOL_END", 0, RP_AIQ_TOOL },
+	{ "FUNCTION_START", 1, RP_AIQ_FUNCTION },
+	{ "FUNCTION_END", 0, RP_AIQ_FUNCTION },
+	{ "SPAN_START", 1, RP_AIQ_FUNCTION },
+	{ "SPAN_END", 0, RP_AIQ_FUNCTION },
+	{ "LLM_NEW_TOKEN", -1, 0 },
+	{ "SPAN_CHUNK", -1, 0 },
+	{ "WORKFLOW_START", -1, 0 },
+	{ "WORKFLOW_END", -1, 0 },
+	{ "TASK_START", -1, 0 },
+	{ "TASK_END", -1, 0 },
+	{ "TTC_START", -1, 0 },
+	{ "TTC_END", -1, 0 },
+	{ "CUSTOM_START", -1, 0 },
+	{ "CUSTOM_END", -1, 0 },
+};
+
+static void step_begin(struct imp *m)
+{
+	m->in_step = true;
+	m->has_type = m->has_ts = m->has_uuid = m->type_cut = false;
+	m->name_len = m->uuid_len = m->fname_len = 0;
+	m->name[0] = m->uuid[0] = m->fname[0] = '\0';
+}
+
+/* The request-local or aiq id of the step's UUID (ENDs too: the file need not be in
+ * time order, an END may come before its START); NONE: out of memory. */
+static uint32_t uuid_id(struct imp *m)
+{
+	if (m->aiq != NULL)
+		return rp_aiq_uuid(m->aiq, m->uuid, m->uuid_len, true);
+	return rp_strtab_get(&m->local, m->uuid, m->uuid_len, true);
+}
+
+static int name_ids(struct imp *m, struct step *s)
+{
+	static const char *const unknown[] = { "unknown_llm", "unknown_tool", "unknown_function" };
+	const char *n = s->type == RP_AIQ_FUNCTION ? m->fname : m->name;
+	size_t len = s->type == RP_AIQ_FUNCTION ? m->fname_len : m->name_len;
+
+	if (len == 0) { /* `row.get(...) or "unknown_..."`: null and "" alike */
+		n = unknown[s->type];
+		len = strlen(n);
+	}
+	if (m->aiq != NULL && (s->aname = rp_aiq_name(m->aiq, n, len)) == NONE)
+		return -ENOMEM;
+	if (m->e != NULL)
+		s->ename = rp_engine_name(m->e, m->src, n, rp_aiq_type_names[s->type], "", 0);
+	return 0;
+}
+
+static int step_end(struct imp *m)
+{
+	struct step *s;
+	size_t t;
+
+	m->in_step = false;
+	m->st->steps++;
+	for (t = 0; t < sizeof(types) / sizeof(types[0]); t++)
+		if (m->has_type && !m->type_cut && strcmp(m->type, types[t].name) == 0)
+			break;
+	if (t == sizeof(types) / sizeof(types[0]) ||
+	    (types[t].start >= 0 && (!m->has_ts || !m->has_uuid))) {
+		bad(m);
+		return 1;
+	}
+	if (types[t].start < 0)
+		return 1;
+	m->st->calls++;
+	if (m->n_steps >= m->caps.max_request_steps) {
+		m->st->capped++;
+		bad(m);
+		return 1;
+	}
+	if (!push((void **)&m->steps, &m->cap_steps, sizeof(*s), m->n_steps))
+		return stop(m, -ENOMEM, "out of memory");
+	s = &m->steps[m->n_steps];
+	*s = (struct step){ .ts = strtod(m->num, NULL),
+			    .start = (uint8_t)types[t].start,
+			    .type = types[t].type,
+			    .seq = (uint32_t)m->n_steps };
+	s->ns_ok = dec_to_ns(m->num, &s->ns);
+	s->uuid = uuid_id(m);
+	if (s->uuid == NONE)
+		return stop(m, -ENOMEM, "out of memory");
+	if (s->start && name_ids(m, s) != 0)
+		return stop(m, -ENOMEM, "out of memory");
+	m->n_steps++;
+	return 1;
+}
+
+static int cmp_step(const void *x, const void *y)
+{
+	const struct step *a = x, *b = y;
+
+	if (a->ts != b->ts)
+		return a->ts < b->ts ? -1 : 1;
+	return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
+/* The engine's events of one request: BEGIN/END on async track = request index. */
+static int engine_request(struct imp *m)
+{
+	uint32_t req = m->request + 1;
+
+	for (size_t i = 0; i < m->n_steps; i++) {
+		const struct step *s = &m->steps[i];
+		if (!s->ns_ok) {
+			bad(m); /* negative or beyond 2^64 ns: not an engine time */
+			continue;
+		}
+		if (s->start) {
+			if (s->uuid >= m->cap_started) {
+				uint32_t old = m->cap_started, c = s->uuid * 2 + 64;
+				uint32_t *p = realloc(m->started, (size_t)c * sizeof(*p));
+				if (p == NULL)
+					return -ENOMEM;
+				memset(p + old, 0, (size_t)(c - old) * sizeof(*p));
+				m->started = p;
+				m->cap_started = c;
+			}
+			if (m->started[s->uuid] == req)
+				bad(m); /* a duplicate UUID in its request */
+			m->started[s->uuid] = req;
+		}
+		if (m->n_evs >= m->caps.max_events) {
+			m->st->capped++;
+			bad(m);
+			continue;
+		}
+		if (!push((void **)&m->evs, &m->cap_evs, sizeof(*m->evs), m->n_evs))
+			return -ENOMEM;
+		m->evs[m->n_evs++] =
+			(struct gen_ev){ s->ns, m->request, (uint32_t)i << 1 | s->start,
+					 s->start ? s->ename : 0, s->uuid };
+		if (s->ns > m->t_max)
+			m->t_max = s->ns;
+	}
+	return 0;
+}
+
+static int request_end(struct imp *m)
+{
+	int err = 0;
+
+	m->in_req = false;
+	m->st->requests++;
+	if (m->n_steps > 1)
+		qsort(m->steps, m->n_steps, sizeof(*m->steps), cmp_step);
+	if (m->aiq != NULL) {
+		struct rp_aiq_step *as = m->batch;
+		/* In batches: no second copy of the request. */
+		for (size_t i = 0; i < m->n_steps && !err;) {
+			size_t k = 0;
+			for (; k < sizeof(m->batch) / sizeof(*as) && i + k < m->n_steps; k++) {
+				const struct step *s = &m->steps[i + k];
+				as[k] = (struct rp_aiq_step){ s->ts, s->uuid, s->aname, s->start,
+							      s->type };
+			}
+			err = rp_aiq_request_part(m->aiq, as, k, i + k == m->n_steps);
+			i += k;
+		}
+		if (m->n_steps == 0)
+			err = rp_aiq_request_part(m->aiq, NULL, 0, true);
+	}
+	if (err == 0 && m->e != NULL)
+		err = engine_request(m);
+	m->n_steps = 0;
+	if (m->aiq == NULL)
+		rp_strtab_reset(&m->local);
+	m->request++;
+	return err ? stop(m, err, "out of memory") : 1;
+}
+
+/* ---- yajl callbacks ---- */
+
+static void put_str(struct imp *m, char *dst, size_t *len, const unsigned char *s, size_t n)
+{
+	if (n >= RP_NAT_STR_MAX) {
+		m->st->cut++;
+		n = RP_NAT_STR_MAX - 1;
+		while (n > 0 && (s[n] & 0xc0) == 0x80)
+			n--; /* not inside a UTF-8 sequence */
+	}
+	memcpy(dst, s, n);
+	dst[n] = '\0';
+	*len = n;
+}
+
+static void field(struct imp *m, enum kind k, const unsigned char *s, size_t n)
+{
+	size_t len;
+
+	switch (m->fkey) {
+	case F_TYPE:
+		m->has_type = k == V_STR;
+		m->type_cut = n >= sizeof(m->type);
+		if (m->has_type && !m->type_cut) {
+			memcpy(m->type, s, n);
+			m->type[n] = '\0';
+		}
+		break;
+	case F_TS: m->has_ts = k == V_NUM; break;
+	case F_NAME:
+		if (k == V_STR)
+			put_str(m, m->name, &m->name_len, s, n);
+		else
+			m->name_len = 0; /* null (or not a string): unknown */
+		break;
+	case F_UUID:
+		m->has_uuid = k == V_STR;
+		if (m->has_uuid)
+			put_str(m, m->uuid, &m->uuid_len, s, n);
+		break;
+	case F_FNAME:
+		if (k == V_STR)
+			put_str(m, m->fname, &m->fname_len, s, n);
+		else
+			m->fname_len = 0;
+		break;
+	case F_OTHER: break;
+	}
+	(void)len;
+}
+
+static int on_value(struct imp *m, enum kind k, const unsigned char *s, size_t n)
+{
+	switch (m->depth) {
+	case 0:
+		m->top_seen = true;
+		return k == V_ARR ? 1 : stop(m, -EINVAL, "the top level is not an array");
+	case 1:
+		if (k == V_MAP)
+			m->in_req = true;
+		else
+			bad(m); /* a request that is not an object */
+		return 1;
+	case 2:
+		if (m->in_req && m->req_key_steps) {
+			if (k == V_ARR)
+				m->in_steps = true;
+			else
+				bad(m);
+		}
+		return 1;
+	case 3:
+		if (m->in_steps) {
+			if (k == V_MAP)
+				step_begin(m);
+			else
+				bad(m);
+		}
+		return 1;
+	case 4:
+		if (m->in_step && k == V_MAP) {
+			m->in_payload = m->step_key == S_PAYLOAD;
+			m->in_anc = m->step_key == S_ANC;
+		}
+		return 1;
+	case 5:
+		if (m->in_payload || m->in_anc)
+			field(m, k, s, n);
+		return 1;
+	}
+	return 1;
+}
+
+static int cb_null(void *ctx)
+{
+	return on_value(ctx, V_NULL, NULL, 0);
+}
+
+static int cb_boolean(void *ctx, int v)
+{
+	(void)v;
+	return on_value(ctx, V_BOOL, NULL, 0);
+}
+
+static int cb_number(void *ctx, const char *s, size_t n)
+{
+	struct imp *m = ctx;
+
+	if (m->depth == 5 && m->in_payload && m->fkey == F_TS) {
+		if (n > NUM_MAX)
+			return stop(m, -EINVAL, "event_timestamp longer than 1024 bytes");
+		memcpy(m->num, s, n);
+		m->num[n] = '\0';
+	}
+	return on_value(m, V_NUM, NULL, 0);
+}
+
+static int cb_string(void *ctx, const unsigned char *s, size_t n)
+{
+	return on_value(ctx, V_STR, s, n);
+}
+
+static bool key_is(const unsigned char *s, size_t n, const char *lit)
+{
+	return n == strlen(lit) && memcmp(s, lit, n) == 0;
+}
+
+static int cb_map_key(void *ctx, const unsigned char *s, size_t n)
+{
+	struct imp *m = ctx;
+
+	if (m->depth == 2 && m->in_req) {
+		m->req_key_steps = key_is(s, n, "intermediate_steps");
+	} else if (m->depth == 4 && m->in_step) {
+		m->step_key = key_is(s, n, "payload")		  ? S_PAYLOAD
+			      : key_is(s, n, "function_ancestry") ? S_ANC
+								  : S_OTHER;
+	} else if (m->depth == 5 && m->in_payload) {
+		m->fkey = key_is(s, n, "event_type")	    ? F_TYPE
+			  : key_is(s, n, "event_timestamp") ? F_TS
+			  : key_is(s, n, "name")	    ? F_NAME
+			  : key_is(s, n, "UUID")	    ? F_UUID
+							    : F_OTHER;
+	} else if (m->depth == 5 && m->in_anc) {
+		m->fkey = key_is(s, n, "function_name") ? F_FNAME : F_OTHER;
+	}
+	return 1;
+}
+
+static int cb_start(void *ctx, enum kind k)
+{
+	struct imp *m = ctx;
+
+	if (!on_value(m, k, NULL, 0))
+		return 0;
+	m->depth++;
+	return 1;
+}
+
+static int cb_start_map(void *ctx)
+{
+	return cb_start(ctx, V_MAP);
+}
+
+static int cb_start_array(void *ctx)
+{
+	return cb_start(ctx, V_ARR);
+}
+
+static int cb_end_map(void *ctx)
+{
+	struct imp *m = ctx;
+
+	m->depth--;
+	if (m->depth == 4) {
+		m->in_payload = m->in_anc = false;
+	} else if (m->depth == 3 && m->in_step) {
+		return step_end(m);
+	} else if (m->depth == 1 && m->in_req) {
+		m->in_steps = false;
+		return request_end(m);
+	}
+	return 1;
+}
+
+static int cb_end_array(void *ctx)
+{
+	struct imp *m = ctx;
+
+	m->depth--;
+	if (m->depth == 2)
+		m->in_steps = false;
+	return 1;
+}
+
+static const yajl_callbacks callbacks = {
+	.yajl_null = cb_null,
+	.yajl_boolean = cb_boolean,
+	.yajl_number = cb_number,
+	.yajl_string = cb_string,
+	.yajl_start_map = cb_start_map,
+	.yajl_map_key = cb_map_key,
+	.yajl_end_map = cb_end_map,
+	.yajl_start_array = cb_start_array,
+	.yajl_end_array = cb_end_array,
+};
+
+/* ---- driving ---- */
+
+static bool number_char(unsigned char c)
+{
+	return (c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E';
+}
+
+/* How many of @b yajl gets before a drop starts or a number is too long. */
+static size_t scan_keep(struct scan *s, const unsigned char *b, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = b[i];
+
+		if (!s->in_str) {
+			if (c == '"') {
+				s->in_str = true;
+				s->run = 0;
+			} else if ((s->run = number_char(c) ? s->run + 1 : 0) > NUM_MAX) {
+				return i;
+			}
+			continue;
+		}
+		if (s->esc == 0 && c != '"' && c != '\\' && s->run < STR_KEEP) {
+			size_t end = n - i < STR_KEEP - s->run ? n : i + (STR_KEEP - s->run), k;
+			const unsigned char *q = memchr(b + i, '"', end - i), *bs;
+
+			k = q ? (size_t)(q - b) : end;
+			bs = memchr(b + i, '\\', k - i);
+			k = bs ? (size_t)(bs - b) : k;
+			s->run += k - i;
+			i = k - 1; /* plain bytes: nothing to track */
+			continue;
+		}
+		if (s->esc < 0) {
+			s->esc = c == 'u' ? 4 : 0;
+		} else if (s->esc > 0) {
+			s->esc--;
+		} else if (c == '"') {
+			s->in_str = false;
+			s->run = 0;
+			continue;
+		} else if (s->run >= STR_KEEP && (c & 0xc0) != 0x80) {
+			s->dropping = true; /* not inside an escape or a UTF-8 sequence */
+			return i;
+		} else if (c == '\\') {
+			s->esc = -1;
+		}
+		s->run++;
+	}
+	return n;
+}
+
+/* How many of @b to drop: up to (not including) the string's closing quote. */
+static size_t scan_drop(struct scan *s, const unsigned char *b, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (s->esc) {
+			s->esc = 0;
+		} else if (b[i] == '\\') {
+			s->esc = 1;
+		} else if (b[i] == '"') {
+			s->dropping = false;
+			return i;
+		}
+	}
+	return n;
+}
+
+static int fail_at(struct imp *m, int err, uint64_t at, const char *what)
+{
+	snprintf(m->why, RP_WHY_MAX, "%s: byte %llu: %.100s", m->origin, (unsigned long long)at,
+		 what);
+	return err;
+}
+
+/* @n bytes at JSON offset @off to yajl (@last: the end of the text). */
+static int parse_run(struct imp *m, const unsigned char *b, size_t n, uint64_t off, bool last)
+{
+	yajl_status st = last ? yajl_complete_parse(m->h) : yajl_parse(m->h, b, n);
+	uint64_t at = off + (last ? 0 : yajl_get_bytes_consumed(m->h));
+	unsigned char *msg;
+	int rc;
+
+	if (st == yajl_status_ok)
+		return 0;
+	if (st == yajl_status_client_canceled)
+		return fail_at(m, m->rc, at, m->what);
+	msg = yajl_get_error(m->h, 0, NULL, 0);
+	if (msg == NULL)
+		return fail_at(m, -ENOMEM, at, "out of memory");
+	n = strlen((char *)msg);
+	while (n > 0 && (msg[n - 1] == '\n' || msg[n - 1] == ' '))
+		msg[--n] = '\0';
+	rc = fail_at(m, -EINVAL, at, (char *)msg);
+	yajl_free_error(m->h, msg);
+	return rc;
+}
+
+/* The next @n bytes of JSON text, through the scanner, to yajl; NULL: the end. */
+static int parse(struct imp *m, const unsigned char *b, size_t n, bool last)
+{
+	size_t i = 0, k;
+	int rc;
+
+	if (last)
+		return parse_run(m, NULL, 0, m->off, true);
+	while (i < n) {
+		k = m->sc.dropping ? 0 : scan_keep(&m->sc, b + i, n - i);
+		if (k > 0 && (rc = parse_run(m, b + i, k, m->off + i, false)) != 0)
+			return rc;
+		i += k;
+		if (!m->sc.in_str && m->sc.run > NUM_MAX)
+			return fail_at(m, -EINVAL, m->off + i, "number longer than 1024 bytes");
+		if (m->sc.dropping)
+			i += scan_drop(&m->sc, b + i, n - i);
+	}
+	m->off += n;
+	return 0;
+}
+
+static int cmp_ev(const void *x, const void *y)
+{
+	const struct gen_ev *a = x, *b = y;
+
+	if (a->ts != b->ts)
+		return a->ts < b->ts ? -1 : 1;
+	if (a->track != b->track)
+		return a->track < b->track ? -1 : 1;
+	return (a->seq_kind >> 1 > b->seq_kind >> 1) - (a->seq_kind >> 1 < b->seq_kind >> 1);
+}
+
+static void feed_engine(struct imp *m)
+{
+	if (m->n_evs > 1)
+		qsort(m->evs, m->n_evs, sizeof(*m->evs), cmp_ev);
+	for (size_t i = 0; i < m->n_evs; i++) {
+		const struct gen_ev *g = &m->evs[i];
+		struct rp_event ev = { .ts = g->ts,
+				       .name = g->name,
+				       .track = g->track,
+				       .arg = g->span,
+				       .kind = g->seq_kind & 1 ? RP_EV_ASYNC_BEGIN
+							       : RP_EV_ASYNC_END };
+		rp_engine_event(m->e, m->src, 0, &ev);
+	}
+	rp_engine_close_source(m->e, m->src, m->t_max, RP_ANOM_OPEN_AT_END);
+	rp_engine_finish_source(m->e, m->src);
+}
+
+static int start(struct imp *m, struct rp_engine *e, struct rp_aiq *aiq,
+		 const struct rp_nat_caps *caps, const char *label,
+		 struct rp_nat_stats *st, char *why)
+{
+	memset(m, 0, sizeof(*m));
+	m->e = e;
+	m->aiq = aiq;
+	if (caps != NULL)
+		m->caps = *caps;
+	if (m->caps.max_events == 0)
+		m->caps.max_events = 1u << 25;
+	if (m->caps.max_request_steps == 0)
+		m->caps.max_request_steps = 1u << 24;
+	m->st = st;
+	m->origin = label;
+	m->why = why;
+	memset(st, 0, sizeof(*st));
+	why[0] = '\0';
+	if (rp_strtab_init(&m->local) != 0 || (m->h = yajl_alloc(&callbacks, NULL, m)) == NULL) {
+		rp_strtab_free(&m->local);
+		snprintf(why, RP_WHY_MAX, "%s: out of memory", label);
+		return -ENOMEM;
+	}
+	if (e != NULL) {
+		int src = rp_engine_add_source(e, label, 0, RP_SRC_FILE);
+		if (src < 0) {
+			yajl_free(m->h);
+			rp_strtab_free(&m->local);
+			snprintf(why, RP_WHY_MAX, "%s: too many sources", label);
+			return src;
+		}
+		m->src = (uint32_t)src;
+		strcpy(e->clock, "trace");
+	}
+	return 0;
+}
+
+static int finish(struct imp *m, int err)
+{
+	if (err == 0)
+		err = parse(m, NULL, 0, true);
+	if (err == 0 && !m->top_seen)
+		err = fail_at(m, -EINVAL, m->off, "empty input");
+	if (err == 0 && m->e != NULL)
+		feed_engine(m);
+	yajl_free(m->h);
+	rp_strtab_free(&m->local);
+	free(m->steps);
+	free(m->started);
+	free(m->evs);
+	return err;
+}
+
+int rp_import_nat_buf(struct rp_engine *e, struct rp_aiq *aiq, const struct rp_nat_caps *caps,
+		      const void *buf, size_t len,
+		      const char *label, struct rp_nat_stats *st, char why[RP_WHY_MAX])
+{
+	struct rp_nat_stats local;
+	struct imp *m = malloc(sizeof(*m));
+	int err;
+
+	if (m == NULL)
+		return -ENOMEM;
+	err = start(m, e, aiq, caps, label, st ? st : &local, why);
+	if (err == 0) {
+		m->st->bytes = len;
+		err = finish(m, len ? parse(m, buf, len, false) : 0);
+	}
+	free(m);
+	return err;
+}
+
+static int read_gz(struct imp *m, gzFile gz, rp_chrome_progress_fn progress, void *ctx,
+		   uint64_t total)
+{
+	uint64_t mark = MIB;
+	int n, err;
+
+	do {
+		n = gzread(gz, m->chunk, CHUNK);
+		if (n < 0) {
+			const char *msg = gzerror(gz, &err);
+			return fail_at(m, err == Z_ERRNO ? -errno : -EINVAL, (uint64_t)gzoffset(gz),
+				       err == Z_ERRNO ? strerror(errno) : msg);
+		}
+		if (n > 0 && (err = parse(m, m->chunk, (size_t)n, false)) != 0)
+			return err;
+		m->st->bytes = (uint64_t)gzoffset(gz);
+		if (progress != NULL && m->st->bytes >= mark) {
+			progress(ctx, m->st->bytes, total);
+			mark = m->st->bytes - m->st->bytes % MIB + MIB;
+		}
+	} while (n > 0);
+	gzerror(gz, &err);
+	if (err != Z_OK && err != Z_BUF_ERROR)
+		return fail_at(m, -EINVAL, m->st->bytes, "corrupt gzip stream");
+	if (err == Z_BUF_ERROR)
+		return fail_at(m, -EINVAL, m->st->bytes, "truncated gzip stream");
+	return 0;
+}
+
+int rp_import_nat(struct rp_engine *e, struct rp_aiq *aiq, const struct rp_nat_caps *caps,
+		  const char *path,
+		  rp_chrome_progress_fn progress, void *ctx, struct rp_nat_stats *st,
+		  char why[RP_WHY_MAX])
+{
+	struct rp_nat_stats local;
+	struct imp *m = malloc(sizeof(*m));
+	struct stat sb;
+	gzFile gz = NULL;
+	int fd, err;
+
+	if (m == NULL)
+		return -ENOMEM;
+	err = start(m, e, aiq, caps, path, st ? st : &local, why);
+	if (err) {
+		free(m);
+		return err;
+	}
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	err = fd < 0 || fstat(fd, &sb) != 0 ? -errno : S_ISDIR(sb.st_mode) ? -EISDIR : 0;
+	if (err == 0 && (gz = gzdopen(fd, "rb")) == NULL)
+		err = -ENOMEM;
+	if (err) {
+		snprintf(why, RP_WHY_MAX, "%s: %s", path, strerror(-err));
+		if (fd >= 0)
+			close(fd);
+		finish(m, err);
+		free(m);
+		return err;
+	}
+	gzbuffer(gz, CHUNK);
+	err = read_gz(m, gz, progress, ctx, S_ISREG(sb.st_mode) ? (uint64_t)sb.st_size : 0);
+	gzclose_r(gz);
+	err = finish(m, err);
+	free(m);
+	return err;
+}
+
+int rp_nat_detect(const char *path)
+{
+	static const char key[] = "\"intermediate_steps\"";
+	char *buf = malloc(CHUNK + 1);
+	gzFile gz = gzopen(path, "rb");
+	int n, found;
+
+	if (buf == NULL || gz == NULL) {
+		free(buf);
+		if (gz != NULL)
+			gzclose_r(gz);
+		return buf == NULL ? -ENOMEM : -ENOENT;
+	}
+	n = gzread(gz, buf, CHUNK);
+	gzclose_r(gz);
+	found = n > 0 && memmem(buf, (size_t)n, key, sizeof(key) - 1) != NULL;
+	free(buf);
+	return n < 0 ? -EIO : found;
+}
