@@ -486,16 +486,24 @@ static int report_windows(const struct rp_analyses *a, const uint32_t *map, uint
 
 	if (a->win.n == 0 || !a->win.w[0].started)
 		return 0;
+	t_last = t_last > a->t_hi ? t_last : a->t_hi;
 	for (int k = 0; k < 2; k++) {
-		pend[k] = calloc(sw[k]->n_alloc, sizeof(uint64_t));
+		uint32_t level = rp_sweep_level(sw[k]);
+
+		level = level < RP_ANALYSES_MAX_LEVEL ? level : RP_ANALYSES_MAX_LEVEL;
+		n[k] = sw[k]->n_alloc > level ? sw[k]->n_alloc : level + 1;
+		pend[k] = calloc(n[k], sizeof(uint64_t));
 		if (pend[k] == NULL)
 			goto out;
 		for (uint32_t c = 0; sw[k]->opened && c < sw[k]->n_alloc; c++)
 			pend[k][c] = sw[k]->ns[c] - a->prev[k][c];
-		n[k] = sw[k]->n_alloc;
+		/* The sweep's level holds from its last event to the newest event time
+		 * (what the rotation's accrual would add). */
+		if (sw[k]->opened && t_last > sw[k]->last_t)
+			pend[k][level] += t_last - sw[k]->last_t;
 		cpend[k] = pend[k];
 	}
-	err = rp_windows_report(&a->win, t_last > a->t_hi ? t_last : a->t_hi, cpend, n, map,
+	err = rp_windows_report(&a->win, t_last, cpend, n, map,
 				a->names->n, r);
 out:
 	free(pend[0]);
