@@ -41,7 +41,8 @@ static const char usage[] =
 	"  segments   list the producer segments of a session (default: $RINGPROF_SESSION\n"
 	"             or \"default\"), validating every header as the engine does\n"
 	"  --rings    also list every claimed ring: owner, state, backlog, dropped\n"
-	"  probe      what this kernel offers the engine: io_uring, futex waits, TSC\n";
+	"  probe      what this kernel offers the engine: io_uring, futex waits, TSC\n"
+	"caps (run, analyze):\n" RP_CLI_CAP_USAGE;
 
 static void print_rings(struct rp_segment *s)
 {
@@ -286,7 +287,10 @@ static int cmd_render(int argc, char **argv, bool analyze)
 		{ "max-names", 1, NULL, 'c' },	   { "max-tracks", 1, NULL, 'c' },
 		{ "max-depth", 1, NULL, 'c' },	   { "max-cct-nodes", 1, NULL, 'c' },
 		{ "max-sources", 1, NULL, 'c' },
-		{ "max-sketch-names", 1, NULL, 'c' },   { NULL, 0, NULL, 0 }
+		{ "max-sketch-names", 1, NULL, 'c' },   { "max-window-names", 1, NULL, 'c' },
+		{ "max-counters", 1, NULL, 'c' },	   { "topk", 1, NULL, 'c' },
+		{ "max-window-level", 1, NULL, 'c' },   { "subwindows", 1, NULL, 'c' },
+		{ "windows", 1, NULL, 'c' },		   { NULL, 0, NULL, 0 }
 	};
 	const char *format = "text", *out = NULL;
 	struct rp_engine_cfg cfg;
@@ -311,6 +315,8 @@ static int cmd_render(int argc, char **argv, bool analyze)
 		default: return rp_cli_error(2, "bad option (try --help)");
 		}
 	}
+	if (analyze && rp_cli_check_caps(&cfg) != 0)
+		return 2;
 	if (optind + 1 != argc)
 		return rp_cli_error(2, "%s: need exactly one %s file (try --help)",
 				    analyze ? "analyze" : "report", analyze ? "trace" : "snapshot");

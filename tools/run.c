@@ -334,7 +334,10 @@ static int parse(int argc, char **argv, struct daemon *d, struct rp_engine_cfg *
 		{ "help", 0, NULL, 'h' },    { "max-names", 1, NULL, 'c' },
 		{ "max-tracks", 1, NULL, 'c' }, { "max-depth", 1, NULL, 'c' },
 		{ "max-cct-nodes", 1, NULL, 'c' }, { "max-sources", 1, NULL, 'c' },
-		{ "max-sketch-names", 1, NULL, 'c' },
+		{ "max-sketch-names", 1, NULL, 'c' }, { "max-window-names", 1, NULL, 'c' },
+		{ "max-counters", 1, NULL, 'c' }, { "topk", 1, NULL, 'c' },
+		{ "max-window-level", 1, NULL, 'c' }, { "subwindows", 1, NULL, 'c' },
+		{ "windows", 1, NULL, 'c' },
 		{ NULL, 0, NULL, 0 }
 	};
 	const char *session = NULL;
@@ -359,6 +362,8 @@ static int parse(int argc, char **argv, struct daemon *d, struct rp_engine_cfg *
 	}
 	if (optind != argc || d->tick_ns == 0)
 		return rp_cli_error(2, "run: unexpected arguments (try --help)");
+	if (rp_cli_check_caps(cfg) != 0)
+		return 2;
 	d->session = rp_cli_session(session);
 	return d->session ? 0 : 2;
 }
