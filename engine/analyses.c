@@ -154,21 +154,27 @@ static void add_direct(struct rp_analyses *a, uint32_t name, uint32_t ci, uint64
 		rp_sketch_add(&a->cats[ci - 1].dur, (double)dur);
 }
 
-static void offer_slow(struct rp_slowest *sl, const struct rp_span_info *sp, uint32_t ci,
-		       uint32_t level, bool known)
+/* A span among the slowest so far: its exemplar into @sl. */
+__attribute__((noinline)) static void keep_slow(struct rp_slowest *sl,
+						 const struct rp_span_info *sp, uint32_t ci,
+						 uint32_t level, bool known)
 {
-	uint64_t dur = sp->end - sp->start;
-	struct rp_span_exemplar x;
-
-	if (sl->n == sl->k && dur < sl->heap[0].dur_ns)
-		return; /* the common case: not among the slowest */
-	x = (struct rp_span_exemplar){
+	struct rp_span_exemplar x = {
 		.track_id = sp->track, .span_id = sp->span, .start_ns = sp->start,
-		.dur_ns = dur, .self_ns = sp->self_ns, .subtree_ns = sp->subtree_ns,
-		.name_id = sp->name, .source = sp->src, .concurrency = known ? level : 0,
-		.category_id = (uint16_t)ci, .concurrency_known = known,
+		.dur_ns = sp->end - sp->start, .self_ns = sp->self_ns,
+		.subtree_ns = sp->subtree_ns, .name_id = sp->name, .source = sp->src,
+		.concurrency = known ? level : 0, .category_id = (uint16_t)ci,
+		.concurrency_known = known,
 	};
+
 	rp_slowest_offer(sl, &x);
+}
+
+static inline void offer_slow(struct rp_slowest *sl, const struct rp_span_info *sp, uint32_t ci,
+			      uint32_t level, bool known)
+{
+	if (sl->n < sl->k || sp->end - sp->start >= sl->heap[0].dur_ns)
+		keep_slow(sl, sp, ci, level, known); /* else: not among the slowest */
 }
 
 void rp_analyses_close(struct rp_analyses *a, const struct rp_span_info *sp)
