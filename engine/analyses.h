@@ -2,14 +2,22 @@
 /*
  * The streaming analyses fed by every span the stack machine opens and closes:
  * concurrency sweeps (overall, roots = requests in flight, and per category),
- * per-name duration sketches, and each call's concurrency at its midpoint.
+ * per-name and per-category duration sketches, each call's concurrency at its
+ * midpoint, rolling windows (window.h), the slowest spans, and counters.
+ *
+ * A closed span goes to the finest window's current sub-window (window.h); when that
+ * sub-window ends, its entries' sketches are merged into the all-time per-name and
+ * per-category sketches and its slowest spans into the all-time ones (bucket-exact,
+ * so the same as adding each duration). Spans whose name has no room in the
+ * sub-window, and every span when no window is configured, are added directly.
+ * Reports merge the current sub-window in.
  *
  * Bounded: at most RP_ANALYSES_MAX_CATEGORIES category sweeps (later categories
- * share "[other]"); sketches for the first max_sketch_names names that complete a
- * call (later names report no quantiles); sweep levels capped at 65535; the overall
- * sweep keeps the last 65536 change points for midpoints (older ones are unknown).
- * Worst case: max_sketch_names x 36 KB of sketches, 24 B per name, and per sweep
- * 512 KB of levels plus 768 KB of history for the overall one.
+ * share "[other]"); sketches for the first max_sketch_names names to reach the
+ * all-time sketches (later names report no quantiles); max_counters counter names
+ * (later ones counted as RP_ANOM_COUNTER_CAP); sweep levels capped at 65535; the
+ * overall sweep keeps the last 65536 change points for midpoints (older ones are
+ * unknown). rp_analyses_memory_bound() gives the worst case.
  */
 #ifndef RP_ENGINE_ANALYSES_H
 #define RP_ENGINE_ANALYSES_H
