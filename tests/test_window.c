@@ -673,6 +673,56 @@ static void test_window_categories_and_counters(void **state)
 	rp_engine_close(e);
 }
 
+/* Async spans: exemplars carry the track, the span id, the source, self and subtree. */
+static void test_window_async_exemplars(void **state)
+{
+	struct rp_engine_cfg c;
+	struct rp_engine *e;
+	struct rp_report r;
+	uint32_t src, req, step;
+	const struct rp_report_span *x;
+	const struct rp_event ev[] = {
+		{ .ts = 1000, .kind = RP_EV_ASYNC_BEGIN, .track = 77, .arg = 5 },
+		{ .ts = 1100, .kind = RP_EV_ASYNC_BEGIN, .track = 77, .arg = 6 },
+		{ .ts = 1400, .kind = RP_EV_ASYNC_END, .track = 77, .arg = 6 },
+		{ .ts = 2000, .kind = RP_EV_ASYNC_END, .track = 77, .arg = 5 },
+	};
+
+	(void)state;
+	cfg_small(&c);
+	assert_int_equal(rp_engine_open(&c, &e), 0);
+	(void)rp_engine_add_source(e, "other", 2, 0);
+	src = (uint32_t)rp_engine_add_source(e, "async", 1, 0);
+	req = rp_engine_name(e, src, "request", "req", "", 0);
+	step = rp_engine_name(e, src, "step", "req", "", 0);
+	for (size_t i = 0; i < sizeof(ev) / sizeof(ev[0]); i++) {
+		struct rp_event v = ev[i];
+
+		v.name = i == 0 || i == 3 ? req : step;
+		rp_engine_event(e, src, 0, &v);
+	}
+	assert_int_equal(rp_engine_report(e, &r), 0);
+	assert_int_equal(r.bottlenecks.n_slowest, 2);
+	x = &r.bottlenecks.slowest[0];
+	assert_string_equal(r.fns[x->fn].name, "request");
+	assert_int_equal(x->source, src);
+	assert_int_equal(x->track, 77);
+	assert_int_equal(x->span_id, 5);
+	assert_int_equal(x->start_ns, 1000);
+	assert_int_equal(x->dur_ns, 1000);
+	assert_int_equal(x->self_ns, 700);
+	assert_int_equal(x->subtree_ns, 1000);
+	assert_true(x->concurrency_known);
+	assert_int_equal(x->concurrency, 1); /* at 1500 only the request is open */
+	x = &r.bottlenecks.slowest[1];
+	assert_int_equal(x->span_id, 6);
+	assert_int_equal(x->concurrency, 2);
+	assert_int_equal(r.windows[0].top.n_slowest, 2);
+	assert_int_equal(r.windows[0].top.slowest[0].span_id, 5);
+	rp_report_free(&r);
+	rp_engine_close(e);
+}
+
 static void test_window_cap_counters(void **state)
 {
 	struct rp_engine_cfg c;
@@ -731,6 +781,7 @@ int main(void)
 		cmocka_unit_test(test_window_topk_within_bound_past_cap),
 		cmocka_unit_test(test_window_importer_rolls_like_live),
 		cmocka_unit_test(test_window_categories_and_counters),
+		cmocka_unit_test(test_window_async_exemplars),
 		cmocka_unit_test(test_window_cap_counters),
 		cmocka_unit_test(test_window_config_checked),
 	};
