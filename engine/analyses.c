@@ -144,14 +144,20 @@ static struct rp_sketch *name_sketch(struct rp_analyses *a, uint32_t name)
 }
 
 /* A span whose name has no room in the finest sub-window (or no windows). */
-static void add_direct(struct rp_analyses *a, uint32_t name, uint32_t ci, uint64_t dur)
+static void add_direct(struct rp_analyses *a, uint32_t name, uint32_t ci,
+		       const struct rp_span_info *sp)
 {
 	struct rp_sketch *k = name_sketch(a, name);
+	uint64_t dur = sp->end - sp->start;
 
 	if (k != NULL)
 		rp_sketch_add(k, (double)dur);
-	if (ci)
+	if (ci) {
+		a->cats[ci - 1].calls++;
+		a->cats[ci - 1].self_ns += sp->self_ns;
+		a->cats[ci - 1].total_ns += dur;
 		rp_sketch_add(&a->cats[ci - 1].dur, (double)dur);
+	}
 }
 
 /* A span among the slowest so far: its exemplar into @sl. */
@@ -194,16 +200,9 @@ void rp_analyses_close(struct rp_analyses *a, const struct rp_span_info *sp)
 		a->mid_sum[name] += level;
 		a->mid_count[name]++;
 	}
-	if (t > a->t_hi)
-		a->t_hi = t;
 	ci = a->cat_of[name];
-	if (ci) {
-		a->cats[ci - 1].calls++;
-		a->cats[ci - 1].self_ns += sp->self_ns;
-		a->cats[ci - 1].total_ns += dur;
-	}
 	if (a->win.n == 0) {
-		add_direct(a, name, ci, dur);
+		add_direct(a, name, ci, sp);
 		offer_slow(&a->slow, sp, ci, level, known);
 		return;
 	}
@@ -220,7 +219,7 @@ void rp_analyses_close(struct rp_analyses *a, const struct rp_span_info *sp)
 	} else {
 		rp_wslot_overflow(w0->cs, name, sp->primitive ? dur : 0, sp->self_ns);
 		a->win.cap_hits++;
-		add_direct(a, name, ci, dur);
+		add_direct(a, name, ci, sp);
 	}
 	offer_slow(&w0->cs->slow, sp, ci, level, known);
 }
@@ -234,8 +233,14 @@ static void fold_alltime(struct rp_analyses *a, const struct rp_wslot *s)
 
 		if (k != NULL)
 			rp_sketch_merge(k, &e->dur);
-		if (e->cat)
-			rp_sketch_merge(&a->cats[e->cat - 1].dur, &e->dur);
+		if (e->cat) {
+			struct rp_cat_stats *c = &a->cats[e->cat - 1];
+
+			c->calls += e->calls;
+			c->self_ns += e->self_ns;
+			c->total_ns += e->total_ns;
+			rp_sketch_merge(&c->dur, &e->dur);
+		}
 	}
 	rp_slowest_merge(&a->slow, &s->slow);
 }
@@ -437,13 +442,17 @@ static int report_cats(const struct rp_analyses *a, struct rp_report *r)
 
 		rp_sketch_init(&m, RP_SKETCH_ALPHA);
 		err = rp_sketch_merge(&m, &a->cats[i].dur);
-		for (uint32_t j = 0; cs != NULL && j < cs->n && !err; j++)
-			if (cs->e[j].cat == i + 1)
-				err = rp_sketch_merge(&m, &cs->e[j].dur);
-		o->name = strdup(a->cat_name[i]);
 		o->calls = a->cats[i].calls;
 		o->self_ns = a->cats[i].self_ns;
 		o->total_ns = a->cats[i].total_ns;
+		for (uint32_t j = 0; cs != NULL && j < cs->n && !err; j++)
+			if (cs->e[j].cat == i + 1) {
+				o->calls += cs->e[j].calls;
+				o->self_ns += cs->e[j].self_ns;
+				o->total_ns += cs->e[j].total_ns;
+				err = rp_sketch_merge(&m, &cs->e[j].dur);
+			}
+		o->name = strdup(a->cat_name[i]);
 		quantiles(&m, &o->p50_ns, &o->p90_ns, &o->p95_ns, &o->p99_ns);
 		if (o->name == NULL)
 			err = -ENOMEM;

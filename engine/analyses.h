@@ -70,7 +70,7 @@ struct rp_analyses {
 	uint64_t next;			/* end of the finest current sub-window; UINT64_MAX */
 	uint64_t *prev[2];		/* overall, roots sweep levels at the last rotation */
 	uint32_t n_prev[2];
-	uint64_t t_hi;			/* the latest span end */
+	uint64_t t_hi;			/* the latest time tracks were closed at */
 	struct rp_slowest slow;		/* all time (the finest window folds into it) */
 
 	/* Counters: per name id the row + 1, rows up to max_counters. */

@@ -255,6 +255,48 @@ static void track_event(struct rp_engine *e, struct rp_source *s, uint32_t src, 
 		rp_track_end(&e->tracks, tr, ev->name, ev->ts, ev->arg, &s->counts);
 }
 
+__attribute__((noinline)) static void counter_event(struct rp_engine *e, struct rp_source *s,
+						    const struct rp_event *ev)
+{
+	if (!rp_analyses_counter(&e->an, ev->name, ev->ts, (int64_t)ev->arg))
+		s->counts.anomalies[RP_ANOM_COUNTER_CAP]++;
+}
+
+/* Every path ends in a call in tail position, so the hot path needs no frame. */
+static inline void dispatch(struct rp_engine *e, struct rp_source *s, uint32_t src,
+			    uint64_t thread, const struct rp_event *ev)
+{
+	switch (ev->kind) {
+	case RP_EV_BEGIN:
+	case RP_EV_END:
+		track_event(e, s, src, RP_TRACK_THREAD, thread, ev, ev->kind == RP_EV_BEGIN);
+		break;
+	case RP_EV_ASYNC_BEGIN:
+	case RP_EV_ASYNC_END:
+		track_event(e, s, src, RP_TRACK_ASYNC, ev->track, ev,
+			    ev->kind == RP_EV_ASYNC_BEGIN);
+		break;
+	case RP_EV_COUNTER:
+		counter_event(e, s, ev);
+		break;
+	case RP_EV_INSTANT:
+	case RP_EV_LINK:
+		break; /* counted */
+	default:
+		s->counts.anomalies[RP_ANOM_BAD_EVENT]++;
+	}
+}
+
+/* The event clock passed the finest sub-window's end: rotate, then as usual. */
+__attribute__((noinline, cold)) static void rotate_dispatch(struct rp_engine *e,
+							    struct rp_source *s, uint32_t src,
+							    uint64_t thread,
+							    const struct rp_event *ev)
+{
+	rp_analyses_rotate(&e->an, ev->ts);
+	dispatch(e, s, src, thread, ev);
+}
+
 void rp_engine_event(struct rp_engine *e, uint32_t src, uint64_t thread,
 		     const struct rp_event *ev)
 {
@@ -273,27 +315,10 @@ void rp_engine_event(struct rp_engine *e, uint32_t src, uint64_t thread,
 		s->rep.late++;
 	else
 		e->t_merged = ev->ts;
-	rp_analyses_clock(&e->an, ev->ts); /* one compare, but at sub-window ends */
-	switch (ev->kind) {
-	case RP_EV_BEGIN:
-	case RP_EV_END:
-		track_event(e, s, src, RP_TRACK_THREAD, thread, ev, ev->kind == RP_EV_BEGIN);
-		break;
-	case RP_EV_ASYNC_BEGIN:
-	case RP_EV_ASYNC_END:
-		track_event(e, s, src, RP_TRACK_ASYNC, ev->track, ev,
-			    ev->kind == RP_EV_ASYNC_BEGIN);
-		break;
-	case RP_EV_COUNTER:
-		if (!rp_analyses_counter(&e->an, ev->name, ev->ts, (int64_t)ev->arg))
-			s->counts.anomalies[RP_ANOM_COUNTER_CAP]++;
-		break;
-	case RP_EV_INSTANT:
-	case RP_EV_LINK:
-		break; /* counted */
-	default:
-		s->counts.anomalies[RP_ANOM_BAD_EVENT]++;
-	}
+	if (ev->ts >= e->an.next) /* one compare per event */
+		rotate_dispatch(e, s, src, thread, ev);
+	else
+		dispatch(e, s, src, thread, ev);
 }
 
 void rp_engine_close_thread(struct rp_engine *e, uint32_t src, uint64_t thread, uint64_t t,
@@ -302,6 +327,7 @@ void rp_engine_close_thread(struct rp_engine *e, uint32_t src, uint64_t thread, 
 	uint32_t tr = rp_tracks_find(&e->tracks, src, RP_TRACK_THREAD, thread);
 
 	rp_analyses_clock(&e->an, t);
+	e->an.t_hi = t > e->an.t_hi ? t : e->an.t_hi;
 	if (tr != RP_NONE)
 		rp_track_close(&e->tracks, tr, t, why, &e->src[src].counts);
 }
@@ -309,6 +335,7 @@ void rp_engine_close_thread(struct rp_engine *e, uint32_t src, uint64_t thread, 
 void rp_engine_close_source(struct rp_engine *e, uint32_t src, uint64_t t, int why)
 {
 	rp_analyses_clock(&e->an, t);
+	e->an.t_hi = t > e->an.t_hi ? t : e->an.t_hi;
 	rp_tracks_close_src(&e->tracks, src, t, why, &e->src[src].counts);
 }
 
