@@ -598,7 +598,10 @@ static void test_window_categories_and_counters(void **state)
 	struct rp_report r;
 
 	(void)state;
+	for (int nw = 0; nw < 2; nw++) {
+	memset(nv, 0, sizeof(nv));
 	cfg_small(&c);
+	c.n_windows = nw ? 3 : 0; /* folded at rotation, or added per span */
 	generate(3, 100000 * US, NNAMES);
 	order();
 	open_feed(&c, &e, &src, ids);
@@ -669,8 +672,10 @@ static void test_window_categories_and_counters(void **state)
 	/* per function sketches: the buckets' count is the calls */
 	for (uint32_t i = 0; i < r.n_fns; i++)
 		assert_int_equal(r.fns[i].dur.count, r.fns[i].calls);
+	assert_int_equal(r.n_windows, c.n_windows);
 	rp_report_free(&r);
 	rp_engine_close(e);
+	}
 }
 
 /* Async spans: exemplars carry the track, the span id, the source, self and subtree. */
@@ -719,6 +724,52 @@ static void test_window_async_exemplars(void **state)
 	assert_int_equal(x->concurrency, 2);
 	assert_int_equal(r.windows[0].top.n_slowest, 2);
 	assert_int_equal(r.windows[0].top.slowest[0].span_id, 5);
+	rp_report_free(&r);
+	rp_engine_close(e);
+}
+
+/* Levels above max_window_level count at it; over_cap_ns and the mean stay exact. */
+static void test_window_level_cap(void **state)
+{
+	struct rp_engine_cfg c;
+	struct rp_engine *e;
+	uint32_t src, ids[NNAMES];
+	struct rp_report r;
+	uint64_t ns[64], capped[3], any_over = 0;
+
+	(void)state;
+	cfg_small(&c);
+	c.max_window_level = 2;
+	generate(6, 100000 * US, NNAMES);
+	order();
+	open_feed(&c, &e, &src, ids);
+	feed(e, src, ids, 0, n_ev);
+	assert_int_equal(rp_engine_report(e, &r), 0);
+	for (uint32_t i = 0; i < r.n_windows; i++) {
+		const struct rp_report_window *w = &r.windows[i];
+		uint64_t over = 0, first = UINT64_MAX, total = 0;
+		double area = 0;
+
+		for (uint32_t j = 0; j < n_sp; j++)
+			first = sp[j].start < first ? sp[j].start : first;
+		brute_levels(n_ev, w->t_from > first ? w->t_from : first, w->t_to, false, ns, 64);
+		memset(capped, 0, sizeof(capped));
+		for (uint32_t l = 0; l < 64; l++) {
+			capped[l < 2 ? l : 2] += ns[l];
+			over += l > 2 ? ns[l] : 0;
+			total += ns[l];
+			area += (double)l * (double)ns[l];
+		}
+		any_over += over;
+		assert_int_equal(w->conc[0].over_cap_ns, over);
+		assert_int_equal(w->conc[0].observed_ns, total);
+		assert_int_equal(w->conc[0].p50, rp_sweep_levels_percentile(capped, 3, 5000));
+		assert_int_equal(w->conc[0].p99, rp_sweep_levels_percentile(capped, 3, 9900));
+		assert_int_equal(w->conc[0].max, rp_sweep_levels_max(capped, 3));
+		assert_true(fabs((double)w->conc[0].mean_milli - area * 1000.0 / (double)total) <=
+			    1.0);
+	}
+	assert_true(any_over > 0);
 	rp_report_free(&r);
 	rp_engine_close(e);
 }
@@ -782,6 +833,7 @@ int main(void)
 		cmocka_unit_test(test_window_importer_rolls_like_live),
 		cmocka_unit_test(test_window_categories_and_counters),
 		cmocka_unit_test(test_window_async_exemplars),
+		cmocka_unit_test(test_window_level_cap),
 		cmocka_unit_test(test_window_cap_counters),
 		cmocka_unit_test(test_window_config_checked),
 	};
