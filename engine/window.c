@@ -66,8 +66,8 @@ static size_t slot_bound(const struct rp_window_cfg *c)
 
 size_t rp_windows_memory_bound(const struct rp_window_cfg *c)
 {
-	return (size_t)c->n * ((size_t)c->subwindows * slot_bound(c) +
-			       (size_t)c->max_names * sizeof(uint64_t));
+	return (size_t)c->n *
+	       ((size_t)c->subwindows * slot_bound(c) + (size_t)c->max_names * sizeof(uint64_t));
 }
 
 void rp_window_name(uint64_t ns, char *buf, size_t n)
@@ -223,8 +223,8 @@ void rp_wslot_overflow(struct rp_wslot *s, uint32_t name, uint64_t cum, uint64_t
 	rp_spacesaving_offer(&s->ss[RP_WIN_COUNT], name, 1);
 }
 
-void rp_wslot_add_time(const struct rp_windows *ws, struct rp_wslot *s, int which,
-		       uint64_t level, uint64_t dt)
+void rp_wslot_add_time(const struct rp_windows *ws, struct rp_wslot *s, int which, uint64_t level,
+		       uint64_t dt)
 {
 	if (level > ws->max_level) {
 		s->excess[which] += (double)(level - ws->max_level) * (double)dt;
@@ -328,10 +328,14 @@ int rp_window_spans(const struct rp_slowest *sl, const uint32_t *map, struct rp_
 	for (uint32_t i = 0; i < got; i++)
 		if (map[x[i].name_id] != RP_NONE)
 			(*out)[j++] = (struct rp_report_span){
-				.fn = map[x[i].name_id], .source = x[i].source,
-				.track = x[i].track_id, .span_id = x[i].span_id,
-				.start_ns = x[i].start_ns, .dur_ns = x[i].dur_ns,
-				.self_ns = x[i].self_ns, .subtree_ns = x[i].subtree_ns,
+				.fn = map[x[i].name_id],
+				.source = x[i].source,
+				.track = x[i].track_id,
+				.span_id = x[i].span_id,
+				.start_ns = x[i].start_ns,
+				.dur_ns = x[i].dur_ns,
+				.self_ns = x[i].self_ns,
+				.subtree_ns = x[i].subtree_ns,
 				.concurrency = x[i].concurrency,
 				.concurrency_known = x[i].concurrency_known,
 			};
@@ -342,7 +346,7 @@ int rp_window_spans(const struct rp_slowest *sl, const uint32_t *map, struct rp_
 
 /* What a window's report merges: per name rows, summaries, slowest, levels. */
 struct wacc {
-	uint32_t *row_of;	/* name id -> row; RP_NONE */
+	uint32_t *row_of; /* name id -> row; RP_NONE */
 	struct rp_wentry *rows;
 	uint32_t n_rows;
 	struct rp_spacesaving ss[3];
@@ -479,9 +483,13 @@ static int window_fill(struct wacc *a, const struct rp_windows *ws, const struct
 		if (map[d->name] == RP_NONE)
 			continue;
 		o->fns[o->n_fns++] = (struct rp_report_wfn){
-			.fn = map[d->name], .calls = d->calls, .self_ns = d->self_ns,
-			.cum_ns = d->cum_ns, .p50_ns = quantile_ns(&d->dur, 0.50),
-			.p90_ns = quantile_ns(&d->dur, 0.90), .p95_ns = quantile_ns(&d->dur, 0.95),
+			.fn = map[d->name],
+			.calls = d->calls,
+			.self_ns = d->self_ns,
+			.cum_ns = d->cum_ns,
+			.p50_ns = quantile_ns(&d->dur, 0.50),
+			.p90_ns = quantile_ns(&d->dur, 0.90),
+			.p95_ns = quantile_ns(&d->dur, 0.95),
 			.p99_ns = quantile_ns(&d->dur, 0.99),
 		};
 	}
@@ -501,8 +509,8 @@ static int window_fill(struct wacc *a, const struct rp_windows *ws, const struct
 	return rp_window_spans(&a->slow, map, &b->slowest, &b->n_slowest);
 }
 
-static int window_report(const struct rp_windows *ws, const struct rp_window *w,
-			 uint64_t t_last, const uint64_t *pending[2], const uint32_t n_pending[2],
+static int window_report(const struct rp_windows *ws, const struct rp_window *w, uint64_t t_last,
+			 const uint64_t *pending[2], const uint32_t n_pending[2],
 			 const uint32_t *map, uint32_t n_names, struct rp_report_window *o)
 {
 	uint64_t J = t_last / w->g;

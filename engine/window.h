@@ -53,38 +53,38 @@ enum { RP_WIN_OVERALL, RP_WIN_ROOTS };
 /* One name in one sub-window. */
 struct rp_wentry {
 	uint32_t name;
-	uint32_t cat;		/* the analyses' category index + 1; 0: none */
+	uint32_t cat; /* the analyses' category index + 1; 0: none */
 	uint64_t calls, self_ns, cum_ns, total_ns;
-	struct rp_sketch dur;	/* durations (ns); memory kept across sub-windows */
+	struct rp_sketch dur; /* durations (ns); memory kept across sub-windows */
 };
 
 struct rp_wslot {
-	uint64_t index;		/* the sub-window (t / g); UINT64_MAX: never used */
-	struct rp_wentry *e;	/* max_window_names entries */
+	uint64_t index;	     /* the sub-window (t / g); UINT64_MAX: never used */
+	struct rp_wentry *e; /* max_window_names entries */
 	uint32_t n;
 	struct rp_spacesaving ss[3]; /* the names past the table: cum, self, count */
 	struct rp_slowest slow;
-	uint64_t *conc[2];	/* time at each level 0..max_level: overall, roots */
-	double excess[2];	/* sum of (level - max_level) x time above the cap */
+	uint64_t *conc[2]; /* time at each level 0..max_level: overall, roots */
+	double excess[2];  /* sum of (level - max_level) x time above the cap */
 	uint64_t over_cap_ns[2];
 };
 
 struct rp_window {
-	uint64_t length, g;	/* ns */
+	uint64_t length, g; /* ns */
 	char name[16];
-	uint64_t cur;		/* index of the current sub-window */
-	struct rp_wslot *slot;	/* S, sub-window i in slot[i % S] */
-	struct rp_wslot *cs;	/* the current one */
-	uint64_t *tag;		/* per name id: gen << 32 | entry in cs */
-	uint32_t gen;		/* of cs; tags of another gen are stale */
+	uint64_t cur;	       /* index of the current sub-window */
+	struct rp_wslot *slot; /* S, sub-window i in slot[i % S] */
+	struct rp_wslot *cs;   /* the current one */
+	uint64_t *tag;	       /* per name id: gen << 32 | entry in cs */
+	uint32_t gen;	       /* of cs; tags of another gen are stale */
 	bool started;
 };
 
 struct rp_windows {
 	struct rp_window w[RP_WINDOW_MAX];
-	uint32_t n;		/* windows; 0: none */
+	uint32_t n; /* windows; 0: none */
 	uint32_t S, M, k, max_level, max_names;
-	uint64_t cap_hits;	/* RP_ANOM_WINDOW_CAP */
+	uint64_t cap_hits; /* RP_ANOM_WINDOW_CAP */
 };
 
 /* A window's parameters, as configured. */
@@ -139,8 +139,8 @@ struct rp_wslot *rp_window_at(struct rp_windows *ws, struct rp_window *w, uint64
 void rp_wslot_overflow(struct rp_wslot *s, uint32_t name, uint64_t cum, uint64_t self);
 
 /* @dt ns at @level (overall or roots) in @s. */
-void rp_wslot_add_time(const struct rp_windows *ws, struct rp_wslot *s, int which,
-		       uint64_t level, uint64_t dt);
+void rp_wslot_add_time(const struct rp_windows *ws, struct rp_wslot *s, int which, uint64_t level,
+		       uint64_t dt);
 
 /* Fold sub-window @src into @dst, the current slot of @w (entries, summaries, slowest;
  * not the concurrency, which analyses.c adds to each window itself). */

@@ -20,10 +20,10 @@
 
 #include "engine.h"
 
-#define NAMES	  3000 /* distinct names offered; the cap is below */
-#define TRACKS	  100
-#define COUNTERS  80
-#define DEPTH	  48
+#define NAMES	 3000 /* distinct names offered; the cap is below */
+#define TRACKS	 100
+#define COUNTERS 80
+#define DEPTH	 48
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 
@@ -101,8 +101,9 @@ static void test_memory_bound_holds_at_the_caps(void **state)
 				n_counters += counter_made[k];
 			}
 			want_counter_cap += !counter_made[k];
-			ev = (struct rp_event){ .ts = t, .name = cids[k], .kind = RP_EV_COUNTER,
-						.arg = (uint64_t)v };
+			ev = (struct rp_event){
+				.ts = t, .name = cids[k], .kind = RP_EV_COUNTER, .arg = (uint64_t)v
+			};
 		} else if (depth[tr] == 0 || (depth[tr] < DEPTH && rnd(2))) {
 			uint32_t nm = ids[rnd(NAMES)];
 

@@ -57,8 +57,9 @@ static uint64_t rnd(uint64_t m)
 
 static uint32_t add_span(uint32_t name, uint32_t track, uint32_t depth, uint64_t s, uint64_t e)
 {
-	sp[n_sp] = (struct span){ .name = name, .track = track, .depth = depth, .start = s,
-				  .end = e, .self = e - s };
+	sp[n_sp] = (struct span){
+		.name = name, .track = track, .depth = depth, .start = s, .end = e, .self = e - s
+	};
 	return n_sp++;
 }
 
@@ -101,8 +102,10 @@ static int cmp_ev(const void *x, const void *y)
 		return a->ts < b->ts ? -1 : 1;
 	if (a->begin != b->begin)
 		return a->begin ? 1 : -1; /* ENDs first, as the importer */
-	return a->begin ? (sp[a->span].depth > sp[b->span].depth) - (sp[a->span].depth < sp[b->span].depth)
-			: (sp[a->span].depth < sp[b->span].depth) - (sp[a->span].depth > sp[b->span].depth);
+	return a->begin ? (sp[a->span].depth > sp[b->span].depth) -
+				  (sp[a->span].depth < sp[b->span].depth)
+			: (sp[a->span].depth < sp[b->span].depth) -
+				  (sp[a->span].depth > sp[b->span].depth);
 }
 
 static void order(void)
@@ -138,12 +141,12 @@ static void cfg_small(struct rp_engine_cfg *c)
 }
 
 /* Feeds events [from, to) to @e; name ids from @ids. */
-static void feed(struct rp_engine *e, uint32_t src, const uint32_t *ids, uint32_t from,
-		 uint32_t to)
+static void feed(struct rp_engine *e, uint32_t src, const uint32_t *ids, uint32_t from, uint32_t to)
 {
 	for (uint32_t i = from; i < to; i++) {
 		const struct span *s = &sp[evs[i].span];
-		struct rp_event ev = { .ts = evs[i].ts, .name = ids[s->name],
+		struct rp_event ev = { .ts = evs[i].ts,
+				       .name = ids[s->name],
 				       .kind = evs[i].begin ? RP_EV_BEGIN : RP_EV_END };
 
 		rp_engine_event(e, src, s->track + 1, &ev);
@@ -228,8 +231,8 @@ static void check_fns(const struct rp_report *r, const struct rp_report_window *
 }
 
 /* Time at each level over [lo, hi) of the spans begun before @processed. */
-static void brute_levels(uint32_t processed, uint64_t lo, uint64_t hi, bool roots,
-			 uint64_t *ns, uint32_t n_levels)
+static void brute_levels(uint32_t processed, uint64_t lo, uint64_t hi, bool roots, uint64_t *ns,
+			 uint32_t n_levels)
 {
 	static uint64_t pts[MAXEV];
 	uint32_t np = 0;
@@ -294,8 +297,8 @@ static void check_window_conc(const struct rp_report_window *w, uint32_t process
 	assert_int_equal(w->n_conc, 2);
 	brute_levels(processed, w->t_from > first ? w->t_from : first, w->t_to, false, ns, 64);
 	check_conc(&w->conc[0], ns, 64);
-	brute_levels(processed, w->t_from > first_root ? w->t_from : first_root, w->t_to, true,
-		     ns, 64);
+	brute_levels(processed, w->t_from > first_root ? w->t_from : first_root, w->t_to, true, ns,
+		     64);
 	check_conc(&w->conc[1], ns, 64);
 }
 
@@ -399,7 +402,8 @@ static void check_slowest(const struct rp_report *r, const struct rp_report_bott
 		assert_int_equal(x->track, s->track + 1);
 		assert_int_equal(x->span_id, 0);
 		if (x->concurrency_known)
-			assert_int_equal(x->concurrency, level_at(s->start + (s->end - s->start) / 2));
+			assert_int_equal(x->concurrency,
+					 level_at(s->start + (s->end - s->start) / 2));
 	}
 }
 
@@ -421,7 +425,8 @@ static void check_report(const struct rp_report *r, const struct rp_engine_cfg *
 			check_fns(r, w, processed);
 		check_window_conc(w, processed);
 		brute_weights(processed, w->t_from, w->t_to, wt);
-		check_top(r, w->top.by_cum, w->top.n_by_cum, w->top.bound_cum, wt[0], c->topk, exact);
+		check_top(r, w->top.by_cum, w->top.n_by_cum, w->top.bound_cum, wt[0], c->topk,
+			  exact);
 		check_top(r, w->top.by_self, w->top.n_by_self, w->top.bound_self, wt[1], c->topk,
 			  exact);
 		check_top(r, w->top.by_count, w->top.n_by_count, w->top.bound_count, wt[2], c->topk,
@@ -432,8 +437,8 @@ static void check_report(const struct rp_report *r, const struct rp_engine_cfg *
 	brute_weights(processed, 0, UINT64_MAX, wt);
 	check_top(r, r->bottlenecks.by_cum, r->bottlenecks.n_by_cum, r->bottlenecks.bound_cum,
 		  wt[0], c->topk, true);
-	check_top(r, r->bottlenecks.by_count, r->bottlenecks.n_by_count,
-		  r->bottlenecks.bound_count, wt[2], c->topk, true);
+	check_top(r, r->bottlenecks.by_count, r->bottlenecks.n_by_count, r->bottlenecks.bound_count,
+		  wt[2], c->topk, true);
 	check_slowest(r, &r->bottlenecks, processed, 0, UINT64_MAX, c->topk);
 }
 
@@ -539,13 +544,13 @@ static void test_window_importer_rolls_like_live(void **state)
 	len += (size_t)snprintf(json + len, cap - len, "[");
 	for (uint32_t i = 0; i < n_sp; i++) {
 		name_str(sp[i].name, nm);
-		len += (size_t)snprintf(json + len, cap - len,
-					"%s{\"name\":\"%s\",\"cat\":\"%s\",\"ph\":\"X\",\"ts\":%llu,"
-					"\"dur\":%llu,\"pid\":1,\"tid\":%u}",
-					i ? "," : "", nm, cat_str(sp[i].name),
-					(unsigned long long)(sp[i].start / US),
-					(unsigned long long)((sp[i].end - sp[i].start) / US),
-					sp[i].track + 1);
+		len += (size_t)snprintf(
+			json + len, cap - len,
+			"%s{\"name\":\"%s\",\"cat\":\"%s\",\"ph\":\"X\",\"ts\":%llu,"
+			"\"dur\":%llu,\"pid\":1,\"tid\":%u}",
+			i ? "," : "", nm, cat_str(sp[i].name),
+			(unsigned long long)(sp[i].start / US),
+			(unsigned long long)((sp[i].end - sp[i].start) / US), sp[i].track + 1);
 	}
 	len += (size_t)snprintf(json + len, cap - len, "]");
 	open_feed(&c, &e, &src, ids);
@@ -599,82 +604,88 @@ static void test_window_categories_and_counters(void **state)
 
 	(void)state;
 	for (int nw = 0; nw < 2; nw++) {
-	memset(nv, 0, sizeof(nv));
-	cfg_small(&c);
-	c.n_windows = nw ? 3 : 0; /* folded at rotation, or added per span */
-	generate(3, 100000 * US, NNAMES);
-	order();
-	open_feed(&c, &e, &src, ids);
-	cnt[0] = rp_engine_name(e, src, "queue", "q", "", 0);
-	cnt[1] = rp_engine_name(e, src, "delta", "q", "", 0);
-	cnt[2] = rp_engine_name(e, src, "mem", "q", "", 0);
-	for (uint32_t i = 0; i < n_ev; i++) {
-		uint32_t k = i % 3;
-		int64_t v = k == 0 ? (int64_t)rnd(100)
-			    : k == 1 ? (int64_t)rnd(2000000) - 1000000
-				     : (int64_t)(1ull << rnd(50)) + (int64_t)rnd(1000);
-		struct rp_event ev = { .ts = evs[i].ts, .name = cnt[k], .kind = RP_EV_COUNTER,
-				       .arg = (uint64_t)v };
+		memset(nv, 0, sizeof(nv));
+		cfg_small(&c);
+		c.n_windows = nw ? 3 : 0; /* folded at rotation, or added per span */
+		generate(3, 100000 * US, NNAMES);
+		order();
+		open_feed(&c, &e, &src, ids);
+		cnt[0] = rp_engine_name(e, src, "queue", "q", "", 0);
+		cnt[1] = rp_engine_name(e, src, "delta", "q", "", 0);
+		cnt[2] = rp_engine_name(e, src, "mem", "q", "", 0);
+		for (uint32_t i = 0; i < n_ev; i++) {
+			uint32_t k = i % 3;
+			int64_t v = k == 0   ? (int64_t)rnd(100)
+				    : k == 1 ? (int64_t)rnd(2000000) - 1000000
+					     : (int64_t)(1ull << rnd(50)) + (int64_t)rnd(1000);
+			struct rp_event ev = { .ts = evs[i].ts,
+					       .name = cnt[k],
+					       .kind = RP_EV_COUNTER,
+					       .arg = (uint64_t)v };
 
-		feed(e, src, ids, i, i + 1);
-		rp_engine_event(e, src, 99, &ev);
-		vals[k][nv[k]++] = v;
-	}
-	assert_int_equal(rp_engine_report(e, &r), 0);
-	assert_int_equal(r.n_counters, 3);
-	for (uint32_t i = 0; i < r.n_counters; i++) {
-		const struct rp_report_counter *o = &r.counters[i];
-		uint32_t k = strcmp(o->name, "queue") == 0 ? 0 : strcmp(o->name, "delta") == 0 ? 1 : 2;
-		int64_t mn = INT64_MAX, mx = INT64_MIN;
-		static int64_t s[30000];
-		const double qs[4] = { 0.5, 0.9, 0.95, 0.99 }, got[4] = { o->p50, o->p90, o->p95,
-									 o->p99 };
-
-		memcpy(s, vals[k], nv[k] * sizeof(*s));
-		for (uint32_t j = 0; j < nv[k]; j++) {
-			mn = s[j] < mn ? s[j] : mn;
-			mx = s[j] > mx ? s[j] : mx;
+			feed(e, src, ids, i, i + 1);
+			rp_engine_event(e, src, 99, &ev);
+			vals[k][nv[k]++] = v;
 		}
-		qsort(s, nv[k], sizeof(*s), cmp_i64);
-		assert_int_equal(o->samples, nv[k]);
-		assert_int_equal(o->min, mn);
-		assert_int_equal(o->max, mx);
-		assert_int_equal(o->last, vals[k][nv[k] - 1]);
-		for (int q = 0; q < 4; q++) {
-			double x = (double)s[1 + (uint64_t)(qs[q] * (double)(nv[k] - 1)) - 1];
+		assert_int_equal(rp_engine_report(e, &r), 0);
+		assert_int_equal(r.n_counters, 3);
+		for (uint32_t i = 0; i < r.n_counters; i++) {
+			const struct rp_report_counter *o = &r.counters[i];
+			uint32_t k = strcmp(o->name, "queue") == 0   ? 0
+				     : strcmp(o->name, "delta") == 0 ? 1
+								     : 2;
+			int64_t mn = INT64_MAX, mx = INT64_MIN;
+			static int64_t s[30000];
+			const double qs[4] = { 0.5, 0.9, 0.95, 0.99 },
+				     got[4] = { o->p50, o->p90, o->p95, o->p99 };
 
-			if (fabs(got[q] - x) > 0.01 * fabs(x) + 1e-9)
-				fail_msg("%s q%.2f: %g, exact %g", o->name, qs[q], got[q], x);
-		}
-	}
-	assert_int_equal(r.n_cats, 2);
-	for (uint32_t i = 0; i < r.n_cats; i++) {
-		const struct rp_report_cat *o = &r.cats[i];
-		uint64_t calls = 0, self = 0, total = 0;
-		uint32_t m = 0;
-
-		for (uint32_t j = 0; j < n_sp; j++)
-			if (strcmp(cat_str(sp[j].name), o->name) == 0) {
-				calls++;
-				self += sp[j].self;
-				total += sp[j].end - sp[j].start;
-				d[m++] = sp[j].end - sp[j].start;
+			memcpy(s, vals[k], nv[k] * sizeof(*s));
+			for (uint32_t j = 0; j < nv[k]; j++) {
+				mn = s[j] < mn ? s[j] : mn;
+				mx = s[j] > mx ? s[j] : mx;
 			}
-		assert_int_equal(o->calls, calls);
-		assert_int_equal(o->self_ns, self);
-		assert_int_equal(o->total_ns, total);
-		assert_int_equal(o->dur.count, calls);
-		qsort(d, m, sizeof(*d), cmp_u64);
-		check_quantile(o->p50_ns, d, m, 0.50);
-		check_quantile(o->p90_ns, d, m, 0.90);
-		check_quantile(o->p99_ns, d, m, 0.99);
-	}
-	/* per function sketches: the buckets' count is the calls */
-	for (uint32_t i = 0; i < r.n_fns; i++)
-		assert_int_equal(r.fns[i].dur.count, r.fns[i].calls);
-	assert_int_equal(r.n_windows, c.n_windows);
-	rp_report_free(&r);
-	rp_engine_close(e);
+			qsort(s, nv[k], sizeof(*s), cmp_i64);
+			assert_int_equal(o->samples, nv[k]);
+			assert_int_equal(o->min, mn);
+			assert_int_equal(o->max, mx);
+			assert_int_equal(o->last, vals[k][nv[k] - 1]);
+			for (int q = 0; q < 4; q++) {
+				double x =
+					(double)s[1 + (uint64_t)(qs[q] * (double)(nv[k] - 1)) - 1];
+
+				if (fabs(got[q] - x) > 0.01 * fabs(x) + 1e-9)
+					fail_msg("%s q%.2f: %g, exact %g", o->name, qs[q], got[q],
+						 x);
+			}
+		}
+		assert_int_equal(r.n_cats, 2);
+		for (uint32_t i = 0; i < r.n_cats; i++) {
+			const struct rp_report_cat *o = &r.cats[i];
+			uint64_t calls = 0, self = 0, total = 0;
+			uint32_t m = 0;
+
+			for (uint32_t j = 0; j < n_sp; j++)
+				if (strcmp(cat_str(sp[j].name), o->name) == 0) {
+					calls++;
+					self += sp[j].self;
+					total += sp[j].end - sp[j].start;
+					d[m++] = sp[j].end - sp[j].start;
+				}
+			assert_int_equal(o->calls, calls);
+			assert_int_equal(o->self_ns, self);
+			assert_int_equal(o->total_ns, total);
+			assert_int_equal(o->dur.count, calls);
+			qsort(d, m, sizeof(*d), cmp_u64);
+			check_quantile(o->p50_ns, d, m, 0.50);
+			check_quantile(o->p90_ns, d, m, 0.90);
+			check_quantile(o->p99_ns, d, m, 0.99);
+		}
+		/* per function sketches: the buckets' count is the calls */
+		for (uint32_t i = 0; i < r.n_fns; i++)
+			assert_int_equal(r.fns[i].dur.count, r.fns[i].calls);
+		assert_int_equal(r.n_windows, c.n_windows);
+		rp_report_free(&r);
+		rp_engine_close(e);
 	}
 }
 
