@@ -19,6 +19,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <malloc.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -119,6 +120,16 @@ static double run_raw(const struct opts *o)
 
 enum mode { MERGE, FULL, NO_WINDOWS, FINE_WINDOWS, N_MODES };
 
+static size_t engine_bytes;
+
+/* Bytes malloc holds (in use + mmapped). */
+static size_t heap_bytes(void)
+{
+	struct mallinfo2 m = mallinfo2();
+
+	return m.uordblks + m.hblkhd;
+}
+
 /* Merge with the analysis on (full) or off: max_depth 1 and no tracks leaves only
  * the merge, the name mapping and the event dispatch. NO_WINDOWS: every analysis
  * but the rolling windows (and with them the per-window bottleneck lists);
@@ -130,7 +141,9 @@ static double run_engine(const struct opts *o, enum mode mode, uint64_t *process
 	struct rp_engine *e;
 	struct rp_sources ss;
 	uint64_t t0, n;
+	size_t heap0;
 
+	heap0 = heap_bytes();
 	rp_engine_cfg_default(&cfg);
 	if (mode == MERGE)
 		cfg.max_tracks = 1;
@@ -151,6 +164,8 @@ static double run_engine(const struct opts *o, enum mode mode, uint64_t *process
 	n = rp_sources_drain(&ss, UINT64_MAX);
 	t0 = now_ns() - t0;
 	*processed = n;
+	if (mode == FULL) /* what the engine (and the sources) hold after the run */
+		engine_bytes = heap_bytes() - heap0;
 	rp_sources_free(&ss);
 	rp_engine_close(e);
 	return (double)n / ((double)t0 / 1e9);
@@ -264,9 +279,11 @@ int main(int argc, char **argv)
 		printf("{\"raw_events_per_s\": %.0f, \"merge_events_per_s\": %.0f, "
 		       "\"full_events_per_s\": %.0f, \"full_ratio_vs_raw\": %.4f, "
 		       "\"no_windows_events_per_s\": %.0f, \"fine_windows_events_per_s\": %.0f, "
-		       "\"rss_bytes\": %" PRIu64 ", \"events_per_run\": %" PRIu64 ", "
+		       "\"rss_bytes\": %" PRIu64 ", \"engine_heap_bytes\": %zu, "
+		       "\"events_per_run\": %" PRIu64 ", "
 		       "\"threads\": %u, \"runs\": %u}\n",
-		       r, m, f, f / r, nw, fw, rss_bytes(), processed, o.threads, o.runs);
+		       r, m, f, f / r, nw, fw, rss_bytes(), engine_bytes, processed, o.threads,
+		       o.runs);
 		return 0;
 	}
 	printf("bench_engine: %u producer threads x %" PRIu64 " events, %u runs, one consumer\n",
@@ -283,6 +300,7 @@ int main(int argc, char **argv)
 	       fw / 1e6, fw / r, 1e9 / fw);
 	printf("cost of the windows + bottleneck lists: %.2f ns/event (default), %.2f (fine)\n",
 	       1e9 / f - 1e9 / nw, 1e9 / fw - 1e9 / nw);
-	printf("rss at the end: %.1f MiB\n", (double)rss_bytes() / 1048576.0);
+	printf("rss at the end: %.1f MiB; the engine's heap after a full run: %.1f MiB\n",
+	       (double)rss_bytes() / 1048576.0, (double)engine_bytes / 1048576.0);
 	return 0;
 }

@@ -437,6 +437,8 @@ static void check_report(const struct rp_report *r, const struct rp_engine_cfg *
 	brute_weights(processed, 0, UINT64_MAX, wt);
 	check_top(r, r->bottlenecks.by_cum, r->bottlenecks.n_by_cum, r->bottlenecks.bound_cum,
 		  wt[0], c->topk, true);
+	check_top(r, r->bottlenecks.by_self, r->bottlenecks.n_by_self, r->bottlenecks.bound_self,
+		  wt[1], c->topk, true);
 	check_top(r, r->bottlenecks.by_count, r->bottlenecks.n_by_count, r->bottlenecks.bound_count,
 		  wt[2], c->topk, true);
 	check_slowest(r, &r->bottlenecks, processed, 0, UINT64_MAX, c->topk);
