@@ -10,13 +10,16 @@
  *           with every analysis switched off (names resolved, nothing else);
  *   full    the merge feeding every analysis: tracks, stacks, function statistics,
  *           caller edges, the calling-context tree, concurrency sweeps (overall,
- *           roots, per category), per-name sketches, midpoint concurrency.
+ *           roots, per category), per-name and per-category sketches, midpoint
+ *           concurrency, counters, rolling windows and bottleneck lists;
+ *           also without the windows, and with windows fine enough to rotate.
  * Each figure is the median of --runs runs, each on freshly filled rings. The raw
  * drain is the baseline measured in the same run; ratios are against it. RSS at
  * the end is reported. With --json, one JSON object.
  */
 #include <errno.h>
 #include <getopt.h>
+#include <malloc.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -115,18 +118,42 @@ static double run_raw(const struct opts *o)
 	return (double)n / ((double)t0 / 1e9);
 }
 
+enum mode { MERGE, FULL, NO_WINDOWS, FINE_WINDOWS, N_MODES };
+
+static size_t engine_bytes;
+
+/* Bytes malloc holds (in use + mmapped). */
+static size_t heap_bytes(void)
+{
+	struct mallinfo2 m = mallinfo2();
+
+	return m.uordblks + m.hblkhd;
+}
+
 /* Merge with the analysis on (full) or off: max_depth 1 and no tracks leaves only
- * the merge, the name mapping and the event dispatch. */
-static double run_engine(const struct opts *o, bool full, uint64_t *processed)
+ * the merge, the name mapping and the event dispatch. NO_WINDOWS: every analysis
+ * but the rolling windows (and with them the per-window bottleneck lists);
+ * FINE_WINDOWS: windows of 10 ms, 100 ms, 1 s, so that sub-windows (1 ms) rotate
+ * hundreds of times per run (the default 10 s windows hardly rotate in a run). */
+static double run_engine(const struct opts *o, enum mode mode, uint64_t *processed)
 {
 	struct rp_engine_cfg cfg;
 	struct rp_engine *e;
 	struct rp_sources ss;
 	uint64_t t0, n;
+	size_t heap0;
 
+	heap0 = heap_bytes();
 	rp_engine_cfg_default(&cfg);
-	if (!full)
+	if (mode == MERGE)
 		cfg.max_tracks = 1;
+	if (mode == NO_WINDOWS)
+		cfg.n_windows = 0;
+	if (mode == FINE_WINDOWS) {
+		cfg.window_ns[0] = 10000000;
+		cfg.window_ns[1] = 100000000;
+		cfg.window_ns[2] = 1000000000;
+	}
 	fill_rings(o);
 	if (rp_engine_open(&cfg, &e) != 0 || rp_sources_init(&ss, e, getenv("RINGPROF_SESSION")) ||
 	    rp_sources_scan(&ss) < 1) {
@@ -137,6 +164,8 @@ static double run_engine(const struct opts *o, bool full, uint64_t *processed)
 	n = rp_sources_drain(&ss, UINT64_MAX);
 	t0 = now_ns() - t0;
 	*processed = n;
+	if (mode == FULL) /* what the engine (and the sources) hold after the run */
+		engine_bytes = heap_bytes() - heap0;
 	rp_sources_free(&ss);
 	rp_engine_close(e);
 	return (double)n / ((double)t0 / 1e9);
@@ -223,8 +252,10 @@ static void setup_env(const struct opts *o)
 
 int main(int argc, char **argv)
 {
-	double raw[MAX_RUNS], merge[MAX_RUNS], full[MAX_RUNS], r, m, f;
+	double raw[MAX_RUNS], v[N_MODES][MAX_RUNS], r, m, f, nw, fw;
 	uint64_t processed = 0;
+	const char *env = getenv("BENCH_MODE");
+	int only = env ? atoi(env) : -1;
 	struct opts o;
 
 	if (parse(argc, argv, &o) != 0) {
@@ -234,26 +265,42 @@ int main(int argc, char **argv)
 	setup_env(&o);
 	for (unsigned k = 0; k < o.runs; k++) {
 		raw[k] = run_raw(&o);
-		merge[k] = run_engine(&o, false, &processed);
-		full[k] = run_engine(&o, true, &processed);
+		for (int mode = 0; mode < N_MODES; mode++) /* BENCH_MODE=n: only that one */
+			v[mode][k] = only < 0 || only == mode
+					     ? run_engine(&o, (enum mode)mode, &processed)
+					     : 1.0;
 	}
 	r = median(raw, o.runs);
-	m = median(merge, o.runs);
-	f = median(full, o.runs);
+	m = median(v[MERGE], o.runs);
+	f = median(v[FULL], o.runs);
+	nw = median(v[NO_WINDOWS], o.runs);
+	fw = median(v[FINE_WINDOWS], o.runs);
 	if (o.json) {
 		printf("{\"raw_events_per_s\": %.0f, \"merge_events_per_s\": %.0f, "
 		       "\"full_events_per_s\": %.0f, \"full_ratio_vs_raw\": %.4f, "
-		       "\"rss_bytes\": %" PRIu64 ", \"events_per_run\": %" PRIu64 ", "
+		       "\"no_windows_events_per_s\": %.0f, \"fine_windows_events_per_s\": %.0f, "
+		       "\"rss_bytes\": %" PRIu64 ", \"engine_heap_bytes\": %zu, "
+		       "\"events_per_run\": %" PRIu64 ", "
 		       "\"threads\": %u, \"runs\": %u}\n",
-		       r, m, f, f / r, rss_bytes(), processed, o.threads, o.runs);
+		       r, m, f, f / r, nw, fw, rss_bytes(), engine_bytes, processed, o.threads,
+		       o.runs);
 		return 0;
 	}
 	printf("bench_engine: %u producer threads x %" PRIu64 " events, %u runs, one consumer\n",
 	       o.threads, o.events, o.runs);
-	printf("%-40s %14s %9s\n", "figure", "M events/s", "vs raw");
-	printf("%-40s %14.2f %9.2f\n", "raw drain (copy + release)", r / 1e6, 1.0);
-	printf("%-40s %14.2f %9.2f\n", "merge by timestamp, analysis off", m / 1e6, m / r);
-	printf("%-40s %14.2f %9.2f\n", "merge + every analysis", f / 1e6, f / r);
-	printf("rss at the end: %.1f MiB\n", (double)rss_bytes() / 1048576.0);
+	printf("%-44s %14s %9s %12s\n", "figure", "M events/s", "vs raw", "ns/event");
+	printf("%-44s %14.2f %9.2f %12.2f\n", "raw drain (copy + release)", r / 1e6, 1.0, 1e9 / r);
+	printf("%-44s %14.2f %9.2f %12.2f\n", "merge by timestamp, analysis off", m / 1e6, m / r,
+	       1e9 / m);
+	printf("%-44s %14.2f %9.2f %12.2f\n", "merge + every analysis but windows", nw / 1e6,
+	       nw / r, 1e9 / nw);
+	printf("%-44s %14.2f %9.2f %12.2f\n", "merge + every analysis (windows 10s,1m,5m)",
+	       f / 1e6, f / r, 1e9 / f);
+	printf("%-44s %14.2f %9.2f %12.2f\n", "merge + every analysis (windows 10ms..1s)",
+	       fw / 1e6, fw / r, 1e9 / fw);
+	printf("cost of the windows + bottleneck lists: %.2f ns/event (default), %.2f (fine)\n",
+	       1e9 / f - 1e9 / nw, 1e9 / fw - 1e9 / nw);
+	printf("rss at the end: %.1f MiB; the engine's heap after a full run: %.1f MiB\n",
+	       (double)rss_bytes() / 1048576.0, (double)engine_bytes / 1048576.0);
 	return 0;
 }

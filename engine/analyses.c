@@ -12,24 +12,65 @@
 
 #include "analyses.h"
 
-int rp_analyses_init(struct rp_analyses *a, const struct rp_names *names, uint32_t max_names,
-		     uint32_t max_sketch_names)
+size_t rp_analyses_memory_bound(const struct rp_analyses_cfg *c)
 {
+	size_t store = (size_t)rp_sketch_default_buckets(RP_SKETCH_ALPHA) * sizeof(uint64_t);
+	size_t per_name = sizeof(uint8_t) + sizeof(struct rp_sketch *) + 2 * sizeof(uint64_t) +
+			  sizeof(uint32_t);
+	size_t sweep = sizeof(struct rp_sweep) + ((size_t)RP_ANALYSES_MAX_LEVEL + 1) * 8;
+	size_t b = (size_t)c->max_names * per_name;
+
+	b += (size_t)c->max_sketch_names * (sizeof(struct rp_sketch) + store);
+	b += (2 + RP_ANALYSES_MAX_CATEGORIES) * sweep + RP_ANALYSES_HISTORY * 12 + 12;
+	b += RP_ANALYSES_MAX_CATEGORIES * store;	  /* category sketches (stores) */
+	b += (size_t)c->max_counters * (sizeof(struct rp_counter_stats) + 2 * store);
+	b += RP_SLOWEST_MEMSIZE(c->win.topk);
+	if (c->win.n) /* the sweep levels at the last rotation */
+		b += 2 * ((size_t)RP_ANALYSES_MAX_LEVEL + 1) * sizeof(uint64_t);
+	return b;
+}
+
+int rp_analyses_init(struct rp_analyses *a, const struct rp_names *names,
+		     const struct rp_analyses_cfg *c)
+{
+	int err;
+
 	memset(a, 0, sizeof(*a));
 	a->names = names;
-	a->max_names = max_names;
-	a->max_sketch = max_sketch_names;
-	a->cat_of = calloc(max_names, sizeof(*a->cat_of));
-	a->sketch = calloc(max_names, sizeof(*a->sketch));
-	a->mid_sum = calloc(max_names, sizeof(*a->mid_sum));
-	a->mid_count = calloc(max_names, sizeof(*a->mid_count));
-	if (!a->cat_of || !a->sketch || !a->mid_sum || !a->mid_count ||
+	a->max_names = c->max_names;
+	a->max_sketch = c->max_sketch_names;
+	a->max_counters = c->max_counters;
+	a->next = UINT64_MAX;
+	for (uint32_t i = 0; i < RP_ANALYSES_MAX_CATEGORIES; i++)
+		rp_sketch_init(&a->cats[i].dur, RP_SKETCH_ALPHA);
+	a->cat_of = calloc(c->max_names, sizeof(*a->cat_of));
+	a->sketch = calloc(c->max_names, sizeof(*a->sketch));
+	a->mid_sum = calloc(c->max_names, sizeof(*a->mid_sum));
+	a->mid_count = calloc(c->max_names, sizeof(*a->mid_count));
+	a->counter_of = calloc(c->max_names, sizeof(*a->counter_of));
+	a->counters = calloc(c->max_counters ? c->max_counters : 1, sizeof(*a->counters));
+	if (!a->cat_of || !a->sketch || !a->mid_sum || !a->mid_count || !a->counter_of ||
+	    !a->counters || rp_slowest_init(&a->slow, c->win.topk ? c->win.topk : 1) ||
 	    rp_sweep_init(&a->overall, RP_ANALYSES_MAX_LEVEL, RP_ANALYSES_HISTORY) ||
 	    rp_sweep_init(&a->roots, RP_ANALYSES_MAX_LEVEL, 1)) {
-		rp_analyses_fini(a);
-		return -ENOMEM;
+		err = -ENOMEM;
+		goto fail;
+	}
+	if ((err = rp_windows_init(&a->win, &c->win)) != 0)
+		goto fail;
+	if (a->win.n) {
+		a->next = 0;
+		for (int k = 0; k < 2; k++)
+			if ((a->prev[k] = calloc(RP_ANALYSES_MAX_LEVEL + 1, sizeof(uint64_t))) ==
+			    NULL) {
+				err = -ENOMEM;
+				goto fail;
+			}
 	}
 	return 0;
+fail:
+	rp_analyses_fini(a);
+	return err;
 }
 
 void rp_analyses_fini(struct rp_analyses *a)
@@ -38,12 +79,22 @@ void rp_analyses_fini(struct rp_analyses *a)
 		rp_sketch_destroy(a->sketch[i]);
 	for (uint32_t i = 0; i < a->n_cat; i++)
 		rp_sweep_fini(&a->cat[i]);
+	for (uint32_t i = 0; i < RP_ANALYSES_MAX_CATEGORIES; i++)
+		rp_sketch_fini(&a->cats[i].dur);
+	for (uint32_t i = 0; i < a->n_counters; i++)
+		rp_sketch_fini(&a->counters[i].values);
 	rp_sweep_fini(&a->overall);
 	rp_sweep_fini(&a->roots);
+	rp_windows_fini(&a->win);
+	rp_slowest_fini(&a->slow);
+	free(a->prev[0]);
+	free(a->prev[1]);
 	free(a->cat_of);
 	free(a->sketch);
 	free(a->mid_sum);
 	free(a->mid_count);
+	free(a->counter_of);
+	free(a->counters);
 	memset(a, 0, sizeof(*a));
 }
 
@@ -83,33 +134,206 @@ void rp_analyses_open(struct rp_analyses *a, uint32_t name, uint32_t depth, uint
 		rp_sweep_open(&a->roots, t);
 }
 
-static void add_duration(struct rp_analyses *a, uint32_t name, uint64_t dur)
+static struct rp_sketch *name_sketch(struct rp_analyses *a, uint32_t name)
 {
 	if (a->sketch[name] == NULL && a->n_sketch < a->max_sketch) {
-		a->sketch[name] = rp_sketch_create(0.01);
+		a->sketch[name] = rp_sketch_create(RP_SKETCH_ALPHA);
 		a->n_sketch += a->sketch[name] != NULL;
 	}
-	if (a->sketch[name] != NULL)
-		rp_sketch_add(a->sketch[name], (double)dur);
+	return a->sketch[name];
 }
 
-void rp_analyses_close(struct rp_analyses *a, uint32_t name, uint32_t depth, uint64_t start,
-		       uint64_t end)
+/* A span whose name has no room in the finest sub-window (or no windows). */
+static void add_direct(struct rp_analyses *a, uint32_t name, uint32_t ci,
+		       const struct rp_span_info *sp)
 {
+	struct rp_sketch *k = name_sketch(a, name);
+	uint64_t dur = sp->end - sp->start;
+
+	if (k != NULL)
+		rp_sketch_add(k, (double)dur);
+	if (ci) {
+		a->cats[ci - 1].calls++;
+		a->cats[ci - 1].self_ns += sp->self_ns;
+		a->cats[ci - 1].total_ns += dur;
+		rp_sketch_add(&a->cats[ci - 1].dur, (double)dur);
+	}
+}
+
+/* A span among the slowest so far: its exemplar into @sl. */
+__attribute__((noinline)) static void keep_slow(struct rp_slowest *sl,
+						 const struct rp_span_info *sp, uint32_t ci,
+						 uint32_t level, bool known)
+{
+	struct rp_span_exemplar x = {
+		.track_id = sp->track, .span_id = sp->span, .start_ns = sp->start,
+		.dur_ns = sp->end - sp->start, .self_ns = sp->self_ns,
+		.subtree_ns = sp->subtree_ns, .name_id = sp->name, .source = sp->src,
+		.concurrency = known ? level : 0, .category_id = (uint16_t)ci,
+		.concurrency_known = known,
+	};
+
+	rp_slowest_offer(sl, &x);
+}
+
+static inline void offer_slow(struct rp_slowest *sl, const struct rp_span_info *sp, uint32_t ci,
+			      uint32_t level, bool known)
+{
+	if (sl->n < sl->k || sp->end - sp->start >= sl->heap[0].dur_ns)
+		keep_slow(sl, sp, ci, level, known); /* else: not among the slowest */
+}
+
+void rp_analyses_close(struct rp_analyses *a, const struct rp_span_info *sp)
+{
+	uint32_t name = sp->name, level = 0, ci;
 	struct rp_sweep *c = cat_sweep(a, name);
-	uint64_t t = end > start ? end : start;
-	uint32_t level;
+	uint64_t t = sp->end, dur = sp->end - sp->start;
+	bool known;
 
 	rp_sweep_close(&a->overall, t);
 	if (c != NULL)
 		rp_sweep_close(c, t);
-	if (depth == 0)
+	if (sp->depth == 0)
 		rp_sweep_close(&a->roots, t);
-	add_duration(a, name, t - start);
-	if (rp_sweep_level_at(&a->overall, rp_sweep_midpoint(start, t), &level) >= 0) {
+	known = rp_sweep_level_at(&a->overall, rp_sweep_midpoint(sp->start, t), &level) >= 0;
+	if (known) {
 		a->mid_sum[name] += level;
 		a->mid_count[name]++;
 	}
+	ci = a->cat_of[name];
+	if (a->win.n == 0) {
+		add_direct(a, name, ci, sp);
+		offer_slow(&a->slow, sp, ci, level, known);
+		return;
+	}
+	struct rp_window *w0 = &a->win.w[0];
+	struct rp_wentry *e = rp_window_entry(&a->win, w0, name);
+
+	if (e != NULL) {
+		e->cat = ci;
+		e->calls++;
+		e->self_ns += sp->self_ns;
+		e->cum_ns += sp->primitive ? dur : 0;
+		e->total_ns += dur;
+		rp_sketch_add(&e->dur, (double)dur);
+	} else {
+		rp_wslot_overflow(w0->cs, name, sp->primitive ? dur : 0, sp->self_ns);
+		a->win.cap_hits++;
+		add_direct(a, name, ci, sp);
+	}
+	offer_slow(&w0->cs->slow, sp, ci, level, known);
+}
+
+/* The finest window's finished sub-window into the all-time sketches and spans. */
+static void fold_alltime(struct rp_analyses *a, const struct rp_wslot *s)
+{
+	for (uint32_t i = 0; i < s->n; i++) {
+		const struct rp_wentry *e = &s->e[i];
+		struct rp_sketch *k = name_sketch(a, e->name);
+
+		if (k != NULL)
+			rp_sketch_merge(k, &e->dur);
+		if (e->cat) {
+			struct rp_cat_stats *c = &a->cats[e->cat - 1];
+
+			c->calls += e->calls;
+			c->self_ns += e->self_ns;
+			c->total_ns += e->total_ns;
+			rp_sketch_merge(&c->dur, &e->dur);
+		}
+	}
+	rp_slowest_merge(&a->slow, &s->slow);
+}
+
+/* Time at each level since the last rotation into every window's sub-window of the
+ * finest one's current; the sweeps are accrued up to the sub-window's end first. */
+static void take_levels(struct rp_analyses *a, uint64_t end)
+{
+	struct rp_sweep *sw[2] = { &a->overall, &a->roots };
+	struct rp_window *w0 = &a->win.w[0];
+	struct rp_wslot *slot[RP_WINDOW_MAX];
+
+	for (uint32_t i = 0; i < a->win.n; i++)
+		slot[i] = rp_window_at(&a->win, &a->win.w[i], w0->cur * w0->g / a->win.w[i].g);
+	for (int k = 0; k < 2; k++) {
+		struct rp_sweep *s = sw[k];
+
+		if (!s->opened)
+			continue;
+		if (s->last_t < end)
+			rp_sweep_accrue(s, end);
+		for (uint32_t c = 0; c < s->n_alloc; c++) {
+			uint64_t d = s->ns[c] - a->prev[k][c];
+
+			a->prev[k][c] = s->ns[c];
+			for (uint32_t i = 0; d && i < a->win.n; i++)
+				if (slot[i] != NULL)
+					rp_wslot_add_time(&a->win, slot[i], k, c, d);
+		}
+	}
+}
+
+void rp_analyses_rotate(struct rp_analyses *a, uint64_t t)
+{
+	struct rp_windows *ws = &a->win;
+	struct rp_window *w0 = &ws->w[0];
+	struct rp_sweep *sw[2] = { &a->overall, &a->roots };
+	uint64_t g = w0->g, J = t / g, lv[2];
+	bool have[2];
+
+	if (ws->n == 0)
+		return;
+	if (w0->started) {
+		uint64_t E = (w0->cur + 1) * g, B = J * g;
+
+		take_levels(a, E);
+		for (uint32_t i = 1; i < ws->n; i++) {
+			struct rp_window *w = &ws->w[i];
+
+			if (rp_window_at(ws, w, w0->cur * g / w->g) == w->cs)
+				rp_wslot_fold(ws, w, w0->cs);
+		}
+		fold_alltime(a, w0->cs);
+		for (int k = 0; k < 2; k++) { /* [E, B): no event, constant levels */
+			have[k] = sw[k]->opened;
+			lv[k] = rp_sweep_level(sw[k]);
+		}
+		rp_windows_const(ws, E, B, lv, have);
+		for (int k = 0; k < 2; k++)
+			if (have[k] && B > E) {
+				if (sw[k]->last_t < B)
+					rp_sweep_accrue(sw[k], B);
+				memcpy(a->prev[k], sw[k]->ns, sw[k]->n_alloc * sizeof(uint64_t));
+			}
+	}
+	rp_window_at(ws, w0, J);
+	a->next = J + 1 > UINT64_MAX / g ? UINT64_MAX : (J + 1) * g;
+}
+
+bool rp_analyses_counter(struct rp_analyses *a, uint32_t name, uint64_t t, int64_t v)
+{
+	uint32_t r = a->counter_of[name];
+	struct rp_counter_stats *c;
+
+	if (r == 0) {
+		if (a->n_counters == a->max_counters)
+			return false;
+		c = &a->counters[a->n_counters];
+		*c = (struct rp_counter_stats){ .name = name, .min = v, .max = v };
+		rp_sketch_init(&c->values, RP_SKETCH_ALPHA);
+		r = ++a->n_counters;
+		a->counter_of[name] = r;
+	}
+	c = &a->counters[r - 1];
+	c->samples++;
+	if (t >= c->last_ts) {
+		c->last_ts = t;
+		c->last = v;
+	}
+	c->min = v < c->min ? v : c->min;
+	c->max = v > c->max ? v : c->max;
+	rp_sketch_add(&c->values, (double)v);
+	return true;
 }
 
 static uint64_t round_ns(double v)
@@ -129,11 +353,39 @@ static int conc_row(struct rp_report_conc *o, const char *name, const struct rp_
 	o->p95 = rp_sweep_percentile(s, 9500);
 	o->p99 = rp_sweep_percentile(s, 9900);
 	o->max = rp_sweep_max(s);
+	o->over_cap_ns = s->over_cap_ns;
 	return 0;
 }
 
-int rp_analyses_report(const struct rp_analyses *a, const uint32_t *map, struct rp_report *r)
+/* @k (may be NULL) plus the finest current sub-window's entry of @name into @out. */
+static int merged_sketch(const struct rp_analyses *a, const struct rp_sketch *k, uint32_t name,
+			 struct rp_sketch *out)
 {
+	const struct rp_wentry *e = a->win.n ? rp_window_find(&a->win.w[0], name) : NULL;
+	int err = 0;
+
+	rp_sketch_init(out, RP_SKETCH_ALPHA);
+	if (k != NULL)
+		err = rp_sketch_merge(out, k);
+	if (e != NULL && !err)
+		err = rp_sketch_merge(out, &e->dur);
+	return err;
+}
+
+static void quantiles(const struct rp_sketch *k, uint64_t *p50, uint64_t *p90, uint64_t *p95,
+		      uint64_t *p99)
+{
+	if (rp_sketch_count(k) == 0)
+		return;
+	*p50 = round_ns(rp_sketch_quantile(k, 0.50));
+	*p90 = round_ns(rp_sketch_quantile(k, 0.90));
+	*p95 = round_ns(rp_sketch_quantile(k, 0.95));
+	*p99 = round_ns(rp_sketch_quantile(k, 0.99));
+}
+
+static int report_fns(const struct rp_analyses *a, const uint32_t *map, struct rp_report *r)
+{
+	struct rp_sketch m;
 	int err;
 
 	for (uint32_t i = 0; i < a->names->n; i++) {
@@ -145,13 +397,24 @@ int rp_analyses_report(const struct rp_analyses *a, const uint32_t *map, struct 
 		f = &r->fns[map[i]];
 		f->midpoint_sum = a->mid_sum[i];
 		f->midpoint_count = a->mid_count[i];
-		if (k == NULL || rp_sketch_count(k) == 0)
-			continue;
-		f->p50_ns = round_ns(rp_sketch_quantile(k, 0.50));
-		f->p90_ns = round_ns(rp_sketch_quantile(k, 0.90));
-		f->p95_ns = round_ns(rp_sketch_quantile(k, 0.95));
-		f->p99_ns = round_ns(rp_sketch_quantile(k, 0.99));
+		if (k == NULL && a->n_sketch >= a->max_sketch)
+			continue; /* past the sketch cap: no quantiles */
+		err = merged_sketch(a, k, i, &m);
+		if (!err && rp_sketch_count(&m) > 0) {
+			quantiles(&m, &f->p50_ns, &f->p90_ns, &f->p95_ns, &f->p99_ns);
+			err = rp_report_sketch_from(&f->dur, &m);
+		}
+		rp_sketch_fini(&m);
+		if (err)
+			return err;
 	}
+	return 0;
+}
+
+static int report_conc(const struct rp_analyses *a, struct rp_report *r)
+{
+	int err;
+
 	r->conc = calloc(2 + a->n_cat, sizeof(*r->conc));
 	if (r->conc == NULL)
 		return -ENOMEM;
@@ -162,5 +425,130 @@ int rp_analyses_report(const struct rp_analyses *a, const uint32_t *map, struct 
 		if ((err = conc_row(&r->conc[r->n_conc++],
 				    a->cat_name[i][0] ? a->cat_name[i] : "(none)", &a->cat[i])))
 			return err;
+	return 0;
+}
+
+static int report_cats(const struct rp_analyses *a, struct rp_report *r)
+{
+	const struct rp_wslot *cs = a->win.n && a->win.w[0].started ? a->win.w[0].cs : NULL;
+	struct rp_sketch m;
+	int err = 0;
+
+	r->cats = calloc(a->n_cat ? a->n_cat : 1, sizeof(*r->cats));
+	if (r->cats == NULL)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < a->n_cat && !err; i++) {
+		struct rp_report_cat *o = &r->cats[r->n_cats++];
+
+		rp_sketch_init(&m, RP_SKETCH_ALPHA);
+		err = rp_sketch_merge(&m, &a->cats[i].dur);
+		o->calls = a->cats[i].calls;
+		o->self_ns = a->cats[i].self_ns;
+		o->total_ns = a->cats[i].total_ns;
+		for (uint32_t j = 0; cs != NULL && j < cs->n && !err; j++)
+			if (cs->e[j].cat == i + 1) {
+				o->calls += cs->e[j].calls;
+				o->self_ns += cs->e[j].self_ns;
+				o->total_ns += cs->e[j].total_ns;
+				err = rp_sketch_merge(&m, &cs->e[j].dur);
+			}
+		o->name = strdup(a->cat_name[i]);
+		quantiles(&m, &o->p50_ns, &o->p90_ns, &o->p95_ns, &o->p99_ns);
+		if (o->name == NULL)
+			err = -ENOMEM;
+		if (!err)
+			err = rp_report_sketch_from(&o->dur, &m);
+		rp_sketch_fini(&m);
+	}
+	return err;
+}
+
+static int report_counters(const struct rp_analyses *a, struct rp_report *r)
+{
+	r->counters = calloc(a->n_counters ? a->n_counters : 1, sizeof(*r->counters));
+	if (r->counters == NULL)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < a->n_counters; i++) {
+		const struct rp_counter_stats *c = &a->counters[i];
+		const struct rp_name_entry *ne = &a->names->e[c->name];
+		struct rp_report_counter *o = &r->counters[r->n_counters++];
+
+		o->name = strdup(ne->name);
+		o->category = strdup(ne->category);
+		o->samples = c->samples;
+		o->last = c->last;
+		o->min = c->min;
+		o->max = c->max;
+		o->mean = rp_sketch_sum(&c->values) / (double)c->samples;
+		o->p50 = rp_sketch_quantile(&c->values, 0.50);
+		o->p90 = rp_sketch_quantile(&c->values, 0.90);
+		o->p95 = rp_sketch_quantile(&c->values, 0.95);
+		o->p99 = rp_sketch_quantile(&c->values, 0.99);
+		if (!o->name || !o->category || rp_report_sketch_from(&o->values, &c->values))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+static int report_windows(const struct rp_analyses *a, const uint32_t *map, uint64_t t_last,
+			  struct rp_report *r)
+{
+	const struct rp_sweep *sw[2] = { &a->overall, &a->roots };
+	uint64_t *pend[2] = { NULL, NULL };
+	const uint64_t *cpend[2];
+	uint32_t n[2] = { 0, 0 };
+	int err = -ENOMEM;
+
+	if (a->win.n == 0 || !a->win.w[0].started)
+		return 0;
+	t_last = t_last > a->t_hi ? t_last : a->t_hi;
+	for (int k = 0; k < 2; k++) {
+		uint32_t level = rp_sweep_level(sw[k]);
+
+		level = level < RP_ANALYSES_MAX_LEVEL ? level : RP_ANALYSES_MAX_LEVEL;
+		n[k] = sw[k]->n_alloc > level ? sw[k]->n_alloc : level + 1;
+		pend[k] = calloc(n[k], sizeof(uint64_t));
+		if (pend[k] == NULL)
+			goto out;
+		for (uint32_t c = 0; sw[k]->opened && c < sw[k]->n_alloc; c++)
+			pend[k][c] = sw[k]->ns[c] - a->prev[k][c];
+		/* The sweep's level holds from its last event to the newest event time
+		 * (what the rotation's accrual would add). */
+		if (sw[k]->opened && t_last > sw[k]->last_t)
+			pend[k][level] += t_last - sw[k]->last_t;
+		cpend[k] = pend[k];
+	}
+	err = rp_windows_report(&a->win, t_last, cpend, n, map,
+				a->names->n, r);
+out:
+	free(pend[0]);
+	free(pend[1]);
+	return err;
+}
+
+static int report_slowest(const struct rp_analyses *a, const uint32_t *map, struct rp_report *r)
+{
+	struct rp_slowest m;
+	int err;
+
+	if (rp_slowest_init(&m, a->slow.k))
+		return -ENOMEM;
+	rp_slowest_merge(&m, &a->slow);
+	if (a->win.n && a->win.w[0].started)
+		rp_slowest_merge(&m, &a->win.w[0].cs->slow);
+	err = rp_window_spans(&m, map, &r->bottlenecks.slowest, &r->bottlenecks.n_slowest);
+	rp_slowest_fini(&m);
+	return err;
+}
+
+int rp_analyses_report(const struct rp_analyses *a, const uint32_t *map, uint64_t t_last,
+		       struct rp_report *r)
+{
+	int err;
+
+	if ((err = report_fns(a, map, r)) || (err = report_conc(a, r)) ||
+	    (err = report_cats(a, r)) || (err = report_counters(a, r)) ||
+	    (err = report_windows(a, map, t_last, r)) || (err = report_slowest(a, map, r)))
+		return err;
 	return 0;
 }

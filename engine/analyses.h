@@ -2,55 +2,122 @@
 /*
  * The streaming analyses fed by every span the stack machine opens and closes:
  * concurrency sweeps (overall, roots = requests in flight, and per category),
- * per-name duration sketches, and each call's concurrency at its midpoint.
+ * per-name and per-category duration sketches, each call's concurrency at its
+ * midpoint, rolling windows (window.h), the slowest spans, and counters.
+ *
+ * A closed span goes to the finest window's current sub-window (window.h); when that
+ * sub-window ends, its entries' sketches are merged into the all-time per-name and
+ * per-category sketches and its slowest spans into the all-time ones (bucket-exact,
+ * so the same as adding each duration). Spans whose name has no room in the
+ * sub-window, and every span when no window is configured, are added directly.
+ * Reports merge the current sub-window in.
  *
  * Bounded: at most RP_ANALYSES_MAX_CATEGORIES category sweeps (later categories
- * share "[other]"); sketches for the first max_sketch_names names that complete a
- * call (later names report no quantiles); sweep levels capped at 65535; the overall
- * sweep keeps the last 65536 change points for midpoints (older ones are unknown).
- * Worst case: max_sketch_names x 36 KB of sketches, 24 B per name, and per sweep
- * 512 KB of levels plus 768 KB of history for the overall one.
+ * share "[other]"); sketches for the first max_sketch_names names to reach the
+ * all-time sketches (later names report no quantiles); max_counters counter names
+ * (later ones counted as RP_ANOM_COUNTER_CAP); sweep levels capped at 65535; the
+ * overall sweep keeps the last 65536 change points for midpoints (older ones are
+ * unknown). rp_analyses_memory_bound() gives the worst case.
  */
 #ifndef RP_ENGINE_ANALYSES_H
 #define RP_ENGINE_ANALYSES_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "names.h"
 #include "report.h"
 #include "sketch.h"
+#include "stacks.h"
 #include "sweep.h"
+#include "topk.h"
+#include "window.h"
 
 #define RP_ANALYSES_MAX_CATEGORIES 64
 #define RP_ANALYSES_MAX_LEVEL 65535
 #define RP_ANALYSES_HISTORY 65536
+
+/* Per category: its spans' durations. */
+struct rp_cat_stats {
+	uint64_t calls, self_ns, total_ns;
+	struct rp_sketch dur;
+};
+
+/* Per counter name (RP_EV_COUNTER): its values. */
+struct rp_counter_stats {
+	uint32_t name;
+	uint64_t samples, last_ts;
+	int64_t last, min, max;
+	struct rp_sketch values;
+};
 
 struct rp_analyses {
 	const struct rp_names *names;
 	struct rp_sweep overall, roots;
 	struct rp_sweep cat[RP_ANALYSES_MAX_CATEGORIES];
 	const char *cat_name[RP_ANALYSES_MAX_CATEGORIES];
+	struct rp_cat_stats cats[RP_ANALYSES_MAX_CATEGORIES];
 	uint32_t n_cat;
 	uint8_t *cat_of;		/* per name: category index + 1; 0 = not yet seen */
 	struct rp_sketch **sketch;	/* per name, made at its first completed call */
 	uint32_t n_sketch, max_sketch;
 	uint64_t *mid_sum, *mid_count;	/* per name */
 	uint32_t max_names;
+
+	/* Rolling windows (window.h); the finest one's sub-window boundary. */
+	struct rp_windows win;
+	uint64_t next;			/* end of the finest current sub-window; UINT64_MAX */
+	uint64_t *prev[2];		/* overall, roots sweep levels at the last rotation */
+	uint32_t n_prev[2];
+	uint64_t t_hi;			/* the latest time tracks were closed at */
+	struct rp_slowest slow;		/* all time (the finest window folds into it) */
+
+	/* Counters: per name id the row + 1, rows up to max_counters. */
+	uint32_t *counter_of;
+	struct rp_counter_stats *counters;
+	uint32_t n_counters, max_counters;
 };
 
-int rp_analyses_init(struct rp_analyses *a, const struct rp_names *names, uint32_t max_names,
-		     uint32_t max_sketch_names);
+/* What rp_analyses_init needs beyond the names. */
+struct rp_analyses_cfg {
+	uint32_t max_names, max_sketch_names, max_counters;
+	struct rp_window_cfg win;
+};
+
+/* Worst-case bytes of the analyses at these caps (without the windows' share:
+ * rp_windows_memory_bound()). */
+size_t rp_analyses_memory_bound(const struct rp_analyses_cfg *c);
+
+/* @return 0, -EINVAL (bad window config) or -ENOMEM. */
+int rp_analyses_init(struct rp_analyses *a, const struct rp_names *names,
+		     const struct rp_analyses_cfg *c);
 void rp_analyses_fini(struct rp_analyses *a);
 
 /* A span of @name opened at depth @depth (0: a root) at time @t. */
 void rp_analyses_open(struct rp_analyses *a, uint32_t name, uint32_t depth, uint64_t t);
 
-/* The span closed at @end (its open was fed at @start). */
-void rp_analyses_close(struct rp_analyses *a, uint32_t name, uint32_t depth, uint64_t start,
-		       uint64_t end);
+/* A span closed (its open was fed). */
+void rp_analyses_close(struct rp_analyses *a, const struct rp_span_info *sp);
 
-/* Fills the report's per-function quantiles and midpoints (@map: name id -> row, or
- * RP_NONE) and its concurrency distributions. @return 0 or -ENOMEM. */
-int rp_analyses_report(const struct rp_analyses *a, const uint32_t *map, struct rp_report *r);
+/* The event clock reached @t >= a->next: the finest sub-window is over. */
+void rp_analyses_rotate(struct rp_analyses *a, uint64_t t);
+
+static inline void rp_analyses_clock(struct rp_analyses *a, uint64_t t)
+{
+	if (t >= a->next)
+		rp_analyses_rotate(a, t);
+}
+
+/* A counter sample. @return false if the counter cap refused a new name. */
+bool rp_analyses_counter(struct rp_analyses *a, uint32_t name, uint64_t t, int64_t v);
+
+/**
+ * rp_analyses_report() - per-function quantiles, sketches and midpoints (@map: name
+ * id -> row, or RP_NONE), concurrency distributions, categories, counters, windows
+ * and the all-time slowest spans. @t_last: the newest event time. 0 or -ENOMEM.
+ */
+int rp_analyses_report(const struct rp_analyses *a, const uint32_t *map, uint64_t t_last,
+		       struct rp_report *r);
 
 #endif

@@ -68,7 +68,7 @@ struct rp_device {
 void rp_device_cfg_default(struct rp_device_cfg *cfg)
 {
 	*cfg = (struct rp_device_cfg){
-		.max_spans = 1u << 20, .max_events = 1u << 20, .links_per_track = 8,
+		.max_spans = 1u << 18, .max_events = 1u << 18, .links_per_track = 8,
 		.max_span_links = 4096, .max_points = 4096, .max_idle = 1024,
 		.max_phases = 256, .max_ranked = 10,
 	};
@@ -790,6 +790,39 @@ static uint64_t busy(const struct qev *K, uint32_t nk)
 		a = K[i].start, b = K[i].end, open = true;
 	}
 	return open ? sum + (b - a) : sum;
+}
+
+size_t rp_device_memory_bound(const struct rp_device_cfg *cfg, uint32_t max_tracks,
+			      uint32_t max_names)
+{
+	struct rp_device_cfg c;
+	size_t ns, ne, per_span, per_event, b;
+
+	if (cfg != NULL)
+		c = *cfg;
+	else
+		rp_device_cfg_default(&c);
+	if (c.max_span_links == 0 || (c.max_span_links & (c.max_span_links - 1)))
+		c.max_span_links = 4096;
+	ns = (size_t)c.max_spans + 1;
+	ne = (size_t)c.max_events + 1;
+	/* kept: the device itself, classes, spans, launches and kernels, links */
+	b = sizeof(struct rp_device) + max_names + ns * sizeof(struct span_rec) +
+	    2 * ne * sizeof(struct qev) +
+	    ((size_t)max_tracks * c.links_per_track + 1) * sizeof(struct plink) +
+	    (size_t)c.max_span_links * sizeof(struct slink);
+	/* rp_device_report()'s scratch: a copy of every record and per-record arrays
+	 * (every launch and kernel gives at most one queue-depth point) */
+	per_span = 2 * sizeof(struct span_rec) + sizeof(struct cand) + sizeof(struct kkey) + 4 +
+		   8 + 8;
+	per_event = 2 * sizeof(struct qev) + 8 + 2 * (sizeof(struct point) + 8) +
+		    2 * 2 * sizeof(struct ival) + 2 * 8 + 4 * 4 + sizeof(struct kkey);
+	b += ns * per_span + ne * per_event;
+	/* and what it hands to the report */
+	b += ((size_t)c.max_points + 1) * sizeof(struct rp_report_dev_point) +
+	     ((size_t)c.max_idle + 1 + c.max_phases + 1) * sizeof(struct rp_report_dev_interval) +
+	     ((size_t)c.max_ranked + 1) * (sizeof(struct rp_report_dev_span) + 3 * 4096);
+	return b + 64 * 16 + 16 * 4096; /* malloc: chunk headers, page rounding */
 }
 
 int rp_device_report(const struct rp_device *d, const struct rp_names *names,

@@ -68,7 +68,7 @@ struct rp_device_cfg {
 	uint32_t max_ranked;	   /* ranked spans in the report */
 };
 
-/* Defaults: 1 Mi spans, 1 Mi events, 8 links per track, 4096 span links, 4096
+/* Defaults: 256 Ki spans, 256 Ki events, 8 links per track, 4096 span links, 4096
  * points, 1024 idle intervals, 256 phases, 10 ranked spans. */
 void rp_device_cfg_default(struct rp_device_cfg *cfg);
 
@@ -77,6 +77,11 @@ struct rp_device;
 int rp_device_open(const struct rp_device_cfg *cfg, uint32_t max_tracks, uint32_t max_names,
 		   struct rp_device **out);
 void rp_device_close(struct rp_device *d);
+
+/* Worst-case bytes rp_device_open() and rp_device_report() allocate with @cfg (NULL:
+ * defaults): the kept records, the links, the report's scratch and its output. */
+size_t rp_device_memory_bound(const struct rp_device_cfg *cfg, uint32_t max_tracks,
+			      uint32_t max_names);
 
 /**
  * rp_device_link() - an RP_EV_LINK: on thread track slot @tr, for the open frame

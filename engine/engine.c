@@ -22,8 +22,96 @@ void rp_engine_cfg_default(struct rp_engine_cfg *cfg)
 		.max_sketch_names = 4096,
 		.recorder_spans = 65536,
 		.recorder_samples = 16384,
+		.max_window_names = 256,
+		.max_counters = 1024,
+		.topk = 10,
+		.max_window_level = 255,
+		.subwindows = 10,
+		.n_windows = 3,
+		.window_ns = { 10000000000ull, 60000000000ull, 300000000000ull },
 	};
 	rp_device_cfg_default(&cfg->dev);
+}
+
+static void analyses_cfg(const struct rp_engine_cfg *cfg, struct rp_analyses_cfg *a)
+{
+	*a = (struct rp_analyses_cfg){
+		.max_names = cfg->max_names, .max_sketch_names = cfg->max_sketch_names,
+		.max_counters = cfg->max_counters,
+		.win = { .n = cfg->n_windows, .subwindows = cfg->subwindows,
+			 .max_names = cfg->max_names, .topk = cfg->topk,
+			 .max_level = cfg->max_window_level,
+			 .max_window_names = cfg->max_window_names },
+	};
+	for (uint32_t i = 0; i < cfg->n_windows && i < RP_WINDOW_MAX; i++)
+		a->win.length[i] = cfg->window_ns[i];
+}
+
+int rp_engine_cfg_check(const struct rp_engine_cfg *cfg, char *why, size_t n)
+{
+	struct rp_analyses_cfg a;
+
+	if (cfg->max_names < 1 || cfg->max_tracks < 1 || cfg->max_depth < 1 ||
+	    cfg->max_cct_nodes < 1 || cfg->max_sources < 1 || cfg->max_counters < 1 ||
+	    cfg->max_names > (1u << 26) || cfg->max_tracks > (1u << 26) ||
+	    cfg->max_depth > (1u << 26) || cfg->max_cct_nodes > (1u << 26) ||
+	    cfg->max_sources > (1u << 26) || cfg->max_counters > (1u << 26) ||
+	    cfg->max_sketch_names > (1u << 26)) {
+		snprintf(why, n, "a cap is 0 or above 2^26");
+		return -EINVAL;
+	}
+	analyses_cfg(cfg, &a);
+	return rp_window_cfg_check(&a.win, why, n);
+}
+
+/* Bytes malloc may add to a chunk, and the longest strings a name can bring (the
+ * Chrome importer cuts at RP_CHROME_STR_MAX, live names are shorter). */
+#define CHUNK_OVERHEAD 16
+#define NAME_STRINGS (3 * (512 + 1 + CHUNK_OVERHEAD))
+
+static size_t slots_for(size_t n)
+{
+	size_t slots = 4;
+
+	while (slots < 2 * n)
+		slots <<= 1;
+	return slots;
+}
+
+size_t rp_engine_memory_bound(const struct rp_engine_cfg *cfg)
+{
+	struct rp_analyses_cfg a;
+	size_t b = sizeof(struct rp_engine), nodes = 2 * (size_t)cfg->max_cct_nodes + 1;
+	size_t store = (size_t)rp_sketch_default_buckets(RP_SKETCH_ALPHA) * sizeof(uint64_t);
+	size_t chunks;
+
+	analyses_cfg(cfg, &a);
+	/* names: entries, index, strings */
+	b += (size_t)cfg->max_names * (sizeof(struct rp_name_entry) + NAME_STRINGS) +
+	     slots_for(cfg->max_names) * 4;
+	/* stats: per name, edges, CCT nodes and both indexes */
+	b += (size_t)cfg->max_names * sizeof(struct rp_fn_stats) +
+	     (size_t)cfg->max_cct_nodes * sizeof(struct rp_edge_stats) +
+	     nodes * sizeof(struct rp_cct_node) + slots_for(cfg->max_cct_nodes) * 4 +
+	     slots_for(nodes) * 4;
+	/* tracks, their free list and index, and every stack at max_depth */
+	b += (size_t)cfg->max_tracks * (sizeof(struct rp_track) + 4 + CHUNK_OVERHEAD +
+					(size_t)cfg->max_depth * sizeof(struct rp_frame)) +
+	     slots_for(cfg->max_tracks) * 4;
+	/* sources: rows and their names (segment names are < 96 bytes) */
+	b += ((size_t)cfg->max_sources + 1) * (sizeof(struct rp_source) + 96 + CHUNK_OVERHEAD);
+	b += rp_analyses_memory_bound(&a) + rp_windows_memory_bound(&a.win);
+	/* the flight recorder (labels: one per track) and the device analysis */
+	b += rp_recorder_memory_bound(cfg->recorder_spans, cfg->recorder_samples,
+				      cfg->max_tracks) +
+	     rp_device_memory_bound(&cfg->dev, cfg->max_tracks, cfg->max_names);
+	/* malloc's share: a header per chunk (sketch stores, names, stacks, sources,
+	 * window entries), a page per large array, and one store being regrown */
+	chunks = (size_t)cfg->max_sketch_names * 2 + (size_t)cfg->max_counters * 2 +
+		 (size_t)cfg->n_windows * cfg->subwindows * (cfg->max_window_names + 16) +
+		 RP_ANALYSES_MAX_CATEGORIES * 2 + 256;
+	b += chunks * CHUNK_OVERHEAD + 256 * 4096 + 2 * store;
+	return b;
 }
 
 static void on_open(void *ctx, uint32_t name, uint32_t depth, uint64_t t)
@@ -31,9 +119,9 @@ static void on_open(void *ctx, uint32_t name, uint32_t depth, uint64_t t)
 	rp_analyses_open(ctx, name, depth, t);
 }
 
-static void on_close(void *ctx, uint32_t name, uint32_t depth, uint64_t start, uint64_t end)
+static void on_close(void *ctx, const struct rp_span_info *sp)
 {
-	rp_analyses_close(ctx, name, depth, start, end);
+	rp_analyses_close(ctx, sp);
 }
 
 /* export: a completed span into the step statistics and the flight recorder. */
@@ -52,19 +140,26 @@ static void on_span(void *ctx, const struct rp_track *k, uint32_t name, uint32_t
 
 int rp_engine_open(const struct rp_engine_cfg *cfg, struct rp_engine **out)
 {
-	struct rp_engine *e = calloc(1, sizeof(*e));
+	struct rp_analyses_cfg acfg;
+	struct rp_engine *e;
+	char why[160];
+	int err;
 
+	if (cfg != NULL && rp_engine_cfg_check(cfg, why, sizeof(why)) != 0)
+		return -EINVAL;
+	e = calloc(1, sizeof(*e));
 	if (e == NULL)
 		return -ENOMEM;
 	if (cfg != NULL)
 		e->cfg = *cfg;
 	else
 		rp_engine_cfg_default(&e->cfg);
+	analyses_cfg(&e->cfg, &acfg);
 	e->src = calloc(e->cfg.max_sources, sizeof(*e->src));
 	if (e->src == NULL || rp_names_init(&e->names, e->cfg.max_names) ||
 	    rp_stats_init(&e->stats, e->cfg.max_names, e->cfg.max_cct_nodes) ||
 	    rp_tracks_init(&e->tracks, e->cfg.max_tracks, e->cfg.max_depth, &e->stats) ||
-	    rp_analyses_init(&e->an, &e->names, e->cfg.max_names, e->cfg.max_sketch_names) ||
+	    (err = rp_analyses_init(&e->an, &e->names, &acfg)) != 0 ||
 	    rp_recorder_init(&e->rec, e->cfg.recorder_spans, e->cfg.recorder_samples,
 			     e->cfg.max_tracks) ||
 	    rp_steps_init(&e->steps, &e->names, e->cfg.max_names, e->cfg.step_category,
@@ -239,6 +334,54 @@ static void track_event(struct rp_engine *e, struct rp_source *s, uint32_t src, 
 		rp_device_track_end(e->dev, tr, e->tracks.t[tr].depth);
 }
 
+__attribute__((noinline)) static void counter_event(struct rp_engine *e, struct rp_source *s,
+						    uint32_t src, uint64_t thread,
+						    const struct rp_event *ev)
+{
+	/* the flight recorder keeps the recent samples (chrome export) */
+	rp_recorder_sample(&e->rec, &(struct rp_rec_sample){ .ts = ev->ts,
+		.value = (int64_t)ev->arg, .track = thread, .name = ev->name, .src = src });
+	if (!rp_analyses_counter(&e->an, ev->name, ev->ts, (int64_t)ev->arg))
+		s->counts.anomalies[RP_ANOM_COUNTER_CAP]++;
+}
+
+/* Every path ends in a call in tail position, so the hot path needs no frame. */
+static inline void dispatch(struct rp_engine *e, struct rp_source *s, uint32_t src,
+			    uint64_t thread, const struct rp_event *ev)
+{
+	switch (ev->kind) {
+	case RP_EV_BEGIN:
+	case RP_EV_END:
+		track_event(e, s, src, RP_TRACK_THREAD, thread, ev, ev->kind == RP_EV_BEGIN);
+		break;
+	case RP_EV_ASYNC_BEGIN:
+	case RP_EV_ASYNC_END:
+		track_event(e, s, src, RP_TRACK_ASYNC, ev->track, ev,
+			    ev->kind == RP_EV_ASYNC_BEGIN);
+		break;
+	case RP_EV_COUNTER:
+		counter_event(e, s, src, thread, ev);
+		break;
+	case RP_EV_LINK:
+		device_link(e, s, src, thread, ev);
+		break;
+	case RP_EV_INSTANT:
+		break; /* counted */
+	default:
+		s->counts.anomalies[RP_ANOM_BAD_EVENT]++;
+	}
+}
+
+/* The event clock passed the finest sub-window's end: rotate, then as usual. */
+__attribute__((noinline, cold)) static void rotate_dispatch(struct rp_engine *e,
+							    struct rp_source *s, uint32_t src,
+							    uint64_t thread,
+							    const struct rp_event *ev)
+{
+	rp_analyses_rotate(&e->an, ev->ts);
+	dispatch(e, s, src, thread, ev);
+}
+
 void rp_engine_event(struct rp_engine *e, uint32_t src, uint64_t thread,
 		     const struct rp_event *ev)
 {
@@ -257,28 +400,10 @@ void rp_engine_event(struct rp_engine *e, uint32_t src, uint64_t thread,
 		s->rep.late++;
 	else
 		e->t_merged = ev->ts;
-	switch (ev->kind) {
-	case RP_EV_BEGIN:
-	case RP_EV_END:
-		track_event(e, s, src, RP_TRACK_THREAD, thread, ev, ev->kind == RP_EV_BEGIN);
-		break;
-	case RP_EV_ASYNC_BEGIN:
-	case RP_EV_ASYNC_END:
-		track_event(e, s, src, RP_TRACK_ASYNC, ev->track, ev,
-			    ev->kind == RP_EV_ASYNC_BEGIN);
-		break;
-	case RP_EV_COUNTER: /* export: the flight recorder keeps the recent samples */
-		rp_recorder_sample(&e->rec, &(struct rp_rec_sample){ .ts = ev->ts,
-			.value = (int64_t)ev->arg, .track = thread, .name = ev->name, .src = src });
-		break;
-	case RP_EV_LINK:
-		device_link(e, s, src, thread, ev);
-		break;
-	case RP_EV_INSTANT:
-		break; /* counted; their analyses come with the streaming analyses */
-	default:
-		s->counts.anomalies[RP_ANOM_BAD_EVENT]++;
-	}
+	if (ev->ts >= e->an.next) /* one compare per event */
+		rotate_dispatch(e, s, src, thread, ev);
+	else
+		dispatch(e, s, src, thread, ev);
 }
 
 void rp_engine_close_thread(struct rp_engine *e, uint32_t src, uint64_t thread, uint64_t t,
@@ -286,12 +411,16 @@ void rp_engine_close_thread(struct rp_engine *e, uint32_t src, uint64_t thread, 
 {
 	uint32_t tr = rp_tracks_find(&e->tracks, src, RP_TRACK_THREAD, thread);
 
+	rp_analyses_clock(&e->an, t);
+	e->an.t_hi = t > e->an.t_hi ? t : e->an.t_hi;
 	if (tr != RP_NONE)
 		rp_track_close(&e->tracks, tr, t, why, &e->src[src].counts);
 }
 
 void rp_engine_close_source(struct rp_engine *e, uint32_t src, uint64_t t, int why)
 {
+	rp_analyses_clock(&e->an, t);
+	e->an.t_hi = t > e->an.t_hi ? t : e->an.t_hi;
 	rp_tracks_close_src(&e->tracks, src, t, why, &e->src[src].counts);
 }
 
@@ -404,7 +533,10 @@ static void fill_header(const struct rp_engine *e, struct rp_report *r)
 	r->caps = (struct rp_report_caps){
 		.max_names = e->cfg.max_names, .max_tracks = e->cfg.max_tracks,
 		.max_depth = e->cfg.max_depth, .max_cct_nodes = e->cfg.max_cct_nodes,
-		.max_sources = e->cfg.max_sources,
+		.max_sources = e->cfg.max_sources, .max_sketch_names = e->cfg.max_sketch_names,
+		.max_window_names = e->cfg.max_window_names, .max_counters = e->cfg.max_counters,
+		.topk = e->cfg.topk, .memory_bound = rp_engine_memory_bound(&e->cfg),
+		.subwindows = e->cfg.subwindows, .max_window_level = e->cfg.max_window_level,
 	};
 }
 
@@ -425,6 +557,52 @@ static int export_report(const struct rp_engine *e, const uint32_t *map, struct 
 	return err;
 }
 
+/* One exact all-time list: the top k of @v (by name id) as report rows. */
+static int top_list(const struct rp_engine *e, const uint32_t *map, const uint64_t *v,
+		    struct rp_report_top **out, uint32_t *n)
+{
+	uint32_t k = e->cfg.topk, got;
+	struct rp_topk_entry *t = calloc(k, sizeof(*t));
+
+	*out = calloc(k, sizeof(**out));
+	if (t == NULL || *out == NULL) {
+		free(t);
+		return -ENOMEM;
+	}
+	got = rp_topk_select(v, e->names.n, k, t);
+	for (uint32_t i = 0; i < got; i++)
+		if (map[t[i].key] != RP_NONE && t[i].count > 0)
+			(*out)[(*n)++] = (struct rp_report_top){ .fn = map[t[i].key],
+								 .value = t[i].count };
+	free(t);
+	return 0;
+}
+
+/* All-time bottleneck lists: exact, from the function statistics (bound 0). */
+static int all_time_top(const struct rp_engine *e, const uint32_t *map, struct rp_report *r)
+{
+	struct rp_report_bottlenecks *b = &r->bottlenecks;
+	uint64_t *v = malloc(((size_t)e->names.n + 1) * sizeof(*v));
+	int err = -ENOMEM;
+
+	if (v == NULL)
+		return err;
+	for (uint32_t i = 0; i < e->names.n; i++)
+		v[i] = e->stats.fn[i].cum_ns;
+	if ((err = top_list(e, map, v, &b->by_cum, &b->n_by_cum)))
+		goto out;
+	for (uint32_t i = 0; i < e->names.n; i++)
+		v[i] = e->stats.fn[i].self_ns;
+	if ((err = top_list(e, map, v, &b->by_self, &b->n_by_self)))
+		goto out;
+	for (uint32_t i = 0; i < e->names.n; i++)
+		v[i] = e->stats.fn[i].calls;
+	err = top_list(e, map, v, &b->by_count, &b->n_by_count);
+out:
+	free(v);
+	return err;
+}
+
 int rp_engine_report(const struct rp_engine *e, struct rp_report *r)
 {
 	uint32_t *map, n_fns = 0;
@@ -442,7 +620,8 @@ int rp_engine_report(const struct rp_engine *e, struct rp_report *r)
 		goto out;
 	r->n_fns = n_fns;
 	if ((err = copy_fns(e, map, r)) != 0 || (err = copy_sources(e, r)) != 0 ||
-	    (err = rp_analyses_report(&e->an, map, r)) != 0 ||
+	    (err = rp_analyses_report(&e->an, map, e->t_last, r)) != 0 ||
+	    (err = all_time_top(e, map, r)) != 0 ||
 	    (err = rp_device_report(e->dev, &e->names, &r->device)) != 0)
 		goto out;
 	if ((err = export_report(e, map, r)) != 0)

@@ -12,6 +12,7 @@
 #ifndef RP_ENGINE_ENGINE_H
 #define RP_ENGINE_ENGINE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include <ringprof/wire.h>
@@ -33,6 +34,13 @@ struct rp_engine_cfg {
 	uint32_t max_cct_nodes;	/* CCT nodes (and caller->callee edges) */
 	uint32_t max_sources;	/* producer processes and files */
 	uint32_t max_sketch_names; /* names with a duration sketch (quantiles) */
+	uint32_t max_window_names; /* names per sub-window table (window.h) */
+	uint32_t max_counters;	/* counter names (RP_EV_COUNTER) */
+	uint32_t topk;		/* entries per bottleneck list, slowest spans kept */
+	uint32_t max_window_level; /* concurrency levels per sub-window */
+	uint32_t subwindows;	/* sub-windows per rolling window */
+	uint32_t n_windows;	/* rolling windows (0..RP_WINDOW_MAX) */
+	uint64_t window_ns[RP_WINDOW_MAX]; /* their lengths, increasing */
 	/* export (recorder.h, steps.h) */
 	uint32_t recorder_spans;	/* flight recorder: last spans kept */
 	uint32_t recorder_samples;	/* flight recorder: last counter samples kept */
@@ -42,8 +50,21 @@ struct rp_engine_cfg {
 };
 
 /* Defaults: 65536 names, 16384 tracks, 256 frames, 262144 nodes, 1024 sources,
- * 4096 sketches, a recorder of 65536 spans and 16384 counter samples. */
+ * 4096 sketches, 256 names per sub-window, 1024 counters, top 10, 255 levels, windows
+ * of 10 s, 1 min and 5 min of 10 sub-windows each, a recorder of 65536 spans and 16384
+ * counter samples. */
 void rp_engine_cfg_default(struct rp_engine_cfg *cfg);
+
+/** rp_engine_cfg_check() - caps in range and windows that nest (window.h).
+ * @why: room for a message naming the offending setting. @return 0 or -EINVAL. */
+int rp_engine_cfg_check(const struct rp_engine_cfg *cfg, char *why, size_t n);
+
+/**
+ * rp_engine_memory_bound() - worst-case bytes the engine allocates with @cfg, every
+ * table at its cap (README, "Caps and memory"): names, stats, tracks and stacks,
+ * sources, analyses (sketches, sweeps, counters, categories) and windows.
+ */
+size_t rp_engine_memory_bound(const struct rp_engine_cfg *cfg);
 
 struct rp_source {
 	struct rp_report_source rep;	/* counters as reported; rep.name owned here */
@@ -71,7 +92,8 @@ struct rp_engine {
 	struct rp_device *dev;		/* device idle time */
 };
 
-/** rp_engine_open() - make an engine with @cfg (NULL: defaults). 0 or -ENOMEM. */
+/** rp_engine_open() - make an engine with @cfg (NULL: defaults). 0, -EINVAL (see
+ * rp_engine_cfg_check) or -ENOMEM. */
 int rp_engine_open(const struct rp_engine_cfg *cfg, struct rp_engine **out);
 void rp_engine_close(struct rp_engine *e);
 

@@ -10,6 +10,18 @@
 
 #include "recorder.h"
 
+size_t rp_recorder_memory_bound(uint32_t max_spans, uint32_t max_samples, uint32_t max_labels)
+{
+	size_t slots = 4;
+
+	while (slots < 2 * (size_t)max_labels)
+		slots <<= 1;
+	return ((size_t)max_spans + 1) * sizeof(struct rp_rec_span) +
+	       ((size_t)max_samples + 1) * sizeof(struct rp_rec_sample) +
+	       slots * sizeof(struct rp_rec_label) +
+	       (size_t)max_labels * 2 * (RP_REC_LABEL_MAX + 1 + 16) + 3 * 4096;
+}
+
 int rp_recorder_init(struct rp_recorder *r, uint32_t max_spans, uint32_t max_samples,
 		     uint32_t max_labels)
 {
@@ -73,8 +85,8 @@ int rp_recorder_label(struct rp_recorder *r, uint32_t src, uint64_t track, const
 		r->labels_dropped++;
 		return -ENOSPC;
 	}
-	p = strdup(pid ? pid : "");
-	t = strdup(tid ? tid : "");
+	p = strndup(pid ? pid : "", RP_REC_LABEL_MAX);
+	t = strndup(tid ? tid : "", RP_REC_LABEL_MAX);
 	if (!p || !t) {
 		free(p);
 		free(t);

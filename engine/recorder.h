@@ -68,6 +68,11 @@ struct rp_recorder {
  * rp_recorder_init() - rings of @max_spans spans and @max_samples samples (0 = none
  * recorded), and room for @max_labels track labels. @return 0 or -ENOMEM.
  */
+#define RP_REC_LABEL_MAX 63 /* bytes of a pid or tid label kept */
+
+/* Worst-case bytes rp_recorder_init() and the labels allocate (not its report). */
+size_t rp_recorder_memory_bound(uint32_t max_spans, uint32_t max_samples, uint32_t max_labels);
+
 int rp_recorder_init(struct rp_recorder *r, uint32_t max_spans, uint32_t max_samples,
 		     uint32_t max_labels);
 void rp_recorder_fini(struct rp_recorder *r);

@@ -134,6 +134,7 @@ struct rp_report_conc {
 	uint64_t observed_ns;	/* [first open, last event] */
 	uint64_t mean_milli;	/* time-weighted mean level x 1000, rounded */
 	uint32_t p50, p90, p95, p99, max;
+	uint64_t over_cap_ns;	/* time at levels above the cap (counted at it) 1.2 */
 };
 
 /* Per category: the durations of its spans. 1.2 */
@@ -283,6 +284,8 @@ struct rp_report_caps {
 	uint32_t max_counters;		/* 1.2 */
 	uint32_t topk;			/* entries per bottleneck list 1.2 */
 	uint64_t memory_bound;		/* worst-case engine bytes at these caps 1.2 */
+	uint32_t subwindows;		/* sub-windows per rolling window 1.2 */
+	uint32_t max_window_level;	/* concurrency levels kept per sub-window 1.2 */
 };
 
 /* Device idle time (engine/device.h has the exact semantics, torch's BasicEvaluation).

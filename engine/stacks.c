@@ -185,8 +185,15 @@ static void pop(struct rp_tracks *ts, struct rp_track *k, uint64_t t, struct rp_
 		k->f[k->depth - 1].child_ns += dur;
 	if (!rp_stats_add(ts->stats, &call))
 		c->anomalies[RP_ANOM_CCT_CAP]++;
-	if (ts->on_close)
-		ts->on_close(ts->hook_ctx, f->name, k->depth, f->start, f->start + dur);
+	if (ts->on_close) {
+		struct rp_span_info sp = {
+			.start = f->start, .end = f->start + dur, .self_ns = call.self_ns,
+			.subtree_ns = call.self_ns + f->child_ns, .track = k->id,
+			.span = f->span, .name = f->name, .depth = k->depth, .src = k->src,
+			.primitive = call.primitive,
+		};
+		ts->on_close(ts->hook_ctx, &sp);
+	}
 	if (ts->on_span) /* export: the flight recorder and steps */
 		ts->on_span(ts->span_ctx, k, f->name, k->depth, f->start, f->start + dur);
 }

@@ -37,6 +37,20 @@ struct rp_frame {
 	uint32_t node;		/* CCT node */
 };
 
+/* A span just closed, as the close hook sees it (what exemplars need). */
+struct rp_span_info {
+	uint64_t start, end;	/* end >= start */
+	uint64_t self_ns;	/* end - start minus its children's time (clamped) */
+	uint64_t subtree_ns;	/* self_ns + the children's durations: = end - start
+				   when the children fit inside it */
+	uint64_t track;		/* the track id (thread or async track) */
+	uint64_t span;		/* async span id; 0 on thread tracks */
+	uint32_t name;
+	uint32_t depth;		/* 0: a root */
+	uint32_t src;		/* the source index */
+	bool primitive;		/* the name was not open below it on its track */
+};
+
 struct rp_track {
 	uint64_t id;
 	uint32_t src;
@@ -56,7 +70,7 @@ struct rp_tracks {
 	struct rp_stats *stats;
 	/* Every span pushed and popped (the streaming analyses); may be NULL. */
 	void (*on_open)(void *ctx, uint32_t name, uint32_t depth, uint64_t t);
-	void (*on_close)(void *ctx, uint32_t name, uint32_t depth, uint64_t start, uint64_t end);
+	void (*on_close)(void *ctx, const struct rp_span_info *sp);
 	void *hook_ctx;
 	/* export: every completed span with its track, for the flight recorder and
 	 * the step statistics (engine.c); may be NULL. */

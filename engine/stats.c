@@ -99,8 +99,12 @@ uint32_t rp_stats_child(struct rp_stats *s, uint32_t parent, uint32_t name, bool
 	if (s->n_nodes < s->max_nodes)
 		return new_node(s, slot, parent, name);
 	/* Full: the parent's "[other]" child, which may be made past the cap (one per
-	 * parent at most, so never more than 2 x max_nodes in all). */
+	 * node made under the cap, so never more than 2 x max_nodes in all). An
+	 * "[other]" node absorbs its own descendants: were it to get an "[other]"
+	 * child in turn, chains of them would grow past any cap with the depth. */
 	*folded = true;
+	if (parent != 0 && s->nodes[parent].name == RP_NAMES_OTHER)
+		return parent;
 	slot = node_slot(s, parent, RP_NAMES_OTHER);
 	if (*slot != UINT32_MAX)
 		return *slot;

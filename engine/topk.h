@@ -158,8 +158,9 @@ struct rp_span_exemplar {
 	uint64_t self_ns;
 	uint64_t subtree_ns;
 	uint32_t name_id;
-	uint32_t category_id;
+	uint32_t source;	/* the engine's source index */
 	uint32_t concurrency;	/* open spans at the midpoint, if known */
+	uint16_t category_id;
 	bool concurrency_known; /* false: the change-point history had moved on */
 };
 _Static_assert(sizeof(struct rp_span_exemplar) == 64, "an exemplar is one cache line");

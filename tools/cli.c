@@ -55,9 +55,21 @@ bool rp_cli_cap_option(struct rp_engine_cfg *cfg, const char *opt, const char *v
 		{ "max-sketch-names", offsetof(struct rp_engine_cfg, max_sketch_names) },
 		{ "recorder-spans", offsetof(struct rp_engine_cfg, recorder_spans) }, /* export */
 		{ "recorder-samples", offsetof(struct rp_engine_cfg, recorder_samples) },
+		{ "max-window-names", offsetof(struct rp_engine_cfg, max_window_names) },
+		{ "max-counters", offsetof(struct rp_engine_cfg, max_counters) },
+		{ "topk", offsetof(struct rp_engine_cfg, topk) },
+		{ "max-window-level", offsetof(struct rp_engine_cfg, max_window_level) },
+		{ "subwindows", offsetof(struct rp_engine_cfg, subwindows) },
+		{ "device-spans", offsetof(struct rp_engine_cfg, dev.max_spans) },
+		{ "device-events", offsetof(struct rp_engine_cfg, dev.max_events) },
 	};
 	char *end;
 	unsigned long v;
+
+	if (strcmp(opt, "windows") == 0) {
+		*err = rp_cli_windows(cfg, value);
+		return true;
+	}
 
 	for (size_t i = 0; i < sizeof(caps) / sizeof(caps[0]); i++) {
 		if (strcmp(opt, caps[i].name) != 0)
@@ -70,6 +82,66 @@ bool rp_cli_cap_option(struct rp_engine_cfg *cfg, const char *opt, const char *v
 		return true;
 	}
 	return false;
+}
+
+/* One length: a number and a unit (ns, us, ms, s, m, h). 0 if malformed. */
+static uint64_t parse_length(const char *s, const char **rest)
+{
+	static const struct {
+		const char *sfx;
+		uint64_t mult;
+	} u[] = { { "ns", 1 }, { "us", 1000 }, { "ms", 1000000 }, { "s", 1000000000ull },
+		  { "m", 60000000000ull }, { "h", 3600000000000ull } };
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s || v == 0)
+		return 0;
+	for (size_t i = 0; i < sizeof(u) / sizeof(u[0]); i++) {
+		size_t n = strlen(u[i].sfx);
+
+		if (strncmp(end, u[i].sfx, n) == 0 && (end[n] == ',' || end[n] == '\0') &&
+		    v <= UINT64_MAX / u[i].mult) {
+			*rest = end + n;
+			return v * u[i].mult;
+		}
+	}
+	return 0;
+}
+
+int rp_cli_windows(struct rp_engine_cfg *cfg, const char *value)
+{
+	const char *p = value;
+	uint32_t n = 0;
+
+	if (strcmp(value, "none") == 0) {
+		cfg->n_windows = 0;
+		return 0;
+	}
+	while (*p) {
+		uint64_t len = parse_length(p, &p);
+
+		if (len == 0 || n == RP_WINDOW_MAX)
+			return -EINVAL;
+		cfg->window_ns[n++] = len;
+		if (*p == ',')
+			p++;
+	}
+	if (n == 0)
+		return -EINVAL;
+	cfg->n_windows = n;
+	return 0;
+}
+
+int rp_cli_check_caps(const struct rp_engine_cfg *cfg)
+{
+	char why[160];
+
+	if (rp_engine_cfg_check(cfg, why, sizeof(why)) != 0)
+		return rp_cli_error(2, "%s", why);
+	return 0;
 }
 
 int rp_cli_read_marker(const char *session, int32_t *pid, char *snap_path, size_t n)

@@ -27,10 +27,22 @@ bool rp_cli_cap_option(struct rp_engine_cfg *cfg, const char *opt, const char *v
 		       int *err);
 #define RP_CLI_CAP_USAGE                                                                   \
 	"  --max-names N --max-tracks N --max-depth N --max-cct-nodes N --max-sources N\n"  \
-	"  --max-sketch-names N\n"                                                          \
-	"             engine caps (defaults 65536, 16384, 256, 262144, 1024, 4096)\n"  \
+	"  --max-sketch-names N --max-window-names N --max-counters N --topk N\n"          \
+	"  --max-window-level N\n"                                                           \
+	"             engine caps (defaults 65536, 16384, 256, 262144, 1024, 4096, 256,\n"  \
+	"             1024, 10, 255)\n"                                                      \
+	"  --windows L,L,...  rolling windows on the event clock (default 10s,1m,5m; units\n"\
+	"             ns us ms s m h; none: no windows); --subwindows N per window (10)\n"\
 	"  --recorder-spans N --recorder-samples N\n"                                     \
-	"             the flight recorder (defaults 65536, 16384)\n"
+	"             the flight recorder (defaults 65536, 16384)\n"                      \
+	"  --device-spans N --device-events N\n"                                          \
+	"             spans and launches + kernels the device analysis keeps (262144 each)\n"
+
+/* --windows 10s,1m,5m (or "none") into @cfg. @return 0 or -EINVAL. */
+int rp_cli_windows(struct rp_engine_cfg *cfg, const char *value);
+
+/* rp_engine_cfg_check() as one line on stderr. @return 0 or 2 (the exit status). */
+int rp_cli_check_caps(const struct rp_engine_cfg *cfg);
 
 /* The engine marker: "/ringprof.<session>.engine" + the snapshot path after it. */
 int rp_cli_read_marker(const char *session, int32_t *pid, char *snap_path, size_t n);

@@ -64,7 +64,9 @@ static const char usage[] =
 	"  --step-category C    analyze: spans of category C are steps (default \"step\")\n"
 	"  --step-name PREFIX   analyze: spans whose name starts with PREFIX are steps\n"
 	"  --progress, --no-progress  analyze: force the progress line on stderr (default:\n"
-	"                       on when stderr is a terminal and stdout is one or -o is set)\n";
+	"                       on when stderr is a terminal and stdout is one or -o is set)\n"
+	"\n"
+	"caps (run, analyze):\n" RP_CLI_CAP_USAGE;
 
 static void print_rings(struct rp_segment *s)
 {
@@ -497,11 +499,15 @@ static int cmd_render(int argc, char **argv, bool analyze)
 		{ "max-names", 1, NULL, 'c' },	   { "max-tracks", 1, NULL, 'c' },
 		{ "max-depth", 1, NULL, 'c' },	   { "max-cct-nodes", 1, NULL, 'c' },
 		{ "max-sources", 1, NULL, 'c' },
-		{ "max-sketch-names", 1, NULL, 'c' },   { "window", 1, NULL, 'w' },
+		{ "max-sketch-names", 1, NULL, 'c' },   { "max-window-names", 1, NULL, 'c' },
+		{ "max-counters", 1, NULL, 'c' },	   { "topk", 1, NULL, 'c' },
+		{ "max-window-level", 1, NULL, 'c' },   { "subwindows", 1, NULL, 'c' },
+		{ "windows", 1, NULL, 'c' },	   { "window", 1, NULL, 'w' },
 		/* export */
 		{ "from", 1, NULL, 'F' },	   { "to", 1, NULL, 'T' },
 		{ "steps", 1, NULL, 'S' },	   { "gantt-rows", 1, NULL, 'R' },
 		{ "recorder-spans", 1, NULL, 'c' }, { "recorder-samples", 1, NULL, 'c' },
+		{ "device-spans", 1, NULL, 'c' },   { "device-events", 1, NULL, 'c' },
 		{ "step-category", 1, NULL, 'C' }, { "step-name", 1, NULL, 'P' },
 		{ "progress", 0, NULL, 'p' },	   { "no-progress", 0, NULL, 'q' },
 		{ "input", 1, NULL, 'i' },
@@ -547,6 +553,8 @@ static int cmd_render(int argc, char **argv, bool analyze)
 		default: return rp_cli_error(2, "bad option (try --help)");
 		}
 	}
+	if (analyze && rp_cli_check_caps(&cfg) != 0)
+		return 2;
 	if (optind + 1 != argc)
 		return rp_cli_error(2, "%s: need exactly one %s file (try --help)",
 				    analyze ? "analyze" : "report", analyze ? "trace" : "snapshot");

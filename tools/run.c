@@ -379,11 +379,15 @@ static int parse(int argc, char **argv, struct daemon *d, struct rp_engine_cfg *
 		{ "help", 0, NULL, 'h' },    { "max-names", 1, NULL, 'c' },
 		{ "max-tracks", 1, NULL, 'c' }, { "max-depth", 1, NULL, 'c' },
 		{ "max-cct-nodes", 1, NULL, 'c' }, { "max-sources", 1, NULL, 'c' },
-		{ "max-sketch-names", 1, NULL, 'c' },
+		{ "max-sketch-names", 1, NULL, 'c' }, { "max-window-names", 1, NULL, 'c' },
+		{ "max-counters", 1, NULL, 'c' }, { "topk", 1, NULL, 'c' },
+		{ "max-window-level", 1, NULL, 'c' }, { "subwindows", 1, NULL, 'c' },
+		{ "windows", 1, NULL, 'c' },
 		{ "no-socket", 0, NULL, 'N' },	{ "prometheus", 1, NULL, 'P' },
 		{ "prometheus-any", 0, NULL, 'A' }, { "prometheus-window", 1, NULL, 'W' },
 		{ "max-clients", 1, NULL, 'M' }, { "client-idle-ms", 1, NULL, 'I' },
-		{ "recorder-spans", 1, NULL, 'c' }, { "recorder-samples", 1, NULL, 'c' }, /* export */
+		{ "recorder-spans", 1, NULL, 'c' }, { "recorder-samples", 1, NULL, 'c' },
+		{ "device-spans", 1, NULL, 'c' },   { "device-events", 1, NULL, 'c' }, /* export */
 		{ NULL, 0, NULL, 0 }
 	};
 	const char *session = NULL;
@@ -428,6 +432,8 @@ static int parse(int argc, char **argv, struct daemon *d, struct rp_engine_cfg *
 	}
 	if (optind != argc || d->tick_ns == 0)
 		return rp_cli_error(2, "run: unexpected arguments (try --help)");
+	if (rp_cli_check_caps(cfg) != 0)
+		return 2;
 	d->session = rp_cli_session(session);
 	return d->session ? 0 : 2;
 }
