@@ -60,6 +60,7 @@ struct rp_device {
 	struct qev *launches, *kernels;	/* together at most max_events */
 	uint32_t n_launches, n_kernels;
 	struct plink *plinks;		/* links_per_track per track slot */
+	uint64_t plinks_live;		/* of them in use: 0 spares every span the search */
 	struct slink *slinks;		/* max_span_links, direct-mapped */
 	uint64_t other_device;
 	uint64_t spans_dropped, events_dropped, links_dropped, links_orphan;
@@ -216,6 +217,7 @@ void rp_device_link(struct rp_device *d, uint32_t src, uint32_t tr, uint32_t dep
 			return; /* that span is linked already (the first link counts) */
 		if (p[i].used && p[i].depth >= depth) { /* a frame that is gone */
 			p[i].used = 0;
+			d->plinks_live--;
 			d->links_orphan++;
 		}
 		if (!p[i].used && free_slot == NULL)
@@ -226,18 +228,20 @@ void rp_device_link(struct rp_device *d, uint32_t src, uint32_t tr, uint32_t dep
 		return;
 	}
 	*free_slot = (struct plink){ f->start, correlation, depth, f->name, side, 1 };
+	d->plinks_live++;
 }
 
 void rp_device_track_end(struct rp_device *d, uint32_t tr, uint32_t depth)
 {
 	struct plink *p;
 
-	if (tr >= d->max_tracks)
+	if (tr >= d->max_tracks || d->plinks_live == 0)
 		return;
 	p = &d->plinks[(size_t)tr * d->cfg.links_per_track];
 	for (uint32_t i = 0; i < d->cfg.links_per_track; i++)
 		if (p[i].used && p[i].depth >= depth) {
 			p[i].used = 0;
+			d->plinks_live--;
 			d->links_orphan++;
 		}
 }
@@ -273,7 +277,7 @@ void rp_device_span(struct rp_device *d, const struct rp_names *names, uint32_t 
 			corr = s->corr;
 			s->used = 0;
 		}
-	} else if (tr < d->max_tracks) {
+	} else if (tr < d->max_tracks && d->plinks_live != 0) {
 		struct plink *p = &d->plinks[(size_t)tr * d->cfg.links_per_track];
 		for (uint32_t i = 0; i < d->cfg.links_per_track; i++)
 			if (p[i].used && p[i].depth == depth && p[i].start == f->start &&
@@ -282,6 +286,7 @@ void rp_device_span(struct rp_device *d, const struct rp_names *names, uint32_t 
 				side = p[i].side;
 				corr = p[i].corr;
 				p[i].used = 0;
+				d->plinks_live--;
 				break;
 			}
 	}
