@@ -63,6 +63,8 @@ struct rp_device {
 	uint64_t plinks_live;		/* of them in use: 0 spares every span the search */
 	struct slink *slinks;		/* max_span_links, direct-mapped */
 	uint64_t other_device;
+	uint64_t spans_unarmed;		/* closed before the first device activity */
+	bool armed;			/* keeping spans (cfg.always, or device work seen) */
 	uint64_t spans_dropped, events_dropped, links_dropped, links_orphan;
 };
 
@@ -117,7 +119,7 @@ bool rp_device_is_source_name(const char *name)
 	return p != NULL && strchr(p + 4, ')') != NULL;
 }
 
-static bool is_device_category(const char *cat)
+bool rp_device_is_device_category(const char *cat)
 {
 	return strcmp(cat, "kernel") == 0 || strcmp(cat, "gpu_memcpy") == 0 ||
 	       strcmp(cat, "gpu_memset") == 0;
@@ -140,7 +142,7 @@ static uint8_t name_class(struct rp_device *d, const struct rp_names *names, uin
 		c |= CLS_KERNEL;
 	if (rp_device_is_source_name(ne->name))
 		c |= CLS_SOURCE;
-	if (is_device_category(ne->category))
+	if (rp_device_is_device_category(ne->category))
 		c |= CLS_DEVCAT;
 	d->cls[id] = c;
 	return c;
@@ -161,6 +163,7 @@ int rp_device_open(const struct rp_device_cfg *cfg, uint32_t max_tracks, uint32_
 		d->cfg.max_span_links = 4096;
 	d->max_tracks = max_tracks;
 	d->max_names = max_names;
+	d->armed = d->cfg.always;
 	/* calloc: pages are touched only as records arrive. */
 	d->cls = calloc(max_names ? max_names : 1, 1);
 	d->spans = calloc(d->cfg.max_spans ? d->cfg.max_spans : 1, sizeof(*d->spans));
@@ -196,9 +199,15 @@ static struct slink *slot_of(const struct rp_device *d, uint32_t src, uint64_t s
 	return &d->slinks[(h >> 32) & (d->cfg.max_span_links - 1)];
 }
 
+void rp_device_arm(struct rp_device *d)
+{
+	d->armed = true;
+}
+
 void rp_device_link(struct rp_device *d, uint32_t src, uint32_t tr, uint32_t depth,
 		    const struct rp_frame *f, uint64_t span, uint8_t side, uint64_t correlation)
 {
+	d->armed = true;
 	if (span != 0) {
 		struct slink *s = slot_of(d, src, span);
 		if (s->used)
@@ -269,6 +278,13 @@ void rp_device_span(struct rp_device *d, const struct rp_names *names, uint32_t 
 	uint8_t side = 0, c;
 	uint64_t corr = 0;
 
+	if (!d->armed) { /* no device work yet: keep nothing (live, no GPU) */
+		if (!(name_class(d, names, f->name) & CLS_DEVCAT)) {
+			d->spans_unarmed++;
+			return;
+		}
+		d->armed = true;
+	}
 	if (span != 0) {
 		struct slink *s = slot_of(d, src, span);
 		if (s->used && s->span == span && s->src == src) {

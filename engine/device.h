@@ -66,6 +66,9 @@ struct rp_device_cfg {
 	uint32_t max_idle;	   /* idle intervals in the report */
 	uint32_t max_phases;	   /* falling phases in the report */
 	uint32_t max_ranked;	   /* ranked spans in the report */
+	bool always;		   /* keep spans from the start; else (live) only from the
+				      first link or device-category span: an engine with
+				      no device work keeps nothing (rp_device_arm) */
 };
 
 /* Defaults: 256 Ki spans, 256 Ki events, 8 links per track, 4096 span links, 4096
@@ -77,6 +80,13 @@ struct rp_device;
 int rp_device_open(const struct rp_device_cfg *cfg, uint32_t max_tracks, uint32_t max_names,
 		   struct rp_device **out);
 void rp_device_close(struct rp_device *d);
+
+/* Keep spans from now on (the first link does it; importers call it before feeding a
+ * trace that has device work, so that every span of it is analysed, as torch does). */
+void rp_device_arm(struct rp_device *d);
+
+/* Whether spans of category @cat are device work (kernel, gpu_memcpy, gpu_memset). */
+bool rp_device_is_device_category(const char *cat);
 
 /* Worst-case bytes rp_device_open() and rp_device_report() allocate with @cfg (NULL:
  * defaults): the kept records, the links, the report's scratch and its output. */

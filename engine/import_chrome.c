@@ -69,6 +69,7 @@ struct imp {
 	struct vec ctrs;	/* export: C events */
 	struct vec spans, opens, evs, links, flows;
 	uint32_t seq;
+	bool device;		/* the trace has links or device work */
 	int64_t t_max;
 	rp_chrome_progress_fn progress;	/* the caller's, with its ctx */
 	void *progress_ctx;
@@ -106,8 +107,7 @@ static int add_span(struct imp *m, int64_t start, int64_t end, uint32_t name, ui
 /* Device work by category (torch/Kineto): its links are the device side. */
 static bool device_cat(const char *cat)
 {
-	return strcmp(cat, "kernel") == 0 || strcmp(cat, "gpu_memcpy") == 0 ||
-	       strcmp(cat, "gpu_memset") == 0;
+	return rp_device_is_device_category(cat);
 }
 
 /* 1 + the index of a new link, 0 if out of memory. */
@@ -217,9 +217,12 @@ static int on_event(void *ctx, const struct rp_chrome_ev *ev)
 		m->t_max = ev->ts_ns;
 	if (ev->ph == 'E')
 		return close_b(m, track, ev->ts_ns);
-	if (ev->ph == 's' || ev->ph == 'f')
+	if (ev->ph == 's' || ev->ph == 'f') {
+		m->device = true;
 		return add_flow(m, ev, track);
+	}
 	name = rp_engine_name(m->e, m->src, ev->name, ev->cat, "", 0);
+	m->device |= ev->has_correlation || device_cat(ev->cat);
 	if (ev->has_correlation &&
 	    (link = add_link(m, ev->correlation, name,
 			     device_cat(ev->cat) ? RP_LINK_DEVICE : RP_LINK_LAUNCH, false)) == 0)
@@ -407,6 +410,8 @@ static void feed(struct imp *m)
 		qsort(m->evs.p, m->evs.n, sizeof(*g), cmp_ev);
 	if (m->ctrs.n > 0)
 		qsort(m->ctrs.p, m->ctrs.n, sizeof(struct ctr), cmp_ctr);
+	if (m->device) /* device work in the trace: analyse every span, as torch does */
+		rp_device_arm(m->e->dev);
 	label_tracks(m);
 	for (size_t i = 0; i < m->evs.n; i++) {
 		struct rp_event ev = { .ts = (uint64_t)g[i].ts, .name = g[i].name,

@@ -511,6 +511,7 @@ static void engine_cfg(struct rp_engine_cfg *cfg)
 	cfg->dev.max_points = 100000;
 	cfg->dev.max_idle = 100000;
 	cfg->dev.max_phases = 100000;
+	cfg->dev.always = true; /* the live test compares every span with the reference */
 }
 
 static void check_device(const struct rp_report_device *d)
@@ -725,6 +726,44 @@ static void test_device_live_links_match_reference(void **state)
 	assert_int_equal(rep.device.links_orphan, 0);
 	rp_report_free(&rep);
 	rp_engine_close(e);
+}
+
+/* Live, the analysis keeps spans only from the first device activity: an engine that
+ * never sees a link or device work keeps nothing. */
+static void test_device_arms_at_first_link(void **state)
+{
+	struct rp_engine *e;
+	struct rp_report rep;
+	uint32_t L, op;
+
+	(void)state;
+	assert_int_equal(rp_engine_open(NULL, &e), 0);
+	assert_int_equal(rp_engine_add_source(e, "live", 1, 0), 0);
+	L = rp_engine_name(e, 0, "cudaLaunchKernel", "cuda_runtime", "", 0);
+	op = rp_engine_name(e, 0, "aten::mm", "", "", 0);
+#define EV(t, k, n, a, fl)                                                                  \
+	rp_engine_event(e, 0, 1, &(struct rp_event){ .ts = (t), .name = (n), .kind = (k),   \
+						     .arg = (a), .flags = (fl) })
+	for (int i = 0; i < 5; i++) { /* before any device work: not kept */
+		EV(10 * i + 1, RP_EV_BEGIN, op, 0, 0);
+		EV(10 * i + 5, RP_EV_END, op, 0, 0);
+	}
+	assert_int_equal(rp_engine_report(e, &rep), 0);
+	assert_int_equal(rep.device.spans, 0);
+	rp_report_free(&rep);
+	EV(100, RP_EV_BEGIN, op, 0, 0);
+	EV(110, RP_EV_BEGIN, L, 0, 0);
+	EV(111, RP_EV_LINK, L, 7, RP_LINK_LAUNCH); /* arms: spans closing from now on */
+	EV(115, RP_EV_END, L, 0, 0);
+	EV(120, RP_EV_END, op, 0, 0);
+	EV(130, RP_EV_BEGIN, op, 0, 0);
+	EV(140, RP_EV_END, op, 0, 0);
+	assert_int_equal(rp_engine_report(e, &rep), 0);
+	assert_int_equal(rep.device.spans, 3);
+	assert_int_equal(rep.device.launches, 1);
+	rp_report_free(&rep);
+	rp_engine_close(e);
+#undef EV
 }
 
 /* Hand-made: async device spans linked by span id, caps counted, orphans. */
@@ -972,6 +1011,7 @@ int main(void)
 		cmocka_unit_test(test_device_synthetic_matches_reference),
 		cmocka_unit_test(test_device_live_links_match_reference),
 		cmocka_unit_test(test_device_span_links_and_caps),
+		cmocka_unit_test(test_device_arms_at_first_link),
 		cmocka_unit_test(test_device_torch_sample),
 	};
 
