@@ -51,7 +51,8 @@ static const char usage[] =
 	"\n"
 	"  --format F           text, json, pstats, folded (collapsed stacks), prom\n"
 	"                       (Prometheus text; --window W), chrome (Chrome trace of the\n"
-	"                       flight recorder) or gantt (SVG)\n"
+	"                       flight recorder), gantt (SVG) or msgpack (a snapshot, as\n"
+	"                       `ringprof report` reads)\n"
 	"  --from NS --to NS    chrome/gantt: spans overlapping [from, to] (report clock, ns)\n"
 	"  --steps A:B          chrome/gantt: the time range of recorded steps A..B (0-based)\n"
 	"  --gantt-rows N       gantt: tracks drawn (default 200)\n"
@@ -265,6 +266,12 @@ static int load_trace(const char *path, const struct rp_engine_cfg *cfg, struct 
 
 static const char *prom_window; /* --window: the window of --format prom's summary */
 
+/* --format msgpack: the snapshot encoder's sink, into the memory stream. */
+static int stream_sink(void *ctx, const void *buf, size_t len)
+{
+	return fwrite(buf, 1, len, ctx) == len ? 0 : -EIO;
+}
+
 /* Renders to memory first: a file is written whole (tmp + rename) or not at all. */
 static int emit(const struct rp_report *r, const char *format, const char *out, unsigned limit,
 		const struct rp_export_opts *xo)
@@ -289,6 +296,8 @@ static int emit(const struct rp_report *r, const char *format, const char *out, 
 		err = rp_render_chrome(r, m, xo);
 	else if (strcmp(format, "gantt") == 0)
 		err = rp_render_gantt(r, m, xo);
+	else if (strcmp(format, "msgpack") == 0) /* a snapshot (docs/snapshot.md) */
+		err = rp_snapshot_encode(r, stream_sink, m);
 	else
 		err = rp_render_pstats(r, m);
 	fclose(m);
@@ -390,7 +399,8 @@ static int apply_steps(const struct rp_report *r, struct xopts *x)
 	return 0;
 }
 
-static const char *const formats[] = { "text", "json", "pstats", "folded", "prom", "chrome", "gantt" };
+static const char *const formats[] = { "text",	 "json",  "pstats", "folded",
+				       "prom",	 "chrome", "gantt", "msgpack" };
 
 static bool known_format(const char *f)
 {
@@ -454,7 +464,7 @@ static int cmd_render(int argc, char **argv, bool analyze)
 		return rp_cli_error(2, "%s: need exactly one %s file (try --help)",
 				    analyze ? "analyze" : "report", analyze ? "trace" : "snapshot");
 	if (!known_format(format))
-		return rp_cli_error(2, "--format %s: use text, json, pstats, folded, prom, chrome or gantt",
+		return rp_cli_error(2, "--format %s: use text, json, pstats, folded, prom, chrome, gantt or msgpack",
 				    format);
 	if (x.progress < 0) /* progress on stderr; quiet when stdout is a pipe or file */
 		x.progress = isatty(STDERR_FILENO) && (out != NULL || isatty(STDOUT_FILENO));
