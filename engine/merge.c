@@ -37,6 +37,14 @@
  *  - bottlenecks (all time): recomputed exactly from the merged functions (error 0;
  *    the bound is the largest value not listed, 0 when every function is); slowest:
  *    the k slowest spans of the union (by duration, then start, span id, track).
+ *  - steps: phases matched by name, as categories (min and max of the union).
+ *  - recorder: every input's tracks, spans and samples with their indices renumbered
+ *    (sources apart, counter names matched by name); from the second input on the
+ *    newest spans (by end) and samples (by time) up to the first nonzero cap stay and
+ *    the ones cut are added to wrapped / samples_wrapped (merge_recorder).
+ *  - device: counts add; timelines (points, idle, phases) dropped once two inputs
+ *    have device data; ranked: the best scores of the union, each an input's own
+ *    z-score (not comparable across inputs: a shortlist) (merge_device).
  */
 #include <errno.h>
 #include <math.h>
