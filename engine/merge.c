@@ -934,6 +934,29 @@ static int merge_windows(struct ctx *c)
 	return err;
 }
 
+/* --- rows keyed by one string (step phases, counter names) ------------------------ */
+
+struct str_key {
+	const char *base; /* the first row's string pointer */
+	size_t stride;	  /* bytes between rows */
+	const char *s;
+};
+
+static bool str_row_eq(const void *key, uint32_t row)
+{
+	const struct str_key *k = key;
+
+	return str_eq(*(char *const *)(k->base + (size_t)row * k->stride), k->s);
+}
+
+/* The slot of @s among the rows indexed in @h (rows at @base, @stride apart). */
+static uint32_t *str_slot(struct hmap *h, const void *base, size_t stride, const char *s)
+{
+	struct str_key k = { base, stride, s };
+
+	return hmap_find(h, hash_str(0xcbf29ce484222325ull, s), str_row_eq, &k);
+}
+
 /* --- steps ------------------------------------------------------------------------ */
 
 /* p50, p95, p99 of a merged phase. */
@@ -963,29 +986,41 @@ static int merge_steps(struct ctx *c)
 {
 	struct rp_report *d = c->d;
 	const struct rp_report *s = c->s;
-	uint32_t n0 = d->n_steps;
+	const size_t stride = sizeof(*d->steps);
+	struct hmap h;
+	int err = 0;
 
 	d->steps_folded = sat(d->steps_folded, s->steps_folded);
-	if (grow(&d->steps, d->n_steps, s->n_steps, sizeof(*d->steps)))
+	if (grow(&d->steps, d->n_steps, s->n_steps, stride) ||
+	    hmap_init(&h, (uint64_t)d->n_steps + s->n_steps))
 		return failf(c, -ENOMEM, "out of memory");
-	for (uint32_t i = 0; i < s->n_steps; i++) {
+	for (uint32_t i = 0; i < d->n_steps; i++) {
+		uint32_t *slot = str_slot(&h, &d->steps[0].name, stride, d->steps[i].name);
+
+		if (*slot == 0) /* duplicates in one input stay apart */
+			*slot = i + 1;
+	}
+	for (uint32_t i = 0; i < s->n_steps && !err; i++) {
 		const struct rp_report_step_phase *x = &s->steps[i];
-		struct rp_report_step_phase *o = NULL;
+		uint32_t *slot = str_slot(&h, &d->steps[0].name, stride, x->name);
+		struct rp_report_step_phase *o;
 		int q;
 
-		for (uint32_t j = 0; j < n0 && !o; j++) /* phases are capped and few */
-			o = str_eq(d->steps[j].name, x->name) ? &d->steps[j] : NULL;
-		if (o == NULL) {
+		if (*slot == 0) {
 			o = &d->steps[d->n_steps++];
 			*o = *x;
 			memset(&o->dur, 0, sizeof(o->dur));
 			if ((o->name = dup(x->name)) == NULL || sketch_copy(&o->dur, &x->dur))
-				return failf(c, -ENOMEM, "out of memory");
+				err = failf(c, -ENOMEM, "out of memory");
+			*slot = d->n_steps;
 			continue;
 		}
+		o = &d->steps[*slot - 1];
 		q = merge_q(c, "step phase", o->name, &o->dur, o->count, &x->dur, x->count);
-		if (q < 0)
-			return q;
+		if (q < 0) {
+			err = q;
+			break;
+		}
 		set_q_steps(q, o, x);
 		if (x->count > 0 && (o->count == 0 || x->min_ns < o->min_ns))
 			o->min_ns = x->min_ns;
@@ -994,7 +1029,8 @@ static int merge_steps(struct ctx *c)
 		o->count = sat(o->count, x->count);
 		o->total_ns = sat(o->total_ns, x->total_ns);
 	}
-	return 0;
+	free(h.slot);
+	return err;
 }
 
 /* --- the flight recorder ---------------------------------------------------------- */
@@ -1033,18 +1069,17 @@ static int64_t keep_newest(void *p, uint32_t *n, size_t size, uint32_t cap, stru
 	return cut;
 }
 
-/* The index of counter name @name in @r's names, appended if new. */
-static int rec_name(struct rp_report_recorder *r, const char *name, uint32_t *idx)
+/* The index of counter name @name in @r's names (indexed in @h), appended if new. */
+static int rec_name(struct rp_report_recorder *r, struct hmap *h, const char *name, uint32_t *idx)
 {
-	for (uint32_t i = 0; i < r->n_names; i++) /* names are counter names: few */
-		if (str_eq(r->names[i], name)) {
-			*idx = i;
-			return 0;
-		}
-	if (grow(&r->names, r->n_names, 1, sizeof(*r->names)) ||
-	    (r->names[r->n_names] = dup(name)) == NULL)
-		return -ENOMEM;
-	*idx = r->n_names++;
+	uint32_t *slot = str_slot(h, r->names, sizeof(*r->names), name);
+
+	if (*slot == 0) {
+		if ((r->names[r->n_names] = dup(name)) == NULL)
+			return -ENOMEM;
+		*slot = ++r->n_names;
+	}
+	*idx = *slot - 1;
 	return 0;
 }
 
@@ -1058,6 +1093,7 @@ static int merge_recorder(struct ctx *c)
 	struct rp_report_recorder *d = &c->d->recorder;
 	const struct rp_report_recorder *s = &c->s->recorder;
 	uint32_t t0 = d->n_tracks, *nm = NULL;
+	struct hmap h = { 0 };
 	struct ord *key = NULL;
 	int64_t cut;
 
@@ -1094,9 +1130,21 @@ static int merge_recorder(struct ctx *c)
 		x->fn = c->fmap[x->fn];
 		x->track += t0;
 	}
+	/* Counter names: matched by name, through a hash index (a snapshot may hold many). */
+	if (grow(&d->names, d->n_names, s->n_names, sizeof(*d->names)) ||
+	    hmap_init(&h, (uint64_t)d->n_names + s->n_names))
+		goto nomem;
+	for (uint32_t i = 0; i < d->n_names; i++) {
+		uint32_t *slot = str_slot(&h, d->names, sizeof(*d->names), d->names[i]);
+
+		if (*slot == 0)
+			*slot = i + 1;
+	}
 	for (uint32_t i = 0; i < s->n_names; i++)
-		if (rec_name(d, s->names[i], &nm[i]))
+		if (rec_name(d, &h, s->names[i], &nm[i]))
 			goto nomem;
+	free(h.slot);
+	h.slot = NULL;
 	for (uint32_t i = 0; i < s->n_samples; i++) {
 		struct rp_report_rsample *x = &d->samples[d->n_samples++];
 
@@ -1128,6 +1176,7 @@ static int merge_recorder(struct ctx *c)
 	free(key);
 	return 0;
 nomem:
+	free(h.slot);
 	free(nm);
 	free(key);
 	return failf(c, -ENOMEM, "out of memory");

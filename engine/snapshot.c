@@ -1420,12 +1420,19 @@ static int check_rtrack(void *base, const struct where *w, char *why)
 	return 0;
 }
 
+static uint64_t sat_add(uint64_t a, uint64_t b)
+{
+	return a + b < a ? UINT64_MAX : a + b;
+}
+
 /* The rings hold at most their caps, and every span seen was kept, listed or not,
- * or overwritten (wrapped): kept + unlisted + wrapped <= seen (= after one engine). */
+ * or overwritten (wrapped): kept + unlisted + wrapped <= seen (= after one engine).
+ * The sum saturates at 2^64 - 1, as the counts do when merged. */
 static int check_recorder(void *base, const struct where *w, char *why)
 {
 	const struct rp_report_recorder *c = base;
-	uint64_t a = (uint64_t)c->n_spans + c->unlisted, b = (uint64_t)c->n_samples;
+	uint64_t a = sat_add(sat_add(c->n_spans, c->unlisted), c->wrapped);
+	uint64_t b = sat_add(c->n_samples, c->samples_wrapped);
 	struct where seen = at_key(w, "spans_seen"), sseen = at_key(w, "samples_seen");
 	int err;
 
@@ -1434,12 +1441,12 @@ static int check_recorder(void *base, const struct where *w, char *why)
 		err = check_kept(c->n_samples, c->max_samples, "samples", "max_samples", w, why);
 	if (err)
 		return err;
-	if (a < c->unlisted || a + c->wrapped < a || a + c->wrapped > c->spans_seen)
+	if (a > c->spans_seen)
 		return fail(why, &seen, -EINVAL,
 			    "%" PRIu64 ", but %" PRIu32 " spans listed, %" PRIu64
 			    " unlisted and %" PRIu64 " wrapped",
 			    c->spans_seen, c->n_spans, c->unlisted, c->wrapped);
-	if (b + c->samples_wrapped < b || b + c->samples_wrapped > c->samples_seen)
+	if (b > c->samples_seen)
 		return fail(why, &sseen, -EINVAL,
 			    "%" PRIu64 ", but %" PRIu32 " samples listed and %" PRIu64 " wrapped",
 			    c->samples_seen, c->n_samples, c->samples_wrapped);

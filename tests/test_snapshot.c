@@ -2981,7 +2981,7 @@ static void recorder_seen_too_few(msgpack_packer *pk)
 static void recorder_seen_overflow(msgpack_packer *pk)
 {
 	recorder_with(pk, 3);
-	kv_u64(pk, "spans_seen", UINT64_MAX);
+	kv_u64(pk, "spans_seen", UINT64_MAX - 1);
 	kv_u64(pk, "wrapped", UINT64_MAX);
 	kv_u64(pk, "unlisted", 1);
 }
@@ -3244,7 +3244,7 @@ static const struct bad_doc bad_docs[] = {
 	{ "recorder seen too few", recorder_seen_too_few,
 	  "recorder.spans_seen: 3, but 0 spans listed, 2 unlisted and 2 wrapped" },
 	{ "recorder seen overflow", recorder_seen_overflow,
-	  "recorder.spans_seen: 18446744073709551615, but 0 spans listed, 1 unlisted and "
+	  "recorder.spans_seen: 18446744073709551614, but 0 spans listed, 1 unlisted and "
 	  "18446744073709551615 wrapped" },
 	{ "recorder samples seen too few", recorder_samples_seen_too_few,
 	  "recorder.samples_seen: 8, but 0 samples listed and 9 wrapped" },
