@@ -1241,18 +1241,40 @@ static int merge_device(struct ctx *c)
 	struct rp_report_device *d = &c->d->device;
 	const struct rp_report_device *s = &c->s->device;
 	bool had = dev_has(d), has = dev_has(s);
-	uint64_t *dc[] = { &d->launches,	 &d->kernels,	     &d->other_device,
-			   &d->linked,		 &d->unmatched_launches, &d->unmatched_kernels,
-			   &d->spans,		 &d->busy_ns,	     &d->idle_ns,
-			   &d->n_points_total,	 &d->n_idle_total,   &d->n_phases_total,
-			   &d->candidates,	 &d->spans_dropped,  &d->events_dropped,
-			   &d->links_dropped,	 &d->links_orphan };
-	const uint64_t sc[] = { s->launches,	   s->kernels,	       s->other_device,
-				s->linked,	   s->unmatched_launches, s->unmatched_kernels,
-				s->spans,	   s->busy_ns,	       s->idle_ns,
-				s->n_points_total, s->n_idle_total,    s->n_phases_total,
-				s->candidates,	   s->spans_dropped,   s->events_dropped,
-				s->links_dropped,  s->links_orphan };
+	uint64_t *dc[] = { &d->launches,
+			   &d->kernels,
+			   &d->other_device,
+			   &d->linked,
+			   &d->unmatched_launches,
+			   &d->unmatched_kernels,
+			   &d->spans,
+			   &d->busy_ns,
+			   &d->idle_ns,
+			   &d->n_points_total,
+			   &d->n_idle_total,
+			   &d->n_phases_total,
+			   &d->candidates,
+			   &d->spans_dropped,
+			   &d->events_dropped,
+			   &d->links_dropped,
+			   &d->links_orphan };
+	const uint64_t sc[] = { s->launches,
+				s->kernels,
+				s->other_device,
+				s->linked,
+				s->unmatched_launches,
+				s->unmatched_kernels,
+				s->spans,
+				s->busy_ns,
+				s->idle_ns,
+				s->n_points_total,
+				s->n_idle_total,
+				s->n_phases_total,
+				s->candidates,
+				s->spans_dropped,
+				s->events_dropped,
+				s->links_dropped,
+				s->links_orphan };
 	uint32_t k = d->n_ranked > s->n_ranked ? d->n_ranked : s->n_ranked;
 
 	_Static_assert(ARRAY_SIZE(dc) == ARRAY_SIZE(sc), "device counts");

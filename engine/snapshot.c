@@ -348,7 +348,7 @@ static const struct field rsample_fields[] = {
 };
 static const struct table rsample_table = TABLE(rsample_fields, struct rp_report_rsample);
 
-#define RECF(m, t) FIELD(struct rp_report_recorder, m, t, false)
+#define RECF(m, t)	      FIELD(struct rp_report_recorder, m, t, false)
 #define RECA(k, m, cnt, t, s) ARRAY(k, struct rp_report_recorder, m, cnt, t, s)
 static const struct field recorder_fields[] = {
 	RECF(max_spans, F_U32),
@@ -402,7 +402,7 @@ static const struct field dev_span_fields[] = {
 };
 static const struct table dev_span_table = TABLE(dev_span_fields, struct rp_report_dev_span);
 
-#define DEV(m) FIELD(struct rp_report_device, m, F_U64, false)
+#define DEV(m)		   FIELD(struct rp_report_device, m, F_U64, false)
 #define DEVA(k, m, cnt, s) ARRAY(k, struct rp_report_device, m, cnt, F_ARR, s)
 static const struct field device_fields[] = {
 	DEV(launches),
@@ -1094,7 +1094,7 @@ static int decode_record(const msgpack_object *o, const struct table *t, void *b
 static int decode_array(const msgpack_object *o, const struct field *f, void *base, char *p,
 			const struct where *w, char *why)
 {
-	size_t size = f->type == F_U64S ? sizeof(uint64_t)
+	size_t size = f->type == F_U64S	  ? sizeof(uint64_t)
 		      : f->type == F_STRS ? sizeof(char *)
 					  : f->sub->size;
 	uint32_t n;
@@ -1115,10 +1115,10 @@ static int decode_array(const msgpack_object *o, const struct field *f, void *ba
 	for (uint32_t i = 0; i < n; i++) {
 		struct where item = at_index(w, i);
 		const msgpack_object *e = &o->via.array.ptr[i];
-		int err = f->type == F_U64S   ? get_u64(e, &item, why, (uint64_t *)a + i)
-			  : f->type == F_STRS ? get_str(e, &item, why, (char **)a + i)
-					      : decode_record(e, f->sub, a + (size_t)i * size,
-							      &item, why);
+		int err = f->type == F_U64S ? get_u64(e, &item, why, (uint64_t *)a + i)
+			  : f->type == F_STRS
+				  ? get_str(e, &item, why, (char **)a + i)
+				  : decode_record(e, f->sub, a + (size_t)i * size, &item, why);
 
 		if (err)
 			return err;
@@ -1289,8 +1289,8 @@ static int check_refs(const struct table *t, const void *base, const struct rp_r
 			err = check_index(*(const uint32_t *)p, r->n_sources, "source", false, &in,
 					  why);
 		else if (f->type == F_REF && f->ref == REF_RTRACK)
-			err = check_index(*(const uint32_t *)p, r->recorder.n_tracks, "track", false,
-					  &in, why);
+			err = check_index(*(const uint32_t *)p, r->recorder.n_tracks, "track",
+					  false, &in, why);
 		else if (f->type == F_REF && f->ref == REF_RNAME)
 			err = check_index(*(const uint32_t *)p, r->recorder.n_names, "name", false,
 					  &in, why);
@@ -1459,8 +1459,8 @@ static int check_interval(void *base, const struct where *w, char *why)
 	struct where in = at_key(w, "end_ns");
 
 	if (v->end_ns < v->start_ns)
-		return fail(why, &in, -EINVAL, "%" PRIu64 " is before start_ns %" PRIu64,
-			    v->end_ns, v->start_ns);
+		return fail(why, &in, -EINVAL, "%" PRIu64 " is before start_ns %" PRIu64, v->end_ns,
+			    v->start_ns);
 	return 0;
 }
 

@@ -326,12 +326,24 @@ static void add_device(struct rp_report_device *d, uint32_t i)
 		return;
 	}
 	*d = (struct rp_report_device){
-		.launches = 10 + i, .kernels = 20 + i, .other_device = 1, .linked = 9 + i,
-		.unmatched_launches = 1, .unmatched_kernels = 2, .spans = 100 + i,
-		.busy_ns = 1000 * (i + 1), .idle_ns = 500 + i, .max_queue_depth = 3 + i,
-		.n_points_total = 5, .n_idle_total = 2, .n_phases_total = 3,
-		.candidates = 10 + i, .spans_dropped = i, .events_dropped = 2 * i,
-		.links_dropped = 3 * i, .links_orphan = 4 * i,
+		.launches = 10 + i,
+		.kernels = 20 + i,
+		.other_device = 1,
+		.linked = 9 + i,
+		.unmatched_launches = 1,
+		.unmatched_kernels = 2,
+		.spans = 100 + i,
+		.busy_ns = 1000 * (i + 1),
+		.idle_ns = 500 + i,
+		.max_queue_depth = 3 + i,
+		.n_points_total = 5,
+		.n_idle_total = 2,
+		.n_phases_total = 3,
+		.candidates = 10 + i,
+		.spans_dropped = i,
+		.events_dropped = 2 * i,
+		.links_dropped = 3 * i,
+		.links_orphan = 4 * i,
 	};
 	d->n_points = 3;
 	d->points = xcalloc(3, sizeof(*d->points));
@@ -1088,7 +1100,8 @@ static void test_merge_recorder(void **state)
 	assert_int_equal(c->n_tracks, 2 * NIN);
 	for (uint32_t t = 0; t < c->n_tracks; t++) {
 		uint32_t i = t / 2;
-		const struct rp_report_rtrack *x = &in[i].recorder.tracks[t % 2], *y = &c->tracks[t];
+		const struct rp_report_rtrack *x = &in[i].recorder.tracks[t % 2],
+					      *y = &c->tracks[t];
 
 		assert_int_equal(y->source, src_off[i] + x->source);
 		assert_string_equal(m.sources[y->source].name, in[i].sources[x->source].name);

@@ -122,14 +122,16 @@ static void write_trace(const char *path)
 				int64_t ks = e + range(2, 6), kd = range(3, 40);
 
 				corr++;
-				span(f, "cuda_runtime", memcpy ? "cudaMemcpyAsync" : "cudaLaunchKernel",
-				     4242, 1, e, range(1, 4), corr);
+				span(f, "cuda_runtime",
+				     memcpy ? "cudaMemcpyAsync" : "cudaLaunchKernel", 4242, 1, e,
+				     range(1, 4), corr);
 				gen.launches += !memcpy;
 				if (ks < dev_free)
 					ks = dev_free;
 				span(f, memcpy ? "gpu_memcpy" : "kernel",
-				     memcpy ? "Memcpy HtoD (Pageable -> Device)"
-					    : rnd() % 2 ? "void gemm_kernel<float>" : "elementwise_kernel",
+				     memcpy	 ? "Memcpy HtoD (Pageable -> Device)"
+				     : rnd() % 2 ? "void gemm_kernel<float>"
+						 : "elementwise_kernel",
 				     0, 7, ks, kd, corr);
 				dev_free = ks + kd;
 				gen.kernels += !memcpy;
@@ -138,8 +140,8 @@ static void write_trace(const char *path)
 			} else {
 				e += range(10, 60);
 			}
-			span(f, "cpu_op", launch ? "aten::mm" : "aten::relu", 4242, 1, a + 1, e - a - 1,
-			     0);
+			span(f, "cpu_op", launch ? "aten::mm" : "aten::relu", 4242, 1, a + 1,
+			     e - a - 1, 0);
 			snprintf(name, sizeof(name), "model.py(%d): forward", (int)range(10, 13));
 			span(f, "python_function", name, 4242, 1, a, e - a + 1, 0);
 			t = e + 2;
@@ -185,8 +187,7 @@ static char *same_both_ways(const char *trace, const char *format, const char *a
 		assert_int_equal(run(&direct, &n1, "%s analyze %s --format %s %s %s", bin, trace,
 				     format, aopts, opts),
 				 0);
-	assert_int_equal(run(&via, &n2, "%s report %s --format %s %s", bin, snap, format, opts),
-			 0);
+	assert_int_equal(run(&via, &n2, "%s report %s --format %s %s", bin, snap, format, opts), 0);
 	print_message("  %s %s %s: %zu bytes\n", format, aopts, opts, n1);
 	if (n1 != n2 || memcmp(direct, via, n1) != 0) {
 		size_t i = 0;
@@ -251,8 +252,8 @@ static int teardown(void **state)
  * generator wrote. */
 static void test_roundtrip_generated(void **state)
 {
-	static const char *const formats[] = { "text", "json", "pstats", "folded", "prom",
-					       "chrome", "gantt", "msgpack" };
+	static const char *const formats[] = { "text", "json",	 "pstats", "folded",
+					       "prom", "chrome", "gantt",  "msgpack" };
 	char trace[512];
 
 	(void)state;

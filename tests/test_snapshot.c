@@ -445,10 +445,18 @@ static void rnd_intervals(struct rp_report_dev_interval **v, uint32_t *n, uint64
 /* Device idle time, 1.2: lists within their totals, phases in range or nil. */
 static void rnd_device(struct rp_report_device *d, const struct shape *sh)
 {
-	uint64_t *counts[] = { &d->launches,	      &d->kernels,	  &d->other_device,
-			       &d->linked,	      &d->unmatched_launches, &d->unmatched_kernels,
-			       &d->spans,	      &d->busy_ns,	  &d->idle_ns,
-			       &d->spans_dropped,     &d->events_dropped, &d->links_dropped,
+	uint64_t *counts[] = { &d->launches,
+			       &d->kernels,
+			       &d->other_device,
+			       &d->linked,
+			       &d->unmatched_launches,
+			       &d->unmatched_kernels,
+			       &d->spans,
+			       &d->busy_ns,
+			       &d->idle_ns,
+			       &d->spans_dropped,
+			       &d->events_dropped,
+			       &d->links_dropped,
 			       &d->links_orphan };
 
 	for (size_t i = 0; i < ARRAY_SIZE(counts); i++)
@@ -473,7 +481,7 @@ static void rnd_device(struct rp_report_device *d, const struct shape *sh)
 		x->source_line = rnd_u32();
 		x->queue_depth = rnd_u32();
 		x->phase = d->n_phases_total && rnd() % 4 ? (uint32_t)(rnd() % d->n_phases_total)
-							    : RP_NONE;
+							  : RP_NONE;
 		x->start_ns = rnd_u64();
 		x->dur_ns = rnd_u64();
 		x->self_ns = rnd_i64();
@@ -1513,8 +1521,8 @@ static void ref_recorder(msgpack_packer *pk, const struct rp_report_recorder *c,
 	}
 }
 
-static void ref_intervals(msgpack_packer *pk, const char *k,
-			  const struct rp_report_dev_interval *v, uint32_t n)
+static void ref_intervals(msgpack_packer *pk, const char *k, const struct rp_report_dev_interval *v,
+			  uint32_t n)
 {
 	key(pk, k);
 	msgpack_pack_array(pk, n);
@@ -3223,7 +3231,8 @@ static const struct bad_doc bad_docs[] = {
 	  "steps_folded: expected an unsigned integer, got a negative integer" },
 	{ "track kind 3", rtrack_kind_bad,
 	  "recorder.tracks[0].kind: 3 is not a track kind (1 thread, 2 async)" },
-	{ "track kind 256", rtrack_kind_big, "recorder.tracks[0].kind: 256 is out of range (max 255)" },
+	{ "track kind 256", rtrack_kind_big,
+	  "recorder.tracks[0].kind: 256 is out of range (max 255)" },
 	{ "track source out of range", rtrack_source_out_of_range,
 	  "recorder.tracks[0].source: 1 is not a source index (1 sources)" },
 	{ "track source nil", rtrack_source_nil,
@@ -3257,7 +3266,8 @@ static const struct bad_doc bad_docs[] = {
 	  "device.phases: 2 entries, but phases_total is 1" },
 	{ "ranked phase out of range", ranked_phase_out_of_range,
 	  "device.ranked[0].phase: 2 is not a phase index (2 phases)" },
-	{ "ranked score NaN", ranked_score_nan, "device.ranked[0].score: nan is not a finite number" },
+	{ "ranked score NaN", ranked_score_nan,
+	  "device.ranked[0].score: nan is not a finite number" },
 	{ "ranked idle_fraction inf", ranked_fraction_inf,
 	  "device.ranked[0].idle_fraction: inf is not a finite number" },
 	{ "ranked self too big", ranked_self_too_big,
@@ -3700,9 +3710,9 @@ static void py_expected(const struct rp_report *a, char *out, size_t n)
 		no_phase += d->ranked[i].phase == RP_NONE;
 	snprintf(tail + strlen(tail), sizeof(tail) - strlen(tail),
 		 " %" PRIu32 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu32 " %u %" PRIu32
-		 " %" PRIu32 " %" PRIu64 " %" PRIu32 " %" PRIu32 " %" PRId64 " %" PRIu64
-		 " %" PRIu32 " %" PRIu64 " %" PRIu32 " %" PRIu64 " %" PRIu32 " %" PRIu64
-		 " %" PRIu32 " %" PRId64 " %" PRIu32 " %s\n",
+		 " %" PRIu32 " %" PRIu64 " %" PRIu32 " %" PRIu32 " %" PRId64 " %" PRIu64 " %" PRIu32
+		 " %" PRIu64 " %" PRIu32 " %" PRIu64 " %" PRIu32 " %" PRIu64 " %" PRIu32 " %" PRId64
+		 " %" PRIu32 " %s\n",
 		 a->n_steps, a->steps_folded, step_count, a->steps[a->n_steps - 1].max_ns,
 		 c->n_tracks, c->tracks[c->n_tracks - 1].kind, c->n_spans,
 		 c->spans[c->n_spans - 1].track, c->spans[0].dur_ns, c->n_names, c->n_samples,
