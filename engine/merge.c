@@ -37,6 +37,14 @@
  *  - bottlenecks (all time): recomputed exactly from the merged functions (error 0;
  *    the bound is the largest value not listed, 0 when every function is); slowest:
  *    the k slowest spans of the union (by duration, then start, span id, track).
+ *  - steps: phases matched by name, as categories (min and max of the union).
+ *  - recorder: every input's tracks, spans and samples with their indices renumbered
+ *    (sources apart, counter names matched by name); from the second input on the
+ *    newest spans (by end) and samples (by time) up to the first nonzero cap stay and
+ *    the ones cut are added to wrapped / samples_wrapped (merge_recorder).
+ *  - device: counts add; timelines (points, idle, phases) dropped once two inputs
+ *    have device data; ranked: the best scores of the union, each an input's own
+ *    z-score (not comparable across inputs: a shortlist) (merge_device).
  */
 #include <errno.h>
 #include <math.h>
@@ -48,6 +56,8 @@
 
 #include "merge.h"
 #include "sketch.h"
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
 struct ctx {
 	struct rp_report *d;
@@ -924,6 +934,389 @@ static int merge_windows(struct ctx *c)
 	return err;
 }
 
+/* --- rows keyed by one string (step phases, counter names) ------------------------ */
+
+struct str_key {
+	const char *base; /* the first row's string pointer */
+	size_t stride;	  /* bytes between rows */
+	const char *s;
+};
+
+static bool str_row_eq(const void *key, uint32_t row)
+{
+	const struct str_key *k = key;
+
+	return str_eq(*(char *const *)(k->base + (size_t)row * k->stride), k->s);
+}
+
+/* The slot of @s among the rows indexed in @h (rows at @base, @stride apart). */
+static uint32_t *str_slot(struct hmap *h, const void *base, size_t stride, const char *s)
+{
+	struct str_key k = { base, stride, s };
+
+	return hmap_find(h, hash_str(0xcbf29ce484222325ull, s), str_row_eq, &k);
+}
+
+/* --- steps ------------------------------------------------------------------------ */
+
+/* p50, p95, p99 of a merged phase. */
+static void set_q_steps(int q, struct rp_report_step_phase *o, const struct rp_report_step_phase *x)
+{
+	static const double sq[3] = { 0.50, 0.95, 0.99 };
+	uint64_t *p[3] = { &o->p50_ns, &o->p95_ns, &o->p99_ns };
+	const uint64_t sp[3] = { x->p50_ns, x->p95_ns, x->p99_ns };
+	struct rp_sketch s;
+
+	for (int i = 0; i < 3; i++) {
+		if (q == Q_TAKE)
+			*p[i] = sp[i];
+		else if (q == Q_UNKNOWN)
+			*p[i] = 0;
+	}
+	if (q != Q_RECOMPUTE || rp_sketch_init(&s, o->dur.alpha) != 0)
+		return;
+	if (rp_report_sketch_to(&o->dur, &s) == 0)
+		for (int i = 0; i < 3; i++)
+			*p[i] = round_ns(rp_sketch_quantile(&s, sq[i]));
+	rp_sketch_fini(&s);
+}
+
+/* Phases matched by name; as categories, with min and max of the union. */
+static int merge_steps(struct ctx *c)
+{
+	struct rp_report *d = c->d;
+	const struct rp_report *s = c->s;
+	const size_t stride = sizeof(*d->steps);
+	struct hmap h;
+	int err = 0;
+
+	d->steps_folded = sat(d->steps_folded, s->steps_folded);
+	if (grow(&d->steps, d->n_steps, s->n_steps, stride) ||
+	    hmap_init(&h, (uint64_t)d->n_steps + s->n_steps))
+		return failf(c, -ENOMEM, "out of memory");
+	for (uint32_t i = 0; i < d->n_steps; i++) {
+		uint32_t *slot = str_slot(&h, &d->steps[0].name, stride, d->steps[i].name);
+
+		if (*slot == 0) /* duplicates in one input stay apart */
+			*slot = i + 1;
+	}
+	for (uint32_t i = 0; i < s->n_steps && !err; i++) {
+		const struct rp_report_step_phase *x = &s->steps[i];
+		uint32_t *slot = str_slot(&h, &d->steps[0].name, stride, x->name);
+		struct rp_report_step_phase *o;
+		int q;
+
+		if (*slot == 0) {
+			o = &d->steps[d->n_steps++];
+			*o = *x;
+			memset(&o->dur, 0, sizeof(o->dur));
+			if ((o->name = dup(x->name)) == NULL || sketch_copy(&o->dur, &x->dur))
+				err = failf(c, -ENOMEM, "out of memory");
+			*slot = d->n_steps;
+			continue;
+		}
+		o = &d->steps[*slot - 1];
+		q = merge_q(c, "step phase", o->name, &o->dur, o->count, &x->dur, x->count);
+		if (q < 0) {
+			err = q;
+			break;
+		}
+		set_q_steps(q, o, x);
+		if (x->count > 0 && (o->count == 0 || x->min_ns < o->min_ns))
+			o->min_ns = x->min_ns;
+		if (x->count > 0 && (o->count == 0 || x->max_ns > o->max_ns))
+			o->max_ns = x->max_ns;
+		o->count = sat(o->count, x->count);
+		o->total_ns = sat(o->total_ns, x->total_ns);
+	}
+	free(h.slot);
+	return err;
+}
+
+/* --- the flight recorder ---------------------------------------------------------- */
+
+/* A sort key: a time, then the position in the concatenation (a stable sort). */
+struct ord {
+	uint64_t t;
+	uint32_t i;
+};
+
+static int ord_cmp(const void *a, const void *b)
+{
+	const struct ord *x = a, *y = b;
+
+	if (x->t != y->t)
+		return x->t < y->t ? -1 : 1;
+	return x->i < y->i ? -1 : x->i > y->i;
+}
+
+/* Sorts the @n elements of @size at *@p by @key (oldest first) and keeps the newest
+ * @cap of them; returns how many it cut. -ENOMEM leaves *@p as it was. */
+static int64_t keep_newest(void *p, uint32_t *n, size_t size, uint32_t cap, struct ord *key)
+{
+	char **pp = p, *a = *pp, *out;
+	uint32_t cut = *n > cap ? *n - cap : 0;
+
+	qsort(key, *n, sizeof(*key), ord_cmp);
+	out = malloc(((size_t)(*n - cut) + 1) * size);
+	if (out == NULL)
+		return -ENOMEM;
+	for (uint32_t k = cut; k < *n; k++)
+		memcpy(out + (size_t)(k - cut) * size, a + (size_t)key[k].i * size, size);
+	free(a);
+	*pp = out;
+	*n -= cut;
+	return cut;
+}
+
+/* The index of counter name @name in @r's names (indexed in @h), appended if new. */
+static int rec_name(struct rp_report_recorder *r, struct hmap *h, const char *name, uint32_t *idx)
+{
+	uint32_t *slot = str_slot(h, r->names, sizeof(*r->names), name);
+
+	if (*slot == 0) {
+		if ((r->names[r->n_names] = dup(name)) == NULL)
+			return -ENOMEM;
+		*slot = ++r->n_names;
+	}
+	*idx = *slot - 1;
+	return 0;
+}
+
+/* Tracks, spans and samples of every input, indices renumbered: tracks keep their
+ * (renumbered) source, so inputs never share a track; counter names are matched by
+ * name. From the second input on, spans are ordered by end time and samples by time
+ * (ties: input order), and the oldest past the cap (the first input's, or the first
+ * nonzero one) are cut, counted in wrapped / samples_wrapped. */
+static int merge_recorder(struct ctx *c)
+{
+	struct rp_report_recorder *d = &c->d->recorder;
+	const struct rp_report_recorder *s = &c->s->recorder;
+	uint32_t t0 = d->n_tracks, *nm = NULL;
+	struct hmap h = { 0 };
+	struct ord *key = NULL;
+	int64_t cut;
+
+	if (d->max_spans == 0)
+		d->max_spans = s->max_spans;
+	if (d->max_samples == 0)
+		d->max_samples = s->max_samples;
+	d->spans_seen = sat(d->spans_seen, s->spans_seen);
+	d->samples_seen = sat(d->samples_seen, s->samples_seen);
+	d->wrapped = sat(d->wrapped, s->wrapped);
+	d->samples_wrapped = sat(d->samples_wrapped, s->samples_wrapped);
+	d->unlisted = sat(d->unlisted, s->unlisted);
+	d->labels_dropped = sat(d->labels_dropped, s->labels_dropped);
+	if (grow(&d->tracks, d->n_tracks, s->n_tracks, sizeof(*d->tracks)) ||
+	    grow(&d->spans, d->n_spans, s->n_spans, sizeof(*d->spans)) ||
+	    grow(&d->samples, d->n_samples, s->n_samples, sizeof(*d->samples)) ||
+	    (nm = calloc(s->n_names ? s->n_names : 1, sizeof(*nm))) == NULL)
+		goto nomem;
+	for (uint32_t i = 0; i < s->n_tracks; i++) {
+		struct rp_report_rtrack *t = &d->tracks[d->n_tracks];
+
+		*t = s->tracks[i];
+		t->source += c->src_off;
+		t->pid = dup(s->tracks[i].pid);
+		t->tid = dup(s->tracks[i].tid);
+		d->n_tracks++; /* freed with the rest from here on */
+		if (t->pid == NULL || t->tid == NULL)
+			goto nomem;
+	}
+	for (uint32_t i = 0; i < s->n_spans; i++) {
+		struct rp_report_rspan *x = &d->spans[d->n_spans++];
+
+		*x = s->spans[i];
+		x->fn = c->fmap[x->fn];
+		x->track += t0;
+	}
+	/* Counter names: matched by name, through a hash index (a snapshot may hold many). */
+	if (grow(&d->names, d->n_names, s->n_names, sizeof(*d->names)) ||
+	    hmap_init(&h, (uint64_t)d->n_names + s->n_names))
+		goto nomem;
+	for (uint32_t i = 0; i < d->n_names; i++) {
+		uint32_t *slot = str_slot(&h, d->names, sizeof(*d->names), d->names[i]);
+
+		if (*slot == 0)
+			*slot = i + 1;
+	}
+	for (uint32_t i = 0; i < s->n_names; i++)
+		if (rec_name(d, &h, s->names[i], &nm[i]))
+			goto nomem;
+	free(h.slot);
+	h.slot = NULL;
+	for (uint32_t i = 0; i < s->n_samples; i++) {
+		struct rp_report_rsample *x = &d->samples[d->n_samples++];
+
+		*x = s->samples[i];
+		x->name = nm[x->name];
+		x->track += t0;
+	}
+	free(nm);
+	nm = NULL;
+	if (c->first)
+		return 0; /* one input: its order, as the engine wrote it */
+	if ((key = malloc(((size_t)d->n_spans + d->n_samples + 1) * sizeof(*key))) == NULL)
+		goto nomem;
+	for (uint32_t i = 0; i < d->n_spans; i++) {
+		const struct rp_report_rspan *x = &d->spans[i];
+
+		key[i] = (struct ord){ .t = sat(x->start_ns, x->dur_ns), .i = i };
+	}
+	cut = keep_newest(&d->spans, &d->n_spans, sizeof(*d->spans), d->max_spans, key);
+	if (cut < 0)
+		goto nomem;
+	d->wrapped = sat(d->wrapped, (uint64_t)cut);
+	for (uint32_t i = 0; i < d->n_samples; i++)
+		key[i] = (struct ord){ .t = d->samples[i].ts_ns, .i = i };
+	cut = keep_newest(&d->samples, &d->n_samples, sizeof(*d->samples), d->max_samples, key);
+	if (cut < 0)
+		goto nomem;
+	d->samples_wrapped = sat(d->samples_wrapped, (uint64_t)cut);
+	free(key);
+	return 0;
+nomem:
+	free(h.slot);
+	free(nm);
+	free(key);
+	return failf(c, -ENOMEM, "out of memory");
+}
+
+/* --- device idle time ------------------------------------------------------------- */
+
+static bool dev_has(const struct rp_report_device *v)
+{
+	return v->launches || v->kernels || v->other_device || v->spans || v->n_points_total ||
+	       v->n_idle_total || v->n_phases_total || v->candidates || v->n_ranked;
+}
+
+static int dev_span_copy(struct rp_report_dev_span *o, const struct rp_report_dev_span *x)
+{
+	*o = *x;
+	o->name = dup(x->name);
+	o->source = dup(x->source);
+	o->source_file = dup(x->source_file);
+	return o->name && o->source && o->source_file ? 0 : -ENOMEM;
+}
+
+static int dev_copy_list(void *dst, const void *src, uint32_t n, size_t size)
+{
+	void **pp = dst;
+
+	*pp = NULL;
+	if (n == 0)
+		return 0;
+	if ((*pp = malloc((size_t)n * size)) == NULL)
+		return -ENOMEM;
+	memcpy(*pp, src, (size_t)n * size);
+	return 0;
+}
+
+/* Best score first; ties: the earlier start, then the name (a total order, so the
+ * result does not depend on qsort). */
+static int rank_cmp(const void *a, const void *b)
+{
+	const struct rp_report_dev_span *x = a, *y = b;
+	int k;
+
+	if (x->score != y->score)
+		return x->score > y->score ? -1 : 1;
+	if (x->start_ns != y->start_ns)
+		return x->start_ns < y->start_ns ? -1 : 1;
+	if (x->dur_ns != y->dur_ns)
+		return x->dur_ns < y->dur_ns ? -1 : 1;
+	k = strcmp(x->name ? x->name : "", y->name ? y->name : "");
+	return k ? k : strcmp(x->source ? x->source : "", y->source ? y->source : "");
+}
+
+/* Counts, times and totals add, max_queue_depth is the largest. The first input with
+ * device data keeps its lists; once a second one comes, the queue depth points, idle
+ * intervals and phases are dropped (time series of different devices or runs do not
+ * make one timeline), every ranked span's phase becomes nil, and the ranked list is
+ * the best by score of the union, as long as the longest input list. Scores are each
+ * input's own z-scores, not comparable across inputs: the merged ranking is a
+ * shortlist, not a ranking of the union. */
+static int merge_device(struct ctx *c)
+{
+	struct rp_report_device *d = &c->d->device;
+	const struct rp_report_device *s = &c->s->device;
+	bool had = dev_has(d), has = dev_has(s);
+	uint64_t *dc[] = { &d->launches,
+			   &d->kernels,
+			   &d->other_device,
+			   &d->linked,
+			   &d->unmatched_launches,
+			   &d->unmatched_kernels,
+			   &d->spans,
+			   &d->busy_ns,
+			   &d->idle_ns,
+			   &d->n_points_total,
+			   &d->n_idle_total,
+			   &d->n_phases_total,
+			   &d->candidates,
+			   &d->spans_dropped,
+			   &d->events_dropped,
+			   &d->links_dropped,
+			   &d->links_orphan };
+	const uint64_t sc[] = { s->launches,
+				s->kernels,
+				s->other_device,
+				s->linked,
+				s->unmatched_launches,
+				s->unmatched_kernels,
+				s->spans,
+				s->busy_ns,
+				s->idle_ns,
+				s->n_points_total,
+				s->n_idle_total,
+				s->n_phases_total,
+				s->candidates,
+				s->spans_dropped,
+				s->events_dropped,
+				s->links_dropped,
+				s->links_orphan };
+	uint32_t k = d->n_ranked > s->n_ranked ? d->n_ranked : s->n_ranked;
+
+	_Static_assert(ARRAY_SIZE(dc) == ARRAY_SIZE(sc), "device counts");
+	for (size_t i = 0; i < ARRAY_SIZE(dc); i++)
+		*dc[i] = sat(*dc[i], sc[i]);
+	if (s->max_queue_depth > d->max_queue_depth)
+		d->max_queue_depth = s->max_queue_depth;
+	if (!has)
+		return 0;
+	if (!had) { /* the first input with device data: its lists as they are */
+		if (dev_copy_list(&d->points, s->points, s->n_points, sizeof(*s->points)) ||
+		    dev_copy_list(&d->idle, s->idle, s->n_idle, sizeof(*s->idle)) ||
+		    dev_copy_list(&d->phases, s->phases, s->n_phases, sizeof(*s->phases)) ||
+		    (d->ranked = calloc(s->n_ranked ? s->n_ranked : 1, sizeof(*d->ranked))) == NULL)
+			return failf(c, -ENOMEM, "out of memory");
+		d->n_points = s->n_points;
+		d->n_idle = s->n_idle;
+		d->n_phases = s->n_phases;
+		for (uint32_t i = 0; i < s->n_ranked; i++)
+			if (dev_span_copy(&d->ranked[d->n_ranked++], &s->ranked[i]))
+				return failf(c, -ENOMEM, "out of memory");
+		return 0;
+	}
+	free(d->points), free(d->idle), free(d->phases);
+	d->points = NULL, d->idle = NULL, d->phases = NULL;
+	d->n_points = d->n_idle = d->n_phases = 0;
+	if (grow(&d->ranked, d->n_ranked, s->n_ranked, sizeof(*d->ranked)))
+		return failf(c, -ENOMEM, "out of memory");
+	for (uint32_t i = 0; i < s->n_ranked; i++)
+		if (dev_span_copy(&d->ranked[d->n_ranked++], &s->ranked[i]))
+			return failf(c, -ENOMEM, "out of memory");
+	for (uint32_t i = 0; i < d->n_ranked; i++)
+		d->ranked[i].phase = RP_NONE;
+	qsort(d->ranked, d->n_ranked, sizeof(*d->ranked), rank_cmp);
+	while (d->n_ranked > k) {
+		struct rp_report_dev_span *x = &d->ranked[--d->n_ranked];
+
+		free(x->name), free(x->source), free(x->source_file);
+	}
+	return 0;
+}
+
 int rp_report_merge(struct rp_report *dst, const struct rp_report *src, char *why, size_t whylen)
 {
 	struct ctx c = {
@@ -953,6 +1346,12 @@ int rp_report_merge(struct rp_report *dst, const struct rp_report *src, char *wh
 		err = merge_windows(&c);
 	if (!err)
 		err = merge_bottlenecks(&c);
+	if (!err)
+		err = merge_steps(&c);
+	if (!err)
+		err = merge_recorder(&c);
+	if (!err)
+		err = merge_device(&c);
 	free(c.fmap);
 	free(c.at);
 	dst->version_major = RP_REPORT_VERSION_MAJOR;

@@ -67,10 +67,21 @@ enum ftype {
 	F_U64S,	  /* array of u64: pointer at .off, uint32_t count at .aux 1.2 */
 	F_SKETCH, /* a struct rp_report_sketch: nil when alpha == 0, else a map 1.2 */
 	F_VER,	  /* [major, minor]; checked before everything else */
+	F_U8,	  /* unsigned integer < 256 1.2 */
+	F_STRS,	  /* array of str: char ** at .off, uint32_t count at .aux 1.2 */
 };
 
 /* What an F_REF indexes, checked once the whole report is read. */
-enum ref { REF_NONE, REF_FN, REF_FN_OR_NIL, REF_SRC_OR_NIL };
+enum ref {
+	REF_NONE,
+	REF_FN,
+	REF_FN_OR_NIL,
+	REF_SRC_OR_NIL,
+	REF_SRC,	  /* a source; nil is an error 1.2 */
+	REF_RTRACK,	  /* recorder.tracks 1.2 */
+	REF_RNAME,	  /* recorder.names 1.2 */
+	REF_PHASE_OR_NIL, /* one of device.phases_total phases (the list may be cut) 1.2 */
+};
 
 struct table;
 struct where;
@@ -282,6 +293,148 @@ static const struct field window_fields[] = {
 	KEYED("top", F_REC, false, offsetof(struct rp_report_window, top), &bottleneck_table),
 };
 
+static int check_step(void *base, const struct where *w, char *why);
+static int check_rtrack(void *base, const struct where *w, char *why);
+static int check_recorder(void *base, const struct where *w, char *why);
+static int check_interval(void *base, const struct where *w, char *why);
+static int check_device(void *base, const struct where *w, char *why);
+
+/* 1.2: step statistics per phase. */
+#define STEP(m, t, req) FIELD(struct rp_report_step_phase, m, t, req)
+static const struct field step_fields[] = {
+	STEP(name, F_STR, true),
+	STEP(count, F_U64, false),
+	STEP(total_ns, F_U64, false),
+	STEP(min_ns, F_U64, false),
+	STEP(max_ns, F_U64, false),
+	STEP(p50_ns, F_U64, false),
+	STEP(p95_ns, F_U64, false),
+	STEP(p99_ns, F_U64, false),
+	KEYED("dur", F_SKETCH, false, offsetof(struct rp_report_step_phase, dur), &sketch_table),
+};
+static const struct table step_table = { .f = step_fields,
+					 .n = ARRAY_SIZE(step_fields),
+					 .size = sizeof(struct rp_report_step_phase),
+					 .check = check_step };
+
+/* 1.2: the flight recorder. */
+static const struct field rtrack_fields[] = {
+	REF(struct rp_report_rtrack, source, REF_SRC, true),
+	FIELD(struct rp_report_rtrack, kind, F_U8, true),
+	FIELD(struct rp_report_rtrack, id, F_U64, false),
+	FIELD(struct rp_report_rtrack, pid, F_STR, false),
+	FIELD(struct rp_report_rtrack, tid, F_STR, false),
+};
+static const struct table rtrack_table = { .f = rtrack_fields,
+					   .n = ARRAY_SIZE(rtrack_fields),
+					   .size = sizeof(struct rp_report_rtrack),
+					   .check = check_rtrack };
+
+static const struct field rspan_fields[] = {
+	REF(struct rp_report_rspan, fn, REF_FN, true),
+	REF(struct rp_report_rspan, track, REF_RTRACK, true),
+	FIELD(struct rp_report_rspan, depth, F_U32, false),
+	FIELD(struct rp_report_rspan, step, F_U64, false),
+	FIELD(struct rp_report_rspan, start_ns, F_U64, false),
+	FIELD(struct rp_report_rspan, dur_ns, F_U64, false),
+};
+static const struct table rspan_table = TABLE(rspan_fields, struct rp_report_rspan);
+
+static const struct field rsample_fields[] = {
+	REF(struct rp_report_rsample, name, REF_RNAME, true),
+	REF(struct rp_report_rsample, track, REF_RTRACK, true),
+	FIELD(struct rp_report_rsample, ts_ns, F_U64, false),
+	FIELD(struct rp_report_rsample, value, F_I64, false),
+};
+static const struct table rsample_table = TABLE(rsample_fields, struct rp_report_rsample);
+
+#define RECF(m, t)	      FIELD(struct rp_report_recorder, m, t, false)
+#define RECA(k, m, cnt, t, s) ARRAY(k, struct rp_report_recorder, m, cnt, t, s)
+static const struct field recorder_fields[] = {
+	RECF(max_spans, F_U32),
+	RECF(max_samples, F_U32),
+	RECF(spans_seen, F_U64),
+	RECF(samples_seen, F_U64),
+	RECF(wrapped, F_U64),
+	RECF(samples_wrapped, F_U64),
+	RECF(unlisted, F_U64),
+	RECF(labels_dropped, F_U64),
+	RECA("tracks", tracks, n_tracks, F_ARR, &rtrack_table),
+	RECA("spans", spans, n_spans, F_ARR, &rspan_table),
+	RECA("names", names, n_names, F_STRS, NULL),
+	RECA("samples", samples, n_samples, F_ARR, &rsample_table),
+};
+static const struct table recorder_table = { .f = recorder_fields,
+					     .n = ARRAY_SIZE(recorder_fields),
+					     .size = sizeof(struct rp_report_recorder),
+					     .check = check_recorder };
+
+/* 1.2: device idle time. */
+static const struct field dev_point_fields[] = {
+	FIELD(struct rp_report_dev_point, t_ns, F_U64, false),
+	FIELD(struct rp_report_dev_point, depth, F_U32, false),
+};
+static const struct table dev_point_table = TABLE(dev_point_fields, struct rp_report_dev_point);
+
+static const struct field dev_interval_fields[] = {
+	FIELD(struct rp_report_dev_interval, start_ns, F_U64, false),
+	FIELD(struct rp_report_dev_interval, end_ns, F_U64, false),
+};
+static const struct table dev_interval_table = { .f = dev_interval_fields,
+						 .n = ARRAY_SIZE(dev_interval_fields),
+						 .size = sizeof(struct rp_report_dev_interval),
+						 .check = check_interval };
+
+#define DSPAN(m, t, req) FIELD(struct rp_report_dev_span, m, t, req)
+static const struct field dev_span_fields[] = {
+	DSPAN(name, F_STR, true),
+	DSPAN(source, F_STR, false),
+	DSPAN(source_file, F_STR, false),
+	DSPAN(source_line, F_U32, false),
+	DSPAN(queue_depth, F_U32, false),
+	REF(struct rp_report_dev_span, phase, REF_PHASE_OR_NIL, false),
+	DSPAN(start_ns, F_U64, false),
+	DSPAN(dur_ns, F_U64, false),
+	DSPAN(self_ns, F_I64, false),
+	DSPAN(idle_ns, F_U64, false),
+	DSPAN(idle_fraction, F_F64, false),
+	DSPAN(score, F_F64, false),
+};
+static const struct table dev_span_table = TABLE(dev_span_fields, struct rp_report_dev_span);
+
+#define DEV(m)		   FIELD(struct rp_report_device, m, F_U64, false)
+#define DEVA(k, m, cnt, s) ARRAY(k, struct rp_report_device, m, cnt, F_ARR, s)
+static const struct field device_fields[] = {
+	DEV(launches),
+	DEV(kernels),
+	DEV(other_device),
+	DEV(linked),
+	DEV(unmatched_launches),
+	DEV(unmatched_kernels),
+	DEV(spans),
+	DEV(busy_ns),
+	DEV(idle_ns),
+	FIELD(struct rp_report_device, max_queue_depth, F_U32, false),
+	KEYED("points_total", F_U64, false, offsetof(struct rp_report_device, n_points_total),
+	      NULL),
+	DEVA("points", points, n_points, &dev_point_table),
+	KEYED("idle_total", F_U64, false, offsetof(struct rp_report_device, n_idle_total), NULL),
+	DEVA("idle", idle, n_idle, &dev_interval_table),
+	KEYED("phases_total", F_U64, false, offsetof(struct rp_report_device, n_phases_total),
+	      NULL),
+	DEVA("phases", phases, n_phases, &dev_interval_table),
+	DEV(candidates),
+	DEVA("ranked", ranked, n_ranked, &dev_span_table),
+	DEV(spans_dropped),
+	DEV(events_dropped),
+	DEV(links_dropped),
+	DEV(links_orphan),
+};
+static const struct table device_table = { .f = device_fields,
+					   .n = ARRAY_SIZE(device_fields),
+					   .size = sizeof(struct rp_report_device),
+					   .check = check_device };
+
 /* From max_sketch_names on: 1.2. */
 #define CAP(m) FIELD(struct rp_report_caps, m, F_U32, false)
 static const struct field caps_fields[] = {
@@ -339,6 +492,10 @@ static const struct field top_fields[] = {
 	SEC("windows", windows, n_windows, &window_table),
 	KEYED("bottlenecks", F_REC, false, offsetof(struct rp_report, bottlenecks),
 	      &bottleneck_table),
+	SEC("steps", steps, n_steps, &step_table),
+	REP(steps_folded, F_U64),
+	KEYED("recorder", F_REC, false, offsetof(struct rp_report, recorder), &recorder_table),
+	KEYED("device", F_REC, false, offsetof(struct rp_report, device), &device_table),
 };
 static const struct table top_table = TABLE(top_fields, struct rp_report);
 
@@ -428,6 +585,8 @@ static void pack_array(struct enc *e, const struct field *f, const void *base, c
 	for (uint32_t i = 0; i < n && e->err == 0; i++) {
 		if (f->type == F_U64S)
 			msgpack_pack_uint64(&e->pk, ((const uint64_t *)a)[i]);
+		else if (f->type == F_STRS)
+			pack_str(e, ((char *const *)a)[i]);
 		else
 			pack_record(e, f->sub, a + (size_t)i * f->sub->size);
 	}
@@ -442,6 +601,7 @@ static void pack_field(struct enc *e, const struct field *f, const void *base)
 	case F_U64: msgpack_pack_uint64(&e->pk, *(const uint64_t *)p); break;
 	case F_U32: msgpack_pack_uint32(&e->pk, *(const uint32_t *)p); break;
 	case F_I32: msgpack_pack_int32(&e->pk, *(const int32_t *)p); break;
+	case F_U8: msgpack_pack_uint8(&e->pk, *(const uint8_t *)p); break;
 	case F_I64: msgpack_pack_int64(&e->pk, *(const int64_t *)p); break;
 	case F_F64:
 	case F_SUM: msgpack_pack_double(&e->pk, *(const double *)p); break;
@@ -456,7 +616,8 @@ static void pack_field(struct enc *e, const struct field *f, const void *base)
 	case F_ANOM: pack_anomalies(e, (const uint64_t *)p); break;
 	case F_REC: pack_record(e, f->sub, p); break;
 	case F_ARR:
-	case F_U64S: pack_array(e, f, base, p); break;
+	case F_U64S:
+	case F_STRS: pack_array(e, f, base, p); break;
 	case F_SKETCH:
 		if (((const struct rp_report_sketch *)p)->alpha == 0)
 			msgpack_pack_nil(&e->pk); /* no sketch */
@@ -803,6 +964,19 @@ static int get_u32(const msgpack_object *o, const struct where *w, char *why, ui
 	return 0;
 }
 
+static int get_u8(const msgpack_object *o, const struct where *w, char *why, uint8_t *v)
+{
+	uint32_t u = 0;
+	int err = get_u32(o, w, why, &u);
+
+	if (err)
+		return err;
+	if (u > UINT8_MAX)
+		return fail(why, w, -EINVAL, "%" PRIu32 " is out of range (max %u)", u, UINT8_MAX);
+	*v = (uint8_t)u;
+	return 0;
+}
+
 static int get_i32(const msgpack_object *o, const struct where *w, char *why, int32_t *v)
 {
 	if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER && o->via.u64 <= INT32_MAX)
@@ -920,7 +1094,9 @@ static int decode_record(const msgpack_object *o, const struct table *t, void *b
 static int decode_array(const msgpack_object *o, const struct field *f, void *base, char *p,
 			const struct where *w, char *why)
 {
-	size_t size = f->type == F_U64S ? sizeof(uint64_t) : f->sub->size;
+	size_t size = f->type == F_U64S	  ? sizeof(uint64_t)
+		      : f->type == F_STRS ? sizeof(char *)
+					  : f->sub->size;
 	uint32_t n;
 	char *a;
 
@@ -939,8 +1115,9 @@ static int decode_array(const msgpack_object *o, const struct field *f, void *ba
 	for (uint32_t i = 0; i < n; i++) {
 		struct where item = at_index(w, i);
 		const msgpack_object *e = &o->via.array.ptr[i];
-		int err = f->type == F_U64S
-				  ? get_u64(e, &item, why, (uint64_t *)a + i)
+		int err = f->type == F_U64S ? get_u64(e, &item, why, (uint64_t *)a + i)
+			  : f->type == F_STRS
+				  ? get_str(e, &item, why, (char **)a + i)
 				  : decode_record(e, f->sub, a + (size_t)i * size, &item, why);
 
 		if (err)
@@ -965,8 +1142,10 @@ static int decode_field(const struct field *f, const msgpack_object *o, void *ba
 	case F_REF: return get_ref(o, w, why, (uint32_t *)p);
 	case F_ANOM: return get_anomalies(o, w, why, (uint64_t *)p);
 	case F_REC: return decode_record(o, f->sub, p, w, why);
+	case F_U8: return get_u8(o, w, why, (uint8_t *)p);
 	case F_ARR:
-	case F_U64S: return decode_array(o, f, base, p, w, why);
+	case F_U64S:
+	case F_STRS: return decode_array(o, f, base, p, w, why);
 	case F_SKETCH:
 		if (o->type == MSGPACK_OBJECT_NIL)
 			return 0; /* no sketch: alpha 0, all zero */
@@ -1106,6 +1285,21 @@ static int check_refs(const struct table *t, const void *base, const struct rp_r
 		if (f->type == F_REF && f->ref == REF_SRC_OR_NIL)
 			err = check_index(*(const uint32_t *)p, r->n_sources, "source", true, &in,
 					  why);
+		else if (f->type == F_REF && f->ref == REF_SRC)
+			err = check_index(*(const uint32_t *)p, r->n_sources, "source", false, &in,
+					  why);
+		else if (f->type == F_REF && f->ref == REF_RTRACK)
+			err = check_index(*(const uint32_t *)p, r->recorder.n_tracks, "track",
+					  false, &in, why);
+		else if (f->type == F_REF && f->ref == REF_RNAME)
+			err = check_index(*(const uint32_t *)p, r->recorder.n_names, "name", false,
+					  &in, why);
+		else if (f->type == F_REF && f->ref == REF_PHASE_OR_NIL)
+			err = check_index(*(const uint32_t *)p,
+					  r->device.n_phases_total < RP_NONE
+						  ? (uint32_t)r->device.n_phases_total
+						  : RP_NONE,
+					  "phase", true, &in, why);
 		else if (f->type == F_REF && f->ref != REF_NONE)
 			err = check_fn(*(const uint32_t *)p, r, f->ref == REF_FN_OR_NIL, &in, why);
 		else if (f->type == F_REC)
@@ -1189,6 +1383,99 @@ static int check_sketch(void *base, const struct where *w, char *why)
 					    "min, max, sum or the collapsed counts do not fit "
 					    "the buckets");
 	rp_sketch_fini(&s);
+	return err;
+}
+
+/* @n kept of @total: a list cut at a cap never holds more than there were. */
+static int check_kept(uint64_t n, uint64_t total, const char *key, const char *total_key,
+		      const struct where *w, char *why)
+{
+	struct where in = at_key(w, key);
+
+	if (n > total)
+		return fail(why, &in, -EINVAL, "%" PRIu64 " entries, but %s is %" PRIu64, n,
+			    total_key, total);
+	return 0;
+}
+
+static int check_step(void *base, const struct where *w, char *why)
+{
+	const struct rp_report_step_phase *p = base;
+	struct where in = at_key(w, "min_ns");
+
+	if (p->min_ns > p->max_ns)
+		return fail(why, &in, -EINVAL, "%" PRIu64 " is above max_ns %" PRIu64, p->min_ns,
+			    p->max_ns);
+	return 0;
+}
+
+static int check_rtrack(void *base, const struct where *w, char *why)
+{
+	const struct rp_report_rtrack *t = base;
+	struct where in = at_key(w, "kind");
+
+	if (t->kind != 1 && t->kind != 2)
+		return fail(why, &in, -EINVAL, "%u is not a track kind (1 thread, 2 async)",
+			    t->kind);
+	return 0;
+}
+
+static uint64_t sat_add(uint64_t a, uint64_t b)
+{
+	return a + b < a ? UINT64_MAX : a + b;
+}
+
+/* The rings hold at most their caps, and every span seen was kept, listed or not,
+ * or overwritten (wrapped): kept + unlisted + wrapped <= seen (= after one engine).
+ * The sum saturates at 2^64 - 1, as the counts do when merged. */
+static int check_recorder(void *base, const struct where *w, char *why)
+{
+	const struct rp_report_recorder *c = base;
+	uint64_t a = sat_add(sat_add(c->n_spans, c->unlisted), c->wrapped);
+	uint64_t b = sat_add(c->n_samples, c->samples_wrapped);
+	struct where seen = at_key(w, "spans_seen"), sseen = at_key(w, "samples_seen");
+	int err;
+
+	err = check_kept(c->n_spans, c->max_spans, "spans", "max_spans", w, why);
+	if (!err)
+		err = check_kept(c->n_samples, c->max_samples, "samples", "max_samples", w, why);
+	if (err)
+		return err;
+	if (a > c->spans_seen)
+		return fail(why, &seen, -EINVAL,
+			    "%" PRIu64 ", but %" PRIu32 " spans listed, %" PRIu64
+			    " unlisted and %" PRIu64 " wrapped",
+			    c->spans_seen, c->n_spans, c->unlisted, c->wrapped);
+	if (b > c->samples_seen)
+		return fail(why, &sseen, -EINVAL,
+			    "%" PRIu64 ", but %" PRIu32 " samples listed and %" PRIu64 " wrapped",
+			    c->samples_seen, c->n_samples, c->samples_wrapped);
+	return 0;
+}
+
+static int check_interval(void *base, const struct where *w, char *why)
+{
+	const struct rp_report_dev_interval *v = base;
+	struct where in = at_key(w, "end_ns");
+
+	if (v->end_ns < v->start_ns)
+		return fail(why, &in, -EINVAL, "%" PRIu64 " is before start_ns %" PRIu64, v->end_ns,
+			    v->start_ns);
+	return 0;
+}
+
+static int check_device(void *base, const struct where *w, char *why)
+{
+	const struct rp_report_device *d = base;
+	int err;
+
+	err = check_kept(d->n_points, d->n_points_total, "points", "points_total", w, why);
+	if (!err)
+		err = check_kept(d->n_idle, d->n_idle_total, "idle", "idle_total", w, why);
+	if (!err)
+		err = check_kept(d->n_phases, d->n_phases_total, "phases", "phases_total", w, why);
+	if (!err)
+		err = check_kept(d->n_ranked, d->candidates, "ranked", "candidates", w, why);
 	return err;
 }
 

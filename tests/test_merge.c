@@ -26,6 +26,8 @@
 #define MAXV	      4000u /* raw samples per function per input, at most */
 #define NIN	      3u    /* inputs */
 #define NNAMES	      5u
+#define MAXS	      300u /* step durations per phase per input, at most */
+#define NPHASES	      2u
 
 static uint64_t rng;
 
@@ -67,7 +69,11 @@ struct raw {
 	uint32_t n[NIN][NNAMES];
 	int64_t cv[NIN][MAXV]; /* counter "queue" samples */
 	uint32_t cn[NIN];
+	uint64_t sv[NIN][NPHASES][MAXS]; /* step durations of "fwd", "bwd" */
+	uint32_t sn[NIN][NPHASES];
 };
+
+static const char *const phases[NPHASES] = { "fwd", "bwd" };
 
 static void sketch_of(struct rp_report_sketch *k, const uint64_t *v, uint32_t n)
 {
@@ -136,11 +142,18 @@ static void fill_raw(struct raw *w, uint64_t seed)
 			for (uint32_t k = 0; k < w->n[i][j]; k++)
 				w->v[i][j][k] = rnd_dur() * (j + 1);
 		}
+		for (uint32_t p = 0; p < NPHASES; p++) { /* input 1 has no "bwd" */
+			w->sn[i][p] = i == 1 && p == 1 ? 0 : 50 + (uint32_t)(rnd() % (MAXS - 50));
+			for (uint32_t k = 0; k < w->sn[i][p]; k++)
+				w->sv[i][p][k] = rnd_dur();
+		}
 		w->cn[i] = 100 + (uint32_t)(rnd() % 900);
 		for (uint32_t k = 0; k < w->cn[i]; k++)
 			w->cv[i][k] = (int64_t)(rnd() % 5000) - 1000;
 	}
 }
+
+static void add_parts(struct rp_report *r, const struct raw *w, uint32_t i);
 
 /* Input @i: its functions in its own order (reversed for odd inputs, so indices
  * differ between inputs), a CCT and edges by name, a counter, a category. */
@@ -242,6 +255,159 @@ static void build_input(struct rp_report *r, const struct raw *w, uint32_t i)
 		sketch_of(&r->cats[0].dur, all, m);
 		free(all);
 	}
+	add_parts(r, w, i);
+}
+
+/* The flight recorder of input i: spans (end times interleaved across inputs), caps
+ * 10 / 5 spans and 6 / 3 samples (the first input's are the merge's). */
+static const uint32_t rec_spans[NIN] = { 6, 4, 5 }, rec_samples[NIN] = { 4, 3, 2 };
+static const char *const rec_names[NIN][2] = { { "mem", "q" }, { "q", "z" }, { "z", NULL } };
+
+static uint64_t rec_end(uint32_t i, uint32_t k)
+{
+	return 100 * (k * NIN + (NIN - 1 - i)) + 50 + 10 * i;
+}
+
+static void add_recorder(struct rp_report_recorder *c, const struct rp_report *r, uint32_t i)
+{
+	c->max_spans = i == 0 ? 10 : 5;
+	c->max_samples = i == 0 ? 6 : 3;
+	c->n_tracks = 2;
+	c->tracks = xcalloc(2, sizeof(*c->tracks));
+	for (uint32_t t = 0; t < 2; t++) {
+		char pid[16], tid[16];
+
+		snprintf(pid, sizeof(pid), "p%" PRIu32, i);
+		snprintf(tid, sizeof(tid), "t%" PRIu32 ".%" PRIu32, i, t);
+		c->tracks[t] = (struct rp_report_rtrack){ .source = t % r->n_sources,
+							  .kind = (uint8_t)(1 + t),
+							  .id = 100 * i + t,
+							  .pid = strdup(t ? "" : pid),
+							  .tid = strdup(t ? "" : tid) };
+	}
+	c->n_spans = rec_spans[i];
+	c->spans = xcalloc(c->n_spans, sizeof(*c->spans));
+	for (uint32_t k = 0; k < c->n_spans; k++) {
+		uint64_t dur = 50 + 10 * k;
+
+		c->spans[k] = (struct rp_report_rspan){ .fn = k % r->n_fns,
+							.track = k % 2,
+							.depth = k % 3,
+							.step = k,
+							.start_ns = rec_end(i, k) - dur,
+							.dur_ns = dur };
+	}
+	c->n_names = i == 2 ? 1 : 2;
+	c->names = xcalloc(2, sizeof(*c->names));
+	for (uint32_t k = 0; k < c->n_names; k++)
+		c->names[k] = strdup(rec_names[i][k]);
+	c->n_samples = rec_samples[i];
+	c->samples = xcalloc(c->n_samples, sizeof(*c->samples));
+	for (uint32_t k = 0; k < c->n_samples; k++)
+		c->samples[k] = (struct rp_report_rsample){ .name = k % c->n_names,
+							    .track = k % 2,
+							    .ts_ns = 10 * (k * NIN + i) + 5,
+							    .value = (int64_t)k - 10 * (int64_t)i };
+	c->wrapped = 3 * i;
+	c->unlisted = i;
+	c->spans_seen = c->n_spans + c->wrapped + c->unlisted;
+	c->samples_wrapped = i;
+	c->samples_seen = c->n_samples + i + 1;
+	c->labels_dropped = i;
+}
+
+/* Device data in inputs 0 and 2; input 1 has none but a cap hit. */
+static const double dev_scores[NIN][4] = { { 2.0, 0.5, -1.0 }, { 0 }, { 1.5, 0.5, -0.2, -3 } };
+
+static void add_device(struct rp_report_device *d, uint32_t i)
+{
+	if (i == 1) {
+		d->spans_dropped = 5;
+		return;
+	}
+	*d = (struct rp_report_device){
+		.launches = 10 + i,
+		.kernels = 20 + i,
+		.other_device = 1,
+		.linked = 9 + i,
+		.unmatched_launches = 1,
+		.unmatched_kernels = 2,
+		.spans = 100 + i,
+		.busy_ns = 1000 * (i + 1),
+		.idle_ns = 500 + i,
+		.max_queue_depth = 3 + i,
+		.n_points_total = 5,
+		.n_idle_total = 2,
+		.n_phases_total = 3,
+		.candidates = 10 + i,
+		.spans_dropped = i,
+		.events_dropped = 2 * i,
+		.links_dropped = 3 * i,
+		.links_orphan = 4 * i,
+	};
+	d->n_points = 3;
+	d->points = xcalloc(3, sizeof(*d->points));
+	for (uint32_t k = 0; k < 3; k++)
+		d->points[k] = (struct rp_report_dev_point){ 10 * k + i, k };
+	d->n_idle = d->n_phases = 2;
+	d->idle = xcalloc(2, sizeof(*d->idle));
+	d->phases = xcalloc(2, sizeof(*d->phases));
+	for (uint32_t k = 0; k < 2; k++) {
+		d->idle[k] = (struct rp_report_dev_interval){ 100 * k, 100 * k + 40 + i };
+		d->phases[k] = (struct rp_report_dev_interval){ 100 * k, 100 * k + 90 };
+	}
+	d->n_ranked = i == 0 ? 3 : 4;
+	d->ranked = xcalloc(d->n_ranked, sizeof(*d->ranked));
+	for (uint32_t k = 0; k < d->n_ranked; k++) {
+		struct rp_report_dev_span *x = &d->ranked[k];
+		char name[32];
+
+		snprintf(name, sizeof(name), "r%" PRIu32 ".%" PRIu32, i, k);
+		x->name = strdup(name);
+		x->source = strdup("a.py(3): f");
+		x->source_file = strdup("a.py");
+		x->source_line = 3;
+		x->queue_depth = k;
+		x->phase = k % 3;
+		x->start_ns = 10 * k;
+		x->dur_ns = 5;
+		x->self_ns = (int64_t)k - 2;
+		x->idle_ns = k;
+		x->idle_fraction = 0.1 * k;
+		x->score = dev_scores[i][k];
+	}
+}
+
+/* Steps (phases in reversed order for odd inputs), recorder, device of input i. */
+static void add_parts(struct rp_report *r, const struct raw *w, uint32_t i)
+{
+	r->steps = xcalloc(NPHASES, sizeof(*r->steps));
+	r->steps_folded = 7 + i;
+	for (uint32_t pp = 0; pp < NPHASES; pp++) {
+		uint32_t p = i % 2 ? NPHASES - 1 - pp : pp, n = w->sn[i][p];
+		struct rp_report_step_phase *o;
+		uint64_t min = UINT64_MAX, max = 0, sum = 0;
+
+		if (n == 0)
+			continue;
+		o = &r->steps[r->n_steps++];
+		for (uint32_t k = 0; k < n; k++) {
+			sum += w->sv[i][p][k];
+			min = w->sv[i][p][k] < min ? w->sv[i][p][k] : min;
+			max = w->sv[i][p][k] > max ? w->sv[i][p][k] : max;
+		}
+		o->name = strdup(phases[p]);
+		o->count = n;
+		o->total_ns = sum;
+		o->min_ns = min;
+		o->max_ns = max;
+		sketch_of(&o->dur, w->sv[i][p], n);
+		o->p50_ns = q_ns(&o->dur, 0.5);
+		o->p95_ns = q_ns(&o->dur, 0.95);
+		o->p99_ns = q_ns(&o->dur, 0.99);
+	}
+	add_recorder(&r->recorder, r, i);
+	add_device(&r->device, i);
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -819,6 +985,277 @@ static void test_merge_cli_matches_memory(void **state)
 	rp_report_free(&cli);
 }
 
+/* Steps merge by phase name: counts and totals the sums over the raw durations, min
+ * and max of the union, the sketch that of the union bucket for bucket, quantiles
+ * from it (within 1% of the exact ones); a phase absent from one input is fine. */
+static void test_merge_steps(void **state)
+{
+	struct rp_report in[NIN], m;
+	uint64_t *u = xcalloc(NIN * MAXS, sizeof(*u));
+
+	(void)state;
+	fill_raw(&raw, 11);
+	for (uint32_t i = 0; i < NIN; i++)
+		build_input(&in[i], &raw, i);
+	merge_all(&m, in, NIN);
+	assert_int_equal(m.n_steps, NPHASES);
+	assert_int_equal(m.steps_folded, 7 + 8 + 9);
+	for (uint32_t p = 0; p < NPHASES; p++) {
+		const struct rp_report_step_phase *o = &m.steps[p];
+		struct rp_report_sketch want;
+		uint64_t total = 0;
+		uint32_t n = 0;
+
+		assert_string_equal(o->name, phases[p]); /* the first input's order */
+		for (uint32_t i = 0; i < NIN; i++)
+			for (uint32_t k = 0; k < raw.sn[i][p]; k++) {
+				total += raw.sv[i][p][k];
+				u[n++] = raw.sv[i][p][k];
+			}
+		qsort(u, n, sizeof(*u), cmp_u64);
+		assert_int_equal(o->count, n);
+		assert_int_equal(o->total_ns, total);
+		assert_int_equal(o->min_ns, u[0]);
+		assert_int_equal(o->max_ns, u[n - 1]);
+		sketch_of(&want, u, n);
+		assert_int_equal(o->dur.count, n);
+		assert_int_equal(o->dur.pos_lo, want.pos_lo);
+		assert_int_equal(o->dur.n_pos, want.n_pos);
+		assert_memory_equal(o->dur.pos, want.pos, want.n_pos * sizeof(*want.pos));
+		assert_true(o->dur.min == want.min && o->dur.max == want.max);
+		assert_int_equal(o->p50_ns, q_ns(&want, 0.50));
+		assert_int_equal(o->p95_ns, q_ns(&want, 0.95));
+		assert_int_equal(o->p99_ns, q_ns(&want, 0.99));
+		for (int q = 0; q < 3; q++) {
+			static const double sq[3] = { 0.5, 0.95, 0.99 };
+			const uint64_t got[3] = { o->p50_ns, o->p95_ns, o->p99_ns };
+			double x = exact_q(u, n, sq[q]);
+
+			if (fabs((double)got[q] - x) > 0.01 * x + 0.5)
+				fail_msg("%s p%g: %" PRIu64 ", exact %g", o->name, sq[q] * 100,
+					 got[q], x);
+		}
+		rp_report_sketch_free(&want);
+	}
+	free(u);
+	for (uint32_t i = 0; i < NIN; i++)
+		rp_report_free(&in[i]);
+	rp_report_free(&m);
+}
+
+/* A span of the union, for the expected recorder. */
+struct want_span {
+	uint64_t end;
+	uint32_t i, k; /* input, position */
+};
+
+/* The recorder: tracks of every input with their sources renumbered, spans with
+ * their functions and tracks renumbered, the newest 10 (the first input's cap) by
+ * end time, the cut ones counted as wrapped; samples likewise (cap 6), counter names
+ * matched by name. One input alone comes back as it was. */
+static void test_merge_recorder(void **state)
+{
+	struct rp_report in[NIN], m, one;
+	const struct rp_report_recorder *c = &m.recorder;
+	struct want_span all[16], tmp;
+	uint32_t n = 0, ns = 0, src_off[NIN], trk_off[NIN];
+	uint64_t wrapped = 0, seen = 0, swrapped = 0, sseen = 0, unlisted = 0;
+
+	(void)state;
+	fill_raw(&raw, 12);
+	for (uint32_t i = 0; i < NIN; i++)
+		build_input(&in[i], &raw, i);
+	merge_all(&one, in, 1);
+	assert_int_equal(one.recorder.n_spans, 6);
+	assert_int_equal(one.recorder.wrapped, 0);
+	for (uint32_t k = 0; k < 6; k++)
+		assert_int_equal(one.recorder.spans[k].start_ns, in[0].recorder.spans[k].start_ns);
+	rp_report_free(&one);
+
+	merge_all(&m, in, NIN);
+	for (uint32_t i = 0, so = 0, to = 0; i < NIN; i++) {
+		const struct rp_report_recorder *x = &in[i].recorder;
+
+		src_off[i] = so, trk_off[i] = to;
+		so += in[i].n_sources, to += x->n_tracks;
+		for (uint32_t k = 0; k < x->n_spans; k++)
+			all[n++] = (struct want_span){ x->spans[k].start_ns + x->spans[k].dur_ns, i,
+						       k };
+		ns += x->n_samples;
+		wrapped += x->wrapped, seen += x->spans_seen, unlisted += x->unlisted;
+		swrapped += x->samples_wrapped, sseen += x->samples_seen;
+	}
+	/* Insertion sort by end time, ties in input order: the brute-force answer. */
+	for (uint32_t a = 1; a < n; a++)
+		for (uint32_t b = a; b > 0 && all[b - 1].end > all[b].end; b--)
+			tmp = all[b], all[b] = all[b - 1], all[b - 1] = tmp;
+	assert_int_equal(n, 15);
+	assert_int_equal(c->max_spans, 10);
+	assert_int_equal(c->max_samples, 6);
+	assert_int_equal(c->n_spans, 10);
+	assert_int_equal(c->wrapped, wrapped + 5);
+	assert_int_equal(c->spans_seen, seen);
+	assert_int_equal(c->unlisted, unlisted);
+	assert_int_equal(c->labels_dropped, 0 + 1 + 2);
+	assert_int_equal(c->n_tracks, 2 * NIN);
+	for (uint32_t t = 0; t < c->n_tracks; t++) {
+		uint32_t i = t / 2;
+		const struct rp_report_rtrack *x = &in[i].recorder.tracks[t % 2],
+					      *y = &c->tracks[t];
+
+		assert_int_equal(y->source, src_off[i] + x->source);
+		assert_string_equal(m.sources[y->source].name, in[i].sources[x->source].name);
+		assert_int_equal(y->kind, x->kind);
+		assert_int_equal(y->id, x->id);
+		assert_string_equal(y->pid, x->pid);
+		assert_string_equal(y->tid, x->tid);
+	}
+	for (uint32_t j = 0; j < 10; j++) {
+		const struct want_span *w = &all[n - 10 + j];
+		const struct rp_report_rspan *x = &in[w->i].recorder.spans[w->k], *y = &c->spans[j];
+
+		assert_int_equal(y->start_ns + y->dur_ns, w->end);
+		assert_int_equal(y->dur_ns, x->dur_ns);
+		assert_int_equal(y->depth, x->depth);
+		assert_int_equal(y->step, x->step);
+		assert_int_equal(y->track, trk_off[w->i] + x->track);
+		assert_string_equal(m.fns[y->fn].name, in[w->i].fns[x->fn].name);
+		assert_string_equal(m.fns[y->fn].file, in[w->i].fns[x->fn].file);
+	}
+	/* Samples: 9 in all, the newest 6 by time; names "mem", "q", "z" once each. */
+	assert_int_equal(ns, 9);
+	assert_int_equal(c->n_names, 3);
+	assert_string_equal(c->names[0], "mem");
+	assert_string_equal(c->names[1], "q");
+	assert_string_equal(c->names[2], "z");
+	assert_int_equal(c->n_samples, 6);
+	assert_int_equal(c->samples_wrapped, swrapped + 3);
+	assert_int_equal(c->samples_seen, sseen);
+	{
+		uint32_t j = 0;
+
+		/* ts = 10 (k NIN + i) + 5: time order is k-major, then input. */
+		for (uint32_t k = 0; k < 4; k++)
+			for (uint32_t i = 0; i < NIN; i++) {
+				const struct rp_report_recorder *x = &in[i].recorder;
+				const struct rp_report_rsample *y;
+
+				if (k >= x->n_samples)
+					continue;
+				if (j++ < 3)
+					continue; /* the 3 oldest: cut */
+				y = &c->samples[j - 4];
+				assert_int_equal(y->ts_ns, x->samples[k].ts_ns);
+				assert_int_equal(y->value, x->samples[k].value);
+				assert_int_equal(y->track, trk_off[i] + x->samples[k].track);
+				assert_string_equal(c->names[y->name],
+						    x->names[x->samples[k].name]);
+			}
+		assert_int_equal(j, 9);
+	}
+	for (uint32_t i = 0; i < NIN; i++)
+		rp_report_free(&in[i]);
+	rp_report_free(&m);
+}
+
+/* Device: counts add; an input without device data leaves the lists alone; two with
+ * it: points, idle intervals and phases dropped, phases nil, ranked the best of the
+ * union by score, as long as the longest list. */
+static void test_merge_device(void **state)
+{
+	struct rp_report in[NIN], m;
+	const struct rp_report_device *d = &m.device;
+	const struct rp_report_dev_span *best[8];
+	uint32_t nb = 0;
+
+	(void)state;
+	fill_raw(&raw, 13);
+	for (uint32_t i = 0; i < NIN; i++)
+		build_input(&in[i], &raw, i);
+	merge_all(&m, in, 2); /* 0 with device data, 1 without */
+	assert_int_equal(d->n_points, 3);
+	assert_int_equal(d->n_idle, 2);
+	assert_int_equal(d->n_phases, 2);
+	assert_int_equal(d->n_ranked, 3);
+	assert_int_equal(d->spans_dropped, 0 + 5);
+	assert_int_equal(d->ranked[2].phase, 2);
+	assert_int_equal(d->idle[1].end_ns, in[0].device.idle[1].end_ns);
+	assert_string_equal(d->ranked[1].name, "r0.1");
+	rp_report_free(&m);
+
+	merge_all(&m, in, NIN);
+	{
+		const struct rp_report_device *a = &in[0].device, *b = &in[1].device,
+					      *e = &in[2].device;
+
+		assert_int_equal(d->launches, a->launches + b->launches + e->launches);
+		assert_int_equal(d->kernels, a->kernels + e->kernels);
+		assert_int_equal(d->other_device, 2);
+		assert_int_equal(d->linked, a->linked + e->linked);
+		assert_int_equal(d->unmatched_launches, 2);
+		assert_int_equal(d->unmatched_kernels, 4);
+		assert_int_equal(d->spans, a->spans + e->spans);
+		assert_int_equal(d->busy_ns, 1000 + 3000);
+		assert_int_equal(d->idle_ns, 500 + 502);
+		assert_int_equal(d->max_queue_depth, 5);
+		assert_int_equal(d->n_points_total, 10);
+		assert_int_equal(d->n_idle_total, 4);
+		assert_int_equal(d->n_phases_total, 6);
+		assert_int_equal(d->candidates, 10 + 12);
+		assert_int_equal(d->spans_dropped, 0 + 5 + 2);
+		assert_int_equal(d->events_dropped, 4);
+		assert_int_equal(d->links_dropped, 6);
+		assert_int_equal(d->links_orphan, 8);
+		assert_int_equal(d->n_points + d->n_idle + d->n_phases, 0);
+		/* The 4 best of the union by score, picked by brute force; ties (0.5): the
+		 * earlier start, then the name. */
+		for (uint32_t i = 0; i < NIN; i++)
+			for (uint32_t k = 0; k < in[i].device.n_ranked; k++)
+				best[nb++] = &in[i].device.ranked[k];
+		assert_int_equal(nb, 7);
+		assert_int_equal(d->n_ranked, 4);
+		for (uint32_t j = 0; j < 4; j++) {
+			uint32_t pick = j;
+
+			for (uint32_t k = j + 1; k < nb; k++)
+				if (best[k]->score > best[pick]->score ||
+				    (best[k]->score == best[pick]->score &&
+				     (best[k]->start_ns < best[pick]->start_ns ||
+				      (best[k]->start_ns == best[pick]->start_ns &&
+				       strcmp(best[k]->name, best[pick]->name) < 0))))
+					pick = k;
+			const struct rp_report_dev_span *t = best[pick];
+
+			best[pick] = best[j];
+			best[j] = t;
+			assert_string_equal(d->ranked[j].name, t->name);
+			assert_true(d->ranked[j].score == t->score);
+			assert_int_equal(d->ranked[j].self_ns, t->self_ns);
+			assert_int_equal(d->ranked[j].phase, RP_NONE);
+		}
+		assert_string_equal(d->ranked[0].name, "r0.0");
+		assert_string_equal(d->ranked[1].name, "r2.0");
+		assert_string_equal(d->ranked[2].name, "r0.1");
+		assert_string_equal(d->ranked[3].name, "r2.1");
+	}
+	{ /* and the merged report is a valid snapshot */
+		struct rp_membuf b = { 0 };
+		struct rp_report back;
+		char why[RP_WHY_MAX];
+
+		assert_int_equal(rp_snapshot_encode(&m, rp_membuf_sink, &b), 0);
+		if (rp_snapshot_decode(b.data, b.len, &back, why) != 0)
+			fail_msg("%s", why);
+		assert_int_equal(back.device.n_ranked, 4);
+		assert_int_equal(back.recorder.n_spans, 10);
+		rp_report_free(&back);
+		rp_membuf_free(&b);
+	}
+	for (uint32_t i = 0; i < NIN; i++)
+		rp_report_free(&in[i]);
+	rp_report_free(&m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -830,6 +1267,9 @@ int main(void)
 		cmocka_unit_test(test_merge_topk_within_bound),
 		cmocka_unit_test(test_merge_slowest),
 		cmocka_unit_test(test_merge_cli_matches_memory),
+		cmocka_unit_test(test_merge_steps),
+		cmocka_unit_test(test_merge_recorder),
+		cmocka_unit_test(test_merge_device),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

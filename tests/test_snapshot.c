@@ -360,6 +360,137 @@ static void rnd_window(struct rp_report_window *w, const struct shape *sh)
 	rnd_bottlenecks(&w->top, sh->tops, sh->fns, sh->sources);
 }
 
+/* Step statistics, 1.2: min <= max (the reader checks it). */
+static void rnd_steps(struct rp_report *r, uint32_t n, size_t str_max)
+{
+	r->n_steps = n;
+	r->steps = xcalloc(n, sizeof(*r->steps));
+	r->steps_folded = rnd_u64();
+	for (uint32_t i = 0; i < n; i++) {
+		struct rp_report_step_phase *p = &r->steps[i];
+		uint64_t a = rnd_u64(), b = rnd_u64();
+
+		p->name = rnd_str(str_max);
+		p->count = rnd_u64();
+		p->total_ns = rnd_u64();
+		p->min_ns = a < b ? a : b;
+		p->max_ns = a < b ? b : a;
+		p->p50_ns = rnd_u64();
+		p->p95_ns = rnd_u64();
+		p->p99_ns = rnd_u64();
+		rnd_sketch(&p->dur, false);
+	}
+}
+
+/* The flight recorder, 1.2: every index in range, the counts consistent. */
+static void rnd_recorder(struct rp_report_recorder *c, const struct shape *sh)
+{
+	c->n_tracks = sh->sources * 2;
+	c->tracks = xcalloc(c->n_tracks, sizeof(*c->tracks));
+	for (uint32_t i = 0; i < c->n_tracks; i++) {
+		struct rp_report_rtrack *t = &c->tracks[i];
+
+		t->source = (uint32_t)(rnd() % sh->sources);
+		t->kind = (uint8_t)(1 + rnd() % 2);
+		t->id = rnd_u64();
+		t->pid = rnd_str(sh->str_max);
+		t->tid = rnd_str(sh->str_max);
+	}
+	c->n_spans = c->n_tracks && sh->fns ? sh->tops * 3 : 0;
+	c->spans = xcalloc(c->n_spans, sizeof(*c->spans));
+	for (uint32_t i = 0; i < c->n_spans; i++)
+		c->spans[i] = (struct rp_report_rspan){
+			.fn = (uint32_t)(rnd() % sh->fns),
+			.track = (uint32_t)(rnd() % c->n_tracks),
+			.depth = rnd_u32(),
+			.step = rnd_u64(),
+			.start_ns = rnd_u64(),
+			.dur_ns = rnd_u64(),
+		};
+	c->n_names = sh->counters;
+	c->names = xcalloc(c->n_names, sizeof(*c->names));
+	for (uint32_t i = 0; i < c->n_names; i++)
+		c->names[i] = rnd_str(sh->str_max);
+	c->n_samples = c->n_names && c->n_tracks ? sh->tops * 2 : 0;
+	c->samples = xcalloc(c->n_samples, sizeof(*c->samples));
+	for (uint32_t i = 0; i < c->n_samples; i++)
+		c->samples[i] = (struct rp_report_rsample){
+			.name = (uint32_t)(rnd() % c->n_names),
+			.track = (uint32_t)(rnd() % c->n_tracks),
+			.ts_ns = rnd_u64(),
+			.value = rnd_i64(),
+		};
+	c->max_spans = c->n_spans + (uint32_t)(rnd() % 5);
+	c->max_samples = c->n_samples + (uint32_t)(rnd() % 5);
+	c->unlisted = rnd() % 1000;
+	c->wrapped = rnd() >> 2;
+	c->spans_seen = c->n_spans + c->unlisted + c->wrapped + rnd() % 3;
+	c->samples_wrapped = rnd() >> 2;
+	c->samples_seen = c->n_samples + c->samples_wrapped + rnd() % 3;
+	c->labels_dropped = rnd_u64();
+}
+
+static void rnd_intervals(struct rp_report_dev_interval **v, uint32_t *n, uint64_t *total,
+			  uint32_t want)
+{
+	*n = want;
+	*v = xcalloc(want, sizeof(**v));
+	*total = want + rnd() % 100;
+	for (uint32_t i = 0; i < want; i++) {
+		(*v)[i].start_ns = rnd() >> 1;
+		(*v)[i].end_ns = (*v)[i].start_ns + (rnd() >> 2);
+	}
+}
+
+/* Device idle time, 1.2: lists within their totals, phases in range or nil. */
+static void rnd_device(struct rp_report_device *d, const struct shape *sh)
+{
+	uint64_t *counts[] = { &d->launches,
+			       &d->kernels,
+			       &d->other_device,
+			       &d->linked,
+			       &d->unmatched_launches,
+			       &d->unmatched_kernels,
+			       &d->spans,
+			       &d->busy_ns,
+			       &d->idle_ns,
+			       &d->spans_dropped,
+			       &d->events_dropped,
+			       &d->links_dropped,
+			       &d->links_orphan };
+
+	for (size_t i = 0; i < ARRAY_SIZE(counts); i++)
+		*counts[i] = rnd_u64();
+	d->max_queue_depth = rnd_u32();
+	d->n_points = sh->tops;
+	d->points = xcalloc(d->n_points, sizeof(*d->points));
+	d->n_points_total = d->n_points + rnd() % 100;
+	for (uint32_t i = 0; i < d->n_points; i++)
+		d->points[i] = (struct rp_report_dev_point){ rnd_u64(), rnd_u32() };
+	rnd_intervals(&d->idle, &d->n_idle, &d->n_idle_total, sh->tops);
+	rnd_intervals(&d->phases, &d->n_phases, &d->n_phases_total, sh->tops / 2);
+	d->n_ranked = sh->tops;
+	d->ranked = xcalloc(d->n_ranked, sizeof(*d->ranked));
+	d->candidates = d->n_ranked + rnd() % 100;
+	for (uint32_t i = 0; i < d->n_ranked; i++) {
+		struct rp_report_dev_span *x = &d->ranked[i];
+
+		x->name = rnd_str(sh->str_max);
+		x->source = rnd_str(sh->str_max);
+		x->source_file = rnd_str(sh->str_max);
+		x->source_line = rnd_u32();
+		x->queue_depth = rnd_u32();
+		x->phase = d->n_phases_total && rnd() % 4 ? (uint32_t)(rnd() % d->n_phases_total)
+							  : RP_NONE;
+		x->start_ns = rnd_u64();
+		x->dur_ns = rnd_u64();
+		x->self_ns = rnd_i64();
+		x->idle_ns = rnd_u64();
+		x->idle_fraction = rnd_f64();
+		x->score = rnd_f64();
+	}
+}
+
 /* The 1.2 data of @r. */
 static void build_1_2(struct rp_report *r, const struct shape *sh)
 {
@@ -383,6 +514,10 @@ static void build_1_2(struct rp_report *r, const struct shape *sh)
 	for (uint32_t i = 0; i < sh->windows; i++)
 		rnd_window(&r->windows[i], sh);
 	rnd_bottlenecks(&r->bottlenecks, sh->tops, sh->fns, sh->sources);
+	rnd_steps(r, sh->cats, sh->str_max);
+	if (sh->sources > 0)
+		rnd_recorder(&r->recorder, sh);
+	rnd_device(&r->device, sh);
 }
 
 static void rnd_header(struct rp_report *r)
@@ -775,6 +910,143 @@ static bool window_eq(const struct rp_report_window *x, const struct rp_report_w
 	return true;
 }
 
+static bool steps_eq(const struct rp_report *a, const struct rp_report *b, char *what)
+{
+	if (!u_eq(a->n_steps, b->n_steps, what, "n_steps", 0) ||
+	    !u_eq(a->steps_folded, b->steps_folded, what, "steps_folded", 0))
+		return false;
+	for (uint32_t i = 0; i < a->n_steps; i++) {
+		const struct rp_report_step_phase *x = &a->steps[i], *y = &b->steps[i];
+
+		if (!s_eq(x->name, y->name, what, "step.name", i) ||
+		    !u_eq(x->count, y->count, what, "step.count", i) ||
+		    !u_eq(x->total_ns, y->total_ns, what, "step.total_ns", i) ||
+		    !u_eq(x->min_ns, y->min_ns, what, "step.min_ns", i) ||
+		    !u_eq(x->max_ns, y->max_ns, what, "step.max_ns", i) ||
+		    !u_eq(x->p50_ns, y->p50_ns, what, "step.p50_ns", i) ||
+		    !u_eq(x->p95_ns, y->p95_ns, what, "step.p95_ns", i) ||
+		    !u_eq(x->p99_ns, y->p99_ns, what, "step.p99_ns", i) ||
+		    !sketch_eq(&x->dur, &y->dur, i, what))
+			return false;
+	}
+	return true;
+}
+
+static bool recorder_eq(const struct rp_report_recorder *x, const struct rp_report_recorder *y,
+			char *what)
+{
+	if (!u_eq(x->max_spans, y->max_spans, what, "rec.max_spans", 0) ||
+	    !u_eq(x->max_samples, y->max_samples, what, "rec.max_samples", 0) ||
+	    !u_eq(x->spans_seen, y->spans_seen, what, "rec.spans_seen", 0) ||
+	    !u_eq(x->samples_seen, y->samples_seen, what, "rec.samples_seen", 0) ||
+	    !u_eq(x->wrapped, y->wrapped, what, "rec.wrapped", 0) ||
+	    !u_eq(x->samples_wrapped, y->samples_wrapped, what, "rec.samples_wrapped", 0) ||
+	    !u_eq(x->unlisted, y->unlisted, what, "rec.unlisted", 0) ||
+	    !u_eq(x->labels_dropped, y->labels_dropped, what, "rec.labels_dropped", 0) ||
+	    !u_eq(x->n_tracks, y->n_tracks, what, "rec.n_tracks", 0) ||
+	    !u_eq(x->n_spans, y->n_spans, what, "rec.n_spans", 0) ||
+	    !u_eq(x->n_names, y->n_names, what, "rec.n_names", 0) ||
+	    !u_eq(x->n_samples, y->n_samples, what, "rec.n_samples", 0))
+		return false;
+	for (uint32_t i = 0; i < x->n_tracks; i++) {
+		const struct rp_report_rtrack *a = &x->tracks[i], *b = &y->tracks[i];
+
+		if (!u_eq(a->source, b->source, what, "rtrack.source", i) ||
+		    !u_eq(a->kind, b->kind, what, "rtrack.kind", i) ||
+		    !u_eq(a->id, b->id, what, "rtrack.id", i) ||
+		    !s_eq(a->pid, b->pid, what, "rtrack.pid", i) ||
+		    !s_eq(a->tid, b->tid, what, "rtrack.tid", i))
+			return false;
+	}
+	for (uint32_t i = 0; i < x->n_spans; i++) {
+		const struct rp_report_rspan *a = &x->spans[i], *b = &y->spans[i];
+
+		if (!u_eq(a->fn, b->fn, what, "rspan.fn", i) ||
+		    !u_eq(a->track, b->track, what, "rspan.track", i) ||
+		    !u_eq(a->depth, b->depth, what, "rspan.depth", i) ||
+		    !u_eq(a->step, b->step, what, "rspan.step", i) ||
+		    !u_eq(a->start_ns, b->start_ns, what, "rspan.start_ns", i) ||
+		    !u_eq(a->dur_ns, b->dur_ns, what, "rspan.dur_ns", i))
+			return false;
+	}
+	for (uint32_t i = 0; i < x->n_names; i++)
+		if (!s_eq(x->names[i], y->names[i], what, "rec.names", i))
+			return false;
+	for (uint32_t i = 0; i < x->n_samples; i++) {
+		const struct rp_report_rsample *a = &x->samples[i], *b = &y->samples[i];
+
+		if (!u_eq(a->name, b->name, what, "rsample.name", i) ||
+		    !u_eq(a->track, b->track, what, "rsample.track", i) ||
+		    !u_eq(a->ts_ns, b->ts_ns, what, "rsample.ts_ns", i) ||
+		    !u_eq((uint64_t)a->value, (uint64_t)b->value, what, "rsample.value", i))
+			return false;
+	}
+	return true;
+}
+
+static bool intervals_eq(const struct rp_report_dev_interval *x,
+			 const struct rp_report_dev_interval *y, uint32_t n, char *what,
+			 const char *field)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (!u_eq(x[i].start_ns, y[i].start_ns, what, field, i) ||
+		    !u_eq(x[i].end_ns, y[i].end_ns, what, field, i))
+			return false;
+	return true;
+}
+
+static bool device_eq(const struct rp_report_device *x, const struct rp_report_device *y,
+		      char *what)
+{
+	if (!u_eq(x->launches, y->launches, what, "dev.launches", 0) ||
+	    !u_eq(x->kernels, y->kernels, what, "dev.kernels", 0) ||
+	    !u_eq(x->other_device, y->other_device, what, "dev.other_device", 0) ||
+	    !u_eq(x->linked, y->linked, what, "dev.linked", 0) ||
+	    !u_eq(x->unmatched_launches, y->unmatched_launches, what, "dev.unm_launches", 0) ||
+	    !u_eq(x->unmatched_kernels, y->unmatched_kernels, what, "dev.unm_kernels", 0) ||
+	    !u_eq(x->spans, y->spans, what, "dev.spans", 0) ||
+	    !u_eq(x->busy_ns, y->busy_ns, what, "dev.busy_ns", 0) ||
+	    !u_eq(x->idle_ns, y->idle_ns, what, "dev.idle_ns", 0) ||
+	    !u_eq(x->max_queue_depth, y->max_queue_depth, what, "dev.max_queue_depth", 0) ||
+	    !u_eq(x->n_points_total, y->n_points_total, what, "dev.points_total", 0) ||
+	    !u_eq(x->n_points, y->n_points, what, "dev.n_points", 0) ||
+	    !u_eq(x->n_idle_total, y->n_idle_total, what, "dev.idle_total", 0) ||
+	    !u_eq(x->n_idle, y->n_idle, what, "dev.n_idle", 0) ||
+	    !u_eq(x->n_phases_total, y->n_phases_total, what, "dev.phases_total", 0) ||
+	    !u_eq(x->n_phases, y->n_phases, what, "dev.n_phases", 0) ||
+	    !u_eq(x->candidates, y->candidates, what, "dev.candidates", 0) ||
+	    !u_eq(x->n_ranked, y->n_ranked, what, "dev.n_ranked", 0) ||
+	    !u_eq(x->spans_dropped, y->spans_dropped, what, "dev.spans_dropped", 0) ||
+	    !u_eq(x->events_dropped, y->events_dropped, what, "dev.events_dropped", 0) ||
+	    !u_eq(x->links_dropped, y->links_dropped, what, "dev.links_dropped", 0) ||
+	    !u_eq(x->links_orphan, y->links_orphan, what, "dev.links_orphan", 0) ||
+	    !intervals_eq(x->idle, y->idle, x->n_idle, what, "dev.idle") ||
+	    !intervals_eq(x->phases, y->phases, x->n_phases, what, "dev.phases"))
+		return false;
+	for (uint32_t i = 0; i < x->n_points; i++)
+		if (!u_eq(x->points[i].t_ns, y->points[i].t_ns, what, "dev.point.t_ns", i) ||
+		    !u_eq(x->points[i].depth, y->points[i].depth, what, "dev.point.depth", i))
+			return false;
+	for (uint32_t i = 0; i < x->n_ranked; i++) {
+		const struct rp_report_dev_span *a = &x->ranked[i], *b = &y->ranked[i];
+
+		if (!s_eq(a->name, b->name, what, "ranked.name", i) ||
+		    !s_eq(a->source, b->source, what, "ranked.source", i) ||
+		    !s_eq(a->source_file, b->source_file, what, "ranked.source_file", i) ||
+		    !u_eq(a->source_line, b->source_line, what, "ranked.source_line", i) ||
+		    !u_eq(a->queue_depth, b->queue_depth, what, "ranked.queue_depth", i) ||
+		    !u_eq(a->phase, b->phase, what, "ranked.phase", i) ||
+		    !u_eq(a->start_ns, b->start_ns, what, "ranked.start_ns", i) ||
+		    !u_eq(a->dur_ns, b->dur_ns, what, "ranked.dur_ns", i) ||
+		    !u_eq((uint64_t)a->self_ns, (uint64_t)b->self_ns, what, "ranked.self_ns", i) ||
+		    !u_eq(a->idle_ns, b->idle_ns, what, "ranked.idle_ns", i) ||
+		    !d_eq(a->idle_fraction, b->idle_fraction, what, "ranked.idle_fraction", i) ||
+		    !d_eq(a->score, b->score, what, "ranked.score", i))
+			return false;
+	}
+	return true;
+}
+
 /* The 1.2 parts of two reports. */
 static bool same_1_2(const struct rp_report *a, const struct rp_report *b, char *what)
 {
@@ -802,7 +1074,8 @@ static bool same_1_2(const struct rp_report *a, const struct rp_report *b, char 
 	for (uint32_t i = 0; i < a->n_windows; i++)
 		if (!window_eq(&a->windows[i], &b->windows[i], i, what))
 			return false;
-	return true;
+	return steps_eq(a, b, what) && recorder_eq(&a->recorder, &b->recorder, what) &&
+	       device_eq(&a->device, &b->device, what);
 }
 
 /* True if @b (decoded) holds exactly what @a (built) does; else @what says where not.
@@ -1168,6 +1441,153 @@ static void ref_window(msgpack_packer *pk, const struct rp_report_window *w,
 	ref_bottlenecks(pk, "top", &w->top, o);
 }
 
+static void ref_steps(msgpack_packer *pk, const struct rp_report *r, const struct ref_opts *o)
+{
+	key(pk, "steps");
+	msgpack_pack_array(pk, r->n_steps);
+	for (uint32_t i = 0; i < r->n_steps; i++) {
+		const struct rp_report_step_phase *p = &r->steps[i];
+
+		msgpack_pack_map(pk, 9 + o->extras);
+		kv_str(pk, "name", p->name);
+		kv_u64(pk, "count", p->count);
+		kv_u64(pk, "total_ns", p->total_ns);
+		if (o->extras)
+			extra(pk, (int)i);
+		kv_u64(pk, "min_ns", p->min_ns);
+		kv_u64(pk, "max_ns", p->max_ns);
+		kv_u64(pk, "p50_ns", p->p50_ns);
+		kv_u64(pk, "p95_ns", p->p95_ns);
+		kv_u64(pk, "p99_ns", p->p99_ns);
+		ref_sketch(pk, "dur", &p->dur, o);
+	}
+	kv_u64(pk, "steps_folded", r->steps_folded);
+}
+
+static void ref_recorder(msgpack_packer *pk, const struct rp_report_recorder *c,
+			 const struct ref_opts *o)
+{
+	key(pk, "recorder");
+	msgpack_pack_map(pk, 12 + o->extras);
+	kv_u64(pk, "max_spans", c->max_spans);
+	kv_u64(pk, "max_samples", c->max_samples);
+	kv_u64(pk, "spans_seen", c->spans_seen);
+	kv_u64(pk, "samples_seen", c->samples_seen);
+	kv_u64(pk, "wrapped", c->wrapped);
+	kv_u64(pk, "samples_wrapped", c->samples_wrapped);
+	kv_u64(pk, "unlisted", c->unlisted);
+	kv_u64(pk, "labels_dropped", c->labels_dropped);
+	if (o->extras)
+		extra(pk, 0);
+	key(pk, "tracks");
+	msgpack_pack_array(pk, c->n_tracks);
+	for (uint32_t i = 0; i < c->n_tracks; i++) {
+		msgpack_pack_map(pk, 5);
+		kv_ref(pk, "source", c->tracks[i].source, o);
+		kv_u64(pk, "kind", c->tracks[i].kind);
+		kv_u64(pk, "id", c->tracks[i].id);
+		kv_str(pk, "pid", c->tracks[i].pid);
+		kv_str(pk, "tid", c->tracks[i].tid);
+	}
+	key(pk, "spans");
+	msgpack_pack_array(pk, c->n_spans);
+	for (uint32_t i = 0; i < c->n_spans; i++) {
+		const struct rp_report_rspan *x = &c->spans[i];
+
+		msgpack_pack_map(pk, 6 + o->extras);
+		kv_ref(pk, "fn", x->fn, o);
+		kv_ref(pk, "track", x->track, o);
+		if (o->extras)
+			extra(pk, (int)i);
+		kv_u64(pk, "depth", x->depth);
+		kv_u64(pk, "step", x->step);
+		kv_u64(pk, "start_ns", x->start_ns);
+		kv_u64(pk, "dur_ns", x->dur_ns);
+	}
+	key(pk, "names");
+	msgpack_pack_array(pk, c->n_names);
+	for (uint32_t i = 0; i < c->n_names; i++)
+		msgpack_pack_str_with_body(pk, c->names[i], strlen(c->names[i]));
+	key(pk, "samples");
+	msgpack_pack_array(pk, c->n_samples);
+	for (uint32_t i = 0; i < c->n_samples; i++) {
+		const struct rp_report_rsample *x = &c->samples[i];
+
+		msgpack_pack_map(pk, 4);
+		kv_ref(pk, "name", x->name, o);
+		kv_ref(pk, "track", x->track, o);
+		kv_u64(pk, "ts_ns", x->ts_ns);
+		kv_i64(pk, "value", x->value);
+	}
+}
+
+static void ref_intervals(msgpack_packer *pk, const char *k, const struct rp_report_dev_interval *v,
+			  uint32_t n)
+{
+	key(pk, k);
+	msgpack_pack_array(pk, n);
+	for (uint32_t i = 0; i < n; i++) {
+		msgpack_pack_map(pk, 2);
+		kv_u64(pk, "start_ns", v[i].start_ns);
+		kv_u64(pk, "end_ns", v[i].end_ns);
+	}
+}
+
+static void ref_device(msgpack_packer *pk, const struct rp_report_device *d,
+		       const struct ref_opts *o)
+{
+	key(pk, "device");
+	msgpack_pack_map(pk, 22 + o->extras);
+	kv_u64(pk, "launches", d->launches);
+	kv_u64(pk, "kernels", d->kernels);
+	kv_u64(pk, "other_device", d->other_device);
+	kv_u64(pk, "linked", d->linked);
+	kv_u64(pk, "unmatched_launches", d->unmatched_launches);
+	kv_u64(pk, "unmatched_kernels", d->unmatched_kernels);
+	kv_u64(pk, "spans", d->spans);
+	kv_u64(pk, "busy_ns", d->busy_ns);
+	kv_u64(pk, "idle_ns", d->idle_ns);
+	kv_u64(pk, "max_queue_depth", d->max_queue_depth);
+	kv_u64(pk, "points_total", d->n_points_total);
+	key(pk, "points");
+	msgpack_pack_array(pk, d->n_points);
+	for (uint32_t i = 0; i < d->n_points; i++) {
+		msgpack_pack_map(pk, 2);
+		kv_u64(pk, "t_ns", d->points[i].t_ns);
+		kv_u64(pk, "depth", d->points[i].depth);
+	}
+	kv_u64(pk, "idle_total", d->n_idle_total);
+	ref_intervals(pk, "idle", d->idle, d->n_idle);
+	kv_u64(pk, "phases_total", d->n_phases_total);
+	ref_intervals(pk, "phases", d->phases, d->n_phases);
+	if (o->extras)
+		extra(pk, 3);
+	kv_u64(pk, "candidates", d->candidates);
+	key(pk, "ranked");
+	msgpack_pack_array(pk, d->n_ranked);
+	for (uint32_t i = 0; i < d->n_ranked; i++) {
+		const struct rp_report_dev_span *x = &d->ranked[i];
+
+		msgpack_pack_map(pk, 12);
+		kv_str(pk, "name", x->name);
+		kv_str(pk, "source", x->source);
+		kv_str(pk, "source_file", x->source_file);
+		kv_u64(pk, "source_line", x->source_line);
+		kv_u64(pk, "queue_depth", x->queue_depth);
+		kv_ref(pk, "phase", x->phase, o);
+		kv_u64(pk, "start_ns", x->start_ns);
+		kv_u64(pk, "dur_ns", x->dur_ns);
+		kv_i64(pk, "self_ns", x->self_ns);
+		kv_u64(pk, "idle_ns", x->idle_ns);
+		kv_f64(pk, "idle_fraction", x->idle_fraction);
+		kv_f64(pk, "score", x->score);
+	}
+	kv_u64(pk, "spans_dropped", d->spans_dropped);
+	kv_u64(pk, "events_dropped", d->events_dropped);
+	kv_u64(pk, "links_dropped", d->links_dropped);
+	kv_u64(pk, "links_orphan", d->links_orphan);
+}
+
 /* The 1.2 sections, after concurrency. */
 static void ref_sections_1_2(msgpack_packer *pk, const struct rp_report *r,
 			     const struct ref_opts *o)
@@ -1185,6 +1605,9 @@ static void ref_sections_1_2(msgpack_packer *pk, const struct rp_report *r,
 	for (uint32_t i = 0; i < r->n_windows; i++)
 		ref_window(pk, &r->windows[i], o);
 	ref_bottlenecks(pk, "bottlenecks", &r->bottlenecks, o);
+	ref_steps(pk, r, o);
+	ref_recorder(pk, &r->recorder, o);
+	ref_device(pk, &r->device, o);
 }
 
 static void ref_fn(msgpack_packer *pk, const struct rp_report_fn *f, const struct ref_opts *o,
@@ -1293,7 +1716,7 @@ static void ref_pack(msgpack_sbuffer *sb, const struct rp_report *r, const struc
 
 	msgpack_sbuffer_init(sb);
 	msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
-	msgpack_pack_map(&pk, (o->v1_0 ? 7 : o->v1_1 ? 8 : 12) + (o->extras ? 4 : 0));
+	msgpack_pack_map(&pk, (o->v1_0 ? 7 : o->v1_1 ? 8 : 16) + (o->extras ? 4 : 0));
 	key(&pk, "version");
 	msgpack_pack_array(&pk, 2);
 	msgpack_pack_uint32(&pk, o->major);
@@ -1426,7 +1849,7 @@ static void test_snapshot_encode_matches_schema(void **state)
 		ref_pack(&sb, &a, &plain);
 		assert_int_equal(m.len, sb.size);
 		assert_memory_equal(m.data, sb.data, m.len);
-		assert_memory_equal(m.data, "\x8c\xa7version\x92\x01\x02", 12); /* first */
+		assert_memory_equal(m.data, "\xde\x00\x10\xa7version\x92\x01\x02", 14); /* first */
 		msgpack_sbuffer_destroy(&sb);
 		rp_membuf_free(&m);
 		rp_report_free(&a);
@@ -1503,6 +1926,16 @@ static void as_1_1(struct rp_report *r)
 	r->cats = NULL, r->counters = NULL, r->windows = NULL;
 	r->n_cats = r->n_counters = r->n_windows = 0;
 	rp_report_bottlenecks_free(&r->bottlenecks);
+	for (uint32_t i = 0; i < r->n_steps; i++) {
+		free(r->steps[i].name);
+		rp_report_sketch_free(&r->steps[i].dur);
+	}
+	free(r->steps);
+	r->steps = NULL;
+	r->n_steps = 0;
+	r->steps_folded = 0;
+	rp_report_recorder_free(&r->recorder);
+	rp_report_device_free(&r->device);
 	c->max_sketch_names = c->max_window_names = c->max_counters = c->topk = 0;
 	c->memory_bound = 0;
 	r->version_minor = 1;
@@ -1690,6 +2123,11 @@ static void test_snapshot_seeds_decode(void **state)
 			assert_true(r.n_windows == 2 && r.n_counters == 2 && r.n_cats == 2);
 			assert_true(r.fns[0].dur.alpha > 0 || r.fns[1].dur.alpha > 0);
 			assert_true(r.bottlenecks.n_slowest == 3 && r.windows[1].top.n_by_cum == 3);
+			assert_true(r.n_steps == 2 && r.recorder.n_tracks == 4 &&
+				    r.recorder.n_spans == 9 && r.recorder.n_names == 2 &&
+				    r.recorder.n_samples == 6);
+			assert_true(r.device.n_ranked == 3 && r.device.n_phases == 1 &&
+				    r.device.n_points == 3);
 		}
 		encode(&r, &m);
 		if (ours) { /* written by this encoder: re-encoded exactly */
@@ -2364,6 +2802,306 @@ static void caps_topk_big(msgpack_packer *pk)
 	kv_u64(pk, "topk", 1ull << 32);
 }
 
+/* "steps": [ {name: "s", @k: value the caller packs next} ]. */
+static void step_with(msgpack_packer *pk, const char *k, uint32_t more)
+{
+	doc(pk, 1);
+	key(pk, "steps");
+	msgpack_pack_array(pk, 1);
+	msgpack_pack_map(pk, 2 + more);
+	kv_str(pk, "name", "s");
+	key(pk, k);
+}
+
+static void step_min_above_max(msgpack_packer *pk)
+{
+	step_with(pk, "min_ns", 1);
+	msgpack_pack_uint64(pk, 5);
+	kv_u64(pk, "max_ns", 4);
+}
+
+static void step_missing_name(msgpack_packer *pk)
+{
+	doc(pk, 1);
+	key(pk, "steps");
+	msgpack_pack_array(pk, 1);
+	msgpack_pack_map(pk, 1);
+	kv_u64(pk, "count", 1);
+}
+
+static void step_sketch_bad(msgpack_packer *pk)
+{
+	step_with(pk, "dur", 0);
+	msgpack_pack_map(pk, 2);
+	kv_f64(pk, "alpha", 0.01);
+	kv_u64(pk, "zero", 3);
+}
+
+static void steps_folded_negative(msgpack_packer *pk)
+{
+	doc(pk, 1);
+	kv_i64(pk, "steps_folded", -1);
+}
+
+/* One function, one source, and "recorder": {... @n entries the caller packs}. */
+static void recorder_with(msgpack_packer *pk, uint32_t n)
+{
+	doc(pk, 3);
+	fns(pk, 1);
+	key(pk, "sources");
+	msgpack_pack_array(pk, 1);
+	msgpack_pack_map(pk, 1);
+	kv_str(pk, "name", "src");
+	key(pk, "recorder");
+	msgpack_pack_map(pk, n);
+}
+
+/* "tracks": [ {source: @src, kind: @kind} ] (@src -1: nil). */
+static void one_track(msgpack_packer *pk, int64_t src, uint64_t kind)
+{
+	key(pk, "tracks");
+	msgpack_pack_array(pk, 1);
+	msgpack_pack_map(pk, 2);
+	key(pk, "source");
+	if (src < 0)
+		msgpack_pack_nil(pk);
+	else
+		msgpack_pack_int64(pk, src);
+	kv_u64(pk, "kind", kind);
+}
+
+static void rtrack_kind_bad(msgpack_packer *pk)
+{
+	recorder_with(pk, 1);
+	one_track(pk, 0, 3);
+}
+
+static void rtrack_kind_big(msgpack_packer *pk)
+{
+	recorder_with(pk, 1);
+	one_track(pk, 0, 256);
+}
+
+static void rtrack_source_out_of_range(msgpack_packer *pk)
+{
+	recorder_with(pk, 1);
+	one_track(pk, 1, 1);
+}
+
+static void rtrack_source_nil(msgpack_packer *pk)
+{
+	recorder_with(pk, 1);
+	one_track(pk, -1, 2);
+}
+
+static void rtrack_missing_kind(msgpack_packer *pk)
+{
+	recorder_with(pk, 1);
+	key(pk, "tracks");
+	msgpack_pack_array(pk, 1);
+	msgpack_pack_map(pk, 1);
+	kv_u64(pk, "source", 0);
+}
+
+/* One track, room for 4 spans and samples, and "spans": [ {fn: @fn, track: @tr} ]. */
+static void rspan_with(msgpack_packer *pk, uint64_t fn, uint64_t tr)
+{
+	recorder_with(pk, 4);
+	kv_u64(pk, "max_spans", 4);
+	kv_u64(pk, "spans_seen", 4);
+	one_track(pk, 0, 1);
+	key(pk, "spans");
+	msgpack_pack_array(pk, 1);
+	msgpack_pack_map(pk, 2);
+	kv_u64(pk, "fn", fn);
+	kv_u64(pk, "track", tr);
+}
+
+static void rspan_track_out_of_range(msgpack_packer *pk)
+{
+	rspan_with(pk, 0, 1);
+}
+
+static void rspan_fn_out_of_range(msgpack_packer *pk)
+{
+	rspan_with(pk, 1, 0);
+}
+
+static void rsample_with(msgpack_packer *pk, uint32_t names, uint64_t name, const char *k)
+{
+	recorder_with(pk, 5);
+	kv_u64(pk, "max_samples", 4);
+	kv_u64(pk, "samples_seen", 4);
+	one_track(pk, 0, 1);
+	key(pk, "names");
+	msgpack_pack_array(pk, names);
+	for (uint32_t i = 0; i < names; i++)
+		msgpack_pack_str_with_body(pk, "c", 1);
+	key(pk, "samples");
+	msgpack_pack_array(pk, 1);
+	msgpack_pack_map(pk, 3);
+	kv_u64(pk, "name", name);
+	kv_u64(pk, "track", 0);
+	key(pk, k);
+}
+
+static void rsample_name_out_of_range(msgpack_packer *pk)
+{
+	rsample_with(pk, 1, 1, "ts_ns");
+	msgpack_pack_uint8(pk, 1);
+}
+
+static void rsample_value_float(msgpack_packer *pk)
+{
+	rsample_with(pk, 1, 0, "value");
+	msgpack_pack_double(pk, 1.5);
+}
+
+static void recorder_name_not_string(msgpack_packer *pk)
+{
+	recorder_with(pk, 1);
+	key(pk, "names");
+	msgpack_pack_array(pk, 2);
+	msgpack_pack_str_with_body(pk, "c", 1);
+	msgpack_pack_uint8(pk, 7);
+}
+
+static void recorder_spans_over_cap(msgpack_packer *pk)
+{
+	recorder_with(pk, 3);
+	kv_u64(pk, "spans_seen", 1);
+	one_track(pk, 0, 1);
+	key(pk, "spans");
+	msgpack_pack_array(pk, 1);
+	msgpack_pack_map(pk, 2);
+	kv_u64(pk, "fn", 0);
+	kv_u64(pk, "track", 0);
+}
+
+static void recorder_seen_too_few(msgpack_packer *pk)
+{
+	recorder_with(pk, 3);
+	kv_u64(pk, "spans_seen", 3);
+	kv_u64(pk, "wrapped", 2);
+	kv_u64(pk, "unlisted", 2);
+}
+
+static void recorder_seen_overflow(msgpack_packer *pk)
+{
+	recorder_with(pk, 3);
+	kv_u64(pk, "spans_seen", UINT64_MAX - 1);
+	kv_u64(pk, "wrapped", UINT64_MAX);
+	kv_u64(pk, "unlisted", 1);
+}
+
+static void recorder_samples_seen_too_few(msgpack_packer *pk)
+{
+	recorder_with(pk, 2);
+	kv_u64(pk, "samples_wrapped", 9);
+	kv_u64(pk, "samples_seen", 8);
+}
+
+static void recorder_not_map(msgpack_packer *pk)
+{
+	doc(pk, 1);
+	key(pk, "recorder");
+	msgpack_pack_array(pk, 0);
+}
+
+/* "device": {@n entries the caller packs}. */
+static void device_with(msgpack_packer *pk, uint32_t n)
+{
+	doc(pk, 1);
+	key(pk, "device");
+	msgpack_pack_map(pk, n);
+}
+
+static void device_points_over_total(msgpack_packer *pk)
+{
+	device_with(pk, 1);
+	key(pk, "points");
+	msgpack_pack_array(pk, 1);
+	msgpack_pack_map(pk, 2);
+	kv_u64(pk, "t_ns", 5);
+	kv_u64(pk, "depth", 1);
+}
+
+static void device_interval_backwards(msgpack_packer *pk)
+{
+	device_with(pk, 2);
+	kv_u64(pk, "idle_total", 1);
+	key(pk, "idle");
+	msgpack_pack_array(pk, 1);
+	msgpack_pack_map(pk, 2);
+	kv_u64(pk, "start_ns", 5);
+	kv_u64(pk, "end_ns", 3);
+}
+
+static void device_phases_over_total(msgpack_packer *pk)
+{
+	device_with(pk, 2);
+	kv_u64(pk, "phases_total", 1);
+	key(pk, "phases");
+	msgpack_pack_array(pk, 2);
+	msgpack_pack_map(pk, 0);
+	msgpack_pack_map(pk, 0);
+}
+
+/* "ranked": [ {name: "k", @k: value the caller packs} ], 2 candidates, 2 phases. */
+static void ranked_with(msgpack_packer *pk, const char *k)
+{
+	device_with(pk, 3);
+	kv_u64(pk, "candidates", 2);
+	kv_u64(pk, "phases_total", 2);
+	key(pk, "ranked");
+	msgpack_pack_array(pk, 1);
+	msgpack_pack_map(pk, 2);
+	kv_str(pk, "name", "k");
+	key(pk, k);
+}
+
+static void ranked_phase_out_of_range(msgpack_packer *pk)
+{
+	ranked_with(pk, "phase");
+	msgpack_pack_uint8(pk, 2);
+}
+
+static void ranked_score_nan(msgpack_packer *pk)
+{
+	ranked_with(pk, "score");
+	msgpack_pack_double(pk, NAN);
+}
+
+static void ranked_fraction_inf(msgpack_packer *pk)
+{
+	ranked_with(pk, "idle_fraction");
+	msgpack_pack_double(pk, INFINITY);
+}
+
+static void ranked_self_too_big(msgpack_packer *pk)
+{
+	ranked_with(pk, "self_ns");
+	msgpack_pack_uint64(pk, (uint64_t)INT64_MAX + 1);
+}
+
+static void ranked_over_candidates(msgpack_packer *pk)
+{
+	device_with(pk, 1);
+	key(pk, "ranked");
+	msgpack_pack_array(pk, 1);
+	msgpack_pack_map(pk, 1);
+	kv_str(pk, "name", "k");
+}
+
+static void ranked_missing_name(msgpack_packer *pk)
+{
+	device_with(pk, 2);
+	kv_u64(pk, "candidates", 1);
+	key(pk, "ranked");
+	msgpack_pack_array(pk, 1);
+	msgpack_pack_map(pk, 0);
+}
+
 static void trailing_nil(msgpack_packer *pk)
 {
 	doc(pk, 0);
@@ -2485,6 +3223,58 @@ static const struct bad_doc bad_docs[] = {
 	  "bottlenecks.by_self[0].fn: nil where a function index is needed" },
 	{ "caps topk too big", caps_topk_big,
 	  "header.caps.topk: 4294967296 is out of range (max 4294967295)" },
+	{ "step min above max", step_min_above_max, "steps[0].min_ns: 5 is above max_ns 4" },
+	{ "step missing name", step_missing_name, "steps[0]: missing key \"name\"" },
+	{ "step sketch bad", step_sketch_bad,
+	  "steps[0].dur.count: 0, but zero and the buckets hold 3" },
+	{ "steps_folded negative", steps_folded_negative,
+	  "steps_folded: expected an unsigned integer, got a negative integer" },
+	{ "track kind 3", rtrack_kind_bad,
+	  "recorder.tracks[0].kind: 3 is not a track kind (1 thread, 2 async)" },
+	{ "track kind 256", rtrack_kind_big,
+	  "recorder.tracks[0].kind: 256 is out of range (max 255)" },
+	{ "track source out of range", rtrack_source_out_of_range,
+	  "recorder.tracks[0].source: 1 is not a source index (1 sources)" },
+	{ "track source nil", rtrack_source_nil,
+	  "recorder.tracks[0].source: nil where a source index is needed" },
+	{ "track missing kind", rtrack_missing_kind, "recorder.tracks[0]: missing key \"kind\"" },
+	{ "recorder span track out of range", rspan_track_out_of_range,
+	  "recorder.spans[0].track: 1 is not a track index (1 tracks)" },
+	{ "recorder span fn out of range", rspan_fn_out_of_range,
+	  "recorder.spans[0].fn: 1 is not a function index (1 functions)" },
+	{ "recorder sample name out of range", rsample_name_out_of_range,
+	  "recorder.samples[0].name: 1 is not a name index (1 names)" },
+	{ "recorder sample value float", rsample_value_float,
+	  "recorder.samples[0].value: expected an integer, got a float" },
+	{ "recorder name not string", recorder_name_not_string,
+	  "recorder.names[1]: expected a string, got an unsigned integer" },
+	{ "recorder spans over cap", recorder_spans_over_cap,
+	  "recorder.spans: 1 entries, but max_spans is 0" },
+	{ "recorder seen too few", recorder_seen_too_few,
+	  "recorder.spans_seen: 3, but 0 spans listed, 2 unlisted and 2 wrapped" },
+	{ "recorder seen overflow", recorder_seen_overflow,
+	  "recorder.spans_seen: 18446744073709551614, but 0 spans listed, 1 unlisted and "
+	  "18446744073709551615 wrapped" },
+	{ "recorder samples seen too few", recorder_samples_seen_too_few,
+	  "recorder.samples_seen: 8, but 0 samples listed and 9 wrapped" },
+	{ "recorder not a map", recorder_not_map, "recorder: expected a map, got an array" },
+	{ "device points over total", device_points_over_total,
+	  "device.points: 1 entries, but points_total is 0" },
+	{ "device idle backwards", device_interval_backwards,
+	  "device.idle[0].end_ns: 3 is before start_ns 5" },
+	{ "device phases over total", device_phases_over_total,
+	  "device.phases: 2 entries, but phases_total is 1" },
+	{ "ranked phase out of range", ranked_phase_out_of_range,
+	  "device.ranked[0].phase: 2 is not a phase index (2 phases)" },
+	{ "ranked score NaN", ranked_score_nan,
+	  "device.ranked[0].score: nan is not a finite number" },
+	{ "ranked idle_fraction inf", ranked_fraction_inf,
+	  "device.ranked[0].idle_fraction: inf is not a finite number" },
+	{ "ranked self too big", ranked_self_too_big,
+	  "device.ranked[0].self_ns: out of the range of a 64-bit signed integer" },
+	{ "ranked over candidates", ranked_over_candidates,
+	  "device.ranked: 1 entries, but candidates is 0" },
+	{ "ranked missing name", ranked_missing_name, "device.ranked[0]: missing key \"name\"" },
 	{ "trailing bytes", trailing_nil, "snapshot: 1 bytes after the end of the snapshot" },
 	{ "reserved byte", reserved_byte, "x[0]: byte 0xc1 at offset 15 is not MessagePack" },
 };
@@ -2855,6 +3645,7 @@ static const char py_script[] =
 	"M = 2 ** 64\n"
 	"f, n = d['functions'], d['cct']\n"
 	"c = d['concurrency']\n"
+	"r, v = d['recorder'], d['device']\n"
 	"print(list(d)[0], d['version'][0], d['version'][1], d['totals']['events'],\n"
 	"      d['totals']['anomalies']['open_at_end'], d['header']['clock'],\n"
 	"      d['header']['caps']['max_sources'], d['sources'][0]['pid'],\n"
@@ -2869,7 +3660,14 @@ static const char py_script[] =
 	"      len(d['windows']), len(d['windows'][0]['fns']), "
 	"d['windows'][0]['top']['by_cum'][0]['fn'],\n"
 	"      d['bottlenecks']['bound_count'], d['bottlenecks']['slowest'][-1]['dur_ns'],\n"
-	"      d['header']['caps']['memory_bound'])\n";
+	"      d['header']['caps']['memory_bound'],\n"
+	"      len(d['steps']), d['steps_folded'], sum(x['count'] for x in d['steps']) % M,\n"
+	"      d['steps'][-1]['max_ns'], len(r['tracks']), r['tracks'][-1]['kind'],\n"
+	"      len(r['spans']), r['spans'][-1]['track'], r['spans'][0]['dur_ns'],\n"
+	"      len(r['names']), len(r['samples']), r['samples'][-1]['value'],\n"
+	"      r['wrapped'], r['max_spans'], v['busy_ns'], len(v['points']), v['points_total'],\n"
+	"      len(v['idle']), v['phases_total'], len(v['ranked']), v['ranked'][0]['self_ns'],\n"
+	"      sum(1 for x in v['ranked'] if x['phase'] is None), v['ranked'][-1]['name'] == '')\n";
 
 static bool python_has_msgpack(void)
 {
@@ -2881,8 +3679,11 @@ static bool python_has_msgpack(void)
 static void py_expected(const struct rp_report *a, char *out, size_t n)
 {
 	uint64_t calls = 0, name_bytes = 0, total = 0, p99 = 0, dur_count = 0, dur_buckets = 0;
-	uint32_t callee = 0;
-	char tail[256];
+	uint32_t callee = 0, no_phase = 0;
+	uint64_t step_count = 0;
+	const struct rp_report_recorder *c = &a->recorder;
+	const struct rp_report_device *d = &a->device;
+	char tail[1024];
 
 	for (uint32_t i = 0; i < a->n_fns; i++) {
 		calls += a->fns[i].calls; /* wraps like the script's % 2**64 */
@@ -2902,6 +3703,23 @@ static void py_expected(const struct rp_report *a, char *out, size_t n)
 		 a->n_windows, a->windows[0].n_fns, a->windows[0].top.by_cum[0].fn,
 		 a->bottlenecks.bound_count,
 		 a->bottlenecks.slowest[a->bottlenecks.n_slowest - 1].dur_ns, a->caps.memory_bound);
+	tail[strlen(tail) - 1] = '\0'; /* the 1.2 sections follow */
+	for (uint32_t i = 0; i < a->n_steps; i++)
+		step_count += a->steps[i].count;
+	for (uint32_t i = 0; i < d->n_ranked; i++)
+		no_phase += d->ranked[i].phase == RP_NONE;
+	snprintf(tail + strlen(tail), sizeof(tail) - strlen(tail),
+		 " %" PRIu32 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu32 " %u %" PRIu32
+		 " %" PRIu32 " %" PRIu64 " %" PRIu32 " %" PRIu32 " %" PRId64 " %" PRIu64 " %" PRIu32
+		 " %" PRIu64 " %" PRIu32 " %" PRIu64 " %" PRIu32 " %" PRIu64 " %" PRIu32 " %" PRId64
+		 " %" PRIu32 " %s\n",
+		 a->n_steps, a->steps_folded, step_count, a->steps[a->n_steps - 1].max_ns,
+		 c->n_tracks, c->tracks[c->n_tracks - 1].kind, c->n_spans,
+		 c->spans[c->n_spans - 1].track, c->spans[0].dur_ns, c->n_names, c->n_samples,
+		 c->samples[c->n_samples - 1].value, c->wrapped, c->max_spans, d->busy_ns,
+		 d->n_points, d->n_points_total, d->n_idle, d->n_phases_total, d->n_ranked,
+		 d->ranked[0].self_ns, no_phase,
+		 d->ranked[d->n_ranked - 1].name[0] == '\0' ? "True" : "False");
 	snprintf(out, n,
 		 "version 1 " RP_STR(RP_REPORT_VERSION_MINOR) " %" PRIu64 " %" PRIu64 " %s %" PRIu32
 							      " %" PRId32 " %" PRIu32 " %" PRIu32
@@ -2918,7 +3736,7 @@ static void py_expected(const struct rp_report *a, char *out, size_t n)
 static void test_snapshot_python_reads_it(void **state)
 {
 	const char *dir = *state;
-	char snap[4096], script[4096], cmd[9000], want[1024], got[1024] = "";
+	char snap[4096], script[4096], cmd[9000], want[2048], got[2048] = "";
 	struct rp_report a;
 	FILE *f;
 

@@ -55,7 +55,8 @@ static const char usage[] =
 	"\n"
 	"  --format F           text, json, pstats, folded (collapsed stacks), prom\n"
 	"                       (Prometheus text; --window W), chrome (Chrome trace of the\n"
-	"                       flight recorder) or gantt (SVG)\n"
+	"                       flight recorder), gantt (SVG) or msgpack (a snapshot, as\n"
+	"                       `ringprof report` reads)\n"
 	"  --from NS --to NS    chrome/gantt: spans overlapping [from, to] (report clock, ns)\n"
 	"  --steps A:B          chrome/gantt: the time range of recorded steps A..B (0-based)\n"
 	"  --gantt-rows N       gantt: tracks drawn (default 200)\n"
@@ -357,6 +358,12 @@ static int emit_aiq(const struct rp_aiq *a, const char *format, const char *out)
 	return err ? rp_cli_error(1, "%s: %s", out ? out : "stdout", strerror(-err)) : 0;
 }
 
+/* --format msgpack: the snapshot encoder's sink, into the memory stream. */
+static int stream_sink(void *ctx, const void *buf, size_t len)
+{
+	return fwrite(buf, 1, len, ctx) == len ? 0 : -EIO;
+}
+
 /* Renders to memory first: a file is written whole (tmp + rename) or not at all. */
 static int emit(const struct rp_report *r, const char *format, const char *out, unsigned limit,
 		const struct rp_export_opts *xo)
@@ -380,6 +387,8 @@ static int emit(const struct rp_report *r, const char *format, const char *out, 
 		err = rp_render_chrome(r, m, xo);
 	else if (strcmp(format, "gantt") == 0)
 		err = rp_render_gantt(r, m, xo);
+	else if (strcmp(format, "msgpack") == 0) /* a snapshot (docs/snapshot.md) */
+		err = rp_snapshot_encode(r, stream_sink, m);
 	else
 		err = rp_render_pstats(r, m);
 	fclose(m);
@@ -481,7 +490,8 @@ static int apply_steps(const struct rp_report *r, struct xopts *x)
 	return 0;
 }
 
-static const char *const formats[] = { "text", "json", "pstats", "folded", "prom", "chrome", "gantt" };
+static const char *const formats[] = { "text",	 "json",  "pstats", "folded",
+				       "prom",	 "chrome", "gantt", "msgpack" };
 
 static bool known_format(const char *f)
 {
@@ -573,8 +583,8 @@ static int cmd_render(int argc, char **argv, bool analyze)
 		return err;
 	}
 	if (!known_format(format))
-		return rp_cli_error(2, "--format %s: use text, json, pstats, folded, prom, chrome "
-				    "or gantt%s", format,
+		return rp_cli_error(2, "--format %s: use text, json, pstats, folded, prom, chrome, "
+				    "gantt or msgpack%s", format,
 				    analyze ? " (aiq, aiq-text: agent-toolkit traces)" : "");
 	if (analyze) {
 		if (load_trace(argv[optind], &cfg, &r, x.progress == 1, input) != 0)
