@@ -195,6 +195,7 @@ static const struct field conc_fields[] = {
 	CONC(name, F_STR, true), CONC(observed_ns, F_U64, false), CONC(mean_milli, F_U64, false),
 	CONC(p50, F_U32, false), CONC(p90, F_U32, false),	  CONC(p95, F_U32, false),
 	CONC(p99, F_U32, false), CONC(max, F_U32, false),
+	CONC(over_cap_ns, F_U64, false), /* 1.2 */
 };
 
 /* 1.2 */
@@ -448,6 +449,8 @@ static const struct field caps_fields[] = {
 	CAP(max_counters),
 	CAP(topk),
 	FIELD(struct rp_report_caps, memory_bound, F_U64, false),
+	CAP(subwindows),
+	CAP(max_window_level),
 };
 
 static const struct table source_table = TABLE(source_fields, struct rp_report_source);

@@ -466,7 +466,8 @@ static yajl_val check_top(const struct rp_report *r, const char *text, const cha
 						"max_depth",	    "max_cct_nodes",
 						"max_sources",	    "max_sketch_names",
 						"max_window_names", "max_counters",
-						"topk",		    "memory_bound" };
+						"topk",		    "memory_bound",
+						"subwindows",	    "max_window_level" };
 	yajl_val o = json_parse(text), range, caps;
 
 	assert_keys(o, keys, ARRAY_SIZE(keys));
@@ -492,6 +493,8 @@ static yajl_val check_top(const struct rp_report *r, const char *text, const cha
 	assert_u64(caps, "max_counters", r->caps.max_counters);
 	assert_u64(caps, "topk", r->caps.topk);
 	assert_u64(caps, "memory_bound", r->caps.memory_bound);
+	assert_u64(caps, "subwindows", r->caps.subwindows);
+	assert_u64(caps, "max_window_level", r->caps.max_window_level);
 	return o;
 }
 

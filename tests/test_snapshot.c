@@ -177,6 +177,7 @@ static void rnd_conc(struct rp_report_conc *c, size_t str_max)
 	c->p95 = rnd_u32();
 	c->p99 = rnd_u32();
 	c->max = rnd_u32();
+	c->over_cap_ns = rnd_u64();
 }
 
 static void rnd_edge(struct rp_report_edge *e, uint32_t n_fns)
@@ -499,6 +500,8 @@ static void build_1_2(struct rp_report *r, const struct shape *sh)
 	r->caps.max_counters = rnd_u32();
 	r->caps.topk = UINT32_MAX;
 	r->caps.memory_bound = rnd_u64();
+	r->caps.subwindows = rnd_u32();
+	r->caps.max_window_level = rnd_u32();
 	for (uint32_t i = 0; i < r->n_fns; i++)
 		rnd_sketch(&r->fns[i].dur, false);
 	r->n_cats = sh->cats;
@@ -732,7 +735,8 @@ static bool conc_eq(const struct rp_report_conc *x, const struct rp_report_conc 
 	       u_eq(x->p90, y->p90, what, "conc.p90", i) &&
 	       u_eq(x->p95, y->p95, what, "conc.p95", i) &&
 	       u_eq(x->p99, y->p99, what, "conc.p99", i) &&
-	       u_eq(x->max, y->max, what, "conc.max", i);
+	       u_eq(x->max, y->max, what, "conc.max", i) &&
+	       u_eq(x->over_cap_ns, y->over_cap_ns, what, "conc.over_cap_ns", i);
 }
 
 static bool edge_eq(const struct rp_report_edge *x, const struct rp_report_edge *y, uint32_t i,
@@ -1057,6 +1061,8 @@ static bool same_1_2(const struct rp_report *a, const struct rp_report *b, char 
 	    !u_eq(x->max_counters, y->max_counters, what, "max_counters", 0) ||
 	    !u_eq(x->topk, y->topk, what, "topk", 0) ||
 	    !u_eq(x->memory_bound, y->memory_bound, what, "memory_bound", 0) ||
+	    !u_eq(x->subwindows, y->subwindows, what, "subwindows", 0) ||
+	    !u_eq(x->max_window_level, y->max_window_level, what, "max_window_level", 0) ||
 	    !u_eq(a->n_cats, b->n_cats, what, "n_cats", 0) ||
 	    !u_eq(a->n_counters, b->n_counters, what, "n_counters", 0) ||
 	    !u_eq(a->n_windows, b->n_windows, what, "n_windows", 0) ||
@@ -1225,7 +1231,7 @@ static void ref_header(msgpack_packer *pk, const struct rp_report *r, const stru
 	kv_u64(pk, "t_last", r->t_last);
 	kv_str(pk, "clock", r->clock);
 	key(pk, "caps");
-	msgpack_pack_map(pk, (has_1_2(o) ? 10 : 5) + o->extras);
+	msgpack_pack_map(pk, (has_1_2(o) ? 12 : 5) + o->extras);
 	kv_u64(pk, "max_names", c->max_names);
 	kv_u64(pk, "max_tracks", c->max_tracks);
 	kv_u64(pk, "max_depth", c->max_depth);
@@ -1240,6 +1246,8 @@ static void ref_header(msgpack_packer *pk, const struct rp_report *r, const stru
 	kv_u64(pk, "max_counters", c->max_counters);
 	kv_u64(pk, "topk", c->topk);
 	kv_u64(pk, "memory_bound", c->memory_bound);
+	kv_u64(pk, "subwindows", c->subwindows);
+	kv_u64(pk, "max_window_level", c->max_window_level);
 }
 
 static void ref_totals(msgpack_packer *pk, const struct rp_report *r, const struct ref_opts *o)
@@ -1666,7 +1674,7 @@ static void ref_node(msgpack_packer *pk, const struct rp_report_node *n, const s
 
 static void ref_conc(msgpack_packer *pk, const struct rp_report_conc *c, const struct ref_opts *o)
 {
-	msgpack_pack_map(pk, 8 + o->extras);
+	msgpack_pack_map(pk, 8 + has_1_2(o) + o->extras);
 	kv_str(pk, "name", c->name);
 	kv_u64(pk, "observed_ns", c->observed_ns);
 	if (o->extras)
@@ -1677,6 +1685,8 @@ static void ref_conc(msgpack_packer *pk, const struct rp_report_conc *c, const s
 	kv_u64(pk, "p95", c->p95);
 	kv_u64(pk, "p99", c->p99);
 	kv_u64(pk, "max", c->max);
+	if (has_1_2(o))
+		kv_u64(pk, "over_cap_ns", c->over_cap_ns);
 }
 
 static void ref_sections(msgpack_packer *pk, const struct rp_report *r, const struct ref_opts *o)
@@ -1938,6 +1948,9 @@ static void as_1_1(struct rp_report *r)
 	rp_report_device_free(&r->device);
 	c->max_sketch_names = c->max_window_names = c->max_counters = c->topk = 0;
 	c->memory_bound = 0;
+	c->subwindows = c->max_window_level = 0;
+	for (uint32_t i = 0; i < r->n_conc; i++)
+		r->conc[i].over_cap_ns = 0;
 	r->version_minor = 1;
 }
 

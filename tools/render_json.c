@@ -14,7 +14,7 @@
  *    "time_range_ns" [t_first, t_last], "clock",
  *    "caps" {"max_names", "max_tracks", "max_depth", "max_cct_nodes", "max_sources",
  *            "max_sketch_names", "max_window_names", "max_counters", "topk",
- *            "memory_bound"},
+ *            "memory_bound", "subwindows", "max_window_level"},
  *    "concurrency" {"overall" DIST, "roots" DIST, "by_category" {category: DIST}},
  *    "sources" [{"name", "pid", "flags" [words], "events", "dropped", "late",
  *                "truncated", "names_dropped", "resyncs", "anomalies" {...}}],
@@ -170,10 +170,11 @@ static void put_caps(FILE *out, const struct rp_report_caps *c)
 		"{\"max_names\":%" PRIu32 ",\"max_tracks\":%" PRIu32 ",\"max_depth\":%" PRIu32
 		",\"max_cct_nodes\":%" PRIu32 ",\"max_sources\":%" PRIu32
 		",\"max_sketch_names\":%" PRIu32 ",\"max_window_names\":%" PRIu32
-		",\"max_counters\":%" PRIu32 ",\"topk\":%" PRIu32 ",\"memory_bound\":%" PRIu64 "}",
+		",\"max_counters\":%" PRIu32 ",\"topk\":%" PRIu32 ",\"memory_bound\":%" PRIu64
+		",\"subwindows\":%" PRIu32 ",\"max_window_level\":%" PRIu32 "}",
 		c->max_names, c->max_tracks, c->max_depth, c->max_cct_nodes, c->max_sources,
 		c->max_sketch_names, c->max_window_names, c->max_counters, c->topk,
-		c->memory_bound);
+		c->memory_bound, c->subwindows, c->max_window_level);
 }
 
 /* One word per known RP_SRC_* bit; unknown bits as one "0x..." word. */
