@@ -6,6 +6,7 @@
 #   fuzz_chrome    seeds: tests/fuzz/seeds/chrome/*
 #   fuzz_snapshot  seeds: tests/fuzz/seeds/snapshot/*
 #   fuzz_import    seeds: tests/fuzz/seeds/chrome/* (the importer and the engine)
+#   fuzz_nat       seeds: tests/fuzz/seeds/nat/* (agent-toolkit traces: engine and aiq)
 #
 # usage: tests/fuzz/run.sh BUILD_DIR SECONDS
 set -euo pipefail
@@ -37,7 +38,7 @@ run_target() { # target max_len
 	fi
 }
 
-for t in segment chrome snapshot import; do
+for t in segment chrome snapshot import nat; do
 	mkdir -p "$dir/corpus-$t" "$dir/artifacts-$t"
 	seeds=$t
 	[ "$t" = import ] && seeds=chrome
@@ -53,4 +54,5 @@ run_target segment $((seed_size + 512))
 run_target chrome 65536
 run_target snapshot 65536
 run_target import 65536
+run_target nat 65536
 exit "$failed"
