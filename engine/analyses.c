@@ -354,6 +354,7 @@ static int conc_row(struct rp_report_conc *o, const char *name, const struct rp_
 	o->p99 = rp_sweep_percentile(s, 9900);
 	o->max = rp_sweep_max(s);
 	o->over_cap_ns = s->over_cap_ns;
+	o->now = rp_sweep_level(s);
 	return 0;
 }
 

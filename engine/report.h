@@ -135,6 +135,8 @@ struct rp_report_conc {
 	uint64_t mean_milli;	/* time-weighted mean level x 1000, rounded */
 	uint32_t p50, p90, p95, p99, max;
 	uint64_t over_cap_ns;	/* time at levels above the cap (counted at it) 1.2 */
+	uint32_t now;		/* open spans when the report was made (all-time rows;
+				   0 in windows) 1.2 */
 };
 
 /* Per category: the durations of its spans. 1.2 */

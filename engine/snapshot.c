@@ -195,7 +195,7 @@ static const struct field conc_fields[] = {
 	CONC(name, F_STR, true), CONC(observed_ns, F_U64, false), CONC(mean_milli, F_U64, false),
 	CONC(p50, F_U32, false), CONC(p90, F_U32, false),	  CONC(p95, F_U32, false),
 	CONC(p99, F_U32, false), CONC(max, F_U32, false),
-	CONC(over_cap_ns, F_U64, false), /* 1.2 */
+	CONC(over_cap_ns, F_U64, false), CONC(now, F_U32, false), /* 1.2 */
 };
 
 /* 1.2 */

@@ -403,7 +403,7 @@ static void check_fn(yajl_val o, const struct rp_report_fn *f, const struct want
 static void check_dist(yajl_val o, const struct rp_report_conc *c, const char *mean)
 {
 	static const char *const keys[] = { "p50", "p90",  "p95",	"p99",
-					    "max", "mean", "observed_ns" };
+					    "max", "mean", "observed_ns", "now" };
 
 	assert_keys(o, keys, ARRAY_SIZE(keys));
 	assert_u64(o, "p50", c->p50);
@@ -550,14 +550,14 @@ static void test_render_json_tricky_round_trips(void **state)
 	assert_non_null(strstr(
 		text, ",\n  \"concurrency\":{\n"
 		      "    \"overall\":{\"p50\":1,\"p90\":2,\"p95\":3,\"p99\":4,\"max\":5,"
-		      "\"mean\":1.500,\"observed_ns\":2500000000},\n"
+		      "\"mean\":1.500,\"observed_ns\":2500000000,\"now\":0},\n"
 		      "    \"roots\":{\"p50\":1,\"p90\":1,\"p95\":1,\"p99\":1,\"max\":1,"
-		      "\"mean\":1.000,\"observed_ns\":2400000000},\n"
+		      "\"mean\":1.000,\"observed_ns\":2400000000,\"now\":0},\n"
 		      "    \"by_category\":{\n"
 		      "      \"LLM\":{\"p50\":0,\"p90\":1,\"p95\":1,\"p99\":1,\"max\":2,"
-		      "\"mean\":0.250,\"observed_ns\":1000000000},\n"
+		      "\"mean\":0.250,\"observed_ns\":1000000000,\"now\":0},\n"
 		      "      \"T\\\"O\\u0009O\xc3\xa9L\":{\"p50\":0,\"p90\":0,\"p95\":0,"
-		      "\"p99\":0,\"max\":0,\"mean\":0.000,\"observed_ns\":7}\n"
+		      "\"p99\":0,\"max\":0,\"mean\":0.000,\"observed_ns\":7,\"now\":0}\n"
 		      "    }\n  },\n  \"steps\":")); /* export: steps follow */
 	assert_non_null(strstr(text, "\"mean_ns\":600000000,\"p50_ns\":500000000,"
 				     "\"p90_ns\":900000000,\"p95_ns\":950000000,"
@@ -595,7 +595,7 @@ static void test_render_json_big_values_exact(void **state)
 				     "\"p99_ns\":18446744073709551615,"));
 	assert_non_null(strstr(text, "\"by_category\":{}\n  },\n"));
 	assert_non_null(strstr(text, "\"max\":4294967295,\"mean\":18446744073709551.615,"
-				     "\"observed_ns\":18446744073709551615}"));
+				     "\"observed_ns\":18446744073709551615,\"now\":0}"));
 	check_no_analyses(o, &r, text);
 	yajl_tree_free(o);
 	free(text);

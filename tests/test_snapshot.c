@@ -178,6 +178,7 @@ static void rnd_conc(struct rp_report_conc *c, size_t str_max)
 	c->p99 = rnd_u32();
 	c->max = rnd_u32();
 	c->over_cap_ns = rnd_u64();
+	c->now = rnd_u32();
 }
 
 static void rnd_edge(struct rp_report_edge *e, uint32_t n_fns)
@@ -736,7 +737,8 @@ static bool conc_eq(const struct rp_report_conc *x, const struct rp_report_conc 
 	       u_eq(x->p95, y->p95, what, "conc.p95", i) &&
 	       u_eq(x->p99, y->p99, what, "conc.p99", i) &&
 	       u_eq(x->max, y->max, what, "conc.max", i) &&
-	       u_eq(x->over_cap_ns, y->over_cap_ns, what, "conc.over_cap_ns", i);
+	       u_eq(x->over_cap_ns, y->over_cap_ns, what, "conc.over_cap_ns", i) &&
+	       u_eq(x->now, y->now, what, "conc.now", i);
 }
 
 static bool edge_eq(const struct rp_report_edge *x, const struct rp_report_edge *y, uint32_t i,
@@ -1674,7 +1676,7 @@ static void ref_node(msgpack_packer *pk, const struct rp_report_node *n, const s
 
 static void ref_conc(msgpack_packer *pk, const struct rp_report_conc *c, const struct ref_opts *o)
 {
-	msgpack_pack_map(pk, 8 + has_1_2(o) + o->extras);
+	msgpack_pack_map(pk, 8 + 2 * has_1_2(o) + o->extras);
 	kv_str(pk, "name", c->name);
 	kv_u64(pk, "observed_ns", c->observed_ns);
 	if (o->extras)
@@ -1687,6 +1689,8 @@ static void ref_conc(msgpack_packer *pk, const struct rp_report_conc *c, const s
 	kv_u64(pk, "max", c->max);
 	if (has_1_2(o))
 		kv_u64(pk, "over_cap_ns", c->over_cap_ns);
+	if (has_1_2(o))
+		kv_u64(pk, "now", c->now);
 }
 
 static void ref_sections(msgpack_packer *pk, const struct rp_report *r, const struct ref_opts *o)
@@ -1950,7 +1954,7 @@ static void as_1_1(struct rp_report *r)
 	c->memory_bound = 0;
 	c->subwindows = c->max_window_level = 0;
 	for (uint32_t i = 0; i < r->n_conc; i++)
-		r->conc[i].over_cap_ns = 0;
+		r->conc[i].over_cap_ns = r->conc[i].now = 0;
 	r->version_minor = 1;
 }
 

@@ -41,7 +41,7 @@
  * with the lists in report order: an entry's true weight lies in [value - error,
  * value], and a name not listed weighs at most the bound. "source" is the source's
  * name; "midpoint_concurrency" is an integer, or null when it was not known.
- * DIST is {"p50", "p90", "p95", "p99", "max", "mean", "observed_ns"}: integers but for
+ * DIST is {"p50", "p90", "p95", "p99", "max", "mean", "observed_ns", "now"}: integers but for
  * "mean", mean_milli / 1000 written exactly with three decimals ("1.500").
  * "concurrency" is built from r->conc: conc[0] is "overall", conc[1] "roots" (left
  * out if missing), conc[2...] are "by_category" under their names, in report order;
@@ -248,9 +248,9 @@ static void put_conc(FILE *out, const char *sep, const char *key,
 	fprintf(out,
 		":{\"p50\":%" PRIu32 ",\"p90\":%" PRIu32 ",\"p95\":%" PRIu32 ",\"p99\":%" PRIu32
 		",\"max\":%" PRIu32 ",\"mean\":%" PRIu64 ".%03" PRIu64 ",\"observed_ns\":%" PRIu64
-		"}",
+		",\"now\":%" PRIu32 "}",
 		c->p50, c->p90, c->p95, c->p99, c->max, c->mean_milli / 1000,
-		c->mean_milli % 1000, c->observed_ns);
+		c->mean_milli % 1000, c->observed_ns, c->now);
 }
 
 static void put_concurrency(FILE *out, const struct rp_report *r)

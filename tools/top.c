@@ -257,12 +257,13 @@ static void conc_lines(const struct top *t, FILE *out)
 	const struct rp_report_conc *c = w && w->n_conc ? w->conc : t->cur.conc;
 	uint32_t n = w && w->n_conc ? w->n_conc : t->cur.n_conc;
 
-	for (uint32_t i = 0; i < n && i < 2; i++)
+	for (uint32_t i = 0; i < n && i < 2; i++) /* "now" from the all-time rows */
 		fprintf(out,
-			"concurrency %-8s p50 %" PRIu32 "  p90 %" PRIu32 "  p99 %" PRIu32
-			"  max %" PRIu32 "  mean %" PRIu64 ".%03" PRIu64 "\n",
-			c[i].name ? c[i].name : "?", c[i].p50, c[i].p90, c[i].p99, c[i].max,
-			c[i].mean_milli / 1000, c[i].mean_milli % 1000);
+			"concurrency %-8s now %" PRIu32 "  p50 %" PRIu32 "  p90 %" PRIu32
+			"  p99 %" PRIu32 "  max %" PRIu32 "  mean %" PRIu64 ".%03" PRIu64 "\n",
+			c[i].name ? c[i].name : "?", i < t->cur.n_conc ? t->cur.conc[i].now : 0,
+			c[i].p50, c[i].p90, c[i].p99, c[i].max, c[i].mean_milli / 1000,
+			c[i].mean_milli % 1000);
 	if (n == 0)
 		fputs("concurrency -\n", out);
 }
