@@ -52,7 +52,7 @@ int rp_analyses_init(struct rp_analyses *a, const struct rp_names *names,
 	if (!a->cat_of || !a->sketch || !a->mid_sum || !a->mid_count || !a->counter_of ||
 	    !a->counters || rp_slowest_init(&a->slow, c->win.topk ? c->win.topk : 1) ||
 	    rp_sweep_init(&a->overall, RP_ANALYSES_MAX_LEVEL, RP_ANALYSES_HISTORY) ||
-	    rp_sweep_init(&a->roots, RP_ANALYSES_MAX_LEVEL, 1)) {
+	    rp_sweep_init_levels(&a->roots, RP_ANALYSES_MAX_LEVEL)) {
 		err = -ENOMEM;
 		goto fail;
 	}
@@ -98,14 +98,13 @@ void rp_analyses_fini(struct rp_analyses *a)
 	memset(a, 0, sizeof(*a));
 }
 
-/* The category sweep of a name; NULL if none could be made. */
-static struct rp_sweep *cat_sweep(struct rp_analyses *a, uint32_t name)
+/* The category of a name seen for the first time; NULL if no sweep could be made. */
+__attribute__((noinline)) static struct rp_sweep *cat_sweep_new(struct rp_analyses *a,
+								uint32_t name)
 {
 	const char *cat;
 	uint32_t i;
 
-	if (a->cat_of[name] != 0)
-		return &a->cat[a->cat_of[name] - 1];
 	cat = a->names->e[name].category;
 	for (i = 0; i < a->n_cat; i++)
 		if (strcmp(a->cat_name[i], cat) == 0)
@@ -113,7 +112,7 @@ static struct rp_sweep *cat_sweep(struct rp_analyses *a, uint32_t name)
 	if (i == a->n_cat) {
 		if (a->n_cat == RP_ANALYSES_MAX_CATEGORIES) /* the last one is "[other]" */
 			i = RP_ANALYSES_MAX_CATEGORIES - 1;
-		else if (rp_sweep_init(&a->cat[i], RP_ANALYSES_MAX_LEVEL, 1) != 0)
+		else if (rp_sweep_init_levels(&a->cat[i], RP_ANALYSES_MAX_LEVEL) != 0)
 			return NULL;
 		else
 			a->cat_name[a->n_cat++] =
@@ -121,6 +120,14 @@ static struct rp_sweep *cat_sweep(struct rp_analyses *a, uint32_t name)
 	}
 	a->cat_of[name] = (uint8_t)(i + 1);
 	return &a->cat[i];
+}
+
+/* The category sweep of a name (looked up once per name); NULL if none. */
+static inline struct rp_sweep *cat_sweep(struct rp_analyses *a, uint32_t name)
+{
+	uint32_t c = a->cat_of[name];
+
+	return c != 0 ? &a->cat[c - 1] : cat_sweep_new(a, name);
 }
 
 void rp_analyses_open(struct rp_analyses *a, uint32_t name, uint32_t depth, uint64_t t)
