@@ -116,25 +116,33 @@ size_t rp_engine_memory_bound(const struct rp_engine_cfg *cfg)
 
 static void on_open(void *ctx, uint32_t name, uint32_t depth, uint64_t t)
 {
-	rp_analyses_open(ctx, name, depth, t);
+	rp_analyses_open(&((struct rp_engine *)ctx)->an, name, depth, t);
 }
 
-static void on_close(void *ctx, const struct rp_span_info *sp)
-{
-	rp_analyses_close(ctx, sp);
-}
-
-/* export: a completed span into the step statistics and the flight recorder. */
-static void on_span(void *ctx, const struct rp_track *k, uint32_t name, uint32_t depth,
-		    uint64_t start, uint64_t end)
+/*
+ * Every span closed: the analyses; for one closed by its own END, the device analysis
+ * (with its self time: the frame's children are clamped to it); the step statistics
+ * and the flight recorder (export).
+ */
+static void on_close(void *ctx, const struct rp_track *k, const struct rp_span_info *sp,
+		     bool normal)
 {
 	struct rp_engine *e = ctx;
 	struct rp_rec_span s = {
-		.start = start, .dur = end - start, .track = k->id, .name = name, .src = k->src,
-		.depth = depth > UINT16_MAX ? UINT16_MAX : (uint16_t)depth, .kind = k->kind,
+		.start = sp->start, .dur = sp->end - sp->start, .track = k->id, .name = sp->name,
+		.src = k->src, .kind = k->kind,
+		.depth = sp->depth > UINT16_MAX ? UINT16_MAX : (uint16_t)sp->depth,
 	};
 
-	s.step = rp_steps_span(&e->steps, name, s.dur);
+	rp_analyses_close(&e->an, sp);
+	if (normal) {
+		bool async = k->kind == RP_TRACK_ASYNC;
+
+		rp_device_span(e->dev, &e->names, k->src,
+			       async ? RP_NONE : (uint32_t)(k - e->tracks.t), sp->depth, k->f,
+			       async ? sp->span : 0, sp->end, sp->self_ns);
+	}
+	s.step = rp_steps_span(&e->steps, sp->name, s.dur);
 	rp_recorder_span(&e->rec, &s);
 }
 
@@ -170,9 +178,7 @@ int rp_engine_open(const struct rp_engine_cfg *cfg, struct rp_engine **out)
 	}
 	e->tracks.on_open = on_open;
 	e->tracks.on_close = on_close;
-	e->tracks.hook_ctx = &e->an;
-	e->tracks.on_span = on_span;
-	e->tracks.span_ctx = e;
+	e->tracks.hook_ctx = e;
 	strcpy(e->clock, "monotonic");
 	*out = e;
 	return 0;
@@ -269,26 +275,6 @@ uint32_t rp_engine_name(struct rp_engine *e, uint32_t src, const char *name,
 	return id;
 }
 
-/* An END about to close the top frame of track @tr normally: the span for the device
- * analysis, with its self time (the frame's children are clamped to it). */
-static void device_end(struct rp_engine *e, uint32_t src, uint32_t tr, const struct rp_event *ev)
-{
-	const struct rp_track *k = &e->tracks.t[tr];
-	const struct rp_frame *f;
-	bool async = k->kind == RP_TRACK_ASYNC;
-	uint64_t end, dur;
-
-	if (k->skipped || k->depth == 0)
-		return;
-	f = &k->f[k->depth - 1];
-	if (f->name != ev->name || (async && (f->span != ev->arg || f->span == 0)))
-		return;
-	end = ev->ts > f->start ? ev->ts : f->start;
-	dur = end - f->start;
-	rp_device_span(e->dev, &e->names, src, async ? RP_NONE : tr, k->depth - 1, k->f,
-		       async ? f->span : 0, end, dur > f->child_ns ? dur - f->child_ns : 0);
-}
-
 /* RP_EV_LINK: to the span id in ev->track, else to the thread's innermost span. */
 static void device_link(struct rp_engine *e, struct rp_source *s, uint32_t src, uint64_t thread,
 			const struct rp_event *ev)
@@ -328,7 +314,6 @@ static void track_event(struct rp_engine *e, struct rp_source *s, uint32_t src, 
 		rp_track_begin(&e->tracks, tr, ev->name, ev->ts, ev->arg, &s->counts);
 		return;
 	}
-	device_end(e, src, tr, ev);
 	rp_track_end(&e->tracks, tr, ev->name, ev->ts, ev->arg, &s->counts);
 	if (kind == RP_TRACK_THREAD) /* links of frames closed abnormally are stale */
 		rp_device_track_end(e->dev, tr, e->tracks.t[tr].depth);

@@ -165,8 +165,9 @@ void rp_track_begin(struct rp_tracks *ts, uint32_t tr, uint32_t name, uint64_t t
 		ts->on_open(ts->hook_ctx, name, k->depth - 1, t);
 }
 
-/* Pops the top frame, closed at time t. */
-static void pop(struct rp_tracks *ts, struct rp_track *k, uint64_t t, struct rp_counts *c)
+/* Pops the top frame, closed at time t; @normal: by its own END (stacks.h). */
+static void pop(struct rp_tracks *ts, struct rp_track *k, uint64_t t, struct rp_counts *c,
+		bool normal)
 {
 	struct rp_frame *f = &k->f[--k->depth];
 	uint64_t dur = t > f->start ? t - f->start : 0;
@@ -192,10 +193,8 @@ static void pop(struct rp_tracks *ts, struct rp_track *k, uint64_t t, struct rp_
 			.span = f->span, .name = f->name, .depth = k->depth, .src = k->src,
 			.primitive = call.primitive,
 		};
-		ts->on_close(ts->hook_ctx, &sp);
+		ts->on_close(ts->hook_ctx, k, &sp, normal);
 	}
-	if (ts->on_span) /* export: the flight recorder and steps */
-		ts->on_span(ts->span_ctx, k, f->name, k->depth, f->start, f->start + dur);
 }
 
 /* The innermost open frame an END closes, or -1. */
@@ -221,13 +220,17 @@ void rp_track_end(struct rp_tracks *ts, uint32_t tr, uint32_t name, uint64_t t, 
 	if (at < 0) {
 		c->anomalies[RP_ANOM_END_UNMATCHED]++;
 	} else {
+		/* An async END closes its span normally if it names it and has an id. */
+		bool normal = (uint32_t)at == k->depth - 1 &&
+			      (k->kind != RP_TRACK_ASYNC || (k->f[at].name == name && span != 0));
+
 		if ((uint32_t)at != k->depth - 1)
 			c->anomalies[RP_ANOM_END_MISMATCH]++;
 		while (k->depth > (uint32_t)at + 1) {
-			pop(ts, k, t, c);
+			pop(ts, k, t, c, false);
 			c->truncated++;
 		}
-		pop(ts, k, t, c);
+		pop(ts, k, t, c, normal);
 	}
 	if (k->kind == RP_TRACK_ASYNC && k->depth == 0 && k->skipped == 0)
 		release(ts, tr);
@@ -239,7 +242,7 @@ void rp_track_close(struct rp_tracks *ts, uint32_t tr, uint64_t t, int why,
 	struct rp_track *k = &ts->t[tr];
 
 	while (k->depth > 0) {
-		pop(ts, k, t, c);
+		pop(ts, k, t, c, false);
 		if (why == RP_ANOM_KIND_COUNT)
 			c->truncated++;
 		else

@@ -68,15 +68,16 @@ struct rp_tracks {
 	uint32_t live;		/* tracks in use */
 	uint32_t max_depth;
 	struct rp_stats *stats;
-	/* Every span pushed and popped (the streaming analyses); may be NULL. */
+	/* Every span pushed and popped (the analyses, the device analysis, the step
+	 * statistics and the flight recorder); may be NULL. on_close gets the track,
+	 * whose frames up to sp->depth are still in place (k->f[sp->depth] is the span
+	 * just popped), and @normal: the span is the top frame its END named (a thread
+	 * span, or an async span of that name and a non-zero span id), not one closed
+	 * as truncated nor at a track's end. One hook, so one call per span. */
 	void (*on_open)(void *ctx, uint32_t name, uint32_t depth, uint64_t t);
-	void (*on_close)(void *ctx, const struct rp_span_info *sp);
+	void (*on_close)(void *ctx, const struct rp_track *k, const struct rp_span_info *sp,
+			 bool normal);
 	void *hook_ctx;
-	/* export: every completed span with its track, for the flight recorder and
-	 * the step statistics (engine.c); may be NULL. */
-	void (*on_span)(void *ctx, const struct rp_track *k, uint32_t name, uint32_t depth,
-			uint64_t start, uint64_t end);
-	void *span_ctx;
 };
 
 int rp_tracks_init(struct rp_tracks *ts, uint32_t max_tracks, uint32_t max_depth,
