@@ -335,7 +335,7 @@ static int64_t hist_find(const struct rp_sweep *s, uint64_t t)
 	return lo;
 }
 
-int rp_sweep_level_at(struct rp_sweep *s, uint64_t t, uint32_t *level)
+int rp_sweep_level_at_slow(struct rp_sweep *s, uint64_t t, uint32_t *level)
 {
 	int64_t k;
 

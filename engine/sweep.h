@@ -194,7 +194,22 @@ uint64_t rp_sweep_unmatched(const struct rp_sweep *s);
  *	-ENOENT: @t is before the oldest change point kept and older ones were
  *	dropped (counted in hist_misses).
  */
-int rp_sweep_level_at(struct rp_sweep *s, uint64_t t, uint32_t *level);
+int rp_sweep_level_at_slow(struct rp_sweep *s, uint64_t t, uint32_t *level);
+
+static inline int rp_sweep_level_at(struct rp_sweep *s, uint64_t t, uint32_t *level)
+{
+	/* A span just closed has its midpoint mostly after the newest change point
+	   (a leaf: the point its open made): answered here, the rest in sweep.c. */
+	if (t < s->last_t && s->hist_n > 0) {
+		uint32_t i = (s->hist_tail ? s->hist_tail : s->hist_cap) - 1;
+
+		if (s->hist_t[i] <= t) {
+			*level = s->hist_level[i];
+			return 0;
+		}
+	}
+	return rp_sweep_level_at_slow(s, t, level);
+}
 
 /*
  * Percentile and maximum of a level array as rp_sweep_levels() gives it, by the same
