@@ -216,6 +216,7 @@ void rp_sweep_advance_slow(struct rp_sweep *s, uint64_t t)
 	else
 		s->first_t = t; /* only stray closes so far: nothing observed yet */
 	s->last_t = t;
+	s->n_fast = s->opened ? s->n_alloc : 0; /* opened or grown since */
 }
 
 void rp_sweep_accrue(struct rp_sweep *s, uint64_t t)

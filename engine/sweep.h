@@ -20,7 +20,7 @@
  *  - The level at t is that of the segment [start, end) with start <= t < end; 0
  *    before the first open and after the last close.
  *
- * Memory: the struct (152 bytes), (max_level + 1) x 8 bytes at most for the level
+ * Memory: the struct (160 bytes), (max_level + 1) x 8 bytes at most for the level
  * array (grown on demand, 16 entries at first) and history x 12 bytes for the change
  * points, allocated by the sweep; after init, memory is allocated only when the level
  * array grows, never per event.
@@ -53,6 +53,8 @@ struct rp_sweep {
 	uint32_t *hist_level;
 	uint32_t hist_cap, hist_head, hist_n;
 	uint32_t hist_tail; /* the slot the next change point goes to */
+	uint32_t n_fast;    /* n_alloc once opened, else 0: the levels the inline
+			       step takes (sweep.c keeps it up to date) */
 	bool opened; /* an open was fed: the observed range has started */
 
 	uint64_t over_cap_ns;  /* time at levels > max_level (inside ns[max_level]) */
@@ -96,23 +98,22 @@ static inline void rp_sweep_step_(struct rp_sweep *s, uint64_t t)
 {
 	int64_t l = s->level;
 
-	if (__builtin_expect(t > s->last_t && s->opened && l >= 0 && (uint64_t)l < s->n_alloc,
-			     1)) {
-		if (l != s->level_before) {
-			s->level_before = l;
-			if (s->hist_cap != 0) { /* push (last_t, l); l < n_alloc fits 32 bits */
-				uint32_t i = s->hist_tail;
+	/* (uint64_t)l < n_fast: opened, and 0 <= l < n_alloc */
+	if (__builtin_expect(t > s->last_t && (uint64_t)l < s->n_fast, 1)) {
+		/* level_before only decides pushes: a sweep without history skips it */
+		if (s->hist_cap != 0 && l != s->level_before) {
+			uint32_t i = s->hist_tail; /* push (last_t, l); l < n_alloc fits */
 
-				s->hist_t[i] = s->last_t;
-				s->hist_level[i] = (uint32_t)l;
-				i = i + 1 == s->hist_cap ? 0 : i + 1;
-				s->hist_tail = i;
-				if (s->hist_n == s->hist_cap) {
-					s->hist_head = i;
-					s->hist_evicted++;
-				} else {
-					s->hist_n++;
-				}
+			s->level_before = l;
+			s->hist_t[i] = s->last_t;
+			s->hist_level[i] = (uint32_t)l;
+			i = i + 1 == s->hist_cap ? 0 : i + 1;
+			s->hist_tail = i;
+			if (s->hist_n == s->hist_cap) {
+				s->hist_head = i;
+				s->hist_evicted++;
+			} else {
+				s->hist_n++;
 			}
 		}
 		s->ns[l] += t - s->last_t;
@@ -131,15 +132,13 @@ static inline void rp_sweep_open(struct rp_sweep *s, uint64_t t)
 {
 	rp_sweep_step_(s, t);
 	s->opened = true;
-	if (s->level < INT64_MAX)
-		s->level++;
+	s->level++; /* one per event: 2^63 of them cannot come */
 }
 
 static inline void rp_sweep_close(struct rp_sweep *s, uint64_t t)
 {
 	rp_sweep_step_(s, t);
-	if (s->level > INT64_MIN + 1)
-		s->level--;
+	s->level--;
 }
 
 /*
