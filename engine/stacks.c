@@ -34,7 +34,7 @@ int rp_tracks_init(struct rp_tracks *ts, uint32_t max_tracks, uint32_t max_depth
 	memset(ts, 0, sizeof(*ts));
 	while (slots < 2 * max_tracks)
 		slots <<= 1;
-	ts->t = calloc(max_tracks, sizeof(*ts->t));
+	ts->t = calloc(max_tracks ? max_tracks : 1, sizeof(*ts->t)); /* t[last] is read */
 	ts->free_slots = calloc(max_tracks, sizeof(*ts->free_slots));
 	ts->index = malloc((size_t)slots * sizeof(*ts->index));
 	if (!ts->t || !ts->free_slots || !ts->index) {
@@ -64,24 +64,24 @@ static bool match(const struct rp_track *t, uint32_t src, uint8_t kind, uint64_t
 	return t->kind == kind && t->src == src && t->id == id;
 }
 
-uint32_t rp_tracks_find(const struct rp_tracks *ts, uint32_t src, uint8_t kind, uint64_t id)
+uint32_t rp_tracks_find_slow(struct rp_tracks *ts, uint32_t src, uint8_t kind, uint64_t id)
 {
 	for (uint32_t i = key_hash(src, kind, id) & ts->mask; ts->index[i] != UINT32_MAX;
 	     i = (i + 1) & ts->mask)
 		if (match(&ts->t[ts->index[i]], src, kind, id))
-			return ts->index[i];
+			return ts->last = ts->index[i];
 	return RP_NONE;
 }
 
-uint32_t rp_tracks_get(struct rp_tracks *ts, uint32_t src, uint8_t kind, uint64_t id,
-		       struct rp_counts *c)
+uint32_t rp_tracks_get_slow(struct rp_tracks *ts, uint32_t src, uint8_t kind, uint64_t id,
+			    struct rp_counts *c)
 {
 	uint32_t i, slot;
 
 	for (i = key_hash(src, kind, id) & ts->mask; ts->index[i] != UINT32_MAX;
 	     i = (i + 1) & ts->mask)
 		if (match(&ts->t[ts->index[i]], src, kind, id))
-			return ts->index[i];
+			return ts->last = ts->index[i];
 	if (ts->n_free > 0) {
 		slot = ts->free_slots[--ts->n_free];
 	} else if (ts->n < ts->max) {
@@ -97,7 +97,7 @@ uint32_t rp_tracks_get(struct rp_tracks *ts, uint32_t src, uint8_t kind, uint64_
 	ts->t[slot].skipped = 0;
 	ts->index[i] = slot;
 	ts->live++;
-	return slot;
+	return ts->last = slot;
 }
 
 /* Removes slot from the index: backward-shift deletion keeps probe chains whole. */
