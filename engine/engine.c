@@ -299,19 +299,27 @@ static void device_link(struct rp_engine *e, struct rp_source *s, uint32_t src, 
 			       ev->arg);
 }
 
-static void track_event(struct rp_engine *e, struct rp_source *s, uint32_t src, uint8_t kind,
-			uint64_t id, const struct rp_event *ev, bool begin)
+/* BEGIN and END, each inlined at its case of dispatch(): no flag to test. */
+static inline __attribute__((always_inline)) void span_begin(struct rp_engine *e,
+							     struct rp_source *s, uint32_t src,
+							     uint8_t kind, uint64_t id,
+							     const struct rp_event *ev)
 {
-	uint32_t tr = begin ? rp_tracks_get(&e->tracks, src, kind, id, &s->counts)
-			    : rp_tracks_find(&e->tracks, src, kind, id);
+	uint32_t tr = rp_tracks_get(&e->tracks, src, kind, id, &s->counts);
 
-	if (tr == RP_NONE) {
-		if (!begin) /* an END on a track with nothing open */
-			s->counts.anomalies[RP_ANOM_END_UNMATCHED]++;
-		return;
-	}
-	if (begin) {
+	if (tr != RP_NONE)
 		rp_track_begin(&e->tracks, tr, ev->name, ev->ts, ev->arg, &s->counts);
+}
+
+static inline __attribute__((always_inline)) void span_end(struct rp_engine *e,
+							   struct rp_source *s, uint32_t src,
+							   uint8_t kind, uint64_t id,
+							   const struct rp_event *ev)
+{
+	uint32_t tr = rp_tracks_find(&e->tracks, src, kind, id);
+
+	if (tr == RP_NONE) { /* an END on a track with nothing open */
+		s->counts.anomalies[RP_ANOM_END_UNMATCHED]++;
 		return;
 	}
 	rp_track_end(&e->tracks, tr, ev->name, ev->ts, ev->arg, &s->counts);
@@ -336,13 +344,16 @@ static inline void dispatch(struct rp_engine *e, struct rp_source *s, uint32_t s
 {
 	switch (ev->kind) {
 	case RP_EV_BEGIN:
+		span_begin(e, s, src, RP_TRACK_THREAD, thread, ev);
+		break;
 	case RP_EV_END:
-		track_event(e, s, src, RP_TRACK_THREAD, thread, ev, ev->kind == RP_EV_BEGIN);
+		span_end(e, s, src, RP_TRACK_THREAD, thread, ev);
 		break;
 	case RP_EV_ASYNC_BEGIN:
+		span_begin(e, s, src, RP_TRACK_ASYNC, ev->track, ev);
+		break;
 	case RP_EV_ASYNC_END:
-		track_event(e, s, src, RP_TRACK_ASYNC, ev->track, ev,
-			    ev->kind == RP_EV_ASYNC_BEGIN);
+		span_end(e, s, src, RP_TRACK_ASYNC, ev->track, ev);
 		break;
 	case RP_EV_COUNTER:
 		counter_event(e, s, src, thread, ev);
