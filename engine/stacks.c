@@ -165,9 +165,11 @@ void rp_track_begin(struct rp_tracks *ts, uint32_t tr, uint32_t name, uint64_t t
 		ts->on_open(ts->hook_ctx, name, k->depth - 1, t);
 }
 
-/* Pops the top frame, closed at time t; @normal: by its own END (stacks.h). */
-static void pop(struct rp_tracks *ts, struct rp_track *k, uint64_t t, struct rp_counts *c,
-		bool normal)
+/* Pops the top frame, closed at time t; @normal: by its own END (stacks.h). Inlined
+ * into rp_track_end()'s common case; pop() is the out-of-line copy for the rest. */
+static inline __attribute__((always_inline)) void pop_inline(struct rp_tracks *ts,
+							     struct rp_track *k, uint64_t t,
+							     struct rp_counts *c, bool normal)
 {
 	struct rp_frame *f = &k->f[--k->depth];
 	uint64_t dur = t > f->start ? t - f->start : 0;
@@ -195,6 +197,12 @@ static void pop(struct rp_tracks *ts, struct rp_track *k, uint64_t t, struct rp_
 		};
 		ts->on_close(ts->hook_ctx, k, &sp, normal);
 	}
+}
+
+static void pop(struct rp_tracks *ts, struct rp_track *k, uint64_t t, struct rp_counts *c,
+		bool normal)
+{
+	pop_inline(ts, k, t, c, normal);
 }
 
 /* The innermost open frame an END closes, or -1. */
@@ -230,7 +238,7 @@ void rp_track_end(struct rp_tracks *ts, uint32_t tr, uint32_t name, uint64_t t, 
 			pop(ts, k, t, c, false);
 			c->truncated++;
 		}
-		pop(ts, k, t, c, normal);
+		pop_inline(ts, k, t, c, normal);
 	}
 	if (k->kind == RP_TRACK_ASYNC && k->depth == 0 && k->skipped == 0)
 		release(ts, tr);
