@@ -99,8 +99,7 @@ void rp_analyses_fini(struct rp_analyses *a)
 }
 
 /* The category of a name seen for the first time; NULL if no sweep could be made. */
-__attribute__((noinline)) static struct rp_sweep *cat_sweep_new(struct rp_analyses *a,
-								uint32_t name)
+struct rp_sweep *rp_analyses_cat_new(struct rp_analyses *a, uint32_t name)
 {
 	const char *cat;
 	uint32_t i;
@@ -122,24 +121,6 @@ __attribute__((noinline)) static struct rp_sweep *cat_sweep_new(struct rp_analys
 	return &a->cat[i];
 }
 
-/* The category sweep of a name (looked up once per name); NULL if none. */
-static inline struct rp_sweep *cat_sweep(struct rp_analyses *a, uint32_t name)
-{
-	uint32_t c = a->cat_of[name];
-
-	return c != 0 ? &a->cat[c - 1] : cat_sweep_new(a, name);
-}
-
-void rp_analyses_open(struct rp_analyses *a, uint32_t name, uint32_t depth, uint64_t t)
-{
-	struct rp_sweep *c = cat_sweep(a, name);
-
-	rp_sweep_open(&a->overall, t);
-	if (c != NULL)
-		rp_sweep_open(c, t);
-	if (depth == 0)
-		rp_sweep_open(&a->roots, t);
-}
 
 static struct rp_sketch *name_sketch(struct rp_analyses *a, uint32_t name)
 {
@@ -193,7 +174,7 @@ static inline void offer_slow(struct rp_slowest *sl, const struct rp_span_info *
 void rp_analyses_close(struct rp_analyses *a, const struct rp_span_info *sp)
 {
 	uint32_t name = sp->name, level = 0, ci;
-	struct rp_sweep *c = cat_sweep(a, name);
+	struct rp_sweep *c = rp_analyses_cat_sweep(a, name);
 	uint64_t t = sp->end, dur = sp->end - sp->start;
 	bool known;
 
