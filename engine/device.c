@@ -274,11 +274,13 @@ static void add_qev(struct rp_device *d, bool kernel, uint32_t src, uint64_t sta
 			   kernel ? d->n_kernels++ : d->n_launches++, src, has_corr };
 }
 
-void rp_device_span(struct rp_device *d, const struct rp_names *names, uint32_t src,
-		    uint32_t tr, uint32_t depth, const struct rp_frame *stack, uint64_t span,
-		    uint64_t end, uint64_t self_ns)
+void rp_device_span(struct rp_device *d, const struct rp_names *names,
+		    const struct rp_track *k, uint32_t tr, const struct rp_span_info *sp)
 {
-	const struct rp_frame *f = &stack[depth];
+	bool async = k->kind == RP_TRACK_ASYNC;
+	uint32_t src = k->src, depth = sp->depth;
+	const struct rp_frame *stack = k->f, *f = &stack[depth];
+	uint64_t span = async ? sp->span : 0, end = sp->end, self_ns = sp->self_ns;
 	bool linked = false, device;
 	uint8_t side = 0, c;
 	uint64_t corr = 0;
@@ -291,7 +293,7 @@ void rp_device_span(struct rp_device *d, const struct rp_names *names, uint32_t 
 			corr = s->corr;
 			s->used = 0;
 		}
-	} else if (tr < d->max_tracks && d->plinks_live != 0) {
+	} else if (!async && tr < d->max_tracks && d->plinks_live != 0) {
 		struct plink *p = &d->plinks[(size_t)tr * d->cfg.links_per_track];
 		for (uint32_t i = 0; i < d->cfg.links_per_track; i++)
 			if (p[i].used && p[i].depth == depth && p[i].start == f->start &&

@@ -135,13 +135,8 @@ static void on_close(void *ctx, const struct rp_track *k, const struct rp_span_i
 	};
 
 	rp_analyses_close(&e->an, sp);
-	if (normal) {
-		bool async = k->kind == RP_TRACK_ASYNC;
-
-		rp_device_span(e->dev, &e->names, k->src,
-			       async ? RP_NONE : (uint32_t)(k - e->tracks.t), sp->depth, k->f,
-			       async ? sp->span : 0, sp->end, sp->self_ns);
-	}
+	if (normal)
+		rp_device_span(e->dev, &e->names, k, (uint32_t)(k - e->tracks.t), sp);
 	s.step = rp_steps_span(&e->steps, sp->name, s.dur);
 	rp_recorder_span(&e->rec, &s);
 }
