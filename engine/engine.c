@@ -383,14 +383,19 @@ void rp_engine_event(struct rp_engine *e, uint32_t src, uint64_t thread,
 		s->counts.anomalies[RP_ANOM_BAD_EVENT]++;
 		return;
 	}
-	if (e->t_first == 0 || ev->ts < e->t_first)
-		e->t_first = ev->ts;
-	if (ev->ts > e->t_last)
-		e->t_last = ev->ts;
-	if (ev->ts < e->t_merged)
-		s->rep.late++;
-	else
+	/* t_first <= t_merged <= t_last (t_first 0: unset): an event in order can only
+	 * set t_first if it is unset, a late one can only lower it. */
+	if (ev->ts >= e->t_merged) {
 		e->t_merged = ev->ts;
+		if (ev->ts > e->t_last)
+			e->t_last = ev->ts;
+		if (e->t_first == 0)
+			e->t_first = ev->ts;
+	} else {
+		s->rep.late++;
+		if (e->t_first == 0 || ev->ts < e->t_first)
+			e->t_first = ev->ts;
+	}
 	if (ev->ts >= e->an.next) /* one compare per event */
 		rotate_dispatch(e, s, src, thread, ev);
 	else
