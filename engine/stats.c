@@ -111,7 +111,7 @@ uint32_t rp_stats_child(struct rp_stats *s, uint32_t parent, uint32_t name, bool
 	return new_node(s, slot, parent, RP_NAMES_OTHER);
 }
 
-static struct rp_edge_stats *edge(struct rp_stats *s, uint32_t caller, uint32_t callee)
+struct rp_edge_stats *rp_stats_edge(struct rp_stats *s, uint32_t caller, uint32_t callee)
 {
 	uint32_t i = mix(caller, callee) & s->edge_mask;
 
@@ -126,38 +126,4 @@ static struct rp_edge_stats *edge(struct rp_stats *s, uint32_t caller, uint32_t 
 	s->edge_index[i] = s->n_edges;
 	s->edges[s->n_edges] = (struct rp_edge_stats){ .caller = caller, .callee = callee };
 	return &s->edges[s->n_edges++];
-}
-
-bool rp_stats_add(struct rp_stats *s, const struct rp_call *c)
-{
-	struct rp_fn_stats *f = &s->fn[c->name];
-	struct rp_cct_node *n = &s->nodes[c->node];
-	struct rp_edge_stats *e;
-
-	if (f->calls == 0 || c->dur_ns < f->min_ns)
-		f->min_ns = c->dur_ns;
-	if (c->dur_ns > f->max_ns)
-		f->max_ns = c->dur_ns;
-	f->calls++;
-	f->self_ns += c->self_ns;
-	f->total_ns += c->dur_ns;
-	n->calls++;
-	n->self_ns += c->self_ns;
-	n->total_ns += c->dur_ns;
-	if (c->primitive) {
-		f->primitive_calls++;
-		f->cum_ns += c->dur_ns;
-	}
-	if (c->caller == RP_NONE)
-		return true;
-	e = edge(s, c->caller, c->name);
-	if (e == NULL)
-		return false;
-	e->calls++;
-	e->self_ns += c->self_ns;
-	if (c->primitive) {
-		e->primitive_calls++;
-		e->cum_ns += c->dur_ns;
-	}
-	return true;
 }

@@ -64,6 +64,42 @@ uint32_t rp_stats_child(struct rp_stats *s, uint32_t parent, uint32_t name, bool
  * rp_stats_add() - account one completed call.
  * @return false when its edge could not be recorded (edge cap).
  */
-bool rp_stats_add(struct rp_stats *s, const struct rp_call *c);
+/* The (caller, callee) edge, made if new; NULL at the cap. */
+struct rp_edge_stats *rp_stats_edge(struct rp_stats *s, uint32_t caller, uint32_t callee);
+
+/* A completed call; false if its edge hit the cap. Inline: once per span. */
+static inline bool rp_stats_add(struct rp_stats *s, const struct rp_call *c)
+{
+	struct rp_fn_stats *f = &s->fn[c->name];
+	struct rp_cct_node *n = &s->nodes[c->node];
+	struct rp_edge_stats *e;
+
+	if (f->calls == 0 || c->dur_ns < f->min_ns)
+		f->min_ns = c->dur_ns;
+	if (c->dur_ns > f->max_ns)
+		f->max_ns = c->dur_ns;
+	f->calls++;
+	f->self_ns += c->self_ns;
+	f->total_ns += c->dur_ns;
+	n->calls++;
+	n->self_ns += c->self_ns;
+	n->total_ns += c->dur_ns;
+	if (c->primitive) {
+		f->primitive_calls++;
+		f->cum_ns += c->dur_ns;
+	}
+	if (c->caller == RP_NONE)
+		return true;
+	e = rp_stats_edge(s, c->caller, c->name);
+	if (e == NULL)
+		return false;
+	e->calls++;
+	e->self_ns += c->self_ns;
+	if (c->primitive) {
+		e->primitive_calls++;
+		e->cum_ns += c->dur_ns;
+	}
+	return true;
+}
 
 #endif
