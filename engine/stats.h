@@ -58,7 +58,29 @@ void rp_stats_free(struct rp_stats *s);
  * rp_stats_child() - the CCT node for @name under @parent, created if new.
  * @folded: set when the cap folded it into the parent's "[other]" child.
  */
-uint32_t rp_stats_child(struct rp_stats *s, uint32_t parent, uint32_t name, bool *folded);
+uint32_t rp_stats_child_slow(struct rp_stats *s, uint32_t parent, uint32_t name, bool *folded);
+
+/* The hash of the CCT and edge indexes. */
+static inline uint32_t rp_stats_mix(uint32_t a, uint32_t b)
+{
+	uint64_t k = ((uint64_t)a << 32 | b) * UINT64_C(0x9e3779b97f4a7c15);
+
+	return (uint32_t)(k >> 32);
+}
+
+/* The child of CCT node @parent for @name: found at its home slot inline, else (a
+ * longer probe, a new node, the cap) in stats.c. */
+static inline uint32_t rp_stats_child(struct rp_stats *s, uint32_t parent, uint32_t name,
+				      bool *folded)
+{
+	uint32_t j = s->node_index[rp_stats_mix(parent, name) & s->node_mask];
+
+	if (j != UINT32_MAX && s->nodes[j].parent == parent && s->nodes[j].name == name) {
+		*folded = false;
+		return j;
+	}
+	return rp_stats_child_slow(s, parent, name, folded);
+}
 
 /**
  * rp_stats_add() - account one completed call.
