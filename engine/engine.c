@@ -128,17 +128,20 @@ static void on_close(void *ctx, const struct rp_track *k, const struct rp_span_i
 		     bool normal)
 {
 	struct rp_engine *e = ctx;
-	struct rp_rec_span s = {
-		.start = sp->start, .dur = sp->end - sp->start, .track = k->id, .name = sp->name,
-		.src = k->src, .kind = k->kind,
-		.depth = sp->depth > UINT16_MAX ? UINT16_MAX : (uint16_t)sp->depth,
-	};
+	uint64_t step, dur = sp->end - sp->start;
+	struct rp_rec_span *s;
 
 	rp_analyses_close(&e->an, sp);
 	if (normal)
 		rp_device_span(e->dev, &e->names, k, (uint32_t)(k - e->tracks.t), sp);
-	s.step = rp_steps_span(&e->steps, sp->name, s.dur);
-	rp_recorder_span(&e->rec, &s);
+	step = rp_steps_span(&e->steps, sp->name, dur);
+	s = rp_recorder_span_slot(&e->rec);
+	if (s != NULL) /* filled in place: no copy */
+		*s = (struct rp_rec_span){
+			.start = sp->start, .dur = dur, .track = k->id, .step = step,
+			.name = sp->name, .src = k->src, .kind = k->kind,
+			.depth = sp->depth > UINT16_MAX ? UINT16_MAX : (uint16_t)sp->depth,
+		};
 }
 
 int rp_engine_open(const struct rp_engine_cfg *cfg, struct rp_engine **out)
