@@ -52,7 +52,7 @@ int rp_analyses_init(struct rp_analyses *a, const struct rp_names *names,
 	if (!a->cat_of || !a->sketch || !a->mid_sum || !a->mid_count || !a->counter_of ||
 	    !a->counters || rp_slowest_init(&a->slow, c->win.topk ? c->win.topk : 1) ||
 	    rp_sweep_init(&a->overall, RP_ANALYSES_MAX_LEVEL, RP_ANALYSES_HISTORY) ||
-	    rp_sweep_init(&a->roots, RP_ANALYSES_MAX_LEVEL, 1)) {
+	    rp_sweep_init_levels(&a->roots, RP_ANALYSES_MAX_LEVEL)) {
 		err = -ENOMEM;
 		goto fail;
 	}
@@ -98,14 +98,12 @@ void rp_analyses_fini(struct rp_analyses *a)
 	memset(a, 0, sizeof(*a));
 }
 
-/* The category sweep of a name; NULL if none could be made. */
-static struct rp_sweep *cat_sweep(struct rp_analyses *a, uint32_t name)
+/* The category of a name seen for the first time; NULL if no sweep could be made. */
+struct rp_sweep *rp_analyses_cat_new(struct rp_analyses *a, uint32_t name)
 {
 	const char *cat;
 	uint32_t i;
 
-	if (a->cat_of[name] != 0)
-		return &a->cat[a->cat_of[name] - 1];
 	cat = a->names->e[name].category;
 	for (i = 0; i < a->n_cat; i++)
 		if (strcmp(a->cat_name[i], cat) == 0)
@@ -113,7 +111,7 @@ static struct rp_sweep *cat_sweep(struct rp_analyses *a, uint32_t name)
 	if (i == a->n_cat) {
 		if (a->n_cat == RP_ANALYSES_MAX_CATEGORIES) /* the last one is "[other]" */
 			i = RP_ANALYSES_MAX_CATEGORIES - 1;
-		else if (rp_sweep_init(&a->cat[i], RP_ANALYSES_MAX_LEVEL, 1) != 0)
+		else if (rp_sweep_init_levels(&a->cat[i], RP_ANALYSES_MAX_LEVEL) != 0)
 			return NULL;
 		else
 			a->cat_name[a->n_cat++] =
@@ -123,16 +121,6 @@ static struct rp_sweep *cat_sweep(struct rp_analyses *a, uint32_t name)
 	return &a->cat[i];
 }
 
-void rp_analyses_open(struct rp_analyses *a, uint32_t name, uint32_t depth, uint64_t t)
-{
-	struct rp_sweep *c = cat_sweep(a, name);
-
-	rp_sweep_open(&a->overall, t);
-	if (c != NULL)
-		rp_sweep_open(c, t);
-	if (depth == 0)
-		rp_sweep_open(&a->roots, t);
-}
 
 static struct rp_sketch *name_sketch(struct rp_analyses *a, uint32_t name)
 {
@@ -186,7 +174,7 @@ static inline void offer_slow(struct rp_slowest *sl, const struct rp_span_info *
 void rp_analyses_close(struct rp_analyses *a, const struct rp_span_info *sp)
 {
 	uint32_t name = sp->name, level = 0, ci;
-	struct rp_sweep *c = cat_sweep(a, name);
+	struct rp_sweep *c = rp_analyses_cat_sweep(a, name);
 	uint64_t t = sp->end, dur = sp->end - sp->start;
 	bool known;
 

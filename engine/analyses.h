@@ -94,8 +94,29 @@ int rp_analyses_init(struct rp_analyses *a, const struct rp_names *names,
 		     const struct rp_analyses_cfg *c);
 void rp_analyses_fini(struct rp_analyses *a);
 
-/* A span of @name opened at depth @depth (0: a root) at time @t. */
-void rp_analyses_open(struct rp_analyses *a, uint32_t name, uint32_t depth, uint64_t t);
+struct rp_sweep *rp_analyses_cat_new(struct rp_analyses *a, uint32_t name);
+
+/* The category sweep of a name (looked up once per name); NULL if none. */
+static inline struct rp_sweep *rp_analyses_cat_sweep(struct rp_analyses *a, uint32_t name)
+{
+	uint32_t c = a->cat_of[name];
+
+	return c != 0 ? &a->cat[c - 1] : rp_analyses_cat_new(a, name);
+}
+
+/* A span of @name opened at depth @depth (0: a root) at time @t. Inline: one call
+ * per span less on the hot path. */
+static inline void rp_analyses_open(struct rp_analyses *a, uint32_t name, uint32_t depth,
+				    uint64_t t)
+{
+	struct rp_sweep *c = rp_analyses_cat_sweep(a, name);
+
+	rp_sweep_open(&a->overall, t);
+	if (c != NULL)
+		rp_sweep_open(c, t);
+	if (depth == 0)
+		rp_sweep_open(&a->roots, t);
+}
 
 /* A span closed (its open was fed). */
 void rp_analyses_close(struct rp_analyses *a, const struct rp_span_info *sp);

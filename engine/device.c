@@ -54,7 +54,11 @@ struct slink {			/* a link waiting for its async span to end */
 struct rp_device {
 	struct rp_device_cfg cfg;
 	uint32_t max_tracks, max_names;
-	uint8_t *cls;			/* per name id */
+	uint8_t *cls;			/* per name id, for ids below n_cls */
+	uint32_t n_cls;			/* names classified: the table's names only grow, so
+					   new ones are classified as they appear */
+	bool any_source;		/* a classified name is a source location: until
+					   then no span can have a source, skip the walk */
 	struct span_rec *spans;
 	uint32_t n_spans;
 	struct qev *launches, *kernels;	/* together at most max_events */
@@ -125,17 +129,10 @@ bool rp_device_is_device_category(const char *cat)
 	       strcmp(cat, "gpu_memset") == 0;
 }
 
-static uint8_t name_class(struct rp_device *d, const struct rp_names *names, uint32_t id)
+static uint8_t classify(const struct rp_name_entry *ne)
 {
-	const struct rp_name_entry *ne;
-	uint8_t c;
+	uint8_t c = CLS_DONE;
 
-	if (id >= d->max_names || id >= names->n)
-		return CLS_DONE;
-	if (d->cls[id] & CLS_DONE)
-		return d->cls[id];
-	ne = &names->e[id];
-	c = CLS_DONE;
 	if (rp_device_is_launch_name(ne->name))
 		c |= CLS_LAUNCH;
 	if (rp_device_is_kernel_name(ne->name))
@@ -144,8 +141,25 @@ static uint8_t name_class(struct rp_device *d, const struct rp_names *names, uin
 		c |= CLS_SOURCE;
 	if (rp_device_is_device_category(ne->category))
 		c |= CLS_DEVCAT;
-	d->cls[id] = c;
 	return c;
+}
+
+/* Names added to the table since the last span: classified once, off the hot path. */
+__attribute__((noinline, cold)) static void classify_new(struct rp_device *d,
+							  const struct rp_names *names)
+{
+	uint32_t n = names->n < d->max_names ? names->n : d->max_names;
+
+	for (; d->n_cls < n; d->n_cls++) {
+		d->cls[d->n_cls] = classify(&names->e[d->n_cls]);
+		d->any_source |= (d->cls[d->n_cls] & CLS_SOURCE) != 0;
+	}
+}
+
+/* The class of name @id; ids past the table (or the cap) have none. */
+static inline uint8_t name_class(const struct rp_device *d, uint32_t id)
+{
+	return id < d->n_cls ? d->cls[id] : CLS_DONE;
 }
 
 int rp_device_open(const struct rp_device_cfg *cfg, uint32_t max_tracks, uint32_t max_names,
@@ -269,11 +283,13 @@ static void add_qev(struct rp_device *d, bool kernel, uint32_t src, uint64_t sta
 			   kernel ? d->n_kernels++ : d->n_launches++, src, has_corr };
 }
 
-void rp_device_span(struct rp_device *d, const struct rp_names *names, uint32_t src,
-		    uint32_t tr, uint32_t depth, const struct rp_frame *stack, uint64_t span,
-		    uint64_t end, uint64_t self_ns)
+void rp_device_span(struct rp_device *d, const struct rp_names *names,
+		    const struct rp_track *k, uint32_t tr, const struct rp_span_info *sp)
 {
-	const struct rp_frame *f = &stack[depth];
+	bool async = k->kind == RP_TRACK_ASYNC;
+	uint32_t src = k->src, depth = sp->depth;
+	const struct rp_frame *stack = k->f, *f = &stack[depth];
+	uint64_t span = async ? sp->span : 0, end = sp->end, self_ns = sp->self_ns;
 	bool linked = false, device;
 	uint8_t side = 0, c;
 	uint64_t corr = 0;
@@ -293,7 +309,7 @@ void rp_device_span(struct rp_device *d, const struct rp_names *names, uint32_t 
 			corr = s->corr;
 			s->used = 0;
 		}
-	} else if (tr < d->max_tracks && d->plinks_live != 0) {
+	} else if (!async && tr < d->max_tracks && d->plinks_live != 0) {
 		struct plink *p = &d->plinks[(size_t)tr * d->cfg.links_per_track];
 		for (uint32_t i = 0; i < d->cfg.links_per_track; i++)
 			if (p[i].used && p[i].depth == depth && p[i].start == f->start &&
@@ -306,7 +322,9 @@ void rp_device_span(struct rp_device *d, const struct rp_names *names, uint32_t 
 				break;
 			}
 	}
-	c = name_class(d, names, f->name);
+	if (names->n > d->n_cls && d->n_cls < d->max_names)
+		classify_new(d, names);
+	c = name_class(d, f->name);
 	device = (c & CLS_DEVCAT) || (linked && side == RP_LINK_DEVICE);
 	if (device && (c & CLS_KERNEL))
 		add_qev(d, true, src, f->start, end, linked, corr);
@@ -318,8 +336,8 @@ void rp_device_span(struct rp_device *d, const struct rp_names *names, uint32_t 
 		struct span_rec *s = &d->spans[d->n_spans];
 		*s = (struct span_rec){ f->start, end, corr, (int64_t)self_ns, f->name, RP_NONE,
 					d->n_spans++, src, linked ? side : 0 };
-		for (uint32_t i = span ? 0 : depth + 1; i-- > 0;)
-			if (name_class(d, names, stack[i].name) & CLS_SOURCE) {
+		for (uint32_t i = span || !d->any_source ? 0 : depth + 1; i-- > 0;)
+			if (name_class(d, stack[i].name) & CLS_SOURCE) {
 				s->source = stack[i].name;
 				break;
 			}

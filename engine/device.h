@@ -103,14 +103,15 @@ void rp_device_link(struct rp_device *d, uint32_t src, uint32_t tr, uint32_t dep
 		    uint64_t correlation);
 
 /**
- * rp_device_span() - a span completed normally.
- * @tr, @depth: its thread track slot and depth, or @span (its async span id, non-zero)
- * @stack:	the frames of its track, stack[depth] being this span (source lookup)
- * @self_ns:	its duration minus its children's
+ * rp_device_span() - a span completed normally (closed by its own END).
+ * @k, @tr:	its track and the track's slot; k->f[sp->depth] is this span, the frames
+ *		below it its ancestors (source lookup). On an async track sp->span is its
+ *		span id (non-zero).
+ * @sp:		the span as the stack machine closed it (its self_ns: its duration
+ *		minus its children's)
  */
-void rp_device_span(struct rp_device *d, const struct rp_names *names, uint32_t src,
-		    uint32_t tr, uint32_t depth, const struct rp_frame *stack,
-		    uint64_t span, uint64_t end, uint64_t self_ns);
+void rp_device_span(struct rp_device *d, const struct rp_names *names,
+		    const struct rp_track *k, uint32_t tr, const struct rp_span_info *sp);
 
 /** rp_device_track_end() - track slot @tr now has @depth frames: later links are stale. */
 void rp_device_track_end(struct rp_device *d, uint32_t tr, uint32_t depth);

@@ -116,26 +116,32 @@ size_t rp_engine_memory_bound(const struct rp_engine_cfg *cfg)
 
 static void on_open(void *ctx, uint32_t name, uint32_t depth, uint64_t t)
 {
-	rp_analyses_open(ctx, name, depth, t);
+	rp_analyses_open(&((struct rp_engine *)ctx)->an, name, depth, t);
 }
 
-static void on_close(void *ctx, const struct rp_span_info *sp)
-{
-	rp_analyses_close(ctx, sp);
-}
-
-/* export: a completed span into the step statistics and the flight recorder. */
-static void on_span(void *ctx, const struct rp_track *k, uint32_t name, uint32_t depth,
-		    uint64_t start, uint64_t end)
+/*
+ * Every span closed: the analyses; for one closed by its own END, the device analysis
+ * (with its self time: the frame's children are clamped to it); the step statistics
+ * and the flight recorder (export).
+ */
+static void on_close(void *ctx, const struct rp_track *k, const struct rp_span_info *sp,
+		     bool normal)
 {
 	struct rp_engine *e = ctx;
-	struct rp_rec_span s = {
-		.start = start, .dur = end - start, .track = k->id, .name = name, .src = k->src,
-		.depth = depth > UINT16_MAX ? UINT16_MAX : (uint16_t)depth, .kind = k->kind,
-	};
+	uint64_t step, dur = sp->end - sp->start;
+	struct rp_rec_span *s;
 
-	s.step = rp_steps_span(&e->steps, name, s.dur);
-	rp_recorder_span(&e->rec, &s);
+	rp_analyses_close(&e->an, sp);
+	if (normal)
+		rp_device_span(e->dev, &e->names, k, (uint32_t)(k - e->tracks.t), sp);
+	step = rp_steps_span(&e->steps, sp->name, dur);
+	s = rp_recorder_span_slot(&e->rec);
+	if (s != NULL) /* filled in place: no copy */
+		*s = (struct rp_rec_span){
+			.start = sp->start, .dur = dur, .track = k->id, .step = step,
+			.name = sp->name, .src = k->src, .kind = k->kind,
+			.depth = sp->depth > UINT16_MAX ? UINT16_MAX : (uint16_t)sp->depth,
+		};
 }
 
 int rp_engine_open(const struct rp_engine_cfg *cfg, struct rp_engine **out)
@@ -170,9 +176,7 @@ int rp_engine_open(const struct rp_engine_cfg *cfg, struct rp_engine **out)
 	}
 	e->tracks.on_open = on_open;
 	e->tracks.on_close = on_close;
-	e->tracks.hook_ctx = &e->an;
-	e->tracks.on_span = on_span;
-	e->tracks.span_ctx = e;
+	e->tracks.hook_ctx = e;
 	strcpy(e->clock, "monotonic");
 	*out = e;
 	return 0;
@@ -269,26 +273,6 @@ uint32_t rp_engine_name(struct rp_engine *e, uint32_t src, const char *name,
 	return id;
 }
 
-/* An END about to close the top frame of track @tr normally: the span for the device
- * analysis, with its self time (the frame's children are clamped to it). */
-static void device_end(struct rp_engine *e, uint32_t src, uint32_t tr, const struct rp_event *ev)
-{
-	const struct rp_track *k = &e->tracks.t[tr];
-	const struct rp_frame *f;
-	bool async = k->kind == RP_TRACK_ASYNC;
-	uint64_t end, dur;
-
-	if (k->skipped || k->depth == 0)
-		return;
-	f = &k->f[k->depth - 1];
-	if (f->name != ev->name || (async && (f->span != ev->arg || f->span == 0)))
-		return;
-	end = ev->ts > f->start ? ev->ts : f->start;
-	dur = end - f->start;
-	rp_device_span(e->dev, &e->names, src, async ? RP_NONE : tr, k->depth - 1, k->f,
-		       async ? f->span : 0, end, dur > f->child_ns ? dur - f->child_ns : 0);
-}
-
 /* RP_EV_LINK: to the span id in ev->track, else to the thread's innermost span. */
 static void device_link(struct rp_engine *e, struct rp_source *s, uint32_t src, uint64_t thread,
 			const struct rp_event *ev)
@@ -313,22 +297,29 @@ static void device_link(struct rp_engine *e, struct rp_source *s, uint32_t src, 
 			       ev->arg);
 }
 
-static void track_event(struct rp_engine *e, struct rp_source *s, uint32_t src, uint8_t kind,
-			uint64_t id, const struct rp_event *ev, bool begin)
+/* BEGIN and END, each inlined at its case of dispatch(): no flag to test. */
+static inline __attribute__((always_inline)) void span_begin(struct rp_engine *e,
+							     struct rp_source *s, uint32_t src,
+							     uint8_t kind, uint64_t id,
+							     const struct rp_event *ev)
 {
-	uint32_t tr = begin ? rp_tracks_get(&e->tracks, src, kind, id, &s->counts)
-			    : rp_tracks_find(&e->tracks, src, kind, id);
+	uint32_t tr = rp_tracks_get(&e->tracks, src, kind, id, &s->counts);
 
-	if (tr == RP_NONE) {
-		if (!begin) /* an END on a track with nothing open */
-			s->counts.anomalies[RP_ANOM_END_UNMATCHED]++;
-		return;
-	}
-	if (begin) {
+	if (tr != RP_NONE)
 		rp_track_begin(&e->tracks, tr, ev->name, ev->ts, ev->arg, &s->counts);
+}
+
+static inline __attribute__((always_inline)) void span_end(struct rp_engine *e,
+							   struct rp_source *s, uint32_t src,
+							   uint8_t kind, uint64_t id,
+							   const struct rp_event *ev)
+{
+	uint32_t tr = rp_tracks_find(&e->tracks, src, kind, id);
+
+	if (tr == RP_NONE) { /* an END on a track with nothing open */
+		s->counts.anomalies[RP_ANOM_END_UNMATCHED]++;
 		return;
 	}
-	device_end(e, src, tr, ev);
 	rp_track_end(&e->tracks, tr, ev->name, ev->ts, ev->arg, &s->counts);
 	if (kind == RP_TRACK_THREAD) /* links of frames closed abnormally are stale */
 		rp_device_track_end(e->dev, tr, e->tracks.t[tr].depth);
@@ -351,13 +342,16 @@ static inline void dispatch(struct rp_engine *e, struct rp_source *s, uint32_t s
 {
 	switch (ev->kind) {
 	case RP_EV_BEGIN:
+		span_begin(e, s, src, RP_TRACK_THREAD, thread, ev);
+		break;
 	case RP_EV_END:
-		track_event(e, s, src, RP_TRACK_THREAD, thread, ev, ev->kind == RP_EV_BEGIN);
+		span_end(e, s, src, RP_TRACK_THREAD, thread, ev);
 		break;
 	case RP_EV_ASYNC_BEGIN:
+		span_begin(e, s, src, RP_TRACK_ASYNC, ev->track, ev);
+		break;
 	case RP_EV_ASYNC_END:
-		track_event(e, s, src, RP_TRACK_ASYNC, ev->track, ev,
-			    ev->kind == RP_EV_ASYNC_BEGIN);
+		span_end(e, s, src, RP_TRACK_ASYNC, ev->track, ev);
 		break;
 	case RP_EV_COUNTER:
 		counter_event(e, s, src, thread, ev);
@@ -392,14 +386,19 @@ void rp_engine_event(struct rp_engine *e, uint32_t src, uint64_t thread,
 		s->counts.anomalies[RP_ANOM_BAD_EVENT]++;
 		return;
 	}
-	if (e->t_first == 0 || ev->ts < e->t_first)
-		e->t_first = ev->ts;
-	if (ev->ts > e->t_last)
-		e->t_last = ev->ts;
-	if (ev->ts < e->t_merged)
-		s->rep.late++;
-	else
+	/* t_first <= t_merged <= t_last (t_first 0: unset): an event in order can only
+	 * set t_first if it is unset, a late one can only lower it. */
+	if (ev->ts >= e->t_merged) {
 		e->t_merged = ev->ts;
+		if (ev->ts > e->t_last)
+			e->t_last = ev->ts;
+		if (e->t_first == 0)
+			e->t_first = ev->ts;
+	} else {
+		s->rep.late++;
+		if (e->t_first == 0 || ev->ts < e->t_first)
+			e->t_first = ev->ts;
+	}
 	if (ev->ts >= e->an.next) /* one compare per event */
 		rotate_dispatch(e, s, src, thread, ev);
 	else

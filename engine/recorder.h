@@ -91,6 +91,21 @@ static inline void rp_recorder_span(struct rp_recorder *r, const struct rp_rec_s
 }
 
 /* A counter sample (hot path: one store). */
+/* The slot the next span goes to, counted as recorded: the caller fills it in
+ * place (every field, pad included); NULL when no span is kept. */
+static inline struct rp_rec_span *rp_recorder_span_slot(struct rp_recorder *r)
+{
+	struct rp_rec_span *s;
+
+	r->n_spans++;
+	if (r->max_spans == 0)
+		return NULL;
+	s = &r->spans[r->span_head];
+	if (++r->span_head == r->max_spans)
+		r->span_head = 0;
+	return s;
+}
+
 static inline void rp_recorder_sample(struct rp_recorder *r, const struct rp_rec_sample *s)
 {
 	if (r->max_samples == 0) {

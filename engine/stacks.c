@@ -34,7 +34,7 @@ int rp_tracks_init(struct rp_tracks *ts, uint32_t max_tracks, uint32_t max_depth
 	memset(ts, 0, sizeof(*ts));
 	while (slots < 2 * max_tracks)
 		slots <<= 1;
-	ts->t = calloc(max_tracks, sizeof(*ts->t));
+	ts->t = calloc(max_tracks ? max_tracks : 1, sizeof(*ts->t)); /* t[last] is read */
 	ts->free_slots = calloc(max_tracks, sizeof(*ts->free_slots));
 	ts->index = malloc((size_t)slots * sizeof(*ts->index));
 	if (!ts->t || !ts->free_slots || !ts->index) {
@@ -64,24 +64,24 @@ static bool match(const struct rp_track *t, uint32_t src, uint8_t kind, uint64_t
 	return t->kind == kind && t->src == src && t->id == id;
 }
 
-uint32_t rp_tracks_find(const struct rp_tracks *ts, uint32_t src, uint8_t kind, uint64_t id)
+uint32_t rp_tracks_find_slow(struct rp_tracks *ts, uint32_t src, uint8_t kind, uint64_t id)
 {
 	for (uint32_t i = key_hash(src, kind, id) & ts->mask; ts->index[i] != UINT32_MAX;
 	     i = (i + 1) & ts->mask)
 		if (match(&ts->t[ts->index[i]], src, kind, id))
-			return ts->index[i];
+			return ts->last = ts->index[i];
 	return RP_NONE;
 }
 
-uint32_t rp_tracks_get(struct rp_tracks *ts, uint32_t src, uint8_t kind, uint64_t id,
-		       struct rp_counts *c)
+uint32_t rp_tracks_get_slow(struct rp_tracks *ts, uint32_t src, uint8_t kind, uint64_t id,
+			    struct rp_counts *c)
 {
 	uint32_t i, slot;
 
 	for (i = key_hash(src, kind, id) & ts->mask; ts->index[i] != UINT32_MAX;
 	     i = (i + 1) & ts->mask)
 		if (match(&ts->t[ts->index[i]], src, kind, id))
-			return ts->index[i];
+			return ts->last = ts->index[i];
 	if (ts->n_free > 0) {
 		slot = ts->free_slots[--ts->n_free];
 	} else if (ts->n < ts->max) {
@@ -97,7 +97,7 @@ uint32_t rp_tracks_get(struct rp_tracks *ts, uint32_t src, uint8_t kind, uint64_
 	ts->t[slot].skipped = 0;
 	ts->index[i] = slot;
 	ts->live++;
-	return slot;
+	return ts->last = slot;
 }
 
 /* Removes slot from the index: backward-shift deletion keeps probe chains whole. */
@@ -165,8 +165,11 @@ void rp_track_begin(struct rp_tracks *ts, uint32_t tr, uint32_t name, uint64_t t
 		ts->on_open(ts->hook_ctx, name, k->depth - 1, t);
 }
 
-/* Pops the top frame, closed at time t. */
-static void pop(struct rp_tracks *ts, struct rp_track *k, uint64_t t, struct rp_counts *c)
+/* Pops the top frame, closed at time t; @normal: by its own END (stacks.h). Inlined
+ * into rp_track_end()'s common case; pop() is the out-of-line copy for the rest. */
+static inline __attribute__((always_inline)) void pop_inline(struct rp_tracks *ts,
+							     struct rp_track *k, uint64_t t,
+							     struct rp_counts *c, bool normal)
 {
 	struct rp_frame *f = &k->f[--k->depth];
 	uint64_t dur = t > f->start ? t - f->start : 0;
@@ -192,10 +195,14 @@ static void pop(struct rp_tracks *ts, struct rp_track *k, uint64_t t, struct rp_
 			.span = f->span, .name = f->name, .depth = k->depth, .src = k->src,
 			.primitive = call.primitive,
 		};
-		ts->on_close(ts->hook_ctx, &sp);
+		ts->on_close(ts->hook_ctx, k, &sp, normal);
 	}
-	if (ts->on_span) /* export: the flight recorder and steps */
-		ts->on_span(ts->span_ctx, k, f->name, k->depth, f->start, f->start + dur);
+}
+
+static void pop(struct rp_tracks *ts, struct rp_track *k, uint64_t t, struct rp_counts *c,
+		bool normal)
+{
+	pop_inline(ts, k, t, c, normal);
 }
 
 /* The innermost open frame an END closes, or -1. */
@@ -221,13 +228,17 @@ void rp_track_end(struct rp_tracks *ts, uint32_t tr, uint32_t name, uint64_t t, 
 	if (at < 0) {
 		c->anomalies[RP_ANOM_END_UNMATCHED]++;
 	} else {
+		/* An async END closes its span normally if it names it and has an id. */
+		bool normal = (uint32_t)at == k->depth - 1 &&
+			      (k->kind != RP_TRACK_ASYNC || (k->f[at].name == name && span != 0));
+
 		if ((uint32_t)at != k->depth - 1)
 			c->anomalies[RP_ANOM_END_MISMATCH]++;
 		while (k->depth > (uint32_t)at + 1) {
-			pop(ts, k, t, c);
+			pop(ts, k, t, c, false);
 			c->truncated++;
 		}
-		pop(ts, k, t, c);
+		pop_inline(ts, k, t, c, normal);
 	}
 	if (k->kind == RP_TRACK_ASYNC && k->depth == 0 && k->skipped == 0)
 		release(ts, tr);
@@ -239,7 +250,7 @@ void rp_track_close(struct rp_tracks *ts, uint32_t tr, uint64_t t, int why,
 	struct rp_track *k = &ts->t[tr];
 
 	while (k->depth > 0) {
-		pop(ts, k, t, c);
+		pop(ts, k, t, c, false);
 		if (why == RP_ANOM_KIND_COUNT)
 			c->truncated++;
 		else

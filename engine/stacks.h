@@ -66,29 +66,55 @@ struct rp_tracks {
 	uint32_t *free_slots, n_free;
 	uint32_t *index, mask;	/* (src, kind, id) -> slot; UINT32_MAX empty */
 	uint32_t live;		/* tracks in use */
+	uint32_t last;		/* the slot found last: tried first (a freed slot has
+				   kind 0 and a reused one its new key, so it needs no
+				   invalidation); < max(max, 1) */
 	uint32_t max_depth;
 	struct rp_stats *stats;
-	/* Every span pushed and popped (the streaming analyses); may be NULL. */
+	/* Every span pushed and popped (the analyses, the device analysis, the step
+	 * statistics and the flight recorder); may be NULL. on_close gets the track,
+	 * whose frames up to sp->depth are still in place (k->f[sp->depth] is the span
+	 * just popped), and @normal: the span is the top frame its END named (a thread
+	 * span, or an async span of that name and a non-zero span id), not one closed
+	 * as truncated nor at a track's end. One hook, so one call per span. */
 	void (*on_open)(void *ctx, uint32_t name, uint32_t depth, uint64_t t);
-	void (*on_close)(void *ctx, const struct rp_span_info *sp);
+	void (*on_close)(void *ctx, const struct rp_track *k, const struct rp_span_info *sp,
+			 bool normal);
 	void *hook_ctx;
-	/* export: every completed span with its track, for the flight recorder and
-	 * the step statistics (engine.c); may be NULL. */
-	void (*on_span)(void *ctx, const struct rp_track *k, uint32_t name, uint32_t depth,
-			uint64_t start, uint64_t end);
-	void *span_ctx;
 };
 
 int rp_tracks_init(struct rp_tracks *ts, uint32_t max_tracks, uint32_t max_depth,
 		   struct rp_stats *stats);
 void rp_tracks_free(struct rp_tracks *ts);
 
+uint32_t rp_tracks_get_slow(struct rp_tracks *ts, uint32_t src, uint8_t kind, uint64_t id,
+			    struct rp_counts *c);
+uint32_t rp_tracks_find_slow(struct rp_tracks *ts, uint32_t src, uint8_t kind, uint64_t id);
+
+/* The last slot found, if it is (src, kind, id) (kind is never 0). */
+static inline bool rp_tracks_is_last(const struct rp_tracks *ts, uint32_t src, uint8_t kind,
+				     uint64_t id)
+{
+	const struct rp_track *t = &ts->t[ts->last];
+
+	return t->id == id && t->kind == kind && t->src == src;
+}
+
 /** rp_tracks_get() - the track for (src, kind, id), made if new; RP_NONE at the cap. */
-uint32_t rp_tracks_get(struct rp_tracks *ts, uint32_t src, uint8_t kind, uint64_t id,
-		       struct rp_counts *c);
+static inline uint32_t rp_tracks_get(struct rp_tracks *ts, uint32_t src, uint8_t kind,
+				     uint64_t id, struct rp_counts *c)
+{
+	return rp_tracks_is_last(ts, src, kind, id) ? ts->last
+						     : rp_tracks_get_slow(ts, src, kind, id, c);
+}
 
 /** rp_tracks_find() - the track for (src, kind, id) if it exists, else RP_NONE. */
-uint32_t rp_tracks_find(const struct rp_tracks *ts, uint32_t src, uint8_t kind, uint64_t id);
+static inline uint32_t rp_tracks_find(struct rp_tracks *ts, uint32_t src, uint8_t kind,
+				      uint64_t id)
+{
+	return rp_tracks_is_last(ts, src, kind, id) ? ts->last
+						     : rp_tracks_find_slow(ts, src, kind, id);
+}
 
 void rp_track_begin(struct rp_tracks *ts, uint32_t tr, uint32_t name, uint64_t t,
 		    uint64_t span, struct rp_counts *c);

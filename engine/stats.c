@@ -17,13 +17,6 @@
 #include "names.h"
 #include "stats.h"
 
-static uint32_t mix(uint32_t a, uint32_t b)
-{
-	uint64_t k = ((uint64_t)a << 32 | b) * UINT64_C(0x9e3779b97f4a7c15);
-
-	return (uint32_t)(k >> 32);
-}
-
 static uint32_t *alloc_index(uint32_t cap, uint32_t *mask)
 {
 	uint32_t slots = 4;
@@ -71,7 +64,7 @@ void rp_stats_free(struct rp_stats *s)
 /* Finds (parent, name) or the empty slot where it would go. */
 static uint32_t *node_slot(struct rp_stats *s, uint32_t parent, uint32_t name)
 {
-	uint32_t i = mix(parent, name) & s->node_mask;
+	uint32_t i = rp_stats_mix(parent, name) & s->node_mask;
 
 	while (s->node_index[i] != UINT32_MAX) {
 		const struct rp_cct_node *n = &s->nodes[s->node_index[i]];
@@ -89,7 +82,7 @@ static uint32_t new_node(struct rp_stats *s, uint32_t *slot, uint32_t parent, ui
 	return s->n_nodes++;
 }
 
-uint32_t rp_stats_child(struct rp_stats *s, uint32_t parent, uint32_t name, bool *folded)
+uint32_t rp_stats_child_slow(struct rp_stats *s, uint32_t parent, uint32_t name, bool *folded)
 {
 	uint32_t *slot = node_slot(s, parent, name);
 
@@ -111,9 +104,9 @@ uint32_t rp_stats_child(struct rp_stats *s, uint32_t parent, uint32_t name, bool
 	return new_node(s, slot, parent, RP_NAMES_OTHER);
 }
 
-static struct rp_edge_stats *edge(struct rp_stats *s, uint32_t caller, uint32_t callee)
+struct rp_edge_stats *rp_stats_edge(struct rp_stats *s, uint32_t caller, uint32_t callee)
 {
-	uint32_t i = mix(caller, callee) & s->edge_mask;
+	uint32_t i = rp_stats_mix(caller, callee) & s->edge_mask;
 
 	while (s->edge_index[i] != UINT32_MAX) {
 		struct rp_edge_stats *e = &s->edges[s->edge_index[i]];
@@ -126,38 +119,4 @@ static struct rp_edge_stats *edge(struct rp_stats *s, uint32_t caller, uint32_t 
 	s->edge_index[i] = s->n_edges;
 	s->edges[s->n_edges] = (struct rp_edge_stats){ .caller = caller, .callee = callee };
 	return &s->edges[s->n_edges++];
-}
-
-bool rp_stats_add(struct rp_stats *s, const struct rp_call *c)
-{
-	struct rp_fn_stats *f = &s->fn[c->name];
-	struct rp_cct_node *n = &s->nodes[c->node];
-	struct rp_edge_stats *e;
-
-	if (f->calls == 0 || c->dur_ns < f->min_ns)
-		f->min_ns = c->dur_ns;
-	if (c->dur_ns > f->max_ns)
-		f->max_ns = c->dur_ns;
-	f->calls++;
-	f->self_ns += c->self_ns;
-	f->total_ns += c->dur_ns;
-	n->calls++;
-	n->self_ns += c->self_ns;
-	n->total_ns += c->dur_ns;
-	if (c->primitive) {
-		f->primitive_calls++;
-		f->cum_ns += c->dur_ns;
-	}
-	if (c->caller == RP_NONE)
-		return true;
-	e = edge(s, c->caller, c->name);
-	if (e == NULL)
-		return false;
-	e->calls++;
-	e->self_ns += c->self_ns;
-	if (c->primitive) {
-		e->primitive_calls++;
-		e->cum_ns += c->dur_ns;
-	}
-	return true;
 }

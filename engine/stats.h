@@ -58,12 +58,70 @@ void rp_stats_free(struct rp_stats *s);
  * rp_stats_child() - the CCT node for @name under @parent, created if new.
  * @folded: set when the cap folded it into the parent's "[other]" child.
  */
-uint32_t rp_stats_child(struct rp_stats *s, uint32_t parent, uint32_t name, bool *folded);
+uint32_t rp_stats_child_slow(struct rp_stats *s, uint32_t parent, uint32_t name, bool *folded);
+
+/* The hash of the CCT and edge indexes. */
+static inline uint32_t rp_stats_mix(uint32_t a, uint32_t b)
+{
+	uint64_t k = ((uint64_t)a << 32 | b) * UINT64_C(0x9e3779b97f4a7c15);
+
+	return (uint32_t)(k >> 32);
+}
+
+/* The child of CCT node @parent for @name: found at its home slot inline, else (a
+ * longer probe, a new node, the cap) in stats.c. */
+static inline uint32_t rp_stats_child(struct rp_stats *s, uint32_t parent, uint32_t name,
+				      bool *folded)
+{
+	uint32_t j = s->node_index[rp_stats_mix(parent, name) & s->node_mask];
+
+	if (j != UINT32_MAX && s->nodes[j].parent == parent && s->nodes[j].name == name) {
+		*folded = false;
+		return j;
+	}
+	return rp_stats_child_slow(s, parent, name, folded);
+}
 
 /**
  * rp_stats_add() - account one completed call.
  * @return false when its edge could not be recorded (edge cap).
  */
-bool rp_stats_add(struct rp_stats *s, const struct rp_call *c);
+/* The (caller, callee) edge, made if new; NULL at the cap. */
+struct rp_edge_stats *rp_stats_edge(struct rp_stats *s, uint32_t caller, uint32_t callee);
+
+/* A completed call; false if its edge hit the cap. Inline: once per span. */
+static inline bool rp_stats_add(struct rp_stats *s, const struct rp_call *c)
+{
+	struct rp_fn_stats *f = &s->fn[c->name];
+	struct rp_cct_node *n = &s->nodes[c->node];
+	struct rp_edge_stats *e;
+
+	if (f->calls == 0 || c->dur_ns < f->min_ns)
+		f->min_ns = c->dur_ns;
+	if (c->dur_ns > f->max_ns)
+		f->max_ns = c->dur_ns;
+	f->calls++;
+	f->self_ns += c->self_ns;
+	f->total_ns += c->dur_ns;
+	n->calls++;
+	n->self_ns += c->self_ns;
+	n->total_ns += c->dur_ns;
+	if (c->primitive) {
+		f->primitive_calls++;
+		f->cum_ns += c->dur_ns;
+	}
+	if (c->caller == RP_NONE)
+		return true;
+	e = rp_stats_edge(s, c->caller, c->name);
+	if (e == NULL)
+		return false;
+	e->calls++;
+	e->self_ns += c->self_ns;
+	if (c->primitive) {
+		e->primitive_calls++;
+		e->cum_ns += c->dur_ns;
+	}
+	return true;
+}
 
 #endif

@@ -11,7 +11,7 @@
 #include "steps.h"
 
 #define CLS_UNDECIDED 0
-#define CLS_NOT_STEP  1
+#define CLS_NOT_STEP  RP_STEPS_NOT_STEP
 #define CLS_PHASE0    2
 
 int rp_steps_init(struct rp_steps *s, const struct rp_names *names, uint32_t max_names,
@@ -107,7 +107,7 @@ static uint16_t classify(struct rp_steps *s, uint32_t name)
 	return s->cls[name] = (uint16_t)(CLS_PHASE0 + p);
 }
 
-uint64_t rp_steps_span(struct rp_steps *s, uint32_t name, uint64_t dur_ns)
+uint64_t rp_steps_span_slow(struct rp_steps *s, uint32_t name, uint64_t dur_ns)
 {
 	uint16_t c;
 	struct rp_step_phase *ph;

@@ -33,6 +33,7 @@
 
 #define RP_STEPS_MAX_PHASES 64
 #define RP_STEPS_OTHER	    "[other]"
+#define RP_STEPS_NOT_STEP   1 /* cls[] of a name that is not a step */
 
 struct rp_step_phase {
 	char *name;
@@ -68,7 +69,16 @@ void rp_steps_fini(struct rp_steps *s);
  * rp_steps_span() - a completed span of @name lasting @dur_ns.
  * @return its step ordinal + 1, or 0 if it is not a step.
  */
-uint64_t rp_steps_span(struct rp_steps *s, uint32_t name, uint64_t dur_ns);
+uint64_t rp_steps_span_slow(struct rp_steps *s, uint32_t name, uint64_t dur_ns);
+
+/* A completed span of @name: its step ordinal + 1, or 0 if it is not a step. A name
+ * known not to be a step (cls 1) is answered inline. */
+static inline uint64_t rp_steps_span(struct rp_steps *s, uint32_t name, uint64_t dur_ns)
+{
+	if (name < s->max_names && s->cls[name] == RP_STEPS_NOT_STEP)
+		return 0;
+	return rp_steps_span_slow(s, name, dur_ns);
+}
 
 /**
  * rp_steps_phase_of() - the phase of a step named @name of @category, written to

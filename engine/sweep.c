@@ -77,13 +77,29 @@ int rp_sweep_init(struct rp_sweep *s, uint32_t max_level, uint32_t history)
 	s->n_alloc = max_level + 1 < LEVELS_FIRST ? max_level + 1 : LEVELS_FIRST;
 	s->ns = calloc(s->n_alloc, sizeof(*s->ns));
 	s->hist_cap = history;
-	s->hist_t = malloc((size_t)history * sizeof(*s->hist_t));
-	s->hist_level = malloc((size_t)history * sizeof(*s->hist_level));
-	if (!s->ns || !s->hist_t || !s->hist_level) {
+	if (history > 0) {
+		s->hist_t = malloc((size_t)history * sizeof(*s->hist_t));
+		s->hist_level = malloc((size_t)history * sizeof(*s->hist_level));
+	}
+	if (!s->ns || (history > 0 && (!s->hist_t || !s->hist_level))) {
 		rp_sweep_fini(s);
 		return -ENOMEM;
 	}
 	return 0;
+}
+
+int rp_sweep_init_levels(struct rp_sweep *s, uint32_t max_level)
+{
+	int err = rp_sweep_init(s, max_level, 1);
+
+	if (err == 0) { /* no change point is ever pushed nor looked up */
+		free(s->hist_t);
+		free(s->hist_level);
+		s->hist_t = NULL;
+		s->hist_level = NULL;
+		s->hist_cap = 0;
+	}
+	return err;
 }
 
 void rp_sweep_fini(struct rp_sweep *s)
@@ -153,19 +169,23 @@ static inline uint32_t hist_index(const struct rp_sweep *s, uint64_t k)
 	return (uint32_t)(i >= s->hist_cap ? i - s->hist_cap : i);
 }
 
+/* The same push as rp_sweep_step_()'s; none without a history. */
 static void hist_push(struct rp_sweep *s, uint64_t t, uint32_t level)
 {
-	uint32_t i;
+	uint32_t i = s->hist_tail;
 
-	if (s->hist_n == s->hist_cap) {
-		s->hist_head = hist_index(s, 1);
-		s->hist_n--;
-		s->hist_evicted++;
-	}
-	i = hist_index(s, s->hist_n);
+	if (s->hist_cap == 0)
+		return;
 	s->hist_t[i] = t;
 	s->hist_level[i] = level;
-	s->hist_n++;
+	i = i + 1 == s->hist_cap ? 0 : i + 1;
+	s->hist_tail = i;
+	if (s->hist_n == s->hist_cap) {
+		s->hist_head = i;
+		s->hist_evicted++;
+	} else {
+		s->hist_n++;
+	}
 }
 
 /* Every event at last_t is in: fix the level of [last_t, ...) and record it. */
@@ -182,7 +202,7 @@ static void settle(struct rp_sweep *s)
 }
 
 /* Move to @t; an earlier @t is taken as last_t. */
-static void advance(struct rp_sweep *s, uint64_t t)
+void rp_sweep_advance_slow(struct rp_sweep *s, uint64_t t)
 {
 	if (t < s->last_t) {
 		s->backwards++;
@@ -196,26 +216,12 @@ static void advance(struct rp_sweep *s, uint64_t t)
 	else
 		s->first_t = t; /* only stray closes so far: nothing observed yet */
 	s->last_t = t;
-}
-
-void rp_sweep_open(struct rp_sweep *s, uint64_t t)
-{
-	advance(s, t);
-	s->opened = true;
-	if (s->level < INT64_MAX)
-		s->level++;
-}
-
-void rp_sweep_close(struct rp_sweep *s, uint64_t t)
-{
-	advance(s, t);
-	if (s->level > INT64_MIN + 1)
-		s->level--;
+	s->n_fast = s->opened ? s->n_alloc : 0; /* opened or grown since */
 }
 
 void rp_sweep_accrue(struct rp_sweep *s, uint64_t t)
 {
-	advance(s, t);
+	rp_sweep_step_(s, t);
 }
 
 uint32_t rp_sweep_level(const struct rp_sweep *s)
@@ -330,7 +336,7 @@ static int64_t hist_find(const struct rp_sweep *s, uint64_t t)
 	return lo;
 }
 
-int rp_sweep_level_at(struct rp_sweep *s, uint64_t t, uint32_t *level)
+int rp_sweep_level_at_slow(struct rp_sweep *s, uint64_t t, uint32_t *level)
 {
 	int64_t k;
 
@@ -339,7 +345,7 @@ int rp_sweep_level_at(struct rp_sweep *s, uint64_t t, uint32_t *level)
 		return 1;
 	}
 	k = hist_find(s, t);
-	if (k < 0 && s->hist_evicted > 0) {
+	if (k < 0 && (s->hist_evicted > 0 || s->hist_cap == 0)) {
 		s->hist_misses++;
 		return -ENOENT;
 	}

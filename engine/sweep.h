@@ -20,10 +20,14 @@
  *  - The level at t is that of the segment [start, end) with start <= t < end; 0
  *    before the first open and after the last close.
  *
- * Memory: the struct (144 bytes), (max_level + 1) x 8 bytes at most for the level
+ * Memory: the struct (152 bytes), (max_level + 1) x 8 bytes at most for the level
  * array (grown on demand, 16 entries at first) and history x 12 bytes for the change
  * points, allocated by the sweep; after init, memory is allocated only when the level
  * array grows, never per event.
+ *
+ * Cost: open and close are inline; an event at a new time, below the level array's
+ * end, is an array add and, when the level changed, a history push (none for a sweep
+ * made by rp_sweep_init_levels()).
  */
 #ifndef RP_ENGINE_SWEEP_H
 #define RP_ENGINE_SWEEP_H
@@ -48,6 +52,9 @@ struct rp_sweep {
 	uint64_t *hist_t;
 	uint32_t *hist_level;
 	uint32_t hist_cap, hist_head, hist_n;
+	uint32_t hist_tail; /* the slot the next change point goes to */
+	uint32_t n_fast;    /* n_alloc once opened, else 0: the levels the inline
+			       step takes (sweep.c keeps it up to date) */
 	bool opened; /* an open was fed: the observed range has started */
 
 	uint64_t over_cap_ns;  /* time at levels > max_level (inside ns[max_level]) */
@@ -68,16 +75,71 @@ struct rp_sweep {
  */
 int rp_sweep_init(struct rp_sweep *s, uint32_t max_level, uint32_t history);
 
+/*
+ * rp_sweep_init_levels() - a sweep that keeps no history: the same levels, but
+ * rp_sweep_level_at() answers only at or after last_t (-ENOENT before, counted in
+ * hist_misses). For sweeps that are never asked for a midpoint. 0, -EINVAL, -ENOMEM.
+ */
+int rp_sweep_init_levels(struct rp_sweep *s, uint32_t max_level);
+
 /* Frees what init allocated; accepts a zeroed or already finished sweep. */
 void rp_sweep_fini(struct rp_sweep *s);
+
+/* Everything but the common case of rp_sweep_step_() (sweep.c). */
+void rp_sweep_advance_slow(struct rp_sweep *s, uint64_t t);
+
+/*
+ * Move the sweep to @t (see sweep.c for the invariants). The common case inline: a
+ * later time, an opened sweep, a settled level that is not negative and has its
+ * entry in ns[]; the time since last_t is at the level of [last_t, t), which becomes
+ * a change point if it differs from the one before.
+ */
+static inline void rp_sweep_step_(struct rp_sweep *s, uint64_t t)
+{
+	int64_t l = s->level;
+
+	/* (uint64_t)l < n_fast: opened, and 0 <= l < n_alloc */
+	if (__builtin_expect(t > s->last_t && (uint64_t)l < s->n_fast, 1)) {
+		/* level_before only decides pushes: a sweep without history skips it */
+		if (s->hist_cap != 0 && l != s->level_before) {
+			uint32_t i = s->hist_tail; /* push (last_t, l); l < n_alloc fits */
+
+			s->level_before = l;
+			s->hist_t[i] = s->last_t;
+			s->hist_level[i] = (uint32_t)l;
+			i = i + 1 == s->hist_cap ? 0 : i + 1;
+			s->hist_tail = i;
+			if (s->hist_n == s->hist_cap) {
+				s->hist_head = i;
+				s->hist_evicted++;
+			} else {
+				s->hist_n++;
+			}
+		}
+		s->ns[l] += t - s->last_t;
+		s->last_t = t;
+	} else if (t != s->last_t) {
+		rp_sweep_advance_slow(s, t);
+	}
+}
 
 /*
  * A span opens or closes at @t (ns). Times must not decrease: an earlier @t is taken
  * at last_t and counted in backwards. A close that leaves the level negative once
  * every event of its timestamp is in is counted in unmatched and ignored.
  */
-void rp_sweep_open(struct rp_sweep *s, uint64_t t);
-void rp_sweep_close(struct rp_sweep *s, uint64_t t);
+static inline void rp_sweep_open(struct rp_sweep *s, uint64_t t)
+{
+	rp_sweep_step_(s, t);
+	s->opened = true;
+	s->level++; /* one per event: 2^63 of them cannot come */
+}
+
+static inline void rp_sweep_close(struct rp_sweep *s, uint64_t t)
+{
+	rp_sweep_step_(s, t);
+	s->level--;
+}
 
 /*
  * rp_sweep_accrue() - account the time up to @t at the current level, for reports
@@ -131,7 +193,22 @@ uint64_t rp_sweep_unmatched(const struct rp_sweep *s);
  *	-ENOENT: @t is before the oldest change point kept and older ones were
  *	dropped (counted in hist_misses).
  */
-int rp_sweep_level_at(struct rp_sweep *s, uint64_t t, uint32_t *level);
+int rp_sweep_level_at_slow(struct rp_sweep *s, uint64_t t, uint32_t *level);
+
+static inline int rp_sweep_level_at(struct rp_sweep *s, uint64_t t, uint32_t *level)
+{
+	/* A span just closed has its midpoint mostly after the newest change point
+	   (a leaf: the point its open made): answered here, the rest in sweep.c. */
+	if (t < s->last_t && s->hist_n > 0) {
+		uint32_t i = (s->hist_tail ? s->hist_tail : s->hist_cap) - 1;
+
+		if (s->hist_t[i] <= t) {
+			*level = s->hist_level[i];
+			return 0;
+		}
+	}
+	return rp_sweep_level_at_slow(s, t, level);
+}
 
 /*
  * Percentile and maximum of a level array as rp_sweep_levels() gives it, by the same

@@ -692,6 +692,63 @@ static void test_sweep_unmatched_and_backwards(void **state)
 	rp_sweep_fini(&sw);
 }
 
+/* A sweep without history keeps the same levels and counters as one with; it
+ * answers midpoints only at or after last_t. Random opens, closes (some stray),
+ * equal and backward times, levels past the cap. */
+static void test_sweep_levels_only_matches(void **state)
+{
+	(void)state;
+	rng = 7;
+	for (int round = 0; round < 200; round++) {
+		struct rp_sweep h, o;
+		uint64_t t = below(3);
+		uint32_t cap = 1 + (uint32_t)below(40), la, lb;
+
+		assert_int_equal(rp_sweep_init(&h, cap, 1 + (uint32_t)below(4)), 0);
+		assert_int_equal(rp_sweep_init_levels(&o, cap), 0);
+		assert_int_equal(o.hist_cap, 0);
+		for (int i = 0; i < 400; i++) {
+			uint64_t r = below(100);
+
+			t += r < 30 ? 0 : r < 95 ? below(50) : 0;
+			if (r >= 95 && t > 10)
+				t -= below(10); /* backwards */
+			if (below(2)) {
+				rp_sweep_open(&h, t);
+				rp_sweep_open(&o, t);
+			} else {
+				rp_sweep_close(&h, t);
+				rp_sweep_close(&o, t);
+			}
+			if (below(10) == 0) {
+				rp_sweep_accrue(&h, t + 5);
+				rp_sweep_accrue(&o, t + 5);
+			}
+			assert_int_equal(rp_sweep_level_at(&o, o.last_t, &la), 1);
+			assert_int_equal(rp_sweep_level_at(&h, h.last_t, &lb), 1);
+			assert_int_equal(la, lb);
+			if (o.last_t > 0)
+				assert_int_equal(rp_sweep_level_at(&o, o.last_t - 1, &la), -ENOENT);
+		}
+		assert_int_equal(o.n_alloc, h.n_alloc);
+		for (uint32_t c = 0; c < o.n_alloc; c++)
+			assert_int_equal(o.ns[c], h.ns[c]);
+		assert_int_equal(o.level, h.level);
+		assert_int_equal(o.first_t, h.first_t);
+		assert_int_equal(o.last_t, h.last_t);
+		assert_int_equal(o.over_cap_ns, h.over_cap_ns);
+		assert_int_equal(o.excess_hi, h.excess_hi);
+		assert_int_equal(o.excess_lo, h.excess_lo);
+		assert_int_equal(o.unmatched, h.unmatched);
+		assert_int_equal(o.backwards, h.backwards);
+		assert_true(rp_sweep_mean(&o) == rp_sweep_mean(&h));
+		assert_int_equal(o.hist_n, 0);
+		assert_int_equal(o.hist_evicted, 0);
+		rp_sweep_fini(&h);
+		rp_sweep_fini(&o);
+	}
+}
+
 /* Levels past the cap count at it; the mean stays exact, with a 128-bit area. */
 static void test_sweep_cap_and_large_times(void **state)
 {
@@ -1056,6 +1113,7 @@ int main(void)
 		cmocka_unit_test(test_sweep_open_and_close_at_same_time),
 		cmocka_unit_test(test_sweep_unmatched_and_backwards),
 		cmocka_unit_test(test_sweep_cap_and_large_times),
+		cmocka_unit_test(test_sweep_levels_only_matches),
 		cmocka_unit_test(test_sweep_percentile_rule_exact),
 		cmocka_unit_test(test_sweep_random_small_traces_match_oracle),
 		cmocka_unit_test(test_sweep_large_trace_matches_oracle),
