@@ -295,7 +295,9 @@ void rp_device_span(struct rp_device *d, const struct rp_names *names,
 	uint64_t corr = 0;
 
 	if (!d->armed) { /* no device work yet: keep nothing (live, no GPU) */
-		if (!(name_class(d, names, f->name) & CLS_DEVCAT)) {
+		if (names->n > d->n_cls && d->n_cls < d->max_names)
+			classify_new(d, names);
+		if (!(name_class(d, f->name) & CLS_DEVCAT)) {
 			d->spans_unarmed++;
 			return;
 		}
