@@ -10,7 +10,8 @@
  * "max_queue_depth", "points_total", "points": [[t_ns, depth]...], "idle_total",
  * "idle": [[start_ns, end_ns]...], "phases_total", "phases": [[start_ns, end_ns]...],
  * "candidates", "ranked": [{"name", "start_ns", "dur_ns", "self_ns", "idle_ns",
- * "idle_fraction", "score", "queue_depth", "phase", "source", "source_file",
+ * "idle_fraction", "score", "queue_depth", "phase" (null after a merge of several
+ * inputs), "source", "source_file",
  * "source_line"}...], "spans_dropped", "events_dropped", "links_dropped",
  * "links_orphan"}.
  */
@@ -88,9 +89,14 @@ void rp_render_device_json(const struct rp_report *r, FILE *out)
 		fprintf(out,
 			",\"start_ns\":%" PRIu64 ",\"dur_ns\":%" PRIu64 ",\"self_ns\":%" PRId64
 			",\"idle_ns\":%" PRIu64 ",\"idle_fraction\":%.17g,\"score\":%.17g"
-			",\"queue_depth\":%" PRIu32 ",\"phase\":%" PRIu32 ",\"source\":",
+			",\"queue_depth\":%" PRIu32 ",\"phase\":",
 			s->start_ns, s->dur_ns, s->self_ns, s->idle_ns, fin(s->idle_fraction),
-			fin(s->score), s->queue_depth, s->phase);
+			fin(s->score), s->queue_depth);
+		if (s->phase == RP_NONE) /* merged from several inputs: no common phases */
+			fputs("null", out);
+		else
+			fprintf(out, "%" PRIu32, s->phase);
+		fputs(",\"source\":", out);
 		put_str(out, s->source);
 		fputs(",\"source_file\":", out);
 		put_str(out, s->source_file);
