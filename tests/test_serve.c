@@ -275,7 +275,7 @@ static int setup(void **state)
 	if (engine == 0) {
 		execl(bin, "ringprof", "run", "--session", session, "--snapshot-dir", dir,
 		      "--quiet", "--prometheus", addr, "--max-clients", "4", "--client-idle-ms",
-		      "400", use_poll ? "--poll" : "--quiet", (char *)NULL);
+		      "400", "--step-name", "beta", use_poll ? "--poll" : "--quiet", (char *)NULL);
 		_exit(127);
 	}
 	for (end = now_ms() + 10000; stat(sock_path, &st) != 0; sleep_ms(20))
@@ -547,6 +547,9 @@ static void test_serve_top_once(void **state)
 	assert_true(strstr(out, "  beta [B]") < strstr(out, "  alpha [A]"));
 	snprintf(line, sizeof(line), "\n%10u ", n_alpha);
 	assert_true(strstr(out, line) < strstr(out, "  alpha [A]"));
+	/* beta is a step (--step-name beta), of phase B (its category): all its calls */
+	snprintf(line, sizeof(line), "\nsteps %-10s n %-8u p50", "B", n_beta);
+	assert_non_null(strstr(out, line));
 	rp_report_free(&r);
 	/* No engine: one line and exit 1. */
 	snprintf(cmd, sizeof(cmd), "%s top --session %s --dir /nonexistent --once 2>&1", bin,

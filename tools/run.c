@@ -366,7 +366,9 @@ static const char usage[] =
 	"                    summaries in /metrics (default: all time)\n"
 	"  --max-clients N   live connections at once (default 16)\n"
 	"  --client-idle-ms N  close a connection that makes no progress for N ms\n"
-	"                    (default 10000)\n" RP_CLI_CAP_USAGE
+	"                    (default 10000)\n"
+	"  --step-category C spans of category C are steps (default \"step\"; \"\": none)\n"
+	"  --step-name P     spans whose name starts with P are steps too\n" RP_CLI_CAP_USAGE
 	"SIGUSR1 writes a snapshot (or: ringprof snapshot); SIGINT/SIGTERM a final one.\n";
 
 static int parse(int argc, char **argv, struct daemon *d, struct rp_engine_cfg *cfg,
@@ -388,6 +390,7 @@ static int parse(int argc, char **argv, struct daemon *d, struct rp_engine_cfg *
 		{ "max-clients", 1, NULL, 'M' }, { "client-idle-ms", 1, NULL, 'I' },
 		{ "recorder-spans", 1, NULL, 'c' }, { "recorder-samples", 1, NULL, 'c' },
 		{ "device-spans", 1, NULL, 'c' },   { "device-events", 1, NULL, 'c' }, /* export */
+		{ "step-category", 1, NULL, 'S' }, { "step-name", 1, NULL, 'X' },
 		{ NULL, 0, NULL, 0 }
 	};
 	const char *session = NULL;
@@ -400,6 +403,8 @@ static int parse(int argc, char **argv, struct daemon *d, struct rp_engine_cfg *
 		case 't': d->tick_ns = strtoull(optarg, NULL, 10) * 1000000u; break;
 		case 'D': d->delay_ns = strtoull(optarg, NULL, 10) * 1000000u; break;
 		case 'p': *force_poll = true; break;
+		case 'S': cfg->step_category = optarg; break;
+		case 'X': cfg->step_name = optarg; break;
 		case 'q': d->quiet = true; break;
 		case 'N': d->sock_path[0] = '-'; break;
 		case 'P': d->srv_opts.http_addr = optarg; break;

@@ -343,6 +343,27 @@ static void bottlenecks(const struct top *t, FILE *out, unsigned room)
 	}
 }
 
+/* Step statistics by phase (all time), when the report has steps: one line each. */
+static void steps(const struct top *t, FILE *out, unsigned room)
+{
+	const struct rp_report *r = &t->cur;
+
+	for (uint32_t i = 0; i < r->n_steps && i < room; i++) {
+		const struct rp_report_step_phase *p = &r->steps[i];
+
+		fprintf(out, "%ssteps %-10s n %-8" PRIu64 " p50", i ? "" : "\n",
+			p->name && p->name[0] ? p->name : "(none)", p->count);
+		ms(out, p->p50_ns, 10);
+		fputs(" p95", out);
+		ms(out, p->p95_ns, 10);
+		fputs(" p99", out);
+		ms(out, p->p99_ns, 10);
+		fputs(" max", out);
+		ms(out, p->max_ns, 10);
+		fputs(" ms\n", out);
+	}
+}
+
 /* The whole frame as text: @rows of screen (0: no limit), @width columns. */
 static void frame(const struct top *t, FILE *out, unsigned rows, int width)
 {
@@ -353,6 +374,7 @@ static void frame(const struct top *t, FILE *out, unsigned rows, int width)
 	fputc('\n', out);
 	table(t, out, rows ? limit : 25, width);
 	bottlenecks(t, out, rows ? 8 : 12);
+	steps(t, out, rows ? 3 : 16);
 }
 
 /* --- the screen --- */
