@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "render_export.h"
+#include "render_priv.h"
 
 static void put_us(FILE *out, const char *key, uint64_t ns)
 {
@@ -26,7 +27,7 @@ static void put_meta(FILE *out, const char *what, uint32_t pid, uint32_t tid, co
 		",\n{\"ph\":\"M\",\"name\":\"%s\",\"pid\":%u,\"tid\":%u,\"args\":{\"name\":", what,
 		pid, tid);
 	if (name2 == NULL) {
-		rp_export_json_str(out, name);
+		rp_render_json_str(out, name);
 	} else { /* "pid <pid text> (<source file>)" or "<pid text> (<source file>)" */
 		const char *base = strrchr(name, '/');
 		char buf[1200];
@@ -34,7 +35,7 @@ static void put_meta(FILE *out, const char *what, uint32_t pid, uint32_t tid, co
 
 		snprintf(buf, sizeof(buf), "%s%s (%s)", num ? "pid " : "", name2,
 			 base ? base + 1 : name);
-		rp_export_json_str(out, buf);
+		rp_render_json_str(out, buf);
 	}
 	fputs("}}", out);
 }
@@ -101,9 +102,9 @@ static void put_span(const struct rp_report *r, const struct rp_export_map *m,
 	const struct rp_report_fn *f = &r->fns[s->fn];
 
 	fputs(",\n{\"ph\":\"X\",\"name\":", out);
-	rp_export_json_str(out, f->name);
+	rp_render_json_str(out, f->name);
 	fputs(",\"cat\":", out);
-	rp_export_json_str(out, f->category);
+	rp_render_json_str(out, f->category);
 	fprintf(out, ",\"pid\":%u,\"tid\":%u", m->t[s->track].pid, m->t[s->track].tid);
 	put_us(out, "ts", s->start_ns);
 	put_us(out, "dur", s->dur_ns);
@@ -124,7 +125,7 @@ static void put_samples(const struct rp_report *r, const struct rp_export_map *m
 		    c->track >= rec->n_tracks)
 			continue;
 		fputs(",\n{\"ph\":\"C\",\"name\":", out);
-		rp_export_json_str(out, rec->names[c->name]);
+		rp_render_json_str(out, rec->names[c->name]);
 		fprintf(out, ",\"pid\":%u,\"tid\":%u", m->t[c->track].pid, m->t[c->track].tid);
 		put_us(out, "ts", c->ts_ns);
 		fprintf(out, ",\"args\":{\"value\":%" PRId64 "}}", c->value);

@@ -21,29 +21,6 @@
 
 #include "render_priv.h"
 
-/* A JSON string: the printable ASCII as is, everything else escaped or replaced. */
-static void put_str(FILE *out, const char *s)
-{
-	bool valid;
-	size_t n;
-
-	fputc('"', out);
-	for (; s && *s; s += n) {
-		unsigned char c = (unsigned char)*s;
-
-		n = rp_render_utf8_next(s, &valid);
-		if (!valid)
-			fputs("\xef\xbf\xbd", out);
-		else if (c == '"' || c == '\\')
-			fprintf(out, "\\%c", c);
-		else if (c < 0x20 || c == 0x7f)
-			fprintf(out, "\\u%04x", c);
-		else
-			fwrite(s, 1, n, out);
-	}
-	fputc('"', out);
-}
-
 static void put_ivals(FILE *out, const char *key, const struct rp_report_dev_interval *v,
 		      uint32_t n)
 {
@@ -85,7 +62,7 @@ void rp_render_device_json(const struct rp_report *r, FILE *out)
 		const struct rp_report_dev_span *s = &d->ranked[i];
 
 		fputs(i ? ",\n      {\"name\":" : "\n      {\"name\":", out);
-		put_str(out, s->name);
+		rp_render_json_str(out, s->name);
 		fprintf(out,
 			",\"start_ns\":%" PRIu64 ",\"dur_ns\":%" PRIu64 ",\"self_ns\":%" PRId64
 			",\"idle_ns\":%" PRIu64 ",\"idle_fraction\":%.17g,\"score\":%.17g"
@@ -97,9 +74,9 @@ void rp_render_device_json(const struct rp_report *r, FILE *out)
 		else
 			fprintf(out, "%" PRIu32, s->phase);
 		fputs(",\"source\":", out);
-		put_str(out, s->source);
+		rp_render_json_str(out, s->source);
 		fputs(",\"source_file\":", out);
-		put_str(out, s->source_file);
+		rp_render_json_str(out, s->source_file);
 		fprintf(out, ",\"source_line\":%" PRIu32 "}", s->source_line);
 	}
 	fprintf(out,

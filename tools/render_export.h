@@ -91,7 +91,4 @@ int rp_render_gantt(const struct rp_report *r, FILE *out, const struct rp_export
 void rp_render_steps_json(const struct rp_report *r, FILE *out);
 void rp_render_steps_text(const struct rp_report *r, FILE *out);
 
-/* A JSON string (quotes included); invalid UTF-8 becomes U+FFFD. */
-void rp_export_json_str(FILE *out, const char *s);
-
 #endif

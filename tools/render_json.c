@@ -121,8 +121,7 @@ size_t rp_render_utf8_next(const char *s, bool *valid)
 	return need + 1;
 }
 
-/* A JSON string; NULL is written as "". */
-static void put_str(FILE *out, const char *s)
+void rp_render_json_str(FILE *out, const char *s)
 {
 	static const char hex[] = "0123456789abcdef";
 	bool valid;
@@ -198,7 +197,7 @@ static void put_flags(FILE *out, uint32_t flags)
 static void put_source(FILE *out, const struct rp_report_source *s)
 {
 	put_key(out, "{", "name");
-	put_str(out, s->name);
+	rp_render_json_str(out, s->name);
 	fprintf(out, ",\"pid\":%" PRId32 ",\"flags\":", s->pid);
 	put_flags(out, s->flags);
 	put_u64(out, ",", "events", s->events);
@@ -214,11 +213,11 @@ static void put_source(FILE *out, const struct rp_report_source *s)
 static void put_fn(FILE *out, const struct rp_report_fn *f)
 {
 	put_key(out, "{", "name");
-	put_str(out, f->name);
+	rp_render_json_str(out, f->name);
 	put_key(out, ",", "category");
-	put_str(out, f->category);
+	rp_render_json_str(out, f->category);
 	put_key(out, ",", "file");
-	put_str(out, f->file);
+	rp_render_json_str(out, f->file);
 	put_u64(out, ",", "line", f->line);
 	put_u64(out, ",", "calls", f->calls);
 	put_u64(out, ",", "primitive_calls", f->primitive_calls);
@@ -244,7 +243,7 @@ static void put_conc(FILE *out, const char *sep, const char *key,
 		     const struct rp_report_conc *c)
 {
 	fputs(sep, out);
-	put_str(out, key);
+	rp_render_json_str(out, key);
 	fprintf(out,
 		":{\"p50\":%" PRIu32 ",\"p90\":%" PRIu32 ",\"p95\":%" PRIu32 ",\"p99\":%" PRIu32
 		",\"max\":%" PRIu32 ",\"mean\":%" PRIu64 ".%03" PRIu64 ",\"observed_ns\":%" PRIu64
@@ -272,9 +271,9 @@ static void put_concurrency(FILE *out, const struct rp_report *r)
 static void put_edge(FILE *out, const struct rp_report *r, const struct rp_report_edge *e)
 {
 	put_key(out, "{", "caller");
-	put_str(out, r->fns[e->caller].name);
+	rp_render_json_str(out, r->fns[e->caller].name);
 	put_key(out, ",", "callee");
-	put_str(out, r->fns[e->callee].name);
+	rp_render_json_str(out, r->fns[e->callee].name);
 	put_u64(out, ",", "calls", e->calls);
 	put_u64(out, ",", "primitive_calls", e->primitive_calls);
 	put_u64(out, ",", "self_ns", e->self_ns);
@@ -292,7 +291,7 @@ static void put_totals(FILE *out, const struct rp_report *r)
 	put_key(out, ",\n  ", "time_range_ns");
 	fprintf(out, "[%" PRIu64 ",%" PRIu64 "]", r->t_first, r->t_last);
 	put_key(out, ",\n  ", "clock");
-	put_str(out, r->clock);
+	rp_render_json_str(out, r->clock);
 	put_caps(out, &r->caps);
 	put_concurrency(out, r);
 }
@@ -406,9 +405,9 @@ static void put_fn_ref(FILE *out, const char *sep, const struct rp_report *r, ui
 	const struct rp_report_fn *f = rp_render_fn_at(r, fn);
 
 	put_key(out, sep, "name");
-	put_str(out, f ? f->name : "?");
+	rp_render_json_str(out, f ? f->name : "?");
 	put_key(out, ",", "category");
-	put_str(out, f ? f->category : "?");
+	rp_render_json_str(out, f ? f->category : "?");
 }
 
 /* One bottleneck list, its keys at indent @ind. */
@@ -430,7 +429,7 @@ static void put_span(FILE *out, const struct rp_report *r, const struct rp_repor
 {
 	put_fn_ref(out, "{", r, s->fn);
 	put_key(out, ",", "source");
-	put_str(out, s->source < r->n_sources ? r->sources[s->source].name : "?");
+	rp_render_json_str(out, s->source < r->n_sources ? r->sources[s->source].name : "?");
 	put_u64(out, ",", "track", s->track);
 	put_u64(out, ",", "span_id", s->span_id);
 	put_u64(out, ",", "start_ns", s->start_ns);
@@ -490,7 +489,7 @@ static int put_window(FILE *out, const struct rp_report *r, const struct rp_repo
 	if (order == NULL)
 		return -ENOMEM;
 	put_key(out, "{", "name");
-	put_str(out, w->name);
+	rp_render_json_str(out, w->name);
 	put_u64(out, ",", "length_ns", w->length_ns);
 	put_u64(out, ",", "subwindows", w->subwindows);
 	put_u64(out, ",", "t_from", w->t_from);
@@ -516,7 +515,7 @@ static int put_window(FILE *out, const struct rp_report *r, const struct rp_repo
 
 static void put_cat(FILE *out, const struct rp_report_cat *c)
 {
-	put_str(out, c->name);
+	rp_render_json_str(out, c->name);
 	put_u64(out, ":{", "calls", c->calls);
 	put_u64(out, ",", "self_ns", c->self_ns);
 	put_u64(out, ",", "total_ns", c->total_ns);
@@ -530,9 +529,9 @@ static void put_cat(FILE *out, const struct rp_report_cat *c)
 static void put_counter(FILE *out, const struct rp_report_counter *c)
 {
 	put_key(out, "{", "name");
-	put_str(out, c->name);
+	rp_render_json_str(out, c->name);
 	put_key(out, ",", "category");
-	put_str(out, c->category);
+	rp_render_json_str(out, c->category);
 	put_u64(out, ",", "samples", c->samples);
 	fprintf(out, ",\"last\":%" PRId64 ",\"min\":%" PRId64 ",\"max\":%" PRId64, c->last,
 		c->min, c->max);

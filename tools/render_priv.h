@@ -23,6 +23,13 @@
 size_t rp_render_utf8_next(const char *s, bool *valid);
 
 /*
+ * rp_render_json_str() - @s as a JSON string, quotes included (render_json.c): '"' and
+ * '\\' escaped, control characters as \u00XX, ill-formed UTF-8 as U+FFFD, the rest as
+ * is; NULL is written as "".
+ */
+void rp_render_json_str(FILE *out, const char *s);
+
+/*
  * rp_render_fn_order() - r->fns in display order: cum desc, self desc, then name,
  * category, file, line (render_text.c).
  * Return: a malloc'ed array of r->n_fns pointers into r->fns (the caller frees it),

@@ -12,29 +12,6 @@
 #include "render_export.h"
 #include "render_priv.h"
 
-void rp_export_json_str(FILE *out, const char *s)
-{
-	static const char hex[] = "0123456789abcdef";
-	bool valid;
-	size_t n;
-
-	fputc('"', out);
-	for (; s && *s; s += n) {
-		unsigned char c = (unsigned char)*s;
-
-		n = rp_render_utf8_next(s, &valid);
-		if (!valid)
-			fputs("\xef\xbf\xbd", out);
-		else if (c == '"' || c == '\\')
-			fprintf(out, "\\%c", c);
-		else if (c < 0x20 || c == 0x7f)
-			fprintf(out, "\\u00%c%c", hex[c >> 4], hex[c & 15]);
-		else
-			fwrite(s, 1, n, out);
-	}
-	fputc('"', out);
-}
-
 static uint64_t mean_ns(const struct rp_report_step_phase *p)
 {
 	return p->count ? (p->total_ns + p->count / 2) / p->count : 0;
@@ -49,7 +26,7 @@ void rp_render_steps_json(const struct rp_report *r, FILE *out)
 		const struct rp_report_step_phase *p = &r->steps[i];
 
 		fputs(i ? ",\n    {\"phase\":" : "\n    {\"phase\":", out);
-		rp_export_json_str(out, p->name);
+		rp_render_json_str(out, p->name);
 		fprintf(out,
 			",\"count\":%" PRIu64 ",\"total_ns\":%" PRIu64 ",\"mean_ns\":%" PRIu64
 			",\"min_ns\":%" PRIu64 ",\"max_ns\":%" PRIu64 ",\"p50_ns\":%" PRIu64
