@@ -91,7 +91,7 @@ static int add_run(struct rp_sketch *s, int sign, int32_t lo, uint32_t n, const 
 	if (n > 0 && (int64_t)lo + n - 1 > INT32_MAX)
 		return -EINVAL;
 	for (uint32_t i = 0; i < n; i++)
-		if (run[i] && (err = rp_sketch_add_bucket(s, sign, lo + (int32_t)i, run[i])))
+		if (run[i] && (err = rp_sketch_add_bucket_count(s, sign, lo + (int32_t)i, run[i])))
 			return err;
 	return 0;
 }
@@ -110,7 +110,7 @@ int rp_report_sketch_to(const struct rp_report_sketch *in, struct rp_sketch *out
 		return -EINVAL;
 	rp_sketch_reset(out);
 	if ((err = add_run(out, -1, in->neg_lo, in->n_neg, in->neg)) ||
-	    (in->zero && (err = rp_sketch_add_bucket(out, 0, 0, in->zero))) ||
+	    (in->zero && (err = rp_sketch_add_bucket_count(out, 0, 0, in->zero))) ||
 	    (err = add_run(out, 1, in->pos_lo, in->n_pos, in->pos)) ||
 	    (err = rp_sketch_set_summary(out, &sum))) {
 		rp_sketch_reset(out);

@@ -721,6 +721,30 @@ int rp_sketch_add_bucket(struct rp_sketch *s, int sign, int32_t index, uint64_t 
 	return 0;
 }
 
+int rp_sketch_add_bucket_count(struct rp_sketch *s, int sign, int32_t index, uint64_t count)
+{
+	struct rp_sketch_store *st = sign < 0 ? &s->neg : &s->pos;
+
+	if (sign < -1 || sign > 1 || (sign == 0 && index != 0))
+		return -EINVAL;
+	if (sign != 0 && (index < s->index_min || index > s->index_max))
+		return -EINVAL;
+	if (count > UINT64_MAX - s->count)
+		return -EOVERFLOW;
+	if (count == 0)
+		return 0;
+	if (sign == 0) {
+		s->zero += count;
+	} else {
+		if ((index < st->lo || index > st->hi) &&
+		    store_reserve(st, index, s->max_buckets, false) != 0)
+			return -ENOMEM;
+		store_put(st, index, count);
+	}
+	s->count += count;
+	return 0;
+}
+
 void rp_sketch_get_summary(const struct rp_sketch *s, struct rp_sketch_summary *out)
 {
 	out->count = s->count;

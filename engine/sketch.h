@@ -207,6 +207,13 @@ int rp_sketch_foreach_bucket(const struct rp_sketch *s, rp_sketch_bucket_fn fn, 
  */
 int rp_sketch_add_bucket(struct rp_sketch *s, int sign, int32_t index, uint64_t count);
 
+/**
+ * rp_sketch_add_bucket_count() - rp_sketch_add_bucket() for a rebuild that ends with
+ * rp_sketch_set_summary(): the counts only, min, max and sum untouched (computing each
+ * bucket's value was most of the cost of reading a snapshot). Same checks and returns.
+ */
+int rp_sketch_add_bucket_count(struct rp_sketch *s, int sign, int32_t index, uint64_t count);
+
 void rp_sketch_get_summary(const struct rp_sketch *s, struct rp_sketch_summary *out);
 
 /**

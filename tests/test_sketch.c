@@ -866,21 +866,29 @@ static void test_sketch_merge_self_and_errors(void **state)
 	rp_sketch_fini(&empty);
 }
 
-/* Rebuild @s from its buckets (and optionally its summary) into @out. */
-static void rebuild(const struct rp_sketch *s, struct rp_sketch *out, uint32_t cap, bool summary)
+/* Rebuild @s from its buckets (and optionally its summary) into @out; @counts_only:
+ * through rp_sketch_add_bucket_count(), which needs the summary after it. */
+static void rebuild_as(const struct rp_sketch *s, struct rp_sketch *out, uint32_t cap,
+		       bool summary, bool counts_only)
 {
 	struct bucket_list l = buckets_of(s);
 	struct rp_sketch_summary sum;
 
 	assert_int_equal(rp_sketch_init_bounded(out, s->alpha, cap), 0);
 	for (size_t i = 0; i < l.n; i++)
-		assert_int_equal(rp_sketch_add_bucket(out, l.b[i].sign, l.b[i].index, l.b[i].count),
+		assert_int_equal((counts_only ? rp_sketch_add_bucket_count : rp_sketch_add_bucket)(
+					 out, l.b[i].sign, l.b[i].index, l.b[i].count),
 				 0);
 	free(l.b);
 	if (summary) {
 		rp_sketch_get_summary(s, &sum);
 		assert_int_equal(rp_sketch_set_summary(out, &sum), 0);
 	}
+}
+
+static void rebuild(const struct rp_sketch *s, struct rp_sketch *out, uint32_t cap, bool summary)
+{
+	rebuild_as(s, out, cap, summary, false);
 }
 
 static void test_sketch_round_trip(void **state)
@@ -904,16 +912,27 @@ static void test_sketch_round_trip(void **state)
 	assert_true(rp_sketch_min(&r) == rp_sketch_min(&s));
 	assert_true(rp_sketch_max(&r) == rp_sketch_max(&s));
 	assert_true(rp_sketch_sum(&r) == rp_sketch_sum(&s));
+	rp_sketch_fini(&r);
+	/* Counts only, then the summary: the same sketch as the full rebuild. */
+	rebuild_as(&s, &r, s.max_buckets, true, true);
+	assert_same_buckets(&s, &r);
+	assert_same_answers(&s, &r);
+	assert_int_equal(rp_sketch_count(&r), n);
+	assert_true(rp_sketch_min(&r) == rp_sketch_min(&s));
+	assert_true(rp_sketch_max(&r) == rp_sketch_max(&s));
+	assert_true(rp_sketch_sum(&r) == rp_sketch_sum(&s));
 	/* A collapsed sketch: the summary carries its collapsed counts. */
 	assert_int_equal(rp_sketch_init_bounded(&small, RP_SKETCH_ALPHA, 300), 0);
 	sketch_values(&small, v, n);
 	assert_true(small.pos.collapsed > 0 && small.neg.collapsed > 0);
-	rebuild(&small, &rs, 300, true);
-	assert_same_buckets(&small, &rs);
-	assert_same_answers(&small, &rs);
-	assert_int_equal(rs.pos.collapsed, small.pos.collapsed);
-	assert_int_equal(rs.neg.collapsed, small.neg.collapsed);
-	rp_sketch_fini(&rs);
+	for (int counts_only = 0; counts_only < 2; counts_only++) {
+		rebuild_as(&small, &rs, 300, true, counts_only);
+		assert_same_buckets(&small, &rs);
+		assert_same_answers(&small, &rs);
+		assert_int_equal(rs.pos.collapsed, small.pos.collapsed);
+		assert_int_equal(rs.neg.collapsed, small.neg.collapsed);
+		rp_sketch_fini(&rs);
+	}
 	/* Rebuilt under a smaller cap: collapses again, and says so. */
 	rebuild(&small, &rs, 100, true);
 	check_collapse_invariant(&rs, v, n);
@@ -939,6 +958,10 @@ static void test_sketch_untrusted_input_rejected(void **state)
 	assert_int_equal(rp_sketch_add_bucket(&s, 1, s.index_max + 1, 1), -EINVAL);
 	assert_int_equal(rp_sketch_add_bucket(&s, -1, s.index_min - 1, 1), -EINVAL);
 	assert_int_equal(rp_sketch_add_bucket(&s, 1, INT32_MIN, 1), -EINVAL);
+	assert_int_equal(rp_sketch_add_bucket_count(&s, 2, 0, 1), -EINVAL);
+	assert_int_equal(rp_sketch_add_bucket_count(&s, 0, 5, 1), -EINVAL);
+	assert_int_equal(rp_sketch_add_bucket_count(&s, 1, s.index_max + 1, 1), -EINVAL);
+	assert_int_equal(rp_sketch_add_bucket_count(&s, -1, s.index_min - 1, 1), -EINVAL);
 	assert_int_equal(rp_sketch_add_bucket(&s, 1, 7, 0), 0);
 	assert_int_equal(rp_sketch_count(&s), 0);
 	assert_int_equal(rp_sketch_bytes(&s), sizeof(s));
