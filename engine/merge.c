@@ -217,47 +217,55 @@ static int merge_q(struct ctx *c, const char *what, const char *name, struct rp_
 	return Q_RECOMPUTE;
 }
 
-static const double qs[4] = { 0.50, 0.90, 0.95, 0.99 };
+static const double q4[4] = { 0.50, 0.90, 0.95, 0.99 };
 
-/* p50..p99 (ns) of a merged row. */
-static void set_q_ns(int q, uint64_t *p, const uint64_t *sp, const struct rp_report_sketch *k)
+/* The @n quantiles @qv of the merged sketch @k into @v; false if it cannot be rebuilt. */
+static bool sketch_quantiles(const struct rp_report_sketch *k, const double *qv, unsigned n,
+			     double *v)
 {
 	struct rp_sketch s;
+	bool ok;
 
-	for (int i = 0; i < 4; i++) {
-		if (q == Q_TAKE)
-			p[i] = sp[i];
-		else if (q == Q_UNKNOWN)
-			p[i] = 0;
-	}
-	if (q != Q_RECOMPUTE || rp_sketch_init(&s, k->alpha) != 0)
-		return;
-	if (rp_report_sketch_to(k, &s) == 0)
-		for (int i = 0; i < 4; i++)
-			p[i] = round_ns(rp_sketch_quantile(&s, qs[i]));
+	if (rp_sketch_init(&s, k->alpha) != 0)
+		return false;
+	ok = rp_report_sketch_to(k, &s) == 0;
+	for (unsigned i = 0; ok && i < n; i++)
+		v[i] = rp_sketch_quantile(&s, qv[i]);
 	rp_sketch_fini(&s);
+	return ok;
 }
 
-/* The same for a counter's double quantiles. */
-static void set_q_f64(int q, double *p, const double *sp, const struct rp_report_sketch *k)
+/* The quantiles (ns) @p at @qv of a merged row, as merge_q() said; @sp: the source's. */
+static void set_q_ns(int q, uint64_t *const *p, const uint64_t *sp, const double *qv,
+		     unsigned n, const struct rp_report_sketch *k)
 {
-	struct rp_sketch s;
+	double v[4];
 
-	for (int i = 0; i < 4; i++) {
+	for (unsigned i = 0; i < n; i++) {
 		if (q == Q_TAKE)
-			p[i] = sp[i];
+			*p[i] = sp[i];
 		else if (q == Q_UNKNOWN)
-			p[i] = 0;
+			*p[i] = 0;
 	}
-	if (q != Q_RECOMPUTE || rp_sketch_init(&s, k->alpha) != 0)
-		return;
-	if (rp_report_sketch_to(k, &s) == 0)
-		for (int i = 0; i < 4; i++) {
-			double v = rp_sketch_quantile(&s, qs[i]);
+	if (q == Q_RECOMPUTE && sketch_quantiles(k, qv, n, v))
+		for (unsigned i = 0; i < n; i++)
+			*p[i] = round_ns(v[i]);
+}
 
-			p[i] = isfinite(v) ? v : 0;
-		}
-	rp_sketch_fini(&s);
+/* The same for a counter's double quantiles p50, p90, p95, p99. */
+static void set_q_f64(int q, double *const *p, const double *sp, const struct rp_report_sketch *k)
+{
+	double v[4];
+
+	for (unsigned i = 0; i < 4; i++) {
+		if (q == Q_TAKE)
+			*p[i] = sp[i];
+		else if (q == Q_UNKNOWN)
+			*p[i] = 0;
+	}
+	if (q == Q_RECOMPUTE && sketch_quantiles(k, q4, 4, v))
+		for (unsigned i = 0; i < 4; i++)
+			*p[i] = isfinite(v[i]) ? v[i] : 0;
 }
 
 /* --- header, totals, sources ----------------------------------------------------- */
@@ -372,7 +380,8 @@ static int fn_add(struct ctx *c, struct rp_report_fn *o, const struct rp_report_
 
 	if (q < 0)
 		return q;
-	set_q_ns(q, &o->p50_ns, &f->p50_ns, &o->dur);
+	set_q_ns(q, (uint64_t *[]){ &o->p50_ns, &o->p90_ns, &o->p95_ns, &o->p99_ns },
+		 (const uint64_t[]){ f->p50_ns, f->p90_ns, f->p95_ns, f->p99_ns }, q4, 4, &o->dur);
 	if (f->calls > 0) {
 		o->min_ns = o->calls == 0 || f->min_ns < o->min_ns ? f->min_ns : o->min_ns;
 		o->max_ns = f->max_ns > o->max_ns ? f->max_ns : o->max_ns;
@@ -615,7 +624,9 @@ static int merge_cats(struct ctx *c)
 		q = merge_q(c, "category", o->name, &o->dur, o->calls, &x->dur, x->calls);
 		if (q < 0)
 			return q;
-		set_q_ns(q, &o->p50_ns, &x->p50_ns, &o->dur);
+		set_q_ns(q, (uint64_t *[]){ &o->p50_ns, &o->p90_ns, &o->p95_ns, &o->p99_ns },
+			 (const uint64_t[]){ x->p50_ns, x->p90_ns, x->p95_ns, x->p99_ns }, q4, 4,
+			 &o->dur);
 		o->calls = sat(o->calls, x->calls);
 		o->self_ns = sat(o->self_ns, x->self_ns);
 		o->total_ns = sat(o->total_ns, x->total_ns);
@@ -668,7 +679,8 @@ static int merge_counters(struct ctx *c)
 		q = merge_q(c, "counter", o->name, &o->values, o->samples, &x->values, x->samples);
 		if (q < 0)
 			return q;
-		set_q_f64(q, &o->p50, &x->p50, &o->values);
+		set_q_f64(q, (double *[]){ &o->p50, &o->p90, &o->p95, &o->p99 },
+			  (const double[]){ x->p50, x->p90, x->p95, x->p99 }, &o->values);
 		counter_add(c, o, x);
 	}
 	return 0;
@@ -959,28 +971,6 @@ static uint32_t *str_slot(struct hmap *h, const void *base, size_t stride, const
 
 /* --- steps ------------------------------------------------------------------------ */
 
-/* p50, p95, p99 of a merged phase. */
-static void set_q_steps(int q, struct rp_report_step_phase *o, const struct rp_report_step_phase *x)
-{
-	static const double sq[3] = { 0.50, 0.95, 0.99 };
-	uint64_t *p[3] = { &o->p50_ns, &o->p95_ns, &o->p99_ns };
-	const uint64_t sp[3] = { x->p50_ns, x->p95_ns, x->p99_ns };
-	struct rp_sketch s;
-
-	for (int i = 0; i < 3; i++) {
-		if (q == Q_TAKE)
-			*p[i] = sp[i];
-		else if (q == Q_UNKNOWN)
-			*p[i] = 0;
-	}
-	if (q != Q_RECOMPUTE || rp_sketch_init(&s, o->dur.alpha) != 0)
-		return;
-	if (rp_report_sketch_to(&o->dur, &s) == 0)
-		for (int i = 0; i < 3; i++)
-			*p[i] = round_ns(rp_sketch_quantile(&s, sq[i]));
-	rp_sketch_fini(&s);
-}
-
 /* Phases matched by name; as categories, with min and max of the union. */
 static int merge_steps(struct ctx *c)
 {
@@ -1021,7 +1011,9 @@ static int merge_steps(struct ctx *c)
 			err = q;
 			break;
 		}
-		set_q_steps(q, o, x);
+		set_q_ns(q, (uint64_t *[]){ &o->p50_ns, &o->p95_ns, &o->p99_ns },
+			 (const uint64_t[]){ x->p50_ns, x->p95_ns, x->p99_ns },
+			 (const double[]){ 0.50, 0.95, 0.99 }, 3, &o->dur);
 		if (x->count > 0 && (o->count == 0 || x->min_ns < o->min_ns))
 			o->min_ns = x->min_ns;
 		if (x->count > 0 && (o->count == 0 || x->max_ns > o->max_ns))
