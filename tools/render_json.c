@@ -210,6 +210,15 @@ static void put_source(FILE *out, const struct rp_report_source *s)
 	fputc('}', out);
 }
 
+/* ,"p50_ns":..,"p90_ns":..,"p95_ns":..,"p99_ns":.. */
+static void put_quantiles_ns(FILE *out, uint64_t p50, uint64_t p90, uint64_t p95, uint64_t p99)
+{
+	put_u64(out, ",", "p50_ns", p50);
+	put_u64(out, ",", "p90_ns", p90);
+	put_u64(out, ",", "p95_ns", p95);
+	put_u64(out, ",", "p99_ns", p99);
+}
+
 static void put_fn(FILE *out, const struct rp_report_fn *f)
 {
 	put_key(out, "{", "name");
@@ -226,10 +235,7 @@ static void put_fn(FILE *out, const struct rp_report_fn *f)
 	put_u64(out, ",", "min_ns", f->min_ns);
 	put_u64(out, ",", "max_ns", f->max_ns);
 	put_u64(out, ",", "mean_ns", f->calls ? f->total_ns / f->calls : 0);
-	put_u64(out, ",", "p50_ns", f->p50_ns);
-	put_u64(out, ",", "p90_ns", f->p90_ns);
-	put_u64(out, ",", "p95_ns", f->p95_ns);
-	put_u64(out, ",", "p99_ns", f->p99_ns);
+	put_quantiles_ns(out, f->p50_ns, f->p90_ns, f->p95_ns, f->p99_ns);
 	put_key(out, ",", "midpoint_concurrency_mean");
 	if (f->midpoint_count == 0)
 		fputc('0', out);
@@ -473,10 +479,7 @@ static void put_wfn(FILE *out, const struct rp_report *r, const struct rp_report
 	fputs(rp_render_rate(rate, f->calls, range_ns), out);
 	put_u64(out, ",", "self_ns", f->self_ns);
 	put_u64(out, ",", "cum_ns", f->cum_ns);
-	put_u64(out, ",", "p50_ns", f->p50_ns);
-	put_u64(out, ",", "p90_ns", f->p90_ns);
-	put_u64(out, ",", "p95_ns", f->p95_ns);
-	put_u64(out, ",", "p99_ns", f->p99_ns);
+	put_quantiles_ns(out, f->p50_ns, f->p90_ns, f->p95_ns, f->p99_ns);
 	fputc('}', out);
 }
 
@@ -519,10 +522,7 @@ static void put_cat(FILE *out, const struct rp_report_cat *c)
 	put_u64(out, ":{", "calls", c->calls);
 	put_u64(out, ",", "self_ns", c->self_ns);
 	put_u64(out, ",", "total_ns", c->total_ns);
-	put_u64(out, ",", "p50_ns", c->p50_ns);
-	put_u64(out, ",", "p90_ns", c->p90_ns);
-	put_u64(out, ",", "p95_ns", c->p95_ns);
-	put_u64(out, ",", "p99_ns", c->p99_ns);
+	put_quantiles_ns(out, c->p50_ns, c->p90_ns, c->p95_ns, c->p99_ns);
 	fputc('}', out);
 }
 
