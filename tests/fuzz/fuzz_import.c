@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "fuzz_cfg.h"
 #include "import_chrome.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -34,22 +35,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct rp_engine *e;
 	struct rp_report r;
 
-	rp_engine_cfg_default(&cfg);
-	cfg.max_names = 16;
-	cfg.max_tracks = 4;
-	cfg.max_depth = 8;
-	cfg.max_cct_nodes = 16;
-	cfg.max_sources = 2;
-	cfg.max_sketch_names = 8;
-	cfg.max_window_names = 4;
-	cfg.max_counters = 4;
-	cfg.recorder_spans = 64;
-	cfg.recorder_samples = 16;
-	cfg.dev.max_spans = 64;
-	cfg.dev.max_events = 32;
-	cfg.window_ns[0] = 10000000; /* windows that rotate within a small trace */
-	cfg.window_ns[1] = 100000000;
-	cfg.window_ns[2] = 1000000000;
+	fuzz_small_cfg(&cfg);
 	if (rp_engine_open(&cfg, &e) != 0)
 		abort(); /* a valid configuration: the target must run */
 	if (rp_import_chrome_buf(e, data, size, "fuzz", why) == 0 &&

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "fuzz_cfg.h"
 #include "aiq.h"
 #include "import_nat.h"
 
@@ -22,19 +23,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct rp_report r;
 	struct rp_aiq a;
 
-	rp_engine_cfg_default(&cfg);
-	cfg.max_names = 16;
-	cfg.max_tracks = 4;
-	cfg.max_depth = 8;
-	cfg.max_cct_nodes = 16;
-	cfg.max_sources = 2;
-	cfg.max_sketch_names = 8;
-	cfg.max_window_names = 4;
-	cfg.max_counters = 4;
-	cfg.recorder_spans = 64;
-	cfg.recorder_samples = 16;
-	cfg.dev.max_spans = 64;
-	cfg.dev.max_events = 32;
+	fuzz_small_cfg(&cfg);
 	if (rp_engine_open(&cfg, &e) != 0 || rp_aiq_init(&a, 64) != 0)
 		abort(); /* a valid configuration: the target must run */
 	if (rp_import_nat_buf(e, &a, &caps, data, size, "fuzz", NULL, why) == 0) {
