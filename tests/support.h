@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <ringprof/ringprof.h>
@@ -54,6 +55,46 @@ static inline struct rp_wire_header *rp_test_hdr(struct rp_segment *s)
 static inline int rp_test_gettid(void)
 {
 	return (int)syscall(SYS_gettid);
+}
+
+/*
+ * rp_test_sh() - run a shell command (printf-style @fmt); all its stdout, NUL-terminated,
+ * in *@out (malloc'ed; NULL: discarded) and its length in *@len (may be NULL).
+ * Return: its exit status, or -1 if it did not exit.
+ */
+static int rp_test_sh(char **out, size_t *len, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4), unused));
+static int rp_test_sh(char **out, size_t *len, const char *fmt, ...)
+{
+	char cmd[8192], *buf = NULL;
+	size_t n = 0, cap = 0, got;
+	va_list ap;
+	FILE *p;
+	int st;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	p = popen(cmd, "r");
+	assert_non_null(p);
+	do { /* all of it: a report of many names is megabytes */
+		if (n + 65536 > cap) {
+			cap = cap ? cap * 2 : 1 << 20;
+			buf = realloc(buf, cap);
+			assert_non_null(buf);
+		}
+		got = fread(buf + n, 1, cap - n - 1, p);
+		n += got;
+	} while (got > 0);
+	buf[n] = '\0';
+	st = pclose(p);
+	if (len)
+		*len = n;
+	if (out)
+		*out = buf;
+	else
+		free(buf);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
 #endif

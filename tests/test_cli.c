@@ -32,38 +32,8 @@ static pid_t track(pid_t pid)
 	return pid;
 }
 
-/* Runs a shell command; its stdout in *out (malloc'ed, may be NULL); exit status. */
-static int run(char **out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int run(char **out, const char *fmt, ...)
-{
-	char cmd[4096], *buf = NULL;
-	size_t len = 0, cap = 0, got;
-	va_list ap;
-	FILE *p;
-	int st;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	p = popen(cmd, "r");
-	assert_non_null(p);
-	do {
-		if (len + 4096 > cap) {
-			cap = cap ? cap * 2 : 65536;
-			buf = realloc(buf, cap);
-			assert_non_null(buf);
-		}
-		got = fread(buf + len, 1, cap - len - 1, p);
-		len += got;
-	} while (got > 0);
-	buf[len] = '\0';
-	st = pclose(p);
-	if (out)
-		*out = buf;
-	else
-		free(buf);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
+/* A shell command: its stdout in *out (malloc'ed, may be NULL); exit status. */
+#define run(out, ...) rp_test_sh(out, NULL, __VA_ARGS__)
 
 static uint64_t json_u64(yajl_val v, const char *key)
 {

@@ -684,29 +684,7 @@ static void test_export_live_tracks(void **state)
 	free(out);
 }
 
-/* Runs a shell command; its stdout (malloc'ed) in *out; its exit status. */
-static int run(char **out, const char *cmd)
-{
-	size_t len = 0, cap = 1 << 16, got;
-	char *buf = malloc(cap);
-	FILE *p = popen(cmd, "r");
-	int st;
-
-	assert_non_null(p);
-	assert_non_null(buf);
-	while ((got = fread(buf + len, 1, cap - len - 1, p)) > 0) {
-		len += got;
-		if (cap - len < 4096) {
-			cap *= 2;
-			buf = realloc(buf, cap);
-			assert_non_null(buf);
-		}
-	}
-	buf[len] = '\0';
-	st = pclose(p);
-	*out = buf;
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
+#define run(out, cmd) rp_test_sh(out, NULL, "%s", cmd)
 
 /* The CLI: formats, --steps errors, and when the progress line shows. */
 static void test_export_cli(void **state)

@@ -48,36 +48,7 @@ static struct {
 	unsigned launches, kernels, memcpys, counters, spans;
 } gen;
 
-/* Runs a shell command; its stdout in *out (malloc'ed), *len its length; exit status. */
-static int run(char **out, size_t *len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int run(char **out, size_t *len, const char *fmt, ...)
-{
-	char cmd[8192], *buf = NULL;
-	size_t n = 0, cap = 0, got;
-	va_list ap;
-	FILE *p;
-	int st;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	p = popen(cmd, "r");
-	assert_non_null(p);
-	do {
-		if (n + 65536 > cap) {
-			cap = cap ? cap * 2 : 1 << 20;
-			buf = realloc(buf, cap);
-			assert_non_null(buf);
-		}
-		got = fread(buf + n, 1, cap - n - 1, p);
-		n += got;
-	} while (got > 0);
-	buf[n] = '\0';
-	st = pclose(p);
-	*out = buf;
-	*len = n;
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
+#define run rp_test_sh
 
 static void span(FILE *f, const char *cat, const char *name, int pid, int tid, int64_t ts,
 		 int64_t dur, long long corr)

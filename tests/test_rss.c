@@ -35,34 +35,7 @@
 static char bin[600], demo[600], dir[256];
 static pid_t engine = -1; /* killed by teardown if a test fails half-way */
 
-static int run(char **out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int run(char **out, const char *fmt, ...)
-{
-	char cmd[2048], *buf = NULL;
-	size_t len = 0, cap = 0, got;
-	va_list ap;
-	FILE *p;
-	int st;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	p = popen(cmd, "r");
-	assert_non_null(p);
-	do { /* all of it: a report of 65536 names is megabytes */
-		if (len + 65536 > cap) {
-			cap = cap ? 2 * cap : 1 << 20;
-			buf = realloc(buf, cap);
-			assert_non_null(buf);
-		}
-		got = fread(buf + len, 1, cap - len - 1, p);
-		len += got;
-	} while (got > 0);
-	buf[len] = '\0';
-	st = pclose(p);
-	*out = buf;
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
+#define run(out, ...) rp_test_sh(out, NULL, __VA_ARGS__)
 
 static uint64_t num(yajl_val root, const char *a, const char *b)
 {
