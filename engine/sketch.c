@@ -693,10 +693,10 @@ int rp_sketch_foreach_bucket(const struct rp_sketch *s, rp_sketch_bucket_fn fn, 
 	return ret;
 }
 
-int rp_sketch_add_bucket(struct rp_sketch *s, int sign, int32_t index, uint64_t count)
+/* A bucket's count from untrusted input; @values: move min, max and sum by its value. */
+static int add_bucket(struct rp_sketch *s, int sign, int32_t index, uint64_t count, bool values)
 {
 	struct rp_sketch_store *st = sign < 0 ? &s->neg : &s->pos;
-	double v;
 
 	if (sign < -1 || sign > 1 || (sign == 0 && index != 0))
 		return -EINVAL;
@@ -706,43 +706,30 @@ int rp_sketch_add_bucket(struct rp_sketch *s, int sign, int32_t index, uint64_t 
 		return -EOVERFLOW;
 	if (count == 0)
 		return 0;
-	if (sign == 0) {
+	if (sign == 0)
 		s->zero += count;
+	else if ((index < st->lo || index > st->hi) &&
+		 store_reserve(st, index, s->max_buckets, false) != 0)
+		return -ENOMEM;
+	else
+		store_put(st, index, count);
+	if (!values)
+		s->count += count;
+	else if (sign == 0)
 		side_add(s, 0.0, count);
-		return 0;
-	}
-	if (index < st->lo || index > st->hi) {
-		if (store_reserve(st, index, s->max_buckets, false) != 0)
-			return -ENOMEM;
-	}
-	store_put(st, index, count);
-	v = bucket_value(s, index);
-	side_add(s, sign < 0 ? -v : v, count);
+	else
+		side_add(s, sign < 0 ? -bucket_value(s, index) : bucket_value(s, index), count);
 	return 0;
+}
+
+int rp_sketch_add_bucket(struct rp_sketch *s, int sign, int32_t index, uint64_t count)
+{
+	return add_bucket(s, sign, index, count, true);
 }
 
 int rp_sketch_add_bucket_count(struct rp_sketch *s, int sign, int32_t index, uint64_t count)
 {
-	struct rp_sketch_store *st = sign < 0 ? &s->neg : &s->pos;
-
-	if (sign < -1 || sign > 1 || (sign == 0 && index != 0))
-		return -EINVAL;
-	if (sign != 0 && (index < s->index_min || index > s->index_max))
-		return -EINVAL;
-	if (count > UINT64_MAX - s->count)
-		return -EOVERFLOW;
-	if (count == 0)
-		return 0;
-	if (sign == 0) {
-		s->zero += count;
-	} else {
-		if ((index < st->lo || index > st->hi) &&
-		    store_reserve(st, index, s->max_buckets, false) != 0)
-			return -ENOMEM;
-		store_put(st, index, count);
-	}
-	s->count += count;
-	return 0;
+	return add_bucket(s, sign, index, count, false);
 }
 
 void rp_sketch_get_summary(const struct rp_sketch *s, struct rp_sketch_summary *out)
