@@ -6,6 +6,7 @@
 #ifndef RP_TEST_SUPPORT_H
 #define RP_TEST_SUPPORT_H
 
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,6 +16,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -95,6 +97,28 @@ static int rp_test_sh(char **out, size_t *len, const char *fmt, ...)
 	else
 		free(buf);
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* The whole file at @path, NUL-terminated (malloc'ed); *@len its length. */
+static char *rp_test_slurp(const char *path, size_t *len) __attribute__((unused));
+static char *rp_test_slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf;
+	long n;
+
+	if (f == NULL)
+		fail_msg("%s: %s", path, strerror(errno));
+	assert_int_equal(fseek(f, 0, SEEK_END), 0);
+	n = ftell(f);
+	rewind(f);
+	buf = malloc((size_t)n + 1);
+	assert_non_null(buf);
+	assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
+	buf[n] = '\0';
+	fclose(f);
+	*len = (size_t)n;
+	return buf;
 }
 
 #endif

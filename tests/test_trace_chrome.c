@@ -474,25 +474,7 @@ static const char *torch_path(void)
 	return path;
 }
 
-static char *slurp(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	char *s;
-	long n;
-
-	if (f == NULL)
-		fail_msg("%s: %s", path, strerror(errno));
-	assert_int_equal(fseek(f, 0, SEEK_END), 0);
-	n = ftell(f);
-	rewind(f);
-	s = malloc((size_t)n + 1);
-	assert_non_null(s);
-	assert_int_equal(fread(s, 1, (size_t)n, f), (size_t)n);
-	s[n] = '\0';
-	fclose(f);
-	*len = (size_t)n;
-	return s;
-}
+#define slurp rp_test_slurp
 
 /* A fresh temporary file name; the caller unlinks it. */
 static void temp_path(char path[64], const char *suffix)
