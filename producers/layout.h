@@ -2,7 +2,7 @@
 /*
  * Segment geometry on the producer side: from the configured sizes to the offsets
  * written into the header (wire.h). Private to libringprof; the consumer derives
- * its own view from a header it has validated (engine/segment.c), never from this.
+ * its own view from a header it has validated (engine/ingest/segment.c), never from this.
  */
 #ifndef RP_PRODUCER_LAYOUT_H
 #define RP_PRODUCER_LAYOUT_H

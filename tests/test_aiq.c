@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * The agent toolkit's analysis (engine/aiq.c through engine/import_nat.c and
- * tools/render_aiq.c) against
- *  - the toolkit's own result and report for ../shared/testdata/nat/small.json,
+ * The agent toolkit's analysis (engine/formats/aiq.c through engine/formats/import_nat.c and
+ * tools/render/render_aiq.c) against
+ *  - the toolkit's own result and report for tests/data/nat/small.json,
  *    field by field (times within 1 us, concurrency exact, the same top 5) and line
  *    for line, through the library and through the ringprof binary;
  *  - a brute-force reference written here from the toolkit's definitions (the

@@ -11,7 +11,7 @@
  *
  * Traces: generated ones (recursion, X events shuffled in the file, B/E pairs,
  * children overhanging their parent by 1 us, zero lengths, several pids and tids),
- * written as JSON, also gzipped; and the torch sample in ../shared/testdata.
+ * written as JSON, also gzipped; and the torch sample in tests/data.
  */
 #include <string.h>
 #include <zlib.h>
@@ -377,7 +377,7 @@ static const char *testdata(void)
 {
 	const char *d = getenv("RP_TESTDATA");
 
-	return d ? d : "../shared/testdata";
+	return d ? d : "tests/data";
 }
 
 static int64_t raw_end[MAXN];

@@ -356,7 +356,7 @@ static int setup(void **state)
 	snprintf(bindir, sizeof(bindir), "%s", b ? b : "../tools");
 	snprintf(bin, sizeof(bin), "%s/ringprof", bindir);
 	snprintf(torch, sizeof(torch), "%s/torch/cpu_legacy_trace.json",
-		 d ? d : "../shared/testdata");
+		 d ? d : "tests/data");
 	snprintf(tmpdir, sizeof(tmpdir), "/tmp/rp_cli_XXXXXX");
 	return mkdtemp(tmpdir) ? 0 : -1;
 }

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Device idle time (engine/device.c) against a brute-force reference: a literal port,
+ * Device idle time (engine/analyses/device.c) against a brute-force reference: a literal port,
  * in the test, of torch.profiler's BasicEvaluation (compute_queue_depth,
  * compute_idle_time with intervals_overlap, rank_events), run on the spans a
  * generator made, while the engine reads the same spans from the Kineto-style Chrome
@@ -896,7 +896,7 @@ static int cmp_tspan(const void *x, const void *y)
 static const char *testdata(void)
 {
 	const char *d = getenv("RP_TESTDATA");
-	return d ? d : "../shared/testdata";
+	return d ? d : "tests/data";
 }
 
 static void test_device_torch_sample(void **state)

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Timeline exports (tools/render_chrome.c, render_gantt.c) end to end: a generated
+ * Timeline exports (tools/render/render_chrome.c, render_gantt.c) end to end: a generated
  * Chrome trace (several pids and tids, nested spans with ns-precision times,
  * counters, steps) is analyzed by the engine, exported with --format chrome, and
  * the export parsed back with yajl: every span (name, cat, pid, tid, ts, dur) must

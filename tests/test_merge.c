@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Merging reports (engine/merge.c). Each input is built here from raw samples the
+ * Merging reports (engine/formats/merge.c). Each input is built here from raw samples the
  * test keeps, so every merged figure has an independent answer: counts and times are
  * the sums over the raw samples of the inputs, quantiles the exact order statistics
  * of their union (within the sketch's 1%), the merged sketch the sketch of the

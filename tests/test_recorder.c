@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * The flight recorder (engine/recorder.c): the ring keeps exactly the last N spans
+ * The flight recorder (engine/analyses/recorder.c): the ring keeps exactly the last N spans
  * and samples in order, counts every overwrite, and the engine's report carries
  * them with their tracks, names and labels. References are computed here by brute
  * force from the spans fed in.

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * The consumer's trust boundary (engine/segment.c): a segment is written by another
+ * The consumer's trust boundary (engine/ingest/segment.c): a segment is written by another
  * process, so every header field the validator checks is broken here one at a time
  * and must be refused with the exact errno and a message naming the field; name
  * lookups must stay inside the arena; a drain must resynchronise on an implausible

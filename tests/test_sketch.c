@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Latency sketches (engine/sketch.c). The oracle is the data itself, sorted: for each
+ * Latency sketches (engine/analyses/sketch.c). The oracle is the data itself, sorted: for each
  * q of qs[] and of a 1001-point grid, the exact order statistic x_r, r = 1 + floor(q
  * (n - 1)) computed in double as sketch.h defines it, and every estimate must satisfy
  * |estimate - x_r| <= alpha |x_r| (no tolerance: the sketch keeps its own slack for

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Snapshots (engine/snapshot.c). The oracle is a second writer, ref_pack() below,
+ * Snapshots (engine/formats/snapshot.c). The oracle is a second writer, ref_pack() below,
  * written from docs/snapshot.md with msgpack-c's packer and msgpack's own buffer:
  * the encoder must produce exactly its bytes, and the decoder must read its
  * variants (unknown keys at every level, nested; -1 for nil; another minor) into
@@ -209,7 +209,7 @@ static void *xcalloc(size_t n, size_t size)
 	return p;
 }
 
-/* A real sketch (engine/sketch.c) of random values, as report data; 1 in 5 none. */
+/* A real sketch (engine/analyses/sketch.c) of random values, as report data; 1 in 5 none. */
 static void rnd_sketch(struct rp_report_sketch *k, bool sign)
 {
 	static const double alphas[] = { 0.01, 0.02, 0.005, 0.5 };

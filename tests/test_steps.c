@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Step statistics (engine/steps.c) through the engine: which spans are steps, how
+ * Step statistics (engine/analyses/steps.c) through the engine: which spans are steps, how
  * they group into phases, per phase count/min/max/mean exactly and p50/p95/p99
  * within 1% of the exact order statistic of the generated durations (brute force:
  * sort and pick rank 1 + floor(q (n - 1))).

@@ -16,7 +16,7 @@
  * tracks, async overlapping spans, shared and zero-length times, bursts hundreds
  * deep, long idle gaps), fed with the events of one timestamp in three orders
  * (closes first, opens first, shuffled); a live feed with accruals in between; and
- * the agent toolkit's own result for ../shared/testdata/nat/small.json.
+ * the agent toolkit's own result for tests/data/nat/small.json.
  */
 #include <errno.h>
 #include <string.h>

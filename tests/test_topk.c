@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Top-k structures (engine/topk.c) against brute-force oracles: an exact weight per
+ * Top-k structures (engine/analyses/topk.c) against brute-force oracles: an exact weight per
  * key in a plain hash table for Space-Saving, a full qsort for rp_topk_select() and
  * for the k slowest spans.
  *

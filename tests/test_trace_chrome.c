@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
- * The streaming Chrome trace reader (engine/trace_chrome.c). Small traces written
+ * The streaming Chrome trace reader (engine/formats/trace_chrome.c). Small traces written
  * here, in both forms, plain and gzip, must give exactly the events spelled out
  * beside them: fields, µs -> ns conversion, ids, correlation, counter values, pid
  * and tid as text, nested and unknown values skipped at any depth. The torch
- * sample in shared/testdata is checked against a dumb byte scanner of its text
+ * sample in tests/data is checked against a dumb byte scanner of its text
  * (events, "ph": "X", the sum of "dur"), and its gzip copy must give the same
  * sequence (a running hash of every field). Malformed input must fail with
  * -EINVAL and a "<where>: byte N: <what>" line, the offsets checked against the
@@ -460,8 +460,8 @@ static const char *testdata(void)
 
 	if (env != NULL && env[0] != '\0')
 		return env;
-	/* By hand: ../shared/testdata beside the checkout, which holds this file in tests/. */
-	snprintf(path, sizeof(path), "%.*s/../../shared/testdata",
+	/* By hand: tests/data beside this file. */
+	snprintf(path, sizeof(path), "%.*s/data",
 		 slash ? (int)(slash - __FILE__) : 1, slash ? __FILE__ : ".");
 	return path;
 }

@@ -16,7 +16,7 @@
  *
  * Every region starts on a 64-byte boundary, in that order, without overlap. The
  * consumer must validate every field it uses before trusting it (the segment is
- * written by another process); engine/segment.c does that.
+ * written by another process); engine/ingest/segment.c does that.
  *
  * Each ring is a single-producer/single-consumer Concurrency Kit ck_ring of fixed
  * 32-byte records (struct rp_event). The producer index (p_tail) and the consumer

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * libFuzzer target for the consumer's trust boundary (engine/segment.c): the bytes
+ * libFuzzer target for the consumer's trust boundary (engine/ingest/segment.c): the bytes
  * of a segment come from another process, so any input must be either refused by
  * rp_segment_validate or then drained and looked up without a read or write
  * outside the mapping. Start it from a real segment (make_seed.c): the validator

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * libFuzzer target for the snapshot reader (engine/snapshot.c): snapshot files come
+ * libFuzzer target for the snapshot reader (engine/formats/snapshot.c): snapshot files come
  * from anywhere, so any input must be refused or decoded without a read outside it,
  * an allocation beyond O(input) or a leak, and every failure must leave the report
  * freeable. An accepted input is also written back and read again: what the
@@ -8,7 +8,7 @@
  * the same bytes (the two directions agree on every field). And the decoder's own
  * pre-scan must agree with msgpack-c on what is well-formed: the scan is what keeps
  * msgpack-c's allocations O(input), so a disagreement is a bug even when refused.
- * An accepted report is also merged with itself (engine/merge.c): the merge trusts
+ * An accepted report is also merged with itself (engine/formats/merge.c): the merge trusts
  * what the decoder validated (indices, sketches), so it must not crash on it; it may
  * refuse (a count that would overflow) with a reason, and what it makes must encode
  * and decode again.

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * ringprof: the command-line tool. `run` is the engine (tools/run.c); `snapshot` asks
+ * ringprof: the command-line tool. `run` is the engine (tools/cli/run.c); `snapshot` asks
  * a running engine for one; `report` renders a snapshot and `analyze` a trace file,
  * in the same formats; `segments` and `probe` show what the engine would see.
  * Errors are one line on stderr and a non-zero exit status.
@@ -601,7 +601,7 @@ static int cmd_render(int argc, char **argv, bool analyze)
 }
 
 /* ringprof merge A B ... -o OUT: every input read (errors name the file), merged in
- * order (engine/merge.c), written whole or not at all. */
+ * order (engine/formats/merge.c), written whole or not at all. */
 static int cmd_merge(int argc, char **argv)
 {
 	static const struct option opts[] = { { "output", 1, NULL, 'o' },

@@ -13,7 +13,7 @@
  * prefill/decode steps come apart by name, and a trace that marks phases by
  * category does too.
  *
- * Per phase: count, sum, min and max exactly, and a DDSketch (engine/sketch.c,
+ * Per phase: count, sum, min and max exactly, and a DDSketch (engine/analyses/sketch.c,
  * alpha 1%) for p50, p95 and p99 within 1% of the exact order statistic. At most
  * RP_STEPS_MAX_PHASES phases; steps of later phases go to "[other]" and are counted
  * (folded). Memory: 2 bytes per name id, and per phase a sketch (<= 36 KB).

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * gen_nat: writes an agent-toolkit trace (all_requests_profiler_traces.json layout,
- * as ../shared/testdata/nat/small.json) of a given size, for benchmarks: requests
+ * as tests/data/nat/small.json) of a given size, for benchmarks: requests
  * that overlap in time, each a WORKFLOW around a FUNCTION agent that alternates LLM
  * and TOOL calls, some tools calling an LLM, every step with the toolkit's payload
  * fields (framework, tags, metadata, data, usage_info). With --malformed P, about

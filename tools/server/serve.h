@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The engine's live endpoints, served from its event loop (engine/loop.h):
+ * The engine's live endpoints, served from its event loop (engine/ingest/loop.h):
  *
  *  - a unix stream socket, mode 0600, for `ringprof top` and scripts. A client sends
  *    one request line at a time: "snapshot" answers a 4-byte big-endian length and

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * The "device" section of the json and text formats (report.h struct
- * rp_report_device; semantics in engine/device.h). Kept apart from render_json.c and
+ * rp_report_device; semantics in engine/analyses/device.h). Kept apart from render_json.c and
  * render_text.c, which call it once each.
  *
  * JSON, only when launches, kernels or other device work were seen:

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * The agent toolkit's outputs of its nested-call analysis (engine/aiq.h):
+ * The agent toolkit's outputs of its nested-call analysis (engine/formats/aiq.h):
  *   aiq       its NestedCallProfilingResult as JSON without the text report:
  *             {"concurrency": {"timeline_segments": [[start, end, level], ...],
  *             "p50", "p90", "p95", "p99"}, "node_metrics": {uuid: {...}},

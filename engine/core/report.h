@@ -68,7 +68,7 @@ struct rp_report_source {
 #define RP_SRC_FILE	0x4u	/* a trace file, not a live producer */
 #define RP_SRC_REFUSED	0x8u	/* a segment refused (another uid, malformed): no events */
 
-/* A DDSketch (engine/sketch.c) as data: enough to rebuild it bucket for bucket, so
+/* A DDSketch (engine/analyses/sketch.c) as data: enough to rebuild it bucket for bucket, so
  * snapshots merge with the sketch's error bound intact. Buckets are dense runs of
  * counts: pos[i] is the count of bucket pos_lo + i of positive values, likewise neg
  * for negative values (|v|). alpha == 0 means "no sketch" (everything else 0). 1.2 */
@@ -126,7 +126,7 @@ struct rp_report_node {
 	uint64_t total_ns;	/* sum of durations of the calls at this node */
 };
 
-/* A concurrency distribution (engine/sweep.c): open spans over the observed range,
+/* A concurrency distribution (engine/analyses/sweep.c): open spans over the observed range,
  * time-weighted. Percentiles are "lower step": the smallest level whose cumulative
  * time reaches p% of the observed time. 1.1 */
 struct rp_report_conc {
@@ -217,7 +217,7 @@ struct rp_report_window {
 	struct rp_report_bottlenecks top;
 };
 
-/* Step statistics of one phase (engine/steps.c): the durations of its step spans.
+/* Step statistics of one phase (engine/analyses/steps.c): the durations of its step spans.
  * mean = total_ns / count; quantiles from the sketch (within 1%). 1.2 */
 struct rp_report_step_phase {
 	char *name;		/* the phase: a name prefix, or a category (steps.h) */
@@ -228,7 +228,7 @@ struct rp_report_step_phase {
 	struct rp_report_sketch dur;
 };
 
-/* A track of the flight recorder (engine/recorder.c) and how exports name it. 1.2 */
+/* A track of the flight recorder (engine/analyses/recorder.c) and how exports name it. 1.2 */
 struct rp_report_rtrack {
 	uint32_t source;	/* index into sources */
 	uint8_t kind;		/* 1 thread, 2 async (enum rp_track_kind) */
@@ -290,7 +290,7 @@ struct rp_report_caps {
 	uint32_t max_window_level;	/* concurrency levels kept per sub-window 1.2 */
 };
 
-/* Device idle time (engine/device.h has the exact semantics, torch's BasicEvaluation).
+/* Device idle time (engine/analyses/device.h has the exact semantics, torch's BasicEvaluation).
  * 1.2 */
 struct rp_report_dev_point {	/* queue depth from t_ns on */
 	uint64_t t_ns;

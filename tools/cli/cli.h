@@ -13,7 +13,7 @@
 
 int rp_cmd_run(int argc, char **argv);
 
-/* `ringprof top` (tools/top.c): the live terminal view. @return the exit status. */
+/* `ringprof top` (tools/top/top.c): the live terminal view. @return the exit status. */
 int rp_cmd_top(int argc, char **argv);
 
 /* One line on stderr, "ringprof: ..."; returns @status for `return die(...)`. */

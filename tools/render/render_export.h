@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Timeline exports of a report's flight recorder (engine/recorder.h) and the step
+ * Timeline exports of a report's flight recorder (engine/analyses/recorder.h) and the step
  * statistics blocks of the json and text formats.
  *
  * Tracks: every recorded track becomes a Chrome (pid, tid) pair (or a Gantt row).

@@ -13,7 +13,7 @@
  * event_timestamp or a string UUID, is skipped and counted as bad_event. Each
  * request's steps are put in timestamp order (stable), as the toolkit does, then
  * handed to
- *  - the toolkit analysis (engine/aiq.h), if given: the toolkit's own rules;
+ *  - the toolkit analysis (engine/formats/aiq.h), if given: the toolkit's own rules;
  *  - the engine, if given: each request is an async track (its index in the file),
  *    each call a span whose id is its UUID, so the engine's stack machine applies
  *    its own rules and counts what is irregular: an END below the top closes the

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The agent toolkit's nested-call analysis (its multi_example_call_profiling, see
- * ../shared/testdata/README.md, nat/), reproduced number for number: per request a
+ * tests/data/README.md, nat/), reproduced number for number: per request a
  * call tree built by the toolkit's own stack rules, then over every call of every
  * request the time-weighted concurrency percentiles, each call's self time, subtree
  * time, midpoint concurrency and bottleneck score (= subtree time), and the top 5.

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * `ringprof run`: the engine in the foreground. One loop (engine/loop.c: io_uring,
+ * `ringprof run`: the engine in the foreground. One loop (engine/ingest/loop.c: io_uring,
  * or poll(2) where io_uring is refused) serves
  *   - the drain tick: merge every ring up to now - delay, every --tick-ms;
  *   - the doorbell: when a tick finds nothing, producers are told we sleep and a
@@ -12,7 +12,7 @@
  *   - producers' pidfds, so a death is handled at once;
  *   - snapshot writes (write, fsync, rename: a snapshot is whole or absent);
  *   - the live socket <snapshot dir>/ringprof-<session>.sock (mode 0600; `ringprof
- *     top`) and, with --prometheus, an HTTP /metrics listener (tools/serve.c).
+ *     top`) and, with --prometheus, an HTTP /metrics listener (tools/server/serve.c).
  * The engine announces itself in /dev/shm/ringprof.<session>.engine (its pid, then
  * the snapshot path), which producers check at exit (README, the unlink rule) and
  * `ringprof snapshot` reads.

@@ -2,7 +2,7 @@
 /*
  * Merging reports: several snapshots (processes, hosts, runs) as one report, for
  * `ringprof merge`. What adds exactly adds; what cannot be combined honestly is
- * dropped rather than guessed. The rules, section by section, are in engine/merge.c
+ * dropped rather than guessed. The rules, section by section, are in engine/formats/merge.c
  * and docs/snapshot.md ("Merging snapshots").
  */
 #ifndef RP_ENGINE_MERGE_H

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Output formats of a report (engine/report.h): the same report, from a live
+ * Output formats of a report (engine/core/report.h): the same report, from a live
  * engine, a snapshot file or an analyzed trace, renders the same way.
  */
 #ifndef RP_TOOLS_RENDER_H
@@ -86,7 +86,7 @@ int rp_render_folded(const struct rp_report *r, FILE *out);
  */
 int rp_render_prom(const struct rp_report *r, FILE *out, const char *window);
 
-/* ---- the agent toolkit's nested-call analysis (engine/aiq.h), tools/render_aiq.c ---- */
+/* ---- the agent toolkit's nested-call analysis (engine/formats/aiq.h), tools/render/render_aiq.c ---- */
 struct rp_aiq;
 
 /**
