@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * The unlink rule at normal exit (README, "When a segment goes away"):
+ * The unlink rule at normal exit (docs/wire.md, "When a segment goes away"):
  *  - no engine running: the producer unlinks its segment at once;
  *  - an engine running: the producer waits (at most RINGPROF_EXIT_WAIT_MS) until
  *    every ring is drained, then unlinks; the engine keeps its mapping;

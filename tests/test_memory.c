@@ -145,7 +145,7 @@ static void test_memory_bound_holds_at_the_caps(void **state)
 	rp_engine_close(e);
 }
 
-/* The bound at the defaults, printed for the README, and monotone in the caps. */
+/* The bound at the defaults, printed for docs/memory.md, and monotone in the caps. */
 static void test_memory_bound_grows_with_caps(void **state)
 {
 	struct rp_engine_cfg c, d;

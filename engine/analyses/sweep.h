@@ -6,7 +6,7 @@
  * maximum and the mean; and a bounded history of recent change points that answers
  * "the level at time t" for a finished span's midpoint.
  *
- * Semantics (those of the agent toolkit's concurrency analysis, testdata/README.md,
+ * Semantics (those of the agent toolkit's concurrency analysis, tests/data/README.md,
  * nat/ items 5 and 6):
  *  - The level is a step function of time. Events sharing a timestamp act together:
  *    only the level after the last of them holds over a positive duration, so their

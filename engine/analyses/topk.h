@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Bounded structures behind the bottleneck lists (DESIGN.md, "Bottleneck lists"):
+ * Bounded structures behind the bottleneck lists (docs/analyses.md):
  *
  *  - struct rp_spacesaving: weighted Space-Saving (Metwally, Agrawal, El Abbadi, ICDT
  *    2005; weighted form as in Berinde, Indyk, Cormode, Strauss, TODS 2010), m

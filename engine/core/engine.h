@@ -61,7 +61,7 @@ int rp_engine_cfg_check(const struct rp_engine_cfg *cfg, char *why, size_t n);
 
 /**
  * rp_engine_memory_bound() - worst-case bytes the engine allocates with @cfg, every
- * table at its cap (README, "Caps and memory"): names, stats, tracks and stacks,
+ * table at its cap (docs/memory.md): names, stats, tracks and stacks,
  * sources, analyses (sketches, sweeps, counters, categories) and windows.
  */
 size_t rp_engine_memory_bound(const struct rp_engine_cfg *cfg);

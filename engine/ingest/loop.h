@@ -3,7 +3,7 @@
  * The engine's event loop: one io_uring serves timers, file descriptors (signalfd,
  * inotify, pidfds, sockets), doorbell futex waits and whole-file writes. Where
  * io_uring is refused (EPERM/ENOSYS in many containers) the same interface runs on
- * poll(2); the engine's logic never knows which (STYLE.md 9). Single-threaded: every
+ * poll(2); the engine's logic never knows which. Single-threaded: every
  * callback runs on the thread in rp_loop_run().
  */
 #ifndef RP_ENGINE_LOOP_H

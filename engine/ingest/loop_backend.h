@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Private to the loop: the record each operation lives in, the loop object and the
- * interface both backends implement (loop_uring.c on io_uring, loop_poll.c on poll(2);
- * STYLE.md 9). loop.c holds what they share: the fixed pool of records, operation ids,
+ * interface both backends implement (loop_uring.c on io_uring, loop_poll.c on poll(2)).
+ * loop.c holds what they share: the fixed pool of records, operation ids,
  * timer and futex arithmetic, and the one rule about callbacks.
  *
  * The rule: a record reaches its callback only while it is live. A record stops being

@@ -73,7 +73,7 @@ RP_API void rp_doorbell_check(struct rp_thread *t);
  *
  * Reads the environment (RINGPROF, RINGPROF_SESSION, RINGPROF_RINGS,
  * RINGPROF_RING_EVENTS, RINGPROF_NAMES, RINGPROF_NAME_BYTES, RINGPROF_CLOCK,
- * RINGPROF_CALIBRATE_US, RINGPROF_EXIT_WAIT_MS, RINGPROF_KEEP; see README).
+ * RINGPROF_CALIBRATE_US, RINGPROF_EXIT_WAIT_MS, RINGPROF_KEEP; see docs/environment.md).
  * Idempotent and thread-safe. On failure the library turns itself off (every call
  * becomes a no-op) and says why once on stderr; the host program goes on.
  *

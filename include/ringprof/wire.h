@@ -48,7 +48,7 @@ extern "C" {
 #define RP_WIRE_NAME_PREFIX	"ringprof."
 #define RP_WIRE_NAME_FMT	"/ringprof.%s.%d"
 /* A running engine announces itself with "/ringprof.<session>.engine" (struct
- * rp_wire_engine); producers look for it at exit (see the unlink rule in README). */
+ * rp_wire_engine); producers look for it at exit (the unlink rule, docs/wire.md). */
 #define RP_WIRE_ENGINE_FMT	"/ringprof.%s.engine"
 #define RP_WIRE_SESSION_MAX	32
 

@@ -14,7 +14,7 @@
  *   - the live socket <snapshot dir>/ringprof-<session>.sock (mode 0600; `ringprof
  *     top`) and, with --prometheus, an HTTP /metrics listener (tools/server/serve.c).
  * The engine announces itself in /dev/shm/ringprof.<session>.engine (its pid, then
- * the snapshot path), which producers check at exit (README, the unlink rule) and
+ * the snapshot path), which producers check at exit (docs/wire.md, the unlink rule) and
  * `ringprof snapshot` reads.
  */
 #include <errno.h>

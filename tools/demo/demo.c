@@ -65,7 +65,9 @@
 
 static const char usage[] =
 	"usage: ringprof-demo [options]\n"
-	"A simulated LLM inference server recording into ringprof (see README: RINGPROF_*).\n"
+	"A simulated LLM inference server recording into ringprof, into the session that\n"
+	"RINGPROF_SESSION names (default \"default\"): give `ringprof run --session` the\n"
+	"same name. The RINGPROF_* variables: docs/environment.md.\n"
 	"\n"
 	"  --duration S        run for S seconds (default 5; 0: until --events or a signal)\n"
 	"  --rate R            requests per second, Poisson arrivals (default 100)\n"
