@@ -102,6 +102,14 @@ static void start_engine(const char *session)
 	char name[128];
 	struct timespec ms = { 0, 10000000 };
 
+	/* A marker left by an engine killed in an earlier run would pass for ours. */
+	snprintf(name, sizeof(name), "/dev/shm/ringprof.%s.engine", session);
+	unlink(name);
+
+	if (engine > 0) { /* left by a test that failed half-way */
+		kill(engine, SIGKILL);
+		waitpid(engine, NULL, 0);
+	}
 	engine = fork();
 	if (engine == 0) {
 		char dir[300], err[400];
@@ -114,7 +122,6 @@ static void start_engine(const char *session)
 		_exit(127);
 	}
 	assert_true(engine > 0);
-	snprintf(name, sizeof(name), "/dev/shm/ringprof.%s.engine", session);
 	for (int i = 0; i < 500 && access(name, F_OK) != 0; i++)
 		nanosleep(&ms, NULL);
 	assert_int_equal(access(name, F_OK), 0);
@@ -130,12 +137,17 @@ static void stop_engine(void)
 	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 }
 
-/* Runs @prog_args (from the programs' directory) with @env in @session under a
- * fresh engine; the json report of a snapshot taken after it exited. */
-static yajl_val run_program(const char *session, const char *env, const char *prog_args)
+/* Runs @prog_args (from the programs' directory) with @env in session
+ * <RINGPROF_SESSION>_@suffix under a fresh engine; the json report of a snapshot
+ * taken after it exited. */
+static yajl_val run_program(const char *suffix, const char *env, const char *prog_args)
 {
-	char *path, *json, err[256];
+	char *path, *json, err[256], session[RP_WIRE_SESSION_MAX];
+	const char *base = getenv("RINGPROF_SESSION");
 	yajl_val root, srcs;
+
+	snprintf(session, sizeof(session), "%s_%s", base ? base : "t_auto", suffix);
+	assert_true(rp_wire_session_valid(session));
 
 	start_engine(session);
 	assert_int_equal(run(NULL, "RINGPROF_SESSION=%s %s %s/%s", session, env, progdir,
@@ -171,7 +183,7 @@ static void test_auto_call_tree_exact(void **state)
 
 	(void)state;
 	snprintf(args, sizeof(args), "prog_auto %d %d %d %d %d %d", N, K, M, P, T, F);
-	root = run_program("t_auto_tree", "", args);
+	root = run_program("tree", "", args);
 	assert_int_equal(calls(root, "main"), 1);
 	assert_int_equal(calls(root, "worker"), T);
 	assert_int_equal(calls(root, "run_tree"), R);
@@ -206,7 +218,7 @@ static void test_auto_exclude_filter(void **state)
 	yajl_val root;
 
 	(void)state;
-	root = run_program("t_auto_excl", "RINGPROF_AUTO_EXCLUDE='fib,demo::*'",
+	root = run_program("excl", "RINGPROF_AUTO_EXCLUDE='fib,demo::*'",
 			   "prog_auto 6 2 2 2 0 0");
 	assert_null(fn_row(root, "fib"));
 	assert_null(fn_row(root, "demo::ns::work(int)"));
@@ -228,7 +240,7 @@ static void test_auto_cxx_scopes_nest(void **state)
 
 	(void)state;
 	snprintf(args, sizeof(args), "prog_scopes %d %d %d", A, B, T);
-	root = run_program("t_auto_scopes", "", args);
+	root = run_program("scopes", "", args);
 	assert_int_equal(calls(root, "top"), R);
 	assert_int_equal(calls(root, "mid"), R * A);
 	assert_int_equal(calls(root, "leaf"), R * A * B);
@@ -283,7 +295,7 @@ static int teardown(void **state)
 		kill(engine, SIGKILL);
 		waitpid(engine, NULL, 0);
 	}
-	return run(NULL, "rm -rf %s", tmpdir);
+	return getenv("RP_KEEP_TMP") ? 0 : run(NULL, "rm -rf %s", tmpdir);
 }
 
 int main(void)

@@ -59,6 +59,7 @@ struct slot {
 static struct slot cache[CACHE_SIZE];
 static uint64_t cache_full;	/* lookups that found no slot (counted, shown as a name) */
 static pthread_mutex_t resolve_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t first_miss_once = PTHREAD_ONCE_INIT;
 static __thread uint8_t resolving __attribute__((tls_model("initial-exec")));
 
 /* The filter, from the environment on the first resolve (under resolve_lock). */
@@ -190,6 +191,8 @@ NO_INSTR static bool publish(uintptr_t fn, uint32_t v)
 	return false;
 }
 
+static void first_miss(void);
+
 /* True when @fn has, or may still get, a slot in its probe window. */
 NO_INSTR static bool has_room(uintptr_t fn)
 {
@@ -215,6 +218,7 @@ NO_INSTR static __attribute__((noinline)) uint32_t miss(uintptr_t fn)
 		return overflow_value();
 	}
 	resolving = 1;
+	pthread_once(&first_miss_once, first_miss);
 	pthread_mutex_lock(&resolve_lock);
 	v = resolve(fn);
 	pthread_mutex_unlock(&resolve_lock);
@@ -272,7 +276,14 @@ uint64_t rp_auto_cache_full(void)
 	return __atomic_load_n(&cache_full, __ATOMIC_RELAXED);
 }
 
-/* A fork while another thread resolves must not leave the child's lock held. */
+/*
+ * A fork while another thread resolves must not leave the child's lock held: the
+ * prepare handler takes resolve_lock, and must take it before the library's own
+ * prepare handler takes its name-table lock (resolve() holds the first while it
+ * interns, under the second). Prepare handlers run in reverse order of
+ * registration, so these are registered on the first miss, after rp_init()
+ * registered the library's.
+ */
 NO_INSTR static void fork_prepare(void)
 {
 	pthread_mutex_lock(&resolve_lock);
@@ -283,7 +294,8 @@ NO_INSTR static void fork_release(void)
 	pthread_mutex_unlock(&resolve_lock);
 }
 
-NO_INSTR __attribute__((constructor)) static void rp_auto_init(void)
+NO_INSTR static void first_miss(void)
 {
+	rp_init();
 	pthread_atfork(fork_prepare, fork_release, fork_release);
 }

@@ -21,7 +21,7 @@ int shlib_fn(int x);
 int cxx_entry(int p);
 
 static int n_fib, k_leaf, m_shlib, p_cxx;
-static volatile int sink;
+static __thread volatile int sink; /* per thread: the threads share nothing */
 
 static int fib(int n)
 {
