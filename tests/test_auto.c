@@ -6,7 +6,8 @@
  *     call of its own: the call count of every function and of the edges between
  *     them, on the main thread, T threads and a forked child; names resolved,
  *     a static function in a shared library and a demangled C++ one in a namespace
- *     among them, each with the object it lives in as its file;
+ *     among them, each with its source file and line (with libdw; else the object
+ *     it lives in), checked against the sources;
  *   - prog_scopes (ringprof.hpp): RAII scopes left by return, break, an exception
  *     and the end of a block nest exactly; async scopes moved across threads end
  *     once; counter samples arrive.
@@ -20,7 +21,7 @@
 
 #include "support.h"
 
-static char bin[600], progdir[512], tmpdir[256];
+static char bin[600], progdir[512], srcdir[512], tmpdir[256];
 static pid_t engine;
 
 #define run(out, ...) rp_test_sh(out, NULL, __VA_ARGS__)
@@ -166,6 +167,56 @@ static yajl_val run_program(const char *suffix, const char *env, const char *pro
 	return root;
 }
 
+/* The 1-based line of @src (in the sources' directory) holding @needle; 0 if none. */
+static uint32_t line_of(const char *src, const char *needle)
+{
+	char path[700], buf[512];
+	uint32_t n = 0, found = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", srcdir, src);
+	f = fopen(path, "r");
+	assert_non_null(f);
+	while (!found && fgets(buf, sizeof(buf), f)) {
+		n++;
+		if (strstr(buf, needle))
+			found = n;
+	}
+	fclose(f);
+	return found;
+}
+
+/*
+ * Where function @fn was said to be. With DWARF (libdw, -g): @src at the line of
+ * its declarator (clang) or of the brace that opens its body, on the next line here
+ * (gcc). Without: the object it lives in (@object is the end of its path), line 0.
+ */
+static void expect_where(yajl_val root, const char *fn, const char *src, const char *decl,
+			 const char *object)
+{
+	yajl_val f = fn_row(root, fn);
+	const char *file;
+	uint64_t line;
+
+	assert_non_null(f);
+	file = json_str(f, "file");
+	line = json_u64(f, "line");
+	print_message("    %s: %s:%llu\n", fn, file ? file : "(none)", (unsigned long long)line);
+#ifdef RP_AUTO_DWARF
+	uint32_t want = line_of(src, decl);
+	char tail[64];
+	(void)object;
+	snprintf(tail, sizeof(tail), "/%s", src);
+	assert_true(ends_with(file, tail));
+	assert_true(want > 0 && (line == want || line == want + 1));
+#else
+	(void)src;
+	(void)decl;
+	assert_true(ends_with(file, object));
+	assert_int_equal(line, 0);
+#endif
+}
+
 /* --- the models --- */
 
 /* Calls fib(n) makes of itself, the root included, by doing them. */
@@ -179,7 +230,7 @@ static void test_auto_call_tree_exact(void **state)
 	const int N = 12, K = 7, M = 5, P = 9, T = 3, F = 1;
 	const uint64_t R = 1 + T + F; /* run_tree() invocations: main, threads, child */
 	char args[128];
-	yajl_val root, f;
+	yajl_val root;
 
 	(void)state;
 	snprintf(args, sizeof(args), "prog_auto %d %d %d %d %d %d", N, K, M, P, T, F);
@@ -202,13 +253,11 @@ static void test_auto_call_tree_exact(void **state)
 	assert_int_equal(edge_calls(root, "shlib_fn", "shlib_helper"), R * M);
 	assert_int_equal(edge_calls(root, "cxx_entry", "demo::ns::work(int)"), R * P);
 
-	/* The object each function lives in, as its file. */
-	f = fn_row(root, "shlib_helper");
-	assert_non_null(f);
-	assert_true(ends_with(json_str(f, "file"), "libautolib.so"));
-	f = fn_row(root, "fib");
-	assert_non_null(f);
-	assert_true(ends_with(json_str(f, "file"), "/prog_auto"));
+	expect_where(root, "fib", "prog_auto.c", "static int fib(int n)", "/prog_auto");
+	expect_where(root, "shlib_helper", "autolib.c", "int shlib_helper(int x)",
+		     "/libautolib.so");
+	expect_where(root, "demo::ns::work(int)", "autocxx.cpp", "int work(int i)",
+		     "/prog_auto");
 	yajl_tree_free(root);
 }
 
@@ -279,11 +328,13 @@ static void test_auto_cxx_scopes_nest(void **state)
 
 static int setup(void **state)
 {
-	const char *b = getenv("RP_BIN_DIR"), *p = getenv("RP_AUTO_DIR");
+	const char *b = getenv("RP_BIN_DIR"), *p = getenv("RP_AUTO_DIR"),
+		   *src = getenv("RP_AUTO_SRC");
 
 	(void)state;
 	snprintf(bin, sizeof(bin), "%s/ringprof", b ? b : "../tools");
 	snprintf(progdir, sizeof(progdir), "%s", p ? p : "auto");
+	snprintf(srcdir, sizeof(srcdir), "%s", src ? src : "../../tests/auto");
 	snprintf(tmpdir, sizeof(tmpdir), "/tmp/rp_auto_XXXXXX");
 	return mkdtemp(tmpdir) ? 0 : -1;
 }

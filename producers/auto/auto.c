@@ -15,7 +15,9 @@
  * the ELF symbol tables, static functions included; C++ names demangled with the
  * process's own __cxa_demangle, found at run time so C programs need no libstdc++,
  * or libstdc++.so.6 loaded on the first mangled name when the program has none),
- * interns (name, "FUNCTION", object path, 0) and publishes the id: the slot is
+ * finds its source file and line in the DWARF line tables when there are any
+ * (srcline.c; else the object's path and line 0), interns (name, "FUNCTION", file,
+ * line) and publishes the id: the slot is
  * claimed with a compare-and-swap on its key, then the value stored. Two threads
  * that miss at once both resolve; rp_intern gives both the same id. When all PROBES
  * slots are taken by other addresses, the function is recorded under one shared name,
@@ -40,6 +42,7 @@
 
 #include <ringprof/ringprof.h>
 
+#include "srcline.h"
 #include "symtab.h"
 
 #define CACHE_BITS	16
@@ -140,10 +143,14 @@ NO_INSTR static uint32_t resolve(uintptr_t fn)
 {
 	struct rp_sym sym;
 	char hex[2 + 16 + 1], *dm;
-	const char *name;
-	uint32_t v;
+	const char *name, *file;
+	uint32_t v, line = 0;
 
 	rp_symtab_lookup(fn, &sym);
+	if (rp_srcline(fn, &file, &line) != 0) { /* no line info: the object, line 0 */
+		file = sym.object;
+		line = 0;
+	}
 	dm = sym.name ? demangle(sym.name) : NULL;
 	name = dm ? dm : sym.name;
 	if (!name) {
@@ -153,7 +160,7 @@ NO_INSTR static uint32_t resolve(uintptr_t fn)
 	if (!wanted(name))
 		v = V_READY | V_SKIP;
 	else
-		v = V_READY | (rp_intern(name, "FUNCTION", sym.object, 0) & V_ID);
+		v = V_READY | (rp_intern(name, "FUNCTION", file, line) & V_ID);
 	free(dm);
 	return v;
 }
