@@ -146,7 +146,8 @@ NO_INSTR static uint32_t resolve(uintptr_t fn)
 	const char *name, *file;
 	uint32_t v, line = 0;
 
-	rp_symtab_lookup(fn, &sym);
+	if (rp_symtab_lookup(fn, &sym) != 0 && !sym.name)
+		sym.name = rp_srcline_name(fn); /* a stripped object's debug file */
 	if (rp_srcline(fn, &file, &line) != 0) { /* no line info: the object, line 0 */
 		file = sym.object;
 		line = 0;

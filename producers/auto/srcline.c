@@ -36,25 +36,40 @@ static bool report_maps(void)
 	return dwfl_report_end(dwfl, NULL, NULL) == 0;
 }
 
-int rp_srcline(uintptr_t addr, const char **file, uint32_t *line)
+/* The module holding @addr, the session begun on first use; NULL if none. */
+static Dwfl_Module *module_of(uintptr_t addr)
 {
 	Dwfl_Module *m;
-	Dwfl_Line *l;
-	const char *src;
-	int lineno = 0;
 
 	if (failed)
-		return -ENOENT;
+		return NULL;
 	if (!dwfl) {
 		dwfl = dwfl_begin(&callbacks);
 		if (!dwfl || !report_maps()) {
 			failed = true;
-			return -ENOENT;
+			return NULL;
 		}
 	}
 	m = dwfl_addrmodule(dwfl, (Dwarf_Addr)addr);
 	if (!m && report_maps())
 		m = dwfl_addrmodule(dwfl, (Dwarf_Addr)addr);
+	return m;
+}
+
+const char *rp_srcline_name(uintptr_t addr)
+{
+	Dwfl_Module *m = module_of(addr);
+
+	return m ? dwfl_module_addrname(m, (GElf_Addr)addr) : NULL;
+}
+
+int rp_srcline(uintptr_t addr, const char **file, uint32_t *line)
+{
+	Dwfl_Module *m = module_of(addr);
+	Dwfl_Line *l;
+	const char *src;
+	int lineno = 0;
+
 	if (!m || !(l = dwfl_module_getsrc(m, (Dwarf_Addr)addr)))
 		return -ENOENT;
 	src = dwfl_lineinfo(l, NULL, &lineno, NULL, NULL, NULL);
@@ -66,6 +81,12 @@ int rp_srcline(uintptr_t addr, const char **file, uint32_t *line)
 }
 
 #else
+
+const char *rp_srcline_name(uintptr_t addr)
+{
+	(void)addr;
+	return NULL;
+}
 
 int rp_srcline(uintptr_t addr, const char **file, uint32_t *line)
 {

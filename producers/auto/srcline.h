@@ -19,4 +19,10 @@
  */
 int rp_srcline(uintptr_t addr, const char **file, uint32_t *line);
 
+/*
+ * rp_srcline_name() - the symbol at @addr as libdwfl finds it, separate debug files
+ * included: for stripped objects whose own tables do not name it. NULL if none.
+ */
+const char *rp_srcline_name(uintptr_t addr);
+
 #endif
