@@ -35,6 +35,15 @@ uint64_t rp_clock_monotonic(void)
 	return mono_ns();
 }
 
+uint64_t rp_clock_tsc(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	return __rdtsc();
+#else
+	return mono_ns(); /* never the library's clock here: see rp_clock_calibrate() */
+#endif
+}
+
 bool rp_clock_tsc_invariant(void)
 {
 #if defined(__x86_64__) || defined(__i386__)

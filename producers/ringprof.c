@@ -36,6 +36,7 @@
 
 #include "clock.h"
 #include "layout.h"
+#include "ring_ck.h"
 
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23
@@ -183,7 +184,7 @@ static void fill_header(struct rp_wire_header *h, const struct rp_layout *l,
 	h->state = RP_SEG_LIVE;
 	for (uint32_t i = 0; i < l->ring_count; i++) {
 		struct rp_wire_ring *r = rp_layout_ring(l, h, i);
-		ck_ring_init(&r->ring, l->ring_capacity);
+		ck_ring_init(rp_ring_ck(r), l->ring_capacity);
 	}
 }
 

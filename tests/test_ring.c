@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <string.h>
 
+#include "ring_ck.h"
 #include "support.h"
 
 #define CAP 64u
@@ -169,10 +170,10 @@ static void test_ring_is_a_ck_ring(void **state)
 	unsigned n = 0;
 
 	(void)state;
-	assert_int_equal(ck_ring_capacity(&r->ring), CAP);
+	assert_int_equal(ck_ring_capacity(rp_ring_ck(r)), CAP);
 	emit(CAP / 2);
-	assert_int_equal(ck_ring_size(&r->ring), CAP / 2);
-	while (ck_ring_dequeue_spsc_rp_event(&r->ring, slots, &e)) {
+	assert_int_equal(ck_ring_size(rp_ring_ck(r)), CAP / 2);
+	while (ck_ring_dequeue_spsc_rp_event(rp_ring_ck(r), slots, &e)) {
 		assert_int_equal(e.arg, first + n);
 		n++;
 	}

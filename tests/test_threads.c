@@ -289,7 +289,7 @@ static void test_threads_doorbell_wakes_sleeping_consumer(void **state)
 	rp_instant(nid); /* this thread's ring */
 	drain_all(&seen, false);
 	assert_int_equal(pthread_create(&th, NULL, sleep_on_doorbell, &s), 0);
-	while (ck_pr_load_32(&h->consumer_sleeping) == 0)
+	while (__atomic_load_n(&h->consumer_sleeping, __ATOMIC_RELAXED) == 0)
 		sched_yield();
 	for (unsigned i = 0; i < CAP / 2 - 2; i++)
 		rp_instant(nid);

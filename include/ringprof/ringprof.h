@@ -26,12 +26,25 @@
 
 #include <ringprof/wire.h>
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <x86intrin.h>
+/* rdtsc through the compiler builtin: no intrinsics header for the user. Defining
+ * RP_NO_RDTSC compiles the other targets' path (the out-of-line clock) on x86 too. */
+#if (defined(__x86_64__) || defined(__i386__)) && !defined(RP_NO_RDTSC)
+#define RP_HAVE_RDTSC 1
 #endif
 
 #ifdef __cplusplus
 extern "C" {
+#endif
+
+/* The inline functions below are C (compound literals, designated initializers that
+ * leave fields zero), which g++ and clang++ take as an extension: keep their
+ * warnings about it out of the user's C++ build. Popped at the end of this file. */
+#ifdef __cplusplus
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+#pragma GCC diagnostic ignored "-Wpedantic"
+#pragma GCC diagnostic ignored "-Wpragmas"
+#pragma GCC diagnostic ignored "-Wc++20-extensions"
 #endif
 
 #ifndef RP_API
@@ -141,13 +154,19 @@ RP_API extern uint32_t rp_clock_source;
 /* CLOCK_MONOTONIC in ns; out of line so this header needs no POSIX feature macros. */
 RP_API uint64_t rp_clock_monotonic(void);
 
+/* The TSC read out of line: for code built without the inline rdtsc (RP_NO_RDTSC)
+ * while the library's clock is the TSC; on other targets the library never is. */
+RP_API uint64_t rp_clock_tsc(void);
+
 static inline uint64_t rp_clock_read(bool tsc)
 {
-#if defined(__x86_64__) || defined(__i386__)
+#ifdef RP_HAVE_RDTSC
 	if (RP_LIKELY(tsc))
-		return __rdtsc();
+		return __builtin_ia32_rdtsc();
+#else
+	if (RP_UNLIKELY(tsc))
+		return rp_clock_tsc();
 #endif
-	(void)tsc;
 	return rp_clock_monotonic();
 }
 
@@ -332,6 +351,7 @@ static inline uint32_t rp_scope_id(uint32_t *cache, const char *name, const char
 }
 
 #ifdef __cplusplus
+#pragma GCC diagnostic pop
 }
 #endif
 

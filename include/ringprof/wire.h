@@ -33,10 +33,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <ck_ring.h>
-
 #ifdef __cplusplus
 extern "C" {
+#endif
+
+/* C11 and C++ spell these differently; the GNU forms work in every mode. */
+#ifdef __cplusplus
+#define RP_WIRE_ALIGN(n)	alignas(n)
+#define RP_WIRE_ASSERT(c, m)	static_assert(c, m)
+#else
+#define RP_WIRE_ALIGN(n)	__attribute__((aligned(n)))
+#define RP_WIRE_ASSERT(c, m)	__extension__ _Static_assert(c, m)
 #endif
 
 #define RP_WIRE_MAGIC		UINT64_C(0x31464f5250474e52) /* "RNGPROF1" little-endian */
@@ -160,7 +167,7 @@ struct rp_wire_header {
 	char session[RP_WIRE_SESSION_MAX];
 
 	/* Line 3: producer-written, slow paths only. */
-	_Alignas(RP_WIRE_CACHELINE) uint32_t state;	/* enum rp_segment_state */
+	RP_WIRE_ALIGN(RP_WIRE_CACHELINE) uint32_t state;	/* enum rp_segment_state */
 	uint32_t names_used;		/* published entries, id 0 included */
 	uint64_t arena_used;		/* bytes of the arena in use */
 	uint64_t names_dropped;		/* rp_intern() calls answered with id 0 */
@@ -171,11 +178,27 @@ struct rp_wire_header {
 	/* Line 4: the doorbell. The consumer sets consumer_sleeping before it waits
 	 * on the futex word `doorbell`; a producer that sees it set, with a ring at
 	 * least half full, clears it, bumps `doorbell` and wakes the consumer. */
-	_Alignas(RP_WIRE_CACHELINE) uint32_t doorbell;
+	RP_WIRE_ALIGN(RP_WIRE_CACHELINE) uint32_t doorbell;
 	uint32_t consumer_sleeping;
 	int32_t consumer_pid;		/* last consumer that attached, 0 if none */
 	uint32_t reserved1;
 	uint64_t doorbell_rings;	/* wake-ups producers sent */
+};
+
+/*
+ * The single-producer/single-consumer ring indices: the layout of Concurrency Kit's
+ * struct ck_ring (64-byte cache lines), spelled out so that including this header
+ * needs no ck header. producers/ring_ck.h checks the two agree, field by field, and
+ * is where the library hands this to ck_ring_init().
+ */
+struct rp_wire_spsc {
+	uint32_t c_head;	/* consumer index (line 0) */
+	uint8_t pad[RP_WIRE_CACHELINE - 4];
+	uint32_t p_tail;	/* producer index (line 1) */
+	uint32_t p_head;	/* unused by an SPSC ring */
+	uint8_t pad_[RP_WIRE_CACHELINE - 8];
+	uint32_t size;		/* capacity (line 2) */
+	uint32_t mask;		/* capacity - 1 */
 };
 
 enum rp_ring_state {
@@ -198,8 +221,8 @@ struct rp_wire_ring {
 	uint64_t dropped;	/* records refused because the ring was full */
 	uint64_t claimed_ticks;	/* clock at the claim */
 	uint8_t pad0[RP_WIRE_CACHELINE - 32];
-	struct ck_ring ring;	/* ck_ring_init(&ring, ring_capacity) */
-	uint8_t pad1[4 * RP_WIRE_CACHELINE - RP_WIRE_CACHELINE - sizeof(struct ck_ring)];
+	struct rp_wire_spsc ring; /* ck_ring_init(&ring, ring_capacity) */
+	uint8_t pad1[4 * RP_WIRE_CACHELINE - RP_WIRE_CACHELINE - sizeof(struct rp_wire_spsc)];
 };
 
 /*
@@ -230,28 +253,28 @@ struct rp_wire_engine {
 #define RP_WIRE_ENGINE_MAGIC	UINT64_C(0x454e49474e455052) /* "RPENGINE" */
 
 /* The layout the consumer relies on. A change here is a major version bump. */
-_Static_assert(sizeof(struct rp_event) == 32, "event record is 32 bytes");
-_Static_assert(offsetof(struct rp_event, ts) == 0, "ts at 0");
-_Static_assert(offsetof(struct rp_event, name) == 8, "name at 8");
-_Static_assert(offsetof(struct rp_event, kind) == 12, "kind at 12");
-_Static_assert(offsetof(struct rp_event, flags) == 13, "flags at 13");
-_Static_assert(offsetof(struct rp_event, track) == 16, "track at 16");
-_Static_assert(offsetof(struct rp_event, arg) == 24, "arg at 24");
-_Static_assert(sizeof(struct rp_wire_clock) == 48, "clock block is 48 bytes");
-_Static_assert(offsetof(struct rp_wire_header, clock) == 104, "clock at 104");
-_Static_assert(offsetof(struct rp_wire_header, session) == 152, "session at 152");
-_Static_assert(offsetof(struct rp_wire_header, state) == 192, "producer line at 192");
-_Static_assert(offsetof(struct rp_wire_header, doorbell) == 256, "doorbell line at 256");
-_Static_assert(sizeof(struct rp_wire_header) == 320, "header is 5 cache lines");
-_Static_assert(sizeof(struct ck_ring) <= 3 * RP_WIRE_CACHELINE, "ck_ring fits 3 lines");
-_Static_assert(offsetof(struct ck_ring, c_head) == 0, "ck_ring c_head first");
-_Static_assert(offsetof(struct ck_ring, p_tail) == RP_WIRE_CACHELINE,
-	       "ck_ring p_tail on its own line");
-_Static_assert(offsetof(struct rp_wire_ring, ring) == RP_WIRE_CACHELINE,
-	       "ck_ring starts on line 1 of the descriptor");
-_Static_assert(sizeof(struct rp_wire_ring) == 4 * RP_WIRE_CACHELINE, "descriptor is 4 lines");
-_Static_assert(sizeof(struct rp_wire_name) == 40, "name entry is 40 bytes");
-_Static_assert(sizeof(struct rp_wire_engine) == 16, "engine marker is 16 bytes");
+RP_WIRE_ASSERT(sizeof(struct rp_event) == 32, "event record is 32 bytes");
+RP_WIRE_ASSERT(offsetof(struct rp_event, ts) == 0, "ts at 0");
+RP_WIRE_ASSERT(offsetof(struct rp_event, name) == 8, "name at 8");
+RP_WIRE_ASSERT(offsetof(struct rp_event, kind) == 12, "kind at 12");
+RP_WIRE_ASSERT(offsetof(struct rp_event, flags) == 13, "flags at 13");
+RP_WIRE_ASSERT(offsetof(struct rp_event, track) == 16, "track at 16");
+RP_WIRE_ASSERT(offsetof(struct rp_event, arg) == 24, "arg at 24");
+RP_WIRE_ASSERT(sizeof(struct rp_wire_clock) == 48, "clock block is 48 bytes");
+RP_WIRE_ASSERT(offsetof(struct rp_wire_header, clock) == 104, "clock at 104");
+RP_WIRE_ASSERT(offsetof(struct rp_wire_header, session) == 152, "session at 152");
+RP_WIRE_ASSERT(offsetof(struct rp_wire_header, state) == 192, "producer line at 192");
+RP_WIRE_ASSERT(offsetof(struct rp_wire_header, doorbell) == 256, "doorbell line at 256");
+RP_WIRE_ASSERT(sizeof(struct rp_wire_header) == 320, "header is 5 cache lines");
+RP_WIRE_ASSERT(sizeof(struct rp_wire_spsc) <= 3 * RP_WIRE_CACHELINE, "ring fits 3 lines");
+RP_WIRE_ASSERT(offsetof(struct rp_wire_spsc, c_head) == 0, "ring c_head first");
+RP_WIRE_ASSERT(offsetof(struct rp_wire_spsc, p_tail) == RP_WIRE_CACHELINE,
+	       "ring p_tail on its own line");
+RP_WIRE_ASSERT(offsetof(struct rp_wire_ring, ring) == RP_WIRE_CACHELINE,
+	       "ring starts on line 1 of the descriptor");
+RP_WIRE_ASSERT(sizeof(struct rp_wire_ring) == 4 * RP_WIRE_CACHELINE, "descriptor is 4 lines");
+RP_WIRE_ASSERT(sizeof(struct rp_wire_name) == 40, "name entry is 40 bytes");
+RP_WIRE_ASSERT(sizeof(struct rp_wire_engine) == 16, "engine marker is 16 bytes");
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,361 @@
+// SPDX-License-Identifier: MIT
+/*
+ * C and C++ programs under a live engine (`ringprof run`, RP_BIN_DIR), checked
+ * against models of their call trees computed here:
+ *   - prog_auto, built with -finstrument-functions and ringprof-auto and no ringprof
+ *     call of its own: the call count of every function and of the edges between
+ *     them, on the main thread, T threads and a forked child; names resolved,
+ *     a static function in a shared library and a demangled C++ one in a namespace
+ *     among them, each with its source file and line (with libdw; else the object
+ *     it lives in), checked against the sources;
+ *   - prog_scopes (ringprof.hpp): RAII scopes left by return, break, an exception
+ *     and the end of a block nest exactly; async scopes moved across threads end
+ *     once; counter samples arrive.
+ * Every event the programs emitted is accounted for: none dropped.
+ */
+#include <signal.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <yajl/yajl_tree.h>
+
+#include "support.h"
+
+static char bin[600], progdir[512], srcdir[512], tmpdir[256];
+static pid_t engine;
+
+#define run(out, ...) rp_test_sh(out, NULL, __VA_ARGS__)
+
+static uint64_t json_u64(yajl_val v, const char *key)
+{
+	const char *path[] = { key, NULL };
+	yajl_val n = yajl_tree_get(v, path, yajl_t_number);
+
+	assert_non_null(n);
+	return (uint64_t)YAJL_GET_INTEGER(n);
+}
+
+static const char *json_str(yajl_val v, const char *key)
+{
+	const char *path[] = { key, NULL };
+	yajl_val s = yajl_tree_get(v, path, yajl_t_string);
+
+	return s ? YAJL_GET_STRING(s) : NULL;
+}
+
+static yajl_val json_arr(yajl_val root, const char *key)
+{
+	const char *path[] = { key, NULL };
+	yajl_val a = yajl_tree_get(root, path, yajl_t_array);
+
+	assert_non_null(a);
+	return a;
+}
+
+/* The function row named @name (one per name in these programs), or NULL. */
+static yajl_val fn_row(yajl_val root, const char *name)
+{
+	yajl_val fns = json_arr(root, "functions");
+
+	for (size_t i = 0; i < YAJL_GET_ARRAY(fns)->len; i++) {
+		yajl_val f = YAJL_GET_ARRAY(fns)->values[i];
+		const char *n = json_str(f, "name");
+		if (n && strcmp(n, name) == 0)
+			return f;
+	}
+	return NULL;
+}
+
+static uint64_t calls(yajl_val root, const char *name)
+{
+	yajl_val f = fn_row(root, name);
+
+	if (!f)
+		print_message("    no function row \"%s\"\n", name);
+	return f ? json_u64(f, "calls") : 0;
+}
+
+static uint64_t edge_calls(yajl_val root, const char *caller, const char *callee)
+{
+	yajl_val es = json_arr(root, "edges");
+	uint64_t n = 0;
+
+	for (size_t i = 0; i < YAJL_GET_ARRAY(es)->len; i++) {
+		yajl_val e = YAJL_GET_ARRAY(es)->values[i];
+		const char *a = json_str(e, "caller"), *b = json_str(e, "callee");
+		if (a && b && strcmp(a, caller) == 0 && strcmp(b, callee) == 0)
+			n += json_u64(e, "calls");
+	}
+	return n;
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+	size_t a = s ? strlen(s) : 0, b = strlen(suffix);
+
+	return a >= b && strcmp(s + a - b, suffix) == 0;
+}
+
+/* --- the engine --- */
+
+static void start_engine(const char *session)
+{
+	char name[128];
+	struct timespec ms = { 0, 10000000 };
+
+	/* A marker left by an engine killed in an earlier run would pass for ours. */
+	snprintf(name, sizeof(name), "/dev/shm/ringprof.%s.engine", session);
+	unlink(name);
+
+	if (engine > 0) { /* left by a test that failed half-way */
+		kill(engine, SIGKILL);
+		waitpid(engine, NULL, 0);
+	}
+	engine = fork();
+	if (engine == 0) {
+		char dir[300], err[400];
+		snprintf(dir, sizeof(dir), "%s/snaps", tmpdir);
+		snprintf(err, sizeof(err), "%s/%s.err", tmpdir, session);
+		if (freopen(err, "w", stderr) == NULL)
+			_exit(126);
+		execl(bin, "ringprof", "run", "--session", session, "--snapshot-dir", dir, "--quiet",
+		      (char *)NULL);
+		_exit(127);
+	}
+	assert_true(engine > 0);
+	for (int i = 0; i < 500 && access(name, F_OK) != 0; i++)
+		nanosleep(&ms, NULL);
+	assert_int_equal(access(name, F_OK), 0);
+}
+
+static void stop_engine(void)
+{
+	int st;
+
+	kill(engine, SIGTERM);
+	assert_int_equal(waitpid(engine, &st, 0), engine);
+	engine = 0;
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
+/* Runs @prog_args (from the programs' directory) with @env in session
+ * <RINGPROF_SESSION>_@suffix under a fresh engine; the json report of a snapshot
+ * taken after it exited. */
+static yajl_val run_program(const char *suffix, const char *env, const char *prog_args)
+{
+	char *path, *json, err[256], session[RP_WIRE_SESSION_MAX];
+	const char *base = getenv("RINGPROF_SESSION");
+	yajl_val root, srcs;
+
+	snprintf(session, sizeof(session), "%s_%s", base ? base : "t_auto", suffix);
+	assert_true(rp_wire_session_valid(session));
+
+	start_engine(session);
+	assert_int_equal(run(NULL, "RINGPROF_SESSION=%s %s %s/%s", session, env, progdir,
+			     prog_args), 0);
+	assert_int_equal(run(&path, "%s snapshot --session %s", bin, session), 0);
+	path[strcspn(path, "\n")] = '\0';
+	assert_int_equal(run(&json, "%s report %s --format json", bin, path), 0);
+	stop_engine();
+	root = yajl_tree_parse(json, err, sizeof(err));
+	assert_non_null(root);
+	srcs = json_arr(root, "sources");
+	for (size_t i = 0; i < YAJL_GET_ARRAY(srcs)->len; i++)
+		assert_int_equal(json_u64(YAJL_GET_ARRAY(srcs)->values[i], "dropped"), 0);
+	free(json);
+	free(path);
+	return root;
+}
+
+/* The 1-based line of @src (in the sources' directory) holding @needle; 0 if none. */
+static uint32_t line_of(const char *src, const char *needle)
+{
+	char path[700], buf[512];
+	uint32_t n = 0, found = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", srcdir, src);
+	f = fopen(path, "r");
+	assert_non_null(f);
+	while (!found && fgets(buf, sizeof(buf), f)) {
+		n++;
+		if (strstr(buf, needle))
+			found = n;
+	}
+	fclose(f);
+	return found;
+}
+
+/*
+ * Where function @fn was said to be. With DWARF (libdw, -g): @src at the line of
+ * its declarator (clang) or of the brace that opens its body, on the next line here
+ * (gcc). Without: the object it lives in (@object is the end of its path), line 0.
+ */
+static void expect_where(yajl_val root, const char *fn, const char *src, const char *decl,
+			 const char *object)
+{
+	yajl_val f = fn_row(root, fn);
+	const char *file;
+	uint64_t line;
+
+	assert_non_null(f);
+	file = json_str(f, "file");
+	line = json_u64(f, "line");
+	print_message("    %s: %s:%llu\n", fn, file ? file : "(none)", (unsigned long long)line);
+#ifdef RP_AUTO_DWARF
+	uint32_t want = line_of(src, decl);
+	char tail[64];
+	(void)object;
+	snprintf(tail, sizeof(tail), "/%s", src);
+	assert_true(ends_with(file, tail));
+	assert_true(want > 0 && (line == want || line == want + 1));
+#else
+	(void)src;
+	(void)decl;
+	assert_true(ends_with(file, object));
+	assert_int_equal(line, 0);
+#endif
+}
+
+/* --- the models --- */
+
+/* Calls fib(n) makes of itself, the root included, by doing them. */
+static uint64_t fib_calls(int n)
+{
+	return n < 2 ? 1 : 1 + fib_calls(n - 1) + fib_calls(n - 2);
+}
+
+static void test_auto_call_tree_exact(void **state)
+{
+	const int N = 12, K = 7, M = 5, P = 9, T = 3, F = 1;
+	const uint64_t R = 1 + T + F; /* run_tree() invocations: main, threads, child */
+	char args[128];
+	yajl_val root;
+
+	(void)state;
+	snprintf(args, sizeof(args), "prog_auto %d %d %d %d %d %d", N, K, M, P, T, F);
+	root = run_program("tree", "", args);
+	assert_int_equal(calls(root, "main"), 1);
+	assert_int_equal(calls(root, "worker"), T);
+	assert_int_equal(calls(root, "run_tree"), R);
+	assert_int_equal(calls(root, "fib"), R * fib_calls(N));
+	assert_int_equal(calls(root, "leaf_small"), R * K);
+	assert_int_equal(calls(root, "shlib_fn"), R * M);
+	assert_int_equal(calls(root, "shlib_helper"), R * M);
+	assert_int_equal(calls(root, "cxx_entry"), R);
+	assert_int_equal(calls(root, "demo::ns::work(int)"), R * P);
+
+	assert_int_equal(edge_calls(root, "main", "run_tree"), 1);
+	assert_int_equal(edge_calls(root, "worker", "run_tree"), T);
+	assert_int_equal(edge_calls(root, "run_tree", "fib"), R);
+	assert_int_equal(edge_calls(root, "fib", "fib"), R * (fib_calls(N) - 1));
+	assert_int_equal(edge_calls(root, "run_tree", "shlib_fn"), R * M);
+	assert_int_equal(edge_calls(root, "shlib_fn", "shlib_helper"), R * M);
+	assert_int_equal(edge_calls(root, "cxx_entry", "demo::ns::work(int)"), R * P);
+
+	expect_where(root, "fib", "prog_auto.c", "static int fib(int n)", "/prog_auto");
+	expect_where(root, "shlib_helper", "autolib.c", "int shlib_helper(int x)",
+		     "/libautolib.so");
+	expect_where(root, "demo::ns::work(int)", "autocxx.cpp", "int work(int i)",
+		     "/prog_auto");
+	yajl_tree_free(root);
+}
+
+/* RINGPROF_AUTO_EXCLUDE: a filtered function is not recorded, the rest are. */
+static void test_auto_exclude_filter(void **state)
+{
+	yajl_val root;
+
+	(void)state;
+	root = run_program("excl", "RINGPROF_AUTO_EXCLUDE='fib,demo::*'",
+			   "prog_auto 6 2 2 2 0 0");
+	assert_null(fn_row(root, "fib"));
+	assert_null(fn_row(root, "demo::ns::work(int)"));
+	assert_int_equal(calls(root, "leaf_small"), 2);
+	assert_int_equal(calls(root, "cxx_entry"), 1);
+	assert_int_equal(calls(root, "run_tree"), 1);
+	assert_int_equal(edge_calls(root, "run_tree", "leaf_small"), 2);
+	yajl_tree_free(root);
+}
+
+static void test_auto_cxx_scopes_nest(void **state)
+{
+	const int A = 4, B = 5, T = 3;
+	const uint64_t R = 1 + T; /* top() invocations */
+	char args[64];
+	const char *cpath[] = { "counters", NULL };
+	yajl_val root, cs;
+	uint64_t samples = 0;
+
+	(void)state;
+	snprintf(args, sizeof(args), "prog_scopes %d %d %d", A, B, T);
+	root = run_program("scopes", "", args);
+	assert_int_equal(calls(root, "top"), R);
+	assert_int_equal(calls(root, "mid"), R * A);
+	assert_int_equal(calls(root, "leaf"), R * A * B);
+	assert_int_equal(calls(root, "thrower"), R);
+	assert_int_equal(calls(root, "block"), R);
+	assert_int_equal(calls(root, "request"), R);
+	assert_int_equal(edge_calls(root, "top", "mid"), R * A);
+	assert_int_equal(edge_calls(root, "mid", "leaf"), R * A * B);
+	assert_int_equal(edge_calls(root, "top", "thrower"), R);
+	assert_int_equal(edge_calls(root, "top", "block"), R);
+	/* Nothing else nests anywhere: every edge is one of the four above. */
+	yajl_val es = json_arr(root, "edges");
+	for (size_t i = 0; i < YAJL_GET_ARRAY(es)->len; i++) {
+		yajl_val e = YAJL_GET_ARRAY(es)->values[i];
+		const char *a = json_str(e, "caller"), *b = json_str(e, "callee");
+		bool known = (strcmp(a, "top") == 0 && (strcmp(b, "mid") == 0 ||
+							strcmp(b, "thrower") == 0 ||
+							strcmp(b, "block") == 0)) ||
+			     (strcmp(a, "mid") == 0 && strcmp(b, "leaf") == 0);
+		if (!known)
+			print_message("    unexpected edge %s -> %s\n", a, b);
+		assert_true(known);
+	}
+	cs = yajl_tree_get(root, cpath, yajl_t_array);
+	assert_non_null(cs);
+	for (size_t i = 0; i < YAJL_GET_ARRAY(cs)->len; i++) {
+		yajl_val c = YAJL_GET_ARRAY(cs)->values[i];
+		if (strcmp(json_str(c, "name"), "depth") == 0) {
+			samples += json_u64(c, "samples");
+			assert_int_equal(json_u64(c, "last"), A);
+		}
+	}
+	assert_int_equal(samples, R);
+	yajl_tree_free(root);
+}
+
+static int setup(void **state)
+{
+	const char *b = getenv("RP_BIN_DIR"), *p = getenv("RP_AUTO_DIR"),
+		   *src = getenv("RP_AUTO_SRC");
+
+	(void)state;
+	snprintf(bin, sizeof(bin), "%s/ringprof", b ? b : "../tools");
+	snprintf(progdir, sizeof(progdir), "%s", p ? p : "auto");
+	snprintf(srcdir, sizeof(srcdir), "%s", src ? src : "../../tests/auto");
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/rp_auto_XXXXXX");
+	return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	if (engine > 0) {
+		kill(engine, SIGKILL);
+		waitpid(engine, NULL, 0);
+	}
+	return getenv("RP_KEEP_TMP") ? 0 : run(NULL, "rm -rf %s", tmpdir);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_auto_call_tree_exact),
+		cmocka_unit_test(test_auto_exclude_filter),
+		cmocka_unit_test(test_auto_cxx_scopes_nest),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
