@@ -776,27 +776,61 @@ static int is_cfunc(PyObject *a)
 	return a != NULL && (PyCFunction_Check(a) || Py_IS_TYPE(a, &PyMethodDescr_Type));
 }
 
+/*
+ * The traced frames open on this thread, innermost last: a RETURN of a frame that
+ * was running when tracing began has no CALL and is not recorded (as cProfile
+ * does), and trace_calls(False) closes the frames still open.
+ */
+#define TSTACK 256
+static __thread uint32_t t_stack[TSTACK];
+static __thread uint32_t t_depth;
+
+static inline void traced_begin(uint32_t id)
+{
+	if (t_depth < TSTACK)
+		t_stack[t_depth] = id;
+	t_depth++;
+	rp_begin(id);
+}
+
+static inline void traced_end(uint32_t id)
+{
+	if (t_depth == 0)
+		return;
+	t_depth--;
+	rp_end(id);
+}
+
 static int prof_hook(PyObject *obj, PyFrameObject *f, int what, PyObject *arg)
 {
 	(void)obj;
 	switch (what) {
 	case PyTrace_CALL:
-		rp_begin(code_id(f));
+		traced_begin(code_id(f));
 		break;
 	case PyTrace_RETURN:
-		rp_end(code_id(f));
+		traced_end(code_id(f));
 		break;
 	case PyTrace_C_CALL:
 		if (g_builtins && is_cfunc(arg))
-			rp_begin(cfunc_id(arg));
+			traced_begin(cfunc_id(arg));
 		break;
 	case PyTrace_C_RETURN:
 	case PyTrace_C_EXCEPTION:
 		if (g_builtins && is_cfunc(arg))
-			rp_end(cfunc_id(arg));
+			traced_end(cfunc_id(arg));
 		break;
 	}
 	return 0;
+}
+
+static void traced_close_all(void)
+{
+	while (t_depth > 0) {
+		t_depth--;
+		if (t_depth < TSTACK)
+			rp_end(t_stack[t_depth]);
+	}
 }
 
 /* threading.setprofile()'s hook in a new thread: install the C hook there, once. */
@@ -825,6 +859,8 @@ static PyObject *mod_trace_calls(PyObject *m, PyObject *args, PyObject *kw)
 		Py_RETURN_NONE;
 	g_builtins = builtins;
 	PyEval_SetProfile(on ? prof_hook : NULL, NULL);
+	if (!on)
+		traced_close_all();
 	hook = on ? PyObject_GetAttrString(m, "_thread_hook") : Py_NewRef(Py_None);
 	if (hook == NULL)
 		return NULL;
