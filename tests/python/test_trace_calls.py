@@ -18,7 +18,7 @@ def cprofile_stats(scale):
     workload.run(scale)
     p.disable()
     st = pstats.Stats(p).stats
-    return {(os.path.abspath(k[0]), k[1]): v for k, v in st.items()
+    return {(os.path.abspath(k[0]), k[1], k[2]): v for k, v in st.items()
             if os.path.abspath(k[0]) == os.path.abspath(workload.__file__)}
 
 
@@ -37,7 +37,9 @@ def test_counts_equal_cprofile():
     try:
         rep = r.report
         assert rep["dropped"] == 0
-        ours = {(f["file"], f["line"]): f for f in rep["functions"]
+        # cProfile's key is (file, first line, co_name); ours has the qualified name.
+        ours = {(f["file"], f["line"], f["name"].rsplit(".", 1)[-1]): f
+                for f in rep["functions"]
                 if f["file"] == os.path.abspath(workload.__file__)}
         assert set(ours) == set(ref)
         tot_ref = sum(v[2] for v in ref.values())
