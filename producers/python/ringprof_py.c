@@ -26,13 +26,29 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <frameobject.h>
-#include <stdatomic.h>
+
+/* CPython 3.11: the profile hook reads a frame's code object and the code
+ * object's extra slot in place (no calls, no reference counting). */
+#if PY_VERSION_HEX >= 0x030b0000 && PY_VERSION_HEX < 0x030c0000
+#define Py_BUILD_CORE 1
+#include <internal/pycore_code.h>
+#include <internal/pycore_frame.h>
+#undef Py_BUILD_CORE
+#define RP_PY311 1
+/* co_extra's layout, private to 3.11's Objects/codeobject.c (_PyCodeObjectExtra). */
+typedef struct {
+	Py_ssize_t ce_size;
+	void *ce_extras[1];
+} rp_code_extra;
+#endif
 
 #include <ringprof/ringprof.h>
 
 static PyObject *g_current;	  /* ContextVar: the innermost open node of a request */
 static int g_off = 1;		  /* recording is off (RINGPROF=0 or no segment) */
 static uint64_t g_next_track;	  /* track ids of this process's requests */
+static int g_requests;		  /* a request was ever opened: the context variable
+				     may be set (until then spans need not look) */
 static Py_ssize_t g_extra = -1;	  /* code object extra slot: interned id + 1 */
 static int g_builtins;		  /* trace_calls(): C functions too */
 static PyObject *g_names;	  /* counter/instant names -> id */
@@ -125,6 +141,10 @@ static int span_enter(uint32_t id)
 
 	if (g_off)
 		return 0;
+	if (!g_requests) {
+		rp_begin(id);
+		return 0;
+	}
 	if (current(&cur) < 0)
 		return -1;
 	if (cur == NULL) {
@@ -150,6 +170,10 @@ static int span_exit(uint32_t id)
 
 	if (g_off)
 		return 0;
+	if (!g_requests) {
+		rp_end(id);
+		return 0;
+	}
 	if (current(&cur) < 0)
 		return -1;
 	if (cur == NULL) {
@@ -546,6 +570,7 @@ static int request_open(Request *r)
 	}
 	if (PyContextVar_Get(g_current, NULL, &r->prev) < 0)
 		return -1;
+	g_requests = 1;
 	r->node = node_new(NULL, r->id);
 	if (r->node == NULL)
 		return -1;
@@ -707,26 +732,42 @@ static PyObject *mod_enabled(PyObject *m, PyObject *unused)
 
 /* ---- the profile hook ---- */
 
-static uint32_t code_id(PyFrameObject *f)
+/* Once per code object: cProfile's key, (file, first line, name). */
+static __attribute__((noinline)) uint32_t code_id_slow(PyCodeObject *co)
 {
-	PyCodeObject *co = PyFrame_GetCode(f);
-	void *x = NULL;
+	const char *q = PyUnicode_AsUTF8(co->co_qualname);
+	const char *file = PyUnicode_AsUTF8(co->co_filename);
 	uint32_t id = 0;
 
-	if (_PyCode_GetExtra((PyObject *)co, g_extra, &x) == 0 && x != NULL) {
+	if (q != NULL && file != NULL)
+		id = rp_intern(q, "python", file, (uint32_t)co->co_firstlineno);
+	else
+		PyErr_Clear();
+	_PyCode_SetExtra((PyObject *)co, g_extra, (void *)((uintptr_t)id + 1));
+	return id;
+}
+
+static inline uint32_t code_id(PyFrameObject *f)
+{
+#ifdef RP_PY311
+	PyCodeObject *co = f->f_frame->f_code;
+	rp_code_extra *x = co->co_extra;
+
+	if (RP_LIKELY(x != NULL && g_extra < x->ce_size && x->ce_extras[g_extra] != NULL))
+		return (uint32_t)((uintptr_t)x->ce_extras[g_extra] - 1);
+	return code_id_slow(co);
+#else
+	PyCodeObject *co = PyFrame_GetCode(f);
+	void *x = NULL;
+	uint32_t id;
+
+	if (_PyCode_GetExtra((PyObject *)co, g_extra, &x) == 0 && x != NULL)
 		id = (uint32_t)((uintptr_t)x - 1);
-	} else {
-		/* Once per code object: cProfile's key, (file, first line, name). */
-		const char *q = PyUnicode_AsUTF8(co->co_qualname);
-		const char *file = PyUnicode_AsUTF8(co->co_filename);
-		if (q != NULL && file != NULL)
-			id = rp_intern(q, "python", file, (uint32_t)co->co_firstlineno);
-		else
-			PyErr_Clear();
-		_PyCode_SetExtra((PyObject *)co, g_extra, (void *)((uintptr_t)id + 1));
-	}
+	else
+		id = code_id_slow(co);
 	Py_DECREF(co);
 	return id;
+#endif
 }
 
 /* C functions: a small open-addressing map from the PyMethodDef to the id. */

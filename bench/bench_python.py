@@ -1,0 +1,138 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""The Python producer's costs, printed (never pass/fail):
+
+  span_ns        one `with span:` enter + exit in a tight loop (recording)
+  floor_ns       the same loop over ringprof.nullcontext, a C context manager that
+                 does nothing: the floor any C context manager pays
+  ratio_vs_floor span_ns / floor_ns
+  disabled_ns    the span loop with RINGPROF=0
+  trace_overhead, cprofile_overhead
+                 a deterministic workload (recursion, method calls, comprehensions)
+                 under ringprof.profile() and under cProfile, each as a slowdown
+                 factor against the plain run; trace_vs_cprofile is their ratio
+
+Each figure is the minimum over repeats, measured in a fresh child process whose
+ring holds every event it records (no consumer; `dropped` says if one was lost).
+
+  /usr/bin/python3 bench/bench_python.py --build-dir B [--json]
+"""
+import argparse
+import cProfile
+import json
+import os
+import subprocess
+import sys
+import time
+
+N_SPAN = 200000
+REPEATS = 5
+
+
+def fib(n):
+    return n if n < 2 else fib(n - 1) + fib(n - 2)
+
+
+class Vec:
+    def __init__(self, x, y):
+        self.x, self.y = x, y
+
+    def add(self, o):
+        return Vec(self.x + o.x, self.y + o.y)
+
+
+def workload():
+    total = fib(17)
+    acc = Vec(0, 0)
+    for i in range(3000):
+        acc = acc.add(Vec(i, -i))
+    evens = [i for i in range(4000) if i % 2 == 0]
+    table = {i: [j * i for j in range(4)] for i in evens}
+    total += sum(sum(v) for v in table.values()) + acc.x
+    return total
+
+
+def loop_ns(cm, n):
+    t = time.perf_counter_ns()
+    for _ in range(n):
+        with cm:
+            pass
+    return (time.perf_counter_ns() - t) / n
+
+
+def timed(fn):
+    t = time.perf_counter_ns()
+    fn()
+    return time.perf_counter_ns() - t
+
+
+def child(mode):
+    import ringprof
+    out = {}
+    if mode == "span":
+        s, floor = ringprof.span("bench"), ringprof.nullcontext()
+        spans, floors = [], []
+        for _ in range(REPEATS):
+            floors.append(loop_ns(floor, N_SPAN))
+            spans.append(loop_ns(s, N_SPAN))
+        out = {"span_ns": min(spans), "floor_ns": min(floors)}
+    elif mode == "disabled":
+        assert not ringprof.enabled()
+        out = {"disabled_ns": min(loop_ns(ringprof.span("bench"), N_SPAN)
+                                  for _ in range(REPEATS))}
+    elif mode == "trace":
+        plain, traced, prof = [], [], []
+        workload()
+        for _ in range(3):
+            plain.append(timed(workload))
+            with ringprof.profile():
+                traced.append(timed(workload))
+            p = cProfile.Profile()
+            p.enable()
+            prof.append(timed(workload))
+            p.disable()
+        out = {"plain_ns": min(plain), "trace_ns": min(traced), "cprofile_ns": min(prof)}
+    out["dropped"] = ringprof.dropped()
+    print(json.dumps(out))
+
+
+def run_child(build, mode, env):
+    e = dict(os.environ, PYTHONPATH=os.path.join(build, "producers", "python"),
+             RINGPROF_SESSION="bench_python_%d" % os.getpid(), RINGPROF_RINGS="4",
+             RINGPROF_RING_EVENTS=str(1 << 21), RINGPROF_EXIT_WAIT_MS="0", **env)
+    r = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", mode],
+                       env=e, capture_output=True, text=True, check=True)
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build-dir", default="build")
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--child")
+    a = ap.parse_args()
+    if a.child:
+        return child(a.child)
+    span = run_child(a.build_dir, "span", {})
+    off = run_child(a.build_dir, "disabled", {"RINGPROF": "0"})
+    tr = run_child(a.build_dir, "trace", {})
+    res = {
+        "span_ns": round(span["span_ns"], 1),
+        "floor_ns": round(span["floor_ns"], 1),
+        "ratio_vs_floor": round(span["span_ns"] / span["floor_ns"], 3),
+        "disabled_ns": round(off["disabled_ns"], 1),
+        "trace_overhead": round(tr["trace_ns"] / tr["plain_ns"], 3),
+        "cprofile_overhead": round(tr["cprofile_ns"] / tr["plain_ns"], 3),
+        "dropped": span["dropped"] + tr["dropped"],
+        "python": sys.version.split()[0],
+    }
+    res["trace_vs_cprofile"] = round(res["trace_overhead"] / res["cprofile_overhead"], 3)
+    if a.json:
+        print(json.dumps(res))
+    else:
+        for k, v in res.items():
+            print("%-18s %s" % (k, v))
+
+
+if __name__ == "__main__":
+    main()
