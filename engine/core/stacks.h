@@ -19,7 +19,7 @@
  * open descendants closes them as truncated (RP_ANOM_END_MISMATCH); an END with no
  * open span of its id is RP_ANOM_END_UNMATCHED; a child whose parent is no longer
  * open is placed under the track's oldest open frame (its request).
- * Memory: max_tracks tracks, each with at most max_depth frames (56 bytes each).
+ * Memory: max_tracks tracks, each with at most max_depth frames (48 bytes each).
  */
 #ifndef RP_ENGINE_STACKS_H
 #define RP_ENGINE_STACKS_H
