@@ -14,8 +14,12 @@
 
 Each figure is the minimum over repeats, measured in a fresh child process whose
 ring holds every event it records (no consumer; `dropped` says if one was lost).
+With --callgrind (valgrind installed) the same figures are also given as instruction
+counts (callgrind, the difference between runs of N and 0 iterations), which a loaded
+machine does not move: span_instr, floor_instr, ratio_vs_floor_instr,
+trace_overhead_instr, cprofile_overhead_instr, trace_vs_cprofile_instr.
 
-  /usr/bin/python3 bench/bench_python.py --build-dir B [--json]
+  /usr/bin/python3 bench/bench_python.py --build-dir B [--json] [--callgrind]
 """
 import argparse
 import cProfile
@@ -66,8 +70,34 @@ def timed(fn):
     return time.perf_counter_ns() - t
 
 
+def count(what, n):
+    """The loop callgrind counts: n iterations of one thing (n = 0: the baseline)."""
+    import ringprof
+    if what in ("span", "floor"):
+        cm = ringprof.span("bench") if what == "span" else ringprof.nullcontext()
+        for _ in range(n + 1):
+            with cm:
+                pass
+        return
+    workload()
+    p = cProfile.Profile() if what == "cprofile" else None
+    if what == "trace":
+        ringprof.trace_calls(True)
+    elif p:
+        p.enable()
+    for _ in range(n):
+        workload()
+    if what == "trace":
+        ringprof.trace_calls(False)
+    elif p:
+        p.disable()
+
+
 def child(mode):
     import ringprof
+    if mode.startswith("count:"):
+        _, what, n = mode.split(":")
+        return count(what, int(n))
     out = {}
     if mode == "span":
         s, floor = ringprof.span("bench"), ringprof.nullcontext()
@@ -105,11 +135,29 @@ def run_child(build, mode, env):
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
+def instructions(build, what, n):
+    """Instructions of n iterations of `what`, net of the same run with 0."""
+    def run(k):
+        e = dict(os.environ, PYTHONPATH=os.path.join(build, "producers", "python"),
+                 RINGPROF_SESSION="bench_python_cg_%d" % os.getpid(), RINGPROF_RINGS="2",
+                 RINGPROF_RING_EVENTS=str(1 << 20), RINGPROF_EXIT_WAIT_MS="0")
+        r = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
+                            sys.executable, os.path.abspath(__file__), "--child",
+                            "count:%s:%d" % (what, k)], env=e, capture_output=True,
+                           text=True, check=True)
+        for line in r.stderr.splitlines():
+            if "Collected" in line:
+                return int(line.split()[-1])
+        raise RuntimeError(r.stderr)
+    return (run(n) - run(0)) / n
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build-dir", default="build")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--child")
+    ap.add_argument("--callgrind", action="store_true")
     a = ap.parse_args()
     if a.child:
         return child(a.child)
@@ -127,6 +175,14 @@ def main():
         "python": sys.version.split()[0],
     }
     res["trace_vs_cprofile"] = round(res["trace_overhead"] / res["cprofile_overhead"], 3)
+    if a.callgrind:
+        sp, fl = (instructions(a.build_dir, w, 20000) for w in ("span", "floor"))
+        pl, trc, cp = (instructions(a.build_dir, w, 3) for w in ("plain", "trace", "cprofile"))
+        res.update(span_instr=round(sp, 1), floor_instr=round(fl, 1),
+                   ratio_vs_floor_instr=round(sp / fl, 3),
+                   trace_overhead_instr=round(trc / pl, 3),
+                   cprofile_overhead_instr=round(cp / pl, 3),
+                   trace_vs_cprofile_instr=round(trc / cp, 3))
     if a.json:
         print(json.dumps(res))
     else:
