@@ -23,7 +23,7 @@ class Run:
     """An engine on a private session, a producer script run to its end, the
     engine's final snapshot as JSON (report), and the producers' segments."""
 
-    def __init__(self, name, script, env=None, engine_args=(), keep=True):
+    def __init__(self, name, script, env=None, engine_args=(), keep=False):
         self.session = "py_%s_%s_%d" % (name, TAG, os.getpid())
         self.dir = tempfile.mkdtemp(prefix="rp_py_")
         penv = dict(os.environ, RINGPROF_SESSION=self.session, PYTHONPATH=PYTHONPATH,
@@ -32,7 +32,13 @@ class Run:
         eng = subprocess.Popen([RINGPROF, "run", "--session", self.session, "--snapshot-dir",
                                 self.dir, "--quiet", "--no-socket", *engine_args],
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        time.sleep(0.2)
+        # The engine announces itself; a producer that exits before that would not
+        # wait for it to drain.
+        marker = "/dev/shm/ringprof.%s.engine" % self.session
+        for _ in range(1000):
+            if os.path.exists(marker) or eng.poll() is not None:
+                break
+            time.sleep(0.01)
         # Each producer process dumps its own segment's records at exit, before
         # the library's exit path (Python's atexit runs before C's).
         head = textwrap.dedent("""

@@ -124,6 +124,12 @@ ASYNC = """
                 await asyncio.to_thread(blocking)
                 async with decode:
                     await asyncio.sleep(0.01)
+                try:
+                    async with ringprof.span("failing"):
+                        await asyncio.sleep(0)
+                        raise ValueError(i)
+                except ValueError:
+                    pass
     async def main():
         await asyncio.gather(*(one(i) for i in range(4)))
     asyncio.run(main())
@@ -138,6 +144,7 @@ def test_asyncio_requests_gather_siblings(run_script):
     assert no_anomalies(rep) == {} and rep["truncated"] == 0
     assert f["request"]["calls"] == 4 and f["request"]["category"] == "REQUEST"
     assert f["tool_call"]["calls"] == 12 and f["in_executor"]["calls"] == 8
+    assert f["failing"]["calls"] == 4
     # Requests are the roots: 4 in flight at once, and never more.
     assert rep["concurrency"]["roots"]["max"] == 4
     # Siblings under the span open when they were made; 3 tool calls at once per
