@@ -11,6 +11,7 @@
                  a deterministic workload (recursion, method calls, comprehensions)
                  under ringprof.profile() and under cProfile, each as a slowdown
                  factor against the plain run; trace_vs_cprofile is their ratio
+                 (trace_profile_hook_overhead: ringprof.profile(hook="profile"))
 
 Each figure is the minimum over repeats, measured in a fresh child process whose
 ring holds every event it records (no consumer; `dropped` says if one was lost).
@@ -111,17 +112,20 @@ def child(mode):
         out = {"disabled_ns": min(loop_ns(ringprof.span("bench"), N_SPAN)
                                   for _ in range(REPEATS))}
     elif mode == "trace":
-        plain, traced, prof = [], [], []
+        plain, traced, prof, phook = [], [], [], []
         workload()
         for _ in range(3):
             plain.append(timed(workload))
             with ringprof.profile():
                 traced.append(timed(workload))
+            with ringprof.profile(hook="profile"):
+                phook.append(timed(workload))
             p = cProfile.Profile()
             p.enable()
             prof.append(timed(workload))
             p.disable()
-        out = {"plain_ns": min(plain), "trace_ns": min(traced), "cprofile_ns": min(prof)}
+        out = {"plain_ns": min(plain), "trace_ns": min(traced), "cprofile_ns": min(prof),
+               "profile_hook_ns": min(phook)}
     out["dropped"] = ringprof.dropped()
     print(json.dumps(out))
 
@@ -171,6 +175,8 @@ def main():
         "disabled_ns": round(off["disabled_ns"], 1),
         "trace_overhead": round(tr["trace_ns"] / tr["plain_ns"], 3),
         "cprofile_overhead": round(tr["cprofile_ns"] / tr["plain_ns"], 3),
+        # trace_calls(hook="profile"): the same records through PyEval_SetProfile
+        "trace_profile_hook_overhead": round(tr["profile_hook_ns"] / tr["plain_ns"], 3),
         "dropped": span["dropped"] + tr["dropped"],
         "python": sys.version.split()[0],
     }

@@ -26,6 +26,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <frameobject.h>
+#include <string.h>
 
 /* CPython 3.11: the profile hook reads a frame's code object and the code
  * object's extra slot in place (no calls, no reference counting). */
@@ -44,23 +45,22 @@ typedef struct {
 
 #include <ringprof/ringprof.h>
 
-static PyObject *g_current;	  /* ContextVar: the innermost open node of a request */
-static int g_off = 1;		  /* recording is off (RINGPROF=0 or no segment) */
-static uint64_t g_next_track;	  /* track ids of this process's requests */
-static int g_requests;		  /* a request was ever opened: the context variable
-				     may be set (until then spans need not look) */
-static Py_ssize_t g_extra = -1;	  /* code object extra slot: interned id + 1 */
-static int g_builtins;		  /* trace_calls(): C functions too */
-static PyObject *g_names;	  /* counter/instant names -> id */
-static PyObject *g_decorate;	  /* ringprof._decorate(span, func) */
+static PyObject *g_current;	/* ContextVar: the innermost open node of a request */
+static int g_off = 1;		/* recording is off (RINGPROF=0 or no segment) */
+static uint64_t g_next_track;	/* track ids of this process's requests */
+static int g_requests;		/* a request was ever opened: the context variable
+				   may be set (until then spans need not look) */
+static Py_ssize_t g_extra = -1; /* code object extra slot: interned id + 1 */
+static int g_builtins;		/* trace_calls(): C functions too */
+static PyObject *g_names;	/* counter/instant names -> id */
+static PyObject *g_decorate;	/* ringprof._decorate(span, func) */
 static PyObject *g_threading_setprofile;
 
 /* ---- nodes: the open spans of a request ---- */
 
 typedef struct node {
-	PyObject_HEAD
-	struct node *parent; /* NULL for the request's root */
-	struct node *root;   /* the request's root; NULL for the root itself */
+	PyObject_HEAD struct node *parent; /* NULL for the request's root */
+	struct node *root;		   /* the request's root; NULL for the root itself */
 	uint64_t track;
 	uint32_t span;
 	uint32_t name;
@@ -195,8 +195,7 @@ static int span_exit(uint32_t id)
 /* ---- an awaitable that is already done (async with) ---- */
 
 typedef struct {
-	PyObject_HEAD
-	PyObject *value;
+	PyObject_HEAD PyObject *value;
 } Done;
 
 static void done_dealloc(Done *d)
@@ -245,8 +244,7 @@ static PyObject *done_new(PyObject *value)
 /* ---- span ---- */
 
 typedef struct {
-	PyObject_HEAD
-	uint32_t id;
+	PyObject_HEAD uint32_t id;
 	PyObject *name, *category;
 } Span;
 
@@ -338,8 +336,8 @@ static PyObject *span_call(Span *s, PyObject *args, PyObject *kw)
 
 static PyObject *span_repr(Span *s)
 {
-	return PyUnicode_FromFormat("<ringprof.span %R category=%R id=%u>", s->name,
-				    s->category, s->id);
+	return PyUnicode_FromFormat("<ringprof.span %R category=%R id=%u>", s->name, s->category,
+				    s->id);
 }
 
 static PyObject *span_get_id(Span *s, void *unused)
@@ -385,8 +383,7 @@ static PyTypeObject SpanType = {
 /* ---- a plain function wrapped in a span (vectorcall, no Python frame) ---- */
 
 typedef struct {
-	PyObject_HEAD
-	uint32_t id;
+	PyObject_HEAD uint32_t id;
 	PyObject *span, *fn, *dict;
 	vectorcallfunc vc;
 } Wrapped;
@@ -521,9 +518,8 @@ static PyTypeObject NullType = {
 /* ---- request ---- */
 
 typedef struct {
-	PyObject_HEAD
-	uint32_t id;
-	Node *node;	/* while open */
+	PyObject_HEAD uint32_t id;
+	Node *node; /* while open */
 	PyObject *token, *prev;
 	PyObject *name;
 } Request;
@@ -543,7 +539,8 @@ static int request_init(Request *r, PyObject *args, PyObject *kw)
 		return -1;
 	Py_XSETREF(r->name, name);
 	if (!g_off) {
-		const char *n = PyUnicode_AsUTF8(name), *c = cat ? PyUnicode_AsUTF8(cat) : "REQUEST";
+		const char *n = PyUnicode_AsUTF8(name),
+			   *c = cat ? PyUnicode_AsUTF8(cat) : "REQUEST";
 		if (n == NULL || c == NULL)
 			return -1;
 		r->id = rp_intern(n, c, NULL, 0);
@@ -747,15 +744,21 @@ static __attribute__((noinline)) uint32_t code_id_slow(PyCodeObject *co)
 	return id;
 }
 
-static inline uint32_t code_id(PyFrameObject *f)
-{
 #ifdef RP_PY311
-	PyCodeObject *co = f->f_frame->f_code;
+static inline uint32_t code_id_co(PyCodeObject *co)
+{
 	rp_code_extra *x = co->co_extra;
 
 	if (RP_LIKELY(x != NULL && g_extra < x->ce_size && x->ce_extras[g_extra] != NULL))
 		return (uint32_t)((uintptr_t)x->ce_extras[g_extra] - 1);
 	return code_id_slow(co);
+}
+#endif
+
+static inline uint32_t code_id(PyFrameObject *f)
+{
+#ifdef RP_PY311
+	return code_id_co(f->f_frame->f_code);
 #else
 	PyCodeObject *co = PyFrame_GetCode(f);
 	void *x = NULL;
@@ -846,12 +849,8 @@ static int prof_hook(PyObject *obj, PyFrameObject *f, int what, PyObject *arg)
 {
 	(void)obj;
 	switch (what) {
-	case PyTrace_CALL:
-		traced_begin(code_id(f));
-		break;
-	case PyTrace_RETURN:
-		traced_end(code_id(f));
-		break;
+	case PyTrace_CALL: traced_begin(code_id(f)); break;
+	case PyTrace_RETURN: traced_end(code_id(f)); break;
 	case PyTrace_C_CALL:
 		if (g_builtins && is_cfunc(arg))
 			traced_begin(cfunc_id(arg));
@@ -874,13 +873,64 @@ static void traced_close_all(void)
 	}
 }
 
-/* threading.setprofile()'s hook in a new thread: install the C hook there, once. */
+/*
+ * The frame-evaluation hook (PEP 523; CPython 3.11): the same BEGIN/END per Python
+ * call and per generator or coroutine resumption as the profile hook, without what
+ * the profile hook makes CPython pay on every event for every profiler alike (a
+ * frame object, its line number, the tracing dispatch of every instruction): the
+ * wrapped evaluation of each frame, on threads whose t_traced is set. A BEGIN is
+ * always followed by its END, even after tracing stopped. The hook it replaced
+ * (another tool's) is called in its place and put back at the end.
+ */
+static __thread int t_traced;
+static int g_hook; /* 1: the profile hook; 2: the evaluation hook */
+#ifdef RP_PY311
+static _PyFrameEvalFunction g_prev_eval;
+
+static PyObject *eval_hook(PyThreadState *ts, struct _PyInterpreterFrame *f, int throwflag)
+{
+	uint32_t id;
+	PyObject *r;
+
+	if (!t_traced)
+		return g_prev_eval(ts, f, throwflag);
+	/* Calling a generator or coroutine function only makes the object (its
+	 * RETURN_GENERATOR): cProfile sees no call there, only the resumptions. */
+	if ((f->f_code->co_flags & (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR)) &&
+	    f->prev_instr == _PyCode_CODE(f->f_code) - 1)
+		return g_prev_eval(ts, f, throwflag);
+	id = code_id_co(f->f_code);
+	rp_begin(id);
+	r = g_prev_eval(ts, f, throwflag);
+	rp_end(id);
+	return r;
+}
+
+static void eval_install(int on)
+{
+	PyInterpreterState *in = PyInterpreterState_Get();
+
+	if (on && _PyInterpreterState_GetEvalFrameFunc(in) != eval_hook) {
+		g_prev_eval = _PyInterpreterState_GetEvalFrameFunc(in);
+		_PyInterpreterState_SetEvalFrameFunc(in, eval_hook);
+	} else if (!on && _PyInterpreterState_GetEvalFrameFunc(in) == eval_hook) {
+		_PyInterpreterState_SetEvalFrameFunc(in, g_prev_eval);
+	}
+}
+#endif
+
+/* threading.setprofile()'s hook in a new thread: start tracing there, once. */
 static PyObject *mod_thread_hook(PyObject *m, PyObject *const *args, Py_ssize_t n)
 {
 	(void)m;
 	if (n != 3 || !PyFrame_Check(args[0])) {
 		PyErr_SetString(PyExc_TypeError, "_thread_hook(frame, event, arg)");
 		return NULL;
+	}
+	if (g_hook == 2) {
+		PyEval_SetProfile(NULL, NULL); /* the evaluation hook does the work */
+		t_traced = 1;
+		Py_RETURN_NONE;
 	}
 	PyEval_SetProfile(prof_hook, NULL);
 	if (PyUnicode_CompareWithASCIIString(args[1], "call") == 0)
@@ -890,18 +940,53 @@ static PyObject *mod_thread_hook(PyObject *m, PyObject *const *args, Py_ssize_t 
 
 static PyObject *mod_trace_calls(PyObject *m, PyObject *args, PyObject *kw)
 {
-	static char *kwlist[] = { "enabled", "builtins", NULL };
+	static char *kwlist[] = { "enabled", "builtins", "hook", NULL };
 	int on = 1, builtins = 0;
+	const char *how = "auto";
 	PyObject *hook, *r;
 
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "|pp:trace_calls", kwlist, &on, &builtins))
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "|pps:trace_calls", kwlist, &on, &builtins,
+					 &how))
 		return NULL;
+	if (strcmp(how, "auto") != 0 && strcmp(how, "profile") != 0 && strcmp(how, "eval") != 0) {
+		PyErr_SetString(PyExc_ValueError,
+				"trace_calls: hook is 'auto', 'profile' or 'eval'");
+		return NULL;
+	}
 	if (g_off)
 		Py_RETURN_NONE;
-	g_builtins = builtins;
-	PyEval_SetProfile(on ? prof_hook : NULL, NULL);
-	if (!on)
+	if (g_hook == 1) { /* stop what runs, whatever comes next */
+		PyEval_SetProfile(NULL, NULL);
 		traced_close_all();
+	}
+	t_traced = 0;
+#ifdef RP_PY311
+	eval_install(0);
+#endif
+	g_hook = 0;
+	if (on) {
+		g_builtins = builtins;
+		g_hook = 1;
+#ifdef RP_PY311
+		/* C functions are seen by the profile hook only. */
+		if (strcmp(how, "profile") != 0 && !builtins)
+			g_hook = 2;
+#else
+		if (strcmp(how, "eval") == 0) {
+			PyErr_SetString(PyExc_ValueError,
+					"trace_calls: hook='eval' needs CPython 3.11");
+			return NULL;
+		}
+#endif
+		if (g_hook == 1) {
+			PyEval_SetProfile(prof_hook, NULL);
+		} else {
+#ifdef RP_PY311
+			eval_install(1);
+			t_traced = 1;
+#endif
+		}
+	}
 	hook = on ? PyObject_GetAttrString(m, "_thread_hook") : Py_NewRef(Py_None);
 	if (hook == NULL)
 		return NULL;
@@ -994,10 +1079,9 @@ static PyMethodDef mod_methods[] = {
 	{ "instant", mod_instant, METH_O, "instant(name): a point in time" },
 	{ "dropped", mod_dropped, METH_NOARGS, "events this process could not record" },
 	{ "enabled", mod_enabled, METH_NOARGS, "whether events are recorded" },
-	{ "trace_calls", (PyCFunction)(void (*)(void))mod_trace_calls,
-	  METH_VARARGS | METH_KEYWORDS,
-	  "trace_calls(enabled=True, builtins=False): every Python call on this thread and "
-	  "on threads started while on" },
+	{ "trace_calls", (PyCFunction)(void (*)(void))mod_trace_calls, METH_VARARGS | METH_KEYWORDS,
+	  "trace_calls(enabled=True, builtins=False, hook='auto'): every Python call on this "
+	  "thread and on threads started while on" },
 	{ "_thread_hook", (PyCFunction)(void (*)(void))mod_thread_hook, METH_FASTCALL, NULL },
 	{ "_wrap", mod_wrap, METH_VARARGS, NULL },
 	{ "_set_decorator", mod_set_decorator, METH_O, NULL },
@@ -1009,9 +1093,11 @@ static PyMethodDef mod_methods[] = {
 };
 
 static struct PyModuleDef moddef = {
-	PyModuleDef_HEAD_INIT, .m_name = "ringprof._ringprof",
+	PyModuleDef_HEAD_INIT,
+	.m_name = "ringprof._ringprof",
 	.m_doc = "ringprof's CPython producer (C); use the `ringprof` package",
-	.m_size = -1, .m_methods = mod_methods,
+	.m_size = -1,
+	.m_methods = mod_methods,
 };
 
 static int add_type(PyObject *m, PyTypeObject *t, const char *name)

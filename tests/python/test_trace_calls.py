@@ -22,18 +22,19 @@ def cprofile_stats(scale):
             if os.path.abspath(k[0]) == os.path.abspath(workload.__file__)}
 
 
-def test_counts_equal_cprofile():
+@pytest.mark.parametrize("hook", ["auto", "profile"])
+def test_counts_equal_cprofile(hook):
     scale = 2
     ref = cprofile_stats(scale)
     r = Run("trace", """
         import sys, threading, ringprof
         sys.path.insert(0, %r)
         import workload
-        with ringprof.profile():
+        with ringprof.profile(hook=%r):
             workload.run(%d)
             t = threading.Thread(target=workload.fib, args=(10,))  # started while on
             t.start(); t.join()
-    """ % (HERE, scale), env={"RINGPROF_RING_EVENTS": str(1 << 20)})
+    """ % (HERE, hook, scale), env={"RINGPROF_RING_EVENTS": str(1 << 20)})
     try:
         rep = r.report
         assert rep["dropped"] == 0

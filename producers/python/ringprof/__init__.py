@@ -46,13 +46,15 @@ _ringprof._set_decorator(_decorate)
 
 class profile:
     """with ringprof.profile(): every Python call (and C call with builtins=True) on
-    this thread, and on threads started inside the block, cProfile-style."""
+    this thread, and on threads started inside the block, cProfile-style. hook:
+    "auto" (the frame-evaluation hook on CPython 3.11 unless builtins, else the
+    profile hook), "profile" or "eval"."""
 
-    def __init__(self, builtins=False):
-        self.builtins = builtins
+    def __init__(self, builtins=False, hook="auto"):
+        self.builtins, self.hook = builtins, hook
 
     def __enter__(self):
-        trace_calls(True, builtins=self.builtins)
+        trace_calls(True, builtins=self.builtins, hook=self.hook)
         return self
 
     def __exit__(self, *exc):
