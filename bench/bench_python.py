@@ -7,6 +7,10 @@
                  does nothing: the floor any C context manager pays
   ratio_vs_floor span_ns / floor_ns
   disabled_ns    the span loop with RINGPROF=0
+  span_after_request_ns, span_in_request_ns
+                 the span loop once the process has opened a request: outside one
+                 (the context variable is looked up), then inside one (a request
+                 span: a node object, a context variable set, CHILD_BEGIN/END)
   trace_overhead, cprofile_overhead
                  a deterministic workload (recursion, method calls, comprehensions)
                  under ringprof.profile() and under cProfile, each as a slowdown
@@ -107,6 +111,14 @@ def child(mode):
             floors.append(loop_ns(floor, N_SPAN))
             spans.append(loop_ns(s, N_SPAN))
         out = {"span_ns": min(spans), "floor_ns": min(floors)}
+    elif mode == "span_req":
+        s = ringprof.span("bench")
+        with ringprof.request():  # from now on spans look up the context variable
+            pass
+        late = [loop_ns(s, N_SPAN // 2) for _ in range(REPEATS)]
+        with ringprof.request():
+            inreq = [loop_ns(s, N_SPAN // 10) for _ in range(REPEATS)]
+        out = {"span_after_request_ns": min(late), "span_in_request_ns": min(inreq)}
     elif mode == "disabled":
         assert not ringprof.enabled()
         out = {"disabled_ns": min(loop_ns(ringprof.span("bench"), N_SPAN)
@@ -114,7 +126,7 @@ def child(mode):
     elif mode == "trace":
         plain, traced, prof, phook = [], [], [], []
         workload()
-        for _ in range(3):
+        for _ in range(REPEATS):
             plain.append(timed(workload))
             with ringprof.profile():
                 traced.append(timed(workload))
@@ -167,17 +179,21 @@ def main():
         return child(a.child)
     span = run_child(a.build_dir, "span", {})
     off = run_child(a.build_dir, "disabled", {"RINGPROF": "0"})
+    req = run_child(a.build_dir, "span_req", {})
     tr = run_child(a.build_dir, "trace", {})
     res = {
         "span_ns": round(span["span_ns"], 1),
         "floor_ns": round(span["floor_ns"], 1),
         "ratio_vs_floor": round(span["span_ns"] / span["floor_ns"], 3),
         "disabled_ns": round(off["disabled_ns"], 1),
+        # the span loop once the process has opened a request (outside one, then inside)
+        "span_after_request_ns": round(req["span_after_request_ns"], 1),
+        "span_in_request_ns": round(req["span_in_request_ns"], 1),
         "trace_overhead": round(tr["trace_ns"] / tr["plain_ns"], 3),
         "cprofile_overhead": round(tr["cprofile_ns"] / tr["plain_ns"], 3),
         # trace_calls(hook="profile"): the same records through PyEval_SetProfile
         "trace_profile_hook_overhead": round(tr["profile_hook_ns"] / tr["plain_ns"], 3),
-        "dropped": span["dropped"] + tr["dropped"],
+        "dropped": span["dropped"] + req["dropped"] + tr["dropped"],
         "python": sys.version.split()[0],
     }
     res["trace_vs_cprofile"] = round(res["trace_overhead"] / res["cprofile_overhead"], 3)
