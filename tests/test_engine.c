@@ -438,6 +438,19 @@ static void test_engine_tree_siblings(void **state)
 	assert_int_equal(fn(&r, "f")->self_ns, 20);
 	assert_int_equal(fn(&r, "a")->self_ns, 30 + 10);
 	rp_report_free(&r);
+
+	/* Malformed mixes on one track (1.0 async spans and tree spans, duplicate and
+	 * self-parent ids) are irregular but finite: everything closes. */
+	child(e, RP_EV_ASYNC_BEGIN, id[0], 200, 7);
+	child(e, RP_EV_CHILD_BEGIN, id[1], 210, RP_CHILD_ARG(7, 7));
+	child(e, RP_EV_CHILD_BEGIN, id[2], 220, RP_CHILD_ARG(9, 9));
+	child(e, RP_EV_ASYNC_BEGIN, id[3], 230, 9);
+	child(e, RP_EV_CHILD_END, id[1], 240, 7);
+	child(e, RP_EV_ASYNC_END, id[0], 250, 7);
+	child(e, RP_EV_CHILD_END, id[2], 260, 9);
+	child(e, RP_EV_ASYNC_END, id[3], 270, 9);
+	assert_int_equal(rp_engine_report(e, &r), 0);
+	rp_report_free(&r);
 	rp_engine_close(e);
 }
 

@@ -159,9 +159,11 @@ void rp_track_begin(struct rp_tracks *ts, uint32_t tr, uint32_t name, uint64_t t
 		c->anomalies[RP_ANOM_DEPTH_CAP]++;
 		return;
 	}
+	/* up = RP_NONE: a tree span mixed in later never walks into this frame. */
 	k->f[k->depth++] = (struct rp_frame){ .start = t, .span = span, .name = name,
 					      .node = rp_stats_child(ts->stats, parent, name,
-								     &folded) };
+								     &folded),
+					      .up = RP_NONE };
 	if (folded)
 		c->anomalies[RP_ANOM_CCT_CAP]++;
 	if (ts->on_open)
