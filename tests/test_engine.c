@@ -381,6 +381,79 @@ static void test_engine_late_and_async_release(void **state)
 	rp_engine_close(e);
 }
 
+static void child(struct rp_engine *e, uint8_t kind, uint32_t name, uint64_t ts, uint64_t arg)
+{
+	struct rp_event x = { .ts = ts, .name = name, .kind = kind, .track = 42, .arg = arg };
+
+	rp_engine_event(e, 0, 1, &x);
+}
+
+/*
+ * A request tree (RP_EV_CHILD_*): a[0,100) holds b[10,60) and c[20,80) at once
+ * (siblings, not nested), b holds d[30,40), and a's span e closes after its
+ * parent's END (an END below open descendants: truncated). Self times by hand:
+ * a: 100 - |[10,80)| = 30; b: 50 - 10 = 40; c: 60; d: 10. Then an END of a span
+ * the track never had is end_unmatched.
+ */
+static void test_engine_tree_siblings(void **state)
+{
+	uint32_t id[NAMES];
+	struct rp_engine *e = small(NULL, id);
+	struct rp_report r;
+
+	(void)state;
+	child(e, RP_EV_CHILD_BEGIN, id[0], 0, RP_CHILD_ARG(0, 1));
+	child(e, RP_EV_CHILD_BEGIN, id[1], 10, RP_CHILD_ARG(1, 2));
+	child(e, RP_EV_CHILD_BEGIN, id[2], 20, RP_CHILD_ARG(1, 3));
+	child(e, RP_EV_CHILD_BEGIN, id[3], 30, RP_CHILD_ARG(2, 4));
+	child(e, RP_EV_CHILD_END, id[3], 40, 4);
+	child(e, RP_EV_CHILD_END, id[1], 60, 2); /* b closes under c's feet: fine */
+	child(e, RP_EV_CHILD_END, id[2], 80, 3);
+	child(e, RP_EV_CHILD_END, id[0], 100, 1);
+	assert_int_equal(e->tracks.live, 0);
+	assert_int_equal(rp_engine_report(e, &r), 0);
+	for (int k = 0; k < RP_ANOM_KIND_COUNT; k++)
+		assert_int_equal(r.anomalies[k], 0);
+	assert_int_equal(fn(&r, "a")->self_ns, 30);
+	assert_int_equal(fn(&r, "a")->cum_ns, 100);
+	assert_int_equal(fn(&r, "b")->self_ns, 40);
+	assert_int_equal(fn(&r, "c")->self_ns, 60);
+	assert_int_equal(fn(&r, "d")->self_ns, 10);
+	assert_int_equal(r.conc[1].max, 1);
+	assert_int_equal(r.conc[0].max, 4); /* a, b, c, d in [30, 40) */
+	rp_report_free(&r);
+
+	/* e under a, f under e; a ends first: f and e close as truncated, at 150. */
+	child(e, RP_EV_CHILD_BEGIN, id[0], 110, RP_CHILD_ARG(0, 1));
+	child(e, RP_EV_CHILD_BEGIN, id[4], 120, RP_CHILD_ARG(1, 5));
+	child(e, RP_EV_CHILD_BEGIN, id[5], 130, RP_CHILD_ARG(5, 6));
+	child(e, RP_EV_CHILD_END, id[0], 150, 1);
+	child(e, RP_EV_CHILD_END, id[4], 160, 5);
+	assert_int_equal(rp_engine_report(e, &r), 0);
+	assert_int_equal(r.anomalies[RP_ANOM_END_MISMATCH], 1);
+	assert_int_equal(r.anomalies[RP_ANOM_END_UNMATCHED], 1);
+	assert_int_equal(r.truncated, 2);
+	assert_int_equal(fn(&r, "e")->cum_ns, 30);
+	assert_int_equal(fn(&r, "e")->self_ns, 10);
+	assert_int_equal(fn(&r, "f")->self_ns, 20);
+	assert_int_equal(fn(&r, "a")->self_ns, 30 + 10);
+	rp_report_free(&r);
+
+	/* Malformed mixes on one track (1.0 async spans and tree spans, duplicate and
+	 * self-parent ids) are irregular but finite: everything closes. */
+	child(e, RP_EV_ASYNC_BEGIN, id[0], 200, 7);
+	child(e, RP_EV_CHILD_BEGIN, id[1], 210, RP_CHILD_ARG(7, 7));
+	child(e, RP_EV_CHILD_BEGIN, id[2], 220, RP_CHILD_ARG(9, 9));
+	child(e, RP_EV_ASYNC_BEGIN, id[3], 230, 9);
+	child(e, RP_EV_CHILD_END, id[1], 240, 7);
+	child(e, RP_EV_ASYNC_END, id[0], 250, 7);
+	child(e, RP_EV_CHILD_END, id[2], 260, 9);
+	child(e, RP_EV_ASYNC_END, id[3], 270, 9);
+	assert_int_equal(rp_engine_report(e, &r), 0);
+	rp_report_free(&r);
+	rp_engine_close(e);
+}
+
 /* Rows of finished sources are folded and reused when the table is full; live
  * sources never are; totals keep every count. */
 static void test_engine_finished_sources_fold(void **state)
@@ -425,6 +498,7 @@ int main(void)
 		cmocka_unit_test(test_engine_depth_cap),
 		cmocka_unit_test(test_engine_caps_fold_and_count),
 		cmocka_unit_test(test_engine_late_and_async_release),
+		cmocka_unit_test(test_engine_tree_siblings),
 		cmocka_unit_test(test_engine_finished_sources_fold),
 	};
 

@@ -97,7 +97,7 @@ size_t rp_engine_memory_bound(const struct rp_engine_cfg *cfg)
 	/* tracks, their free list and index, and every stack at max_depth */
 	b += (size_t)cfg->max_tracks * (sizeof(struct rp_track) + 4 + CHUNK_OVERHEAD +
 					(size_t)cfg->max_depth * sizeof(struct rp_frame)) +
-	     slots_for(cfg->max_tracks) * 4;
+	     slots_for(cfg->max_tracks) * 4 + (size_t)cfg->max_depth * sizeof(struct rp_frame);
 	/* sources: rows and their names (segment names are < 96 bytes) */
 	b += ((size_t)cfg->max_sources + 1) * (sizeof(struct rp_source) + 96 + CHUNK_OVERHEAD);
 	b += rp_analyses_memory_bound(&a) + rp_windows_memory_bound(&a.win);
@@ -325,6 +325,27 @@ static inline __attribute__((always_inline)) void span_end(struct rp_engine *e,
 		rp_device_track_end(e->dev, tr, e->tracks.t[tr].depth);
 }
 
+/* A tree track's spans (a request's tasks): see stacks.h. */
+__attribute__((noinline)) static void child_begin(struct rp_engine *e, struct rp_source *s,
+						  uint32_t src, const struct rp_event *ev)
+{
+	uint32_t tr = rp_tracks_get(&e->tracks, src, RP_TRACK_ASYNC, ev->track, &s->counts);
+
+	if (tr != RP_NONE)
+		rp_track_child_begin(&e->tracks, tr, ev->name, ev->ts, ev->arg, &s->counts);
+}
+
+__attribute__((noinline)) static void child_end(struct rp_engine *e, struct rp_source *s,
+						uint32_t src, const struct rp_event *ev)
+{
+	uint32_t tr = rp_tracks_find(&e->tracks, src, RP_TRACK_ASYNC, ev->track);
+
+	if (tr == RP_NONE)
+		s->counts.anomalies[RP_ANOM_END_UNMATCHED]++;
+	else
+		rp_track_child_end(&e->tracks, tr, ev->ts, ev->arg, &s->counts);
+}
+
 __attribute__((noinline)) static void counter_event(struct rp_engine *e, struct rp_source *s,
 						    uint32_t src, uint64_t thread,
 						    const struct rp_event *ev)
@@ -352,6 +373,12 @@ static inline void dispatch(struct rp_engine *e, struct rp_source *s, uint32_t s
 		break;
 	case RP_EV_ASYNC_END:
 		span_end(e, s, src, RP_TRACK_ASYNC, ev->track, ev);
+		break;
+	case RP_EV_CHILD_BEGIN:
+		child_begin(e, s, src, ev);
+		break;
+	case RP_EV_CHILD_END:
+		child_end(e, s, src, ev);
 		break;
 	case RP_EV_COUNTER:
 		counter_event(e, s, src, thread, ev);

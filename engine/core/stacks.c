@@ -37,7 +37,8 @@ int rp_tracks_init(struct rp_tracks *ts, uint32_t max_tracks, uint32_t max_depth
 	ts->t = calloc(max_tracks ? max_tracks : 1, sizeof(*ts->t)); /* t[last] is read */
 	ts->free_slots = calloc(max_tracks, sizeof(*ts->free_slots));
 	ts->index = malloc((size_t)slots * sizeof(*ts->index));
-	if (!ts->t || !ts->free_slots || !ts->index) {
+	ts->chain = malloc((size_t)(max_depth ? max_depth : 1) * sizeof(*ts->chain));
+	if (!ts->t || !ts->free_slots || !ts->index || !ts->chain) {
 		rp_tracks_free(ts);
 		return -ENOMEM;
 	}
@@ -56,6 +57,7 @@ void rp_tracks_free(struct rp_tracks *ts)
 	free(ts->t);
 	free(ts->free_slots);
 	free(ts->index);
+	free(ts->chain);
 	memset(ts, 0, sizeof(*ts));
 }
 
@@ -95,6 +97,7 @@ uint32_t rp_tracks_get_slow(struct rp_tracks *ts, uint32_t src, uint8_t kind, ui
 	ts->t[slot].kind = kind;
 	ts->t[slot].depth = 0;
 	ts->t[slot].skipped = 0;
+	ts->t[slot].tree = 0;
 	ts->index[i] = slot;
 	ts->live++;
 	return ts->last = slot;
@@ -156,9 +159,11 @@ void rp_track_begin(struct rp_tracks *ts, uint32_t tr, uint32_t name, uint64_t t
 		c->anomalies[RP_ANOM_DEPTH_CAP]++;
 		return;
 	}
+	/* up = RP_NONE: a tree span mixed in later never walks into this frame. */
 	k->f[k->depth++] = (struct rp_frame){ .start = t, .span = span, .name = name,
 					      .node = rp_stats_child(ts->stats, parent, name,
-								     &folded) };
+								     &folded),
+					      .up = RP_NONE };
 	if (folded)
 		c->anomalies[RP_ANOM_CCT_CAP]++;
 	if (ts->on_open)
@@ -244,13 +249,160 @@ void rp_track_end(struct rp_tracks *ts, uint32_t tr, uint32_t name, uint64_t t, 
 		release(ts, tr);
 }
 
+/* ---- tree tracks ---- */
+
+/* The open frame of span id @span on tree track @k, or -1. */
+static int tree_find(const struct rp_track *k, uint64_t span)
+{
+	for (int i = (int)k->depth - 1; i >= 0; i--)
+		if (k->f[i].span == span)
+			return i;
+	return -1;
+}
+
+static uint32_t tree_level(const struct rp_track *k, uint32_t i)
+{
+	uint32_t n = 0;
+
+	for (; k->f[i].up != RP_NONE; i = k->f[i].up)
+		n++;
+	return n;
+}
+
+void rp_track_child_begin(struct rp_tracks *ts, uint32_t tr, uint32_t name, uint64_t t,
+			  uint64_t arg, struct rp_counts *c)
+{
+	struct rp_track *k = &ts->t[tr];
+	uint64_t span = arg & UINT32_MAX, parent = arg >> 32;
+	uint32_t up = RP_NONE, node_up = 0, level = 0;
+	bool folded;
+
+	if (k->depth == 0)
+		k->tree = 1;
+	if (k->depth >= ts->max_depth || (k->depth == k->cap && !grow(k, ts->max_depth))) {
+		k->skipped++;
+		c->anomalies[RP_ANOM_DEPTH_CAP]++;
+		return;
+	}
+	if (parent != 0) {
+		int at = tree_find(k, parent);
+		/* Its parent closed first (a task that outlived the span that made it):
+		 * under the track's oldest open frame, its request. */
+		up = at >= 0 ? (uint32_t)at : (k->depth ? 0 : RP_NONE);
+	}
+	if (up != RP_NONE) {
+		struct rp_frame *p = &k->f[up];
+		if (p->kids++ == 0)
+			p->busy_since = t;
+		node_up = p->node;
+		level = tree_level(k, up) + 1;
+	}
+	k->f[k->depth++] = (struct rp_frame){ .start = t, .span = span, .name = name,
+					      .node = rp_stats_child(ts->stats, node_up, name,
+								     &folded),
+					      .up = up };
+	if (folded)
+		c->anomalies[RP_ANOM_CCT_CAP]++;
+	if (ts->on_open)
+		ts->on_open(ts->hook_ctx, name, level, t);
+}
+
+/* Closes frame @i (no open descendants) at time t and takes it out of the array. */
+static void tree_pop(struct rp_tracks *ts, struct rp_track *k, uint32_t i, uint64_t t,
+		     struct rp_counts *c, bool normal)
+{
+	struct rp_frame f = k->f[i];
+	uint64_t dur = t > f.start ? t - f.start : 0;
+	uint32_t level = 0, j;
+	struct rp_call call = {
+		.name = f.name,
+		.caller = f.up != RP_NONE ? k->f[f.up].name : RP_NONE,
+		.node = f.node,
+		.dur_ns = dur,
+		.self_ns = dur - (f.child_ns < dur ? f.child_ns : dur),
+		.primitive = true,
+	};
+
+	for (j = f.up; j != RP_NONE; j = k->f[j].up, level++)
+		call.primitive = call.primitive && k->f[j].name != f.name;
+	if (f.up != RP_NONE) {
+		struct rp_frame *p = &k->f[f.up];
+		if (--p->kids == 0)
+			p->child_ns += t > p->busy_since ? t - p->busy_since : 0;
+	}
+	if (!rp_stats_add(ts->stats, &call))
+		c->anomalies[RP_ANOM_CCT_CAP]++;
+	if (ts->on_close) {
+		/* The hook reads the span's ancestors at f[0..depth): its path. */
+		struct rp_track view = *k;
+		struct rp_span_info sp = {
+			.start = f.start, .end = f.start + dur, .self_ns = call.self_ns,
+			.subtree_ns = call.self_ns + f.child_ns, .track = k->id,
+			.span = f.span, .name = f.name, .depth = level, .src = k->src,
+			.primitive = call.primitive,
+		};
+		ts->chain[level] = f;
+		for (j = f.up, level = sp.depth; j != RP_NONE; j = k->f[j].up)
+			ts->chain[--level] = k->f[j];
+		view.f = ts->chain;
+		view.depth = sp.depth;
+		ts->on_close(ts->hook_ctx, &view, &sp, normal);
+	}
+	memmove(&k->f[i], &k->f[i + 1], (size_t)(k->depth - i - 1) * sizeof(*k->f));
+	k->depth--;
+	for (j = i; j < k->depth; j++)
+		if (k->f[j].up != RP_NONE && k->f[j].up > i)
+			k->f[j].up--;
+}
+
+static bool tree_below(const struct rp_track *k, uint32_t j, uint32_t i)
+{
+	for (j = k->f[j].up; j != RP_NONE; j = k->f[j].up)
+		if (j == i)
+			return true;
+	return false;
+}
+
+void rp_track_child_end(struct rp_tracks *ts, uint32_t tr, uint64_t t, uint64_t span,
+			struct rp_counts *c)
+{
+	struct rp_track *k = &ts->t[tr];
+	int at = span != 0 ? tree_find(k, span & UINT32_MAX) : -1;
+	bool mismatch = false;
+
+	if (at < 0) {
+		if (k->skipped) /* the END of a BEGIN the depth cap refused */
+			k->skipped--;
+		else
+			c->anomalies[RP_ANOM_END_UNMATCHED]++;
+	} else {
+		/* Descendants still open close first, as truncated; they sit above it. */
+		for (uint32_t j = k->depth - 1; j > (uint32_t)at; j--) {
+			if (!tree_below(k, j, (uint32_t)at))
+				continue;
+			tree_pop(ts, k, j, t, c, false);
+			c->truncated++;
+			mismatch = true;
+		}
+		if (mismatch)
+			c->anomalies[RP_ANOM_END_MISMATCH]++;
+		tree_pop(ts, k, (uint32_t)at, t, c, !mismatch);
+	}
+	if (k->depth == 0 && k->skipped == 0)
+		release(ts, tr);
+}
+
 void rp_track_close(struct rp_tracks *ts, uint32_t tr, uint64_t t, int why,
 		    struct rp_counts *c)
 {
 	struct rp_track *k = &ts->t[tr];
 
 	while (k->depth > 0) {
-		pop(ts, k, t, c, false);
+		/* The last frame of a tree has no open descendants: they come after it. */
+		if (k->tree)
+			tree_pop(ts, k, k->depth - 1, t, c, false);
+		else
+			pop(ts, k, t, c, false);
 		if (why == RP_ANOM_KIND_COUNT)
 			c->truncated++;
 		else

@@ -10,7 +10,16 @@
  *   BEGIN past max_depth            -> not pushed; its END is ignored too
  *                                     (RP_ANOM_DEPTH_CAP);
  *   a new track past max_tracks     -> its events are dropped (RP_ANOM_TRACK_CAP).
- * Memory: max_tracks tracks, each with at most max_depth frames (40 bytes each).
+ * Tree tracks (RP_EV_CHILD_BEGIN/END: a request whose tasks run at once) hold their
+ * open frames as a tree rather than a stack: each frame names its parent, children
+ * of one parent may be open together (siblings), and an END closes its span by id
+ * wherever it is. A parent's child time is the union of its children's intervals
+ * (time with at least one child open), so overlapping siblings never push its self
+ * time below zero. Irregular input is counted as on stacks: an END whose span has
+ * open descendants closes them as truncated (RP_ANOM_END_MISMATCH); an END with no
+ * open span of its id is RP_ANOM_END_UNMATCHED; a child whose parent is no longer
+ * open is placed under the track's oldest open frame (its request).
+ * Memory: max_tracks tracks, each with at most max_depth frames (48 bytes each).
  */
 #ifndef RP_ENGINE_STACKS_H
 #define RP_ENGINE_STACKS_H
@@ -35,6 +44,10 @@ struct rp_frame {
 	uint64_t span;		/* async span id; 0 on thread tracks */
 	uint32_t name;
 	uint32_t node;		/* CCT node */
+	/* Tree tracks only (zero elsewhere). */
+	uint32_t up;		/* index of the parent frame; RP_NONE: a top-level frame */
+	uint32_t kids;		/* open children */
+	uint64_t busy_since;	/* when kids last went from 0 to 1 */
 };
 
 /* A span just closed, as the close hook sees it (what exemplars need). */
@@ -55,6 +68,7 @@ struct rp_track {
 	uint64_t id;
 	uint32_t src;
 	uint8_t kind;		/* enum rp_track_kind; 0 = free slot */
+	uint8_t tree;		/* frames opened by RP_EV_CHILD_BEGIN: a tree */
 	uint32_t depth, cap;	/* frames in use, allocated */
 	uint32_t skipped;	/* BEGINs past the depth cap awaiting their END */
 	struct rp_frame *f;
@@ -70,6 +84,8 @@ struct rp_tracks {
 				   kind 0 and a reused one its new key, so it needs no
 				   invalidation); < max(max, 1) */
 	uint32_t max_depth;
+	struct rp_frame *chain;	/* max_depth frames: a tree span's root-to-span path
+				   as the close hook sees it */
 	struct rp_stats *stats;
 	/* Every span pushed and popped (the analyses, the device analysis, the step
 	 * statistics and the flight recorder); may be NULL. on_close gets the track,
@@ -120,6 +136,12 @@ void rp_track_begin(struct rp_tracks *ts, uint32_t tr, uint32_t name, uint64_t t
 		    uint64_t span, struct rp_counts *c);
 void rp_track_end(struct rp_tracks *ts, uint32_t tr, uint32_t name, uint64_t t, uint64_t span,
 		  struct rp_counts *c);
+
+/* Tree tracks: @arg as in RP_EV_CHILD_BEGIN (parent << 32 | span); END by span id. */
+void rp_track_child_begin(struct rp_tracks *ts, uint32_t tr, uint32_t name, uint64_t t,
+			  uint64_t arg, struct rp_counts *c);
+void rp_track_child_end(struct rp_tracks *ts, uint32_t tr, uint64_t t, uint64_t span,
+			struct rp_counts *c);
 
 /**
  * rp_track_close() - close every open frame at time @t and free the track.

@@ -294,6 +294,22 @@ static inline void rp_async_end(uint32_t name, uint64_t track, uint64_t span)
 }
 
 /**
+ * rp_child_begin() - open span @span (unique in @track, > 0) on track @track as a
+ * child of its open span @parent (0: at the track's top level). Children open at
+ * the same time are siblings, not nested (a request's concurrent tasks).
+ */
+static inline void rp_child_begin(uint32_t name, uint64_t track, uint32_t parent, uint32_t span)
+{
+	rp_emit(RP_EV_CHILD_BEGIN, 0, name, track, RP_CHILD_ARG(parent, span));
+}
+
+/** rp_child_end() - close span @span of track @track. */
+static inline void rp_child_end(uint32_t name, uint64_t track, uint32_t span)
+{
+	rp_emit(RP_EV_CHILD_END, 0, name, track, span);
+}
+
+/**
  * rp_link() - tie a CPU-side launch and the device-side work it caused: both sides
  * record the same @correlation id, with @side RP_LINK_LAUNCH or RP_LINK_DEVICE.
  * @span: the span the link belongs to, or 0 for this thread's innermost open span.

@@ -48,7 +48,7 @@ extern "C" {
 
 #define RP_WIRE_MAGIC		UINT64_C(0x31464f5250474e52) /* "RNGPROF1" little-endian */
 #define RP_WIRE_VERSION_MAJOR	1	/* a change a reader cannot skip */
-#define RP_WIRE_VERSION_MINOR	0	/* additions a reader may ignore */
+#define RP_WIRE_VERSION_MINOR	1	/* additions a reader may ignore (docs/abi.md) */
 #define RP_WIRE_CACHELINE	64
 
 /* "/ringprof.<session>.<pid>" + ".<n>" for shm_open(); session is [A-Za-z0-9_-]{1,31}. */
@@ -94,12 +94,20 @@ enum rp_event_kind {
 	RP_EV_ASYNC_BEGIN = 5,	/* track = track id (request), arg = span id */
 	RP_EV_ASYNC_END = 6,	/* track = track id, arg = span id */
 	RP_EV_LINK = 7,		/* arg = correlation id, track = span id or 0 (innermost) */
-	RP_EV_KIND_MAX = 7,
+	/* 1.1: spans of a tree-shaped track (a request whose tasks run at once):
+	 * track = track id, arg = RP_CHILD_ARG(parent span id, span id); parent 0 is
+	 * the track's top level. Open children of one parent are siblings. */
+	RP_EV_CHILD_BEGIN = 8,
+	RP_EV_CHILD_END = 9,	/* track = track id, arg = span id (low 32 bits) */
+	RP_EV_KIND_MAX = 9,
 };
 
 /* rp_event.flags for RP_EV_LINK: which side of the link this record is. */
 #define RP_LINK_LAUNCH	0x01u	/* CPU side: the launch (cudaLaunchKernel, ...) */
 #define RP_LINK_DEVICE	0x02u	/* device side: the work it caused */
+
+/* arg of RP_EV_CHILD_BEGIN: span ids are 32-bit and unique within their track. */
+#define RP_CHILD_ARG(parent, span)	((uint64_t)(uint32_t)(parent) << 32 | (uint32_t)(span))
 
 /* One record; fixed 32 bytes, naturally aligned, two per cache line. */
 struct rp_event {

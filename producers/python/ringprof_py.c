@@ -1,0 +1,1135 @@
+// SPDX-License-Identifier: MIT
+/*
+ * ringprof._ringprof: the CPython producer, on top of libringprof (same segment per
+ * process, one ring per thread, the same clock and fork rule as C programs).
+ *
+ * Spans. A span interns its (name, category) once, at construction; entering and
+ * leaving it are C methods with no Python frame. Outside a request a span is a
+ * BEGIN/END pair on the thread's stack, exactly as rp_begin()/rp_end(). Inside a
+ * request (a context variable holds the innermost open span of the request, a
+ * `node`) it is RP_EV_CHILD_BEGIN/END on the request's track with its parent's span
+ * id: a task or thread that copied the context carries its parent with it, so
+ * tasks running at once are siblings under the span that was open when they were
+ * made, and a span held across an `await` stays open on the request, not on the
+ * thread that ran it. A request is the root (span 1) of its own track.
+ *
+ * Leaving a span in a request pops the innermost node of its name: a generator
+ * suspended inside a span leaks its node into its consumer's context (contextvars
+ * do not follow generators), so the consumer's own spans close theirs by name.
+ *
+ * Calls. trace_calls() installs a C profile hook (PyEval_SetProfile), cProfile
+ * style: a CALL is a BEGIN and a RETURN an END of the code object's name, whose id
+ * is interned once per code object and kept in the code object's extra slot.
+ *
+ * RINGPROF=0: rp_init() says so at import; every call then returns at once.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <frameobject.h>
+#include <string.h>
+
+/* CPython 3.11: the profile hook reads a frame's code object and the code
+ * object's extra slot in place (no calls, no reference counting). */
+#if PY_VERSION_HEX >= 0x030b0000 && PY_VERSION_HEX < 0x030c0000
+#define Py_BUILD_CORE 1
+#include <internal/pycore_code.h>
+#include <internal/pycore_frame.h>
+#undef Py_BUILD_CORE
+#define RP_PY311 1
+/* co_extra's layout, private to 3.11's Objects/codeobject.c (_PyCodeObjectExtra). */
+typedef struct {
+	Py_ssize_t ce_size;
+	void *ce_extras[1];
+} rp_code_extra;
+#endif
+
+#include <ringprof/ringprof.h>
+
+static PyObject *g_current;	/* ContextVar: the innermost open node of a request */
+static int g_off = 1;		/* recording is off (RINGPROF=0 or no segment) */
+static uint64_t g_next_track;	/* track ids of this process's requests */
+static int g_requests;		/* a request was ever opened: the context variable
+				   may be set (until then spans need not look) */
+static Py_ssize_t g_extra = -1; /* code object extra slot: interned id + 1 */
+static int g_builtins;		/* trace_calls(): C functions too */
+static PyObject *g_names;	/* counter/instant names -> id */
+static PyObject *g_decorate;	/* ringprof._decorate(span, func) */
+static PyObject *g_threading_setprofile;
+
+/* ---- nodes: the open spans of a request ---- */
+
+typedef struct node {
+	PyObject_HEAD struct node *parent; /* NULL for the request's root */
+	struct node *root;		   /* the request's root; NULL for the root itself */
+	uint64_t track;
+	uint32_t span;
+	uint32_t name;
+	uint32_t next; /* root only: the last span id handed out */
+} Node;
+
+static void node_dealloc(Node *n)
+{
+	Py_XDECREF(n->parent);
+	Py_XDECREF(n->root);
+	PyObject_Free(n);
+}
+
+static PyTypeObject NodeType = {
+	PyVarObject_HEAD_INIT(NULL, 0).tp_name = "ringprof._Node",
+	.tp_basicsize = sizeof(Node),
+	.tp_dealloc = (destructor)node_dealloc,
+	.tp_flags = Py_TPFLAGS_DEFAULT,
+};
+
+static Node *node_new(Node *parent, uint32_t name)
+{
+	Node *n = PyObject_New(Node, &NodeType);
+	Node *root;
+
+	if (n == NULL)
+		return NULL;
+	n->name = name;
+	n->next = 0;
+	if (parent == NULL) { /* a request */
+		n->parent = n->root = NULL;
+		n->track = ++g_next_track; /* under the GIL */
+		n->span = 1;
+		n->next = 1;
+		return n;
+	}
+	root = parent->root ? parent->root : parent;
+	Py_INCREF(parent);
+	Py_INCREF(root);
+	n->parent = parent;
+	n->root = root;
+	n->track = root->track;
+	n->span = ++root->next;
+	return n;
+}
+
+/* The current node (a new reference), NULL outside a request; -1 on error. */
+static int current(Node **out)
+{
+	PyObject *v;
+
+	if (PyContextVar_Get(g_current, NULL, &v) < 0)
+		return -1;
+	if (v == Py_None) {
+		Py_DECREF(v);
+		v = NULL;
+	}
+	*out = (Node *)v;
+	return 0;
+}
+
+static int set_current(PyObject *v)
+{
+	PyObject *tok = PyContextVar_Set(g_current, v ? v : Py_None);
+
+	if (tok == NULL)
+		return -1;
+	Py_DECREF(tok);
+	return 0;
+}
+
+/* ---- span enter/exit, shared by `with`, `async with` and the C wrapper ---- */
+
+static int span_enter(uint32_t id)
+{
+	Node *cur, *n;
+	int rc;
+
+	if (g_off)
+		return 0;
+	if (!g_requests) {
+		rp_begin(id);
+		return 0;
+	}
+	if (current(&cur) < 0)
+		return -1;
+	if (cur == NULL) {
+		rp_begin(id);
+		return 0;
+	}
+	n = node_new(cur, id);
+	if (n == NULL) {
+		Py_DECREF(cur);
+		return -1;
+	}
+	rp_child_begin(id, n->track, cur->span, n->span);
+	rc = set_current((PyObject *)n);
+	Py_DECREF(n);
+	Py_DECREF(cur);
+	return rc;
+}
+
+static int span_exit(uint32_t id)
+{
+	Node *cur, *n;
+	int rc = 0;
+
+	if (g_off)
+		return 0;
+	if (!g_requests) {
+		rp_end(id);
+		return 0;
+	}
+	if (current(&cur) < 0)
+		return -1;
+	if (cur == NULL) {
+		rp_end(id);
+		return 0;
+	}
+	for (n = cur; n->root != NULL && n->name != id; n = n->parent)
+		;
+	if (n->root == NULL) { /* none open: the engine counts it end_unmatched */
+		rp_child_end(id, cur->track, 0);
+	} else {
+		rp_child_end(id, n->track, n->span);
+		rc = set_current((PyObject *)n->parent);
+	}
+	Py_DECREF(cur);
+	return rc;
+}
+
+/* ---- an awaitable that is already done (async with) ---- */
+
+typedef struct {
+	PyObject_HEAD PyObject *value;
+} Done;
+
+static void done_dealloc(Done *d)
+{
+	Py_XDECREF(d->value);
+	PyObject_Free(d);
+}
+
+static PyObject *done_self(PyObject *d)
+{
+	return Py_NewRef(d);
+}
+
+static PyObject *done_next(Done *d)
+{
+	PyObject *e = PyObject_CallOneArg(PyExc_StopIteration, d->value);
+
+	if (e != NULL) {
+		PyErr_SetObject(PyExc_StopIteration, e);
+		Py_DECREF(e);
+	}
+	return NULL;
+}
+
+static PyAsyncMethods done_async = { .am_await = done_self };
+
+static PyTypeObject DoneType = {
+	PyVarObject_HEAD_INIT(NULL, 0).tp_name = "ringprof._Done",
+	.tp_basicsize = sizeof(Done),
+	.tp_dealloc = (destructor)done_dealloc,
+	.tp_flags = Py_TPFLAGS_DEFAULT,
+	.tp_as_async = &done_async,
+	.tp_iter = done_self,
+	.tp_iternext = (iternextfunc)done_next,
+};
+
+static PyObject *done_new(PyObject *value)
+{
+	Done *d = PyObject_New(Done, &DoneType);
+
+	if (d != NULL)
+		d->value = Py_NewRef(value);
+	return (PyObject *)d;
+}
+
+/* ---- span ---- */
+
+typedef struct {
+	PyObject_HEAD uint32_t id;
+	PyObject *name, *category;
+} Span;
+
+static uint32_t intern_obj(PyObject *name, PyObject *category, const char *dflt_cat)
+{
+	const char *n = PyUnicode_AsUTF8(name);
+	const char *c = category && category != Py_None ? PyUnicode_AsUTF8(category) : dflt_cat;
+
+	if (n == NULL || c == NULL)
+		return UINT32_MAX;
+	return g_off ? 0 : rp_intern(n, c, NULL, 0);
+}
+
+static int span_init(Span *s, PyObject *args, PyObject *kw)
+{
+	static char *kwlist[] = { "name", "category", NULL };
+	PyObject *name, *cat = Py_None;
+
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "U|O:span", kwlist, &name, &cat))
+		return -1;
+	if (cat != Py_None && !PyUnicode_Check(cat)) {
+		PyErr_SetString(PyExc_TypeError, "span(): category must be a str or None");
+		return -1;
+	}
+	if ((s->id = intern_obj(name, cat, "")) == UINT32_MAX)
+		return -1;
+	Py_XSETREF(s->name, Py_NewRef(name));
+	Py_XSETREF(s->category, Py_NewRef(cat));
+	return 0;
+}
+
+static void span_dealloc(Span *s)
+{
+	Py_XDECREF(s->name);
+	Py_XDECREF(s->category);
+	Py_TYPE(s)->tp_free(s);
+}
+
+static PyObject *span_enter_m(Span *s, PyObject *unused)
+{
+	(void)unused;
+	if (span_enter(s->id) < 0)
+		return NULL;
+	return Py_NewRef(s);
+}
+
+static PyObject *span_exit_m(Span *s, PyObject *const *args, Py_ssize_t n)
+{
+	(void)args;
+	(void)n;
+	if (span_exit(s->id) < 0)
+		return NULL;
+	Py_RETURN_FALSE; /* exceptions propagate */
+}
+
+static PyObject *span_aenter_m(Span *s, PyObject *unused)
+{
+	(void)unused;
+	if (span_enter(s->id) < 0)
+		return NULL;
+	return done_new((PyObject *)s);
+}
+
+static PyObject *span_aexit_m(Span *s, PyObject *const *args, Py_ssize_t n)
+{
+	(void)args;
+	(void)n;
+	if (span_exit(s->id) < 0)
+		return NULL;
+	return done_new(Py_False);
+}
+
+/* span(func): the wrapper ringprof._decorate() makes for its kind of function. */
+static PyObject *span_call(Span *s, PyObject *args, PyObject *kw)
+{
+	PyObject *fn;
+
+	if (kw != NULL || PyTuple_GET_SIZE(args) != 1 ||
+	    !PyCallable_Check(fn = PyTuple_GET_ITEM(args, 0))) {
+		PyErr_SetString(PyExc_TypeError, "span(...) decorates one callable");
+		return NULL;
+	}
+	if (g_decorate == NULL) {
+		PyErr_SetString(PyExc_RuntimeError, "ringprof: import ringprof, not _ringprof");
+		return NULL;
+	}
+	return PyObject_CallFunctionObjArgs(g_decorate, (PyObject *)s, fn, NULL);
+}
+
+static PyObject *span_repr(Span *s)
+{
+	return PyUnicode_FromFormat("<ringprof.span %R category=%R id=%u>", s->name, s->category,
+				    s->id);
+}
+
+static PyObject *span_get_id(Span *s, void *unused)
+{
+	(void)unused;
+	return PyLong_FromUnsignedLong(s->id);
+}
+
+static PyObject *span_get_name(Span *s, void *unused)
+{
+	(void)unused;
+	return Py_NewRef(s->name);
+}
+
+static PyMethodDef span_methods[] = {
+	{ "__enter__", (PyCFunction)span_enter_m, METH_NOARGS, NULL },
+	{ "__exit__", (PyCFunction)(void (*)(void))span_exit_m, METH_FASTCALL, NULL },
+	{ "__aenter__", (PyCFunction)span_aenter_m, METH_NOARGS, NULL },
+	{ "__aexit__", (PyCFunction)(void (*)(void))span_aexit_m, METH_FASTCALL, NULL },
+	{ NULL, NULL, 0, NULL },
+};
+
+static PyGetSetDef span_getset[] = {
+	{ "id", (getter)span_get_id, NULL, "the interned name id", NULL },
+	{ "name", (getter)span_get_name, NULL, NULL, NULL },
+	{ NULL, NULL, NULL, NULL, NULL },
+};
+
+static PyTypeObject SpanType = {
+	PyVarObject_HEAD_INIT(NULL, 0).tp_name = "ringprof.span",
+	.tp_doc = "span(name, category=None): a `with`/`async with` block or a decorator",
+	.tp_basicsize = sizeof(Span),
+	.tp_dealloc = (destructor)span_dealloc,
+	.tp_flags = Py_TPFLAGS_DEFAULT,
+	.tp_new = PyType_GenericNew,
+	.tp_init = (initproc)span_init,
+	.tp_call = (ternaryfunc)span_call,
+	.tp_repr = (reprfunc)span_repr,
+	.tp_methods = span_methods,
+	.tp_getset = span_getset,
+};
+
+/* ---- a plain function wrapped in a span (vectorcall, no Python frame) ---- */
+
+typedef struct {
+	PyObject_HEAD uint32_t id;
+	PyObject *span, *fn, *dict;
+	vectorcallfunc vc;
+} Wrapped;
+
+static PyObject *wrapped_vcall(PyObject *self, PyObject *const *args, size_t nargsf,
+			       PyObject *kwnames)
+{
+	Wrapped *w = (Wrapped *)self;
+	PyObject *r, *et, *ev, *tb;
+
+	if (span_enter(w->id) < 0)
+		return NULL;
+	r = PyObject_Vectorcall(w->fn, args, nargsf, kwnames);
+	if (r == NULL) { /* the span closes; the exception goes on */
+		PyErr_Fetch(&et, &ev, &tb);
+		if (span_exit(w->id) < 0)
+			PyErr_Clear();
+		PyErr_Restore(et, ev, tb);
+		return NULL;
+	}
+	if (span_exit(w->id) < 0)
+		Py_CLEAR(r);
+	return r;
+}
+
+static PyObject *wrapped_get(PyObject *self, PyObject *obj, PyObject *type)
+{
+	(void)type;
+	if (obj == NULL || obj == Py_None)
+		return Py_NewRef(self);
+	return PyMethod_New(self, obj);
+}
+
+static int wrapped_traverse(Wrapped *w, visitproc visit, void *arg)
+{
+	Py_VISIT(w->span);
+	Py_VISIT(w->fn);
+	Py_VISIT(w->dict);
+	return 0;
+}
+
+static int wrapped_clear(Wrapped *w)
+{
+	Py_CLEAR(w->span);
+	Py_CLEAR(w->fn);
+	Py_CLEAR(w->dict);
+	return 0;
+}
+
+static void wrapped_dealloc(Wrapped *w)
+{
+	PyObject_GC_UnTrack(w);
+	wrapped_clear(w);
+	PyObject_GC_Del(w);
+}
+
+static PyGetSetDef wrapped_getset[] = {
+	{ "__dict__", PyObject_GenericGetDict, PyObject_GenericSetDict, NULL, NULL },
+	{ NULL, NULL, NULL, NULL, NULL },
+};
+
+static PyTypeObject WrappedType = {
+	PyVarObject_HEAD_INIT(NULL, 0).tp_name = "ringprof._Wrapped",
+	.tp_basicsize = sizeof(Wrapped),
+	.tp_dealloc = (destructor)wrapped_dealloc,
+	.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL |
+		    Py_TPFLAGS_METHOD_DESCRIPTOR,
+	.tp_vectorcall_offset = offsetof(Wrapped, vc),
+	.tp_call = PyVectorcall_Call,
+	.tp_descr_get = wrapped_get,
+	.tp_dictoffset = offsetof(Wrapped, dict),
+	.tp_getset = wrapped_getset,
+	.tp_traverse = (traverseproc)wrapped_traverse,
+	.tp_clear = (inquiry)wrapped_clear,
+};
+
+static PyObject *mod_wrap(PyObject *m, PyObject *args)
+{
+	PyObject *s, *fn;
+	Wrapped *w;
+
+	(void)m;
+	if (!PyArg_ParseTuple(args, "O!O:_wrap", &SpanType, &s, &fn))
+		return NULL;
+	w = PyObject_GC_New(Wrapped, &WrappedType);
+	if (w == NULL)
+		return NULL;
+	w->id = ((Span *)s)->id;
+	w->span = Py_NewRef(s);
+	w->fn = Py_NewRef(fn);
+	w->dict = NULL;
+	w->vc = wrapped_vcall;
+	PyObject_GC_Track(w);
+	return (PyObject *)w;
+}
+
+/* ---- a do-nothing C context manager: the benchmark's floor ---- */
+
+typedef struct {
+	PyObject_HEAD
+} Null;
+
+static PyObject *null_enter(PyObject *s, PyObject *unused)
+{
+	(void)unused;
+	return Py_NewRef(s);
+}
+
+static PyObject *null_exit(PyObject *s, PyObject *const *args, Py_ssize_t n)
+{
+	(void)s;
+	(void)args;
+	(void)n;
+	Py_RETURN_FALSE;
+}
+
+static PyMethodDef null_methods[] = {
+	{ "__enter__", (PyCFunction)null_enter, METH_NOARGS, NULL },
+	{ "__exit__", (PyCFunction)(void (*)(void))null_exit, METH_FASTCALL, NULL },
+	{ NULL, NULL, 0, NULL },
+};
+
+static PyTypeObject NullType = {
+	PyVarObject_HEAD_INIT(NULL, 0).tp_name = "ringprof.nullcontext",
+	.tp_doc = "a C context manager that does nothing (the cost floor of `with`)",
+	.tp_basicsize = sizeof(Null),
+	.tp_flags = Py_TPFLAGS_DEFAULT,
+	.tp_new = PyType_GenericNew,
+	.tp_methods = null_methods,
+};
+
+/* ---- request ---- */
+
+typedef struct {
+	PyObject_HEAD uint32_t id;
+	Node *node; /* while open */
+	PyObject *token, *prev;
+	PyObject *name;
+} Request;
+
+static int request_init(Request *r, PyObject *args, PyObject *kw)
+{
+	static char *kwlist[] = { "name", "category", NULL };
+	PyObject *name = NULL, *cat = NULL;
+
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "|UU:request", kwlist, &name, &cat))
+		return -1;
+	if (name == NULL)
+		name = PyUnicode_FromString("request");
+	else
+		Py_INCREF(name);
+	if (name == NULL)
+		return -1;
+	Py_XSETREF(r->name, name);
+	if (!g_off) {
+		const char *n = PyUnicode_AsUTF8(name),
+			   *c = cat ? PyUnicode_AsUTF8(cat) : "REQUEST";
+		if (n == NULL || c == NULL)
+			return -1;
+		r->id = rp_intern(n, c, NULL, 0);
+	}
+	return 0;
+}
+
+static void request_dealloc(Request *r)
+{
+	Py_XDECREF(r->node);
+	Py_XDECREF(r->token);
+	Py_XDECREF(r->prev);
+	Py_XDECREF(r->name);
+	Py_TYPE(r)->tp_free(r);
+}
+
+static int request_open(Request *r)
+{
+	if (g_off)
+		return 0;
+	if (r->node != NULL) {
+		PyErr_SetString(PyExc_RuntimeError, "ringprof.request: already open");
+		return -1;
+	}
+	if (PyContextVar_Get(g_current, NULL, &r->prev) < 0)
+		return -1;
+	g_requests = 1;
+	r->node = node_new(NULL, r->id);
+	if (r->node == NULL)
+		return -1;
+	rp_child_begin(r->id, r->node->track, 0, 1);
+	r->token = PyContextVar_Set(g_current, (PyObject *)r->node);
+	return r->token ? 0 : -1;
+}
+
+static int request_close(Request *r)
+{
+	int rc = 0;
+
+	if (g_off || r->node == NULL)
+		return 0;
+	rp_child_end(r->id, r->node->track, 1);
+	if (PyContextVar_Reset(g_current, r->token) < 0) {
+		/* Left in another context (an async generator): put back what was. */
+		PyErr_Clear();
+		rc = set_current(r->prev == Py_None ? NULL : r->prev);
+	}
+	Py_CLEAR(r->node);
+	Py_CLEAR(r->token);
+	Py_CLEAR(r->prev);
+	return rc;
+}
+
+static PyObject *request_enter_m(Request *r, PyObject *unused)
+{
+	(void)unused;
+	return request_open(r) < 0 ? NULL : Py_NewRef(r);
+}
+
+static PyObject *request_exit_m(Request *r, PyObject *const *args, Py_ssize_t n)
+{
+	(void)args;
+	(void)n;
+	if (request_close(r) < 0)
+		return NULL;
+	Py_RETURN_FALSE;
+}
+
+static PyObject *request_aenter_m(Request *r, PyObject *unused)
+{
+	(void)unused;
+	return request_open(r) < 0 ? NULL : done_new((PyObject *)r);
+}
+
+static PyObject *request_aexit_m(Request *r, PyObject *const *args, Py_ssize_t n)
+{
+	(void)args;
+	(void)n;
+	return request_close(r) < 0 ? NULL : done_new(Py_False);
+}
+
+static PyObject *request_get_track(Request *r, void *unused)
+{
+	(void)unused;
+	if (r->node == NULL)
+		Py_RETURN_NONE;
+	return PyLong_FromUnsignedLongLong(r->node->track);
+}
+
+static PyMethodDef request_methods[] = {
+	{ "__enter__", (PyCFunction)request_enter_m, METH_NOARGS, NULL },
+	{ "__exit__", (PyCFunction)(void (*)(void))request_exit_m, METH_FASTCALL, NULL },
+	{ "__aenter__", (PyCFunction)request_aenter_m, METH_NOARGS, NULL },
+	{ "__aexit__", (PyCFunction)(void (*)(void))request_aexit_m, METH_FASTCALL, NULL },
+	{ NULL, NULL, 0, NULL },
+};
+
+static PyGetSetDef request_getset[] = {
+	{ "track", (getter)request_get_track, NULL, "the request's track id while open", NULL },
+	{ NULL, NULL, NULL, NULL, NULL },
+};
+
+static PyTypeObject RequestType = {
+	PyVarObject_HEAD_INIT(NULL, 0).tp_name = "ringprof.request",
+	.tp_doc = "request(name='request', category='REQUEST'): a request's root span",
+	.tp_basicsize = sizeof(Request),
+	.tp_dealloc = (destructor)request_dealloc,
+	.tp_flags = Py_TPFLAGS_DEFAULT,
+	.tp_new = PyType_GenericNew,
+	.tp_init = (initproc)request_init,
+	.tp_methods = request_methods,
+	.tp_getset = request_getset,
+};
+
+/* ---- counters, instants, status ---- */
+
+static int name_id(PyObject *name, uint32_t *id)
+{
+	PyObject *v;
+
+	if (!PyUnicode_Check(name)) {
+		PyErr_SetString(PyExc_TypeError, "a name must be a str");
+		return -1;
+	}
+	v = PyDict_GetItemWithError(g_names, name);
+	if (v != NULL) {
+		*id = (uint32_t)PyLong_AsUnsignedLong(v);
+		return 0;
+	}
+	if (PyErr_Occurred() || (*id = intern_obj(name, NULL, "")) == UINT32_MAX)
+		return -1;
+	v = PyLong_FromUnsignedLong(*id);
+	if (v == NULL || PyDict_SetItem(g_names, name, v) < 0) {
+		Py_XDECREF(v);
+		return -1;
+	}
+	Py_DECREF(v);
+	return 0;
+}
+
+static PyObject *mod_counter(PyObject *m, PyObject *const *args, Py_ssize_t n)
+{
+	uint32_t id;
+	long long v;
+
+	(void)m;
+	if (n != 2) {
+		PyErr_SetString(PyExc_TypeError, "counter(name, value)");
+		return NULL;
+	}
+	if (g_off)
+		Py_RETURN_NONE;
+	v = PyLong_AsLongLong(args[1]);
+	if ((v == -1 && PyErr_Occurred()) || name_id(args[0], &id) < 0)
+		return NULL;
+	rp_counter(id, v);
+	Py_RETURN_NONE;
+}
+
+static PyObject *mod_instant(PyObject *m, PyObject *name)
+{
+	uint32_t id;
+
+	(void)m;
+	if (g_off)
+		Py_RETURN_NONE;
+	if (name_id(name, &id) < 0)
+		return NULL;
+	rp_instant(id);
+	Py_RETURN_NONE;
+}
+
+static PyObject *mod_dropped(PyObject *m, PyObject *unused)
+{
+	(void)m;
+	(void)unused;
+	return PyLong_FromUnsignedLongLong(g_off ? 0 : rp_dropped());
+}
+
+static PyObject *mod_enabled(PyObject *m, PyObject *unused)
+{
+	(void)m;
+	(void)unused;
+	return PyBool_FromLong(!g_off);
+}
+
+/* ---- the profile hook ---- */
+
+/* Once per code object: cProfile's key, (file, first line, name). */
+static __attribute__((noinline)) uint32_t code_id_slow(PyCodeObject *co)
+{
+	const char *q = PyUnicode_AsUTF8(co->co_qualname);
+	const char *file = PyUnicode_AsUTF8(co->co_filename);
+	uint32_t id = 0;
+
+	if (q != NULL && file != NULL)
+		id = rp_intern(q, "python", file, (uint32_t)co->co_firstlineno);
+	else
+		PyErr_Clear();
+	_PyCode_SetExtra((PyObject *)co, g_extra, (void *)((uintptr_t)id + 1));
+	return id;
+}
+
+#ifdef RP_PY311
+static inline uint32_t code_id_co(PyCodeObject *co)
+{
+	rp_code_extra *x = co->co_extra;
+
+	if (RP_LIKELY(x != NULL && g_extra < x->ce_size && x->ce_extras[g_extra] != NULL))
+		return (uint32_t)((uintptr_t)x->ce_extras[g_extra] - 1);
+	return code_id_slow(co);
+}
+#endif
+
+static inline uint32_t code_id(PyFrameObject *f)
+{
+#ifdef RP_PY311
+	return code_id_co(f->f_frame->f_code);
+#else
+	PyCodeObject *co = PyFrame_GetCode(f);
+	void *x = NULL;
+	uint32_t id;
+
+	if (_PyCode_GetExtra((PyObject *)co, g_extra, &x) == 0 && x != NULL)
+		id = (uint32_t)((uintptr_t)x - 1);
+	else
+		id = code_id_slow(co);
+	Py_DECREF(co);
+	return id;
+#endif
+}
+
+/* C functions: a small open-addressing map from the PyMethodDef to the id. */
+#define CF_SLOTS 8192u
+static struct {
+	const void *key;
+	uint32_t id;
+} g_cf[CF_SLOTS];
+
+static uint32_t cfunc_id(PyObject *fn)
+{
+	const PyMethodDef *ml;
+	const char *owner = NULL;
+	char buf[256];
+	uint32_t i;
+
+	if (PyCFunction_Check(fn)) {
+		ml = ((PyCFunctionObject *)fn)->m_ml;
+		PyObject *self = PyCFunction_GET_SELF(fn);
+		if (self != NULL && !PyModule_Check(self))
+			owner = Py_TYPE(self)->tp_name;
+	} else {
+		ml = ((PyMethodDescrObject *)fn)->d_method;
+		owner = PyDescr_TYPE(fn)->tp_name;
+	}
+	i = (uint32_t)(((uintptr_t)ml >> 4) * 2654435761u) & (CF_SLOTS - 1);
+	for (uint32_t n = 0; n < CF_SLOTS; n++, i = (i + 1) & (CF_SLOTS - 1)) {
+		if (g_cf[i].key == ml)
+			return g_cf[i].id;
+		if (g_cf[i].key == NULL)
+			break;
+	}
+	if (owner)
+		snprintf(buf, sizeof(buf), "<built-in method %s of %s object>", ml->ml_name, owner);
+	else
+		snprintf(buf, sizeof(buf), "<built-in method %s>", ml->ml_name);
+	uint32_t id = rp_intern(buf, "python", "~", 0);
+	if (g_cf[i].key == NULL) { /* else the map is full: intern again next time */
+		g_cf[i].key = ml;
+		g_cf[i].id = id;
+	}
+	return id;
+}
+
+static int is_cfunc(PyObject *a)
+{
+	return a != NULL && (PyCFunction_Check(a) || Py_IS_TYPE(a, &PyMethodDescr_Type));
+}
+
+/*
+ * The traced frames open on this thread, innermost last: a RETURN of a frame that
+ * was running when tracing began has no CALL and is not recorded (as cProfile
+ * does), and trace_calls(False) closes the frames still open.
+ */
+#define TSTACK 256
+static __thread uint32_t t_stack[TSTACK];
+static __thread uint32_t t_depth;
+
+static inline void traced_begin(uint32_t id)
+{
+	if (t_depth < TSTACK)
+		t_stack[t_depth] = id;
+	t_depth++;
+	rp_begin(id);
+}
+
+static inline void traced_end(uint32_t id)
+{
+	if (t_depth == 0)
+		return;
+	t_depth--;
+	rp_end(id);
+}
+
+static int prof_hook(PyObject *obj, PyFrameObject *f, int what, PyObject *arg)
+{
+	(void)obj;
+	switch (what) {
+	case PyTrace_CALL: traced_begin(code_id(f)); break;
+	case PyTrace_RETURN: traced_end(code_id(f)); break;
+	case PyTrace_C_CALL:
+		if (g_builtins && is_cfunc(arg))
+			traced_begin(cfunc_id(arg));
+		break;
+	case PyTrace_C_RETURN:
+	case PyTrace_C_EXCEPTION:
+		if (g_builtins && is_cfunc(arg))
+			traced_end(cfunc_id(arg));
+		break;
+	}
+	return 0;
+}
+
+static void traced_close_all(void)
+{
+	while (t_depth > 0) {
+		t_depth--;
+		if (t_depth < TSTACK)
+			rp_end(t_stack[t_depth]);
+	}
+}
+
+/*
+ * The frame-evaluation hook (PEP 523; CPython 3.11): the same BEGIN/END per Python
+ * call and per generator or coroutine resumption as the profile hook, without what
+ * the profile hook makes CPython pay on every event for every profiler alike (a
+ * frame object, its line number, the tracing dispatch of every instruction): the
+ * wrapped evaluation of each frame, on threads whose t_traced is set. A BEGIN is
+ * always followed by its END, even after tracing stopped. The hook it replaced
+ * (another tool's) is called in its place and put back at the end.
+ */
+static __thread int t_traced;
+static int g_hook; /* 1: the profile hook; 2: the evaluation hook */
+#ifdef RP_PY311
+static _PyFrameEvalFunction g_prev_eval;
+
+static PyObject *eval_hook(PyThreadState *ts, struct _PyInterpreterFrame *f, int throwflag)
+{
+	uint32_t id;
+	PyObject *r;
+
+	if (!t_traced)
+		return g_prev_eval(ts, f, throwflag);
+	/* Calling a generator or coroutine function only makes the object (its
+	 * RETURN_GENERATOR): cProfile sees no call there, only the resumptions. */
+	if ((f->f_code->co_flags & (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR)) &&
+	    f->prev_instr == _PyCode_CODE(f->f_code) - 1)
+		return g_prev_eval(ts, f, throwflag);
+	id = code_id_co(f->f_code);
+	rp_begin(id);
+	r = g_prev_eval(ts, f, throwflag);
+	rp_end(id);
+	return r;
+}
+
+static void eval_install(int on)
+{
+	PyInterpreterState *in = PyInterpreterState_Get();
+
+	if (on && _PyInterpreterState_GetEvalFrameFunc(in) != eval_hook) {
+		g_prev_eval = _PyInterpreterState_GetEvalFrameFunc(in);
+		_PyInterpreterState_SetEvalFrameFunc(in, eval_hook);
+	} else if (!on && _PyInterpreterState_GetEvalFrameFunc(in) == eval_hook) {
+		_PyInterpreterState_SetEvalFrameFunc(in, g_prev_eval);
+	}
+}
+#endif
+
+/* threading.setprofile()'s hook in a new thread: start tracing there, once. */
+static PyObject *mod_thread_hook(PyObject *m, PyObject *const *args, Py_ssize_t n)
+{
+	(void)m;
+	if (n != 3 || !PyFrame_Check(args[0])) {
+		PyErr_SetString(PyExc_TypeError, "_thread_hook(frame, event, arg)");
+		return NULL;
+	}
+	if (g_hook == 2) {
+		PyEval_SetProfile(NULL, NULL); /* the evaluation hook does the work */
+		t_traced = 1;
+		Py_RETURN_NONE;
+	}
+	PyEval_SetProfile(prof_hook, NULL);
+	if (PyUnicode_CompareWithASCIIString(args[1], "call") == 0)
+		prof_hook(NULL, (PyFrameObject *)args[0], PyTrace_CALL, NULL);
+	Py_RETURN_NONE;
+}
+
+static PyObject *mod_trace_calls(PyObject *m, PyObject *args, PyObject *kw)
+{
+	static char *kwlist[] = { "enabled", "builtins", "hook", NULL };
+	int on = 1, builtins = 0;
+	const char *how = "auto";
+	PyObject *hook, *r;
+
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "|pps:trace_calls", kwlist, &on, &builtins,
+					 &how))
+		return NULL;
+	if (strcmp(how, "auto") != 0 && strcmp(how, "profile") != 0 && strcmp(how, "eval") != 0) {
+		PyErr_SetString(PyExc_ValueError,
+				"trace_calls: hook is 'auto', 'profile' or 'eval'");
+		return NULL;
+	}
+	if (g_off)
+		Py_RETURN_NONE;
+	if (g_hook == 1) { /* stop what runs, whatever comes next */
+		PyEval_SetProfile(NULL, NULL);
+		traced_close_all();
+	}
+	t_traced = 0;
+#ifdef RP_PY311
+	eval_install(0);
+#endif
+	g_hook = 0;
+	if (on) {
+		g_builtins = builtins;
+		g_hook = 1;
+#ifdef RP_PY311
+		/* C functions are seen by the profile hook only. */
+		if (strcmp(how, "profile") != 0 && !builtins)
+			g_hook = 2;
+#else
+		if (strcmp(how, "eval") == 0) {
+			PyErr_SetString(PyExc_ValueError,
+					"trace_calls: hook='eval' needs CPython 3.11");
+			return NULL;
+		}
+#endif
+		if (g_hook == 1) {
+			PyEval_SetProfile(prof_hook, NULL);
+		} else {
+#ifdef RP_PY311
+			eval_install(1);
+			t_traced = 1;
+#endif
+		}
+	}
+	hook = on ? PyObject_GetAttrString(m, "_thread_hook") : Py_NewRef(Py_None);
+	if (hook == NULL)
+		return NULL;
+	r = PyObject_CallOneArg(g_threading_setprofile, hook);
+	Py_DECREF(hook);
+	if (r == NULL)
+		return NULL;
+	Py_DECREF(r);
+	Py_RETURN_NONE;
+}
+
+/* ---- module ---- */
+
+static PyObject *mod_set_decorator(PyObject *m, PyObject *fn)
+{
+	(void)m;
+	Py_XSETREF(g_decorate, Py_NewRef(fn));
+	Py_RETURN_NONE;
+}
+
+static PyObject *mod_next_track(PyObject *m, PyObject *unused)
+{
+	(void)m;
+	(void)unused;
+	return PyLong_FromUnsignedLongLong(++g_next_track);
+}
+
+/* _emit(kind, name_id, track, arg, ts_ns): one raw event, ts in CLOCK_MONOTONIC ns
+ * (None: now). For bridges that replay events with their own time (ringprof.nat). */
+static PyObject *mod_emit(PyObject *m, PyObject *args)
+{
+	unsigned int kind, name;
+	unsigned long long track, arg;
+	PyObject *ts_obj;
+	const struct rp_wire_clock *c;
+
+	(void)m;
+	if (!PyArg_ParseTuple(args, "IIKKO:_emit", &kind, &name, &track, &arg, &ts_obj))
+		return NULL;
+	if (g_off)
+		Py_RETURN_NONE;
+	if (kind == 0 || kind > RP_EV_KIND_MAX) {
+		PyErr_SetString(PyExc_ValueError, "_emit: unknown event kind");
+		return NULL;
+	}
+	if (ts_obj == Py_None) {
+		rp_emit((uint8_t)kind, 0, name, track, arg);
+		Py_RETURN_NONE;
+	}
+	unsigned long long ns = PyLong_AsUnsignedLongLong(ts_obj);
+	if (ns == (unsigned long long)-1 && PyErr_Occurred())
+		return NULL;
+	c = rp_clock();
+	if (c == NULL)
+		Py_RETURN_NONE;
+	/* ns -> ticks: the inverse of rp_ticks_to_ns() (exact for the monotonic clock). */
+	__extension__ __int128 d = (__extension__(__int128)(int64_t)(ns - c->ref_ns)) << c->shift;
+	uint64_t ticks = c->ref_ticks + (uint64_t)(int64_t)(d / (__int128)c->mult);
+	rp_emit_at(ticks, (uint8_t)kind, 0, name, track, arg);
+	Py_RETURN_NONE;
+}
+
+/* _intern(name, category, file, line) -> id */
+static PyObject *mod_intern(PyObject *m, PyObject *args)
+{
+	const char *n, *c = "", *f = NULL;
+	unsigned int line = 0;
+
+	(void)m;
+	if (!PyArg_ParseTuple(args, "s|szI:_intern", &n, &c, &f, &line))
+		return NULL;
+	return PyLong_FromUnsignedLong(g_off ? 0 : rp_intern(n, c, f, line));
+}
+
+/* _clock() -> (realtime_ns - monotonic_ns) at segment creation, or None when off. */
+static PyObject *mod_segment(PyObject *m, PyObject *unused)
+{
+	const char *p = g_off ? NULL : rp_segment_path();
+
+	(void)m;
+	(void)unused;
+	if (p == NULL)
+		Py_RETURN_NONE;
+	return PyUnicode_FromString(p);
+}
+
+static PyMethodDef mod_methods[] = {
+	{ "counter", (PyCFunction)(void (*)(void))mod_counter, METH_FASTCALL,
+	  "counter(name, value): a counter sample" },
+	{ "instant", mod_instant, METH_O, "instant(name): a point in time" },
+	{ "dropped", mod_dropped, METH_NOARGS, "events this process could not record" },
+	{ "enabled", mod_enabled, METH_NOARGS, "whether events are recorded" },
+	{ "trace_calls", (PyCFunction)(void (*)(void))mod_trace_calls, METH_VARARGS | METH_KEYWORDS,
+	  "trace_calls(enabled=True, builtins=False, hook='auto'): every Python call on this "
+	  "thread and on threads started while on" },
+	{ "_thread_hook", (PyCFunction)(void (*)(void))mod_thread_hook, METH_FASTCALL, NULL },
+	{ "_wrap", mod_wrap, METH_VARARGS, NULL },
+	{ "_set_decorator", mod_set_decorator, METH_O, NULL },
+	{ "_next_track", mod_next_track, METH_NOARGS, NULL },
+	{ "_emit", mod_emit, METH_VARARGS, NULL },
+	{ "_intern", mod_intern, METH_VARARGS, NULL },
+	{ "segment_path", mod_segment, METH_NOARGS, "this process's segment name, or None" },
+	{ NULL, NULL, 0, NULL },
+};
+
+static struct PyModuleDef moddef = {
+	PyModuleDef_HEAD_INIT,
+	.m_name = "ringprof._ringprof",
+	.m_doc = "ringprof's CPython producer (C); use the `ringprof` package",
+	.m_size = -1,
+	.m_methods = mod_methods,
+};
+
+static int add_type(PyObject *m, PyTypeObject *t, const char *name)
+{
+	if (PyType_Ready(t) < 0)
+		return -1;
+	return name ? PyModule_AddObjectRef(m, name, (PyObject *)t) : 0;
+}
+
+PyMODINIT_FUNC PyInit__ringprof(void)
+{
+	PyObject *m = PyModule_Create(&moddef), *th;
+
+	if (m == NULL)
+		return NULL;
+	if (add_type(m, &NodeType, NULL) < 0 || add_type(m, &DoneType, NULL) < 0 ||
+	    add_type(m, &SpanType, "span") < 0 || add_type(m, &WrappedType, NULL) < 0 ||
+	    add_type(m, &NullType, "nullcontext") < 0 || add_type(m, &RequestType, "request") < 0)
+		goto fail;
+	g_off = rp_init() != 0;
+	g_current = PyContextVar_New("ringprof.current", Py_None);
+	g_names = PyDict_New();
+	g_extra = _PyEval_RequestCodeExtraIndex(NULL);
+	th = PyImport_ImportModule("threading");
+	if (g_current == NULL || g_names == NULL || g_extra < 0 || th == NULL)
+		goto fail;
+	g_threading_setprofile = PyObject_GetAttrString(th, "setprofile");
+	Py_DECREF(th);
+	if (g_threading_setprofile == NULL)
+		goto fail;
+	return m;
+fail:
+	Py_DECREF(m);
+	return NULL;
+}

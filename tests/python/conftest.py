@@ -1,0 +1,5 @@
+# SPDX-License-Identifier: MIT
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(__file__))

@@ -1,0 +1,167 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""An asyncio inference server, simulated, instrumented with ringprof's Python API.
+
+Clients arrive at --rate requests/s. Each request (ringprof.request) tokenizes its
+prompt, waits in the queue, is prefilled and decoded by a batching scheduler
+(continuous batching: up to --max-batch sequences per decode step), then runs
+its tool calls concurrently with asyncio.gather and has a short second decode.
+The scheduler's own steps (schedule, prefill, decode_step) are spans on the
+event-loop thread; the queue length, the batch size and the tokens made are
+counters. With --torch (Debian's python3-torch), prefill and decode run a small
+transformer layer with random weights (no download) on the CPU; otherwise the
+"device" time is a sleep.
+
+    ringprof run --session demo &
+    RINGPROF_SESSION=demo PYTHONPATH=build/producers/python \\
+        /usr/bin/python3 tools/demo/demo_server.py --duration 20
+    ringprof top --session demo
+"""
+import argparse
+import asyncio
+import random
+import time
+
+import ringprof
+
+tokenize = ringprof.span("tokenize", "FUNCTION")
+queue_wait = ringprof.span("queue_wait", "QUEUE")
+generate = ringprof.span("generate", "LLM")
+schedule = ringprof.span("schedule", "SCHED")
+prefill = ringprof.span("prefill", "step")
+decode_step = ringprof.span("decode_step", "step")
+detokenize = ringprof.span("detokenize", "FUNCTION")
+tools_span = ringprof.span("tools", "FUNCTION")
+
+
+class Model:
+    """The compute of one step: a transformer layer (torch) or a sleep."""
+
+    def __init__(self, use_torch, d_model=128):
+        self.torch = None
+        if use_torch:
+            import torch
+            torch.manual_seed(0)
+            torch.set_num_threads(1)
+            self.torch = torch
+            self.layer = torch.nn.TransformerEncoderLayer(d_model, nhead=4,
+                                                          dim_feedforward=256,
+                                                          batch_first=True).eval()
+            self.d = d_model
+
+    async def run(self, batch, tokens, base_s):
+        if self.torch is None:
+            await asyncio.sleep(base_s * (1 + 0.02 * batch * tokens ** 0.5))
+            return
+        with self.torch.no_grad():
+            x = self.torch.randn(batch, tokens, self.d)
+            self.layer(x)
+        await asyncio.sleep(0)  # let the loop breathe between steps
+
+
+class Seq:
+    def __init__(self, prompt_tokens, max_new):
+        self.prompt = prompt_tokens
+        self.left = max_new
+        self.started = asyncio.Event()
+        self.done = asyncio.get_running_loop().create_future()
+
+
+class Scheduler:
+    def __init__(self, model, max_batch):
+        self.model, self.max_batch = model, max_batch
+        self.queue = asyncio.Queue()
+        self.running = []
+
+    async def loop(self):
+        while True:
+            with schedule:
+                new = []
+                while not self.queue.empty() and len(self.running) + len(new) < self.max_batch:
+                    new.append(self.queue.get_nowait())
+            ringprof.counter("queue_len", self.queue.qsize())
+            if new:
+                for s in new:
+                    s.started.set()
+                with prefill:
+                    await self.model.run(len(new), max(s.prompt for s in new), 0.004)
+                self.running += new
+            if not self.running:
+                s = await self.queue.get()
+                await self.queue.put(s)
+                continue
+            ringprof.counter("batch_size", len(self.running))
+            with decode_step:
+                await self.model.run(len(self.running), 1, 0.002)
+            ringprof.counter("tokens", len(self.running))
+            for s in self.running:
+                s.left -= 1
+                if s.left == 0:
+                    s.done.set_result(None)
+            self.running = [s for s in self.running if s.left > 0]
+
+
+@ringprof.span("tool_call", "TOOL")
+async def tool_call(kind):
+    await asyncio.sleep(random.uniform(0.005, 0.03) * (2 if kind == "search" else 1))
+    return kind
+
+
+async def handle(sched, rid, rng):
+    async with ringprof.request("request"):
+        with tokenize:
+            prompt = sum(len(w) for w in ("tok%d" % i for i in range(rng.randint(50, 400))))
+            prompt = 16 + prompt % 240
+        seq = Seq(prompt, rng.randint(8, 48))
+        async with queue_wait:
+            await sched.queue.put(seq)
+            await seq.started.wait()
+        async with generate:
+            await seq.done
+        tools = rng.sample(["search", "calc", "retrieve", "code"], rng.randint(1, 3))
+        async with tools_span:  # the tool calls: siblings under it, at once
+            await asyncio.gather(*(tool_call(t) for t in tools))
+        seq2 = Seq(32, rng.randint(4, 12))
+        async with queue_wait:
+            await sched.queue.put(seq2)
+            await seq2.started.wait()
+        async with generate:
+            await seq2.done
+        with detokenize:
+            "".join(chr(97 + i % 26) for i in range(500))
+
+
+async def main(a):
+    rng = random.Random(a.seed)
+    sched = Scheduler(Model(a.torch), a.max_batch)
+    loop_task = asyncio.create_task(sched.loop())
+    tasks, end = set(), time.monotonic() + a.duration
+    rid = 0
+    while time.monotonic() < end and (a.requests == 0 or rid < a.requests):
+        t = asyncio.create_task(handle(sched, rid, rng))
+        tasks.add(t)
+        t.add_done_callback(tasks.discard)
+        rid += 1
+        await asyncio.sleep(rng.expovariate(a.rate))
+    await asyncio.gather(*tasks)
+    loop_task.cancel()
+    print("demo_server: %d requests, ringprof %s, dropped %d" %
+          (rid, "on" if ringprof.enabled() else "off", ringprof.dropped()))
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--duration", type=float, default=10.0, help="seconds of arrivals")
+    ap.add_argument("--requests", type=int, default=0, help="stop after N (0: no limit)")
+    ap.add_argument("--rate", type=float, default=40.0, help="arrivals per second")
+    ap.add_argument("--max-batch", type=int, default=16)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--torch", action="store_true", help="a real layer (python3-torch)")
+    ap.add_argument("--trace-calls", action="store_true",
+                    help="also record every Python call (ringprof.profile)")
+    args = ap.parse_args()
+    if args.trace_calls:
+        with ringprof.profile():
+            asyncio.run(main(args))
+    else:
+        asyncio.run(main(args))
