@@ -77,73 +77,6 @@
 #include "render_priv.h"
 
 
-/*
- * rp_render_utf8_next() - the length of the UTF-8 sequence that starts at @s.
- * @s: a NUL-terminated string, *s != 0.
- * @valid: set to whether those bytes are one well-formed character; if not, they are
- *	one maximal ill-formed subpart, to be replaced by a single U+FFFD.
- * Return: 1 to 4; never reads past the terminating NUL (it is no continuation byte).
- */
-size_t rp_render_utf8_next(const char *s, bool *valid)
-{
-	const unsigned char *u = (const unsigned char *)s;
-	unsigned char lo = 0x80, hi = 0xbf;
-	size_t need;
-
-	*valid = true;
-	if (u[0] < 0x80)
-		return 1;
-	if (u[0] >= 0xc2 && u[0] <= 0xdf)
-		need = 1;
-	else if (u[0] >= 0xe0 && u[0] <= 0xef)
-		need = 2;
-	else if (u[0] >= 0xf0 && u[0] <= 0xf4)
-		need = 3;
-	else
-		need = 0;
-	if (u[0] == 0xe0)
-		lo = 0xa0; /* overlong */
-	else if (u[0] == 0xed)
-		hi = 0x9f; /* surrogates */
-	else if (u[0] == 0xf0)
-		lo = 0x90; /* overlong */
-	else if (u[0] == 0xf4)
-		hi = 0x8f; /* above U+10FFFF */
-	*valid = need > 0;
-	for (size_t i = 1; i <= need; i++) {
-		if (u[i] < lo || u[i] > hi) {
-			*valid = false;
-			return i;
-		}
-		lo = 0x80;
-		hi = 0xbf;
-	}
-	return need + 1;
-}
-
-void rp_render_json_str(FILE *out, const char *s)
-{
-	static const char hex[] = "0123456789abcdef";
-	bool valid;
-	size_t n;
-
-	fputc('"', out);
-	for (; s && *s; s += n) {
-		unsigned char c = (unsigned char)*s;
-
-		n = rp_render_utf8_next(s, &valid);
-		if (!valid)
-			fputs("\xef\xbf\xbd", out); /* U+FFFD */
-		else if (c == '"' || c == '\\')
-			fprintf(out, "\\%c", c);
-		else if (c < 0x20 || c == 0x7f)
-			fprintf(out, "\\u00%c%c", hex[c >> 4], hex[c & 15]);
-		else
-			fwrite(s, 1, n, out);
-	}
-	fputc('"', out);
-}
-
 static void put_key(FILE *out, const char *sep, const char *key)
 {
 	fprintf(out, "%s\"%s\":", sep, key);
@@ -344,39 +277,6 @@ static void put_lists(FILE *out, const struct rp_report *r,
 		put_edge(out, r, &r->edges[i]);
 	}
 	end_list(out, r->n_edges, 2);
-}
-
-__extension__ typedef unsigned __int128 u128;
-
-/*
- * rp_render_rate() - @calls per second over @range_ns, three decimals, rounded half
- * up; "0" when @range_ns is 0. Return: @buf.
- */
-char *rp_render_rate(char buf[48], uint64_t calls, uint64_t range_ns)
-{
-	u128 q, rem, whole;
-	char digits[48];
-	size_t n = 0;
-
-	if (range_ns == 0) {
-		snprintf(buf, 48, "0");
-		return buf;
-	}
-	/* x 1e9 (ns per s) x 1000 (three decimals): below 2^104, no overflow */
-	q = (u128)calls * 1000000000000u;
-	rem = q % range_ns;
-	q /= range_ns;
-	if (rem >= range_ns - rem)
-		q++;
-	whole = q / 1000;
-	do {
-		digits[n++] = (char)('0' + (unsigned)(whole % 10));
-		whole /= 10;
-	} while (whole);
-	for (size_t i = 0; i < n; i++)
-		buf[i] = digits[n - 1 - i];
-	snprintf(buf + n, 48 - n, ".%03u", (unsigned)(q % 1000));
-	return buf;
 }
 
 /*

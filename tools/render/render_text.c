@@ -66,48 +66,6 @@ static int cmp_u64_desc(uint64_t a, uint64_t b)
 	return a > b ? -1 : a < b;
 }
 
-/*
- * Cumulative time descending, self time descending, then name, category, file and
- * line ascending; last the position in the report, so equal rows keep their order.
- */
-static int cmp_fn(const void *pa, const void *pb)
-{
-	const struct rp_report_fn *a = *(const struct rp_report_fn *const *)pa;
-	const struct rp_report_fn *b = *(const struct rp_report_fn *const *)pb;
-	int c;
-
-	if ((c = cmp_u64_desc(a->cum_ns, b->cum_ns)) != 0)
-		return c;
-	if ((c = cmp_u64_desc(a->self_ns, b->self_ns)) != 0)
-		return c;
-	if ((c = strcmp(str_or_empty(a->name), str_or_empty(b->name))) != 0)
-		return c;
-	if ((c = strcmp(str_or_empty(a->category), str_or_empty(b->category))) != 0)
-		return c;
-	if ((c = strcmp(str_or_empty(a->file), str_or_empty(b->file))) != 0)
-		return c;
-	if (a->line != b->line)
-		return a->line < b->line ? -1 : 1;
-	return a < b ? -1 : a > b;
-}
-
-/*
- * rp_render_fn_order() - r->fns in display order (see cmp_fn).
- * Return: a malloc'ed array of r->n_fns pointers into r->fns (the caller frees it),
- * or NULL when out of memory. An empty report gives a valid one-element array.
- */
-const struct rp_report_fn **rp_render_fn_order(const struct rp_report *r)
-{
-	const struct rp_report_fn **v = malloc(sizeof(*v) * (r->n_fns ? r->n_fns : 1));
-
-	if (v == NULL)
-		return NULL;
-	for (uint32_t i = 0; i < r->n_fns; i++)
-		v[i] = &r->fns[i];
-	qsort(v, r->n_fns, sizeof(*v), cmp_fn);
-	return v;
-}
-
 /* "whole.fff": v / div with three decimals, rounded half up; exact for any v. */
 static char *fmt_dec3(char buf[32], uint64_t v, uint64_t div)
 {
@@ -458,55 +416,6 @@ static void print_slowest(FILE *out, const struct rp_report *r, unsigned limit)
 		put_fn_label(out, r, sp->fn);
 		fputc('\n', out);
 	}
-}
-
-struct wfn_key {
-	const struct rp_report_wfn *w;
-	const char *name;
-	uint32_t i;
-};
-
-static int cmp_wfn(const void *pa, const void *pb)
-{
-	const struct wfn_key *a = pa, *b = pb;
-	int c;
-
-	if ((c = cmp_u64_desc(a->w->cum_ns, b->w->cum_ns)) != 0)
-		return c;
-	if ((c = cmp_u64_desc(a->w->self_ns, b->w->self_ns)) != 0)
-		return c;
-	if ((c = cmp_u64_desc(a->w->calls, b->w->calls)) != 0)
-		return c;
-	if ((c = strcmp(a->name, b->name)) != 0)
-		return c;
-	return a->i < b->i ? -1 : a->i > b->i;
-}
-
-/*
- * rp_render_wfn_order() - a window's rows in display order (see cmp_wfn).
- * Return: a malloc'ed array of w->n_fns indices (the caller frees it), or NULL.
- */
-uint32_t *rp_render_wfn_order(const struct rp_report *r, const struct rp_report_window *w)
-{
-	size_t n = w->n_fns ? w->n_fns : 1;
-	struct wfn_key *k = malloc(sizeof(*k) * n);
-	uint32_t *v = malloc(sizeof(*v) * n);
-
-	if (k == NULL || v == NULL) {
-		free(k);
-		free(v);
-		return NULL;
-	}
-	for (uint32_t i = 0; i < w->n_fns; i++) {
-		const struct rp_report_fn *f = rp_render_fn_at(r, w->fns[i].fn);
-
-		k[i] = (struct wfn_key){ &w->fns[i], f ? str_or_empty(f->name) : "?", i };
-	}
-	qsort(k, w->n_fns, sizeof(*k), cmp_wfn);
-	for (uint32_t i = 0; i < w->n_fns; i++)
-		v[i] = k[i].i;
-	free(k);
-	return v;
 }
 
 /* The p50, p90 and p99 columns: "-" without a sketch (p99 0). */
