@@ -137,4 +137,12 @@ void rp_engine_close_source(struct rp_engine *e, uint32_t src, uint64_t t, int w
  */
 int rp_engine_report(const struct rp_engine *e, struct rp_report *out);
 
+/**
+ * rp_engine_report_at() - rp_engine_report() as of @now_ns (the event clock,
+ * CLOCK_MONOTONIC ns for live producers): the rolling windows end at the later of
+ * @now_ns and the newest event, so a live window empties when traffic stops instead
+ * of freezing at the last event. 0: as of the newest event (rp_engine_report()).
+ */
+int rp_engine_report_at(const struct rp_engine *e, uint64_t now_ns, struct rp_report *out);
+
 #endif
