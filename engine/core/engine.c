@@ -591,7 +591,7 @@ static int all_time_top(const struct rp_engine *e, const uint32_t *map, struct r
 	if ((err = top_list(e, map, v, &b->by_cum, &b->n_by_cum)))
 		goto out;
 	for (uint32_t i = 0; i < e->names.n; i++)
-		v[i] = e->stats.fn[i].self_ns;
+		v[i] = (int64_t)e->stats.fn[i].self_ns < 0 ? 0 : e->stats.fn[i].self_ns;
 	if ((err = top_list(e, map, v, &b->by_self, &b->n_by_self)))
 		goto out;
 	for (uint32_t i = 0; i < e->names.n; i++)

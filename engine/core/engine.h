@@ -46,6 +46,8 @@ struct rp_engine_cfg {
 	uint32_t recorder_samples;	/* flight recorder: last counter samples kept */
 	const char *step_category;	/* NULL: "step"; "": no category rule */
 	const char *step_name;		/* step name prefix; NULL or "": none */
+	bool torch_nesting;	/* Chrome import: self times as torch's key_averages()
+				 * (import_chrome.h) */
 	struct rp_device_cfg dev;  /* device idle time (device.h) */
 };
 

@@ -163,7 +163,10 @@ static void put_fn(FILE *out, const struct rp_report_fn *f)
 	put_u64(out, ",", "line", f->line);
 	put_u64(out, ",", "calls", f->calls);
 	put_u64(out, ",", "primitive_calls", f->primitive_calls);
-	put_u64(out, ",", "self_ns", f->self_ns);
+	if ((int64_t)f->self_ns < 0) /* torch nesting only (report.h) */
+		fprintf(out, ",\"self_ns\":%" PRId64, (int64_t)f->self_ns);
+	else
+		put_u64(out, ",", "self_ns", f->self_ns);
 	put_u64(out, ",", "cum_ns", f->cum_ns);
 	put_u64(out, ",", "min_ns", f->min_ns);
 	put_u64(out, ",", "max_ns", f->max_ns);

@@ -253,7 +253,9 @@ static void span_counters(const struct rp_report *r, FILE *out, const struct rp_
 			if (k == 0)
 				fprintf(out, "%" PRIu64, f->calls);
 			else
-				put_seconds(out, k == 1 ? f->self_ns : f->cum_ns);
+				put_seconds(out, k == 1 && (int64_t)f->self_ns < 0
+							 ? 0 /* torch nesting: a counter is >= 0 */
+							 : k == 1 ? f->self_ns : f->cum_ns);
 			fputc('\n', out);
 		}
 	}

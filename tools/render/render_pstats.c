@@ -143,7 +143,8 @@ static void merge_entries(struct pstats *p)
 		e = &p->entries[p->n_entries - 1];
 		e->calls = add_sat(e->calls, f->calls);
 		e->primitive_calls = add_sat(e->primitive_calls, f->primitive_calls);
-		e->self_ns = add_sat(e->self_ns, f->self_ns);
+		/* pstats has no negative tottime: a torch-nesting total below 0 is 0 */
+		e->self_ns = add_sat(e->self_ns, (int64_t)f->self_ns < 0 ? 0 : f->self_ns);
 		e->cum_ns = add_sat(e->cum_ns, f->cum_ns);
 	}
 }

@@ -243,6 +243,17 @@ static char *fmt_pct(char buf[32], uint64_t part, uint64_t total)
 	return buf;
 }
 
+/* A name's self time as ms; negative only with torch nesting (report.h). */
+static char *fmt_self_ms(char buf[32], uint64_t ns)
+{
+	char abs[32];
+
+	if ((int64_t)ns >= 0)
+		return fmt_ms(buf, ns);
+	snprintf(buf, 32, "-%.30s", fmt_ms(abs, -ns));
+	return buf;
+}
+
 static void print_row(FILE *out, const struct rp_report_fn *f, uint64_t total_self)
 {
 	char calls[48], self[32], pct[32], cum[32], per[32] = "-", lo[32] = "-", hi[32] = "-";
@@ -259,7 +270,8 @@ static void print_row(FILE *out, const struct rp_report_fn *f, uint64_t total_se
 		fmt_us(p99, f->p99_ns);
 	}
 	fprintf(out, "%15s %12s %6s %12s %12s %12s %12s %12s %12s  ", fmt_calls(calls, f),
-		fmt_ms(self, f->self_ns), fmt_pct(pct, f->self_ns, total_self),
+		fmt_self_ms(self, f->self_ns),
+		fmt_pct(pct, (int64_t)f->self_ns < 0 ? 0 : f->self_ns, total_self),
 		fmt_ms(cum, f->cum_ns), per, lo, hi, p50, p99);
 	put_name(out, f->name);
 	if (f->category && f->category[0]) {
@@ -283,7 +295,8 @@ static void print_table(FILE *out, const struct rp_report *r,
 	uint64_t total_self = 0;
 
 	for (uint32_t i = 0; i < r->n_fns; i++)
-		total_self = add_sat(total_self, r->fns[i].self_ns);
+		if ((int64_t)r->fns[i].self_ns > 0)
+			total_self = add_sat(total_self, r->fns[i].self_ns);
 	fprintf(out, "\nfunctions %" PRIu32 " of %" PRIu32 ", by cum time, then self time\n",
 		rows, r->n_fns);
 	fprintf(out, "%15s %12s %6s %12s %12s %12s %12s %12s %12s  %s\n", "calls", "self ms",
