@@ -386,10 +386,13 @@ static int emit(const struct rp_report *r, const char *format, const char *out, 
 		err = rp_render_folded(r, m);
 	else if (strcmp(format, "prom") == 0)
 		err = rp_render_prom(r, m, prom_window);
-	else if (strcmp(format, "chrome") == 0) /* export */
-		err = rp_render_chrome(r, m, xo);
-	else if (strcmp(format, "gantt") == 0)
-		err = rp_render_gantt(r, m, xo);
+	else if (strcmp(format, "chrome") == 0 || strcmp(format, "gantt") == 0) { /* export */
+		char warn[300];
+
+		err = format[0] == 'c' ? rp_render_chrome(r, m, xo) : rp_render_gantt(r, m, xo);
+		if (err == 0 && rp_render_chrome_warning(r, warn, sizeof(warn)))
+			fprintf(stderr, "ringprof: warning: %s\n", warn);
+	}
 	else if (strcmp(format, "msgpack") == 0) /* a snapshot (docs/snapshot.md) */
 		err = rp_snapshot_encode(r, stream_sink, m);
 	else
