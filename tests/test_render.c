@@ -1622,9 +1622,21 @@ static char *folded_mem(const struct rp_report *r)
 	return buf;
 }
 
+/* Depth-first, recursively: node @i's line (when it has self time), then the
+ * subtree of each child in node order (a child is found by scanning every node). */
+static void folded_dfs(const struct rp_report *r, char **path, uint32_t i, FILE *f)
+{
+	if (r->nodes[i].parent != RP_NONE && r->nodes[i].self_ns > 0)
+		fprintf(f, "%s %" PRIu64 "\n", path[i], r->nodes[i].self_ns);
+	for (uint32_t j = i + 1; j < r->n_nodes; j++)
+		if (r->nodes[j].parent == i)
+			folded_dfs(r, path, j, f);
+}
+
 /*
  * The folded text computed another way: each node's path built top-down from its
- * parent's (parents come first) in a table of strings, rather than walked up.
+ * parent's (parents come first) in a table of strings, rather than walked up; then
+ * the lines written by a recursive depth-first walk, rather than with a stack.
  */
 static char *folded_reference(const struct rp_report *r)
 {
@@ -1647,10 +1659,11 @@ static char *folded_reference(const struct rp_report *r)
 			path[i] = strdup(clean);
 		else
 			assert_true(asprintf(&path[i], "%s;%s", path[n->parent], clean) > 0);
-		if (n->parent != RP_NONE && n->self_ns > 0)
-			fprintf(f, "%s %" PRIu64 "\n", path[i], n->self_ns);
 		free(clean);
 	}
+	for (uint32_t i = 0; i < r->n_nodes; i++)
+		if (r->nodes[i].parent == RP_NONE)
+			folded_dfs(r, path, i, f);
 	for (uint32_t i = 0; i < r->n_nodes; i++)
 		free(path[i]);
 	free(path);
@@ -1705,12 +1718,14 @@ static void test_render_folded_hand_built(void **state)
 	uint32_t lines;
 
 	(void)state;
+	/* Tree order: main's whole subtree, then the other tops' (the node made last,
+	 * under leaf, comes right after it, not after the later tops). */
 	assert_string_equal(got, "main 10\n"
 				 "main;a_b 20\n"
 				 "main;a_b;x_y_;leaf 30\n"
+				 "main;a_b;x_y_;leaf; 60\n"
 				 "main;[other] 40\n"
 				 "? 50\n"
-				 "main;a_b;x_y_;leaf; 60\n"
 				 "leaf 70\n");
 	assert_string_equal(got, ref);
 	assert_int_equal(folded_sum(got, &lines), 280);
