@@ -1443,7 +1443,7 @@ static char *expected_dump(const struct py_entry *e, size_t ne, const struct py_
 }
 
 #define KEY_Q	 { "app.py", 10, QNAME }
-#define KEY_CAFE { "span", 0, CAFE }
+#define KEY_CAFE { "~", 0, CAFE }
 #define KEY_BAD	 { BADFILE_FIXED, 7, BAD_FIXED }
 
 static void test_render_pstats_python_loads_tricky(void **state)
@@ -1488,10 +1488,10 @@ static void test_render_pstats_python_loads_big(void **state)
 	/* Counts above INT32_MAX and the line 3e9 need marshal's long; INT32_MAX not. */
 	static const struct py_entry entries[] = {
 		{ { "big.c", 3000000000u, "big" }, 4294967296u, 5000000000u, P53, UINT64_MAX },
-		{ { "span", 0, "small" }, 2147483647u, 2147483648u, 1, 2 },
+		{ { "~", 0, "small" }, 2147483647u, 2147483648u, 1, 2 },
 	};
 	static const struct py_caller callers[] = {
-		{ { "span", 0, "small" }, { "big.c", 3000000000u, "big" }, UINT64_MAX,
+		{ { "~", 0, "small" }, { "big.c", 3000000000u, "big" }, UINT64_MAX,
 		  2147483648u, P53, UINT64_MAX },
 	};
 	static const char *const tail[] = {
@@ -1531,11 +1531,12 @@ static void test_render_pstats_empty_is_empty_dict(void **state)
 	free(buf);
 }
 
-/* One entry, byte for byte: ('span', 0, 'f'): (1, 2, 0.5, 1.0, {}). */
+/* One entry, byte for byte: ('~', 0, 'f'): (1, 2, 0.5, 1.0, {}) (cProfile's file for
+ * what has none). */
 static void test_render_pstats_bytes_one_entry(void **state)
 {
 	static const unsigned char want[] = {
-		'{', '(', 3, 0, 0, 0, 'u', 4, 0, 0, 0, 's', 'p', 'a', 'n', 'i', 0, 0, 0, 0,
+		'{', '(', 3, 0, 0, 0, 'u', 1, 0, 0, 0, '~', 'i', 0, 0, 0, 0,
 		'u', 1, 0, 0, 0, 'f', '(', 5, 0, 0, 0, 'i', 1, 0, 0, 0, 'i', 2, 0, 0, 0,
 		'g', 0, 0, 0, 0, 0, 0, 0xe0, 0x3f, 'g', 0, 0, 0, 0, 0, 0, 0xf0, 0x3f,
 		'{', '0', '0',
@@ -1553,12 +1554,25 @@ static void test_render_pstats_bytes_one_entry(void **state)
 	assert_int_equal(len, sizeof(want));
 	assert_memory_equal(buf, want, sizeof(want));
 	free(buf);
+	/* With a category and no file: the category goes into the name, as in the text
+	 * report: ('~', 0, 'f [LLM]'). */
+	fn.category = "LLM";
+	buf = NULL;
+	f = open_memstream(&buf, &len);
+	assert_int_equal(rp_render_pstats(&r, f), 0);
+	assert_int_equal(fclose(f), 0);
+	assert_int_equal(len, sizeof(want) + 6);
+	assert_memory_equal(buf, want, 18);
+	assert_memory_equal(buf + 18, "\x07\0\0\0f [LLM]", 11);
+	assert_memory_equal(buf + 29, want + 23, sizeof(want) - 23);
+	free(buf);
 }
 
 /* The reference file's profile, as a report: root -> handle_request -> query, and
  * time.sleep called from both. */
 static struct rp_report_fn example_fns[] = {
-	{ "<root>", "", "", 0, 1, 1, 10 * MS, 1000 * MS, 1000 * MS, 1000 * MS, 1000 * MS,
+	/* the reference file names its root's file "span" */
+	{ "<root>", "", "span", 0, 1, 1, 10 * MS, 1000 * MS, 1000 * MS, 1000 * MS, 1000 * MS,
 	  NO_SKETCH },
 	{ "handle_request", "", "app.py", 10, 3, 3, 200 * MS, 990 * MS, 990 * MS, 1, 1, NO_SKETCH },
 	{ "query", "", "db.py", 42, 6, 5, 500 * MS, 700 * MS, 700 * MS, 1, 1, NO_SKETCH },

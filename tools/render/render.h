@@ -58,7 +58,8 @@ int rp_render_json(const struct rp_report *r, FILE *out);
 
 /**
  * rp_render_pstats() - the marshal layout Python's pstats.Stats loads (snakeviz,
- * gprof2dot): {(file or "span", line or 0, name): (primitive_calls, calls,
+ * gprof2dot): {(file or "~", line or 0, name, or "name [category]" without a file):
+ * (primitive_calls, calls,
  * self_s, cum_s, {caller_key: (calls, primitive_calls, self_s, cum_s)})}.
  */
 int rp_render_pstats(const struct rp_report *r, FILE *out);
