@@ -1531,6 +1531,34 @@ static void test_render_pstats_empty_is_empty_dict(void **state)
 	free(buf);
 }
 
+/* A window longer than the run: rates divide by the part the events cover (from the
+ * first event to the window's end), not the window's length: 10 calls in the 5 s
+ * between the first event and t_to are 2/s, not 10 calls / 10 s. */
+static void test_render_window_rate_covered(void **state)
+{
+	struct rp_report_fn fn = { "f", "", "", 0, 10, 10, MS, MS, MS, 1, 1, NO_SKETCH };
+	struct rp_report_wfn wf = { .fn = 0, .calls = 10, .self_ns = MS, .cum_ns = MS };
+	struct rp_report_window w = { .name = "10s", .length_ns = 10000 * MS, .subwindows = 10,
+				      .t_from = 0, .t_to = 10000 * MS, .fns = &wf, .n_fns = 1 };
+	struct rp_report r = { .clock = "trace", .t_first = 5000 * MS, .t_last = 10000 * MS,
+			       .fns = &fn, .n_fns = 1, .windows = &w, .n_windows = 1 };
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	(void)state;
+	assert_int_equal(rp_render_json(&r, f), 0);
+	assert_int_equal(fclose(f), 0);
+	assert_non_null(strstr(buf, "\"rate_per_s\":2.000"));
+	free(buf);
+	buf = NULL;
+	f = open_memstream(&buf, &len);
+	assert_int_equal(rp_render_text(&r, f, 0), 0);
+	assert_int_equal(fclose(f), 0);
+	assert_non_null(strstr(buf, " 2.000 "));
+	free(buf);
+}
+
 /* One entry, byte for byte: ('~', 0, 'f'): (1, 2, 0.5, 1.0, {}) (cProfile's file for
  * what has none). */
 static void test_render_pstats_bytes_one_entry(void **state)
@@ -1888,6 +1916,7 @@ int main(void)
 		cmocka_unit_test(test_render_pstats_python_loads_big),
 		cmocka_unit_test(test_render_pstats_empty_is_empty_dict),
 		cmocka_unit_test(test_render_pstats_bytes_one_entry),
+		cmocka_unit_test(test_render_window_rate_covered),
 		cmocka_unit_test(test_render_pstats_matches_reference_file),
 		cmocka_unit_test(test_render_folded_hand_built),
 		cmocka_unit_test(test_render_folded_bad_parent_refused),

@@ -215,3 +215,10 @@ char *rp_render_rate(char buf[48], uint64_t calls, uint64_t range_ns)
 	snprintf(buf + n, 48 - n, ".%03u", (unsigned)(q % 1000));
 	return buf;
 }
+
+uint64_t rp_render_covered_ns(const struct rp_report *r, const struct rp_report_window *w)
+{
+	uint64_t from = r->t_first > w->t_from ? r->t_first : w->t_from;
+
+	return w->t_to > from ? w->t_to - from : 0;
+}

@@ -55,7 +55,8 @@
  * The p*_ns quantiles are 0 when the name has no sketch. midpoint_concurrency_mean is
  * midpoint_sum / midpoint_count as a double with 6 significant digits ("%.6g": "0",
  * "2.5", "1.84467e+19", all valid JSON numbers), 0 when midpoint_count is 0.
- * rate_per_s is calls / ((t_to - t_from) / 1e9), exact with three decimals rounded
+ * rate_per_s is calls / ((t_to - max(t_from, t_first)) / 1e9), the part of the window
+ * the events cover (rp_render_covered_ns()), exact with three decimals rounded
  * half up ("1.667"), 0 when t_to <= t_from. Categories and counters come in report
  * order. Counter "last", "min" and "max" are int64s; "mean" and the quantiles are
  * doubles written with the fewest digits (15 to 17) that read back exactly, null for
@@ -389,7 +390,7 @@ static void put_wfn(FILE *out, const struct rp_report *r, const struct rp_report
 /* A window at indent 4; its functions in display order (rp_render_wfn_order()). */
 static int put_window(FILE *out, const struct rp_report *r, const struct rp_report_window *w)
 {
-	uint64_t range = w->t_to > w->t_from ? w->t_to - w->t_from : 0;
+	uint64_t range = rp_render_covered_ns(r, w); /* rates: over what events cover */
 	uint32_t *order = rp_render_wfn_order(r, w);
 
 	if (order == NULL)

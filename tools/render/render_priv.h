@@ -64,6 +64,13 @@ static inline const struct rp_report_fn *rp_render_fn_at(const struct rp_report 
  * Return: @buf.
  */
 char *rp_render_rate(char buf[48], uint64_t calls, uint64_t range_ns);
+/*
+ * rp_render_covered_ns() - the part of window @w its events can cover: from the later
+ * of its start and the report's first event to its end (render_common.c). A window
+ * longer than the run (a 5 min window over 20 s) would otherwise dilute every rate.
+ */
+uint64_t rp_render_covered_ns(const struct rp_report *r, const struct rp_report_window *w);
+
 /* The "device" section (render_device.c): json appends ",\n  \"device\":{...}" inside
  * the top-level object, text prints a block; both nothing when no device work was
  * seen. */

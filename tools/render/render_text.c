@@ -460,6 +460,7 @@ static int print_window(FILE *out, const struct rp_report *r, const struct rp_re
 			unsigned limit)
 {
 	uint64_t range = w->t_to > w->t_from ? w->t_to - w->t_from : 0;
+	uint64_t covered = rp_render_covered_ns(r, w); /* what rates divide by */
 	uint32_t rows = rows_of(w->n_fns, limit), *order = rp_render_wfn_order(r, w);
 	char len[32], cov[32];
 
@@ -474,7 +475,7 @@ static int print_window(FILE *out, const struct rp_report *r, const struct rp_re
 		fprintf(out, "%10s %12s %11s %11s %11s %11s %11s  %s\n", "calls", "rate/s",
 			"cum ms", "self ms", "p50 us", "p90 us", "p99 us", "name [category]");
 	for (uint32_t i = 0; i < rows; i++)
-		print_wfn(out, r, &w->fns[order[i]], range);
+		print_wfn(out, r, &w->fns[order[i]], covered);
 	free(order);
 	print_conc_lines(out, w->conc, w->n_conc < 2 ? w->n_conc : 2);
 	return 0;
