@@ -555,6 +555,16 @@ static void test_export_gantt(void **state)
 	assert_int_equal(count(svg, "<rect class=\"s\""), g.n);
 	assert_int_equal(count(svg, "<title>"), g.n);
 	assert_int_equal(count(svg, "<g class=\"lg\">"), 5); /* cpu gpu io net step */
+	/* Row labels fit their column (30 characters), which is clipped too. */
+	assert_non_null(strstr(svg, "<g clip-path=\"url(#labels)\">"));
+	for (const char *l = svg; (l = strstr(l, "<text x=\"5\" y=\"")) != NULL; l++) {
+		const char *a = strchr(l, '>') + 1, *b = strstr(a, "</text>");
+		size_t n = 0;
+
+		for (const char *c = a; c < b; c++)
+			n += ((unsigned char)*c & 0xc0) != 0x80;
+		assert_true(n <= 30);
+	}
 	for (size_t i = 0; i < 4; i++) {
 		char want[64];
 		snprintf(want, sizeof(want), ">%s</text></g>", cats[i]);
