@@ -41,7 +41,8 @@
  * times (and what is built from them: tables, pstats, bottlenecks by self) follow
  * torch. A per-name total below zero is held as an int64 (report.h).
  *
- * Memory: 32 bytes per span, 24 per generated event and 32 per counter sample and 16 per correlation id, never
+ * Memory: 32 bytes per span, 24 per generated event and 32 per counter sample and 16 per correlation id
+ * (and 8 per name id with torch nesting), never
  * the JSON text.
  */
 #ifndef RP_ENGINE_IMPORT_CHROME_H
