@@ -236,6 +236,9 @@ struct parsed {
 	struct ctr *c;
 	size_t nc;
 	size_t procs, threads;
+	size_t n_async, open_async; /* async b/e pairs closed, b still open */
+	char async_first[32];	    /* the first closed pair's name */
+	uint64_t async_dur;	    /* and its duration */
 	yajl_val root;
 };
 
@@ -278,6 +281,28 @@ static void parse_chrome(const char *json, struct parsed *p)
 			c->tid = (uint32_t)YAJL_GET_INTEGER(get(e, "tid"));
 			c->ts = us3(get(e, "ts"));
 			c->value = YAJL_GET_INTEGER(get(get(e, "args"), "value"));
+		} else if (strcmp(ph, "b") == 0 || strcmp(ph, "e") == 0) {
+			/* Async slices: every "e" closes the newest open "b" of its id (one id
+			 * here), with the same name, not before it. */
+			static uint64_t open_ts[64];
+			static char open_name[64][32];
+			const char *n = YAJL_GET_STRING(get(e, "name"));
+
+			assert_string_equal(YAJL_GET_STRING(get(e, "cat")), "async");
+			if (ph[0] == 'b') {
+				assert_true(p->open_async < 64);
+				open_ts[p->open_async] = us3(get(e, "ts"));
+				snprintf(open_name[p->open_async++], 32, "%s", n);
+			} else {
+				assert_true(p->open_async > 0);
+				p->open_async--;
+				assert_string_equal(open_name[p->open_async], n);
+				assert_true(us3(get(e, "ts")) >= open_ts[p->open_async]);
+				if (p->n_async++ == 0) {
+					snprintf(p->async_first, sizeof(p->async_first), "%s", n);
+					p->async_dur = us3(get(e, "ts")) - open_ts[p->open_async];
+				}
+			}
 		} else {
 			fail_msg("unexpected event ph %s", ph);
 		}
@@ -530,6 +555,16 @@ static void test_export_gantt(void **state)
 	assert_int_equal(count(svg, "<rect class=\"s\""), g.n);
 	assert_int_equal(count(svg, "<title>"), g.n);
 	assert_int_equal(count(svg, "<g class=\"lg\">"), 5); /* cpu gpu io net step */
+	/* Row labels fit their column (30 characters), which is clipped too. */
+	assert_non_null(strstr(svg, "<g clip-path=\"url(#labels)\">"));
+	for (const char *l = svg; (l = strstr(l, "<text x=\"5\" y=\"")) != NULL; l++) {
+		const char *a = strchr(l, '>') + 1, *b = strstr(a, "</text>");
+		size_t n = 0;
+
+		for (const char *c = a; c < b; c++)
+			n += ((unsigned char)*c & 0xc0) != 0x80;
+		assert_true(n <= 30);
+	}
 	for (size_t i = 0; i < 4; i++) {
 		char want[64];
 		snprintf(want, sizeof(want), ">%s</text></g>", cats[i]);
@@ -660,13 +695,19 @@ static void test_export_live_tracks(void **state)
 	rp_engine_close(e);
 	out = render(&r, rp_render_chrome, 0, UINT64_MAX, &len);
 	parse_chrome(out, &p);
-	assert_int_equal(p.n, 2);
+	/* The thread's span as an X event, the request as an async slice on the
+	 * process's one "requests" row (not a thread row of its own). */
+	assert_int_equal(p.n, 1);
+	assert_int_equal(p.n_async, 1);
+	assert_int_equal(p.open_async, 0);
+	assert_string_equal(p.async_first, "request");
+	assert_int_equal(p.async_dur, 1000);
 	assert_int_equal(p.procs, 1);
 	assert_int_equal(p.threads, 2);
-	for (size_t i = 0; i < p.n; i++)
-		assert_int_equal(p.s[i].pid, 1234);
-	assert_int_not_equal(p.s[0].tid, p.s[1].tid);
-	assert_non_null(strstr(out, "\"name\":\"async 9\""));
+	assert_int_equal(p.s[0].pid, 1234);
+	assert_non_null(strstr(out, "\"name\":\"requests\""));
+	assert_null(strstr(out, "\"name\":\"async 9\""));
+	assert_null(strstr(out, "trace_source"));
 	assert_non_null(strstr(out, "\"name\":\"pid 1234 (ringprof.s.1234)\""));
 	parsed_free(&p);
 	free(out);

@@ -248,7 +248,10 @@ static const char small_expected[] =
 	"ringprof_cap{cap=\"max_window_names\"} 0\n"
 	"ringprof_cap{cap=\"max_counters\"} 0\n"
 	"ringprof_cap{cap=\"topk\"} 0\n"
-	"ringprof_cap{cap=\"memory_bound\"} 0\n";
+	"# HELP ringprof_memory_bound_bytes Worst-case bytes of the engine's tables at its caps "
+	"(0: not known).\n"
+	"# TYPE ringprof_memory_bound_bytes gauge\n"
+	"ringprof_memory_bound_bytes 0\n";
 
 static void test_prom_small_exact(void **state)
 {
@@ -388,12 +391,12 @@ static void test_prom_escaping_and_parse(void **state)
 				     "location=\"b.c:20\"} 3\n"));
 	assert_non_null(strstr(text, "ringprof_span_duration_seconds{name=\"dup\",category=\"C\","
 				     "location=\"b.c:20\",quantile=\"0.99\"} NaN\n"));
-	assert_non_null(
-		strstr(text, "ringprof_concurrency{scope=\"overall\",quantile=\"0.95\"} 3\n"));
+	assert_non_null(strstr(
+		text, "ringprof_concurrency_percentile{scope=\"overall\",percentile=\"95\"} 3\n"));
 	assert_non_null(strstr(text, "ringprof_concurrency_mean{scope=\"roots\"} 1.001\n"));
 	assert_non_null(strstr(text, "ringprof_concurrency_max{scope=\"LLM \\\"x\\\"\"} 1\n"));
 	assert_non_null(
-		strstr(text, "ringprof_counter_last{name=\"queue_len\",category=\"Q\"} -17\n"));
+		strstr(text, "ringprof_value_last{name=\"queue_len\",category=\"Q\"} -17\n"));
 	/* A name with no completed call has no summary. */
 	assert_null(strstr(text, "ringprof_span_duration_seconds_count{name=\"bad"));
 
@@ -412,10 +415,12 @@ static void test_prom_escaping_and_parse(void **state)
 			     "name=dup|category=C|location=b.c:20") == 9e-9);
 	assert_true(isnan(value_of(v, n, "ringprof_span_duration_seconds",
 				   "name=dup|category=C|location=b.c:20|quantile=0.5")));
-	assert_true(value_of(v, n, "ringprof_concurrency", "scope=roots|quantile=0.99") == 2);
+	assert_true(value_of(v, n, "ringprof_concurrency_percentile",
+			     "scope=roots|percentile=99") == 2);
 	/* 4 quantiles + sum + count for the 3 called names; 3 counters x 4 names;
-	 * 4 totals, 11 anomalies, 2 gauges, window; conc 3 x (4 + 2); 1 counter; 10 caps. */
-	assert_int_equal(n, 3 * 6 + 3 * 4 + 4 + RP_ANOM_KIND_COUNT + 2 + 1 + 3 * 6 + 1 + 10);
+	 * 4 totals, 11 anomalies, 2 gauges, window; conc 3 x (4 + 2); 1 counter; 9 caps and
+	 * the memory bound. */
+	assert_int_equal(n, 3 * 6 + 3 * 4 + 4 + RP_ANOM_KIND_COUNT + 2 + 1 + 3 * 6 + 1 + 9 + 1);
 	free(text);
 	free(copy);
 }
@@ -430,16 +435,25 @@ static void test_prom_window(void **state)
 	(void)state;
 	n = check_exposition(copy, &v);
 	assert_true(value_of(v, n, "ringprof_window_seconds", "") == 60);
-	/* Only the window's called, valid entry: fn 0, sum = the window's cum. */
+	/* Every called name keeps its series; _count and _sum are cumulative (all time,
+	 * so rate() works), the quantiles are the window's: fn 0's, and NaN for the names
+	 * with no call in the window. */
 	for (unsigned i = 0; i < n; i++)
 		if (strcmp(v[i].name, "ringprof_span_duration_seconds_count") == 0)
 			summaries++;
-	assert_int_equal(summaries, 1);
+	assert_int_equal(summaries, 3);
 	assert_true(value_of(v, n, "ringprof_span_duration_seconds_count",
-			     "name=say \"hi\"\\now\nx|category=T\"") == 1);
+			     "name=say \"hi\"\\now\nx|category=T\"") == 2);
 	assert_true(fabs(value_of(v, n, "ringprof_span_duration_seconds_sum",
 				  "name=say \"hi\"\\now\nx|category=T\"") -
+			 400e-9) < 1e-15);
+	assert_true(fabs(value_of(v, n, "ringprof_span_duration_seconds",
+				  "name=say \"hi\"\\now\nx|category=T\"|quantile=0.99") -
 			 200e-9) < 1e-15);
+	assert_true(isnan(value_of(v, n, "ringprof_span_duration_seconds",
+				   "name=dup|category=C|location=a.c:10|quantile=0.5")));
+	assert_true(value_of(v, n, "ringprof_span_duration_seconds_count",
+			     "name=dup|category=C|location=b.c:20") == 3);
 	/* The counters stay all-time. */
 	assert_true(value_of(v, n, "ringprof_span_calls_total",
 			     "name=dup|category=C|location=b.c:20") == 3);

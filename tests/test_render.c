@@ -1443,7 +1443,7 @@ static char *expected_dump(const struct py_entry *e, size_t ne, const struct py_
 }
 
 #define KEY_Q	 { "app.py", 10, QNAME }
-#define KEY_CAFE { "span", 0, CAFE }
+#define KEY_CAFE { "~", 0, CAFE }
 #define KEY_BAD	 { BADFILE_FIXED, 7, BAD_FIXED }
 
 static void test_render_pstats_python_loads_tricky(void **state)
@@ -1488,10 +1488,10 @@ static void test_render_pstats_python_loads_big(void **state)
 	/* Counts above INT32_MAX and the line 3e9 need marshal's long; INT32_MAX not. */
 	static const struct py_entry entries[] = {
 		{ { "big.c", 3000000000u, "big" }, 4294967296u, 5000000000u, P53, UINT64_MAX },
-		{ { "span", 0, "small" }, 2147483647u, 2147483648u, 1, 2 },
+		{ { "~", 0, "small" }, 2147483647u, 2147483648u, 1, 2 },
 	};
 	static const struct py_caller callers[] = {
-		{ { "span", 0, "small" }, { "big.c", 3000000000u, "big" }, UINT64_MAX,
+		{ { "~", 0, "small" }, { "big.c", 3000000000u, "big" }, UINT64_MAX,
 		  2147483648u, P53, UINT64_MAX },
 	};
 	static const char *const tail[] = {
@@ -1531,11 +1531,40 @@ static void test_render_pstats_empty_is_empty_dict(void **state)
 	free(buf);
 }
 
-/* One entry, byte for byte: ('span', 0, 'f'): (1, 2, 0.5, 1.0, {}). */
+/* A window longer than the run: rates divide by the part the events cover (from the
+ * first event to the window's end), not the window's length: 10 calls in the 5 s
+ * between the first event and t_to are 2/s, not 10 calls / 10 s. */
+static void test_render_window_rate_covered(void **state)
+{
+	struct rp_report_fn fn = { "f", "", "", 0, 10, 10, MS, MS, MS, 1, 1, NO_SKETCH };
+	struct rp_report_wfn wf = { .fn = 0, .calls = 10, .self_ns = MS, .cum_ns = MS };
+	struct rp_report_window w = { .name = "10s", .length_ns = 10000 * MS, .subwindows = 10,
+				      .t_from = 0, .t_to = 10000 * MS, .fns = &wf, .n_fns = 1 };
+	struct rp_report r = { .clock = "trace", .t_first = 5000 * MS, .t_last = 10000 * MS,
+			       .fns = &fn, .n_fns = 1, .windows = &w, .n_windows = 1 };
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	(void)state;
+	assert_int_equal(rp_render_json(&r, f), 0);
+	assert_int_equal(fclose(f), 0);
+	assert_non_null(strstr(buf, "\"rate_per_s\":2.000"));
+	free(buf);
+	buf = NULL;
+	f = open_memstream(&buf, &len);
+	assert_int_equal(rp_render_text(&r, f, 0), 0);
+	assert_int_equal(fclose(f), 0);
+	assert_non_null(strstr(buf, " 2.000 "));
+	free(buf);
+}
+
+/* One entry, byte for byte: ('~', 0, 'f'): (1, 2, 0.5, 1.0, {}) (cProfile's file for
+ * what has none). */
 static void test_render_pstats_bytes_one_entry(void **state)
 {
 	static const unsigned char want[] = {
-		'{', '(', 3, 0, 0, 0, 'u', 4, 0, 0, 0, 's', 'p', 'a', 'n', 'i', 0, 0, 0, 0,
+		'{', '(', 3, 0, 0, 0, 'u', 1, 0, 0, 0, '~', 'i', 0, 0, 0, 0,
 		'u', 1, 0, 0, 0, 'f', '(', 5, 0, 0, 0, 'i', 1, 0, 0, 0, 'i', 2, 0, 0, 0,
 		'g', 0, 0, 0, 0, 0, 0, 0xe0, 0x3f, 'g', 0, 0, 0, 0, 0, 0, 0xf0, 0x3f,
 		'{', '0', '0',
@@ -1553,12 +1582,25 @@ static void test_render_pstats_bytes_one_entry(void **state)
 	assert_int_equal(len, sizeof(want));
 	assert_memory_equal(buf, want, sizeof(want));
 	free(buf);
+	/* With a category and no file: the category goes into the name, as in the text
+	 * report: ('~', 0, 'f [LLM]'). */
+	fn.category = "LLM";
+	buf = NULL;
+	f = open_memstream(&buf, &len);
+	assert_int_equal(rp_render_pstats(&r, f), 0);
+	assert_int_equal(fclose(f), 0);
+	assert_int_equal(len, sizeof(want) + 6);
+	assert_memory_equal(buf, want, 18);
+	assert_memory_equal(buf + 18, "\x07\0\0\0f [LLM]", 11);
+	assert_memory_equal(buf + 29, want + 23, sizeof(want) - 23);
+	free(buf);
 }
 
 /* The reference file's profile, as a report: root -> handle_request -> query, and
  * time.sleep called from both. */
 static struct rp_report_fn example_fns[] = {
-	{ "<root>", "", "", 0, 1, 1, 10 * MS, 1000 * MS, 1000 * MS, 1000 * MS, 1000 * MS,
+	/* the reference file names its root's file "span" */
+	{ "<root>", "", "span", 0, 1, 1, 10 * MS, 1000 * MS, 1000 * MS, 1000 * MS, 1000 * MS,
 	  NO_SKETCH },
 	{ "handle_request", "", "app.py", 10, 3, 3, 200 * MS, 990 * MS, 990 * MS, 1, 1, NO_SKETCH },
 	{ "query", "", "db.py", 42, 6, 5, 500 * MS, 700 * MS, 700 * MS, 1, 1, NO_SKETCH },
@@ -1622,9 +1664,21 @@ static char *folded_mem(const struct rp_report *r)
 	return buf;
 }
 
+/* Depth-first, recursively: node @i's line (when it has self time), then the
+ * subtree of each child in node order (a child is found by scanning every node). */
+static void folded_dfs(const struct rp_report *r, char **path, uint32_t i, FILE *f)
+{
+	if (r->nodes[i].parent != RP_NONE && r->nodes[i].self_ns > 0)
+		fprintf(f, "%s %" PRIu64 "\n", path[i], r->nodes[i].self_ns);
+	for (uint32_t j = i + 1; j < r->n_nodes; j++)
+		if (r->nodes[j].parent == i)
+			folded_dfs(r, path, j, f);
+}
+
 /*
  * The folded text computed another way: each node's path built top-down from its
- * parent's (parents come first) in a table of strings, rather than walked up.
+ * parent's (parents come first) in a table of strings, rather than walked up; then
+ * the lines written by a recursive depth-first walk, rather than with a stack.
  */
 static char *folded_reference(const struct rp_report *r)
 {
@@ -1647,10 +1701,11 @@ static char *folded_reference(const struct rp_report *r)
 			path[i] = strdup(clean);
 		else
 			assert_true(asprintf(&path[i], "%s;%s", path[n->parent], clean) > 0);
-		if (n->parent != RP_NONE && n->self_ns > 0)
-			fprintf(f, "%s %" PRIu64 "\n", path[i], n->self_ns);
 		free(clean);
 	}
+	for (uint32_t i = 0; i < r->n_nodes; i++)
+		if (r->nodes[i].parent == RP_NONE)
+			folded_dfs(r, path, i, f);
 	for (uint32_t i = 0; i < r->n_nodes; i++)
 		free(path[i]);
 	free(path);
@@ -1705,12 +1760,14 @@ static void test_render_folded_hand_built(void **state)
 	uint32_t lines;
 
 	(void)state;
+	/* Tree order: main's whole subtree, then the other tops' (the node made last,
+	 * under leaf, comes right after it, not after the later tops). */
 	assert_string_equal(got, "main 10\n"
 				 "main;a_b 20\n"
 				 "main;a_b;x_y_;leaf 30\n"
+				 "main;a_b;x_y_;leaf; 60\n"
 				 "main;[other] 40\n"
 				 "? 50\n"
-				 "main;a_b;x_y_;leaf; 60\n"
 				 "leaf 70\n");
 	assert_string_equal(got, ref);
 	assert_int_equal(folded_sum(got, &lines), 280);
@@ -1859,6 +1916,7 @@ int main(void)
 		cmocka_unit_test(test_render_pstats_python_loads_big),
 		cmocka_unit_test(test_render_pstats_empty_is_empty_dict),
 		cmocka_unit_test(test_render_pstats_bytes_one_entry),
+		cmocka_unit_test(test_render_window_rate_covered),
 		cmocka_unit_test(test_render_pstats_matches_reference_file),
 		cmocka_unit_test(test_render_folded_hand_built),
 		cmocka_unit_test(test_render_folded_bad_parent_refused),

@@ -83,6 +83,20 @@ static void test_sources_exact_statistics(void **state)
 	assert_int_equal(r.n_edges, 1);
 	assert_int_equal(r.edges[0].calls, 2);
 	assert_int_equal(r.sources[0].pid, getpid());
+	/* The thread's track carries the OS ids from the ring descriptor (exports name
+	 * threads by them). */
+	{
+		char pid[16], tid[16];
+		bool found = false;
+
+		snprintf(pid, sizeof(pid), "%d", (int)getpid());
+		snprintf(tid, sizeof(tid), "%d", rp_test_gettid());
+		for (uint32_t i = 0; i < r.recorder.n_tracks; i++)
+			found |= r.recorder.tracks[i].kind == 1 &&
+				 !strcmp(r.recorder.tracks[i].tid, tid) &&
+				 !strcmp(r.recorder.tracks[i].pid, pid);
+		assert_true(found);
+	}
 	rp_report_free(&r);
 	close_engine();
 }

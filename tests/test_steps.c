@@ -44,8 +44,12 @@ static void test_steps_phase_rules(void **state)
 	assert_string_equal(buf, "user_annotation");
 	rp_steps_phase_of("/leading", "cat", buf, sizeof(buf));
 	assert_string_equal(buf, "cat");
+	/* no separator, no category (torch's record_function spans): the name itself,
+	 * not an empty phase shown as "(none)" */
 	rp_steps_phase_of("plain", "", buf, sizeof(buf));
-	assert_string_equal(buf, "");
+	assert_string_equal(buf, "plain");
+	rp_steps_phase_of("train_step", NULL, buf, sizeof(buf));
+	assert_string_equal(buf, "train_step");
 	rp_steps_phase_of("abcdef/x", "", buf, 4); /* cut to fit */
 	assert_string_equal(buf, "abc");
 }

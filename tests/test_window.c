@@ -787,6 +787,45 @@ static void test_window_level_cap(void **state)
 	rp_engine_close(e);
 }
 
+/* A live report as of a later time (rp_engine_report_at()): a window the clock has
+ * moved past holds nothing, while the all-time figures stay; as of the last event it
+ * is the plain report. */
+static void test_window_empties_when_idle(void **state)
+{
+	struct rp_engine_cfg c;
+	struct rp_engine *e;
+	uint32_t src, ids[NNAMES];
+	struct rp_report r, idle, same;
+
+	(void)state;
+	cfg_small(&c);
+	generate(6, 100000 * US, NNAMES);
+	order();
+	open_feed(&c, &e, &src, ids);
+	feed(e, src, ids, 0, n_ev);
+	assert_int_equal(rp_engine_report(e, &r), 0);
+	assert_int_equal(rp_engine_report_at(e, r.t_last, &same), 0);
+	assert_int_equal(rp_engine_report_at(e, r.t_last + 2 * c.window_ns[c.n_windows - 1], &idle),
+			 0);
+	assert_true(r.n_windows > 0);
+	assert_int_equal(idle.n_windows, r.n_windows);
+	for (uint32_t i = 0; i < r.n_windows; i++) {
+		assert_true(r.windows[i].n_fns > 0);
+		assert_int_equal(same.windows[i].n_fns, r.windows[i].n_fns);
+		assert_int_equal(same.windows[i].t_from, r.windows[i].t_from);
+		assert_int_equal(idle.windows[i].n_fns, 0);
+		assert_int_equal(idle.windows[i].conc[0].observed_ns, 0);
+		assert_true(idle.windows[i].t_to > r.t_last);
+	}
+	assert_int_equal(idle.n_fns, r.n_fns);
+	for (uint32_t i = 0; i < r.n_fns; i++)
+		assert_int_equal(idle.fns[i].calls, r.fns[i].calls);
+	rp_report_free(&r);
+	rp_report_free(&same);
+	rp_report_free(&idle);
+	rp_engine_close(e);
+}
+
 static void test_window_cap_counters(void **state)
 {
 	struct rp_engine_cfg c;
@@ -847,6 +886,7 @@ int main(void)
 		cmocka_unit_test(test_window_categories_and_counters),
 		cmocka_unit_test(test_window_async_exemplars),
 		cmocka_unit_test(test_window_level_cap),
+		cmocka_unit_test(test_window_empties_when_idle),
 		cmocka_unit_test(test_window_cap_counters),
 		cmocka_unit_test(test_window_config_checked),
 	};

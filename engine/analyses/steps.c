@@ -52,6 +52,10 @@ void rp_steps_phase_of(const char *name, const char *category, char *buf, size_t
 		src = category ? category : "";
 		n = strlen(src);
 	}
+	if (n == 0) { /* nor a category (torch's record_function spans): the name */
+		src = name;
+		n = strlen(src);
+	}
 	if (len == 0)
 		return;
 	if (n >= len)
@@ -63,6 +67,9 @@ void rp_steps_phase_of(const char *name, const char *category, char *buf, size_t
 static bool is_step(const struct rp_steps *s, const struct rp_name_entry *ne)
 {
 	if (s->category[0] && strcmp(ne->category, s->category) == 0)
+		return true;
+	/* torch.profiler's schedule marks each step so, in every torch trace */
+	if (s->category[0] && strncmp(ne->name, "ProfilerStep#", 13) == 0)
 		return true;
 	return s->prefix[0] && strncmp(ne->name, s->prefix, strlen(s->prefix)) == 0;
 }

@@ -4,14 +4,18 @@
  * spans that mark a training or serving step, grouped by phase.
  *
  * Which spans are steps: those whose category equals the step category (default
- * "step"; "" turns the rule off), and those whose name starts with the step name
- * prefix (default none). Decided once per name id, on its first completed span.
+ * "step"; "" turns the rule off), torch.profiler's "ProfilerStep#N" spans (unless
+ * that rule is off: every torch trace taken with a schedule has them), and those
+ * whose name starts with the step name prefix (default none). Decided once per name
+ * id, on its first completed span.
  *
- * Phase of a step: the part of its name before the first ':' or '/' when the name
- * has one and that part is not empty ("train/step" -> "train", "decode:42" ->
- * "decode"); else its category ("" when it has none). So train/eval or
- * prefill/decode steps come apart by name, and a trace that marks phases by
- * category does too.
+ * Phase of a step: the part of its name before the first ':' or '/' when the
+ * name has one and that part is not empty ("train/step" -> "train", "decode:42" ->
+ * "decode"); else its category ("ProfilerStep#3" [user_annotation] ->
+ * "user_annotation"); else, with no category either (torch's record_function
+ * spans), its name ("train_step"). So
+ * train/eval or prefill/decode steps come apart by name, and a trace that marks
+ * phases by category does too.
  *
  * Per phase: count, sum, min and max exactly, and a DDSketch (engine/analyses/sketch.c,
  * alpha 1%) for p50, p95 and p99 within 1% of the exact order statistic. At most

@@ -516,6 +516,7 @@ static int window_report(const struct rp_windows *ws, const struct rp_window *w,
 	uint64_t J = t_last / w->g;
 	const struct rp_window *w0 = &ws->w[0];
 	struct wacc a;
+	bool fresh;
 	int err;
 
 	memset(&a, 0, sizeof(a));
@@ -535,10 +536,14 @@ static int window_report(const struct rp_windows *ws, const struct rp_window *w,
 		    (err = wacc_add(&a, ws, sl, true)) != 0)
 			goto out;
 	}
-	/* The finest window's current sub-window is not folded into the others yet. */
-	if (w != w0 && w0->started && (err = wacc_add(&a, ws, w0->cs, false)) != 0)
+	/* The finest window's current sub-window is not folded into the others yet. A
+	 * live report may end later than any event (rp_engine_report_at()): once that
+	 * sub-window has left @w, neither it nor the time pending since the last
+	 * rotation belongs to @w any more, which is how an idle window empties. */
+	fresh = w0->started && w0->cur / (w->g / w0->g) + ws->S > J;
+	if (w != w0 && fresh && (err = wacc_add(&a, ws, w0->cs, false)) != 0)
 		goto out;
-	for (int k = 0; k < 2; k++)
+	for (int k = 0; k < 2 && fresh; k++)
 		for (uint32_t c = 0; c < n_pending[k]; c++) {
 			uint32_t lv = c < ws->max_level ? c : ws->max_level;
 

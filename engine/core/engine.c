@@ -618,7 +618,7 @@ static int all_time_top(const struct rp_engine *e, const uint32_t *map, struct r
 	if ((err = top_list(e, map, v, &b->by_cum, &b->n_by_cum)))
 		goto out;
 	for (uint32_t i = 0; i < e->names.n; i++)
-		v[i] = e->stats.fn[i].self_ns;
+		v[i] = (int64_t)e->stats.fn[i].self_ns < 0 ? 0 : e->stats.fn[i].self_ns;
 	if ((err = top_list(e, map, v, &b->by_self, &b->n_by_self)))
 		goto out;
 	for (uint32_t i = 0; i < e->names.n; i++)
@@ -631,6 +631,12 @@ out:
 
 int rp_engine_report(const struct rp_engine *e, struct rp_report *r)
 {
+	return rp_engine_report_at(e, 0, r);
+}
+
+int rp_engine_report_at(const struct rp_engine *e, uint64_t now_ns, struct rp_report *r)
+{
+	uint64_t t_end = e->t_last > now_ns ? e->t_last : now_ns;
 	uint32_t *map, n_fns = 0;
 	int err = -ENOMEM;
 
@@ -646,7 +652,7 @@ int rp_engine_report(const struct rp_engine *e, struct rp_report *r)
 		goto out;
 	r->n_fns = n_fns;
 	if ((err = copy_fns(e, map, r)) != 0 || (err = copy_sources(e, r)) != 0 ||
-	    (err = rp_analyses_report(&e->an, map, e->t_last, r)) != 0 ||
+	    (err = rp_analyses_report(&e->an, map, t_end, r)) != 0 ||
 	    (err = all_time_top(e, map, r)) != 0 ||
 	    (err = rp_device_report(e->dev, &e->names, &r->device)) != 0)
 		goto out;

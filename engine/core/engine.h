@@ -46,6 +46,8 @@ struct rp_engine_cfg {
 	uint32_t recorder_samples;	/* flight recorder: last counter samples kept */
 	const char *step_category;	/* NULL: "step"; "": no category rule */
 	const char *step_name;		/* step name prefix; NULL or "": none */
+	bool torch_nesting;	/* Chrome import: self times as torch's key_averages()
+				 * (import_chrome.h) */
 	struct rp_device_cfg dev;  /* device idle time (device.h) */
 };
 
@@ -136,5 +138,13 @@ void rp_engine_close_source(struct rp_engine *e, uint32_t src, uint64_t t, int w
  * is freeable).
  */
 int rp_engine_report(const struct rp_engine *e, struct rp_report *out);
+
+/**
+ * rp_engine_report_at() - rp_engine_report() as of @now_ns (the event clock,
+ * CLOCK_MONOTONIC ns for live producers): the rolling windows end at the later of
+ * @now_ns and the newest event, so a live window empties when traffic stops instead
+ * of freezing at the last event. 0: as of the newest event (rp_engine_report()).
+ */
+int rp_engine_report_at(const struct rp_engine *e, uint64_t now_ns, struct rp_report *out);
 
 #endif

@@ -92,7 +92,9 @@ struct rp_report_fn {
 	uint32_t line;		/* 0 if none */
 	uint64_t calls;		/* every completed call */
 	uint64_t primitive_calls; /* calls with the name not already open on the track */
-	uint64_t self_ns;	/* duration minus the children's (clamped) intervals */
+	uint64_t self_ns;	/* duration minus the children's (clamped) intervals; with
+				 * torch nesting (import_chrome.h), torch's sum, which may be
+				 * negative: read it as an int64 (two's complement) */
 	uint64_t cum_ns;	/* sum of durations of primitive calls (cProfile) */
 	uint64_t total_ns;	/* sum of durations of all calls (for the mean) */
 	uint64_t min_ns;	/* 0 when calls == 0 */

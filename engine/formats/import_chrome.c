@@ -71,6 +71,7 @@ struct imp {
 	uint32_t seq;
 	bool device;		/* the trace has links or device work */
 	int64_t t_max;
+	int64_t *self_delta;	/* torch nesting: per name id, torch's self - ringprof's */
 	rp_chrome_progress_fn progress;	/* the caller's, with its ctx */
 	void *progress_ctx;
 };
@@ -283,7 +284,39 @@ static bool contains(const struct span *p, const struct span *s)
 	return s->start < p->end || (s->start == p->end && s->end == s->start);
 }
 
-/* Nests one track's sorted spans [lo, hi) with a stack of indices. */
+/*
+ * Torch nesting of one track's sorted spans [lo, hi), before nest_track() clamps
+ * them: the rule of torch's EventList._populate_cpu_children() (profiler_util.py),
+ * which key_averages() sums. The spans come in its order (start, then end
+ * descending, then file order); the innermost open span is a parent unless the new
+ * one starts at or after its end or ends after it, and then it is popped for good,
+ * never to be a parent again. A span's self time is its duration minus its
+ * children's, which goes negative when un-nested siblings overlap. Adds every span's
+ * torch self time to m->self_delta[name].
+ */
+static void torch_track(struct imp *m, size_t lo, size_t hi, size_t *stack)
+{
+	const struct span *sp = m->spans.p;
+	size_t depth = 0;
+
+	for (size_t i = lo; i < hi; i++) {
+		while (depth > 0) {
+			const struct span *p = &sp[stack[depth - 1]];
+
+			if (sp[i].start < p->end && sp[i].end <= p->end) {
+				m->self_delta[p->name] -= sp[i].end - sp[i].start;
+				break;
+			}
+			depth--;
+		}
+		m->self_delta[sp[i].name] += sp[i].end - sp[i].start;
+		stack[depth++] = i;
+	}
+}
+
+/* Nests one track's sorted spans [lo, hi) with a stack of indices. With torch
+ * nesting, each span's self time as the engine will count it is taken off
+ * m->self_delta[name], leaving torch's minus ringprof's. */
 static int nest_track(struct imp *m, size_t lo, size_t hi, size_t *stack)
 {
 	struct span *sp = m->spans.p;
@@ -299,6 +332,11 @@ static int nest_track(struct imp *m, size_t lo, size_t hi, size_t *stack)
 		if (depth && sp[i].end > sp[stack[depth - 1]].end) {
 			sp[i].end = sp[stack[depth - 1]].end;
 			counts(m)->anomalies[RP_ANOM_CLAMPED]++;
+		}
+		if (m->self_delta != NULL) {
+			m->self_delta[sp[i].name] -= sp[i].end - sp[i].start;
+			if (depth)
+				m->self_delta[sp[stack[depth - 1]].name] += sp[i].end - sp[i].start;
 		}
 		stack[depth++] = i;
 		err = err ? err : emit(m, RP_EV_BEGIN, sp[i].start, sp[i].name, sp[i].track, &seq);
@@ -361,11 +399,18 @@ static int nest_all(struct imp *m)
 
 	if (stack == NULL)
 		return -ENOMEM;
+	if (m->e->cfg.torch_nesting &&
+	    (m->self_delta = calloc(m->e->names.n + 1, sizeof(*m->self_delta))) == NULL) {
+		free(stack);
+		return -ENOMEM;
+	}
 	if (m->spans.n > 0) /* an empty trace has no array: qsort(NULL, 0) is undefined */
 		qsort(sp, m->spans.n, sizeof(*sp), cmp_span);
 	for (size_t lo = 0, hi; lo < m->spans.n && !err; lo = hi) {
 		for (hi = lo; hi < m->spans.n && sp[hi].track == sp[lo].track; hi++)
 			;
+		if (m->self_delta != NULL)
+			torch_track(m, lo, hi, stack);
 		err = nest_track(m, lo, hi, stack);
 	}
 	free(stack);
@@ -443,14 +488,29 @@ static int close_open_bs(struct imp *m)
 	return err;
 }
 
+/*
+ * Torch nesting: the engine counted each span's self time under ringprof's nesting;
+ * move every name's total to torch's. Torch's total may be negative (un-nested
+ * siblings that overlap): self_ns then holds it as an int64 in two's complement
+ * (report.h), which the renderers print with its sign.
+ */
+static void torch_self(struct imp *m)
+{
+	for (uint32_t n = 0; m->self_delta != NULL && n < m->e->names.n; n++)
+		m->e->stats.fn[n].self_ns += (uint64_t)m->self_delta[n];
+}
+
 static int finish(struct imp *m, int err)
 {
 	if (err == 0)
 		err = close_open_bs(m);
 	if (err == 0)
 		err = nest_all(m);
-	if (err == 0)
+	if (err == 0) {
 		feed(m);
+		torch_self(m);
+	}
+	free(m->self_delta);
 	free(m->spans.p);
 	free(m->opens.p);
 	free(m->evs.p);

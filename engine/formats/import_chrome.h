@@ -30,7 +30,19 @@
  * on the innermost span open there. A flow event without a numeric id counts as
  * RP_ANOM_BAD_EVENT.
  *
- * Memory: 32 bytes per span, 24 per generated event and 32 per counter sample and 16 per correlation id, never
+ * Torch nesting (cfg.torch_nesting, `analyze --nesting torch`): the per-name self
+ * times become what torch's key_averages() reports for the same trace. Torch nests
+ * by its own rule (EventList._populate_cpu_children): a span is the child of the
+ * innermost open span that it starts before the end of and does not end after;
+ * otherwise that span is popped for good. So a child whose rounded end passes its
+ * parent's by 1 µs is un-nested (a sibling of its parent, overlapping it), and its
+ * grandparent's self time loses both durations, possibly going negative. The call
+ * tree, edges, windows and exports keep the nesting above; only the per-name self
+ * times (and what is built from them: tables, pstats, bottlenecks by self) follow
+ * torch. A per-name total below zero is held as an int64 (report.h).
+ *
+ * Memory: 32 bytes per span, 24 per generated event and 32 per counter sample and 16 per correlation id
+ * (and 8 per name id with torch nesting), never
  * the JSON text.
  */
 #ifndef RP_ENGINE_IMPORT_CHROME_H

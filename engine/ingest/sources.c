@@ -279,6 +279,14 @@ static void ring_owner(struct rp_sources *ss, struct rp_live *l, uint32_t ring,
 				  (info->state == RP_RING_RETIRED && l->avail[ring] == 0)))
 		rp_engine_close_thread(ss->e, l->src, thread_id(ring, l->gen[ring]), l->last_ts,
 				       RP_ANOM_KIND_COUNT);
+	/* A new owner: exports name its track by the OS thread id (once per claim). */
+	if (info->gen != l->gen[ring] && info->tid > 0) {
+		char pid[16], tid[16];
+
+		snprintf(pid, sizeof(pid), "%d", (int)l->seg->v.pid);
+		snprintf(tid, sizeof(tid), "%d", (int)info->tid);
+		rp_recorder_label(&ss->e->rec, l->src, thread_id(ring, info->gen), pid, tid);
+	}
 	l->gen[ring] = info->gen;
 }
 

@@ -64,6 +64,9 @@ static const char usage[] =
 	"  --recorder-samples N run/analyze: counter samples it keeps (default 16384)\n"
 	"  --step-category C    analyze: spans of category C are steps (default \"step\")\n"
 	"  --step-name PREFIX   analyze: spans whose name starts with PREFIX are steps\n"
+	"  --nesting torch      analyze: self times as torch's key_averages() (a child that\n"
+	"                       ends after its parent is un-nested, self may go below the\n"
+	"                       children's sum); default ringprof: clamped to the parent\n"
 	"  --progress, --no-progress  analyze: force the progress line on stderr (default:\n"
 	"                       on when stderr is a terminal and stdout is one or -o is set)\n"
 	"\n"
@@ -383,10 +386,13 @@ static int emit(const struct rp_report *r, const char *format, const char *out, 
 		err = rp_render_folded(r, m);
 	else if (strcmp(format, "prom") == 0)
 		err = rp_render_prom(r, m, prom_window);
-	else if (strcmp(format, "chrome") == 0) /* export */
-		err = rp_render_chrome(r, m, xo);
-	else if (strcmp(format, "gantt") == 0)
-		err = rp_render_gantt(r, m, xo);
+	else if (strcmp(format, "chrome") == 0 || strcmp(format, "gantt") == 0) { /* export */
+		char warn[300];
+
+		err = format[0] == 'c' ? rp_render_chrome(r, m, xo) : rp_render_gantt(r, m, xo);
+		if (err == 0 && rp_render_chrome_warning(r, warn, sizeof(warn)))
+			fprintf(stderr, "ringprof: warning: %s\n", warn);
+	}
 	else if (strcmp(format, "msgpack") == 0) /* a snapshot (docs/snapshot.md) */
 		err = rp_snapshot_encode(r, stream_sink, m);
 	else
@@ -520,7 +526,7 @@ static int cmd_render(int argc, char **argv, bool analyze)
 		{ "device-spans", 1, NULL, 'c' },   { "device-events", 1, NULL, 'c' },
 		{ "step-category", 1, NULL, 'C' }, { "step-name", 1, NULL, 'P' },
 		{ "progress", 0, NULL, 'p' },	   { "no-progress", 0, NULL, 'q' },
-		{ "input", 1, NULL, 'i' },
+		{ "input", 1, NULL, 'i' },	   { "nesting", 1, NULL, 'N' },
 		{ "max-aiq-nodes", 1, NULL, 'n' },	{ "max-nat-events", 1, NULL, 'e' },
 		{ NULL, 0, NULL, 0 }
 	};
@@ -544,6 +550,12 @@ static int cmd_render(int argc, char **argv, bool analyze)
 		case 'w': prom_window = optarg; break;
 		case 'h': fputs(usage, stdout); return 0;
 		case 'i': input = optarg; break;
+		case 'N':
+			if (!analyze || (strcmp(optarg, "torch") && strcmp(optarg, "ringprof")))
+				return rp_cli_error(2, "--nesting %s: torch or ringprof, with analyze",
+						    optarg);
+			cfg.torch_nesting = !strcmp(optarg, "torch");
+			break;
 		case 'n': aiq_nodes = (uint32_t)strtoul(optarg, NULL, 10); break;
 		case 'e': nat_caps.max_events = strtoull(optarg, NULL, 10); break;
 		case 'c':

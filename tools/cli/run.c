@@ -133,13 +133,15 @@ static void on_tick(void *ctx, int res)
 		rp_serve_tick(d->srv);
 }
 
-/* A report for the live socket and /metrics: the same as a snapshot's. */
+/* A report for the live socket and /metrics: a snapshot's, but as of now (what the
+ * drain has merged), so the rolling windows move with the wall clock and empty when
+ * traffic stops. */
 static int live_report(void *ctx, struct rp_report *out)
 {
 	struct daemon *d = ctx;
 
 	rp_sources_update(&d->ss);
-	return rp_engine_report(d->e, out);
+	return rp_engine_report_at(d->e, mono_ns() - d->delay_ns, out);
 }
 
 static int start_serving(struct daemon *d)

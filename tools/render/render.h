@@ -58,7 +58,8 @@ int rp_render_json(const struct rp_report *r, FILE *out);
 
 /**
  * rp_render_pstats() - the marshal layout Python's pstats.Stats loads (snakeviz,
- * gprof2dot): {(file or "span", line or 0, name): (primitive_calls, calls,
+ * gprof2dot): {(file or "~", line or 0, name, or "name [category]" without a file):
+ * (primitive_calls, calls,
  * self_s, cum_s, {caller_key: (calls, primitive_calls, self_s, cum_s)})}.
  */
 int rp_render_pstats(const struct rp_report *r, FILE *out);
@@ -67,7 +68,7 @@ int rp_render_pstats(const struct rp_report *r, FILE *out);
  * rp_render_folded() - collapsed stacks for flamegraph.pl and speedscope: one line per
  * CCT node with self time > 0, "a;b;c <self_ns>", the function names on the path from
  * the root's child down to the node (the root node has no name and is not written),
- * in CCT order. ';', '\n' and '\r' in a name are written as '_'; a node whose fn is
+ * in depth-first tree order (children in CCT order). ';', '\n' and '\r' in a name are written as '_'; a node whose fn is
  * out of range as "?". The values sum to the CCT's self time, which the engine keeps
  * equal to the sum of self_ns over functions.
  * Return: 0; -EINVAL (nothing written) if a node's parent is not an earlier node or

@@ -20,6 +20,8 @@
 #ifndef RP_TOOLS_RENDER_EXPORT_H
 #define RP_TOOLS_RENDER_EXPORT_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -77,6 +79,14 @@ int rp_export_steps_range(const struct rp_report *r, uint64_t a, uint64_t b, uin
  * event per counter sample (args {"value": v}). @return 0, -ENOMEM or -EIO.
  */
 int rp_render_chrome(const struct rp_report *r, FILE *out, const struct rp_export_opts *o);
+
+/**
+ * rp_render_chrome_warning() - when the flight recorder dropped spans (its cap keeps
+ * the newest), a sentence saying how many and which part of the run the timeline
+ * still covers, for stderr and the file's otherData.warning. @return whether it
+ * wrote one into @buf.
+ */
+bool rp_render_chrome_warning(const struct rp_report *r, char *buf, size_t len);
 
 /**
  * rp_render_gantt() - an SVG Gantt chart of the recorded spans: a row per track

@@ -19,14 +19,15 @@
 #include "render_export.h"
 #include "render_priv.h"
 
-#define WIDTH	   1400.0
-#define LABEL_W	   190.0
-#define RIGHT	   20.0
-#define SUB_H	   12.0
-#define MAX_SUB	   8
-#define ROW_GAP	   6.0
-#define MIN_W	   1.0
-#define LEGEND_MAX 48
+#define WIDTH	    1400.0
+#define LABEL_W	    190.0
+#define LABEL_CHARS 30 /* characters of a row label (11 px text in LABEL_W) */
+#define RIGHT	    20.0
+#define SUB_H	    12.0
+#define MAX_SUB	    8
+#define ROW_GAP	    6.0
+#define MIN_W	    1.0
+#define LEGEND_MAX  48
 
 static const char *const palette[] = {
 	"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948",
@@ -301,23 +302,61 @@ static void put_legend(const struct gantt *g, FILE *out)
 			40 + ((n + 5) / 6) * 18.0, g->n_cats - n);
 }
 
+/* Characters (not bytes) of a UTF-8 string. */
+static size_t chars(const char *s)
+{
+	size_t n = 0;
+
+	for (; *s; s++)
+		n += ((unsigned char)*s & 0xc0) != 0x80;
+	return n;
+}
+
+/* @s cut to its first @keep characters. */
+static void cut_chars(char *s, size_t keep)
+{
+	for (size_t n = 0; *s; s++)
+		if (((unsigned char)*s & 0xc0) != 0x80 && n++ == keep) {
+			*s = '\0';
+			return;
+		}
+}
+
+/*
+ * Row labels fit the LABEL_W column: "<pid>/<thread name>", then the source's file
+ * name in parentheses only when the whole still fits LABEL_CHARS characters (11 px
+ * sans-serif is about 6 px a character); a longer label is cut with "...". The
+ * column is clipped as well, so no label can run into the plot in any font.
+ */
 static void put_row_labels(const struct gantt *g, FILE *out)
 {
 	const struct rp_report *r = g->r;
 
+	fprintf(out,
+		"<defs><clipPath id=\"labels\"><rect x=\"0\" y=\"0\" width=\"%.0f\" "
+		"height=\"%.0f\"/></clipPath></defs>\n<g clip-path=\"url(#labels)\">\n",
+		LABEL_W - 6, g->height);
 	for (uint32_t k = 0; k < g->n_drawn; k++) {
 		uint32_t i = g->order[k];
 		const struct rp_export_track *t = &g->m.t[i];
 		const struct rp_export_proc *p = &g->m.p[t->proc];
 		const char *src = p->source < r->n_sources ? r->sources[p->source].name : "";
 		const char *base = strrchr(src, '/');
+		char label[200];
 
+		snprintf(label, sizeof(label), "%u/%s", t->pid, t->name);
+		if (chars(label) + 3 + chars(base ? base + 1 : src) <= LABEL_CHARS)
+			snprintf(label + strlen(label), sizeof(label) - strlen(label), " (%s)",
+				 base ? base + 1 : src);
+		if (chars(label) > LABEL_CHARS) {
+			cut_chars(label, LABEL_CHARS - 3);
+			strcat(label, "...");
+		}
 		fprintf(out, "<text x=\"5\" y=\"%.1f\">", g->rows[i].y + 10);
-		put_xml(out, base ? base + 1 : src);
-		fprintf(out, " %u/", t->pid);
-		put_xml(out, t->name);
+		put_xml(out, label);
 		fputs("</text>\n", out);
 	}
+	fputs("</g>\n", out);
 }
 
 static void put_spans(const struct gantt *g, FILE *out)

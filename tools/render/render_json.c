@@ -55,7 +55,8 @@
  * The p*_ns quantiles are 0 when the name has no sketch. midpoint_concurrency_mean is
  * midpoint_sum / midpoint_count as a double with 6 significant digits ("%.6g": "0",
  * "2.5", "1.84467e+19", all valid JSON numbers), 0 when midpoint_count is 0.
- * rate_per_s is calls / ((t_to - t_from) / 1e9), exact with three decimals rounded
+ * rate_per_s is calls / ((t_to - max(t_from, t_first)) / 1e9), the part of the window
+ * the events cover (rp_render_covered_ns()), exact with three decimals rounded
  * half up ("1.667"), 0 when t_to <= t_from. Categories and counters come in report
  * order. Counter "last", "min" and "max" are int64s; "mean" and the quantiles are
  * doubles written with the fewest digits (15 to 17) that read back exactly, null for
@@ -76,73 +77,6 @@
 #include "render_export.h"
 #include "render_priv.h"
 
-
-/*
- * rp_render_utf8_next() - the length of the UTF-8 sequence that starts at @s.
- * @s: a NUL-terminated string, *s != 0.
- * @valid: set to whether those bytes are one well-formed character; if not, they are
- *	one maximal ill-formed subpart, to be replaced by a single U+FFFD.
- * Return: 1 to 4; never reads past the terminating NUL (it is no continuation byte).
- */
-size_t rp_render_utf8_next(const char *s, bool *valid)
-{
-	const unsigned char *u = (const unsigned char *)s;
-	unsigned char lo = 0x80, hi = 0xbf;
-	size_t need;
-
-	*valid = true;
-	if (u[0] < 0x80)
-		return 1;
-	if (u[0] >= 0xc2 && u[0] <= 0xdf)
-		need = 1;
-	else if (u[0] >= 0xe0 && u[0] <= 0xef)
-		need = 2;
-	else if (u[0] >= 0xf0 && u[0] <= 0xf4)
-		need = 3;
-	else
-		need = 0;
-	if (u[0] == 0xe0)
-		lo = 0xa0; /* overlong */
-	else if (u[0] == 0xed)
-		hi = 0x9f; /* surrogates */
-	else if (u[0] == 0xf0)
-		lo = 0x90; /* overlong */
-	else if (u[0] == 0xf4)
-		hi = 0x8f; /* above U+10FFFF */
-	*valid = need > 0;
-	for (size_t i = 1; i <= need; i++) {
-		if (u[i] < lo || u[i] > hi) {
-			*valid = false;
-			return i;
-		}
-		lo = 0x80;
-		hi = 0xbf;
-	}
-	return need + 1;
-}
-
-void rp_render_json_str(FILE *out, const char *s)
-{
-	static const char hex[] = "0123456789abcdef";
-	bool valid;
-	size_t n;
-
-	fputc('"', out);
-	for (; s && *s; s += n) {
-		unsigned char c = (unsigned char)*s;
-
-		n = rp_render_utf8_next(s, &valid);
-		if (!valid)
-			fputs("\xef\xbf\xbd", out); /* U+FFFD */
-		else if (c == '"' || c == '\\')
-			fprintf(out, "\\%c", c);
-		else if (c < 0x20 || c == 0x7f)
-			fprintf(out, "\\u00%c%c", hex[c >> 4], hex[c & 15]);
-		else
-			fwrite(s, 1, n, out);
-	}
-	fputc('"', out);
-}
 
 static void put_key(FILE *out, const char *sep, const char *key)
 {
@@ -230,7 +164,10 @@ static void put_fn(FILE *out, const struct rp_report_fn *f)
 	put_u64(out, ",", "line", f->line);
 	put_u64(out, ",", "calls", f->calls);
 	put_u64(out, ",", "primitive_calls", f->primitive_calls);
-	put_u64(out, ",", "self_ns", f->self_ns);
+	if ((int64_t)f->self_ns < 0) /* torch nesting only (report.h) */
+		fprintf(out, ",\"self_ns\":%" PRId64, (int64_t)f->self_ns);
+	else
+		put_u64(out, ",", "self_ns", f->self_ns);
 	put_u64(out, ",", "cum_ns", f->cum_ns);
 	put_u64(out, ",", "min_ns", f->min_ns);
 	put_u64(out, ",", "max_ns", f->max_ns);
@@ -346,39 +283,6 @@ static void put_lists(FILE *out, const struct rp_report *r,
 	end_list(out, r->n_edges, 2);
 }
 
-__extension__ typedef unsigned __int128 u128;
-
-/*
- * rp_render_rate() - @calls per second over @range_ns, three decimals, rounded half
- * up; "0" when @range_ns is 0. Return: @buf.
- */
-char *rp_render_rate(char buf[48], uint64_t calls, uint64_t range_ns)
-{
-	u128 q, rem, whole;
-	char digits[48];
-	size_t n = 0;
-
-	if (range_ns == 0) {
-		snprintf(buf, 48, "0");
-		return buf;
-	}
-	/* x 1e9 (ns per s) x 1000 (three decimals): below 2^104, no overflow */
-	q = (u128)calls * 1000000000000u;
-	rem = q % range_ns;
-	q /= range_ns;
-	if (rem >= range_ns - rem)
-		q++;
-	whole = q / 1000;
-	do {
-		digits[n++] = (char)('0' + (unsigned)(whole % 10));
-		whole /= 10;
-	} while (whole);
-	for (size_t i = 0; i < n; i++)
-		buf[i] = digits[n - 1 - i];
-	snprintf(buf + n, 48 - n, ".%03u", (unsigned)(q % 1000));
-	return buf;
-}
-
 /*
  * A double as the shortest of %.15g, %.16g and %.17g that reads back as the same
  * value; null for NaN and infinities, which JSON cannot hold.
@@ -486,7 +390,7 @@ static void put_wfn(FILE *out, const struct rp_report *r, const struct rp_report
 /* A window at indent 4; its functions in display order (rp_render_wfn_order()). */
 static int put_window(FILE *out, const struct rp_report *r, const struct rp_report_window *w)
 {
-	uint64_t range = w->t_to > w->t_from ? w->t_to - w->t_from : 0;
+	uint64_t range = rp_render_covered_ns(r, w); /* rates: over what events cover */
 	uint32_t *order = rp_render_wfn_order(r, w);
 
 	if (order == NULL)

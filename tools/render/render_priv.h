@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * What the renderers share (private to tools/render_*.c).
+ * What the renderers share (private to tools/render/render_*.c). The shared helpers
+ * live in render_common.c, which calls no other renderer, so the files form no cycle:
+ * text and json call device and steps, and every one of them calls common.
  */
 #ifndef RP_TOOLS_RENDER_PRIV_H
 #define RP_TOOLS_RENDER_PRIV_H
@@ -14,7 +16,7 @@
 
 /*
  * rp_render_utf8_next() - the length of the UTF-8 sequence that starts at @s
- * (render_json.c).
+ * (render_common.c).
  * @s: a NUL-terminated string, *s != 0.
  * @valid: set to whether those bytes are one well-formed character; if not, they are
  *	one maximal ill-formed subpart, to be replaced by a single U+FFFD.
@@ -23,7 +25,7 @@
 size_t rp_render_utf8_next(const char *s, bool *valid);
 
 /*
- * rp_render_json_str() - @s as a JSON string, quotes included (render_json.c): '"' and
+ * rp_render_json_str() - @s as a JSON string, quotes included (render_common.c): '"' and
  * '\\' escaped, control characters as \u00XX, ill-formed UTF-8 as U+FFFD, the rest as
  * is; NULL is written as "".
  */
@@ -31,7 +33,7 @@ void rp_render_json_str(FILE *out, const char *s);
 
 /*
  * rp_render_fn_order() - r->fns in display order: cum desc, self desc, then name,
- * category, file, line (render_text.c).
+ * category, file, line (render_common.c).
  * Return: a malloc'ed array of r->n_fns pointers into r->fns (the caller frees it),
  * or NULL when out of memory. An empty report gives a valid one-element array.
  */
@@ -39,7 +41,7 @@ const struct rp_report_fn **rp_render_fn_order(const struct rp_report *r);
 
 /*
  * rp_render_wfn_order() - a window's rows in display order: cum desc, self desc, calls
- * desc, then name (byte order, "?" for an fn out of range), then position (render_text.c).
+ * desc, then name (byte order, "?" for an fn out of range), then position (render_common.c).
  * Return: a malloc'ed array of w->n_fns indices into w->fns (the caller frees it), or
  * NULL when out of memory. An empty window gives a valid one-element array.
  */
@@ -57,11 +59,18 @@ static inline const struct rp_report_fn *rp_render_fn_at(const struct rp_report 
 
 /*
  * rp_render_rate() - @calls per second over @range_ns as an exact decimal with three
- * decimals, rounded half up ("12.500"), or "0" when @range_ns is 0 (render_json.c).
+ * decimals, rounded half up ("12.500"), or "0" when @range_ns is 0 (render_common.c).
  * The value may exceed 2^64 (many calls over a few ns), hence the 128-bit arithmetic.
  * Return: @buf.
  */
 char *rp_render_rate(char buf[48], uint64_t calls, uint64_t range_ns);
+/*
+ * rp_render_covered_ns() - the part of window @w its events can cover: from the later
+ * of its start and the report's first event to its end (render_common.c). A window
+ * longer than the run (a 5 min window over 20 s) would otherwise dilute every rate.
+ */
+uint64_t rp_render_covered_ns(const struct rp_report *r, const struct rp_report_window *w);
+
 /* The "device" section (render_device.c): json appends ",\n  \"device\":{...}" inside
  * the top-level object, text prints a block; both nothing when no device work was
  * seen. */

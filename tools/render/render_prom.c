@@ -9,18 +9,25 @@
  *   ringprof_sources, ringprof_time_range_seconds                         gauges
  *   ringprof_span_duration_seconds{name,category,quantile} + _sum, _count summary
  *   ringprof_span_calls_total, _self_seconds_total, _cum_seconds_total    counters
- *   ringprof_concurrency{scope,quantile}, _max{scope}, _mean{scope}       gauges
- *   ringprof_counter_last{name,category}                                  gauge
- *   ringprof_cap{cap}                                                     gauge
+ *   ringprof_concurrency_percentile{scope,percentile}, _max, _mean        gauges
+ *   ringprof_value_last{name,category} (rp_counter() series)              gauge
+ *   ringprof_cap{cap} (counts), ringprof_memory_bound_bytes               gauges
  *
- * The duration summary covers one rolling window of the report when @window names
- * one (its _sum is then the window's cumulative time, the sum over primitive calls:
- * the window keeps no other sum), else all time (_sum = every call's duration); the
- * other span figures are all-time counters, so they only ever grow. Quantiles a name
- * has no sketch for are NaN. Label values are escaped as the format says (\\, \",
- * \n) and ill-formed UTF-8 becomes U+FFFD. Two names with the same name and category
- * (different source locations) would be one series: both then get a location label.
- * Seconds are printed from integer nanoseconds ("1.234567890"), so output is exact.
+ * The duration summary follows the client libraries' summaries: _sum and _count are
+ * cumulative (every completed call since the engine started, so they never fall and
+ * rate() works), while the quantiles cover one rolling window of the report when
+ * @window names one (as a client's max_age does), else all time. A live report's
+ * windows end at the wall clock (rp_engine_report_at()), so with no traffic the
+ * window empties and its quantiles become NaN, as a client's do. Quantiles a name
+ * has no sketch for are NaN too. Every name with a completed call is listed, in or
+ * out of the window, so a series never disappears between scrapes.
+ *
+ * promtool check metrics is clean: no gauge carries the summary-only "quantile"
+ * label (concurrency percentiles use "percentile"), no name says its type, and one
+ * metric holds one unit (the memory bound, in bytes, is not one of the count caps). Label values
+ * are escaped as the format says (\\, \", \n) and ill-formed UTF-8 becomes U+FFFD. Two names with
+ * the same name and category (different source locations) would be one series: both then get a
+ * location label. Seconds are printed from integer nanoseconds ("1.234567890"), so output is exact.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -32,6 +39,7 @@
 #include "render_priv.h"
 
 static const char *const quantiles[4] = { "0.5", "0.9", "0.95", "0.99" };
+static const char *const percentiles[4] = { "50", "90", "95", "99" };
 
 static void put_label(FILE *out, const char *s)
 {
@@ -153,11 +161,11 @@ static const struct rp_report_window *find_window(const struct rp_report *r, con
 	return NULL;
 }
 
-/* One summary: 4 quantile lines, _sum, _count. q[] = 0 with calls > 0: no sketch. */
-static void summary(FILE *out, const struct rp_report_fn *f, bool located, const uint64_t q[4],
+/* One summary: 4 quantile lines, _sum, _count. @q NULL, or all 0 with a sum: NaN. */
+static void summary(FILE *out, const struct rp_report_fn *f, bool located, const uint64_t *q,
 		    uint64_t sum_ns, uint64_t count)
 {
-	bool none = q[3] == 0 && sum_ns > 0;
+	bool none = q == NULL || (q[3] == 0 && sum_ns > 0);
 	unsigned i;
 
 	for (i = 0; i < 4; i++) {
@@ -179,32 +187,47 @@ static void summary(FILE *out, const struct rp_report_fn *f, bool located, const
 	fprintf(out, "} %" PRIu64 "\n", count);
 }
 
-static void durations(const struct rp_report *r, FILE *out, const struct rp_report_window *w,
-		      const struct rp_report_fn **order, const bool *located)
+/* row[i]: @w's row of fns[i], or NULL when that name had no call in the window. */
+static const struct rp_report_wfn **window_rows(const struct rp_report *r,
+						const struct rp_report_window *w)
 {
-	uint32_t i;
+	const struct rp_report_wfn **row = calloc(r->n_fns + 1, sizeof(*row));
 
+	for (uint32_t i = 0; row != NULL && i < w->n_fns; i++)
+		if (w->fns[i].fn < r->n_fns && w->fns[i].calls > 0)
+			row[w->fns[i].fn] = &w->fns[i];
+	return row;
+}
+
+static int durations(const struct rp_report *r, FILE *out, const struct rp_report_window *w,
+		     const struct rp_report_fn **order, const bool *located)
+{
+	const struct rp_report_wfn **row = w ? window_rows(r, w) : NULL;
+
+	if (w != NULL && row == NULL)
+		return -ENOMEM;
 	head(out, "ringprof_span_duration_seconds", "summary",
-	     w ? "Span durations over the rolling window ringprof_window_seconds."
+	     w ? "Span durations: quantiles over the rolling window ringprof_window_seconds, "
+		 "_sum and _count since the engine started."
 	       : "Span durations since the engine started.");
-	if (w != NULL) {
-		for (i = 0; i < w->n_fns; i++) {
-			const struct rp_report_wfn *x = &w->fns[i];
-			uint64_t q[4] = { x->p50_ns, x->p90_ns, x->p95_ns, x->p99_ns };
-
-			if (x->fn < r->n_fns && x->calls > 0)
-				summary(out, &r->fns[x->fn], located[x->fn], q, x->cum_ns,
-					x->calls);
-		}
-		return;
-	}
-	for (i = 0; i < r->n_fns; i++) {
+	for (uint32_t i = 0; i < r->n_fns; i++) {
 		const struct rp_report_fn *f = order[i];
+		const struct rp_report_wfn *x = row ? row[f - r->fns] : NULL;
 		uint64_t q[4] = { f->p50_ns, f->p90_ns, f->p95_ns, f->p99_ns };
 
-		if (f->calls > 0)
-			summary(out, f, located[f - r->fns], q, f->total_ns, f->calls);
+		if (f->calls == 0)
+			continue;
+		if (x != NULL) {
+			q[0] = x->p50_ns;
+			q[1] = x->p90_ns;
+			q[2] = x->p95_ns;
+			q[3] = x->p99_ns;
+		}
+		summary(out, f, located[f - r->fns], w && x == NULL ? NULL : q, f->total_ns,
+			f->calls);
 	}
+	free(row);
+	return 0;
 }
 
 static void span_counters(const struct rp_report *r, FILE *out, const struct rp_report_fn **order,
@@ -230,7 +253,9 @@ static void span_counters(const struct rp_report *r, FILE *out, const struct rp_
 			if (k == 0)
 				fprintf(out, "%" PRIu64, f->calls);
 			else
-				put_seconds(out, k == 1 ? f->self_ns : f->cum_ns);
+				put_seconds(out, k == 1 && (int64_t)f->self_ns < 0
+							 ? 0 /* torch nesting: a counter is >= 0 */
+							 : k == 1 ? f->self_ns : f->cum_ns);
 			fputc('\n', out);
 		}
 	}
@@ -249,15 +274,15 @@ static void concurrency(const struct rp_report *r, FILE *out)
 
 	if (r->n_conc == 0)
 		return;
-	head(out, "ringprof_concurrency", "gauge",
+	head(out, "ringprof_concurrency_percentile", "gauge",
 	     "Open spans, time-weighted percentile (overall, roots = requests, categories).");
 	for (i = 0; i < r->n_conc; i++) {
 		const struct rp_report_conc *c = &r->conc[i];
 		uint32_t v[4] = { c->p50, c->p90, c->p95, c->p99 };
 
 		for (unsigned k = 0; k < 4; k++) {
-			conc_scope(out, "ringprof_concurrency", c);
-			fprintf(out, ",quantile=\"%s\"} %" PRIu32 "\n", quantiles[k], v[k]);
+			conc_scope(out, "ringprof_concurrency_percentile", c);
+			fprintf(out, ",percentile=\"%s\"} %" PRIu32 "\n", percentiles[k], v[k]);
 		}
 	}
 	head(out, "ringprof_concurrency_max", "gauge", "Most spans open at once.");
@@ -289,14 +314,14 @@ static void counters_caps(const struct rp_report *r, FILE *out)
 		{ "max_window_names", c->max_window_names },
 		{ "max_counters", c->max_counters },
 		{ "topk", c->topk },
-		{ "memory_bound", c->memory_bound },
 	};
 	uint32_t i;
 
 	if (r->n_counters > 0) {
-		head(out, "ringprof_counter_last", "gauge", "Newest value of each rp_counter().");
+		head(out, "ringprof_value_last", "gauge",
+		     "Newest value of each rp_counter() series.");
 		for (i = 0; i < r->n_counters; i++) {
-			fputs("ringprof_counter_last{name=\"", out);
+			fputs("ringprof_value_last{name=\"", out);
 			put_label(out, r->counters[i].name);
 			fputs("\",category=\"", out);
 			put_label(out, r->counters[i].category);
@@ -306,6 +331,9 @@ static void counters_caps(const struct rp_report *r, FILE *out)
 	head(out, "ringprof_cap", "gauge", "The engine's configured caps (0: not set).");
 	for (i = 0; i < sizeof(caps) / sizeof(caps[0]); i++)
 		fprintf(out, "ringprof_cap{cap=\"%s\"} %" PRIu64 "\n", caps[i].name, caps[i].v);
+	head(out, "ringprof_memory_bound_bytes", "gauge",
+	     "Worst-case bytes of the engine's tables at its caps (0: not known).");
+	fprintf(out, "ringprof_memory_bound_bytes %" PRIu64 "\n", c->memory_bound);
 }
 
 int rp_render_prom(const struct rp_report *r, FILE *out, const char *window)
@@ -330,7 +358,11 @@ int rp_render_prom(const struct rp_report *r, FILE *out, const char *window)
 	fputs("ringprof_window_seconds ", out);
 	put_seconds(out, w ? w->length_ns : 0);
 	fputc('\n', out);
-	durations(r, out, w, order, located);
+	if (durations(r, out, w, order, located) != 0) {
+		free(order);
+		free(located);
+		return -ENOMEM;
+	}
 	span_counters(r, out, order, located);
 	concurrency(r, out);
 	counters_caps(r, out);

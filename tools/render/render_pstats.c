@@ -8,9 +8,12 @@
  *                         {caller_key: (calls, primitive_calls, self_s, cum_s)})}
  *
  * (the per-caller tuples put total calls first, the function tuples primitive calls
- * first: that is pstats' own layout). file is "span" for a function without one and
- * line is 0 without one; times are seconds as float64 (ns / 1e9). Callers come from
- * the report's edges.
+ * first: that is pstats' own layout). A function without a file gets cProfile's
+ * convention for built-ins, file "~" and line 0 (pstats then prints just the name),
+ * and, as pstats has no category field, its category in its name as the text report
+ * writes it, "decode_step [LLM]", so spans of different categories stay apart (a
+ * function with a file is told apart by file:line and keeps its bare name). Times are
+ * seconds as float64 (ns / 1e9). Callers come from the report's edges.
  *
  * A marshal dict cannot hold a key twice (the later entry would silently replace the
  * earlier), and our names are (name, category, file, line) while pstats keys drop
@@ -108,6 +111,20 @@ static bool same_key(const struct pkey *a, const struct pkey *b)
 	return a->line == b->line && !strcmp(a->file, b->file) && !strcmp(a->name, b->name);
 }
 
+/* "name [category]", repaired (NULL: no memory); the bare name without a category. */
+static char *name_in_category(const struct rp_report_fn *f)
+{
+	char *both, *fixed;
+
+	if (f->category == NULL || f->category[0] == '\0')
+		return utf8_copy(f->name);
+	if (asprintf(&both, "%s [%s]", f->name ? f->name : "", f->category) < 0)
+		return NULL;
+	fixed = utf8_copy(both);
+	free(both);
+	return fixed;
+}
+
 /* keys[] for every function, sorted; strings too long for marshal are -EOVERFLOW. */
 static int make_keys(struct pstats *p)
 {
@@ -119,8 +136,11 @@ static int make_keys(struct pstats *p)
 
 		k->fn = i;
 		k->line = f->line;
-		k->file = utf8_copy(f->file && f->file[0] ? f->file : "span");
-		k->name = utf8_copy(f->name);
+		k->file = utf8_copy(f->file && f->file[0] ? f->file : "~");
+		if (f->file && f->file[0])
+			k->name = utf8_copy(f->name);
+		else
+			k->name = name_in_category(f);
 		if (k->file == NULL || k->name == NULL)
 			return -ENOMEM;
 		if (strlen(k->file) > INT32_MAX || strlen(k->name) > INT32_MAX)
@@ -143,7 +163,8 @@ static void merge_entries(struct pstats *p)
 		e = &p->entries[p->n_entries - 1];
 		e->calls = add_sat(e->calls, f->calls);
 		e->primitive_calls = add_sat(e->primitive_calls, f->primitive_calls);
-		e->self_ns = add_sat(e->self_ns, f->self_ns);
+		/* pstats has no negative tottime: a torch-nesting total below 0 is 0 */
+		e->self_ns = add_sat(e->self_ns, (int64_t)f->self_ns < 0 ? 0 : f->self_ns);
 		e->cum_ns = add_sat(e->cum_ns, f->cum_ns);
 	}
 }

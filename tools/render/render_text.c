@@ -66,48 +66,6 @@ static int cmp_u64_desc(uint64_t a, uint64_t b)
 	return a > b ? -1 : a < b;
 }
 
-/*
- * Cumulative time descending, self time descending, then name, category, file and
- * line ascending; last the position in the report, so equal rows keep their order.
- */
-static int cmp_fn(const void *pa, const void *pb)
-{
-	const struct rp_report_fn *a = *(const struct rp_report_fn *const *)pa;
-	const struct rp_report_fn *b = *(const struct rp_report_fn *const *)pb;
-	int c;
-
-	if ((c = cmp_u64_desc(a->cum_ns, b->cum_ns)) != 0)
-		return c;
-	if ((c = cmp_u64_desc(a->self_ns, b->self_ns)) != 0)
-		return c;
-	if ((c = strcmp(str_or_empty(a->name), str_or_empty(b->name))) != 0)
-		return c;
-	if ((c = strcmp(str_or_empty(a->category), str_or_empty(b->category))) != 0)
-		return c;
-	if ((c = strcmp(str_or_empty(a->file), str_or_empty(b->file))) != 0)
-		return c;
-	if (a->line != b->line)
-		return a->line < b->line ? -1 : 1;
-	return a < b ? -1 : a > b;
-}
-
-/*
- * rp_render_fn_order() - r->fns in display order (see cmp_fn).
- * Return: a malloc'ed array of r->n_fns pointers into r->fns (the caller frees it),
- * or NULL when out of memory. An empty report gives a valid one-element array.
- */
-const struct rp_report_fn **rp_render_fn_order(const struct rp_report *r)
-{
-	const struct rp_report_fn **v = malloc(sizeof(*v) * (r->n_fns ? r->n_fns : 1));
-
-	if (v == NULL)
-		return NULL;
-	for (uint32_t i = 0; i < r->n_fns; i++)
-		v[i] = &r->fns[i];
-	qsort(v, r->n_fns, sizeof(*v), cmp_fn);
-	return v;
-}
-
 /* "whole.fff": v / div with three decimals, rounded half up; exact for any v. */
 static char *fmt_dec3(char buf[32], uint64_t v, uint64_t div)
 {
@@ -285,6 +243,17 @@ static char *fmt_pct(char buf[32], uint64_t part, uint64_t total)
 	return buf;
 }
 
+/* A name's self time as ms; negative only with torch nesting (report.h). */
+static char *fmt_self_ms(char buf[32], uint64_t ns)
+{
+	char abs[32];
+
+	if ((int64_t)ns >= 0)
+		return fmt_ms(buf, ns);
+	snprintf(buf, 32, "-%.30s", fmt_ms(abs, -ns));
+	return buf;
+}
+
 static void print_row(FILE *out, const struct rp_report_fn *f, uint64_t total_self)
 {
 	char calls[48], self[32], pct[32], cum[32], per[32] = "-", lo[32] = "-", hi[32] = "-";
@@ -301,7 +270,8 @@ static void print_row(FILE *out, const struct rp_report_fn *f, uint64_t total_se
 		fmt_us(p99, f->p99_ns);
 	}
 	fprintf(out, "%15s %12s %6s %12s %12s %12s %12s %12s %12s  ", fmt_calls(calls, f),
-		fmt_ms(self, f->self_ns), fmt_pct(pct, f->self_ns, total_self),
+		fmt_self_ms(self, f->self_ns),
+		fmt_pct(pct, (int64_t)f->self_ns < 0 ? 0 : f->self_ns, total_self),
 		fmt_ms(cum, f->cum_ns), per, lo, hi, p50, p99);
 	put_name(out, f->name);
 	if (f->category && f->category[0]) {
@@ -325,7 +295,8 @@ static void print_table(FILE *out, const struct rp_report *r,
 	uint64_t total_self = 0;
 
 	for (uint32_t i = 0; i < r->n_fns; i++)
-		total_self = add_sat(total_self, r->fns[i].self_ns);
+		if ((int64_t)r->fns[i].self_ns > 0)
+			total_self = add_sat(total_self, r->fns[i].self_ns);
 	fprintf(out, "\nfunctions %" PRIu32 " of %" PRIu32 ", by cum time, then self time\n",
 		rows, r->n_fns);
 	fprintf(out, "%15s %12s %6s %12s %12s %12s %12s %12s %12s  %s\n", "calls", "self ms",
@@ -460,55 +431,6 @@ static void print_slowest(FILE *out, const struct rp_report *r, unsigned limit)
 	}
 }
 
-struct wfn_key {
-	const struct rp_report_wfn *w;
-	const char *name;
-	uint32_t i;
-};
-
-static int cmp_wfn(const void *pa, const void *pb)
-{
-	const struct wfn_key *a = pa, *b = pb;
-	int c;
-
-	if ((c = cmp_u64_desc(a->w->cum_ns, b->w->cum_ns)) != 0)
-		return c;
-	if ((c = cmp_u64_desc(a->w->self_ns, b->w->self_ns)) != 0)
-		return c;
-	if ((c = cmp_u64_desc(a->w->calls, b->w->calls)) != 0)
-		return c;
-	if ((c = strcmp(a->name, b->name)) != 0)
-		return c;
-	return a->i < b->i ? -1 : a->i > b->i;
-}
-
-/*
- * rp_render_wfn_order() - a window's rows in display order (see cmp_wfn).
- * Return: a malloc'ed array of w->n_fns indices (the caller frees it), or NULL.
- */
-uint32_t *rp_render_wfn_order(const struct rp_report *r, const struct rp_report_window *w)
-{
-	size_t n = w->n_fns ? w->n_fns : 1;
-	struct wfn_key *k = malloc(sizeof(*k) * n);
-	uint32_t *v = malloc(sizeof(*v) * n);
-
-	if (k == NULL || v == NULL) {
-		free(k);
-		free(v);
-		return NULL;
-	}
-	for (uint32_t i = 0; i < w->n_fns; i++) {
-		const struct rp_report_fn *f = rp_render_fn_at(r, w->fns[i].fn);
-
-		k[i] = (struct wfn_key){ &w->fns[i], f ? str_or_empty(f->name) : "?", i };
-	}
-	qsort(k, w->n_fns, sizeof(*k), cmp_wfn);
-	for (uint32_t i = 0; i < w->n_fns; i++)
-		v[i] = k[i].i;
-	free(k);
-	return v;
-}
-
 /* The p50, p90 and p99 columns: "-" without a sketch (p99 0). */
 static void fmt_quantiles(char q[3][32], uint64_t p50, uint64_t p90, uint64_t p99)
 {
@@ -538,6 +460,7 @@ static int print_window(FILE *out, const struct rp_report *r, const struct rp_re
 			unsigned limit)
 {
 	uint64_t range = w->t_to > w->t_from ? w->t_to - w->t_from : 0;
+	uint64_t covered = rp_render_covered_ns(r, w); /* what rates divide by */
 	uint32_t rows = rows_of(w->n_fns, limit), *order = rp_render_wfn_order(r, w);
 	char len[32], cov[32];
 
@@ -552,7 +475,7 @@ static int print_window(FILE *out, const struct rp_report *r, const struct rp_re
 		fprintf(out, "%10s %12s %11s %11s %11s %11s %11s  %s\n", "calls", "rate/s",
 			"cum ms", "self ms", "p50 us", "p90 us", "p99 us", "name [category]");
 	for (uint32_t i = 0; i < rows; i++)
-		print_wfn(out, r, &w->fns[order[i]], range);
+		print_wfn(out, r, &w->fns[order[i]], covered);
 	free(order);
 	print_conc_lines(out, w->conc, w->n_conc < 2 ? w->n_conc : 2);
 	return 0;
