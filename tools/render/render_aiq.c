@@ -18,6 +18,8 @@
 #include "aiq.h"
 #include "render.h"
 
+__extension__ typedef unsigned __int128 u128;
+
 /* n / 10^d as fixed-point text ("-12.345"), d > 0 or ".0" when d == 0. */
 static void fixed_text(char *buf, int64_t n, int d)
 {
@@ -42,10 +44,53 @@ static void fixed_text(char *buf, int64_t n, int d)
 }
 
 /*
+ * Whether strtod(fixed_text(n, d)) == v, without strtod (the text is n / 10^d
+ * exactly, strtod rounds it correctly): for |n| < 2^53 one IEEE division of exact
+ * operands, rounded as strtod rounds; above, whether n / 10^d lies in v's rounding
+ * interval, in 128-bit integers. -1: out of those ranges (ask strtod).
+ */
+static int reads_back(int64_t n, int d, double v)
+{
+	static const double p10[] = { 1e0,  1e1,  1e2,	1e3,  1e4,  1e5,  1e6,	1e7,
+				      1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+				      1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22 };
+	uint64_t a = n < 0 ? 0 - (uint64_t)n : (uint64_t)n, bits, m;
+	double av = v < 0 ? -v : v;
+	int e;
+
+	if (a == 0)
+		return v == 0;
+	if ((n < 0) != (v < 0) || v == 0)
+		return 0;
+	if (a < (1ull << 53))
+		return (double)a / p10[d] == av;
+	memcpy(&bits, &av, sizeof(bits));
+	e = (int)(bits >> 52);
+	if (e == 0 || e == 0x7ff || d > 20)
+		return -1;
+	m = (bits & ((1ull << 52) - 1)) | (1ull << 52);
+	e -= 1075; /* av = m x 2^e */
+	if (e > 2 || 2 - e > 64)
+		return -1;
+	/* In units of 2^(e-2): av's interval is [4m - 2, 4m + 2] (4m - 1 below a power
+	 * of two), ends included when m is even; n / 10^d is a x 2^(2-e) / 10^d. */
+	u128 ten = 1, x = (u128)a << (2 - e), lo, hi;
+
+	for (int k = 0; k < d; k++)
+		ten *= 10;
+	lo = ((u128)4 * m - (m == (1ull << 52) && e > -1074 ? 1 : 2)) * ten;
+	hi = ((u128)4 * m + 2) * ten;
+	if (m % 2 == 0)
+		return x >= lo && x <= hi;
+	return x > lo && x < hi;
+}
+
+/*
  * Python's repr(float): the shortest text that reads back as the same double. Fast
  * path: the fewest decimals d for which round(v x 10^d) / 10^d is v again (in long
- * double, then confirmed by strtod, which is what decides); fixed-point text (Python
- * writes 1e-05 where this writes 0.00001: the same value). Otherwise %.17g.
+ * double, then confirmed as strtod would, which is what decides: reads_back());
+ * fixed-point text (Python writes 1e-05 where this writes 0.00001: the same value).
+ * Otherwise %.17g.
  */
 static void put_double(FILE *out, double v)
 {
@@ -53,11 +98,28 @@ static void put_double(FILE *out, double v)
 					   1e8L,  1e9L,	 1e10L, 1e11L, 1e12L, 1e13L, 1e14L, 1e15L,
 					   1e16L, 1e17L, 1e18L, 1e19L, 1e20L, 1e21L, 1e22L };
 	char buf[48];
+	uint64_t bits, m;
+	int k;
+	u128 ten = 1;
 
-	for (int d = 0; d <= 22 && v == v; d++) {
+	/* |v| = m x 2^-k: for 0 < k < 128, a cheap exact test skips the decimals
+	 * that cannot hold v (no integer within 10^d / 2 of m x 10^d in units of
+	 * 2^-k, so n / 10^d is outside v's rounding interval for every n). */
+	memcpy(&bits, &v, sizeof(bits));
+	m = (bits & ((1ull << 52) - 1)) | (1ull << 52);
+	k = 1075 - (int)((bits >> 52) & 0x7ff);
+	if (((bits >> 52) & 0x7ff) == 0 || k <= 0 || k >= 128)
+		k = 0;
+	for (int d = 0; d <= 22 && v == v; d++, ten *= 10) {
 		long double x = (long double)v * p10[d];
 		if (!(x < 0x1p62L && x > -0x1p62L))
 			break;
+		if (k != 0) {
+			u128 p = (u128)m * ten, r = p & (((u128)1 << k) - 1);
+			u128 dist = r < ((u128)1 << (k - 1)) ? r : ((u128)1 << k) - r;
+			if (dist * 2 > ten)
+				continue;
+		}
 		long double ax = x < 0 ? -x : x;
 		int64_t n = (int64_t)ax; /* nearest, ties to even as Python's repr picks */
 		long double fr = ax - (long double)n;
@@ -65,8 +127,11 @@ static void put_double(FILE *out, double v)
 		n = x < 0 ? -n : n;
 		if ((double)((long double)n / p10[d]) != v)
 			continue;
+		int rb = reads_back(n, d, v);
+		if (rb == 0)
+			continue;
 		fixed_text(buf, n, d);
-		if (strtod(buf, NULL) == v) {
+		if (rb == 1 || strtod(buf, NULL) == v) {
 			fputs(buf, out);
 			return;
 		}
