@@ -29,7 +29,6 @@
 #define NUM_MAX 1024
 
 #define STR_KEEP RP_JFAST_STR_KEEP /* raw bytes of a string given to yajl: decode to >= 682 */
-#define RUN_MIN	 (1u << 20)	    /* window bytes the fast path reads at a time */
 
 _Static_assert(STR_KEEP / 6 >= RP_NAT_STR_MAX, "a kept string must still be cut by us");
 
@@ -264,7 +263,7 @@ static int step_end(struct imp *m)
 	if (!push((void **)&m->steps, &m->cap_steps, sizeof(*s), m->n_steps))
 		return stop(m, -ENOMEM, "out of memory");
 	s = &m->steps[m->n_steps];
-	*s = (struct step){ .ts = strtod(m->num, NULL),
+	*s = (struct step){ .ts = rp_jfast_strtod(m->num),
 			    .start = (uint8_t)types[t].start,
 			    .type = types[t].type,
 			    .seq = (uint32_t)m->n_steps };
@@ -483,10 +482,8 @@ static int cb_string(void *ctx, const unsigned char *s, size_t n)
 	return on_value(ctx, V_STR, s, n);
 }
 
-static bool key_is(const unsigned char *s, size_t n, const char *lit)
-{
-	return n == strlen(lit) && memcmp(s, lit, n) == 0;
-}
+/* Whether the key @s[0..@n) is the string literal @lit. */
+#define key_is(s, n, lit) ((n) == sizeof(lit) - 1 && memcmp((s), (lit), sizeof(lit) - 1) == 0)
 
 static int cb_map_key(void *ctx, const unsigned char *s, size_t n)
 {
@@ -757,9 +754,11 @@ static int parse(struct imp *m, const unsigned char *b, size_t n, bool last)
 	m->text += n;
 	if (n > 0 && !rp_jfast_win_put(w, b, n))
 		return hand_over(m, w->base + w->start, b, n, last);
-	if (!last && rp_jfast_win_len(w) < RUN_MIN)
+	if (n == 0 && !last)
 		return 0;
-	err = fast_run(m, w->buf + w->start, rp_jfast_win_len(w), w->base + w->start, last,
+	/* Each chunk is read as it comes, as yajl read it: what the callbacks saw
+	 * when a chunk ends (or an error stops the read) is the same. */
+	err = fast_run(m, rp_jfast_win_data(w), rp_jfast_win_len(w), w->base + w->start, last,
 		       &used, &bail);
 	if (err)
 		return err;

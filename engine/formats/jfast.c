@@ -32,6 +32,8 @@ enum {
 	ST_AFTER,     /* after a value: ',' or the close, or the end of the text */
 };
 
+bool rp_jfast_off;
+
 void rp_jfast_init(struct rp_jfast *j, const yajl_callbacks *cb, void *ctx, int (*mute)(void *ctx))
 {
 	memset(j, 0, offsetof(struct rp_jfast, stack));
@@ -271,6 +273,8 @@ enum rp_jfast_rc rp_jfast_run(struct rp_jfast *j, const unsigned char *b, size_t
 		return (rc);                                                                       \
 	} while (0)
 
+	if (rp_jfast_off)
+		STOP(RP_JFAST_BAIL);
 	for (;;) {
 		while (i < n && is_ws(b[i]))
 			i++;
@@ -419,6 +423,40 @@ size_t rp_jfast_prime(const struct rp_jfast *j, char *out)
 	return n + strlen(inner);
 }
 
+/* ---- numbers ---- */
+
+double rp_jfast_strtod(const char *s)
+{
+	static const double p10[] = { 1e0,  1e1,  1e2,	1e3,  1e4,  1e5,  1e6,	1e7,
+				      1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+				      1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22 };
+	const char *c = s;
+	uint64_t w = 0;
+	int digits = 0, p = 0, ex = 0, exs = 1;
+	bool neg = *c == '-';
+	double d;
+
+	c += neg;
+	for (; is_digit((unsigned char)*c); c++, digits++)
+		w = w * 10 + (uint64_t)(*c - '0');
+	if (*c == '.')
+		for (c++; is_digit((unsigned char)*c); c++, digits++, p--)
+			w = w * 10 + (uint64_t)(*c - '0');
+	if (*c == 'e' || *c == 'E') {
+		c++;
+		if (*c == '+' || *c == '-')
+			exs = *c++ == '-' ? -1 : 1;
+		for (; is_digit((unsigned char)*c) && ex < 10000; c++)
+			ex = ex * 10 + (*c - '0');
+		p += exs * ex;
+	}
+	if (*c != '\0' || digits > 19 || w >= (1ull << 53) || p > 22 || p < -22)
+		return strtod(s, NULL);
+	d = (double)w;
+	d = p < 0 ? d / p10[-p] : d * p10[p];
+	return neg ? -d : d;
+}
+
 /* ---- the relay in front of a reader's yajl callbacks ---- */
 
 static int r_null(void *c)
@@ -512,10 +550,8 @@ bool rp_jfast_prime_yajl(struct rp_jfast *j, yajl_handle h)
 
 int rp_jfast_win_init(struct rp_jfast_win *w)
 {
-	memset(w, 0, sizeof(*w));
-	w->cap = RP_JFAST_WIN;
-	w->buf = malloc(w->cap);
-	return w->buf ? 0 : -ENOMEM;
+	memset(w, 0, sizeof(*w)); /* the buffer comes with the first chunk */
+	return 0;
 }
 
 void rp_jfast_win_free(struct rp_jfast_win *w)
@@ -539,6 +575,8 @@ static void drop_bounds(struct rp_jfast_win *w)
 
 bool rp_jfast_win_put(struct rp_jfast_win *w, const unsigned char *b, size_t n)
 {
+	if (n == 0)
+		return true;
 	drop_bounds(w);
 	if (w->nb == RP_JFAST_BOUNDS)
 		return false;
@@ -548,8 +586,16 @@ bool rp_jfast_win_put(struct rp_jfast_win *w, const unsigned char *b, size_t n)
 		w->fill -= w->start;
 		w->start = 0;
 	}
-	if (w->fill + n > w->cap)
-		return false;
+	if (w->fill + n > w->cap) { /* grows to hold a long token, up to RP_JFAST_WIN */
+		size_t cap = w->cap ? w->cap : 2 * n;
+		unsigned char *nb;
+		while (cap < w->fill + n)
+			cap *= 2;
+		if (cap > RP_JFAST_WIN || (nb = realloc(w->buf, cap)) == NULL)
+			return false;
+		w->buf = nb;
+		w->cap = cap;
+	}
 	memcpy(w->buf + w->fill, b, n);
 	w->fill += n;
 	w->bound[w->nb++] = w->base + w->fill;
@@ -570,6 +616,8 @@ size_t rp_jfast_win_next(struct rp_jfast_win *w, const unsigned char **b)
 	if (w->nb > 0 && w->bound[0] < end)
 		end = w->bound[0];
 	n = (size_t)(end - at);
+	if (n == 0)
+		return 0;
 	*b = w->buf + w->start;
 	w->start += n;
 	return n;

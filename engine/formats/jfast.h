@@ -60,7 +60,7 @@ struct rp_jfast {
  * gzread or inflate, or one buffer) and yajl's error offsets depend on where its
  * input is cut, so a hand-over gives yajl the rest in the same chunks.
  */
-#define RP_JFAST_WIN	(4u << 20) /* a token longer than about this is handed over */
+#define RP_JFAST_WIN	(1u << 20) /* a token longer than about this is handed over */
 #define RP_JFAST_BOUNDS 256
 
 struct rp_jfast_win {
@@ -84,6 +84,11 @@ static inline size_t rp_jfast_win_len(const struct rp_jfast_win *w)
 {
 	return w->fill - w->start;
 }
+/* The unread bytes (never NULL). */
+static inline const unsigned char *rp_jfast_win_data(const struct rp_jfast_win *w)
+{
+	return w->buf ? w->buf + w->start : (const unsigned char *)"";
+}
 /* Marks @n more bytes read. */
 void rp_jfast_win_take(struct rp_jfast_win *w, size_t n);
 /**
@@ -92,8 +97,19 @@ void rp_jfast_win_take(struct rp_jfast_win *w, size_t n);
  */
 size_t rp_jfast_win_next(struct rp_jfast_win *w, const unsigned char **b);
 
+/**
+ * rp_jfast_strtod() - strtod(@s, NULL) for a JSON number @s (NUL-terminated), the
+ * same double: exactly (one correctly rounded IEEE operation on exact operands)
+ * when the digits fit 53 bits and the power of ten is within 10^22, else strtod.
+ */
+double rp_jfast_strtod(const char *s);
+
 /* Primes the fresh @h (allocated with rp_jfast_relay and @j) for a hand-over. */
 bool rp_jfast_prime_yajl(struct rp_jfast *j, yajl_handle h);
+
+/* Tests and fuzzers: true makes every run hand over at once, so the readers are
+ * yajl alone, the reference the fast path is compared with. */
+extern bool rp_jfast_off;
 
 void rp_jfast_init(struct rp_jfast *j, const yajl_callbacks *cb, void *ctx, int (*mute)(void *ctx));
 
