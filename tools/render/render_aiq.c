@@ -108,18 +108,16 @@ static void put_double(FILE *out, double v)
 	memcpy(&bits, &v, sizeof(bits));
 	m = (bits & ((1ull << 52) - 1)) | (1ull << 52);
 	k = 1075 - (int)((bits >> 52) & 0x7ff);
-	if (((bits >> 52) & 0x7ff) == 0 || k <= 0 || k >= 128)
+	if (((bits >> 52) & 0x7ff) == 0 || k <= 0 || k > 124)
 		k = 0;
-	for (int d = 0; d <= 22 && v == v; d++, ten *= 10) {
+	/* r = m x 10^d mod 2^k, kept from d to d + 1 (r x 10 < 2^128 as k <= 124) */
+	u128 mask = k ? ((u128)1 << k) - 1 : 0, half = k ? (u128)1 << (k - 1) : 0, r = m & mask;
+	for (int d = 0; d <= 22 && v == v; d++, ten *= 10, r = (r * 10) & mask) {
 		long double x = (long double)v * p10[d];
 		if (!(x < 0x1p62L && x > -0x1p62L))
 			break;
-		if (k != 0) {
-			u128 p = (u128)m * ten, r = p & (((u128)1 << k) - 1);
-			u128 dist = r < ((u128)1 << (k - 1)) ? r : ((u128)1 << k) - r;
-			if (dist * 2 > ten)
-				continue;
-		}
+		if (k != 0 && (r < half ? r : mask + 1 - r) * 2 > ten)
+			continue;
 		long double ax = x < 0 ? -x : x;
 		int64_t n = (int64_t)ax; /* nearest, ties to even as Python's repr picks */
 		long double fr = ax - (long double)n;
@@ -132,57 +130,91 @@ static void put_double(FILE *out, double v)
 			continue;
 		fixed_text(buf, n, d);
 		if (rb == 1 || strtod(buf, NULL) == v) {
-			fputs(buf, out);
+			fputs_unlocked(buf, out);
 			return;
 		}
 	}
 	if (v != v || v - v != 0) { /* as Python's json.dumps writes them */
-		fputs(v != v ? "NaN" : v > 0 ? "Infinity" : "-Infinity", out);
+		fputs_unlocked(v != v ? "NaN" : v > 0 ? "Infinity" : "-Infinity", out);
 		return;
 	}
 	snprintf(buf, sizeof(buf), "%.17g", v);
 	if (strpbrk(buf, ".en") == NULL)
 		strcat(buf, ".0");
-	fputs(buf, out);
+	fputs_unlocked(buf, out);
 }
 
 static void put_string(FILE *out, const char *s)
 {
-	fputc('"', out);
+	fputc_unlocked('"', out);
 	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
 		if (*p == '"' || *p == '\\')
 			fprintf(out, "\\%c", *p);
 		else if (*p < 0x20)
 			fprintf(out, "\\u%04x", *p);
 		else
-			fputc(*p, out);
+			fputc_unlocked(*p, out);
 	}
-	fputc('"', out);
+	fputc_unlocked('"', out);
+}
+
+/* @v in decimal (fprintf's %u, without parsing a format each time). */
+static void put_uint(FILE *out, uint32_t v)
+{
+	char b[12];
+	int k = sizeof(b);
+
+	do {
+		b[--k] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v > 0);
+	fwrite_unlocked(b + k, 1, sizeof(b) - (size_t)k, out);
+}
+
+/* ",\n" @indent "  \"@key\": ": a member's start, in fputs (hundreds of MB of it). */
+static void put_key(FILE *out, const char *indent, const char *lead, const char *key)
+{
+	char b[128];
+	size_t n = 0, k;
+
+	k = strlen(lead), memcpy(b + n, lead, k), n += k;
+	k = strlen(indent), memcpy(b + n, indent, k), n += k;
+	b[n++] = ' ', b[n++] = ' ', b[n++] = '"';
+	k = strlen(key), memcpy(b + n, key, k), n += k;
+	b[n++] = '"', b[n++] = ':', b[n++] = ' ';
+	fwrite_unlocked(b, 1, n, out);
 }
 
 static void put_metrics(FILE *out, const struct rp_aiq *a, uint32_t id, const char *indent)
 {
 	const struct rp_aiq_node *n = &a->nodes[id];
 
-	fprintf(out, "{\n%s  \"uuid\": ", indent);
+	put_key(out, indent, "{\n", "uuid");
 	put_string(out, rp_strtab_str(&a->uuids, n->uuid));
-	fprintf(out, ",\n%s  \"operation_type\": \"%s\",\n%s  \"operation_name\": ", indent,
-		rp_aiq_type_names[n->type], indent);
+	put_key(out, indent, ",\n", "operation_type");
+	fputc_unlocked('"', out);
+	fputs_unlocked(rp_aiq_type_names[n->type], out);
+	fputc_unlocked('"', out);
+	put_key(out, indent, ",\n", "operation_name");
 	put_string(out, rp_strtab_str(&a->names, n->name));
-	fprintf(out, ",\n%s  \"start_time\": ", indent);
+	put_key(out, indent, ",\n", "start_time");
 	put_double(out, n->start);
-	fprintf(out, ",\n%s  \"end_time\": ", indent);
+	put_key(out, indent, ",\n", "end_time");
 	put_double(out, n->end);
-	fprintf(out, ",\n%s  \"duration\": ", indent);
+	put_key(out, indent, ",\n", "duration");
 	put_double(out, rp_aiq_duration(n));
-	fprintf(out, ",\n%s  \"self_time\": ", indent);
+	put_key(out, indent, ",\n", "self_time");
 	put_double(out, n->self);
-	fprintf(out, ",\n%s  \"subtree_time\": ", indent);
+	put_key(out, indent, ",\n", "subtree_time");
 	put_double(out, n->subtree);
-	fprintf(out, ",\n%s  \"concurrency_midpoint\": %u.0,\n%s  \"bottleneck_score\": ", indent,
-		n->mid, indent);
+	put_key(out, indent, ",\n", "concurrency_midpoint");
+	put_uint(out, n->mid);
+	fputs_unlocked(".0", out);
+	put_key(out, indent, ",\n", "bottleneck_score");
 	put_double(out, n->subtree);
-	fprintf(out, "\n%s}", indent);
+	fputc_unlocked('\n', out);
+	fputs_unlocked(indent, out);
+	fputc_unlocked('}', out);
 }
 
 static void put_counts(FILE *out, const struct rp_aiq_counts *c)
@@ -202,35 +234,37 @@ int rp_render_aiq_json(const struct rp_aiq *a, FILE *out)
 	const double p[4] = { a->p50, a->p90, a->p95, a->p99 };
 	static const char *const pn[4] = { "p50", "p90", "p95", "p99" };
 
-	fputs("{\n  \"concurrency\": {\n    \"timeline_segments\": [", out);
+	fputs_unlocked("{\n  \"concurrency\": {\n    \"timeline_segments\": [", out);
 	for (uint32_t k = 0; k < a->n_seg; k++) {
-		fputs(k ? ",\n      [" : "\n      [", out);
+		fputs_unlocked(k ? ",\n      [" : "\n      [", out);
 		put_double(out, a->seg_t[k]);
-		fputs(", ", out);
+		fputs_unlocked(", ", out);
 		put_double(out, a->seg_t[k + 1]);
-		fprintf(out, ", %u]", a->seg_level[k]);
+		fputs_unlocked(", ", out);
+		put_uint(out, a->seg_level[k]);
+		fputc_unlocked(']', out);
 	}
-	fputs(a->n_seg ? "\n    ]" : "]", out);
+	fputs_unlocked(a->n_seg ? "\n    ]" : "]", out);
 	for (int i = 0; i < 4; i++) {
 		fprintf(out, ",\n    \"%s\": ", pn[i]);
 		put_double(out, p[i]);
 	}
-	fputs("\n  },\n  \"node_metrics\": {", out);
+	fputs_unlocked("\n  },\n  \"node_metrics\": {", out);
 	for (uint32_t i = 0; i < a->n_metrics; i++) {
-		fputs(i ? ",\n    " : "\n    ", out);
+		fputs_unlocked(i ? ",\n    " : "\n    ", out);
 		put_string(out, rp_strtab_str(&a->uuids, a->nodes[a->metrics[i]].uuid));
-		fputs(": ", out);
+		fputs_unlocked(": ", out);
 		put_metrics(out, a, a->metrics[i], "    ");
 	}
-	fputs(a->n_metrics ? "\n  },\n  \"top_bottlenecks\": [" : "},\n  \"top_bottlenecks\": [",
+	fputs_unlocked(a->n_metrics ? "\n  },\n  \"top_bottlenecks\": [" : "},\n  \"top_bottlenecks\": [",
 	      out);
 	for (uint32_t i = 0; i < a->n_top; i++) {
-		fputs(i ? ",\n    " : "\n    ", out);
+		fputs_unlocked(i ? ",\n    " : "\n    ", out);
 		put_metrics(out, a, a->top[i], "    ");
 	}
-	fputs(a->n_top ? "\n  ],\n" : "],\n", out);
+	fputs_unlocked(a->n_top ? "\n  ],\n" : "],\n", out);
 	put_counts(out, &a->c);
-	fputs("}\n", out);
+	fputs_unlocked("}\n", out);
 	return ferror(out) ? -EIO : 0;
 }
 
@@ -242,7 +276,7 @@ static void put_tree(FILE *out, const struct rp_aiq *a, uint32_t root, uint32_t 
 	for (;;) {
 		const struct rp_aiq_node *n = &a->nodes[cur];
 		for (uint32_t i = 0; i < sp; i++)
-			fputs("  ", out);
+			fputs_unlocked("  ", out);
 		fprintf(out, "- %s '%s' (uuid=%s, start=%.2f, end=%.2f, dur=%.2f)\n",
 			rp_aiq_type_names[n->type], rp_strtab_str(&a->names, n->name),
 			rp_strtab_str(&a->uuids, n->uuid), n->start, n->end, rp_aiq_duration(n));
@@ -264,7 +298,7 @@ int rp_render_aiq_text(const struct rp_aiq *a, FILE *out)
 	uint32_t *stack;
 
 	if (a->n_roots == 0) {
-		fputs("No calls found.\n", out);
+		fputs_unlocked("No calls found.\n", out);
 		return ferror(out) ? -EIO : 0;
 	}
 	stack = malloc(((size_t)a->n_nodes + 1) * sizeof(*stack));
@@ -286,7 +320,7 @@ int rp_render_aiq_text(const struct rp_aiq *a, FILE *out)
 			rp_strtab_str(&a->names, n->name), rp_aiq_duration(n), n->self, n->subtree,
 			(double)n->mid, n->subtree);
 	}
-	fputs("\n-- Full Tree(s) (All Examples) --\n", out);
+	fputs_unlocked("\n-- Full Tree(s) (All Examples) --\n", out);
 	for (uint32_t r = 0; r < a->n_roots; r++)
 		put_tree(out, a, a->roots[r], stack);
 	free(stack);
