@@ -8,8 +8,12 @@
  *   aiq-text  its textual report, line for line.
  * Floats are written as Python's repr() writes them (the shortest text that reads
  * back as the same double), so the numbers are the toolkit's to the last digit.
+ * The two long lists (timeline segments, node metrics) are rendered on two cores,
+ * block by block, and written in order.
  */
 #include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -229,13 +233,10 @@ static void put_counts(FILE *out, const struct rp_aiq_counts *c)
 		(unsigned long long)c->replaced_roots);
 }
 
-int rp_render_aiq_json(const struct rp_aiq *a, FILE *out)
+/* Segments [from, to) of the concurrency timeline. */
+static void put_segments(FILE *out, const struct rp_aiq *a, uint32_t from, uint32_t to)
 {
-	const double p[4] = { a->p50, a->p90, a->p95, a->p99 };
-	static const char *const pn[4] = { "p50", "p90", "p95", "p99" };
-
-	fputs_unlocked("{\n  \"concurrency\": {\n    \"timeline_segments\": [", out);
-	for (uint32_t k = 0; k < a->n_seg; k++) {
+	for (uint32_t k = from; k < to; k++) {
 		fputs_unlocked(k ? ",\n      [" : "\n      [", out);
 		put_double(out, a->seg_t[k]);
 		fputs_unlocked(", ", out);
@@ -244,18 +245,85 @@ int rp_render_aiq_json(const struct rp_aiq *a, FILE *out)
 		put_uint(out, a->seg_level[k]);
 		fputc_unlocked(']', out);
 	}
+}
+
+/* Entries [from, to) of node_metrics. */
+static void put_node_metrics(FILE *out, const struct rp_aiq *a, uint32_t from, uint32_t to)
+{
+	for (uint32_t i = from; i < to; i++) {
+		fputs_unlocked(i ? ",\n    " : "\n    ", out);
+		put_string(out, rp_strtab_str(&a->uuids, a->nodes[a->metrics[i]].uuid));
+		fputs_unlocked(": ", out);
+		put_metrics(out, a, a->metrics[i], "    ");
+	}
+}
+
+typedef void (*put_range_fn)(FILE *out, const struct rp_aiq *a, uint32_t from, uint32_t to);
+
+#define BLOCK 8192 /* entries a thread renders at a time (a few MB of text) */
+
+/* One block rendered into memory by the second thread. */
+struct block {
+	put_range_fn fn;
+	const struct rp_aiq *a;
+	uint32_t from, to;
+	char *text;
+	size_t len;
+	bool ok;
+};
+
+static void *put_block(void *arg)
+{
+	struct block *b = arg;
+	FILE *f = open_memstream(&b->text, &b->len);
+
+	if (f == NULL)
+		return NULL;
+	b->fn(f, b->a, b->from, b->to);
+	b->ok = fclose(f) == 0;
+	return NULL;
+}
+
+/*
+ * Entries [0, @n) through @fn, in order, on two cores: of every two blocks, this
+ * thread writes the first to @out while another renders the second into memory,
+ * then copies it out. Memory: one block of text. Without a thread or memory, the
+ * second block is rendered here too.
+ */
+static void put_two_cores(FILE *out, const struct rp_aiq *a, uint32_t n, put_range_fn fn)
+{
+	for (uint32_t at = 0; at < n; at += 2 * BLOCK) {
+		uint32_t mid = n - at > BLOCK ? at + BLOCK : n;
+		uint32_t end = n - mid > BLOCK ? mid + BLOCK : n;
+		struct block b = { fn, a, mid, end, NULL, 0, false };
+		pthread_t t;
+		bool th = mid < end && pthread_create(&t, NULL, put_block, &b) == 0;
+
+		fn(out, a, at, mid);
+		if (th)
+			pthread_join(t, NULL);
+		if (b.ok)
+			fwrite_unlocked(b.text, 1, b.len, out);
+		else
+			fn(out, a, mid, end);
+		free(b.text);
+	}
+}
+
+int rp_render_aiq_json(const struct rp_aiq *a, FILE *out)
+{
+	const double p[4] = { a->p50, a->p90, a->p95, a->p99 };
+	static const char *const pn[4] = { "p50", "p90", "p95", "p99" };
+
+	fputs_unlocked("{\n  \"concurrency\": {\n    \"timeline_segments\": [", out);
+	put_two_cores(out, a, a->n_seg, put_segments);
 	fputs_unlocked(a->n_seg ? "\n    ]" : "]", out);
 	for (int i = 0; i < 4; i++) {
 		fprintf(out, ",\n    \"%s\": ", pn[i]);
 		put_double(out, p[i]);
 	}
 	fputs_unlocked("\n  },\n  \"node_metrics\": {", out);
-	for (uint32_t i = 0; i < a->n_metrics; i++) {
-		fputs_unlocked(i ? ",\n    " : "\n    ", out);
-		put_string(out, rp_strtab_str(&a->uuids, a->nodes[a->metrics[i]].uuid));
-		fputs_unlocked(": ", out);
-		put_metrics(out, a, a->metrics[i], "    ");
-	}
+	put_two_cores(out, a, a->n_metrics, put_node_metrics);
 	fputs_unlocked(a->n_metrics ? "\n  },\n  \"top_bottlenecks\": [" : "},\n  \"top_bottlenecks\": [",
 	      out);
 	for (uint32_t i = 0; i < a->n_top; i++) {
