@@ -22,6 +22,7 @@
 
 #include "import_nat.h"
 #include "jfast.h"
+#include "readahead.h"
 
 #define NONE	UINT32_MAX
 #define CHUNK	(64u * 1024)
@@ -898,33 +899,50 @@ int rp_import_nat_buf(struct rp_engine *e, struct rp_aiq *aiq, const struct rp_n
 	return err;
 }
 
-static int read_gz(struct imp *m, gzFile gz, rp_chrome_progress_fn progress, void *ctx,
-		   uint64_t total)
+/* The file's chunks, read ahead on a second thread (readahead.h), to the parser. */
+static int read_chunks(struct imp *m, struct rp_readahead *ra, rp_chrome_progress_fn progress,
+		       void *ctx, uint64_t total)
 {
+	const struct rp_ra_chunk *c;
 	uint64_t mark = MIB;
 	int n, err;
 
 	do {
-		n = gzread(gz, m->chunk, CHUNK);
+		c = rp_ra_next(ra);
+		n = c->n;
 		if (n < 0) {
-			const char *msg = gzerror(gz, &err);
-			return fail_at(m, err == Z_ERRNO ? -errno : -EINVAL, (uint64_t)gzoffset(gz),
-				       err == Z_ERRNO ? strerror(errno) : msg);
+			err = c->err;
+			return fail_at(m, err == Z_ERRNO ? -c->saved_errno : -EINVAL,
+				       (uint64_t)c->offset,
+				       err == Z_ERRNO ? strerror(c->saved_errno) : c->msg);
 		}
-		if (n > 0 && (err = parse(m, m->chunk, (size_t)n, false)) != 0)
+		if (n > 0 && (err = parse(m, c->data, (size_t)n, false)) != 0)
 			return err;
-		m->st->bytes = (uint64_t)gzoffset(gz);
+		m->st->bytes = (uint64_t)c->offset;
 		if (progress != NULL && m->st->bytes >= mark) {
 			progress(ctx, m->st->bytes, total);
 			mark = m->st->bytes - m->st->bytes % MIB + MIB;
 		}
 	} while (n > 0);
-	gzerror(gz, &err);
+	err = c->err;
 	if (err != Z_OK && err != Z_BUF_ERROR)
 		return fail_at(m, -EINVAL, m->st->bytes, "corrupt gzip stream");
 	if (err == Z_BUF_ERROR)
 		return fail_at(m, -EINVAL, m->st->bytes, "truncated gzip stream");
 	return 0;
+}
+
+static int read_gz(struct imp *m, gzFile gz, rp_chrome_progress_fn progress, void *ctx,
+		   uint64_t total)
+{
+	struct rp_readahead ra;
+	int err;
+
+	if (rp_ra_start(&ra, gz, CHUNK) != 0)
+		return fail_at(m, -ENOMEM, 0, "out of memory");
+	err = read_chunks(m, &ra, progress, ctx, total);
+	rp_ra_stop(&ra);
+	return err;
 }
 
 int rp_import_nat(struct rp_engine *e, struct rp_aiq *aiq, const struct rp_nat_caps *caps,

@@ -36,6 +36,7 @@
 #include <zlib.h>
 
 #include "jfast.h"
+#include "readahead.h"
 #include "trace_chrome.h"
 
 #define CHUNK	 (64u * 1024) /* bytes handed to yajl_parse / read by gzread at a time */
@@ -905,14 +906,15 @@ int rp_chrome_parse(const void *buf, size_t len, rp_chrome_fn fn, void *ctx,
 
 /* ---- a file, through zlib's gzread ---- */
 
-static int gz_fail(struct parser *p, gzFile gz, int saved_errno)
+/* A read failed, or the stream ended badly: @c is what zlib said after that read. */
+static int gz_fail(struct parser *p, const struct rp_ra_chunk *c)
 {
-	int err;
-	const char *msg = gzerror(gz, &err), *s;
-	uint64_t at = (uint64_t)gzoffset(gz);
+	const char *msg = c->msg, *s;
+	uint64_t at = (uint64_t)c->offset;
+	int err = c->err;
 
 	if (err == Z_ERRNO)
-		return fail(p, -saved_errno, at, "%s", strerror(saved_errno));
+		return fail(p, -c->saved_errno, at, "%s", strerror(c->saved_errno));
 	if (err == Z_MEM_ERROR)
 		return fail(p, -ENOMEM, at, "out of memory");
 	if (err == Z_BUF_ERROR)
@@ -921,10 +923,8 @@ static int gz_fail(struct parser *p, gzFile gz, int saved_errno)
 	return fail(p, -EINVAL, at, "corrupt gzip stream (%s)", s ? s + 3 : msg);
 }
 
-static void report(struct parser *p, gzFile gz)
+static void report(struct parser *p, int64_t at)
 {
-	z_off_t at = gzoffset(gz);
-
 	if (at >= 0)
 		p->st->bytes = (uint64_t)at;
 	if (p->progress != NULL && p->st->bytes >= p->mark) {
@@ -934,25 +934,39 @@ static void report(struct parser *p, gzFile gz)
 	}
 }
 
-static int read_gz(struct parser *p, gzFile gz)
+/* The file's chunks, read ahead on a second thread (readahead.h), to the parser. */
+static int read_chunks(struct parser *p, struct rp_readahead *ra)
 {
-	int n, err, rc;
+	const struct rp_ra_chunk *c;
+	int n, rc;
 
 	p->mark = MIB;
 	do {
-		n = gzread(gz, p->chunk, CHUNK);
+		c = rp_ra_next(ra);
+		n = c->n;
 		if (n < 0)
-			return gz_fail(p, gz, errno);
-		if (n > 0 && (rc = feed(p, p->chunk, (size_t)n)) != 0)
+			return gz_fail(p, c);
+		if (n > 0 && (rc = feed(p, c->data, (size_t)n)) != 0)
 			return rc;
-		report(p, gz);
+		report(p, c->offset);
 	} while (n > 0);
-	gzerror(gz, &err);
-	if (err != Z_OK)
-		return gz_fail(p, gz, errno);
+	if (c->err != Z_OK)
+		return gz_fail(p, c);
 	rc = finish(p);
 	if (rc == 0 && p->progress != NULL && p->reported != p->st->bytes)
 		p->progress(p->ctx, p->st->bytes, p->total); /* the end */
+	return rc;
+}
+
+static int read_gz(struct parser *p, gzFile gz)
+{
+	struct rp_readahead ra;
+	int rc;
+
+	if (rp_ra_start(&ra, gz, CHUNK) != 0)
+		return fail(p, -ENOMEM, 0, "out of memory");
+	rc = read_chunks(p, &ra);
+	rp_ra_stop(&ra);
 	return rc;
 }
 
