@@ -133,7 +133,8 @@ static void chrome_same(const void *buf, size_t len, const char *path)
 			 path ? path : (const char *)buf);
 }
 
-/* Every prefix, every position overwritten by and preceded by every probe byte. */
+/* Every prefix, every position overwritten by every probe byte, and preceded by
+ * one (a different one at each position, all of them in turn). */
 static void mutations(const char *text, void (*same)(const void *, size_t, const char *))
 {
 	size_t n = strlen(text);
@@ -148,11 +149,11 @@ static void mutations(const char *text, void (*same)(const void *, size_t, const
 			memcpy(m, text, n);
 			m[i] = (char)probes[p];
 			same(m, n, NULL);
-			memcpy(m, text, i);
-			m[i] = (char)probes[p];
-			memcpy(m + i + 1, text + i, n - i);
-			same(m, n + 1, NULL);
 		}
+		memcpy(m, text, i);
+		m[i] = (char)probes[i % sizeof(probes)];
+		memcpy(m + i + 1, text + i, n - i);
+		same(m, n + 1, NULL);
 	}
 	free(m);
 }
@@ -252,9 +253,9 @@ static void write_file(const char *path, const void *b, size_t n, bool gz)
 /* Damage near the 64 KiB chunk ends the readers get text in, and near the end. */
 static void test_jfast_chunk_ends(void **state)
 {
-	size_t len, at[] = { 65535, 65536, 65537, 131071, 131072, 200000, 0 };
-	char *t = big_trace(9000, &len), path[64];
-	static const unsigned char bytes[] = { '"', '\\', '}', 0x01, ' ' };
+	size_t len, at[] = { 65535, 65536, 131072, 0 };
+	char *t = big_trace(3000, &len), path[64];
+	static const unsigned char bytes[] = { '"', '\\', 0x01 };
 
 	(void)state;
 	at[ARRAY_SIZE(at) - 1] = len - 3;
@@ -264,7 +265,7 @@ static void test_jfast_chunk_ends(void **state)
 		chrome_same(NULL, 0, path);
 		for (size_t i = 0; i < ARRAY_SIZE(at); i++) {
 			for (size_t b = 0; b < sizeof(bytes); b++) {
-				for (size_t d = 0; d < 3; d++) {
+				for (size_t d = 0; d < 2; d++) {
 					char keep = t[at[i] - d];
 					t[at[i] - d] = (char)bytes[b];
 					write_file(path, t, len, gz);
@@ -275,7 +276,7 @@ static void test_jfast_chunk_ends(void **state)
 			}
 		}
 		/* Cut anywhere near a chunk end. */
-		for (size_t cut = 65530; cut < 65540; cut++) {
+		for (size_t cut = 65534; cut < 65538; cut++) {
 			write_file(path, t, cut, gz);
 			chrome_same(NULL, 0, path);
 		}
@@ -387,7 +388,7 @@ static void test_jfast_nat_file(void **state)
 		write_file(tmp, t, len, gz);
 		nat_same(NULL, 0, tmp);
 		nat_same(t, len, NULL);
-		for (size_t at = 1; at < len; at += len / 40) {
+		for (size_t at = 1; at < len; at += len / 16) {
 			char keep = t[at];
 			t[at] = '"';
 			write_file(tmp, t, len, gz);
