@@ -21,13 +21,15 @@
 #include <zlib.h>
 
 #include "import_nat.h"
+#include "jfast.h"
+#include "readahead.h"
 
 #define NONE	UINT32_MAX
 #define CHUNK	(64u * 1024)
 #define MIB	(1024u * 1024)
 #define NUM_MAX 1024
 
-#define STR_KEEP 4096 /* raw bytes of one string given to yajl: decode to >= 682 bytes */
+#define STR_KEEP RP_JFAST_STR_KEEP /* raw bytes of a string given to yajl: decode to >= 682 */
 
 _Static_assert(STR_KEEP / 6 >= RP_NAT_STR_MAX, "a kept string must still be cut by us");
 
@@ -75,7 +77,11 @@ struct imp {
 	struct rp_nat_stats *st;
 	const char *origin;
 	char *why;
-	yajl_handle h;
+	yajl_handle h; /* its callbacks: rp_jfast_relay, through jf */
+	struct rp_jfast jf;
+	struct rp_jfast_win win;
+	bool fast;     /* the fast path reads (jfast.h); false once it handed over to yajl */
+	uint64_t text; /* JSON bytes given so far */
 	int rc; /* our error (-EINVAL, -ENOMEM) with `what` */
 	char what[RP_WHY_MAX];
 	uint64_t off; /* JSON bytes before the chunk being parsed */
@@ -258,7 +264,7 @@ static int step_end(struct imp *m)
 	if (!push((void **)&m->steps, &m->cap_steps, sizeof(*s), m->n_steps))
 		return stop(m, -ENOMEM, "out of memory");
 	s = &m->steps[m->n_steps];
-	*s = (struct step){ .ts = strtod(m->num, NULL),
+	*s = (struct step){ .ts = rp_jfast_strtod(m->num),
 			    .start = (uint8_t)types[t].start,
 			    .type = types[t].type,
 			    .seq = (uint32_t)m->n_steps };
@@ -477,10 +483,8 @@ static int cb_string(void *ctx, const unsigned char *s, size_t n)
 	return on_value(ctx, V_STR, s, n);
 }
 
-static bool key_is(const unsigned char *s, size_t n, const char *lit)
-{
-	return n == strlen(lit) && memcmp(s, lit, n) == 0;
-}
+/* Whether the key @s[0..@n) is the string literal @lit. */
+#define key_is(s, n, lit) ((n) == sizeof(lit) - 1 && memcmp((s), (lit), sizeof(lit) - 1) == 0)
 
 static int cb_map_key(void *ctx, const unsigned char *s, size_t n)
 {
@@ -661,7 +665,7 @@ static int parse_run(struct imp *m, const unsigned char *b, size_t n, uint64_t o
 }
 
 /* The next @n bytes of JSON text, through the scanner, to yajl; NULL: the end. */
-static int parse(struct imp *m, const unsigned char *b, size_t n, bool last)
+static int slow_parse(struct imp *m, const unsigned char *b, size_t n, bool last)
 {
 	size_t i = 0, k;
 	int rc;
@@ -680,6 +684,112 @@ static int parse(struct imp *m, const unsigned char *b, size_t n, bool last)
 	}
 	m->off += n;
 	return 0;
+}
+
+/* ---- the fast path (jfast.h) and the hand-over to yajl ---- */
+
+/* After a container's start: are its keys and values never looked at? (Then the
+ * callbacks they would get change nothing: see the depth rules above.) */
+static int nat_mute(void *ctx)
+{
+	const struct imp *m = ctx;
+
+	switch (m->depth) {
+	case 1: return 0;
+	case 2: return !m->in_req;
+	case 3: return !m->in_steps;
+	case 4: return !m->in_step;
+	case 5: return !(m->in_payload || m->in_anc);
+	}
+	return 1;
+}
+
+/*
+ * yajl reads on from the last token the fast path completed (text offset @at):
+ * primed into the same state, then given what is left of the window chunk by
+ * chunk, then @n bytes at @b (a chunk the window had no room for), then the end.
+ */
+static int hand_over(struct imp *m, uint64_t at, const unsigned char *b, size_t n, bool last)
+{
+	const unsigned char *p;
+	size_t k;
+	int err;
+
+	m->fast = false;
+	m->off = at;
+	m->sc = (struct scan){ .run = m->jf.numrun };
+	if (!rp_jfast_prime_yajl(&m->jf, m->h))
+		return fail_at(m, -ENOMEM, at, "out of memory");
+	while ((k = rp_jfast_win_next(&m->win, &p)) > 0)
+		if ((err = slow_parse(m, p, k, false)) != 0)
+			return err;
+	if (n > 0 && (err = slow_parse(m, b, n, false)) != 0)
+		return err;
+	return last ? slow_parse(m, NULL, 0, true) : 0;
+}
+
+/* One fast-path run over @n bytes at text offset @at; *@used: how many it read. */
+static int fast_run(struct imp *m, const unsigned char *b, size_t n, uint64_t at, bool last,
+		    size_t *used, bool *bail)
+{
+	enum rp_jfast_rc rc = rp_jfast_run(&m->jf, b, n, last, used);
+
+	*bail = rc == RP_JFAST_BAIL;
+	if (rc == RP_JFAST_CANCEL)
+		return fail_at(m, m->rc, at + *used, m->what);
+	if (rc == RP_JFAST_NOMEM)
+		return fail_at(m, -ENOMEM, at + *used, "out of memory");
+	return 0;
+}
+
+/* The next chunk of text (a file's), through the window; NULL, last: the end. */
+static int parse(struct imp *m, const unsigned char *b, size_t n, bool last)
+{
+	struct rp_jfast_win *w = &m->win;
+	size_t used;
+	bool bail;
+	int err;
+
+	if (!m->fast)
+		return slow_parse(m, b, n, last);
+	m->text += n;
+	if (n > 0 && !rp_jfast_win_put(w, b, n))
+		return hand_over(m, w->base + w->start, b, n, last);
+	if (n == 0 && !last)
+		return 0;
+	/* Each chunk is read as it comes, as yajl read it: what the callbacks saw
+	 * when a chunk ends (or an error stops the read) is the same. */
+	err = fast_run(m, rp_jfast_win_data(w), rp_jfast_win_len(w), w->base + w->start, last,
+		       &used, &bail);
+	if (err)
+		return err;
+	rp_jfast_win_take(w, used);
+	if (bail)
+		return hand_over(m, w->base + w->start, NULL, 0, last);
+	if (last)
+		m->off = m->text;
+	return 0;
+}
+
+/* A whole buffer: the fast path over it in place, yajl from where it stopped. */
+static int parse_buffer(struct imp *m, const unsigned char *b, size_t n)
+{
+	size_t used;
+	bool bail;
+	int err = fast_run(m, b, n, 0, true, &used, &bail);
+
+	m->fast = false;
+	if (err || !bail) {
+		m->off = n;
+		return err;
+	}
+	m->off = used;
+	m->sc = (struct scan){ .run = m->jf.numrun };
+	if (!rp_jfast_prime_yajl(&m->jf, m->h))
+		return fail_at(m, -ENOMEM, used, "out of memory");
+	if (used < n && (err = slow_parse(m, b + used, n - used, false)) != 0)
+		return err;
+	return slow_parse(m, NULL, 0, true);
 }
 
 static int cmp_ev(const void *x, const void *y)
@@ -729,8 +839,12 @@ static int start(struct imp *m, struct rp_engine *e, struct rp_aiq *aiq,
 	m->why = why;
 	memset(st, 0, sizeof(*st));
 	why[0] = '\0';
-	if (rp_strtab_init(&m->local) != 0 || (m->h = yajl_alloc(&callbacks, NULL, m)) == NULL) {
+	rp_jfast_init(&m->jf, &callbacks, m, nat_mute);
+	m->fast = true;
+	if (rp_strtab_init(&m->local) != 0 || rp_jfast_win_init(&m->win) != 0 ||
+	    (m->h = yajl_alloc(&rp_jfast_relay, NULL, &m->jf)) == NULL) {
 		rp_strtab_free(&m->local);
+		rp_jfast_win_free(&m->win);
 		snprintf(why, RP_WHY_MAX, "%s: out of memory", label);
 		return -ENOMEM;
 	}
@@ -739,6 +853,7 @@ static int start(struct imp *m, struct rp_engine *e, struct rp_aiq *aiq,
 		if (src < 0) {
 			yajl_free(m->h);
 			rp_strtab_free(&m->local);
+			rp_jfast_win_free(&m->win);
 			snprintf(why, RP_WHY_MAX, "%s: too many sources", label);
 			return src;
 		}
@@ -748,9 +863,9 @@ static int start(struct imp *m, struct rp_engine *e, struct rp_aiq *aiq,
 	return 0;
 }
 
-static int finish(struct imp *m, int err)
+static int finish(struct imp *m, int err, bool ended)
 {
-	if (err == 0)
+	if (err == 0 && !ended)
 		err = parse(m, NULL, 0, true);
 	if (err == 0 && !m->top_seen)
 		err = fail_at(m, -EINVAL, m->off, "empty input");
@@ -758,6 +873,7 @@ static int finish(struct imp *m, int err)
 		feed_engine(m);
 	yajl_free(m->h);
 	rp_strtab_free(&m->local);
+	rp_jfast_win_free(&m->win);
 	free(m->steps);
 	free(m->started);
 	free(m->evs);
@@ -777,39 +893,56 @@ int rp_import_nat_buf(struct rp_engine *e, struct rp_aiq *aiq, const struct rp_n
 	err = start(m, e, aiq, caps, label, st ? st : &local, why);
 	if (err == 0) {
 		m->st->bytes = len;
-		err = finish(m, len ? parse(m, buf, len, false) : 0);
+		err = finish(m, len ? parse_buffer(m, buf, len) : 0, len > 0);
 	}
 	free(m);
 	return err;
 }
 
-static int read_gz(struct imp *m, gzFile gz, rp_chrome_progress_fn progress, void *ctx,
-		   uint64_t total)
+/* The file's chunks, read ahead on a second thread (readahead.h), to the parser. */
+static int read_chunks(struct imp *m, struct rp_readahead *ra, rp_chrome_progress_fn progress,
+		       void *ctx, uint64_t total)
 {
+	const struct rp_ra_chunk *c;
 	uint64_t mark = MIB;
 	int n, err;
 
 	do {
-		n = gzread(gz, m->chunk, CHUNK);
+		c = rp_ra_next(ra);
+		n = c->n;
 		if (n < 0) {
-			const char *msg = gzerror(gz, &err);
-			return fail_at(m, err == Z_ERRNO ? -errno : -EINVAL, (uint64_t)gzoffset(gz),
-				       err == Z_ERRNO ? strerror(errno) : msg);
+			err = c->err;
+			return fail_at(m, err == Z_ERRNO ? -c->saved_errno : -EINVAL,
+				       (uint64_t)c->offset,
+				       err == Z_ERRNO ? strerror(c->saved_errno) : c->msg);
 		}
-		if (n > 0 && (err = parse(m, m->chunk, (size_t)n, false)) != 0)
+		if (n > 0 && (err = parse(m, c->data, (size_t)n, false)) != 0)
 			return err;
-		m->st->bytes = (uint64_t)gzoffset(gz);
+		m->st->bytes = (uint64_t)c->offset;
 		if (progress != NULL && m->st->bytes >= mark) {
 			progress(ctx, m->st->bytes, total);
 			mark = m->st->bytes - m->st->bytes % MIB + MIB;
 		}
 	} while (n > 0);
-	gzerror(gz, &err);
+	err = c->err;
 	if (err != Z_OK && err != Z_BUF_ERROR)
 		return fail_at(m, -EINVAL, m->st->bytes, "corrupt gzip stream");
 	if (err == Z_BUF_ERROR)
 		return fail_at(m, -EINVAL, m->st->bytes, "truncated gzip stream");
 	return 0;
+}
+
+static int read_gz(struct imp *m, gzFile gz, rp_chrome_progress_fn progress, void *ctx,
+		   uint64_t total)
+{
+	struct rp_readahead ra;
+	int err;
+
+	if (rp_ra_start(&ra, gz, CHUNK) != 0)
+		return fail_at(m, -ENOMEM, 0, "out of memory");
+	err = read_chunks(m, &ra, progress, ctx, total);
+	rp_ra_stop(&ra);
+	return err;
 }
 
 int rp_import_nat(struct rp_engine *e, struct rp_aiq *aiq, const struct rp_nat_caps *caps,
@@ -838,14 +971,14 @@ int rp_import_nat(struct rp_engine *e, struct rp_aiq *aiq, const struct rp_nat_c
 		snprintf(why, RP_WHY_MAX, "%s: %s", path, strerror(-err));
 		if (fd >= 0)
 			close(fd);
-		finish(m, err);
+		finish(m, err, false);
 		free(m);
 		return err;
 	}
 	gzbuffer(gz, CHUNK);
 	err = read_gz(m, gz, progress, ctx, S_ISREG(sb.st_mode) ? (uint64_t)sb.st_size : 0);
 	gzclose_r(gz);
-	err = finish(m, err);
+	err = finish(m, err, false);
 	free(m);
 	return err;
 }

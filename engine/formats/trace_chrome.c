@@ -35,12 +35,14 @@
 #include <yajl/yajl_parse.h>
 #include <zlib.h>
 
+#include "jfast.h"
+#include "readahead.h"
 #include "trace_chrome.h"
 
 #define CHUNK	 (64u * 1024) /* bytes handed to yajl_parse / read by gzread at a time */
 #define MIB	 (1024u * 1024)
-#define STR_KEEP 4096 /* raw bytes of one string given to yajl: decodes to >= 682 bytes */
-#define NUM_MAX	 1024 /* longest number token accepted */
+#define STR_KEEP RP_JFAST_STR_KEEP /* raw bytes of a string given to yajl: decode to >= 682 */
+#define NUM_MAX	 1024		   /* longest number token accepted */
 
 _Static_assert(STR_KEEP / 6 >= RP_CHROME_STR_MAX, "a kept string must still be cut by us");
 
@@ -62,7 +64,12 @@ struct scan {
 };
 
 struct parser {
-	yajl_handle h;
+	yajl_handle h; /* its callbacks: rp_jfast_relay, through jf */
+	struct rp_jfast jf;
+	struct rp_jfast_win win;
+	bool fast;     /* the fast path reads (jfast.h); false once it handed over to yajl */
+	bool fast_end; /* the fast path read the whole text */
+	uint64_t text; /* JSON bytes given so far */
 	rp_chrome_fn fn;
 	void *ctx;
 	struct rp_chrome_stats *st;
@@ -281,7 +288,7 @@ static void number_text(struct parser *p, char dst[RP_CHROME_STR_MAX])
 	double d;
 
 	if (!is_integer(p->num)) {
-		d = strtod(p->num, NULL);
+		d = rp_jfast_strtod(p->num);
 		if (in_int64(d) && d == (double)(int64_t)d) {
 			snprintf(dst, RP_CHROME_STR_MAX, "%lld", (long long)d);
 			return;
@@ -304,7 +311,7 @@ static int us_to_ns(const char *s, int64_t *ns)
 			return -ERANGE;
 		return 0;
 	}
-	d = strtod(s, NULL) * 1000.0; /* yajl uses strtod too: both assume the C locale */
+	d = rp_jfast_strtod(s) * 1000.0; /* yajl uses strtod too: both assume the C locale */
 	if (!in_int64(d))
 		return -ERANGE;
 	*ns = round_nearest(d);
@@ -376,7 +383,7 @@ static int arg(struct parser *p, enum kind k)
 	}
 	if (!p->have_value) {
 		p->have_value = true;
-		p->value = strtod(p->num, NULL);
+		p->value = rp_jfast_strtod(p->num);
 		memcpy(p->value_name, p->argkey, sizeof(p->value_name));
 		p->value_name_cut = p->argkey_cut;
 	}
@@ -492,27 +499,37 @@ static int cb_string(void *ctx, const unsigned char *s, size_t n)
 	return on_value(ctx, V_STR, s, n);
 }
 
-static inline bool key_is(const unsigned char *s, size_t n, const char *lit)
-{
-	return n == strlen(lit) && memcmp(s, lit, n) == 0;
-}
+/* Whether the key @s[0..@n) is the string literal @lit. */
+#define key_is(s, n, lit) ((n) == sizeof(lit) - 1 && memcmp((s), (lit), sizeof(lit) - 1) == 0)
 
+/* The event member a key names: by length, then bytes (most keys are "ph", "ts", ...). */
 static enum key event_key(const unsigned char *s, size_t n)
 {
-	static const struct {
-		char name[5];
-		enum key key;
-	} keys[] = {
-		{ "ph", K_PH },	    { "ts", K_TS },   { "dur", K_DUR },
-		{ "name", K_NAME }, { "pid", K_PID }, { "tid", K_TID },
-		{ "cat", K_CAT },   { "id", K_ID },   { "args", K_ARGS },
-	};
-
-	if (n < 2 || n > 4) /* the common case, cheaply */
+	switch (n) {
+	case 2:
+		if (s[0] == 'p' && s[1] == 'h')
+			return K_PH;
+		if (s[0] == 't' && s[1] == 's')
+			return K_TS;
+		if (s[0] == 'i' && s[1] == 'd')
+			return K_ID;
 		return K_OTHER;
-	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
-		if (s[0] == (unsigned char)keys[i].name[0] && key_is(s, n, keys[i].name))
-			return keys[i].key;
+	case 3:
+		if (memcmp(s, "dur", 3) == 0)
+			return K_DUR;
+		if (memcmp(s, "pid", 3) == 0)
+			return K_PID;
+		if (memcmp(s, "tid", 3) == 0)
+			return K_TID;
+		if (memcmp(s, "cat", 3) == 0)
+			return K_CAT;
+		return K_OTHER;
+	case 4:
+		if (memcmp(s, "name", 4) == 0)
+			return K_NAME;
+		if (memcmp(s, "args", 4) == 0)
+			return K_ARGS;
+		return K_OTHER;
 	}
 	return K_OTHER;
 }
@@ -526,7 +543,8 @@ static int cb_map_key(void *ctx, const unsigned char *s, size_t n)
 		p->key = event_key(s, n);
 	} else if (p->in_args && d == p->arr_depth + 2) {
 		p->arg_is_corr = key_is(s, n, "correlation");
-		p->argkey_cut = put_text(p->argkey, s, n);
+		if (!p->have_value) /* arg() keeps the key of the first number only */
+			p->argkey_cut = put_text(p->argkey, s, n);
 	} else if (p->form == FORM_OBJECT && d == 1) {
 		p->top_key_events = key_is(s, n, "traceEvents");
 	}
@@ -626,7 +644,7 @@ static int parse_run(struct parser *p, const unsigned char *b, size_t n, uint64_
 }
 
 /* The next @n bytes of JSON text, through the scanner, to yajl. */
-static int feed(struct parser *p, const unsigned char *b, size_t n)
+static int slow_feed(struct parser *p, const unsigned char *b, size_t n)
 {
 	size_t i = 0, k;
 	int rc;
@@ -645,10 +663,123 @@ static int feed(struct parser *p, const unsigned char *b, size_t n)
 	return 0;
 }
 
+/* ---- the fast path (jfast.h) and the hand-over to yajl ---- */
+
+/* After a container's start: are its keys and values never looked at? (Then the
+ * callbacks they would get change nothing: see on_value() and cb_end_map().) */
+static int chrome_mute(void *ctx)
+{
+	const struct parser *p = ctx;
+	size_t d = p->depth;
+
+	if (d <= 1)
+		return 0;
+	if (p->arr_depth == 0 || d > p->arr_depth + 2)
+		return 1;
+	if (d == p->arr_depth + 1)
+		return !p->in_event;
+	if (d == p->arr_depth + 2)
+		return !p->in_args;
+	return 0;
+}
+
+/* yajl reads on from text offset @at, primed into the fast path's state: what is
+ * left of the window chunk by chunk, then @n bytes at @b. */
+static int hand_over(struct parser *p, uint64_t at, const unsigned char *b, size_t n)
+{
+	const unsigned char *c;
+	size_t k;
+	int rc;
+
+	p->fast = false;
+	p->off = at;
+	p->sc = (struct scan){ .run = p->jf.numrun };
+	if (!rp_jfast_prime_yajl(&p->jf, p->h))
+		return fail(p, -ENOMEM, at, "out of memory");
+	while ((k = rp_jfast_win_next(&p->win, &c)) > 0)
+		if ((rc = slow_feed(p, c, k)) != 0)
+			return rc;
+	return n > 0 ? slow_feed(p, b, n) : 0;
+}
+
+/* One fast-path run over @n bytes at text offset @at; *@used: how many it read. */
+static int fast_run(struct parser *p, const unsigned char *b, size_t n, uint64_t at, bool eof,
+		    size_t *used, bool *bail)
+{
+	enum rp_jfast_rc rc = rp_jfast_run(&p->jf, b, n, eof, used);
+
+	*bail = rc == RP_JFAST_BAIL;
+	if (rc == RP_JFAST_CANCEL)
+		return parse_fail(p, yajl_status_client_canceled, at + *used);
+	if (rc == RP_JFAST_NOMEM)
+		return fail(p, -ENOMEM, at + *used, "out of memory");
+	return 0;
+}
+
+/* The next chunk of text, through the window (@eof: the end, no chunk). */
+static int feed_win(struct parser *p, const unsigned char *b, size_t n, bool eof)
+{
+	struct rp_jfast_win *w = &p->win;
+	size_t used;
+	bool bail;
+	int rc;
+
+	if (!p->fast)
+		return n > 0 ? slow_feed(p, b, n) : 0;
+	p->text += n;
+	if (n > 0 && !rp_jfast_win_put(w, b, n))
+		return hand_over(p, w->base + w->start, b, n);
+	if (n == 0 && !eof)
+		return 0;
+	/* Each chunk is read as it comes, as yajl read it: what the callbacks saw
+	 * when a chunk ends (or an error stops the read) is the same. */
+	rc = fast_run(p, rp_jfast_win_data(w), rp_jfast_win_len(w), w->base + w->start, eof, &used,
+		      &bail);
+	if (rc)
+		return rc;
+	rp_jfast_win_take(w, used);
+	if (bail)
+		return hand_over(p, w->base + w->start, NULL, 0);
+	if (eof) {
+		p->off = p->text; /* read to the end */
+		p->fast_end = true;
+	}
+	return 0;
+}
+
+static int feed(struct parser *p, const unsigned char *b, size_t n)
+{
+	return feed_win(p, b, n, false);
+}
+
+/* A whole plain buffer: the fast path over it in place, yajl from where it stopped. */
+static int feed_buffer(struct parser *p, const unsigned char *b, size_t n)
+{
+	size_t used;
+	bool bail;
+	int rc = fast_run(p, b, n, 0, true, &used, &bail);
+
+	if (rc || !bail) {
+		p->off = n;
+		p->fast_end = true;
+		return rc;
+	}
+	p->fast = false;
+	p->off = used;
+	p->sc = (struct scan){ .run = p->jf.numrun };
+	if (!rp_jfast_prime_yajl(&p->jf, p->h))
+		return fail(p, -ENOMEM, used, "out of memory");
+	return used < n ? slow_feed(p, b + used, n - used) : 0;
+}
+
 static int finish(struct parser *p)
 {
-	yajl_status st = yajl_complete_parse(p->h);
+	yajl_status st;
+	int rc;
 
+	if (p->fast && !p->fast_end && (rc = feed_win(p, NULL, 0, true)) != 0)
+		return rc;
+	st = p->fast_end ? yajl_status_ok : yajl_complete_parse(p->h);
 	if (st != yajl_status_ok)
 		return parse_fail(p, st, p->off);
 	if (p->form == FORM_OBJECT && !p->seen_events)
@@ -663,8 +794,12 @@ static struct parser *parser_new(const char *origin, rp_chrome_fn fn, void *ctx,
 
 	if (p == NULL)
 		return NULL;
-	p->h = yajl_alloc(&callbacks, NULL, p);
-	if (p->h == NULL) {
+	rp_jfast_init(&p->jf, &callbacks, p, chrome_mute);
+	p->fast = true;
+	p->h = yajl_alloc(&rp_jfast_relay, NULL, &p->jf);
+	if (p->h == NULL || rp_jfast_win_init(&p->win) != 0) {
+		if (p->h != NULL)
+			yajl_free(p->h);
 		free(p);
 		return NULL;
 	}
@@ -679,6 +814,7 @@ static struct parser *parser_new(const char *origin, rp_chrome_fn fn, void *ctx,
 static void parser_free(struct parser *p)
 {
 	yajl_free(p->h);
+	rp_jfast_win_free(&p->win);
 	free(p);
 }
 
@@ -759,7 +895,7 @@ int rp_chrome_parse(const void *buf, size_t len, rp_chrome_fn fn, void *ctx,
 	if (gzip_magic(buf, len)) {
 		rc = parse_gzip(p, buf, len);
 	} else {
-		rc = len > 0 ? feed(p, buf, len) : 0;
+		rc = len > 0 ? feed_buffer(p, buf, len) : 0;
 		st->bytes = len;
 	}
 	if (rc == 0)
@@ -770,14 +906,15 @@ int rp_chrome_parse(const void *buf, size_t len, rp_chrome_fn fn, void *ctx,
 
 /* ---- a file, through zlib's gzread ---- */
 
-static int gz_fail(struct parser *p, gzFile gz, int saved_errno)
+/* A read failed, or the stream ended badly: @c is what zlib said after that read. */
+static int gz_fail(struct parser *p, const struct rp_ra_chunk *c)
 {
-	int err;
-	const char *msg = gzerror(gz, &err), *s;
-	uint64_t at = (uint64_t)gzoffset(gz);
+	const char *msg = c->msg, *s;
+	uint64_t at = (uint64_t)c->offset;
+	int err = c->err;
 
 	if (err == Z_ERRNO)
-		return fail(p, -saved_errno, at, "%s", strerror(saved_errno));
+		return fail(p, -c->saved_errno, at, "%s", strerror(c->saved_errno));
 	if (err == Z_MEM_ERROR)
 		return fail(p, -ENOMEM, at, "out of memory");
 	if (err == Z_BUF_ERROR)
@@ -786,10 +923,8 @@ static int gz_fail(struct parser *p, gzFile gz, int saved_errno)
 	return fail(p, -EINVAL, at, "corrupt gzip stream (%s)", s ? s + 3 : msg);
 }
 
-static void report(struct parser *p, gzFile gz)
+static void report(struct parser *p, int64_t at)
 {
-	z_off_t at = gzoffset(gz);
-
 	if (at >= 0)
 		p->st->bytes = (uint64_t)at;
 	if (p->progress != NULL && p->st->bytes >= p->mark) {
@@ -799,25 +934,39 @@ static void report(struct parser *p, gzFile gz)
 	}
 }
 
-static int read_gz(struct parser *p, gzFile gz)
+/* The file's chunks, read ahead on a second thread (readahead.h), to the parser. */
+static int read_chunks(struct parser *p, struct rp_readahead *ra)
 {
-	int n, err, rc;
+	const struct rp_ra_chunk *c;
+	int n, rc;
 
 	p->mark = MIB;
 	do {
-		n = gzread(gz, p->chunk, CHUNK);
+		c = rp_ra_next(ra);
+		n = c->n;
 		if (n < 0)
-			return gz_fail(p, gz, errno);
-		if (n > 0 && (rc = feed(p, p->chunk, (size_t)n)) != 0)
+			return gz_fail(p, c);
+		if (n > 0 && (rc = feed(p, c->data, (size_t)n)) != 0)
 			return rc;
-		report(p, gz);
+		report(p, c->offset);
 	} while (n > 0);
-	gzerror(gz, &err);
-	if (err != Z_OK)
-		return gz_fail(p, gz, errno);
+	if (c->err != Z_OK)
+		return gz_fail(p, c);
 	rc = finish(p);
 	if (rc == 0 && p->progress != NULL && p->reported != p->st->bytes)
 		p->progress(p->ctx, p->st->bytes, p->total); /* the end */
+	return rc;
+}
+
+static int read_gz(struct parser *p, gzFile gz)
+{
+	struct rp_readahead ra;
+	int rc;
+
+	if (rp_ra_start(&ra, gz, CHUNK) != 0)
+		return fail(p, -ENOMEM, 0, "out of memory");
+	rc = read_chunks(p, &ra);
+	rp_ra_stop(&ra);
 	return rc;
 }
 

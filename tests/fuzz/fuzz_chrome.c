@@ -6,13 +6,16 @@
  * must keep the reader's promises: strings NUL-terminated within
  * RP_CHROME_STR_MAX, a value only on 'C' events, an id only with has_id. A second
  * pass stops at the first event, which must end the parse with the callback's
- * value. Seeds: tests/fuzz/seeds/chrome/ (run by tests/fuzz/run.sh).
+ * value. A third pass reads with the fast path off (yajl alone, the reference):
+ * the same return, error text, counters and events. Seeds: tests/fuzz/seeds/chrome/
+ * (run by tests/fuzz/run.sh).
  */
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "jfast.h"
 #include "trace_chrome.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -48,6 +51,54 @@ static int count(void *ctx, const struct rp_chrome_ev *e)
 	return 0;
 }
 
+static void mix(uint64_t *h, const void *p, size_t n)
+{
+	const unsigned char *b = p;
+
+	for (size_t i = 0; i < n; i++)
+		*h = (*h ^ b[i]) * 0x100000001b3ull;
+}
+
+/* Every field of every event, in order, as one hash. */
+static int digest(void *ctx, const struct rp_chrome_ev *e)
+{
+	uint64_t *h = ctx;
+	const char *s[] = { e->name, e->cat, e->pid, e->tid, e->id, e->value_name };
+	uint8_t f = (uint8_t)(e->has_ts | e->has_dur << 1 | e->has_correlation << 2 |
+			      e->has_id << 3 | e->has_value << 4);
+
+	check_event(e);
+	for (size_t i = 0; i < sizeof(s) / sizeof(s[0]); i++)
+		mix(h, s[i], strlen(s[i]) + 1);
+	mix(h, &e->ph, 1);
+	mix(h, &f, 1);
+	mix(h, &e->ts_ns, sizeof(e->ts_ns));
+	mix(h, &e->dur_ns, sizeof(e->dur_ns));
+	mix(h, &e->correlation, sizeof(e->correlation));
+	mix(h, &e->value, sizeof(e->value));
+	return 0;
+}
+
+/* The fast path and yajl alone see the same. */
+static void check_same(const uint8_t *data, size_t size)
+{
+	struct rp_chrome_stats st[2];
+	char why[2][RP_WHY_MAX];
+	uint64_t h[2] = { 0, 0 };
+	int rc[2];
+
+	for (int k = 0; k < 2; k++) {
+		rp_jfast_off = k == 1;
+		rc[k] = rp_chrome_parse(data, size, digest, &h[k], &st[k], why[k]);
+	}
+	rp_jfast_off = false;
+	if (rc[0] == -ENOMEM || rc[1] == -ENOMEM)
+		return;
+	if (rc[0] != rc[1] || strcmp(why[0], why[1]) != 0 || h[0] != h[1] ||
+	    memcmp(&st[0], &st[1], sizeof(st[0])) != 0)
+		abort();
+}
+
 static int stop_first(void *ctx, const struct rp_chrome_ev *e)
 {
 	(void)ctx;
@@ -75,6 +126,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	check_why(rc, why);
 	if (seen != st.events || st.bytes > size)
 		abort();
+	check_same(data, size);
 	if (seen == 0)
 		return 0;
 	/* Parsing is deterministic: the same first event comes, and its value ends it. */

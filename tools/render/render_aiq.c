@@ -8,8 +8,12 @@
  *   aiq-text  its textual report, line for line.
  * Floats are written as Python's repr() writes them (the shortest text that reads
  * back as the same double), so the numbers are the toolkit's to the last digit.
+ * The two long lists (timeline segments, node metrics) are rendered on two cores,
+ * block by block, and written in order.
  */
 #include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +21,8 @@
 
 #include "aiq.h"
 #include "render.h"
+
+__extension__ typedef unsigned __int128 u128;
 
 /* n / 10^d as fixed-point text ("-12.345"), d > 0 or ".0" when d == 0. */
 static void fixed_text(char *buf, int64_t n, int d)
@@ -42,10 +48,53 @@ static void fixed_text(char *buf, int64_t n, int d)
 }
 
 /*
+ * Whether strtod(fixed_text(n, d)) == v, without strtod (the text is n / 10^d
+ * exactly, strtod rounds it correctly): for |n| < 2^53 one IEEE division of exact
+ * operands, rounded as strtod rounds; above, whether n / 10^d lies in v's rounding
+ * interval, in 128-bit integers. -1: out of those ranges (ask strtod).
+ */
+static int reads_back(int64_t n, int d, double v)
+{
+	static const double p10[] = { 1e0,  1e1,  1e2,	1e3,  1e4,  1e5,  1e6,	1e7,
+				      1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+				      1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22 };
+	uint64_t a = n < 0 ? 0 - (uint64_t)n : (uint64_t)n, bits, m;
+	double av = v < 0 ? -v : v;
+	int e;
+
+	if (a == 0)
+		return v == 0;
+	if ((n < 0) != (v < 0) || v == 0)
+		return 0;
+	if (a < (1ull << 53))
+		return (double)a / p10[d] == av;
+	memcpy(&bits, &av, sizeof(bits));
+	e = (int)(bits >> 52);
+	if (e == 0 || e == 0x7ff || d > 20)
+		return -1;
+	m = (bits & ((1ull << 52) - 1)) | (1ull << 52);
+	e -= 1075; /* av = m x 2^e */
+	if (e > 2 || 2 - e > 64)
+		return -1;
+	/* In units of 2^(e-2): av's interval is [4m - 2, 4m + 2] (4m - 1 below a power
+	 * of two), ends included when m is even; n / 10^d is a x 2^(2-e) / 10^d. */
+	u128 ten = 1, x = (u128)a << (2 - e), lo, hi;
+
+	for (int k = 0; k < d; k++)
+		ten *= 10;
+	lo = ((u128)4 * m - (m == (1ull << 52) && e > -1074 ? 1 : 2)) * ten;
+	hi = ((u128)4 * m + 2) * ten;
+	if (m % 2 == 0)
+		return x >= lo && x <= hi;
+	return x > lo && x < hi;
+}
+
+/*
  * Python's repr(float): the shortest text that reads back as the same double. Fast
  * path: the fewest decimals d for which round(v x 10^d) / 10^d is v again (in long
- * double, then confirmed by strtod, which is what decides); fixed-point text (Python
- * writes 1e-05 where this writes 0.00001: the same value). Otherwise %.17g.
+ * double, then confirmed as strtod would, which is what decides: reads_back());
+ * fixed-point text (Python writes 1e-05 where this writes 0.00001: the same value).
+ * Otherwise %.17g.
  */
 static void put_double(FILE *out, double v)
 {
@@ -53,11 +102,26 @@ static void put_double(FILE *out, double v)
 					   1e8L,  1e9L,	 1e10L, 1e11L, 1e12L, 1e13L, 1e14L, 1e15L,
 					   1e16L, 1e17L, 1e18L, 1e19L, 1e20L, 1e21L, 1e22L };
 	char buf[48];
+	uint64_t bits, m;
+	int k;
+	u128 ten = 1;
 
-	for (int d = 0; d <= 22 && v == v; d++) {
+	/* |v| = m x 2^-k: for 0 < k < 128, a cheap exact test skips the decimals
+	 * that cannot hold v (no integer within 10^d / 2 of m x 10^d in units of
+	 * 2^-k, so n / 10^d is outside v's rounding interval for every n). */
+	memcpy(&bits, &v, sizeof(bits));
+	m = (bits & ((1ull << 52) - 1)) | (1ull << 52);
+	k = 1075 - (int)((bits >> 52) & 0x7ff);
+	if (((bits >> 52) & 0x7ff) == 0 || k <= 0 || k > 124)
+		k = 0;
+	/* r = m x 10^d mod 2^k, kept from d to d + 1 (r x 10 < 2^128 as k <= 124) */
+	u128 mask = k ? ((u128)1 << k) - 1 : 0, half = k ? (u128)1 << (k - 1) : 0, r = m & mask;
+	for (int d = 0; d <= 22 && v == v; d++, ten *= 10, r = (r * 10) & mask) {
 		long double x = (long double)v * p10[d];
 		if (!(x < 0x1p62L && x > -0x1p62L))
 			break;
+		if (k != 0 && (r < half ? r : mask + 1 - r) * 2 > ten)
+			continue;
 		long double ax = x < 0 ? -x : x;
 		int64_t n = (int64_t)ax; /* nearest, ties to even as Python's repr picks */
 		long double fr = ax - (long double)n;
@@ -65,59 +129,96 @@ static void put_double(FILE *out, double v)
 		n = x < 0 ? -n : n;
 		if ((double)((long double)n / p10[d]) != v)
 			continue;
+		int rb = reads_back(n, d, v);
+		if (rb == 0)
+			continue;
 		fixed_text(buf, n, d);
-		if (strtod(buf, NULL) == v) {
-			fputs(buf, out);
+		if (rb == 1 || strtod(buf, NULL) == v) {
+			fputs_unlocked(buf, out);
 			return;
 		}
 	}
 	if (v != v || v - v != 0) { /* as Python's json.dumps writes them */
-		fputs(v != v ? "NaN" : v > 0 ? "Infinity" : "-Infinity", out);
+		fputs_unlocked(v != v ? "NaN" : v > 0 ? "Infinity" : "-Infinity", out);
 		return;
 	}
 	snprintf(buf, sizeof(buf), "%.17g", v);
 	if (strpbrk(buf, ".en") == NULL)
 		strcat(buf, ".0");
-	fputs(buf, out);
+	fputs_unlocked(buf, out);
 }
 
 static void put_string(FILE *out, const char *s)
 {
-	fputc('"', out);
+	fputc_unlocked('"', out);
 	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
 		if (*p == '"' || *p == '\\')
 			fprintf(out, "\\%c", *p);
 		else if (*p < 0x20)
 			fprintf(out, "\\u%04x", *p);
 		else
-			fputc(*p, out);
+			fputc_unlocked(*p, out);
 	}
-	fputc('"', out);
+	fputc_unlocked('"', out);
+}
+
+/* @v in decimal (fprintf's %u, without parsing a format each time). */
+static void put_uint(FILE *out, uint32_t v)
+{
+	char b[12];
+	int k = sizeof(b);
+
+	do {
+		b[--k] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v > 0);
+	fwrite_unlocked(b + k, 1, sizeof(b) - (size_t)k, out);
+}
+
+/* ",\n" @indent "  \"@key\": ": a member's start, in fputs (hundreds of MB of it). */
+static void put_key(FILE *out, const char *indent, const char *lead, const char *key)
+{
+	char b[128];
+	size_t n = 0, k;
+
+	k = strlen(lead), memcpy(b + n, lead, k), n += k;
+	k = strlen(indent), memcpy(b + n, indent, k), n += k;
+	b[n++] = ' ', b[n++] = ' ', b[n++] = '"';
+	k = strlen(key), memcpy(b + n, key, k), n += k;
+	b[n++] = '"', b[n++] = ':', b[n++] = ' ';
+	fwrite_unlocked(b, 1, n, out);
 }
 
 static void put_metrics(FILE *out, const struct rp_aiq *a, uint32_t id, const char *indent)
 {
 	const struct rp_aiq_node *n = &a->nodes[id];
 
-	fprintf(out, "{\n%s  \"uuid\": ", indent);
+	put_key(out, indent, "{\n", "uuid");
 	put_string(out, rp_strtab_str(&a->uuids, n->uuid));
-	fprintf(out, ",\n%s  \"operation_type\": \"%s\",\n%s  \"operation_name\": ", indent,
-		rp_aiq_type_names[n->type], indent);
+	put_key(out, indent, ",\n", "operation_type");
+	fputc_unlocked('"', out);
+	fputs_unlocked(rp_aiq_type_names[n->type], out);
+	fputc_unlocked('"', out);
+	put_key(out, indent, ",\n", "operation_name");
 	put_string(out, rp_strtab_str(&a->names, n->name));
-	fprintf(out, ",\n%s  \"start_time\": ", indent);
+	put_key(out, indent, ",\n", "start_time");
 	put_double(out, n->start);
-	fprintf(out, ",\n%s  \"end_time\": ", indent);
+	put_key(out, indent, ",\n", "end_time");
 	put_double(out, n->end);
-	fprintf(out, ",\n%s  \"duration\": ", indent);
+	put_key(out, indent, ",\n", "duration");
 	put_double(out, rp_aiq_duration(n));
-	fprintf(out, ",\n%s  \"self_time\": ", indent);
+	put_key(out, indent, ",\n", "self_time");
 	put_double(out, n->self);
-	fprintf(out, ",\n%s  \"subtree_time\": ", indent);
+	put_key(out, indent, ",\n", "subtree_time");
 	put_double(out, n->subtree);
-	fprintf(out, ",\n%s  \"concurrency_midpoint\": %u.0,\n%s  \"bottleneck_score\": ", indent,
-		n->mid, indent);
+	put_key(out, indent, ",\n", "concurrency_midpoint");
+	put_uint(out, n->mid);
+	fputs_unlocked(".0", out);
+	put_key(out, indent, ",\n", "bottleneck_score");
 	put_double(out, n->subtree);
-	fprintf(out, "\n%s}", indent);
+	fputc_unlocked('\n', out);
+	fputs_unlocked(indent, out);
+	fputc_unlocked('}', out);
 }
 
 static void put_counts(FILE *out, const struct rp_aiq_counts *c)
@@ -132,40 +233,106 @@ static void put_counts(FILE *out, const struct rp_aiq_counts *c)
 		(unsigned long long)c->replaced_roots);
 }
 
+/* Segments [from, to) of the concurrency timeline. */
+static void put_segments(FILE *out, const struct rp_aiq *a, uint32_t from, uint32_t to)
+{
+	for (uint32_t k = from; k < to; k++) {
+		fputs_unlocked(k ? ",\n      [" : "\n      [", out);
+		put_double(out, a->seg_t[k]);
+		fputs_unlocked(", ", out);
+		put_double(out, a->seg_t[k + 1]);
+		fputs_unlocked(", ", out);
+		put_uint(out, a->seg_level[k]);
+		fputc_unlocked(']', out);
+	}
+}
+
+/* Entries [from, to) of node_metrics. */
+static void put_node_metrics(FILE *out, const struct rp_aiq *a, uint32_t from, uint32_t to)
+{
+	for (uint32_t i = from; i < to; i++) {
+		fputs_unlocked(i ? ",\n    " : "\n    ", out);
+		put_string(out, rp_strtab_str(&a->uuids, a->nodes[a->metrics[i]].uuid));
+		fputs_unlocked(": ", out);
+		put_metrics(out, a, a->metrics[i], "    ");
+	}
+}
+
+typedef void (*put_range_fn)(FILE *out, const struct rp_aiq *a, uint32_t from, uint32_t to);
+
+#define BLOCK 8192 /* entries a thread renders at a time (a few MB of text) */
+
+/* One block rendered into memory by the second thread. */
+struct block {
+	put_range_fn fn;
+	const struct rp_aiq *a;
+	uint32_t from, to;
+	char *text;
+	size_t len;
+	bool ok;
+};
+
+static void *put_block(void *arg)
+{
+	struct block *b = arg;
+	FILE *f = open_memstream(&b->text, &b->len);
+
+	if (f == NULL)
+		return NULL;
+	b->fn(f, b->a, b->from, b->to);
+	b->ok = fclose(f) == 0;
+	return NULL;
+}
+
+/*
+ * Entries [0, @n) through @fn, in order, on two cores: of every two blocks, this
+ * thread writes the first to @out while another renders the second into memory,
+ * then copies it out. Memory: one block of text. Without a thread or memory, the
+ * second block is rendered here too.
+ */
+static void put_two_cores(FILE *out, const struct rp_aiq *a, uint32_t n, put_range_fn fn)
+{
+	for (uint32_t at = 0; at < n; at += 2 * BLOCK) {
+		uint32_t mid = n - at > BLOCK ? at + BLOCK : n;
+		uint32_t end = n - mid > BLOCK ? mid + BLOCK : n;
+		struct block b = { fn, a, mid, end, NULL, 0, false };
+		pthread_t t;
+		bool th = mid < end && pthread_create(&t, NULL, put_block, &b) == 0;
+
+		fn(out, a, at, mid);
+		if (th)
+			pthread_join(t, NULL);
+		if (b.ok)
+			fwrite_unlocked(b.text, 1, b.len, out);
+		else
+			fn(out, a, mid, end);
+		free(b.text);
+	}
+}
+
 int rp_render_aiq_json(const struct rp_aiq *a, FILE *out)
 {
 	const double p[4] = { a->p50, a->p90, a->p95, a->p99 };
 	static const char *const pn[4] = { "p50", "p90", "p95", "p99" };
 
-	fputs("{\n  \"concurrency\": {\n    \"timeline_segments\": [", out);
-	for (uint32_t k = 0; k < a->n_seg; k++) {
-		fputs(k ? ",\n      [" : "\n      [", out);
-		put_double(out, a->seg_t[k]);
-		fputs(", ", out);
-		put_double(out, a->seg_t[k + 1]);
-		fprintf(out, ", %u]", a->seg_level[k]);
-	}
-	fputs(a->n_seg ? "\n    ]" : "]", out);
+	fputs_unlocked("{\n  \"concurrency\": {\n    \"timeline_segments\": [", out);
+	put_two_cores(out, a, a->n_seg, put_segments);
+	fputs_unlocked(a->n_seg ? "\n    ]" : "]", out);
 	for (int i = 0; i < 4; i++) {
 		fprintf(out, ",\n    \"%s\": ", pn[i]);
 		put_double(out, p[i]);
 	}
-	fputs("\n  },\n  \"node_metrics\": {", out);
-	for (uint32_t i = 0; i < a->n_metrics; i++) {
-		fputs(i ? ",\n    " : "\n    ", out);
-		put_string(out, rp_strtab_str(&a->uuids, a->nodes[a->metrics[i]].uuid));
-		fputs(": ", out);
-		put_metrics(out, a, a->metrics[i], "    ");
-	}
-	fputs(a->n_metrics ? "\n  },\n  \"top_bottlenecks\": [" : "},\n  \"top_bottlenecks\": [",
+	fputs_unlocked("\n  },\n  \"node_metrics\": {", out);
+	put_two_cores(out, a, a->n_metrics, put_node_metrics);
+	fputs_unlocked(a->n_metrics ? "\n  },\n  \"top_bottlenecks\": [" : "},\n  \"top_bottlenecks\": [",
 	      out);
 	for (uint32_t i = 0; i < a->n_top; i++) {
-		fputs(i ? ",\n    " : "\n    ", out);
+		fputs_unlocked(i ? ",\n    " : "\n    ", out);
 		put_metrics(out, a, a->top[i], "    ");
 	}
-	fputs(a->n_top ? "\n  ],\n" : "],\n", out);
+	fputs_unlocked(a->n_top ? "\n  ],\n" : "],\n", out);
 	put_counts(out, &a->c);
-	fputs("}\n", out);
+	fputs_unlocked("}\n", out);
 	return ferror(out) ? -EIO : 0;
 }
 
@@ -177,7 +344,7 @@ static void put_tree(FILE *out, const struct rp_aiq *a, uint32_t root, uint32_t 
 	for (;;) {
 		const struct rp_aiq_node *n = &a->nodes[cur];
 		for (uint32_t i = 0; i < sp; i++)
-			fputs("  ", out);
+			fputs_unlocked("  ", out);
 		fprintf(out, "- %s '%s' (uuid=%s, start=%.2f, end=%.2f, dur=%.2f)\n",
 			rp_aiq_type_names[n->type], rp_strtab_str(&a->names, n->name),
 			rp_strtab_str(&a->uuids, n->uuid), n->start, n->end, rp_aiq_duration(n));
@@ -199,7 +366,7 @@ int rp_render_aiq_text(const struct rp_aiq *a, FILE *out)
 	uint32_t *stack;
 
 	if (a->n_roots == 0) {
-		fputs("No calls found.\n", out);
+		fputs_unlocked("No calls found.\n", out);
 		return ferror(out) ? -EIO : 0;
 	}
 	stack = malloc(((size_t)a->n_nodes + 1) * sizeof(*stack));
@@ -221,7 +388,7 @@ int rp_render_aiq_text(const struct rp_aiq *a, FILE *out)
 			rp_strtab_str(&a->names, n->name), rp_aiq_duration(n), n->self, n->subtree,
 			(double)n->mid, n->subtree);
 	}
-	fputs("\n-- Full Tree(s) (All Examples) --\n", out);
+	fputs_unlocked("\n-- Full Tree(s) (All Examples) --\n", out);
 	for (uint32_t r = 0; r < a->n_roots; r++)
 		put_tree(out, a, a->roots[r], stack);
 	free(stack);

@@ -1,0 +1,624 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The readers' fast path; what it accepts and how it hands over is in jfast.h.
+ *
+ * One loop over the text: skip whitespace, look at one byte, act on it in the
+ * current state (what JSON allows next: a value, a key, a colon, a comma or a
+ * close). The state after the last complete token is all it keeps, so it can stop
+ * at any token boundary: for more text, or to hand over to yajl. Strings are
+ * scanned 16 bytes at a time for the bytes that need a look (quote, backslash,
+ * control characters, non-ASCII); their syntax is checked as yajl checks it (the
+ * escapes it allows, UTF-8 by the lead byte's length), so nothing yajl refuses
+ * gets through: anything doubtful is handed back instead.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+#include "jfast.h"
+
+enum {
+	ST_START,     /* the top-level value */
+	ST_ARR_FIRST, /* after '[': a value or ']' */
+	ST_ARR_NEXT,  /* after ',' in an array: a value */
+	ST_MAP_FIRST, /* after '{': a key or '}' */
+	ST_MAP_NEXT,  /* after ',' in an object: a key */
+	ST_COLON,     /* after a key */
+	ST_MAP_VAL,   /* after ':': a value */
+	ST_AFTER,     /* after a value: ',' or the close, or the end of the text */
+};
+
+bool rp_jfast_off;
+
+void rp_jfast_init(struct rp_jfast *j, const yajl_callbacks *cb, void *ctx, int (*mute)(void *ctx))
+{
+	memset(j, 0, offsetof(struct rp_jfast, stack));
+	j->cb = cb;
+	j->ctx = ctx;
+	j->mute = mute;
+	j->state = ST_START;
+}
+
+static bool is_ws(unsigned char c)
+{
+	return c == ' ' || c == '\n' || c == '\r' || c == '\t';
+}
+
+static bool is_digit(unsigned char c)
+{
+	return c >= '0' && c <= '9';
+}
+
+static bool is_hex(unsigned char c)
+{
+	return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+
+/* Bytes from @s before one of '"', '\\', < 0x20, >= 0x80 (or @n). */
+static size_t plain_bytes(const unsigned char *s, size_t n)
+{
+	size_t i = 0;
+
+#if defined(__SSE2__)
+	const __m128i q = _mm_set1_epi8('"'), bs = _mm_set1_epi8('\\'), sp = _mm_set1_epi8(0x20);
+
+	for (; i + 16 <= n; i += 16) {
+		__m128i x = _mm_loadu_si128((const __m128i *)(const void *)(s + i));
+		/* signed: bytes >= 0x80 are negative, so below 0x20 too */
+		__m128i m = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, q), _mm_cmpeq_epi8(x, bs)),
+					 _mm_cmplt_epi8(x, sp));
+		int bits = _mm_movemask_epi8(m);
+		if (bits)
+			return i + (size_t)__builtin_ctz((unsigned)bits);
+	}
+#endif
+	while (i < n && s[i] != '"' && s[i] != '\\' && s[i] >= 0x20 && s[i] < 0x80)
+		i++;
+	return i;
+}
+
+/* yajl's UTF-8 rule: the lead byte's length, then that many continuation bytes. */
+static int utf8_len(unsigned char c)
+{
+	if ((c >> 5) == 0x6)
+		return 2;
+	if ((c >> 4) == 0xe)
+		return 3;
+	if ((c >> 3) == 0x1e)
+		return 4;
+	return 0;
+}
+
+enum scan { SCAN_OK, SCAN_MORE, SCAN_BAD };
+
+/*
+ * The string whose opening quote is @s[-1]: its raw length (to the closing quote)
+ * in *@len and whether it has escapes.
+ */
+static enum scan scan_string(const unsigned char *s, size_t n, size_t *len, bool *esc)
+{
+	size_t i = 0;
+
+	for (;;) {
+		i += plain_bytes(s + i, n - i);
+		if (i >= n)
+			return SCAN_MORE;
+		unsigned char c = s[i];
+		if (c == '"') {
+			*len = i;
+			return SCAN_OK;
+		}
+		if (c == '\\') {
+			*esc = true;
+			if (i + 1 >= n)
+				return SCAN_MORE;
+			c = s[i + 1];
+			if (c == 'u') {
+				if (i + 6 > n)
+					return SCAN_MORE;
+				for (int k = 2; k < 6; k++)
+					if (!is_hex(s[i + k]))
+						return SCAN_BAD;
+				i += 6;
+			} else if (c == '"' || c == '\\' || c == '/' || c == 'b' || c == 'f' ||
+				   c == 'n' || c == 'r' || c == 't') {
+				i += 2;
+			} else {
+				return SCAN_BAD;
+			}
+		} else if (c < 0x20) {
+			return SCAN_BAD;
+		} else {
+			int k = utf8_len(c);
+			if (k == 0)
+				return SCAN_BAD;
+			if (i + (size_t)k > n)
+				return SCAN_MORE;
+			for (int t = 1; t < k; t++)
+				if ((s[i + t] >> 6) != 0x2)
+					return SCAN_BAD;
+			i += (size_t)k;
+		}
+	}
+}
+
+/*
+ * What the readers' scanners give yajl of a string of raw length @n: all of it, or
+ * the first bytes up to the first one at or past RP_JFAST_STR_KEEP that is neither
+ * inside an escape nor a UTF-8 continuation byte.
+ */
+static size_t kept_len(const unsigned char *s, size_t n)
+{
+	size_t i = 0;
+
+	if (n <= RP_JFAST_STR_KEEP)
+		return n;
+	while (i < RP_JFAST_STR_KEEP)
+		i += s[i] == '\\' ? (s[i + 1] == 'u' ? 6 : 2) : 1;
+	while (i < n && (s[i] & 0xc0) == 0x80)
+		i++;
+	return i;
+}
+
+/* Decoding escapes is yajl's business: the string, quoted, through yajl. */
+static int dec_string(void *ctx, const unsigned char *s, size_t n)
+{
+	struct rp_jfast *j = ctx;
+
+	if (n > sizeof(j->dec))
+		return 0;
+	memcpy(j->dec, s, n);
+	j->dec_len = n;
+	return 1;
+}
+
+static bool decode(struct rp_jfast *j, const unsigned char *s, size_t n)
+{
+	static const yajl_callbacks cb = { .yajl_string = dec_string };
+	unsigned char q[RP_JFAST_STR_KEEP + 16];
+	yajl_handle h = yajl_alloc(&cb, NULL, j);
+	bool ok;
+
+	if (h == NULL)
+		return false;
+	q[0] = '"';
+	memcpy(q + 1, s, n);
+	q[n + 1] = '"';
+	j->dec_len = SIZE_MAX;
+	ok = yajl_parse(h, q, n + 2) == yajl_status_ok && j->dec_len != SIZE_MAX;
+	yajl_free(h);
+	return ok;
+}
+
+/* The number at @s: its length if yajl would read it and it ends before @n. */
+static enum scan scan_number(const unsigned char *s, size_t n, bool eof, size_t *len)
+{
+	size_t i = 0;
+
+	if (i < n && s[i] == '-')
+		i++;
+	if (i < n && s[i] == '0') {
+		i++;
+	} else {
+		if (i >= n || !is_digit(s[i]))
+			goto edge;
+		while (i < n && is_digit(s[i]))
+			i++;
+	}
+	if (i < n && s[i] == '.') {
+		i++;
+		if (i >= n || !is_digit(s[i]))
+			goto edge;
+		while (i < n && is_digit(s[i]))
+			i++;
+	}
+	if (i < n && (s[i] == 'e' || s[i] == 'E')) {
+		i++;
+		if (i < n && (s[i] == '+' || s[i] == '-'))
+			i++;
+		if (i >= n || !is_digit(s[i]))
+			goto edge;
+		while (i < n && is_digit(s[i]))
+			i++;
+	}
+	if (i > RP_JFAST_NUM)
+		return SCAN_BAD;
+	if (i >= n)
+		return eof ? SCAN_BAD : SCAN_MORE;
+	if (!is_ws(s[i]) && s[i] != ',' && s[i] != ']' && s[i] != '}')
+		return SCAN_BAD;
+	*len = i;
+	return SCAN_OK;
+edge:
+	return i >= n && !eof && i <= RP_JFAST_NUM ? SCAN_MORE : SCAN_BAD;
+}
+
+static bool value_state(uint8_t st)
+{
+	return st == ST_START || st == ST_ARR_FIRST || st == ST_ARR_NEXT || st == ST_MAP_VAL;
+}
+
+static bool muted(const struct rp_jfast *j)
+{
+	return j->mute_depth != 0 && j->depth >= j->mute_depth;
+}
+
+enum rp_jfast_rc rp_jfast_run(struct rp_jfast *j, const unsigned char *b, size_t n, bool eof,
+			      size_t *used)
+{
+	const yajl_callbacks *cb = j->cb;
+	size_t i = 0, last = 0, len;
+	enum scan sc;
+	bool esc;
+
+#define DONE_TOKEN(end, nr)                                                                        \
+	do {                                                                                       \
+		i = last = (end);                                                                  \
+		j->numrun = (nr);                                                                  \
+	} while (0)
+#define CALL(expr)                                                                                 \
+	do {                                                                                       \
+		if (!(expr)) {                                                                     \
+			*used = i;                                                                 \
+			return RP_JFAST_CANCEL;                                                    \
+		}                                                                                  \
+	} while (0)
+#define STOP(rc)                                                                                   \
+	do {                                                                                       \
+		*used = last;                                                                      \
+		return (rc);                                                                       \
+	} while (0)
+
+	if (rp_jfast_off)
+		STOP(RP_JFAST_BAIL);
+	for (;;) {
+		while (i < n && is_ws(b[i]))
+			i++;
+		if (i >= n) {
+			if (!eof)
+				STOP(RP_JFAST_MORE);
+			if (j->depth == 0 && j->state == ST_AFTER) {
+				*used = n;
+				return RP_JFAST_DONE;
+			}
+			STOP(RP_JFAST_BAIL);
+		}
+		unsigned char c = b[i];
+		uint8_t st = j->state;
+
+		switch (c) {
+		case '{':
+		case '[':
+			if (!value_state(st) || j->depth >= RP_JFAST_DEPTH)
+				STOP(RP_JFAST_BAIL);
+			i++;
+			if (c == '{')
+				CALL(cb->yajl_start_map(j->ctx));
+			else
+				CALL(cb->yajl_start_array(j->ctx));
+			j->stack[j->depth++] = c;
+			j->state = c == '{' ? ST_MAP_FIRST : ST_ARR_FIRST;
+			if (!muted(j) && j->mute(j->ctx))
+				j->mute_depth = j->depth;
+			DONE_TOKEN(i, 0);
+			continue;
+		case '}':
+		case ']':
+			if (j->depth == 0 || j->stack[j->depth - 1] != (c == '}' ? '{' : '[') ||
+			    !(st == ST_AFTER || st == (c == '}' ? ST_MAP_FIRST : ST_ARR_FIRST)))
+				STOP(RP_JFAST_BAIL);
+			i++;
+			j->depth--;
+			if (j->depth < j->mute_depth)
+				j->mute_depth = 0;
+			j->state = ST_AFTER;
+			CALL(c == '}' ? cb->yajl_end_map(j->ctx) : cb->yajl_end_array(j->ctx));
+			DONE_TOKEN(i, 0);
+			continue;
+		case ',':
+			if (st != ST_AFTER || j->depth == 0)
+				STOP(RP_JFAST_BAIL);
+			j->state = j->stack[j->depth - 1] == '[' ? ST_ARR_NEXT : ST_MAP_NEXT;
+			DONE_TOKEN(i + 1, 0);
+			continue;
+		case ':':
+			if (st != ST_COLON)
+				STOP(RP_JFAST_BAIL);
+			j->state = ST_MAP_VAL;
+			DONE_TOKEN(i + 1, 0);
+			continue;
+		case '"': {
+			bool key = st == ST_MAP_FIRST || st == ST_MAP_NEXT;
+			if (!key && !value_state(st))
+				STOP(RP_JFAST_BAIL);
+			esc = false;
+			sc = scan_string(b + i + 1, n - i - 1, &len, &esc);
+			if (sc != SCAN_OK)
+				STOP(sc == SCAN_MORE && !eof ? RP_JFAST_MORE : RP_JFAST_BAIL);
+			const unsigned char *s = b + i + 1;
+			i += len + 2;
+			j->state = key ? ST_COLON : ST_AFTER;
+			if (!muted(j)) {
+				size_t k = kept_len(s, len);
+				if (esc) {
+					if (!decode(j, s, k))
+						STOP(RP_JFAST_BAIL);
+					s = j->dec;
+					k = j->dec_len;
+				}
+				CALL(key ? cb->yajl_map_key(j->ctx, s, k)
+					 : cb->yajl_string(j->ctx, s, k));
+			}
+			DONE_TOKEN(i, 0);
+			continue;
+		}
+		case 't':
+		case 'f':
+		case 'n': {
+			const char *lit = c == 't' ? "true" : c == 'f' ? "false" : "null";
+			size_t ll = strlen(lit);
+			if (!value_state(st))
+				STOP(RP_JFAST_BAIL);
+			if (i + ll > n)
+				STOP(eof ? RP_JFAST_BAIL : RP_JFAST_MORE);
+			if (memcmp(b + i, lit, ll) != 0)
+				STOP(RP_JFAST_BAIL);
+			i += ll;
+			j->state = ST_AFTER;
+			if (!muted(j))
+				CALL(c == 'n' ? cb->yajl_null(j->ctx)
+					      : cb->yajl_boolean(j->ctx, c == 't'));
+			DONE_TOKEN(i, c == 'n' ? 0 : 1);
+			continue;
+		}
+		default:
+			if (!(c == '-' || is_digit(c)) || !value_state(st))
+				STOP(RP_JFAST_BAIL);
+			sc = scan_number(b + i, n - i, eof, &len);
+			if (sc != SCAN_OK)
+				STOP(sc == SCAN_MORE ? RP_JFAST_MORE : RP_JFAST_BAIL);
+			const char *s = (const char *)b + i;
+			i += len;
+			j->state = ST_AFTER;
+			if (!muted(j))
+				CALL(cb->yajl_number(j->ctx, s, len));
+			DONE_TOKEN(i, (uint8_t)len);
+			continue;
+		}
+	}
+#undef DONE_TOKEN
+#undef CALL
+#undef STOP
+}
+
+size_t rp_jfast_prime(const struct rp_jfast *j, char *out)
+{
+	size_t n = 0;
+	const char *inner;
+
+	if (j->depth == 0) {
+		inner = j->state == ST_AFTER ? "null" : "";
+		strcpy(out, inner);
+		return strlen(inner);
+	}
+	for (unsigned k = 0; k + 1 < j->depth; k++) {
+		const char *s = j->stack[k] == '[' ? "[" : "{\"\":";
+		memcpy(out + n, s, strlen(s));
+		n += strlen(s);
+	}
+	switch (j->state) {
+	case ST_ARR_FIRST: inner = "["; break;
+	case ST_ARR_NEXT: inner = "[null,"; break;
+	case ST_MAP_FIRST: inner = "{"; break;
+	case ST_MAP_NEXT: inner = "{\"\":null,"; break;
+	case ST_COLON: inner = "{\"\""; break;
+	case ST_MAP_VAL: inner = "{\"\":"; break;
+	default: inner = j->stack[j->depth - 1] == '[' ? "[null" : "{\"\":null"; break;
+	}
+	strcpy(out + n, inner);
+	return n + strlen(inner);
+}
+
+/* ---- numbers ---- */
+
+double rp_jfast_strtod(const char *s)
+{
+	static const double p10[] = { 1e0,  1e1,  1e2,	1e3,  1e4,  1e5,  1e6,	1e7,
+				      1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+				      1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22 };
+	const char *c = s;
+	uint64_t w = 0;
+	int digits = 0, p = 0, ex = 0, exs = 1;
+	bool neg = *c == '-';
+	double d;
+
+	c += neg;
+	for (; is_digit((unsigned char)*c); c++, digits++)
+		w = w * 10 + (uint64_t)(*c - '0');
+	if (*c == '.')
+		for (c++; is_digit((unsigned char)*c); c++, digits++, p--)
+			w = w * 10 + (uint64_t)(*c - '0');
+	if (*c == 'e' || *c == 'E') {
+		c++;
+		if (*c == '+' || *c == '-')
+			exs = *c++ == '-' ? -1 : 1;
+		for (; is_digit((unsigned char)*c) && ex < 10000; c++)
+			ex = ex * 10 + (*c - '0');
+		p += exs * ex;
+	}
+	if (*c != '\0' || digits > 19 || w >= (1ull << 53) || p > 22 || p < -22)
+		return strtod(s, NULL);
+	d = (double)w;
+	d = p < 0 ? d / p10[-p] : d * p10[p];
+	return neg ? -d : d;
+}
+
+/* ---- the relay in front of a reader's yajl callbacks ---- */
+
+static int r_null(void *c)
+{
+	struct rp_jfast *j = c;
+
+	return j->priming || j->cb->yajl_null(j->ctx);
+}
+
+static int r_boolean(void *c, int v)
+{
+	struct rp_jfast *j = c;
+
+	return j->priming || j->cb->yajl_boolean(j->ctx, v);
+}
+
+static int r_number(void *c, const char *s, size_t n)
+{
+	struct rp_jfast *j = c;
+
+	return j->priming || j->cb->yajl_number(j->ctx, s, n);
+}
+
+static int r_string(void *c, const unsigned char *s, size_t n)
+{
+	struct rp_jfast *j = c;
+
+	return j->priming || j->cb->yajl_string(j->ctx, s, n);
+}
+
+static int r_map_key(void *c, const unsigned char *s, size_t n)
+{
+	struct rp_jfast *j = c;
+
+	return j->priming || j->cb->yajl_map_key(j->ctx, s, n);
+}
+
+static int r_start_map(void *c)
+{
+	struct rp_jfast *j = c;
+
+	return j->priming || j->cb->yajl_start_map(j->ctx);
+}
+
+static int r_end_map(void *c)
+{
+	struct rp_jfast *j = c;
+
+	return j->priming || j->cb->yajl_end_map(j->ctx);
+}
+
+static int r_start_array(void *c)
+{
+	struct rp_jfast *j = c;
+
+	return j->priming || j->cb->yajl_start_array(j->ctx);
+}
+
+static int r_end_array(void *c)
+{
+	struct rp_jfast *j = c;
+
+	return j->priming || j->cb->yajl_end_array(j->ctx);
+}
+
+const yajl_callbacks rp_jfast_relay = {
+	.yajl_null = r_null,
+	.yajl_boolean = r_boolean,
+	.yajl_number = r_number,
+	.yajl_string = r_string,
+	.yajl_start_map = r_start_map,
+	.yajl_map_key = r_map_key,
+	.yajl_end_map = r_end_map,
+	.yajl_start_array = r_start_array,
+	.yajl_end_array = r_end_array,
+};
+
+bool rp_jfast_prime_yajl(struct rp_jfast *j, yajl_handle h)
+{
+	char text[RP_JFAST_PRIME];
+	size_t n = rp_jfast_prime(j, text);
+	bool ok;
+
+	j->priming = true;
+	ok = n == 0 || yajl_parse(h, (const unsigned char *)text, n) == yajl_status_ok;
+	j->priming = false;
+	return ok;
+}
+
+/* ---- the window ---- */
+
+int rp_jfast_win_init(struct rp_jfast_win *w)
+{
+	memset(w, 0, sizeof(*w)); /* the buffer comes with the first chunk */
+	return 0;
+}
+
+void rp_jfast_win_free(struct rp_jfast_win *w)
+{
+	free(w->buf);
+	w->buf = NULL;
+}
+
+/* Forgets the chunk ends at or before the read position. */
+static void drop_bounds(struct rp_jfast_win *w)
+{
+	unsigned k = 0;
+
+	while (k < w->nb && w->bound[k] <= w->base + w->start)
+		k++;
+	if (k) {
+		memmove(w->bound, w->bound + k, (w->nb - k) * sizeof(w->bound[0]));
+		w->nb -= k;
+	}
+}
+
+bool rp_jfast_win_put(struct rp_jfast_win *w, const unsigned char *b, size_t n)
+{
+	if (n == 0)
+		return true;
+	drop_bounds(w);
+	if (w->nb == RP_JFAST_BOUNDS)
+		return false;
+	if (w->fill + n > w->cap && w->start > 0) {
+		memmove(w->buf, w->buf + w->start, w->fill - w->start);
+		w->base += w->start;
+		w->fill -= w->start;
+		w->start = 0;
+	}
+	if (w->fill + n > w->cap) { /* grows to hold a long token, up to RP_JFAST_WIN */
+		size_t cap = w->cap ? w->cap : 2 * n;
+		unsigned char *nb;
+		while (cap < w->fill + n)
+			cap *= 2;
+		if (cap > RP_JFAST_WIN || (nb = realloc(w->buf, cap)) == NULL)
+			return false;
+		w->buf = nb;
+		w->cap = cap;
+	}
+	memcpy(w->buf + w->fill, b, n);
+	w->fill += n;
+	w->bound[w->nb++] = w->base + w->fill;
+	return true;
+}
+
+void rp_jfast_win_take(struct rp_jfast_win *w, size_t n)
+{
+	w->start += n;
+}
+
+size_t rp_jfast_win_next(struct rp_jfast_win *w, const unsigned char **b)
+{
+	uint64_t at = w->base + w->start, end = w->base + w->fill;
+	size_t n;
+
+	drop_bounds(w);
+	if (w->nb > 0 && w->bound[0] < end)
+		end = w->bound[0];
+	n = (size_t)(end - at);
+	if (n == 0)
+		return 0;
+	*b = w->buf + w->start;
+	w->start += n;
+	return n;
+}

@@ -1,0 +1,131 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A fast path in front of yajl for the trace readers (trace_chrome.c, import_nat.c).
+ *
+ * It tokenizes JSON text itself, calls the reader's own yajl callbacks for the
+ * values the reader looks at, and only checks the syntax of the rest (what the
+ * reader calls muted: an LLM's prompt in an agent-toolkit trace, a kernel's launch
+ * arguments). It accepts a strict subset of what yajl accepts, and everything
+ * else, whether malformed input or merely unusual (a \f between tokens, a number
+ * longer than 64 characters, a surrogate escape in a name, a token longer than
+ * the window), it hands back: the reader then primes a fresh yajl parser with a
+ * few bytes that put it in the same state (same nesting, same expectation) and
+ * gives it the text from the last complete token on, so the answer, the error
+ * message and its byte offset are yajl's own for every input.
+ *
+ * The reader sees what yajl would have given it, callback for callback: container
+ * starts and ends always (so its depth bookkeeping holds), and within containers
+ * it did not mute every key, string (decoded, the first RP_JFAST_STR_KEEP raw
+ * bytes as the readers' scanners give yajl), number (its text) and literal.
+ */
+#ifndef RP_ENGINE_JFAST_H
+#define RP_ENGINE_JFAST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <yajl/yajl_parse.h>
+
+#define RP_JFAST_STR_KEEP 4096 /* raw bytes of a string the readers hand to yajl */
+#define RP_JFAST_DEPTH	  256  /* deeper nesting: handed back */
+#define RP_JFAST_NUM	  64   /* longer number tokens: handed back */
+#define RP_JFAST_PRIME	  (RP_JFAST_DEPTH * 8 + 16) /* room for rp_jfast_prime() */
+
+enum rp_jfast_rc {
+	RP_JFAST_MORE,	 /* give the text from *used on again, with more after it */
+	RP_JFAST_DONE,	 /* the whole text (eof) was read: one value, then whitespace */
+	RP_JFAST_CANCEL, /* a callback returned 0; *used: the end of its token */
+	RP_JFAST_BAIL,	 /* hand over to yajl from *used (the end of the last token) */
+	RP_JFAST_NOMEM,
+};
+
+struct rp_jfast {
+	const yajl_callbacks *cb;
+	void *ctx;
+	/* After a container's start callback: non-zero if what it holds is not looked at. */
+	int (*mute)(void *ctx);
+
+	unsigned depth, mute_depth; /* mute_depth: contents of this depth on are muted; 0 */
+	uint8_t state;
+	uint8_t numrun; /* number characters that end the last token (yajl's scanner counts) */
+	uint8_t stack[RP_JFAST_DEPTH];		  /* '[' or '{' per open container */
+	unsigned char dec[RP_JFAST_STR_KEEP + 8]; /* a decoded string */
+	size_t dec_len;
+	bool priming; /* rp_jfast_relay drops every callback */
+};
+
+/*
+ * The text not read yet, as it came: the readers get it in chunks (64 KiB from
+ * gzread or inflate, or one buffer) and yajl's error offsets depend on where its
+ * input is cut, so a hand-over gives yajl the rest in the same chunks.
+ */
+#define RP_JFAST_WIN	(1u << 20) /* a token longer than about this is handed over */
+#define RP_JFAST_BOUNDS 256
+
+struct rp_jfast_win {
+	unsigned char *buf;
+	size_t cap, start, fill;	 /* unread: buf[start, fill) */
+	uint64_t base;			 /* text offset of buf[0] */
+	uint64_t bound[RP_JFAST_BOUNDS]; /* text offsets where a chunk ended, ascending */
+	unsigned nb;
+};
+
+/* The callbacks a reader's yajl handle gets, with the struct rp_jfast as context:
+ * they pass everything on to j->cb, j->ctx, except while priming. */
+extern const yajl_callbacks rp_jfast_relay;
+
+int rp_jfast_win_init(struct rp_jfast_win *w);
+void rp_jfast_win_free(struct rp_jfast_win *w);
+/* Appends one chunk; false if it does not fit (then hand over). */
+bool rp_jfast_win_put(struct rp_jfast_win *w, const unsigned char *b, size_t n);
+/* Unread bytes. */
+static inline size_t rp_jfast_win_len(const struct rp_jfast_win *w)
+{
+	return w->fill - w->start;
+}
+/* The unread bytes (never NULL). */
+static inline const unsigned char *rp_jfast_win_data(const struct rp_jfast_win *w)
+{
+	return w->buf ? w->buf + w->start : (const unsigned char *)"";
+}
+/* Marks @n more bytes read. */
+void rp_jfast_win_take(struct rp_jfast_win *w, size_t n);
+/**
+ * rp_jfast_win_next() - after a hand-over, the unread text chunk by chunk, as it came.
+ * @return the length of the next piece at *@b (0 at the end); marks it read.
+ */
+size_t rp_jfast_win_next(struct rp_jfast_win *w, const unsigned char **b);
+
+/**
+ * rp_jfast_strtod() - strtod(@s, NULL) for a JSON number @s (NUL-terminated), the
+ * same double: exactly (one correctly rounded IEEE operation on exact operands)
+ * when the digits fit 53 bits and the power of ten is within 10^22, else strtod.
+ */
+double rp_jfast_strtod(const char *s);
+
+/* Primes the fresh @h (allocated with rp_jfast_relay and @j) for a hand-over. */
+bool rp_jfast_prime_yajl(struct rp_jfast *j, yajl_handle h);
+
+/* Tests and fuzzers: true makes every run hand over at once, so the readers are
+ * yajl alone, the reference the fast path is compared with. */
+extern bool rp_jfast_off;
+
+void rp_jfast_init(struct rp_jfast *j, const yajl_callbacks *cb, void *ctx, int (*mute)(void *ctx));
+
+/**
+ * rp_jfast_run() - read @buf[0..@n) on from the state the last call left.
+ * @eof: nothing follows @buf.
+ * @used: see enum rp_jfast_rc; always a token boundary.
+ */
+enum rp_jfast_rc rp_jfast_run(struct rp_jfast *j, const unsigned char *buf, size_t n, bool eof,
+			      size_t *used);
+
+/**
+ * rp_jfast_prime() - the text that brings a fresh yajl parser to the state after the
+ * last token read (with the reader's callbacks switched off while it is parsed).
+ * @out: RP_JFAST_PRIME bytes. @return its length.
+ */
+size_t rp_jfast_prime(const struct rp_jfast *j, char *out);
+
+#endif

@@ -1,0 +1,416 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The readers' fast path (engine/formats/jfast.h) against yajl alone, the
+ * reference: every input read twice, once as shipped and once with rp_jfast_off
+ * (yajl reads everything, as before the fast path existed), and the two must agree
+ * on everything a caller can see: the return value, the error text with its byte
+ * offset, the counters, and every event (Chrome) or the toolkit analysis and the
+ * engine's report (agent toolkit).
+ *
+ * Inputs: small traces that use what the readers handle (escapes, UTF-8, numbers
+ * of every form, nested values they skip, long strings cut at RP_JFAST_STR_KEEP),
+ * then every prefix of them and every position overwritten or preceded by each
+ * byte that matters to a JSON lexer; and files larger than the readers' 64 KiB
+ * chunks with damage near chunk ends, plain and gzip.
+ */
+#include "support.h"
+
+#include <zlib.h>
+
+#include "aiq.h"
+#include "engine.h"
+#include "import_nat.h"
+#include "jfast.h"
+#include "trace_chrome.h"
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+static const char chrome_text[] =
+	"{\"schemaVersion\": 1, \"deviceProperties\": [{\"id\": 0, \"x\": [1, [2, {}], -3.5e+2]}],"
+	"\n \"traceEvents\": [\n"
+	"  {\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::mm\", \"pid\": 12, \"tid\": 3,"
+	" \"ts\": 1700000000123.456, \"dur\": 7.25, \"args\": {\"External id\": 5, "
+	"\"correlation\": 77, \"grid\": [1, 1, 1], \"s\": {\"a\": null}}},\n"
+	"  {\"ph\": \"B\", \"name\": \"q\\\"uo\\\\te\\u00e9\\ud83d\\ude00\\/\\b\\f\\n\\r\\t\", "
+	"\"pid\": \"proc\", \"tid\": \"th\\u0041\", \"ts\": 0.5},\n"
+	"  {\"ph\": \"E\", \"pid\": \"proc\", \"tid\": \"thA\", \"ts\": 2e3, \"x\": true},\n"
+	"  {\"ph\": \"C\", \"name\": \"mem \xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\", \"pid\": 1, "
+	"\"tid\": 1, \"ts\": 10, \"args\": {\"note\": \"s\", \"v\": -12.75E-1, \"w\": 3}},\n"
+	"  {\"ph\": \"s\", \"id\": \"0x1f\", \"pid\": 1, \"tid\": 1, \"ts\": 11, \"bp\": false},\n"
+	"  {\"ph\": \"f\", \"id\": 31, \"pid\": 1, \"tid\": 1, \"ts\": 0.0001},\n"
+	"  [1, 2], \"str\", 0, null\n"
+	" ], \"traceName\": \"t\", \"z\": {\"traceEvents\": 1}}\n";
+
+static const char nat_text[] =
+	"[{\"request_number\": 0, \"other\": [{\"payload\": {}}], \"intermediate_steps\": [\n"
+	" {\"parent_id\": \"r\", \"function_ancestry\": {\"function_name\": \"agent\\u00e9\", "
+	"\"parent_id\": \"root\"}, \"payload\": {\"event_type\": \"FUNCTION_START\", "
+	"\"event_timestamp\": 1750000000.25, \"name\": null, \"data\": {\"input\": \"a\\nb\", "
+	"\"output\": [1, {\"k\": \"\xe2\x82\xac\"}]}, \"UUID\": \"u-1\"}},\n"
+	" {\"function_ancestry\": {\"function_name\": \"agent\"}, \"payload\": {\"event_type\": "
+	"\"LLM_START\", \"event_timestamp\": 1750000000.5, \"name\": \"llama \\\"3\\\"\", "
+	"\"tags\": null, \"metadata\": {\"m\": true}, \"UUID\": \"u-2\"}},\n"
+	" {\"payload\": {\"event_type\": \"LLM_END\", \"event_timestamp\": 1.75e9, \"UUID\": "
+	"\"u-2\"}},\n"
+	" {\"payload\": {\"event_type\": \"TOOL_START\", \"event_timestamp\": -1, \"UUID\": "
+	"\"u-3\"}}, 5,\n"
+	" {\"payload\": {\"event_type\": \"FUNCTION_END\", \"event_timestamp\": 1750000001, "
+	"\"UUID\": \"u-1\"}}]},\n"
+	" {\"request_number\": 1, \"intermediate_steps\": []}, 7]\n";
+
+/* Bytes that matter to a JSON lexer, for overwriting and inserting. */
+static const unsigned char probes[] = { '"', '\\', '{', '}', '[', ']',	',',  ':',  ' ', '\f',
+					'0', '-',  'e', '.', 'n', 0x01, 0x80, 0xc3, 0xff };
+
+/* ---- Chrome: everything a caller sees, as one digest ---- */
+
+struct seen {
+	uint64_t h;
+	int rc;
+	char why[RP_WHY_MAX];
+	struct rp_chrome_stats st;
+};
+
+static void mix(uint64_t *h, const void *p, size_t n)
+{
+	const unsigned char *b = p;
+
+	for (size_t i = 0; i < n; i++)
+		*h = (*h ^ b[i]) * 0x100000001b3ull;
+}
+
+static void mix_str(uint64_t *h, const char *s)
+{
+	mix(h, s, strlen(s) + 1);
+}
+
+static int digest(void *ctx, const struct rp_chrome_ev *e)
+{
+	uint64_t *h = ctx;
+
+	mix(h, &e->ph, 1);
+	mix_str(h, e->name);
+	mix_str(h, e->cat);
+	mix_str(h, e->pid);
+	mix_str(h, e->tid);
+	mix_str(h, e->id);
+	mix_str(h, e->value_name);
+	mix(h, &e->ts_ns, sizeof(e->ts_ns));
+	mix(h, &e->dur_ns, sizeof(e->dur_ns));
+	mix(h, &e->correlation, sizeof(e->correlation));
+	mix(h, &e->value, sizeof(e->value));
+	uint8_t f = (uint8_t)(e->has_ts | e->has_dur << 1 | e->has_correlation << 2 |
+			      e->has_id << 3 | e->has_value << 4);
+	mix(h, &f, 1);
+	return 0;
+}
+
+static void chrome_once(const void *buf, size_t len, const char *path, bool off, struct seen *s)
+{
+	memset(s, 0, sizeof(*s));
+	s->h = 0xcbf29ce484222325ull;
+	rp_jfast_off = off;
+	s->rc = path ? rp_chrome_read(path, digest, NULL, &s->h, &s->st, s->why)
+		     : rp_chrome_parse(buf, len, digest, &s->h, &s->st, s->why);
+	rp_jfast_off = false;
+}
+
+/* The fast path and yajl alone agree on @buf (or the file @path). */
+static void chrome_same(const void *buf, size_t len, const char *path)
+{
+	struct seen a, b;
+
+	chrome_once(buf, len, path, false, &a);
+	chrome_once(buf, len, path, true, &b);
+	if (a.rc != b.rc || strcmp(a.why, b.why) != 0 || a.h != b.h ||
+	    memcmp(&a.st, &b.st, sizeof(a.st)) != 0)
+		fail_msg("fast: rc %d \"%s\" events %llu bytes %llu; yajl: rc %d \"%s\" events "
+			 "%llu bytes %llu; input "
+			 "%zu bytes: %.80s",
+			 a.rc, a.why, (unsigned long long)a.st.events,
+			 (unsigned long long)a.st.bytes, b.rc, b.why,
+			 (unsigned long long)b.st.events, (unsigned long long)b.st.bytes, len,
+			 path ? path : (const char *)buf);
+}
+
+/* Every prefix, every position overwritten by every probe byte, and preceded by
+ * one (a different one at each position, all of them in turn). */
+static void mutations(const char *text, void (*same)(const void *, size_t, const char *))
+{
+	size_t n = strlen(text);
+	char *m = malloc(n + 2);
+
+	assert_non_null(m);
+	same(text, n, NULL);
+	for (size_t i = 0; i <= n; i++)
+		same(text, i, NULL);
+	for (size_t i = 0; i < n; i++) {
+		for (size_t p = 0; p < sizeof(probes); p++) {
+			memcpy(m, text, n);
+			m[i] = (char)probes[p];
+			same(m, n, NULL);
+		}
+		memcpy(m, text, i);
+		m[i] = (char)probes[i % sizeof(probes)];
+		memcpy(m + i + 1, text + i, n - i);
+		same(m, n + 1, NULL);
+	}
+	free(m);
+}
+
+static void test_jfast_chrome_mutations(void **state)
+{
+	(void)state;
+	mutations(chrome_text, chrome_same);
+}
+
+/* A name past RP_JFAST_STR_KEEP, with escapes and UTF-8 around the cut. */
+static char *long_name_trace(size_t pad, const char *around)
+{
+	size_t n = pad + strlen(around) + 256;
+	char *t = malloc(n + 64), *p = t;
+
+	assert_non_null(t);
+	p += sprintf(p, "[{\"ph\": \"X\", \"ts\": 1, \"name\": \"");
+	memset(p, 'a', pad);
+	p += pad;
+	p += sprintf(p, "%s%s\", \"cat\": \"c\"}]", around, around);
+	return t;
+}
+
+static void test_jfast_long_strings(void **state)
+{
+	static const char *const around[] = { "\\u00e9\\n",	"\xc3\xa9\xe2\x82\xac",
+					      "\\\"\\\\",	"\xf0\x9f\x98\x80",
+					      "\\ud83d\\ude00", "\\x",
+					      "\x01",		"\xc3" };
+
+	(void)state;
+	for (size_t a = 0; a < ARRAY_SIZE(around); a++) {
+		for (size_t pad = RP_JFAST_STR_KEEP - 14; pad <= RP_JFAST_STR_KEEP + 2; pad++) {
+			char *t = long_name_trace(pad, around[a]);
+			chrome_same(t, strlen(t), NULL);
+			free(t);
+		}
+	}
+}
+
+static void test_jfast_deep_and_long_numbers(void **state)
+{
+	char t[4096];
+	size_t n = 0;
+
+	(void)state;
+	/* Nesting past RP_JFAST_DEPTH inside a skipped value, and a 100-digit number. */
+	n += (size_t)sprintf(t + n, "{\"a\": ");
+	for (int i = 0; i < RP_JFAST_DEPTH + 10; i++)
+		t[n++] = '[';
+	for (int i = 0; i < RP_JFAST_DEPTH + 10; i++)
+		t[n++] = ']';
+	n += (size_t)sprintf(t + n, ", \"traceEvents\": [{\"ph\": \"i\", \"ts\": ");
+	for (int i = 0; i < 100; i++)
+		t[n++] = (char)('1' + i % 9);
+	n += (size_t)sprintf(t + n, "}]}");
+	t[n] = '\0';
+	chrome_same(t, n, NULL);
+	chrome_same(t, n - 1, NULL);
+}
+
+/* Text of @events events (about 150 bytes each), damaged at @at if @at < length. */
+static char *big_trace(size_t events, size_t *len)
+{
+	size_t cap = events * 200 + 64, n = 0;
+	char *t = malloc(cap);
+
+	assert_non_null(t);
+	n += (size_t)sprintf(t, "{\"traceEvents\": [");
+	for (size_t i = 0; i < events; i++)
+		n += (size_t)snprintf(
+			t + n, cap - n,
+			"%s{\"ph\": \"X\", \"name\": \"op%zu\", \"pid\": 1, \"tid\": %zu, "
+			"\"ts\": %zu.5, \"dur\": 1, \"args\": {\"data\": \"%0*zu\"}}",
+			i ? ",\n " : "", i % 50, i % 4, i * 3, (int)(i % 90), i);
+	n += (size_t)sprintf(t + n, "]}\n");
+	*len = n;
+	return t;
+}
+
+static void write_file(const char *path, const void *b, size_t n, bool gz)
+{
+	if (gz) {
+		gzFile g = gzopen(path, "wb1");
+		assert_non_null(g);
+		assert_int_equal(gzwrite(g, b, (unsigned)n), (int)n);
+		assert_int_equal(gzclose(g), Z_OK);
+	} else {
+		FILE *f = fopen(path, "wb");
+		assert_non_null(f);
+		assert_int_equal(fwrite(b, 1, n, f), n);
+		assert_int_equal(fclose(f), 0);
+	}
+}
+
+/* Damage near the 64 KiB chunk ends the readers get text in, and near the end. */
+static void test_jfast_chunk_ends(void **state)
+{
+	size_t len, at[] = { 65535, 65536, 131072, 0 };
+	char *t = big_trace(3000, &len), path[64];
+	static const unsigned char bytes[] = { '"', '\\', 0x01 };
+
+	(void)state;
+	at[ARRAY_SIZE(at) - 1] = len - 3;
+	snprintf(path, sizeof(path), "/tmp/rp_test_jfast_%d", (int)getpid());
+	for (int gz = 0; gz < 2; gz++) {
+		write_file(path, t, len, gz);
+		chrome_same(NULL, 0, path);
+		for (size_t i = 0; i < ARRAY_SIZE(at); i++) {
+			for (size_t b = 0; b < sizeof(bytes); b++) {
+				for (size_t d = 0; d < 2; d++) {
+					char keep = t[at[i] - d];
+					t[at[i] - d] = (char)bytes[b];
+					write_file(path, t, len, gz);
+					chrome_same(NULL, 0, path);
+					chrome_same(t, len, NULL);
+					t[at[i] - d] = keep;
+				}
+			}
+		}
+		/* Cut anywhere near a chunk end. */
+		for (size_t cut = 65534; cut < 65538; cut++) {
+			write_file(path, t, cut, gz);
+			chrome_same(NULL, 0, path);
+		}
+	}
+	unlink(path);
+	free(t);
+}
+
+/* ---- agent toolkit: the analysis and the engine's report ---- */
+
+struct nat_seen {
+	int rc;
+	char why[RP_WHY_MAX];
+	struct rp_nat_stats st;
+	struct rp_aiq_counts c;
+	uint32_t n_nodes, n_seg;
+	double p[4];
+	uint64_t h; /* the engine's functions and anomalies */
+};
+
+static void nat_once(const void *buf, size_t len, const char *path, bool off, struct nat_seen *s)
+{
+	struct rp_nat_caps caps = { .max_events = 64, .max_request_steps = 16 };
+	struct rp_engine_cfg cfg;
+	struct rp_engine *e;
+	struct rp_report r;
+	struct rp_aiq a;
+
+	memset(s, 0, sizeof(*s));
+	s->h = 0xcbf29ce484222325ull;
+	rp_engine_cfg_default(&cfg); /* small: an engine per input */
+	cfg.max_names = 64;
+	cfg.max_tracks = 16;
+	cfg.max_cct_nodes = 64;
+	cfg.max_sources = 2;
+	cfg.max_sketch_names = 8;
+	cfg.max_window_names = 4;
+	cfg.max_counters = 4;
+	cfg.recorder_spans = 64;
+	cfg.recorder_samples = 16;
+	cfg.dev.max_spans = 64;
+	cfg.dev.max_events = 32;
+	assert_int_equal(rp_engine_open(&cfg, &e), 0);
+	assert_int_equal(rp_aiq_init(&a, 0), 0);
+	rp_jfast_off = off;
+	s->rc = path ? rp_import_nat(e, &a, &caps, path, NULL, NULL, &s->st, s->why)
+		     : rp_import_nat_buf(e, &a, &caps, buf, len, "buffer", &s->st, s->why);
+	rp_jfast_off = false;
+	if (s->rc == 0) {
+		assert_int_equal(rp_aiq_finish(&a), 0);
+		s->c = a.c;
+		s->n_nodes = a.n_nodes;
+		s->n_seg = a.n_seg;
+		s->p[0] = a.p50, s->p[1] = a.p90, s->p[2] = a.p95, s->p[3] = a.p99;
+		assert_int_equal(rp_engine_report(e, &r), 0);
+		for (uint32_t i = 0; i < r.n_fns; i++) {
+			mix_str(&s->h, r.fns[i].name);
+			mix(&s->h, &r.fns[i].calls, sizeof(r.fns[i].calls));
+			mix(&s->h, &r.fns[i].total_ns, sizeof(r.fns[i].total_ns));
+		}
+		mix(&s->h, &r.events, sizeof(r.events));
+		mix(&s->h, &r.t_last, sizeof(r.t_last));
+		mix(&s->h, r.anomalies, sizeof(r.anomalies));
+		rp_report_free(&r);
+	}
+	rp_aiq_free(&a);
+	rp_engine_close(e);
+}
+
+static void nat_same(const void *buf, size_t len, const char *path)
+{
+	struct nat_seen a, b;
+
+	nat_once(buf, len, path, false, &a);
+	nat_once(buf, len, path, true, &b);
+	if (a.rc != b.rc || strcmp(a.why, b.why) != 0 || memcmp(&a.st, &b.st, sizeof(a.st)) ||
+	    memcmp(&a.c, &b.c, sizeof(a.c)) || a.n_nodes != b.n_nodes || a.n_seg != b.n_seg ||
+	    memcmp(a.p, b.p, sizeof(a.p)) || a.h != b.h)
+		fail_msg("fast: rc %d \"%s\" calls %llu; yajl: rc %d \"%s\" calls %llu; input %zu "
+			 "bytes: %.80s",
+			 a.rc, a.why, (unsigned long long)a.st.calls, b.rc, b.why,
+			 (unsigned long long)b.st.calls, len, path ? path : (const char *)buf);
+}
+
+static void test_jfast_nat_mutations(void **state)
+{
+	(void)state;
+	mutations(nat_text, nat_same);
+}
+
+static void test_jfast_nat_file(void **state)
+{
+	char path[256], tmp[64];
+	const char *dir = getenv("RP_TESTDATA");
+	size_t len;
+	FILE *f;
+	char *t;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/nat/small.json", dir ? dir : "tests/data");
+	f = fopen(path, "rb");
+	assert_non_null(f);
+	t = malloc(1 << 20);
+	assert_non_null(t);
+	len = fread(t, 1, 1 << 20, f);
+	fclose(f);
+	snprintf(tmp, sizeof(tmp), "/tmp/rp_test_jfast_nat_%d", (int)getpid());
+	for (int gz = 0; gz < 2; gz++) {
+		write_file(tmp, t, len, gz);
+		nat_same(NULL, 0, tmp);
+		nat_same(t, len, NULL);
+		for (size_t at = 1; at < len; at += len / 16) {
+			char keep = t[at];
+			t[at] = '"';
+			write_file(tmp, t, len, gz);
+			nat_same(NULL, 0, tmp);
+			t[at] = keep;
+			nat_same(t, at, NULL);
+		}
+	}
+	unlink(tmp);
+	free(t);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_jfast_chrome_mutations),
+		cmocka_unit_test(test_jfast_long_strings),
+		cmocka_unit_test(test_jfast_deep_and_long_numbers),
+		cmocka_unit_test(test_jfast_chunk_ends),
+		cmocka_unit_test(test_jfast_nat_mutations),
+		cmocka_unit_test(test_jfast_nat_file),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
