@@ -509,6 +509,7 @@ bool rp_thread_attach(struct rp_thread *t)
 		return false;
 	}
 	if (t->noring_retry != 0) {
+		t->lost = RP_SPAN_AFTER_DROP;
 		t->noring_retry--;
 		__atomic_fetch_add(&h->noring_dropped, 1, __ATOMIC_RELAXED);
 		return false;
@@ -517,6 +518,7 @@ bool rp_thread_attach(struct rp_thread *t)
 	if (idx < 0) {
 		/* Every ring is owned: drop, and look again only every 1024 events. */
 		t->noring_retry = 1023;
+		t->lost = RP_SPAN_AFTER_DROP;
 		__atomic_fetch_add(&h->noring_dropped, 1, __ATOMIC_RELAXED);
 		return false;
 	}
@@ -533,6 +535,7 @@ bool rp_ring_refresh(struct rp_thread *t)
 		return true;
 	/* Single writer: a plain read-modify-write, stored atomically for readers. */
 	__atomic_store_n(&t->ring->dropped, t->ring->dropped + 1, __ATOMIC_RELAXED);
+	t->lost = RP_SPAN_AFTER_DROP;
 	return false;
 }
 
@@ -546,7 +549,7 @@ void rp_doorbell_check(struct rp_thread *t)
 	struct rp_wire_header *h = t->hdr;
 
 	t->head = __atomic_load_n(&t->ring->ring.c_head, __ATOMIC_RELAXED);
-	if (t->tail - t->head < (t->mask + 1) / 2)
+	if (t->tail - t->head < (t->mask + 1) / RP_DOORBELL_FRACTION)
 		return;
 	/* Only the producer that clears the flag rings: one wake per sleep. The
 	 * exchange is a full barrier, ordering our p_tail store before the bump. */

@@ -43,6 +43,9 @@ enum rp_anomaly {
 				   exact figures not kept there (Space-Saving still
 				   counts it for the bottleneck lists) 1.2 */
 	RP_ANOM_COUNTER_CAP,	/* a counter name past the counter cap: not kept 1.2 */
+	RP_ANOM_DROP_LOST,	/* spans a producer's drop cut: open while records of
+				   their thread were lost, or whose BEGIN was lost; not
+				   in the statistics (docs/live.md) */
 	RP_ANOM_KIND_COUNT
 };
 

@@ -10,6 +10,13 @@
  *   BEGIN past max_depth            -> not pushed; its END is ignored too
  *                                     (RP_ANOM_DEPTH_CAP);
  *   a new track past max_tracks     -> its events are dropped (RP_ANOM_TRACK_CAP).
+ * A thread's first span record after a producer drop (RP_SPAN_AFTER_DROP, with its
+ * depth) re-aligns the stack (rp_track_resync): every frame open across the drop
+ * becomes "lost", its span counted under RP_ANOM_DROP_LOST and kept out of the
+ * statistics, the windows and the slowest spans (its true start or end is
+ * unknown); frames whose BEGIN was lost are put back as lost placeholders, so the
+ * depth matches the producer's. Lost frames keep their place (CCT node "[lost]")
+ * as the parents of spans opened after the drop, which are exact.
  * Memory: max_tracks tracks, each with at most max_depth frames (40 bytes each).
  */
 #ifndef RP_ENGINE_STACKS_H
@@ -35,6 +42,7 @@ struct rp_frame {
 	uint64_t span;		/* async span id; 0 on thread tracks */
 	uint32_t name;
 	uint32_t node;		/* CCT node */
+	uint32_t lost;		/* 1: cut by a drop (rp_track_resync); not counted */
 };
 
 /* A span just closed, as the close hook sees it (what exemplars need). */
@@ -80,7 +88,11 @@ struct rp_tracks {
 	void (*on_open)(void *ctx, uint32_t name, uint32_t depth, uint64_t t);
 	void (*on_close)(void *ctx, const struct rp_track *k, const struct rp_span_info *sp,
 			 bool normal);
+	/* A frame on_open saw became lost at time t (rp_track_resync): it never
+	 * reaches on_close. May be NULL. */
+	void (*on_lost)(void *ctx, uint32_t name, uint32_t depth, uint64_t t);
 	void *hook_ctx;
+	uint32_t lost_name;	/* the name of lost frames ("[lost]"); RP_NONE: none */
 };
 
 int rp_tracks_init(struct rp_tracks *ts, uint32_t max_tracks, uint32_t max_depth,
@@ -120,6 +132,18 @@ void rp_track_begin(struct rp_tracks *ts, uint32_t tr, uint32_t name, uint64_t t
 		    uint64_t span, struct rp_counts *c);
 void rp_track_end(struct rp_tracks *ts, uint32_t tr, uint32_t name, uint64_t t, uint64_t span,
 		  struct rp_counts *c);
+
+/**
+ * rp_track_resync() - the first span record of a thread after a producer drop.
+ * @is_end:  the record is an END (else a BEGIN)
+ * @depth:   its depth (ringprof/wire.h: of the frame it opens or closes)
+ * Every open frame becomes lost (counted once under RP_ANOM_DROP_LOST); then the
+ * stack is cut or padded with lost placeholders to @depth frames (@depth + 1 for an
+ * END). @return true when the record is used up: an END, whose span the drop cut.
+ * A BEGIN is then pushed as usual by rp_track_begin().
+ */
+bool rp_track_resync(struct rp_tracks *ts, uint32_t tr, bool is_end, uint32_t depth, uint64_t t,
+		     struct rp_counts *c);
 
 /**
  * rp_track_close() - close every open frame at time @t and free the track.

@@ -5,7 +5,7 @@
  *   - the drain tick: merge every ring up to now - delay, every --tick-ms;
  *   - the doorbell: when a tick finds nothing, producers are told we sleep and a
  *     futex wait is armed on each one's doorbell word; a producer whose ring gets
- *     half full wakes us before the next tick;
+ *     1/8 full wakes us before the next tick;
  *   - signals through a signalfd: SIGUSR1 writes a snapshot; SIGINT/SIGTERM drain
  *     everything, write a final snapshot and exit 0;
  *   - inotify on /dev/shm for new segments;
