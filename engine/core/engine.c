@@ -224,6 +224,12 @@ static void fold_source(struct rp_engine *e, uint32_t i)
 	f->rep.truncated += s->rep.truncated;
 	f->rep.names_dropped += s->rep.names_dropped;
 	f->rep.resyncs += s->rep.resyncs;
+	f->rep.forced += s->rep.forced;
+	f->rep.ring_hwm = s->rep.ring_hwm > f->rep.ring_hwm ? s->rep.ring_hwm : f->rep.ring_hwm;
+	f->rep.buffer_hwm =
+		s->rep.buffer_hwm > f->rep.buffer_hwm ? s->rep.buffer_hwm : f->rep.buffer_hwm;
+	if (s->rep.ring_capacity > f->rep.ring_capacity)
+		f->rep.ring_capacity = s->rep.ring_capacity;
 	f->rep.flags |= s->rep.flags;
 	f->counts.truncated += s->counts.truncated;
 	for (int k = 0; k < RP_ANOM_KIND_COUNT; k++)
