@@ -130,7 +130,7 @@ static bool read_config(struct rp_layout_cfg *cfg, char *session)
 	}
 	strcpy(session, sess);
 	cfg->ring_count = (uint32_t)env_u64("RINGPROF_RINGS", 64, 1, RP_WIRE_MAX_RINGS);
-	cfg->ring_capacity = (uint32_t)env_u64("RINGPROF_RING_EVENTS", 32768,
+	cfg->ring_capacity = (uint32_t)env_u64("RINGPROF_RING_EVENTS", 131072,
 					       RP_WIRE_MIN_RING_CAP, RP_WIRE_MAX_RING_CAP);
 	if (cfg->ring_capacity & (cfg->ring_capacity - 1)) {
 		say("RINGPROF_RING_EVENTS=%u is not a power of two; using %u",

@@ -479,12 +479,12 @@ static uint32_t fill_heap(struct rp_sources *ss, uint64_t watermark)
  * while they are not later than the oldest of every other one (the heap's top): one
  * heap operation per interleaving, not per record. Equal times may come from either.
  */
-static uint64_t merge(struct rp_sources *ss, uint64_t watermark)
+static uint64_t merge(struct rp_sources *ss, uint64_t watermark, uint64_t max)
 {
 	uint32_t n = fill_heap(ss, watermark);
 	uint64_t done = 0;
 
-	while (n > 0) {
+	while (n > 0 && done < max) {
 		struct rp_heap_item it = heap_pop(ss->heap, &n);
 		struct rp_live *l = ss->live[it.live];
 		struct rp_rbuf *b = &l->buf[it.ring];
@@ -627,17 +627,23 @@ static int check_ends(struct rp_sources *ss)
 	return newly_dead;
 }
 
+/*
+ * Copy, then merge a slice, and again until nothing is due: the rings are emptied
+ * every RP_SOURCES_SLICE records processed, so a long backlog in the analysis never
+ * keeps a producer's ring waiting. A full buffer that left records in a ring makes
+ * that slice merge past the watermark, to the middle of the buffer (a few records
+ * may then come late), instead of letting the ring fill.
+ */
 uint64_t rp_sources_drain(struct rp_sources *ss, uint64_t watermark)
 {
-	uint64_t n = 0, force;
-	int rounds = 0;
+	uint64_t n = 0, got, force;
 
 	do {
-		/* A full buffer left records in a ring: merge past the watermark to make
-		 * room (a few records may then come late), and copy again. */
-		while ((force = copy_all(ss)) != 0 && rounds++ < 4)
-			n += merge(ss, force > watermark ? force : watermark);
-		n += merge(ss, watermark);
+		do {
+			force = copy_all(ss);
+			got = merge(ss, force > watermark ? force : watermark, RP_SOURCES_SLICE);
+			n += got;
+		} while (got == RP_SOURCES_SLICE || (force != 0 && got > 0));
 		end_tracks(ss);
 	} while (check_ends(ss) > 0);
 	return n;
