@@ -61,6 +61,7 @@ struct trial {
 	uint64_t sent_req;	/* requests emitted */
 	uint64_t dropped;	/* producer's count */
 	uint64_t events;	/* engine's count */
+	uint64_t late;		/* records older than the merge watermark */
 	bool exact;		/* calls and events as sent, no anomaly */
 	double engine_cpu_s;
 	double achieved;	/* events/s the producer really emitted */
@@ -164,8 +165,12 @@ static void check_report(const struct rp_report *r, struct trial *t)
 	t->events = r->events;
 	for (int k = 0; k < RP_ANOM_KIND_COUNT; k++)
 		anomalies += r->anomalies[k];
+	/* Late records (a producer thread preempted between its clock read and its
+	 * commit for longer than the merge delay) are still processed on their own
+	 * track: reported, not a failure of exactness. */
+	t->late = r->late;
 	t->exact = r->events == t->sent_req * EV_PER_REQ && r->dropped == 0 && anomalies == 0 &&
-		   r->late == 0 && r->truncated == 0;
+		   r->truncated == 0;
 	for (int k = 0; k < N_NAMES; k++) {
 		bool found = false;
 
@@ -242,8 +247,9 @@ static bool clean(const struct opts *o, unsigned threads, uint64_t rate)
 
 	run_trial(o, &t);
 	if (!o->json)
-		printf("  %u thread(s) %6.2f M events/s: dropped %-9" PRIu64 " %s\n", threads,
-		       (double)rate / 1e6, t.dropped, t.exact ? "exact" : "NOT exact");
+		printf("  %u thread(s) %6.2f M events/s: dropped %-9" PRIu64 " late %-7" PRIu64
+		       " %s\n", threads, (double)rate / 1e6, t.dropped, t.late,
+		       t.exact ? "exact" : "NOT exact");
 	return t.dropped == 0 && t.exact;
 }
 

@@ -168,9 +168,18 @@ static const struct rp_report_window *window_of(const struct top *t)
 	return t->win > 0 && t->win <= t->cur.n_windows ? &t->cur.windows[t->win - 1] : NULL;
 }
 
+/* A duration in its own unit (ns, us, ms, s), @width columns with the unit: a
+ * 50 ns span must not read 0.000 ms. */
 static void ms(FILE *out, uint64_t ns, int width)
 {
-	fprintf(out, " %*" PRIu64 ".%03" PRIu64, width - 4, ns / 1000000u, ns / 1000u % 1000u);
+	if (ns < 1000)
+		fprintf(out, " %*" PRIu64 " ns", width - 3, ns);
+	else if (ns < 1000000)
+		fprintf(out, " %*.2f us", width - 3, (double)ns / 1e3);
+	else if (ns < 1000000000)
+		fprintf(out, " %*.2f ms", width - 3, (double)ns / 1e6);
+	else
+		fprintf(out, " %*.2f s ", width - 3, (double)ns / 1e9);
 }
 
 static uint64_t row_key(const struct row *r, enum sort_key k)
@@ -234,6 +243,10 @@ static void header(const struct top *t, FILE *out)
 	for (int k = 0; k < RP_ANOM_KIND_COUNT; k++)
 		if (strstr(rp_anomaly_names[k], "_cap") != NULL)
 			caps += r->anomalies[k];
+	if (r->dropped || r->anomalies[RP_ANOM_DROP_LOST]) /* first: figures miss these */
+		fprintf(out, "LOST: %" PRIu64 " records dropped (full rings), %" PRIu64
+			     " spans cut by drops; see docs/live.md\n",
+			r->dropped, r->anomalies[RP_ANOM_DROP_LOST]);
 	fprintf(out,
 		"ringprof top - session %s   events %" PRIu64 " over %" PRIu64 ".%01" PRIu64
 		" s   ",
@@ -242,6 +255,8 @@ static void header(const struct top *t, FILE *out)
 		fprintf(out, "%.0f events/s\n",
 			(double)(r->events - t->prev.events) * 1e9 /
 				(double)(t->cur_at - t->prev_at));
+	else if (span > 0) /* one report so far: the average over its time range */
+		fprintf(out, "%.0f events/s (average)\n", (double)r->events * 1e9 / (double)span);
 	else
 		fputs("- events/s\n", out);
 	fprintf(out,
@@ -280,8 +295,8 @@ static void table(const struct top *t, FILE *out, unsigned limit, int width)
 		return;
 	for (i = 0; i < n; i++)
 		total_self += v[i].self_ns;
-	fprintf(out, "%10s %10s %6s %6s %10s %10s %10s  %s\n", "calls", "rate/s", "self%", "cum%",
-		"p50 ms", "p90 ms", "p99 ms", "name [category]");
+	fprintf(out, "%10s %10s %6s %6s %13s %13s %13s  %s\n", "calls", "rate/s", "self%", "cum%",
+		"p50", "p90", "p99", "name [category]");
 	for (i = 0; i < n && (limit == 0 || i < limit); i++) {
 		const struct row *x = &v[i];
 		char line[512];
@@ -336,9 +351,9 @@ static void bottlenecks(const struct top *t, FILE *out, unsigned room)
 		fprintf(out, "slowest %s",
 			s->fn < r->n_fns && r->fns[s->fn].name ? r->fns[s->fn].name : "?");
 		ms(out, s->dur_ns, 10);
-		fprintf(out, " ms  self");
+		fprintf(out, "  self");
 		ms(out, s->self_ns, 10);
-		fprintf(out, " ms  concurrency %s%" PRIu32 "\n", s->concurrency_known ? "" : "~",
+		fprintf(out, "  concurrency %s%" PRIu32 "\n", s->concurrency_known ? "" : "~",
 			s->concurrency);
 	}
 }
@@ -360,7 +375,7 @@ static void steps(const struct top *t, FILE *out, unsigned room)
 		ms(out, p->p99_ns, 10);
 		fputs(" max", out);
 		ms(out, p->max_ns, 10);
-		fputs(" ms\n", out);
+		fputc('\n', out);
 	}
 }
 
