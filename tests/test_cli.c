@@ -276,6 +276,31 @@ static uint64_t read_emitted(int fd)
 	return n;
 }
 
+/* `snapshot -o PATH` keeps it there; `--keep` twice gives two files, both whole,
+ * though the engine's own file was replaced in between. */
+static void keep_snapshots(const char *session)
+{
+	char *a, *b, *c, *out;
+	struct timespec ms = { 0, 2000000 };
+
+	assert_int_equal(run(&a, "%s snapshot --session %s -o %s/kept.msgpack", bin, session,
+			     tmpdir), 0);
+	a[strcspn(a, "\n")] = '\0';
+	assert_true(strstr(a, "/kept.msgpack") != NULL);
+	assert_int_equal(run(&b, "%s snapshot --session %s --keep", bin, session), 0);
+	nanosleep(&ms, NULL);
+	assert_int_equal(run(&c, "%s snapshot --session %s --keep", bin, session), 0);
+	b[strcspn(b, "\n")] = c[strcspn(c, "\n")] = '\0';
+	assert_string_not_equal(b, c);
+	assert_true(strstr(b, session) != NULL && strstr(b, ".msgpack") != NULL);
+	for (char **p = (char *[]){ a, b, c, NULL }; *p != NULL; p++) {
+		assert_int_equal(run(&out, "%s report %s --format json >/dev/null", bin, *p), 0);
+		free(out);
+		unlink(*p);
+		free(*p);
+	}
+}
+
 static void live_accounting(const char *session, bool refuse_uring)
 {
 	uint64_t events, dropped, emitted;
@@ -292,6 +317,8 @@ static void live_accounting(const char *session, bool refuse_uring)
 		      (unsigned long long)emitted, (unsigned long long)events,
 		      (unsigned long long)dropped);
 	assert_int_equal(events + dropped, emitted);
+	if (!refuse_uring)
+		keep_snapshots(session);
 	kill(eng, SIGTERM);
 	assert_int_equal(wait_exit(eng), 0);
 }

@@ -112,7 +112,9 @@ RP_API void rp_shutdown(void);
  * and its fork children. Thread-safe; takes a lock, so call it once and keep the id.
  *
  * @return an id >= 1, or RP_NAME_OVERFLOW (0) when the table is full or the library
- *	   is off (counted in the segment's names_dropped).
+ *	   is off. To tell them apart: rp_segment_path() is NULL when off; when it is
+ *	   not, the table was full (counted in the segment's names_dropped). Events
+ *	   named 0 are still recorded, as "[overflow]".
  */
 RP_API uint32_t rp_intern(const char *name, const char *category, const char *file,
 			  uint32_t line);
