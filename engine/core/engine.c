@@ -316,7 +316,7 @@ static inline bool after_drop(const struct rp_event *ev)
 {
 	return (ev->flags & (RP_SPAN_DEPTH | RP_SPAN_AFTER_DROP)) ==
 		       (RP_SPAN_DEPTH | RP_SPAN_AFTER_DROP) &&
-	       ev->depth != RP_DEPTH_UNKNOWN;
+	       ev->depth <= RP_DEPTH_MAX;
 }
 
 __attribute__((noinline, cold)) static bool resync(struct rp_engine *e, struct rp_source *s,

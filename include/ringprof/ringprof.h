@@ -61,7 +61,7 @@ struct rp_thread {
 	uint8_t lost;			/* RP_SPAN_AFTER_DROP once a record was lost,
 					   until the next span record carries it */
 	uint16_t depth;			/* open spans: rp_begin minus rp_end, counted
-					   whether recorded or not; saturating */
+					   whether recorded or not; modulo 2^16 */
 };
 
 /* A producer wakes a sleeping consumer when its ring is this fraction full (1/8):
@@ -219,19 +219,19 @@ static inline void rp_commit(struct rp_thread *t)
  * The depth a BEGIN or END record carries, and the thread's depth after it: BEGIN
  * carries the depth of the frame it opens, END that of the frame it closes. Counted
  * whether or not the record is written (a reader re-aligns its stack with it after a
- * drop); saturates at RP_DEPTH_UNKNOWN, which then stays.
+ * drop), modulo 2^16: more ENDs than BEGINs read as depths above RP_DEPTH_MAX, which
+ * a reader does not trust, and the count comes back by itself.
  */
 static inline uint16_t rp_depth_step(struct rp_thread *t, uint8_t kind)
 {
 	uint16_t d = t->depth;
 
 	if (kind == RP_EV_BEGIN) {
-		t->depth = (uint16_t)(d + (d != RP_DEPTH_UNKNOWN));
+		t->depth = (uint16_t)(d + 1);
 		return d;
 	}
-	d = (uint16_t)(d - (d != 0 && d != RP_DEPTH_UNKNOWN));
-	t->depth = d;
-	return d;
+	t->depth = (uint16_t)(d - 1);
+	return (uint16_t)(d - 1);
 }
 
 /* Fills the record; span records get their depth and, the first after a drop, the

@@ -102,7 +102,7 @@ enum rp_event_kind {
  */
 #define RP_SPAN_DEPTH		0x40u	/* `depth` is valid */
 #define RP_SPAN_AFTER_DROP	0x80u	/* records of this thread were lost just before */
-#define RP_DEPTH_UNKNOWN	0xffffu	/* depth saturated: not to be trusted */
+#define RP_DEPTH_MAX		0x7fffu	/* above: more ENDs than BEGINs; not trusted */
 
 /* One record; fixed 32 bytes, naturally aligned, two per cache line. */
 struct rp_event {
@@ -111,7 +111,7 @@ struct rp_event {
 	uint8_t kind;		/* enum rp_event_kind */
 	uint8_t flags;		/* kind-specific, 0 otherwise */
 	uint16_t depth;		/* BEGIN/END with RP_SPAN_DEPTH: the stack depth of the
-				   span's frame (0: a root), saturating; 0 otherwise */
+				   span's frame (0: a root), modulo 2^16; 0 otherwise */
 	uint64_t track;		/* async track id, link span id; 0 otherwise */
 	uint64_t arg;		/* span id, correlation id or counter value */
 };
