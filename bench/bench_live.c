@@ -14,7 +14,10 @@
  *                until a trial is not clean, then bisection (trials of --trial-s);
  *   engine CPU   user + system time of the engine per million events at a fixed
  *                moderate rate (1 M/s for 2 s), next to the same engine idle for
- *                the same time (the baseline of this run).
+ *                the same time (the baseline of this run);
+ *   drop check   the same program into 64-slot rings (drops forced): the producer
+ *                notes which spans no drop fell in; exactly those must be counted,
+ *                per name, with no depth cap hit.
  * Wall-clock figures from a shared machine are noisy: each is one trial, said so.
  * With --json, one JSON object.
  */
@@ -52,6 +55,7 @@ struct opts {
 	double check_rate, check_s, trial_s;
 	unsigned max_threads;
 	bool json;
+	const char *drop_ring;	/* ring slots for the drop check (default 64) */
 };
 
 struct trial {
@@ -62,6 +66,9 @@ struct trial {
 	uint64_t dropped;	/* producer's count */
 	uint64_t events;	/* engine's count */
 	uint64_t late;		/* records older than the merge watermark */
+	uint64_t untouched[N_NAMES]; /* drop check: spans no drop fell in */
+	uint64_t calls[N_NAMES];     /* the engine's calls per name */
+	uint64_t depth_cap, drop_lost;
 	bool exact;		/* calls and events as sent, no anomaly */
 	double engine_cpu_s;
 	double achieved;	/* events/s the producer really emitted */
@@ -95,29 +102,72 @@ static void request(void)
 	rp_end(ids[0]);
 }
 
+/* The thread's drops so far: its ring's count (it keeps one ring all along). */
+static uint64_t my_drops(void)
+{
+	const struct rp_thread *t = &rp_thread_state;
+
+	return t->ring ? __atomic_load_n(&t->ring->dropped, __ATOMIC_RELAXED) : 0;
+}
+
+static uint64_t untouched[N_NAMES]; /* drop check: spans no drop fell in, per name */
+
+/*
+ * The same request, noting for each span whether a record of this thread was lost
+ * from its BEGIN to its END (the producer's own count, read after each record):
+ * those spans, and only those, must come out of the engine.
+ */
+static void request_checked(uint64_t *mine)
+{
+	static const struct { uint8_t begin, name; } seq[EV_PER_REQ] = {
+		{ 1, 0 }, { 1, 1 }, { 0, 1 }, { 1, 2 }, { 1, 3 },
+		{ 0, 3 }, { 0, 2 }, { 1, 4 }, { 0, 4 }, { 0, 0 },
+	};
+	uint64_t at_begin[N_NAMES];
+
+	for (int i = 0; i < EV_PER_REQ; i++) {
+		uint64_t before = my_drops();
+
+		if (seq[i].begin) {
+			rp_begin(ids[seq[i].name]);
+			at_begin[seq[i].name] = before;
+		} else {
+			rp_end(ids[seq[i].name]);
+			mine[seq[i].name] += my_drops() == at_begin[seq[i].name];
+		}
+	}
+}
+
+static bool drop_check;
+
 /* Paced: every wake-up emits what is due, then sleeps 50 us. */
 static void *emit_thread(void *arg)
 {
-	uint64_t *sent = arg, start = now_ns(), n = 0, t;
+	uint64_t *sent = arg, start = now_ns(), n = 0, t, mine[N_NAMES] = { 0 };
 	struct timespec nap = { 0, 50000 };
 
 	while ((t = now_ns() - start) < run_ns) {
 		uint64_t due = (uint64_t)((double)t * (double)per_thread_rate / 1e9);
 
 		while (n < due) {
-			request();
+			if (drop_check)
+				request_checked(mine);
+			else
+				request();
 			n++;
 		}
 		nanosleep(&nap, NULL);
 	}
 	*sent = n;
+	for (int k = 0; k < N_NAMES; k++) /* one thread in the drop check */
+		untouched[k] = mine[k];
 	return NULL;
 }
 
 static void producer(int fd, const char *session, unsigned threads, uint64_t rate, double s)
 {
 	pthread_t th[8];
-	uint64_t sent[8] = { 0 }, out[3] = { 0, 0, 0 };
+	uint64_t sent[8] = { 0 }, out[3 + N_NAMES] = { 0 };
 	uint64_t t0;
 
 	setenv("RINGPROF_SESSION", session, 1);
@@ -137,6 +187,7 @@ static void producer(int fd, const char *session, unsigned threads, uint64_t rat
 	}
 	out[1] = rp_dropped();
 	out[2] = now_ns() - t0;
+	memcpy(&out[3], untouched, sizeof(untouched));
 	if (write(fd, out, sizeof(out)) != (ssize_t)sizeof(out))
 		_exit(4);
 	close(fd);
@@ -163,6 +214,8 @@ static void check_report(const struct rp_report *r, struct trial *t)
 	uint64_t anomalies = 0;
 
 	t->events = r->events;
+	t->depth_cap = r->anomalies[RP_ANOM_DEPTH_CAP];
+	t->drop_lost = r->anomalies[RP_ANOM_DROP_LOST];
 	for (int k = 0; k < RP_ANOM_KIND_COUNT; k++)
 		anomalies += r->anomalies[k];
 	/* Late records (a producer thread preempted between its clock read and its
@@ -177,6 +230,7 @@ static void check_report(const struct rp_report *r, struct trial *t)
 		for (uint32_t i = 0; i < r->n_fns; i++)
 			if (strcmp(r->fns[i].name, names[k]) == 0) {
 				found = true;
+				t->calls[k] = r->fns[i].calls;
 				t->exact &= r->fns[i].calls == t->sent_req;
 			}
 		t->exact &= found || t->sent_req == 0;
@@ -189,7 +243,7 @@ static int run_trial(const struct opts *o, struct trial *t)
 	char session[32], dir[64], snap[160], why[RP_WHY_MAX];
 	pid_t eng, prod;
 	struct rusage ru;
-	uint64_t out[3];
+	uint64_t out[3 + N_NAMES];
 	int pfd[2], st;
 	struct rp_report r;
 
@@ -218,7 +272,8 @@ static int run_trial(const struct opts *o, struct trial *t)
 	}
 	close(pfd[1]);
 	if (read(pfd[0], out, sizeof(out)) != (ssize_t)sizeof(out))
-		out[0] = out[1] = out[2] = 0;
+		memset(out, 0, sizeof(out));
+	memcpy(t->untouched, &out[3], sizeof(t->untouched));
 	close(pfd[0]);
 	waitpid(prod, &st, 0);
 	kill(eng, SIGTERM);
@@ -273,10 +328,47 @@ static uint64_t max_zero_drop(const struct opts *o, unsigned threads)
 	return lo;
 }
 
+/*
+ * The same program into rings of --drop-ring slots (64: drops forced), 1 thread at
+ * 1 M events/s for 2 s: no depth cap, every name present, and exactly the spans no
+ * drop fell in (as the producer saw them) counted per name.
+ */
+static bool run_drop_check(const struct opts *o, struct trial *t)
+{
+	const char *old = getenv("RINGPROF_RING_EVENTS");
+	char *keep = old ? strdup(old) : NULL;
+	bool ok;
+
+	*t = (struct trial){ .rate = 1000000, .threads = 1, .seconds = 2 };
+	setenv("RINGPROF_RING_EVENTS", o->drop_ring, 1);
+	drop_check = true;
+	run_trial(o, t);
+	drop_check = false;
+	if (keep) {
+		setenv("RINGPROF_RING_EVENTS", keep, 1);
+		free(keep);
+	} else {
+		unsetenv("RINGPROF_RING_EVENTS");
+	}
+	ok = t->depth_cap == 0 && t->sent_req > 0;
+	for (int k = 0; k < N_NAMES; k++)
+		ok &= t->calls[k] == t->untouched[k] && t->calls[k] > 0;
+	if (!o->json) {
+		printf("drop check: rings of %s, 1 M events/s for 2 s: dropped %" PRIu64
+		       ", drop_lost %" PRIu64 ", depth_cap %" PRIu64 "\n",
+		       o->drop_ring, t->dropped, t->drop_lost, t->depth_cap);
+		for (int k = 0; k < N_NAMES; k++)
+			printf("  %-6s calls %-9" PRIu64 " untouched by a drop %-9" PRIu64 " of %" PRIu64
+			       " %s\n", names[k], t->calls[k], t->untouched[k], t->sent_req,
+			       t->calls[k] == t->untouched[k] ? "exact" : "DIFFERENT");
+	}
+	return ok;
+}
+
 static void usage(void)
 {
 	fputs("usage: bench_live [--json] [--ringprof PATH] [--check-rate N] [--check-s S]\n"
-	      "                  [--trial-s S] [--max-threads 1|2]\n",
+	      "                  [--trial-s S] [--max-threads 1|2] [--drop-ring SLOTS]\n",
 	      stderr);
 }
 
@@ -286,10 +378,13 @@ int main(int argc, char **argv)
 		{ "json", 0, NULL, 'j' },	 { "ringprof", 1, NULL, 'b' },
 		{ "check-rate", 1, NULL, 'r' }, { "check-s", 1, NULL, 's' },
 		{ "trial-s", 1, NULL, 't' },	 { "max-threads", 1, NULL, 'm' },
+		{ "drop-ring", 1, NULL, 'd' },
 		{ NULL, 0, NULL, 0 }
 	};
 	struct opts o = { .bin = RINGPROF_BIN, .check_rate = 4e6, .check_s = 3, .trial_s = 1,
-			  .max_threads = 2 };
+			  .max_threads = 2, .drop_ring = "64" };
+	struct trial drops;
+	bool drops_ok;
 	struct trial chk, cpu, idle;
 	uint64_t best[3] = { 0, 0, 0 };
 	int c;
@@ -302,6 +397,7 @@ int main(int argc, char **argv)
 		case 's': o.check_s = atof(optarg); break;
 		case 't': o.trial_s = atof(optarg); break;
 		case 'm': o.max_threads = (unsigned)atoi(optarg) == 1 ? 1 : 2; break;
+		case 'd': o.drop_ring = optarg; break;
 		default: usage(); return 2;
 		}
 	}
@@ -313,6 +409,7 @@ int main(int argc, char **argv)
 		       "%" PRIu64 " events, dropped %" PRIu64 ", every call %s\n",
 		       o.check_rate / 1e6, chk.achieved / 1e6, o.check_s, chk.events, chk.dropped,
 		       chk.exact ? "exact" : "NOT exact");
+	drops_ok = run_drop_check(&o, &drops);
 	for (unsigned th = 1; th <= o.max_threads; th++) {
 		if (!o.json)
 			printf("max zero-drop rate, %u producer thread(s):\n", th);
@@ -329,10 +426,14 @@ int main(int argc, char **argv)
 		       "\"events\":%" PRIu64 ",\"dropped\":%" PRIu64 ",\"exact\":%s},"
 		       "\"max_zero_drop_events_per_s\":{\"1\":%" PRIu64 ",\"2\":%" PRIu64 "},"
 		       "\"engine_cpu_ms_per_million_events\":%.2f,\"at_rate\":1000000,"
-		       "\"engine_cpu_ms_busy\":%.1f,\"engine_cpu_ms_idle_baseline\":%.1f}\n",
+		       "\"engine_cpu_ms_busy\":%.1f,\"engine_cpu_ms_idle_baseline\":%.1f,"
+		       "\"drop_check\":{\"ring_events\":%s,\"dropped\":%" PRIu64
+		       ",\"drop_lost\":%" PRIu64 ",\"depth_cap\":%" PRIu64
+		       ",\"untouched_exact\":%s}}\n",
 		       o.check_rate, chk.achieved, o.check_s, chk.events, chk.dropped,
 		       chk.exact ? "true" : "false", best[1], best[2], per_m,
-		       cpu.engine_cpu_s * 1e3, idle.engine_cpu_s * 1e3);
+		       cpu.engine_cpu_s * 1e3, idle.engine_cpu_s * 1e3, o.drop_ring, drops.dropped,
+		       drops.drop_lost, drops.depth_cap, drops_ok ? "true" : "false");
 	} else {
 		printf("max_zero_drop_events_per_s: 1 thread %.2f M, 2 threads %.2f M\n",
 		       (double)best[1] / 1e6, (double)best[2] / 1e6);
@@ -340,5 +441,5 @@ int main(int argc, char **argv)
 		       " idle engine for 2 s (baseline): %.1f ms\n",
 		       cpu.engine_cpu_s * 1e3, per_m, idle.engine_cpu_s * 1e3);
 	}
-	return chk.exact && chk.dropped == 0 ? 0 : 1;
+	return chk.exact && chk.dropped == 0 && drops_ok ? 0 : 1;
 }

@@ -475,6 +475,7 @@ static void setup_thread(struct rp_thread *t, struct rp_wire_header *h, int idx)
 	struct rp_event *slots = rp_layout_slots(&proc.lay, h, (uint32_t)idx);
 
 	r->tid = (int32_t)syscall(SYS_gettid);
+	r->lost_at_retire = 0;
 	r->claimed_ticks = rp_clock_read(rp_clock_source == RP_CLOCK_TSC);
 	/* The owner fields before the generation: a consumer that sees a new `gen`
 	 * (after it read p_tail) sees who owns the ring. */
@@ -567,6 +568,9 @@ static void retire_thread(void *arg)
 
 	if (t == NULL || t->ring == NULL)
 		return;
+	/* A reader closing this thread's stack must know whether its last records
+	 * were lost (then the open spans are, rather than cut at exit). */
+	__atomic_store_n(&t->ring->lost_at_retire, t->lost ? 1u : 0u, __ATOMIC_RELAXED);
 	/* Release: every record this thread published before the state change. */
 	__atomic_store_n(&t->ring->state, RP_RING_RETIRED, __ATOMIC_RELEASE);
 	t->slots = NULL;

@@ -318,6 +318,9 @@ void rp_track_close(struct rp_tracks *ts, uint32_t tr, uint64_t t, int why,
 {
 	struct rp_track *k = &ts->t[tr];
 
+	if (why == RP_ANOM_DROP_LOST) /* records after the last one seen were lost */
+		for (uint32_t i = 0; i < k->depth; i++)
+			lose(ts, k, i, t, c);
 	while (k->depth > 0) {
 		bool lost = k->f[k->depth - 1].lost;
 

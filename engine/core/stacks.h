@@ -149,7 +149,8 @@ bool rp_track_resync(struct rp_tracks *ts, uint32_t tr, bool is_end, uint32_t de
  * rp_track_close() - close every open frame at time @t and free the track.
  * @why: RP_ANOM_KIND_COUNT to count the frames as truncated (a producer died, a
  *	 thread's ring changed owner), or an anomaly kind to count them under
- *	 (RP_ANOM_OPEN_AT_END at the end of a trace).
+ *	 (RP_ANOM_OPEN_AT_END at the end of a trace); RP_ANOM_DROP_LOST: the thread
+ *	 lost records after its last one, so its open frames are lost (stacks.h).
  */
 void rp_track_close(struct rp_tracks *ts, uint32_t tr, uint64_t t, int why,
 		    struct rp_counts *c);

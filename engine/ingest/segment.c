@@ -271,6 +271,7 @@ static void read_info(const struct rp_wire_ring *r, struct rp_ring_info *info)
 	info->gen = __atomic_load_n(&r->gen, __ATOMIC_RELAXED);
 	info->tid = __atomic_load_n((const uint32_t *)&r->tid, __ATOMIC_RELAXED);
 	info->dropped = __atomic_load_n(&r->dropped, __ATOMIC_RELAXED);
+	info->lost_at_retire = __atomic_load_n(&r->lost_at_retire, __ATOMIC_RELAXED) != 0;
 }
 
 uint32_t rp_segment_avail(struct rp_segment *s, uint32_t ring, struct rp_ring_info *info)

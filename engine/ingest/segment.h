@@ -76,6 +76,7 @@ struct rp_ring_info {
 	uint32_t gen;
 	int32_t tid;
 	uint64_t dropped;
+	uint32_t lost_at_retire;	/* retired owner lost records after its last one */
 };
 
 /**

@@ -44,6 +44,9 @@ struct rp_rbuf {
 	uint32_t gen_now;	/* the ring's owner generation at the last copy */
 	uint32_t state;		/* and its state (enum rp_ring_state) */
 	uint32_t trk;		/* generation of the engine's open track; 0 none */
+	uint64_t dropped_now;	/* the producer's drop count of the ring, last copy */
+	uint64_t dropped_rec;	/* ... as of the newest record copied */
+	bool retire_lost;	/* a retired owner said it lost its last records */
 	bool short_copy;	/* the last copy left records in the ring (full) */
 };
 
@@ -291,9 +294,13 @@ static void close_track(struct rp_sources *ss, struct rp_live *l, uint32_t ring)
 {
 	struct rp_rbuf *b = &l->buf[ring];
 
+	/* Records lost after the newest one we have: the open spans may have ended
+	 * unseen, so they are lost, not truncated (counted, not in the statistics). */
+	bool lost = b->state == RP_RING_RETIRED ? b->retire_lost : b->dropped_now > b->dropped_rec;
+
 	if (b->trk != 0)
 		rp_engine_close_thread(ss->e, l->src, thread_id(ring, b->trk), l->last_ts,
-				       RP_ANOM_KIND_COUNT);
+				       lost ? RP_ANOM_DROP_LOST : RP_ANOM_KIND_COUNT);
 	b->trk = 0;
 }
 
@@ -355,8 +362,11 @@ static void copy_ring(struct rp_sources *ss, struct rp_live *l, uint32_t ring)
 	b->gen_now = info.gen;
 	b->state = info.state;
 	b->short_copy = false;
+	b->dropped_now = info.dropped; /* read after the producer index (segment.c) */
+	b->retire_lost = info.lost_at_retire;
 	if (n == 0)
 		return;
+	b->dropped_rec = info.dropped;
 	got = buf_room(ss, b, n);
 	b->short_copy = got < n;
 	for (uint32_t k = 0; k < got; k++) {
@@ -586,6 +596,15 @@ static void finish(struct rp_sources *ss, uint32_t i)
 	struct rp_live *l = ss->live[i];
 
 	update_one(ss, l);
+	for (uint32_t r = 0; r < l->seg->v.ring_count; r++) { /* thread tracks first */
+		struct rp_ring_info info;
+
+		rp_segment_avail(l->seg, r, &info);
+		l->buf[r].dropped_now = info.dropped;
+		l->buf[r].state = info.state;
+		l->buf[r].retire_lost = info.lost_at_retire;
+		close_track(ss, l, r);
+	}
 	rp_engine_close_source(ss->e, l->src, l->last_ts, RP_ANOM_KIND_COUNT);
 	rp_engine_finish_source(ss->e, l->src);
 	say(ss, "%s: pid %d %s", l->seg->name, l->seg->v.pid, l->dead ? "died" : "exited");

@@ -210,7 +210,9 @@ struct rp_wire_ring {
 				   saw, a lower bound of the true high-water mark */
 	uint64_t dropped;	/* records refused because the ring was full */
 	uint64_t claimed_ticks;	/* clock at the claim */
-	uint8_t pad0[RP_WIRE_CACHELINE - 32];
+	uint32_t lost_at_retire; /* 1.1: 1 if the owner lost records after its last
+				    span record (written before state RETIRED) */
+	uint8_t pad0[RP_WIRE_CACHELINE - 36];
 	struct ck_ring ring;	/* ck_ring_init(&ring, ring_capacity) */
 	uint8_t pad1[4 * RP_WIRE_CACHELINE - RP_WIRE_CACHELINE - sizeof(struct ck_ring)];
 };
