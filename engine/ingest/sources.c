@@ -656,13 +656,17 @@ static int check_ends(struct rp_sources *ss)
 uint64_t rp_sources_drain(struct rp_sources *ss, uint64_t watermark)
 {
 	uint64_t n = 0, got, force;
+	unsigned slices = 0;
 
 	do {
+		/* At most 64 slices a call (but everything for a final drain): an engine
+		 * slower than its producers still returns to its loop and is called again. */
 		do {
 			force = copy_all(ss);
 			got = merge(ss, force > watermark ? force : watermark, RP_SOURCES_SLICE);
 			n += got;
-		} while (got == RP_SOURCES_SLICE || (force != 0 && got > 0));
+		} while ((got == RP_SOURCES_SLICE || (force != 0 && got > 0)) &&
+			 (++slices < 64 || watermark == UINT64_MAX));
 		end_tracks(ss);
 	} while (check_ends(ss) > 0);
 	return n;
