@@ -171,6 +171,28 @@ static void wait_engine_ready(const char *session)
 	assert_int_equal(access(name, F_OK), 0);
 }
 
+/* Until the marker names @pid: a killed engine's marker stays until the next one
+ * replaces it, and a slow start (sanitizers) must not be mistaken for it. */
+static void wait_engine_pid(const char *session, pid_t pid)
+{
+	char name[128];
+	struct timespec ms = { 0, 10000000 };
+	struct rp_wire_engine m = { 0 };
+
+	snprintf(name, sizeof(name), "/dev/shm/ringprof.%s.engine", session);
+	for (int i = 0; i < 1000 && m.pid != pid; i++) {
+		FILE *f = fopen(name, "rb");
+
+		if (f == NULL || fread(&m, sizeof(m), 1, f) != 1)
+			m.pid = 0;
+		if (f != NULL)
+			fclose(f);
+		if (m.pid != pid)
+			nanosleep(&ms, NULL);
+	}
+	assert_int_equal(m.pid, pid);
+}
+
 static int wait_exit(pid_t pid)
 {
 	int st;
@@ -364,7 +386,7 @@ static void test_cli_engine_restart_reattaches(void **state)
 	kill(eng, SIGKILL);
 	assert_int_equal(wait_exit(eng), 128 + SIGKILL);
 	eng = start_engine(session); /* the marker names a dead pid: replaced */
-	wait_engine_ready(session);
+	wait_engine_pid(session, eng);
 	nanosleep(&pause, NULL);
 	/* No shape check: requests begun before the restart end unmatched here. */
 	snapshot_counts(session, demo, &events, &dropped, false);
