@@ -68,7 +68,7 @@ struct trial {
 	uint64_t late;		/* records older than the merge watermark */
 	uint64_t untouched[N_NAMES]; /* drop check: spans no drop fell in */
 	uint64_t calls[N_NAMES];     /* the engine's calls per name */
-	uint64_t depth_cap, drop_lost;
+	uint64_t depth_cap, drop_lost, anomalies, truncated;
 	bool exact;		/* calls and events as sent, no anomaly */
 	double engine_cpu_s;
 	double achieved;	/* events/s the producer really emitted */
@@ -222,6 +222,8 @@ static void check_report(const struct rp_report *r, struct trial *t)
 	 * commit for longer than the merge delay) are still processed on their own
 	 * track: reported, not a failure of exactness. */
 	t->late = r->late;
+	t->anomalies = anomalies;
+	t->truncated = r->truncated;
 	t->exact = r->events == t->sent_req * EV_PER_REQ && r->dropped == 0 && anomalies == 0 &&
 		   r->truncated == 0;
 	for (int k = 0; k < N_NAMES; k++) {
@@ -257,7 +259,8 @@ static int run_trial(const struct opts *o, struct trial *t)
 
 		dup2(null, 1);
 		execl(o->bin, o->bin, "run", "--session", session, "--snapshot-dir", dir,
-		      "--no-socket", "--quiet", (char *)NULL);
+		      "--no-socket", getenv("BENCH_LIVE_VERBOSE") ? "--no-socket" : "--quiet",
+		      (char *)NULL);
 		_exit(127);
 	}
 	for (int i = 0; i < 2000 && !engine_up(session); i++)
@@ -303,8 +306,11 @@ static bool clean(const struct opts *o, unsigned threads, uint64_t rate)
 	run_trial(o, &t);
 	if (!o->json)
 		printf("  %u thread(s) %6.2f M events/s: dropped %-9" PRIu64 " late %-7" PRIu64
-		       " %s\n", threads, (double)rate / 1e6, t.dropped, t.late,
-		       t.exact ? "exact" : "NOT exact");
+		       " %s (events %" PRIu64 " of %" PRIu64 ", anomalies %" PRIu64
+		       ", truncated %" PRIu64 ")\n",
+		       threads, (double)rate / 1e6, t.dropped, t.late,
+		       t.exact ? "exact" : "NOT exact", t.events, t.sent_req * EV_PER_REQ,
+		       t.anomalies, t.truncated);
 	return t.dropped == 0 && t.exact;
 }
 
