@@ -293,6 +293,12 @@ static int run_trial(const struct opts *o, struct trial *t)
 		return -EIO;
 	}
 	check_report(&r, t);
+	if (getenv("BENCH_LIVE_VERBOSE"))
+		fprintf(stderr, "bench_live: late %" PRIu64 " resyncs %" PRIu64 " forced %" PRIu64
+			" ring_hwm %" PRIu64 " buffer_hwm %" PRIu64 "\n",
+			r.late, r.n_sources ? r.sources[0].resyncs : 0,
+			r.n_sources ? r.sources[0].forced : 0, r.n_sources ? r.sources[0].ring_hwm : 0,
+			r.n_sources ? r.sources[0].buffer_hwm : 0);
 	rp_report_free(&r);
 	unlink(snap);
 	rmdir(dir);
