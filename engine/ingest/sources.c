@@ -533,6 +533,14 @@ static void end_tracks(struct rp_sources *ss)
 			     (b->state == RP_RING_RETIRED &&
 			      rp_segment_ring_pending(l->seg, r) == 0)))
 				close_track(ss, l, r);
+			if (b->n == 0 && b->cap > RP_SOURCES_KEEP) {
+				/* a burst's buffer goes back once empty: memory follows
+				 * the backlog, not its peak */
+				ss->buf_events -= b->cap;
+				free(b->ev);
+				b->ev = NULL;
+				b->cap = b->head = 0;
+			}
 		}
 	}
 }

@@ -44,6 +44,8 @@ struct rp_live;	/* one attached segment */
  * 2^20 records hold 100 ms of one thread at 10 M events/s. */
 #define RP_SOURCES_RING_BUFFER	 (1u << 20)
 #define RP_SOURCES_BUFFER_BUDGET (1u << 23)
+/* An empty buffer larger than this is freed (it grows again on demand). */
+#define RP_SOURCES_KEEP		 16384u
 /* Records processed between two copies of every ring (rp_sources_drain). */
 #define RP_SOURCES_SLICE	 8192u
 
