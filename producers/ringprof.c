@@ -131,7 +131,7 @@ static bool read_config(struct rp_layout_cfg *cfg, char *session)
 	}
 	strcpy(session, sess);
 	cfg->ring_count = (uint32_t)env_u64("RINGPROF_RINGS", 64, 1, RP_WIRE_MAX_RINGS);
-	cfg->ring_capacity = (uint32_t)env_u64("RINGPROF_RING_EVENTS", 32768,
+	cfg->ring_capacity = (uint32_t)env_u64("RINGPROF_RING_EVENTS", 131072,
 					       RP_WIRE_MIN_RING_CAP, RP_WIRE_MAX_RING_CAP);
 	if (cfg->ring_capacity & (cfg->ring_capacity - 1)) {
 		say("RINGPROF_RING_EVENTS=%u is not a power of two; using %u",
@@ -476,6 +476,7 @@ static void setup_thread(struct rp_thread *t, struct rp_wire_header *h, int idx)
 	struct rp_event *slots = rp_layout_slots(&proc.lay, h, (uint32_t)idx);
 
 	r->tid = (int32_t)syscall(SYS_gettid);
+	r->lost_at_retire = 0;
 	r->claimed_ticks = rp_clock_read(rp_clock_source == RP_CLOCK_TSC);
 	/* The owner fields before the generation: a consumer that sees a new `gen`
 	 * (after it read p_tail) sees who owns the ring. */
@@ -510,6 +511,7 @@ bool rp_thread_attach(struct rp_thread *t)
 		return false;
 	}
 	if (t->noring_retry != 0) {
+		t->lost = RP_SPAN_AFTER_DROP;
 		t->noring_retry--;
 		__atomic_fetch_add(&h->noring_dropped, 1, __ATOMIC_RELAXED);
 		return false;
@@ -518,6 +520,7 @@ bool rp_thread_attach(struct rp_thread *t)
 	if (idx < 0) {
 		/* Every ring is owned: drop, and look again only every 1024 events. */
 		t->noring_retry = 1023;
+		t->lost = RP_SPAN_AFTER_DROP;
 		__atomic_fetch_add(&h->noring_dropped, 1, __ATOMIC_RELAXED);
 		return false;
 	}
@@ -534,6 +537,7 @@ bool rp_ring_refresh(struct rp_thread *t)
 		return true;
 	/* Single writer: a plain read-modify-write, stored atomically for readers. */
 	__atomic_store_n(&t->ring->dropped, t->ring->dropped + 1, __ATOMIC_RELAXED);
+	t->lost = RP_SPAN_AFTER_DROP;
 	return false;
 }
 
@@ -547,7 +551,7 @@ void rp_doorbell_check(struct rp_thread *t)
 	struct rp_wire_header *h = t->hdr;
 
 	t->head = __atomic_load_n(&t->ring->ring.c_head, __ATOMIC_RELAXED);
-	if (t->tail - t->head < (t->mask + 1) / 2)
+	if (t->tail - t->head < (t->mask + 1) / RP_DOORBELL_FRACTION)
 		return;
 	/* Only the producer that clears the flag rings: one wake per sleep. The
 	 * exchange is a full barrier, ordering our p_tail store before the bump. */
@@ -565,6 +569,9 @@ static void retire_thread(void *arg)
 
 	if (t == NULL || t->ring == NULL)
 		return;
+	/* A reader closing this thread's stack must know whether its last records
+	 * were lost (then the open spans are, rather than cut at exit). */
+	__atomic_store_n(&t->ring->lost_at_retire, t->lost ? 1u : 0u, __ATOMIC_RELAXED);
 	/* Release: every record this thread published before the state change. */
 	__atomic_store_n(&t->ring->state, RP_RING_RETIRED, __ATOMIC_RELEASE);
 	t->slots = NULL;

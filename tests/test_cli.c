@@ -171,6 +171,28 @@ static void wait_engine_ready(const char *session)
 	assert_int_equal(access(name, F_OK), 0);
 }
 
+/* Until the marker names @pid: a killed engine's marker stays until the next one
+ * replaces it, and a slow start (sanitizers) must not be mistaken for it. */
+static void wait_engine_pid(const char *session, pid_t pid)
+{
+	char name[128];
+	struct timespec ms = { 0, 10000000 };
+	struct rp_wire_engine m = { 0 };
+
+	snprintf(name, sizeof(name), "/dev/shm/ringprof.%s.engine", session);
+	for (int i = 0; i < 1000 && m.pid != pid; i++) {
+		FILE *f = fopen(name, "rb");
+
+		if (f == NULL || fread(&m, sizeof(m), 1, f) != 1)
+			m.pid = 0;
+		if (f != NULL)
+			fclose(f);
+		if (m.pid != pid)
+			nanosleep(&ms, NULL);
+	}
+	assert_int_equal(m.pid, pid);
+}
+
 static int wait_exit(pid_t pid)
 {
 	int st;
@@ -276,6 +298,31 @@ static uint64_t read_emitted(int fd)
 	return n;
 }
 
+/* `snapshot -o PATH` keeps it there; `--keep` twice gives two files, both whole,
+ * though the engine's own file was replaced in between. */
+static void keep_snapshots(const char *session)
+{
+	char *a, *b, *c, *out;
+	struct timespec ms = { 0, 2000000 };
+
+	assert_int_equal(run(&a, "%s snapshot --session %s -o %s/kept.msgpack", bin, session,
+			     tmpdir), 0);
+	a[strcspn(a, "\n")] = '\0';
+	assert_true(strstr(a, "/kept.msgpack") != NULL);
+	assert_int_equal(run(&b, "%s snapshot --session %s --keep", bin, session), 0);
+	nanosleep(&ms, NULL);
+	assert_int_equal(run(&c, "%s snapshot --session %s --keep", bin, session), 0);
+	b[strcspn(b, "\n")] = c[strcspn(c, "\n")] = '\0';
+	assert_string_not_equal(b, c);
+	assert_true(strstr(b, session) != NULL && strstr(b, ".msgpack") != NULL);
+	for (char **p = (char *[]){ a, b, c, NULL }; *p != NULL; p++) {
+		assert_int_equal(run(&out, "%s report %s --format json >/dev/null", bin, *p), 0);
+		free(out);
+		unlink(*p);
+		free(*p);
+	}
+}
+
 static void live_accounting(const char *session, bool refuse_uring)
 {
 	uint64_t events, dropped, emitted;
@@ -292,6 +339,8 @@ static void live_accounting(const char *session, bool refuse_uring)
 		      (unsigned long long)emitted, (unsigned long long)events,
 		      (unsigned long long)dropped);
 	assert_int_equal(events + dropped, emitted);
+	if (!refuse_uring)
+		keep_snapshots(session);
 	kill(eng, SIGTERM);
 	assert_int_equal(wait_exit(eng), 0);
 }
@@ -337,7 +386,7 @@ static void test_cli_engine_restart_reattaches(void **state)
 	kill(eng, SIGKILL);
 	assert_int_equal(wait_exit(eng), 128 + SIGKILL);
 	eng = start_engine(session); /* the marker names a dead pid: replaced */
-	wait_engine_ready(session);
+	wait_engine_pid(session, eng);
 	nanosleep(&pause, NULL);
 	/* No shape check: requests begun before the restart end unmatched here. */
 	snapshot_counts(session, demo, &events, &dropped, false);

@@ -37,7 +37,7 @@ static unsigned drain_check(uint32_t ring, uint64_t *expect)
 			assert_int_equal(ev[k].kind, RP_EV_COUNTER);
 			assert_int_equal(ev[k].name, cid);
 			assert_int_equal(ev[k].flags, 0);
-			assert_int_equal(ev[k].reserved, 0);
+			assert_int_equal(ev[k].depth, 0);
 			assert_int_equal(ev[k].track, 0);
 			assert_int_equal(ev[k].arg, *expect);
 			assert_true(ev[k].ts >= last_ts);

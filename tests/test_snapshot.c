@@ -42,7 +42,7 @@
 
 static const char *const anomaly_names[] = {
 	"end_mismatch", "end_unmatched", "depth_cap",	"track_cap",  "name_cap",    "cct_cap",
-	"clamped",	"bad_event",	 "open_at_end", "window_cap", "counter_cap",
+	"clamped",	"bad_event",	 "open_at_end", "window_cap", "counter_cap", "drop_lost",
 };
 
 /* --- random reports ----------------------------------------------------------------- */
@@ -143,6 +143,10 @@ static void rnd_source(struct rp_report_source *s, size_t str_max)
 	s->truncated = rnd_u64();
 	s->names_dropped = rnd_u64();
 	s->resyncs = rnd_u64();
+	s->ring_hwm = rnd_u64();
+	s->ring_capacity = rnd_u64();
+	s->buffer_hwm = rnd_u64();
+	s->forced = rnd_u64();
 	rnd_anomalies(s->anomalies);
 }
 
@@ -701,6 +705,10 @@ static bool source_eq(const struct rp_report_source *x, const struct rp_report_s
 	       u_eq(x->truncated, y->truncated, what, "source.truncated", i) &&
 	       u_eq(x->names_dropped, y->names_dropped, what, "names_dropped", i) &&
 	       u_eq(x->resyncs, y->resyncs, what, "resyncs", i) &&
+	       u_eq(x->ring_hwm, y->ring_hwm, what, "ring_hwm", i) &&
+	       u_eq(x->ring_capacity, y->ring_capacity, what, "ring_capacity", i) &&
+	       u_eq(x->buffer_hwm, y->buffer_hwm, what, "buffer_hwm", i) &&
+	       u_eq(x->forced, y->forced, what, "forced", i) &&
 	       anom_eq(x->anomalies, y->anomalies, what, "source", i);
 }
 
@@ -1268,7 +1276,7 @@ static void ref_totals(msgpack_packer *pk, const struct rp_report *r, const stru
 static void ref_source(msgpack_packer *pk, const struct rp_report_source *s,
 		       const struct ref_opts *o)
 {
-	msgpack_pack_map(pk, 10 + o->extras);
+	msgpack_pack_map(pk, 14 + o->extras);
 	kv_str(pk, "name", s->name);
 	key(pk, "pid");
 	msgpack_pack_int32(pk, s->pid);
@@ -1280,6 +1288,10 @@ static void ref_source(msgpack_packer *pk, const struct rp_report_source *s,
 	kv_u64(pk, "names_dropped", s->names_dropped);
 	kv_u64(pk, "resyncs", s->resyncs);
 	ref_anomalies(pk, s->anomalies, o);
+	kv_u64(pk, "ring_hwm", s->ring_hwm);
+	kv_u64(pk, "ring_capacity", s->ring_capacity);
+	kv_u64(pk, "buffer_hwm", s->buffer_hwm);
+	kv_u64(pk, "forced", s->forced);
 	if (o->extras)
 		extra(pk, 1);
 }

@@ -275,7 +275,7 @@ static void *sleep_on_doorbell(void *arg)
 	return NULL;
 }
 
-/* The doorbell: no wake-up below half a ring, exactly one at half. */
+/* The doorbell: no wake-up below 1/RP_DOORBELL_FRACTION of a ring, exactly one there. */
 static void test_threads_doorbell_wakes_sleeping_consumer(void **state)
 {
 	struct seen seen;
@@ -291,9 +291,9 @@ static void test_threads_doorbell_wakes_sleeping_consumer(void **state)
 	assert_int_equal(pthread_create(&th, NULL, sleep_on_doorbell, &s), 0);
 	while (__atomic_load_n(&h->consumer_sleeping, __ATOMIC_RELAXED) == 0)
 		sched_yield();
-	for (unsigned i = 0; i < CAP / 2 - 2; i++)
+	for (unsigned i = 0; i < CAP / RP_DOORBELL_FRACTION - 2; i++)
 		rp_instant(nid);
-	assert_int_equal(h->doorbell_rings, rings0); /* below half: silent */
+	assert_int_equal(h->doorbell_rings, rings0); /* below the mark: silent */
 	rp_instant(nid);
 	rp_instant(nid);
 	assert_int_equal(pthread_join(th, NULL), 0);

@@ -118,6 +118,20 @@ static inline void rp_analyses_open(struct rp_analyses *a, uint32_t name, uint32
 		rp_sweep_open(&a->roots, t);
 }
 
+/* A span opened here that will never close (a drop cut it): it leaves the sweeps at
+ * @t and goes nowhere else, so no window, sketch or slowest list sees a guess. */
+static inline void rp_analyses_abandon(struct rp_analyses *a, uint32_t name, uint32_t depth,
+				       uint64_t t)
+{
+	struct rp_sweep *c = rp_analyses_cat_sweep(a, name);
+
+	rp_sweep_close(&a->overall, t);
+	if (c != NULL)
+		rp_sweep_close(c, t);
+	if (depth == 0)
+		rp_sweep_close(&a->roots, t);
+}
+
 /* A span closed (its open was fed). */
 void rp_analyses_close(struct rp_analyses *a, const struct rp_span_info *sp);
 

@@ -507,6 +507,16 @@ void rp_sketch_add(struct rp_sketch *s, double v)
 
 /* --- queries ----------------------------------------------------------------------------- */
 
+/* The bucket's value, clamped to the exact [min, max]: x_r lies there, so the
+ * clamp only lowers the error, and no quantile reads above the maximum (a bucket's
+ * value is its midpoint, which can be past the largest value in it). */
+static double clamp_exact(const struct rp_sketch *s, double v)
+{
+	if (v > s->max)
+		return s->max;
+	return v < s->min ? s->min : v;
+}
+
 double rp_sketch_quantile(const struct rp_sketch *s, double q)
 {
 	uint64_t r;
@@ -515,11 +525,11 @@ double rp_sketch_quantile(const struct rp_sketch *s, double q)
 		return NAN;
 	r = rp_sketch_rank(s->count, q);
 	if (r <= s->neg.total)
-		return -bucket_value(s, store_find(&s->neg, s->neg.total - r + 1));
+		return clamp_exact(s, -bucket_value(s, store_find(&s->neg, s->neg.total - r + 1)));
 	r -= s->neg.total;
 	if (r <= s->zero)
-		return 0.0;
-	return bucket_value(s, store_find(&s->pos, r - s->zero));
+		return clamp_exact(s, 0.0);
+	return clamp_exact(s, bucket_value(s, store_find(&s->pos, r - s->zero)));
 }
 
 bool rp_sketch_quantile_bounded(const struct rp_sketch *s, double q)

@@ -27,7 +27,8 @@
  * (below) or 0 < |x_r| < DBL_MIN (then 0 is returned: absolute error < DBL_MIN). The
  * estimate depends on the buckets only (not on the exact min and max), so a merged
  * sketch answers exactly as a sketch of the union would (when nothing collapsed), and
- * a sketch rebuilt from its buckets answers identically.
+ * a sketch rebuilt from its buckets answers identically. The value is clamped to the
+ * exact [min, max] (kept through merges and rebuilds), so p50 never reads above max.
  *
  * Memory. A store is a ring of uint64_t counts over the index window [lo, hi] it has
  * seen, allocated on demand (by an eighth or more, in multiples of RP_SKETCH_CHUNK

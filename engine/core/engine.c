@@ -119,6 +119,12 @@ static void on_open(void *ctx, uint32_t name, uint32_t depth, uint64_t t)
 	rp_analyses_open(&((struct rp_engine *)ctx)->an, name, depth, t);
 }
 
+/* A span cut by a drop: it leaves the concurrency sweeps, nothing else. */
+static void on_lost(void *ctx, uint32_t name, uint32_t depth, uint64_t t)
+{
+	rp_analyses_abandon(&((struct rp_engine *)ctx)->an, name, depth, t);
+}
+
 /*
  * Every span closed: the analyses; for one closed by its own END, the device analysis
  * (with its self time: the frame's children are clamped to it); the step statistics
@@ -176,6 +182,7 @@ int rp_engine_open(const struct rp_engine_cfg *cfg, struct rp_engine **out)
 	}
 	e->tracks.on_open = on_open;
 	e->tracks.on_close = on_close;
+	e->tracks.on_lost = on_lost;
 	e->tracks.hook_ctx = e;
 	strcpy(e->clock, "monotonic");
 	*out = e;
@@ -217,6 +224,12 @@ static void fold_source(struct rp_engine *e, uint32_t i)
 	f->rep.truncated += s->rep.truncated;
 	f->rep.names_dropped += s->rep.names_dropped;
 	f->rep.resyncs += s->rep.resyncs;
+	f->rep.forced += s->rep.forced;
+	f->rep.ring_hwm = s->rep.ring_hwm > f->rep.ring_hwm ? s->rep.ring_hwm : f->rep.ring_hwm;
+	f->rep.buffer_hwm =
+		s->rep.buffer_hwm > f->rep.buffer_hwm ? s->rep.buffer_hwm : f->rep.buffer_hwm;
+	if (s->rep.ring_capacity > f->rep.ring_capacity)
+		f->rep.ring_capacity = s->rep.ring_capacity;
 	f->rep.flags |= s->rep.flags;
 	f->counts.truncated += s->counts.truncated;
 	for (int k = 0; k < RP_ANOM_KIND_COUNT; k++)
@@ -297,6 +310,33 @@ static void device_link(struct rp_engine *e, struct rp_source *s, uint32_t src, 
 			       ev->arg);
 }
 
+/* A thread's first span record after its producer lost records, with a usable
+ * depth (wire.h): the stack is re-aligned there (stacks.h). */
+static inline bool after_drop(const struct rp_event *ev)
+{
+	return (ev->flags & (RP_SPAN_DEPTH | RP_SPAN_AFTER_DROP)) ==
+		       (RP_SPAN_DEPTH | RP_SPAN_AFTER_DROP) &&
+	       ev->depth <= RP_DEPTH_MAX;
+}
+
+__attribute__((noinline, cold)) static bool resync(struct rp_engine *e, struct rp_source *s,
+						   uint32_t tr, const struct rp_event *ev)
+{
+	bool used, full;
+
+	if (e->tracks.lost_name == RP_NONE) { /* made at the first drop: ids stay as they were */
+		uint32_t id = rp_names_get(&e->names, "[lost]", "ringprof", "", 0, &full);
+
+		if (!full)
+			e->tracks.lost_name = id;
+	}
+	used = rp_track_resync(&e->tracks, tr, ev->kind == RP_EV_END, ev->depth, ev->ts,
+			       &s->counts);
+
+	rp_device_track_end(e->dev, tr, 0); /* links of lost frames are stale */
+	return used;
+}
+
 /* BEGIN and END, each inlined at its case of dispatch(): no flag to test. */
 static inline __attribute__((always_inline)) void span_begin(struct rp_engine *e,
 							     struct rp_source *s, uint32_t src,
@@ -305,8 +345,11 @@ static inline __attribute__((always_inline)) void span_begin(struct rp_engine *e
 {
 	uint32_t tr = rp_tracks_get(&e->tracks, src, kind, id, &s->counts);
 
-	if (tr != RP_NONE)
-		rp_track_begin(&e->tracks, tr, ev->name, ev->ts, ev->arg, &s->counts);
+	if (tr == RP_NONE)
+		return;
+	if (kind == RP_TRACK_THREAD && __builtin_expect(after_drop(ev), 0))
+		resync(e, s, tr, ev);
+	rp_track_begin(&e->tracks, tr, ev->name, ev->ts, ev->arg, &s->counts);
 }
 
 static inline __attribute__((always_inline)) void span_end(struct rp_engine *e,
@@ -315,11 +358,14 @@ static inline __attribute__((always_inline)) void span_end(struct rp_engine *e,
 							   const struct rp_event *ev)
 {
 	uint32_t tr = rp_tracks_find(&e->tracks, src, kind, id);
+	bool lost = kind == RP_TRACK_THREAD && __builtin_expect(after_drop(ev), 0);
 
 	if (tr == RP_NONE) { /* an END on a track with nothing open */
-		s->counts.anomalies[RP_ANOM_END_UNMATCHED]++;
+		s->counts.anomalies[lost ? RP_ANOM_DROP_LOST : RP_ANOM_END_UNMATCHED]++;
 		return;
 	}
+	if (lost && resync(e, s, tr, ev))
+		return;
 	rp_track_end(&e->tracks, tr, ev->name, ev->ts, ev->arg, &s->counts);
 	if (kind == RP_TRACK_THREAD) /* links of frames closed abnormally are stale */
 		rp_device_track_end(e->dev, tr, e->tracks.t[tr].depth);

@@ -22,6 +22,7 @@ const char *const rp_anomaly_names[RP_ANOM_KIND_COUNT] = {
 	[RP_ANOM_OPEN_AT_END] = "open_at_end",
 	[RP_ANOM_WINDOW_CAP] = "window_cap",
 	[RP_ANOM_COUNTER_CAP] = "counter_cap",
+	[RP_ANOM_DROP_LOST] = "drop_lost",
 };
 
 void rp_report_sketch_free(struct rp_report_sketch *k)

@@ -43,6 +43,9 @@ enum rp_anomaly {
 				   exact figures not kept there (Space-Saving still
 				   counts it for the bottleneck lists) 1.2 */
 	RP_ANOM_COUNTER_CAP,	/* a counter name past the counter cap: not kept 1.2 */
+	RP_ANOM_DROP_LOST,	/* spans a producer's drop cut: open while records of
+				   their thread were lost, or whose BEGIN was lost; not
+				   in the statistics (docs/live.md) */
 	RP_ANOM_KIND_COUNT
 };
 
@@ -62,6 +65,10 @@ struct rp_report_source {
 	uint64_t names_dropped;	/* rp_intern() answers of id 0 in the producer */
 	uint64_t resyncs;	/* implausible ring indices skipped */
 	uint64_t anomalies[RP_ANOM_KIND_COUNT];
+	/* Live sources: the highest backlog any of its rings had at a drain (a lower
+	 * bound of the true high-water mark) and their capacity; the most records one
+	 * of the engine's per-ring buffers held; merges a full buffer forced. */
+	uint64_t ring_hwm, ring_capacity, buffer_hwm, forced;
 };
 #define RP_SRC_EXITED	0x1u	/* the producer exited normally */
 #define RP_SRC_DEAD	0x2u	/* the producer died (pidfd) */

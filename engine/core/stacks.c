@@ -44,6 +44,7 @@ int rp_tracks_init(struct rp_tracks *ts, uint32_t max_tracks, uint32_t max_depth
 	}
 	memset(ts->index, 0xff, (size_t)slots * sizeof(*ts->index));
 	ts->mask = slots - 1;
+	ts->lost_name = RP_NONE;
 	ts->max = max_tracks;
 	ts->max_depth = max_depth;
 	ts->stats = stats;
@@ -207,14 +208,76 @@ static inline __attribute__((always_inline)) void pop_inline(struct rp_tracks *t
 static void pop(struct rp_tracks *ts, struct rp_track *k, uint64_t t, struct rp_counts *c,
 		bool normal)
 {
+	if (k->f[k->depth - 1].lost) { /* counted when it was lost */
+		k->depth--;
+		return;
+	}
 	pop_inline(ts, k, t, c, normal);
+}
+
+/* Frame i becomes lost (counted once); it and its CCT node are "[lost]" now. */
+static void lose(struct rp_tracks *ts, struct rp_track *k, uint32_t i, uint64_t t,
+		 struct rp_counts *c)
+{
+	struct rp_frame *f = &k->f[i];
+	uint32_t parent = i ? k->f[i - 1].node : 0;
+	bool folded = false;
+
+	if (!f->lost) {
+		c->anomalies[RP_ANOM_DROP_LOST]++;
+		if (ts->on_lost)
+			ts->on_lost(ts->hook_ctx, f->name, i, t);
+		f->lost = 1;
+	}
+	if (ts->lost_name == RP_NONE) {
+		f->node = parent;
+		return;
+	}
+	f->name = ts->lost_name;
+	f->node = rp_stats_child(ts->stats, parent, ts->lost_name, &folded);
+	if (folded)
+		c->anomalies[RP_ANOM_CCT_CAP]++;
+}
+
+/* A placeholder for a frame whose BEGIN was lost; false at the depth cap. */
+static bool push_lost(struct rp_tracks *ts, struct rp_track *k, uint64_t t, struct rp_counts *c)
+{
+	if (k->depth >= ts->max_depth || (k->depth == k->cap && !grow(k, ts->max_depth)))
+		return false;
+	k->f[k->depth++] = (struct rp_frame){ .start = t, .lost = 1 };
+	c->anomalies[RP_ANOM_DROP_LOST]++;
+	lose(ts, k, k->depth - 1, t, c);
+	return true;
+}
+
+bool rp_track_resync(struct rp_tracks *ts, uint32_t tr, bool is_end, uint32_t depth, uint64_t t,
+		     struct rp_counts *c)
+{
+	struct rp_track *k = &ts->t[tr];
+	uint32_t want = depth + (is_end ? 1 : 0);
+
+	k->skipped = 0; /* the depth says where the stack is now */
+	for (uint32_t i = 0; i < k->depth; i++)
+		lose(ts, k, i, t, c);
+	if (k->depth > want)
+		k->depth = want; /* lost frames: nothing to count on the way out */
+	while (k->depth < want && push_lost(ts, k, t, c))
+		;
+	if (!is_end)
+		return false;
+	if (k->depth == want) /* the END of a lost span */
+		k->depth--;
+	else /* its frame is past the depth cap */
+		c->anomalies[RP_ANOM_DROP_LOST]++;
+	return true;
 }
 
 /* The innermost open frame an END closes, or -1. */
 static int find_open(const struct rp_track *k, uint32_t name, uint64_t span)
 {
 	for (int i = (int)k->depth - 1; i >= 0; i--)
-		if (k->kind == RP_TRACK_ASYNC ? k->f[i].span == span : k->f[i].name == name)
+		if (k->kind == RP_TRACK_ASYNC ? k->f[i].span == span
+					      : k->f[i].name == name && !k->f[i].lost)
 			return i;
 	return -1;
 }
@@ -229,6 +292,12 @@ void rp_track_end(struct rp_tracks *ts, uint32_t tr, uint32_t name, uint64_t t, 
 		k->skipped--;
 		return;
 	}
+	if (k->depth > 0 && k->f[k->depth - 1].lost) {
+		/* The END of a span a drop cut: the stack is aligned with the producer's
+		 * since the drop, so it is the top one; counted when it was lost. */
+		k->depth--;
+		return;
+	}
 	at = find_open(k, name, span);
 	if (at < 0) {
 		c->anomalies[RP_ANOM_END_UNMATCHED]++;
@@ -240,8 +309,8 @@ void rp_track_end(struct rp_tracks *ts, uint32_t tr, uint32_t name, uint64_t t, 
 		if ((uint32_t)at != k->depth - 1)
 			c->anomalies[RP_ANOM_END_MISMATCH]++;
 		while (k->depth > (uint32_t)at + 1) {
+			c->truncated += !k->f[k->depth - 1].lost;
 			pop(ts, k, t, c, false);
-			c->truncated++;
 		}
 		pop_inline(ts, k, t, c, normal);
 	}
@@ -397,12 +466,19 @@ void rp_track_close(struct rp_tracks *ts, uint32_t tr, uint64_t t, int why,
 {
 	struct rp_track *k = &ts->t[tr];
 
+	if (why == RP_ANOM_DROP_LOST) /* records after the last one seen were lost */
+		for (uint32_t i = 0; i < k->depth; i++)
+			lose(ts, k, i, t, c);
 	while (k->depth > 0) {
+		bool lost = k->f[k->depth - 1].lost;
+
 		/* The last frame of a tree has no open descendants: they come after it. */
 		if (k->tree)
 			tree_pop(ts, k, k->depth - 1, t, c, false);
 		else
 			pop(ts, k, t, c, false);
+		if (lost)
+			continue;
 		if (why == RP_ANOM_KIND_COUNT)
 			c->truncated++;
 		else

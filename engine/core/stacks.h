@@ -19,6 +19,13 @@
  * open descendants closes them as truncated (RP_ANOM_END_MISMATCH); an END with no
  * open span of its id is RP_ANOM_END_UNMATCHED; a child whose parent is no longer
  * open is placed under the track's oldest open frame (its request).
+ * A thread's first span record after a producer drop (RP_SPAN_AFTER_DROP, with its
+ * depth) re-aligns the stack (rp_track_resync): every frame open across the drop
+ * becomes "lost", its span counted under RP_ANOM_DROP_LOST and kept out of the
+ * statistics, the windows and the slowest spans (its true start or end is
+ * unknown); frames whose BEGIN was lost are put back as lost placeholders, so the
+ * depth matches the producer's. Lost frames keep their place (CCT node "[lost]")
+ * as the parents of spans opened after the drop, which are exact.
  * Memory: max_tracks tracks, each with at most max_depth frames (48 bytes each).
  */
 #ifndef RP_ENGINE_STACKS_H
@@ -44,9 +51,10 @@ struct rp_frame {
 	uint64_t span;		/* async span id; 0 on thread tracks */
 	uint32_t name;
 	uint32_t node;		/* CCT node */
-	/* Tree tracks only (zero elsewhere). */
+	/* Tree tracks only (zero elsewhere), but `lost`. */
 	uint32_t up;		/* index of the parent frame; RP_NONE: a top-level frame */
-	uint32_t kids;		/* open children */
+	uint32_t kids : 31;	/* open children */
+	uint32_t lost : 1;	/* 1: cut by a drop (rp_track_resync); not counted */
 	uint64_t busy_since;	/* when kids last went from 0 to 1 */
 };
 
@@ -96,7 +104,11 @@ struct rp_tracks {
 	void (*on_open)(void *ctx, uint32_t name, uint32_t depth, uint64_t t);
 	void (*on_close)(void *ctx, const struct rp_track *k, const struct rp_span_info *sp,
 			 bool normal);
+	/* A frame on_open saw became lost at time t (rp_track_resync): it never
+	 * reaches on_close. May be NULL. */
+	void (*on_lost)(void *ctx, uint32_t name, uint32_t depth, uint64_t t);
 	void *hook_ctx;
+	uint32_t lost_name;	/* the name of lost frames ("[lost]"); RP_NONE: none */
 };
 
 int rp_tracks_init(struct rp_tracks *ts, uint32_t max_tracks, uint32_t max_depth,
@@ -144,10 +156,23 @@ void rp_track_child_end(struct rp_tracks *ts, uint32_t tr, uint64_t t, uint64_t 
 			struct rp_counts *c);
 
 /**
+ * rp_track_resync() - the first span record of a thread after a producer drop.
+ * @is_end:  the record is an END (else a BEGIN)
+ * @depth:   its depth (ringprof/wire.h: of the frame it opens or closes)
+ * Every open frame becomes lost (counted once under RP_ANOM_DROP_LOST); then the
+ * stack is cut or padded with lost placeholders to @depth frames (@depth + 1 for an
+ * END). @return true when the record is used up: an END, whose span the drop cut.
+ * A BEGIN is then pushed as usual by rp_track_begin().
+ */
+bool rp_track_resync(struct rp_tracks *ts, uint32_t tr, bool is_end, uint32_t depth, uint64_t t,
+		     struct rp_counts *c);
+
+/**
  * rp_track_close() - close every open frame at time @t and free the track.
  * @why: RP_ANOM_KIND_COUNT to count the frames as truncated (a producer died, a
  *	 thread's ring changed owner), or an anomaly kind to count them under
- *	 (RP_ANOM_OPEN_AT_END at the end of a trace).
+ *	 (RP_ANOM_OPEN_AT_END at the end of a trace); RP_ANOM_DROP_LOST: the thread
+ *	 lost records after its last one, so its open frames are lost (stacks.h).
  */
 void rp_track_close(struct rp_tracks *ts, uint32_t tr, uint64_t t, int why,
 		    struct rp_counts *c);

@@ -148,6 +148,8 @@ static const struct field source_fields[] = {
 	SRC(events, F_U64, false),     SRC(dropped, F_U64, false),	 SRC(late, F_U64, false),
 	SRC(truncated, F_U64, false),  SRC(names_dropped, F_U64, false), SRC(resyncs, F_U64, false),
 	SRC(anomalies, F_ANOM, false),
+	SRC(ring_hwm, F_U64, false),   SRC(ring_capacity, F_U64, false), SRC(buffer_hwm, F_U64, false),
+	SRC(forced, F_U64, false),
 };
 
 #define FN(m, t, req) FIELD(struct rp_report_fn, m, t, req)

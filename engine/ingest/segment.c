@@ -191,8 +191,13 @@ int rp_segment_attach(void *base, size_t size, struct rp_segment **out, char why
 	s->size = size;
 	/* Start where the previous consumer stopped; an implausible index is fixed at
 	 * the first drain. */
-	for (uint32_t i = 0; i < s->v.ring_count; i++)
+	for (uint32_t i = 0; i < s->v.ring_count; i++) {
+		uint32_t hwm = __atomic_load_n(&ring_desc(s, i)->hwm, __ATOMIC_RELAXED);
+
 		s->rings[i].head = __atomic_load_n(&ring_desc(s, i)->ring.c_head, __ATOMIC_RELAXED);
+		/* an earlier consumer's mark, kept (a display figure: only clamped) */
+		s->rings[i].hwm = hwm < s->v.ring_capacity ? hwm : s->v.ring_capacity - 1;
+	}
 	*out = s;
 	return 0;
 err_free:
@@ -266,6 +271,7 @@ static void read_info(const struct rp_wire_ring *r, struct rp_ring_info *info)
 	info->gen = __atomic_load_n(&r->gen, __ATOMIC_RELAXED);
 	info->tid = __atomic_load_n((const uint32_t *)&r->tid, __ATOMIC_RELAXED);
 	info->dropped = __atomic_load_n(&r->dropped, __ATOMIC_RELAXED);
+	info->lost_at_retire = __atomic_load_n(&r->lost_at_retire, __ATOMIC_RELAXED) != 0;
 }
 
 uint32_t rp_segment_avail(struct rp_segment *s, uint32_t ring, struct rp_ring_info *info)
@@ -287,6 +293,10 @@ uint32_t rp_segment_avail(struct rp_segment *s, uint32_t ring, struct rp_ring_in
 		c->head = tail;
 		__atomic_store_n(&r->ring.c_head, tail, __ATOMIC_RELEASE);
 		return 0;
+	}
+	if (n > c->hwm) { /* rare: written only when it grows */
+		c->hwm = n;
+		__atomic_store_n(&r->hwm, n, __ATOMIC_RELAXED);
 	}
 	return n;
 }

@@ -59,6 +59,7 @@ struct rp_ring_cursor {
 	uint32_t gen;		/* owner generation of the last drain */
 	uint64_t received;	/* records drained since open */
 	uint64_t resyncs;	/* implausible producer indices seen */
+	uint32_t hwm;		/* highest backlog seen (mirrored to the descriptor) */
 };
 
 struct rp_segment {
@@ -75,6 +76,7 @@ struct rp_ring_info {
 	uint32_t gen;
 	int32_t tid;
 	uint64_t dropped;
+	uint32_t lost_at_retire;	/* retired owner lost records after its last one */
 };
 
 /**

@@ -24,16 +24,43 @@
 
 #define SEEN_MAX 4096u
 
+/* One record copied out of a ring, its time in ns, with its ring's owner then. */
+struct rp_bev {
+	struct rp_event ev;
+	uint32_t gen;
+	uint32_t pad;
+};
+
+/*
+ * A ring's records, taken out of the producer's ring as soon as the engine runs and
+ * kept here until the merge watermark passes them: the merge delay costs engine
+ * memory, not producer ring space. Circular, a power of two, grown by doubling up
+ * to the caps (sources.h).
+ */
+struct rp_rbuf {
+	struct rp_bev *ev;
+	uint32_t cap, head, n;
+	uint32_t hwm;		/* most records held at once */
+	uint32_t gen_now;	/* the ring's owner generation at the last copy */
+	uint32_t state;		/* and its state (enum rp_ring_state) */
+	uint32_t trk;		/* generation of the engine's open track; 0 none */
+	uint64_t dropped_now;	/* the producer's drop count of the ring, last copy */
+	uint64_t dropped_rec;	/* ... as of the newest record copied */
+	bool retire_lost;	/* a retired owner said it lost its last records */
+	bool short_copy;	/* the last copy left records in the ring (full) */
+};
+
 struct rp_live {
 	struct rp_segment *seg;
 	uint32_t src;		/* engine source */
 	int pidfd;		/* -1 if none could be had */
 	uint32_t *names;	/* producer name id -> engine id; RP_NONE unresolved */
 	uint32_t n_names;
-	uint32_t *gen;		/* per ring: owner generation of its current track */
-	uint32_t *avail;	/* per ring: records available in this pass */
-	uint32_t *used;		/* per ring: of those, processed in this pass */
+	struct rp_rbuf *buf;	/* per ring */
 	uint64_t last_ts;	/* newest event time, ns */
+	uint64_t forced;	/* merges forced past the watermark by a full buffer */
+	uint64_t dropped_seen;	/* producer drops as of the last drop report */
+	uint64_t dropped_said;	/* ... and as of the last line about them */
 	bool dead;		/* the process went without marking its segment EXITED */
 	bool ended;		/* the process is gone (died or exited): drain all it
 				   left, whatever the watermark, then finish */
@@ -44,7 +71,7 @@ struct rp_live {
 
 struct rp_heap_item {
 	uint64_t ts;
-	uint32_t live, ring, k; /* record k past the ring's cursor */
+	uint32_t live, ring;
 };
 
 static void say(struct rp_sources *ss, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -68,30 +95,34 @@ int rp_sources_init(struct rp_sources *ss, struct rp_engine *e, const char *sess
 	snprintf(ss->session, sizeof(ss->session), "%s", session);
 	snprintf(ss->shm_dir, sizeof(ss->shm_dir), "/dev/shm");
 	ss->max_live = e->cfg.max_sources;
+	ss->buf_ring_max = RP_SOURCES_RING_BUFFER;
+	ss->buf_budget = RP_SOURCES_BUFFER_BUDGET;
 	ss->live = calloc(ss->max_live, sizeof(*ss->live));
 	return ss->live ? 0 : -ENOMEM;
 }
 
-static void live_free(struct rp_live *l)
+static void live_free(struct rp_sources *ss, struct rp_live *l)
 {
 	if (l->pidfd >= 0)
 		close(l->pidfd);
+	for (uint32_t r = 0; l->buf != NULL && r < l->seg->v.ring_count; r++) {
+		ss->buf_events -= l->buf[r].cap;
+		free(l->buf[r].ev);
+	}
 	rp_segment_close(l->seg);
 	free(l->names);
-	free(l->gen);
-	free(l->avail);
-	free(l->used);
+	free(l->buf);
 	free(l);
 }
 
 void rp_sources_free(struct rp_sources *ss)
 {
 	for (uint32_t i = 0; i < ss->n_live; i++)
-		live_free(ss->live[i]);
+		live_free(ss, ss->live[i]);
 	while (ss->zombies != NULL) {
 		struct rp_live *z = ss->zombies;
 		ss->zombies = z->next_zombie;
-		live_free(z);
+		live_free(ss, z);
 	}
 	for (uint32_t i = 0; i < ss->n_seen; i++)
 		free(ss->seen[i]);
@@ -139,16 +170,15 @@ static struct rp_live *live_new(struct rp_segment *seg)
 	if (l == NULL)
 		return NULL;
 	l->seg = seg;
-	l->gen = calloc(rings, sizeof(*l->gen));
-	l->avail = calloc(rings, sizeof(*l->avail));
-	l->used = calloc(rings, sizeof(*l->used));
+	l->buf = calloc(rings, sizeof(*l->buf));
 	l->pidfd = (int)syscall(SYS_pidfd_open, seg->v.pid, 0);
 	/* No such process: a producer that died before we came (a stale segment). */
 	l->ended = l->pidfd < 0 && errno == ESRCH;
 	l->dead = l->ended && ((const struct rp_wire_header *)seg->base)->state != RP_SEG_EXITED;
-	if (l->gen == NULL || l->avail == NULL || l->used == NULL) {
-		l->seg = NULL;
-		live_free(l);
+	if (l->buf == NULL) {
+		if (l->pidfd >= 0)
+			close(l->pidfd);
+		free(l);
 		return NULL;
 	}
 	return l;
@@ -259,40 +289,140 @@ static uint64_t thread_id(uint32_t ring, uint32_t gen)
 	return (uint64_t)ring << 32 | gen;
 }
 
-static void process(struct rp_sources *ss, struct rp_live *l, uint32_t ring, uint64_t ts,
-		    const struct rp_event *raw)
+/* The ring's engine track ends: its owner changed, or retired and all is processed. */
+static void close_track(struct rp_sources *ss, struct rp_live *l, uint32_t ring)
 {
-	struct rp_event ev = *raw; /* shared memory: copy, then use the copy */
+	struct rp_rbuf *b = &l->buf[ring];
 
-	ev.ts = ts;
-	ev.name = map_name(ss, l, ev.name);
-	if (ts > l->last_ts)
-		l->last_ts = ts;
-	rp_engine_event(ss->e, l->src, thread_id(ring, l->gen[ring]), &ev);
+	/* Records lost after the newest one we have: the open spans may have ended
+	 * unseen, so they are lost, not truncated (counted, not in the statistics). */
+	bool lost = b->state == RP_RING_RETIRED ? b->retire_lost : b->dropped_now > b->dropped_rec;
+
+	if (b->trk != 0)
+		rp_engine_close_thread(ss->e, l->src, thread_id(ring, b->trk), l->last_ts,
+				       lost ? RP_ANOM_DROP_LOST : RP_ANOM_KIND_COUNT);
+	b->trk = 0;
 }
 
-/* A ring's owner changed, or it retired: its thread track is over. */
-static void ring_owner(struct rp_sources *ss, struct rp_live *l, uint32_t ring,
-		       const struct rp_ring_info *info)
+static void process(struct rp_sources *ss, struct rp_live *l, uint32_t ring,
+		    const struct rp_bev *b)
 {
-	if (l->gen[ring] != 0 && (info->gen != l->gen[ring] ||
-				  (info->state == RP_RING_RETIRED && l->avail[ring] == 0)))
-		rp_engine_close_thread(ss->e, l->src, thread_id(ring, l->gen[ring]), l->last_ts,
-				       RP_ANOM_KIND_COUNT);
+	struct rp_event ev = b->ev;
+
+	if (__builtin_expect(b->gen != l->buf[ring].trk, 0)) { /* a new owner's first record */
+		close_track(ss, l, ring);
+		l->buf[ring].trk = b->gen;
+	}
+	ev.name = map_name(ss, l, ev.name);
+	if (ev.ts > l->last_ts)
+		l->last_ts = ev.ts;
+	rp_engine_event(ss->e, l->src, thread_id(ring, b->gen), &ev);
+}
+
+/* Room for @n more records in @b, growing it within the caps; @return the room. */
+static uint32_t buf_room(struct rp_sources *ss, struct rp_rbuf *b, uint32_t n)
+{
+	uint32_t cap = b->cap ? b->cap : 1024, k;
+	struct rp_bev *ev;
+
+	if (b->cap - b->n >= n)
+		return n;
+	while (cap - b->n < n && cap < ss->buf_ring_max)
+		cap *= 2;
+	if (cap > ss->buf_ring_max)
+		cap = ss->buf_ring_max;
+	if (cap > b->cap && ss->buf_events - b->cap + cap <= ss->buf_budget &&
+	    (ev = malloc((size_t)cap * sizeof(*ev))) != NULL) {
+		for (k = 0; k < b->n; k++) /* unwrapped into the new one */
+			ev[k] = b->ev[(b->head + k) & (b->cap - 1)];
+		free(b->ev);
+		ss->buf_events += cap - b->cap;
+		b->ev = ev;
+		b->cap = cap;
+		b->head = 0;
+	}
+	return b->cap - b->n < n ? b->cap - b->n : n;
+}
+
+/*
+ * Takes every record out of one ring into its buffer, converting times to ns; the
+ * ring is released at once. A ring the producer's index made us skip (a resync)
+ * lost records: the next span record is marked as after a drop, so the stack
+ * re-aligns there as it does for the producer's own drops.
+ */
+static void copy_ring(struct rp_sources *ss, struct rp_live *l, uint32_t ring)
+{
+	struct rp_rbuf *b = &l->buf[ring];
+	struct rp_ring_info info;
+	uint64_t resyncs = l->seg->rings[ring].resyncs;
+	uint32_t n = rp_segment_avail(l->seg, ring, &info), got;
+	bool lost = l->seg->rings[ring].resyncs != resyncs;
+	const struct rp_wire_clock *clk = &l->seg->v.clock;
+
 	/* A new owner: exports name its track by the OS thread id (once per claim). */
-	if (info->gen != l->gen[ring] && info->tid > 0) {
+	if (info.gen != b->gen_now && info.tid > 0) {
 		char pid[16], tid[16];
 
 		snprintf(pid, sizeof(pid), "%d", (int)l->seg->v.pid);
-		snprintf(tid, sizeof(tid), "%d", (int)info->tid);
-		rp_recorder_label(&ss->e->rec, l->src, thread_id(ring, info->gen), pid, tid);
+		snprintf(tid, sizeof(tid), "%d", (int)info.tid);
+		rp_recorder_label(&ss->e->rec, l->src, thread_id(ring, info.gen), pid, tid);
 	}
-	l->gen[ring] = info->gen;
+	b->gen_now = info.gen;
+	b->state = info.state;
+	b->short_copy = false;
+	b->dropped_now = info.dropped; /* read after the producer index (segment.c) */
+	b->retire_lost = info.lost_at_retire;
+	if (n == 0)
+		return;
+	b->dropped_rec = info.dropped;
+	got = buf_room(ss, b, n);
+	b->short_copy = got < n;
+	for (uint32_t k = 0; k < got; k++) {
+		struct rp_bev *d = &b->ev[(b->head + b->n + k) & (b->cap - 1)];
+
+		d->ev = *rp_segment_peek(l->seg, ring, k); /* shared memory: copied once */
+		d->ev.ts = rp_ticks_to_ns(clk, d->ev.ts);
+		d->gen = info.gen;
+		if (__builtin_expect(lost, 0) && (d->ev.kind == RP_EV_BEGIN || d->ev.kind == RP_EV_END) &&
+		    (d->ev.flags & RP_SPAN_DEPTH)) {
+			d->ev.flags |= RP_SPAN_AFTER_DROP;
+			lost = false;
+		}
+	}
+	if (got > 0)
+		rp_segment_consume(l->seg, ring, got);
+	b->n += got;
+	if (b->n > b->hwm)
+		b->hwm = b->n;
 }
 
-static uint64_t ts_of(const struct rp_live *l, uint32_t ring, uint32_t k)
+/* Every ring of every source into its buffer. @return the latest time a full buffer
+ * forces the merge to (the middle of the fullest one), or 0. */
+static uint64_t copy_all(struct rp_sources *ss)
 {
-	return rp_ticks_to_ns(&l->seg->v.clock, rp_segment_peek(l->seg, ring, k)->ts);
+	uint64_t force = 0;
+
+	for (uint32_t i = 0; i < ss->n_live; i++) {
+		struct rp_live *l = ss->live[i];
+
+		for (uint32_t r = 0; r < l->seg->v.ring_count; r++) {
+			struct rp_rbuf *b = &l->buf[r];
+			uint64_t mid;
+
+			copy_ring(ss, l, r);
+			if (!b->short_copy)
+				continue;
+			l->forced++;
+			mid = b->ev[(b->head + b->n / 2) & (b->cap - 1)].ev.ts;
+			force = mid > force ? mid : force;
+		}
+	}
+	return force;
+}
+
+static uint64_t head_ts(const struct rp_rbuf *b)
+{
+	return b->ev[b->head].ev.ts;
 }
 
 static void heap_push(struct rp_heap_item *h, uint32_t *n, struct rp_heap_item it)
@@ -339,7 +469,7 @@ static bool heap_room(struct rp_sources *ss, uint32_t need)
 	return true;
 }
 
-/* Loads every ring's first available record into the heap. */
+/* Loads every buffer's first record due into the heap. */
 static uint32_t fill_heap(struct rp_sources *ss, uint64_t watermark)
 {
 	uint32_t n = 0, need = 0;
@@ -350,42 +480,41 @@ static uint32_t fill_heap(struct rp_sources *ss, uint64_t watermark)
 		return 0;
 	for (uint32_t i = 0; i < ss->n_live; i++) {
 		struct rp_live *l = ss->live[i];
+
 		for (uint32_t r = 0; r < l->seg->v.ring_count; r++) {
-			struct rp_ring_info info;
-			l->avail[r] = rp_segment_avail(l->seg, r, &info);
-			ring_owner(ss, l, r, &info);
-			if (l->avail[r] == 0)
-				continue;
-			uint64_t ts = ts_of(l, r, 0);
-			if (ts <= watermark || l->ended)
-				heap_push(ss->heap, &n, (struct rp_heap_item){ ts, i, r, 0 });
+			const struct rp_rbuf *b = &l->buf[r];
+
+			if (b->n > 0 && (head_ts(b) <= watermark || l->ended))
+				heap_push(ss->heap, &n,
+					  (struct rp_heap_item){ head_ts(b), i, r });
 		}
 	}
 	return n;
 }
 
 /*
- * Pops the ring with the oldest record, then keeps taking that ring's records while
- * they are not later than the oldest of every other ring (the heap's top): one heap
- * operation per interleaving, not per record. Equal times may come from either ring.
+ * Pops the buffer with the oldest record, then keeps taking that buffer's records
+ * while they are not later than the oldest of every other one (the heap's top): one
+ * heap operation per interleaving, not per record. Equal times may come from either.
  */
-static uint64_t merge(struct rp_sources *ss, uint64_t watermark)
+static uint64_t merge(struct rp_sources *ss, uint64_t watermark, uint64_t max)
 {
 	uint32_t n = fill_heap(ss, watermark);
 	uint64_t done = 0;
 
-	while (n > 0) {
+	while (n > 0 && done < max) {
 		struct rp_heap_item it = heap_pop(ss->heap, &n);
 		struct rp_live *l = ss->live[it.live];
+		struct rp_rbuf *b = &l->buf[it.ring];
 		uint64_t others = n > 0 ? ss->heap[0].ts : UINT64_MAX;
 
 		for (;;) {
-			process(ss, l, it.ring, it.ts, rp_segment_peek(l->seg, it.ring, it.k));
+			process(ss, l, it.ring, &b->ev[b->head]);
 			done++;
-			l->used[it.ring] = ++it.k;
-			if (it.k >= l->avail[it.ring])
+			b->head = (b->head + 1) & (b->cap - 1);
+			if (--b->n == 0)
 				break;
-			it.ts = ts_of(l, it.ring, it.k);
+			it.ts = head_ts(b);
 			if (it.ts > watermark && !l->ended)
 				break;
 			if (it.ts > others) {
@@ -397,20 +526,29 @@ static uint64_t merge(struct rp_sources *ss, uint64_t watermark)
 	return done;
 }
 
-/* Releases to the producers exactly what this pass processed; a retired ring
- * now empty ends its thread's track. */
-static void release_all(struct rp_sources *ss)
+/* A ring whose records are all processed ends its engine track when its owner
+ * changed or retired (a retired ring gets no more records of that owner). */
+static void end_tracks(struct rp_sources *ss)
 {
 	for (uint32_t i = 0; i < ss->n_live; i++) {
 		struct rp_live *l = ss->live[i];
+
 		for (uint32_t r = 0; r < l->seg->v.ring_count; r++) {
-			struct rp_ring_info info;
-			if (l->used[r] > 0)
-				rp_segment_consume(l->seg, r, l->used[r]);
-			l->used[r] = 0;
-			l->avail[r] = rp_segment_avail(l->seg, r, &info);
-			ring_owner(ss, l, r, &info);
-			l->avail[r] = 0;
+			struct rp_rbuf *b = &l->buf[r];
+
+			if (b->trk != 0 && b->n == 0 &&
+			    (b->gen_now != b->trk ||
+			     (b->state == RP_RING_RETIRED &&
+			      rp_segment_ring_pending(l->seg, r) == 0)))
+				close_track(ss, l, r);
+			if (b->n == 0 && b->cap > RP_SOURCES_KEEP) {
+				/* a burst's buffer goes back once empty: memory follows
+				 * the backlog, not its peak */
+				ss->buf_events -= b->cap;
+				free(b->ev);
+				b->ev = NULL;
+				b->cap = b->head = 0;
+			}
 		}
 	}
 }
@@ -424,10 +562,11 @@ static bool pid_gone(const struct rp_live *l)
 	return kill(l->seg->v.pid, 0) < 0 && errno == ESRCH;
 }
 
-static bool drained(const struct rp_live *l)
+/* Nothing left in the producer's rings (@bufs: nor in our buffers). */
+static bool drained(const struct rp_live *l, bool bufs)
 {
 	for (uint32_t r = 0; r < l->seg->v.ring_count; r++)
-		if (rp_segment_ring_pending(l->seg, r) != 0)
+		if (rp_segment_ring_pending(l->seg, r) != 0 || (bufs && l->buf[r].n != 0))
 			return false;
 	return true;
 }
@@ -446,6 +585,14 @@ static void update_one(struct rp_sources *ss, struct rp_live *l)
 	}
 	rep->dropped = dropped;
 	rep->resyncs = resyncs;
+	rep->ring_capacity = l->seg->v.ring_capacity;
+	rep->forced = l->forced;
+	for (uint32_t r = 0; r < l->seg->v.ring_count; r++) {
+		uint32_t hwm = l->seg->rings[r].hwm;
+
+		rep->ring_hwm = hwm > rep->ring_hwm ? hwm : rep->ring_hwm;
+		rep->buffer_hwm = l->buf[r].hwm > rep->buffer_hwm ? l->buf[r].hwm : rep->buffer_hwm;
+	}
 	rep->names_dropped = __atomic_load_n(&h->names_dropped, __ATOMIC_RELAXED);
 	if (__atomic_load_n(&h->state, __ATOMIC_ACQUIRE) == RP_SEG_EXITED)
 		rep->flags |= RP_SRC_EXITED;
@@ -465,6 +612,15 @@ static void finish(struct rp_sources *ss, uint32_t i)
 	struct rp_live *l = ss->live[i];
 
 	update_one(ss, l);
+	for (uint32_t r = 0; r < l->seg->v.ring_count; r++) { /* thread tracks first */
+		struct rp_ring_info info;
+
+		rp_segment_avail(l->seg, r, &info);
+		l->buf[r].dropped_now = info.dropped;
+		l->buf[r].state = info.state;
+		l->buf[r].retire_lost = info.lost_at_retire;
+		close_track(ss, l, r);
+	}
 	rp_engine_close_source(ss->e, l->src, l->last_ts, RP_ANOM_KIND_COUNT);
 	rp_engine_finish_source(ss->e, l->src);
 	say(ss, "%s: pid %d %s", l->seg->name, l->seg->v.pid, l->dead ? "died" : "exited");
@@ -479,7 +635,7 @@ static void finish(struct rp_sources *ss, uint32_t i)
 		ss->zombies = l;
 		return;
 	}
-	live_free(l);
+	live_free(ss, l);
 }
 
 /* @return how many sources were found dead just now (to be drained). */
@@ -500,19 +656,34 @@ static int check_ends(struct rp_sources *ss)
 			newly_dead++; /* drain once more before finishing */
 			continue;
 		}
-		if (l->ended && drained(l))
+		if (l->ended && drained(l, true))
 			finish(ss, i);
 	}
 	return newly_dead;
 }
 
+/*
+ * Copy, then merge a slice, and again until nothing is due: the rings are emptied
+ * every RP_SOURCES_SLICE records processed, so a long backlog in the analysis never
+ * keeps a producer's ring waiting. A full buffer that left records in a ring makes
+ * that slice merge past the watermark, to the middle of the buffer (a few records
+ * may then come late), instead of letting the ring fill.
+ */
 uint64_t rp_sources_drain(struct rp_sources *ss, uint64_t watermark)
 {
-	uint64_t n = 0;
+	uint64_t n = 0, got, force;
+	unsigned slices = 0;
 
 	do {
-		n += merge(ss, watermark);
-		release_all(ss);
+		/* At most 64 slices a call (but everything for a final drain): an engine
+		 * slower than its producers still returns to its loop and is called again. */
+		do {
+			force = copy_all(ss);
+			got = merge(ss, force > watermark ? force : watermark, RP_SOURCES_SLICE);
+			n += got;
+		} while ((got == RP_SOURCES_SLICE || (force != 0 && got > 0)) &&
+			 (++slices < 64 || watermark == UINT64_MAX));
+		end_tracks(ss);
 	} while (check_ends(ss) > 0);
 	return n;
 }
@@ -524,11 +695,62 @@ bool rp_sources_sleep_prepare(struct rp_sources *ss)
 					     ->consumer_sleeping,
 				    1, __ATOMIC_SEQ_CST);
 	for (uint32_t i = 0; i < ss->n_live; i++)
-		if (!drained(ss->live[i])) {
+		if (!drained(ss->live[i], false)) {
 			rp_sources_wake(ss);
 			return true;
 		}
 	return false;
+}
+
+void rp_sources_arm(struct rp_sources *ss)
+{
+	for (uint32_t i = 0; i < ss->n_live; i++)
+		__atomic_exchange_n(&((struct rp_wire_header *)ss->live[i]->seg->base)
+					     ->consumer_sleeping,
+				    1, __ATOMIC_SEQ_CST);
+}
+
+static uint64_t producer_drops(const struct rp_live *l)
+{
+	const struct rp_wire_header *h = l->seg->base;
+	const struct rp_wire_ring *rings =
+		(const struct rp_wire_ring *)((const char *)l->seg->base + l->seg->v.ring_desc_offset);
+	uint64_t n = __atomic_load_n(&h->noring_dropped, __ATOMIC_RELAXED);
+
+	for (uint32_t r = 0; r < l->seg->v.ring_count; r++)
+		n += __atomic_load_n(&rings[r].dropped, __ATOMIC_RELAXED);
+	return n;
+}
+
+uint64_t rp_sources_watch_drops(struct rp_sources *ss, uint64_t now_ns, uint64_t every_ns)
+{
+	uint64_t total = 0;
+
+	for (uint32_t i = 0; i < ss->n_live; i++) {
+		struct rp_live *l = ss->live[i];
+		uint64_t d = producer_drops(l);
+
+		if (d <= l->dropped_seen)
+			continue;
+		total += d - l->dropped_seen;
+		if (l->dropped_said == 0 && l->dropped_seen == 0) {
+			say(ss, "%s (pid %d) is losing records: %llu dropped so far (rings of %u "
+				"full; see docs/live.md, sizing)",
+			    l->seg->name, l->seg->v.pid, (unsigned long long)d,
+			    l->seg->v.ring_capacity);
+			ss->drops_said_at = now_ns;
+			l->dropped_said = d;
+		} else if (now_ns - ss->drops_said_at >= every_ns) {
+			say(ss, "%s (pid %d): %llu more records dropped, %llu in all",
+			    l->seg->name, l->seg->v.pid, (unsigned long long)(d - l->dropped_said),
+			    (unsigned long long)d);
+			l->dropped_said = d;
+		}
+		l->dropped_seen = d;
+	}
+	if (total > 0 && now_ns - ss->drops_said_at >= every_ns)
+		ss->drops_said_at = now_ns;
+	return total;
 }
 
 void rp_sources_wake(struct rp_sources *ss)
@@ -563,5 +785,5 @@ void rp_sources_unpin(struct rp_sources *ss, struct rp_live *l)
 			*p = l->next_zombie;
 			break;
 		}
-	live_free(l);
+	live_free(ss, l);
 }

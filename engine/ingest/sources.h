@@ -8,10 +8,18 @@
  * is retried at the next scan; a malformed one or one owned by another uid is
  * refused once, with a one-line reason, and counted.
  *
- * Ordered merge: records are read in place in the rings (the ring is the queue: no
- * copy, no extra memory) and merged with a heap keyed by each ring's next timestamp,
- * up to a watermark; records newer than the watermark wait in their ring. A record
- * older than what was already processed is counted as late (and still processed).
+ * Eager draining: every drain first takes every record out of every ring into the
+ * engine's own per-ring buffer (times converted to ns) and releases the ring at
+ * once, so a producer's ring only has to cover the engine's wake-up latency, never
+ * the merge delay (docs/live.md has the sizing rule). Buffers grow by doubling up to
+ * buf_ring_max records each and buf_budget records in all; a buffer that cannot take
+ * a ring's records forces the merge past the watermark (to the middle of that
+ * buffer: counted as "forced"; a few records may then be late) rather than let the
+ * ring fill. The high-water marks of rings and buffers are kept and reported.
+ *
+ * Ordered merge: the buffers are merged with a heap keyed by each one's next
+ * timestamp, up to a watermark; newer records wait in their buffer. A record older
+ * than what was already processed is counted as late (and still processed).
  *
  * Tracks: a thread track is (ring, owner generation), so a ring reused by another
  * thread starts a new track; a retired, drained ring or a replaced generation closes
@@ -32,6 +40,15 @@
 
 struct rp_live;	/* one attached segment */
 
+/* Per-ring buffer cap and the budget of all buffers, in records (40 bytes each):
+ * 2^20 records hold 100 ms of one thread at 10 M events/s. */
+#define RP_SOURCES_RING_BUFFER	 (1u << 20)
+#define RP_SOURCES_BUFFER_BUDGET (1u << 23)
+/* An empty buffer larger than this is freed (it grows again on demand). */
+#define RP_SOURCES_KEEP		 16384u
+/* Records processed between two copies of every ring (rp_sources_drain). */
+#define RP_SOURCES_SLICE	 8192u
+
 struct rp_sources {
 	struct rp_engine *e;
 	char session[RP_WIRE_SESSION_MAX];
@@ -46,6 +63,10 @@ struct rp_sources {
 	uint64_t refused;		/* segments refused (uid, malformed) */
 	uint32_t pending;		/* segments still being created at the last scan */
 	uint64_t attached;		/* segments attached since start */
+	uint32_t buf_ring_max;		/* records per ring buffer (RP_SOURCES_RING_BUFFER) */
+	uint64_t buf_budget;		/* records in all buffers (RP_SOURCES_BUFFER_BUDGET) */
+	uint64_t buf_events;		/* records allocated in all buffers */
+	uint64_t drops_said_at;		/* when the last line about drops went out */
 	void (*log)(void *ctx, const char *line); /* one line per notable event; may be NULL */
 	void *log_ctx;
 	/* A producer's pidfd appears and goes (for the loop to watch); may be NULL. */
@@ -74,6 +95,22 @@ uint64_t rp_sources_drain(struct rp_sources *ss, uint64_t watermark);
 /** rp_sources_update() - copy producer-side counters (drops, ...) into the engine's
  * source rows, for a report. */
 void rp_sources_update(struct rp_sources *ss);
+
+/**
+ * rp_sources_watch_drops() - say (ss->log) when a source starts losing records, and
+ * every @every_ns while it goes on: the first drop of a source at once, then one
+ * summary line per period with drops. @now_ns: CLOCK_MONOTONIC.
+ * @return records lost since the last call, all sources.
+ */
+uint64_t rp_sources_watch_drops(struct rp_sources *ss, uint64_t now_ns, uint64_t every_ns);
+
+/**
+ * rp_sources_arm() - tell every producer we wait (consumer_sleeping): a producer
+ * whose ring reaches 1/RP_DOORBELL_FRACTION full rings the doorbell. Unlike
+ * rp_sources_sleep_prepare it does not look at the rings: the engine keeps its
+ * doorbells armed between drains, so a fast producer wakes it before its ring fills.
+ */
+void rp_sources_arm(struct rp_sources *ss);
 
 /**
  * rp_sources_sleep_prepare() - tell every producer we are about to sleep

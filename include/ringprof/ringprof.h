@@ -71,7 +71,16 @@ struct rp_thread {
 	uint8_t tsc;			/* the clock is rdtsc */
 	uint16_t noring_retry;		/* events to drop before trying a claim again */
 	uint8_t exited;			/* ring retired at thread exit: count, drop */
+	uint8_t lost;			/* RP_SPAN_AFTER_DROP once a record was lost,
+					   until the next span record carries it */
+	uint16_t depth;			/* open spans: rp_begin minus rp_end, counted
+					   whether recorded or not; modulo 2^16 */
 };
+
+/* A producer wakes a sleeping consumer when its ring is this fraction full (1/8):
+ * early enough that the rest of the ring covers the consumer's wake-up latency
+ * (docs/live.md, the sizing rule). */
+#define RP_DOORBELL_FRACTION 8u
 
 RP_API extern __thread struct rp_thread rp_thread_state
 	__attribute__((tls_model("initial-exec")));
@@ -116,7 +125,9 @@ RP_API void rp_shutdown(void);
  * and its fork children. Thread-safe; takes a lock, so call it once and keep the id.
  *
  * @return an id >= 1, or RP_NAME_OVERFLOW (0) when the table is full or the library
- *	   is off (counted in the segment's names_dropped).
+ *	   is off. To tell them apart: rp_segment_path() is NULL when off; when it is
+ *	   not, the table was full (counted in the segment's names_dropped). Events
+ *	   named 0 are still recorded, as "[overflow]".
  */
 RP_API uint32_t rp_intern(const char *name, const char *category, const char *file,
 			  uint32_t line);
@@ -219,8 +230,43 @@ static inline void rp_commit(struct rp_thread *t)
 	/* A plain load, no fence: a doorbell missed by this race costs the consumer
 	 * at most one of its timed waits, never an event. */
 	if (RP_UNLIKELY(__atomic_load_n(&t->hdr->consumer_sleeping, __ATOMIC_RELAXED)) &&
-	    tail - t->head >= (t->mask + 1) / 2)
+	    tail - t->head >= (t->mask + 1) / RP_DOORBELL_FRACTION)
 		rp_doorbell_check(t);
+}
+
+/*
+ * The depth a BEGIN or END record carries, and the thread's depth after it: BEGIN
+ * carries the depth of the frame it opens, END that of the frame it closes. Counted
+ * whether or not the record is written (a reader re-aligns its stack with it after a
+ * drop), modulo 2^16: more ENDs than BEGINs read as depths above RP_DEPTH_MAX, which
+ * a reader does not trust, and the count comes back by itself.
+ */
+static inline uint16_t rp_depth_step(struct rp_thread *t, uint8_t kind)
+{
+	uint16_t d = t->depth;
+
+	if (kind == RP_EV_BEGIN) {
+		t->depth = (uint16_t)(d + 1);
+		return d;
+	}
+	t->depth = (uint16_t)(d - 1);
+	return (uint16_t)(d - 1);
+}
+
+/* Fills the record; span records get their depth and, the first after a drop, the
+ * mark. @kind is a constant at every inlined call site, so the test folds away. */
+static inline void rp_record(struct rp_thread *t, struct rp_event *e, uint64_t ts, uint8_t kind,
+			     uint8_t flags, uint32_t name, uint64_t track, uint64_t arg,
+			     uint16_t depth)
+{
+	if (kind == RP_EV_BEGIN || kind == RP_EV_END) {
+		flags = (uint8_t)((flags & ~(RP_SPAN_DEPTH | RP_SPAN_AFTER_DROP)) | RP_SPAN_DEPTH |
+				  t->lost);
+		t->lost = 0;
+	}
+	*e = (struct rp_event){ .ts = ts, .name = name, .kind = kind, .flags = flags,
+				.depth = depth, .track = track, .arg = arg };
+	rp_commit(t);
 }
 
 /**
@@ -231,13 +277,12 @@ static inline void rp_emit_at(uint64_t ts, uint8_t kind, uint8_t flags, uint32_t
 			      uint64_t track, uint64_t arg)
 {
 	struct rp_thread *t = &rp_thread_state;
+	uint16_t depth = kind == RP_EV_BEGIN || kind == RP_EV_END ? rp_depth_step(t, kind) : 0;
 	struct rp_event *e = rp_slot(t);
 
 	if (RP_UNLIKELY(e == NULL))
 		return;
-	*e = (struct rp_event){ .ts = ts, .name = name, .kind = kind, .flags = flags,
-				.track = track, .arg = arg };
-	rp_commit(t);
+	rp_record(t, e, ts, kind, flags, name, track, arg, depth);
 }
 
 /** rp_emit() - record one event stamped now. */
@@ -245,13 +290,12 @@ static inline void rp_emit(uint8_t kind, uint8_t flags, uint32_t name, uint64_t 
 			   uint64_t arg)
 {
 	struct rp_thread *t = &rp_thread_state;
+	uint16_t depth = kind == RP_EV_BEGIN || kind == RP_EV_END ? rp_depth_step(t, kind) : 0;
 	struct rp_event *e = rp_slot(t);
 
 	if (RP_UNLIKELY(e == NULL))
 		return;
-	*e = (struct rp_event){ .ts = rp_clock_read(t->tsc), .name = name, .kind = kind,
-				.flags = flags, .track = track, .arg = arg };
-	rp_commit(t);
+	rp_record(t, e, rp_clock_read(t->tsc), kind, flags, name, track, arg, depth);
 }
 
 /** rp_begin() - open span @name on this thread's stack. */

@@ -48,7 +48,8 @@ extern "C" {
 
 #define RP_WIRE_MAGIC		UINT64_C(0x31464f5250474e52) /* "RNGPROF1" little-endian */
 #define RP_WIRE_VERSION_MAJOR	1	/* a change a reader cannot skip */
-#define RP_WIRE_VERSION_MINOR	1	/* additions a reader may ignore (docs/abi.md) */
+#define RP_WIRE_VERSION_MINOR	1	/* additions a reader may ignore (1: span depth,
+				   child spans; docs/wire.md) */
 #define RP_WIRE_CACHELINE	64
 
 /* "/ringprof.<session>.<pid>" + ".<n>" for shm_open(); session is [A-Za-z0-9_-]{1,31}. */
@@ -109,13 +110,24 @@ enum rp_event_kind {
 /* arg of RP_EV_CHILD_BEGIN: span ids are 32-bit and unique within their track. */
 #define RP_CHILD_ARG(parent, span)	((uint64_t)(uint32_t)(parent) << 32 | (uint32_t)(span))
 
+/*
+ * rp_event.flags for RP_EV_BEGIN/RP_EV_END (1.1): the record carries the thread's
+ * stack depth, and marks the first span record after this thread lost records (a
+ * full ring, no ring). With both a reader can re-align its stack at a drop instead
+ * of letting one lost END corrupt the rest of the run (docs/live.md).
+ */
+#define RP_SPAN_DEPTH		0x40u	/* `depth` is valid */
+#define RP_SPAN_AFTER_DROP	0x80u	/* records of this thread were lost just before */
+#define RP_DEPTH_MAX		0x7fffu	/* above: more ENDs than BEGINs; not trusted */
+
 /* One record; fixed 32 bytes, naturally aligned, two per cache line. */
 struct rp_event {
 	uint64_t ts;		/* clock ticks; see struct rp_wire_clock */
 	uint32_t name;		/* id in this segment's name table */
 	uint8_t kind;		/* enum rp_event_kind */
 	uint8_t flags;		/* kind-specific, 0 otherwise */
-	uint16_t reserved;	/* 0 */
+	uint16_t depth;		/* BEGIN/END with RP_SPAN_DEPTH: the stack depth of the
+				   span's frame (0: a root), modulo 2^16; 0 otherwise */
 	uint64_t track;		/* async track id, link span id; 0 otherwise */
 	uint64_t arg;		/* span id, correlation id or counter value */
 };
@@ -185,7 +197,7 @@ struct rp_wire_header {
 
 	/* Line 4: the doorbell. The consumer sets consumer_sleeping before it waits
 	 * on the futex word `doorbell`; a producer that sees it set, with a ring at
-	 * least half full, clears it, bumps `doorbell` and wakes the consumer. */
+	 * least 1/RP_DOORBELL_FRACTION full (ringprof.h), clears it, bumps `doorbell` and wakes the consumer. */
 	RP_WIRE_ALIGN(RP_WIRE_CACHELINE) uint32_t doorbell;
 	uint32_t consumer_sleeping;
 	int32_t consumer_pid;		/* last consumer that attached, 0 if none */
@@ -216,7 +228,8 @@ enum rp_ring_state {
 };
 
 /*
- * A ring descriptor. Line 0 is written by the producer on claim, retire and drop;
+ * A ring descriptor. Line 0 is written by the producer on claim, retire and drop
+ * (and `hwm` by the consumer, only when it grows);
  * lines 1-3 are the ck_ring itself (c_head: consumer line; p_tail: producer line;
  * size/mask). A new owner claims a ring only when it is drained (c_head == p_tail),
  * so every record in a ring belongs to the generation `gen` read after p_tail.
@@ -225,10 +238,13 @@ struct rp_wire_ring {
 	uint32_t state;		/* enum rp_ring_state */
 	uint32_t gen;		/* bumped by every claim */
 	int32_t tid;		/* owner thread (gettid), 0 when free */
-	uint32_t reserved;
+	uint32_t hwm;		/* consumer-written (1.1): the highest backlog a drain
+				   saw, a lower bound of the true high-water mark */
 	uint64_t dropped;	/* records refused because the ring was full */
 	uint64_t claimed_ticks;	/* clock at the claim */
-	uint8_t pad0[RP_WIRE_CACHELINE - 32];
+	uint32_t lost_at_retire; /* 1.1: 1 if the owner lost records after its last
+				    span record (written before state RETIRED) */
+	uint8_t pad0[RP_WIRE_CACHELINE - 36];
 	struct rp_wire_spsc ring; /* ck_ring_init(&ring, ring_capacity) */
 	uint8_t pad1[4 * RP_WIRE_CACHELINE - RP_WIRE_CACHELINE - sizeof(struct rp_wire_spsc)];
 };
@@ -266,6 +282,7 @@ RP_WIRE_ASSERT(offsetof(struct rp_event, ts) == 0, "ts at 0");
 RP_WIRE_ASSERT(offsetof(struct rp_event, name) == 8, "name at 8");
 RP_WIRE_ASSERT(offsetof(struct rp_event, kind) == 12, "kind at 12");
 RP_WIRE_ASSERT(offsetof(struct rp_event, flags) == 13, "flags at 13");
+RP_WIRE_ASSERT(offsetof(struct rp_event, depth) == 14, "depth at 14");
 RP_WIRE_ASSERT(offsetof(struct rp_event, track) == 16, "track at 16");
 RP_WIRE_ASSERT(offsetof(struct rp_event, arg) == 24, "arg at 24");
 RP_WIRE_ASSERT(sizeof(struct rp_wire_clock) == 48, "clock block is 48 bytes");

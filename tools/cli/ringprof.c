@@ -7,9 +7,11 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,7 +32,7 @@
 static const char usage[] =
 	"usage: ringprof run [--session S] [--snapshot-dir D] [...]   the engine (--help)\n"
 	"       ringprof top [--session S] [--dir D] [--once]   live view of a running engine\n"
-	"       ringprof snapshot [--session S] [--timeout-ms N]\n"
+	"       ringprof snapshot [--session S] [--timeout-ms N] [-o PATH | --keep]\n"
 	"       ringprof report SNAPSHOT [--format F] [-o FILE] [--limit N] [export options]\n"
 	"       ringprof analyze TRACE [--format F] [-o FILE] [--limit N] [caps] [export options]\n"
 	"               [--input chrome|nat] [--max-aiq-nodes N] [--max-nat-events N]\n"
@@ -41,6 +43,8 @@ static const char usage[] =
 	"  run        the engine in the foreground: drains the session's producers; SIGUSR1\n"
 	"             writes a snapshot, SIGINT/SIGTERM a final one\n"
 	"  snapshot   ask the running engine of a session for a snapshot; prints its path\n"
+	"             (-o PATH: keep it there; --keep: keep it beside the engine's under a\n"
+	"             timestamped name; the engine's own file is replaced at each one)\n"
 	"  report     render a snapshot file\n"
 	"  analyze    the engine over a Chrome trace file (.json or .json.gz; torch,\n"
 	"             Perfetto, chrome://tracing) or an agent-toolkit trace (nat:\n"
@@ -50,7 +54,8 @@ static const char usage[] =
 	"             atomically to OUT (rules: docs/snapshot.md)\n"
 	"  segments   list the producer segments of a session (default: $RINGPROF_SESSION\n"
 	"             or \"default\"), validating every header as the engine does\n"
-	"  --rings    also list every claimed ring: owner, state, backlog, dropped\n"
+	"  --rings    also list every claimed ring: owner, state, backlog, high-water\n"
+	"             mark (the highest backlog the engine saw), dropped\n"
 	"  probe      what this kernel offers the engine: io_uring, futex waits, TSC\n"
 	"\n"
 	"  --format F           text, json, pstats, folded (collapsed stacks), prom\n"
@@ -83,9 +88,9 @@ static void print_rings(struct rp_segment *s)
 
 		if (st == RP_RING_FREE && r->gen == 0)
 			continue;
-		printf("    ring %-4u %-8s gen %-6u tid %-8d backlog %-8u dropped %llu\n", i,
-		       st <= RP_RING_RETIRED ? states[st] : "invalid", r->gen, r->tid,
-		       rp_segment_ring_pending(s, i), (unsigned long long)r->dropped);
+		printf("    ring %-4u %-8s gen %-6u tid %-8d backlog %-8u hwm %-8u dropped %llu\n",
+		       i, st <= RP_RING_RETIRED ? states[st] : "invalid", r->gen, r->tid,
+		       rp_segment_ring_pending(s, i), r->hwm, (unsigned long long)r->dropped);
 	}
 }
 
@@ -187,23 +192,88 @@ static uint64_t mono_ms(void)
 
 /* Signals the engine and waits for the snapshot file to be replaced (a rename makes
  * a new inode). */
+/* Copies @from to @to (write to a temporary, then rename: whole or absent). */
+static int copy_file(const char *from, const char *to)
+{
+	char tmp[PATH_MAX + 128], buf[65536];
+	ssize_t n = 0;
+	int in, out, err = 0;
+
+	snprintf(tmp, sizeof(tmp), "%s.tmp.%d", to, (int)getpid());
+	in = open(from, O_RDONLY | O_CLOEXEC);
+	if (in < 0)
+		return -errno;
+	out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (out < 0) {
+		err = -errno;
+		close(in);
+		return err;
+	}
+	while (err == 0 && (n = read(in, buf, sizeof(buf))) > 0)
+		if (write(out, buf, (size_t)n) != n)
+			err = -EIO;
+	if (n < 0 || fsync(out) < 0)
+		err = -errno;
+	close(in);
+	if (close(out) < 0 && err == 0)
+		err = -errno;
+	if (err == 0 && rename(tmp, to) < 0)
+		err = -errno;
+	if (err)
+		unlink(tmp);
+	return err;
+}
+
+/*
+ * Keeps the snapshot just written at @path: at @out, or (keep) beside it under a
+ * timestamped name. The engine replaces @path by rename, never in place, so a hard
+ * link keeps this one whole; across file systems it is copied.
+ */
+static int keep_snapshot(const char *path, const char *out, char *kept, size_t cap)
+{
+	struct timespec now;
+	struct tm tm;
+	char stamp[32];
+	const char *dot = strrchr(path, '.');
+
+	if (out != NULL) {
+		snprintf(kept, cap, "%s", out);
+	} else {
+		clock_gettime(CLOCK_REALTIME, &now);
+		localtime_r(&now.tv_sec, &tm);
+		strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", &tm);
+		snprintf(kept, cap, "%.*s-%s.%03ld%s", (int)(dot ? dot - path : (long)strlen(path)),
+			 path, stamp, now.tv_nsec / 1000000, dot ? dot : "");
+	}
+	unlink(kept); /* -o over an older file */
+	if (link(path, kept) == 0)
+		return 0;
+	return copy_file(path, kept);
+}
+
 static int cmd_snapshot(int argc, char **argv)
 {
 	static const struct option opts[] = { { "session", 1, NULL, 's' },
 					      { "timeout-ms", 1, NULL, 't' },
+					      { "output", 1, NULL, 'o' },
+					      { "keep", 0, NULL, 'k' },
 					      { "help", 0, NULL, 'h' },
 					      { NULL, 0, NULL, 0 } };
-	const char *session = NULL;
+	const char *session = NULL, *out = NULL;
+	char kept[PATH_MAX + 64];
+	bool keep = false;
 	char path[PATH_MAX];
 	uint64_t timeout = 5000, t0;
 	struct stat before = { 0 }, now;
 	int32_t pid;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "o:", opts, NULL)) != -1) {
 		switch (c) {
 		case 's': session = optarg; break;
 		case 't': timeout = strtoull(optarg, NULL, 10); break;
+		case 'o': out = optarg; break;
+		case 'k': keep = true; break;
 		case 'h': fputs(usage, stdout); return 0;
 		default: return rp_cli_error(2, "snapshot: bad option (try --help)");
 		}
@@ -220,7 +290,11 @@ static int cmd_snapshot(int argc, char **argv)
 		if (stat(path, &now) == 0 && (now.st_ino != before.st_ino ||
 					      now.st_mtim.tv_nsec != before.st_mtim.tv_nsec ||
 					      now.st_mtim.tv_sec != before.st_mtim.tv_sec)) {
-			printf("%s\n", path);
+			int err = out || keep ? keep_snapshot(path, out, kept, sizeof(kept)) : 0;
+
+			if (err)
+				return rp_cli_error(1, "%s: %s", out ? out : kept, strerror(-err));
+			printf("%s\n", out || keep ? kept : path);
 			return 0;
 		}
 		nanosleep(&ms, NULL);

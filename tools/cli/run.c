@@ -5,7 +5,7 @@
  *   - the drain tick: merge every ring up to now - delay, every --tick-ms;
  *   - the doorbell: when a tick finds nothing, producers are told we sleep and a
  *     futex wait is armed on each one's doorbell word; a producer whose ring gets
- *     half full wakes us before the next tick;
+ *     1/8 full wakes us before the next tick;
  *   - signals through a signalfd: SIGUSR1 writes a snapshot; SIGINT/SIGTERM drain
  *     everything, write a final snapshot and exit 0;
  *   - inotify on /dev/shm for new segments;
@@ -82,29 +82,38 @@ static void log_line(void *ctx, const char *line)
 		fprintf(stderr, "ringprof: %s\n", line);
 }
 
+static void arm_doorbells(struct daemon *d);
+
+/* Every drain takes all the rings hold (sources.h) and leaves the doorbells armed: a
+ * producer whose ring gets 1/8 full wakes us at once, whatever the tick. */
 static void drain(struct daemon *d, uint64_t watermark)
 {
 	rp_sources_wake(&d->ss);
 	d->processed += rp_sources_drain(&d->ss, watermark);
+	if (!d->exiting)
+		arm_doorbells(d);
 }
 
 static void on_bell(void *ctx, int res);
 static struct daemon *the_daemon; /* for on_bell and on_pidfd */
 
-/* Nothing to do: tell producers we sleep and wait on their doorbells. */
+/* Wait on every producer's doorbell not already waited on. The word's value is read
+ * (pin) before consumer_sleeping is set, so a ring in between is never missed. */
 static void arm_doorbells(struct daemon *d)
 {
-	if (rp_sources_sleep_prepare(&d->ss))
-		return; /* records arrived meanwhile: the next tick takes them */
-	for (uint32_t i = 0; i < d->ss.n_live; i++) {
-		uint32_t *word, value;
-		struct rp_live *l = rp_sources_pin(&d->ss, i, &word, &value);
+	struct rp_live *pinned[64];
+	uint32_t *words[64], values[64];
+	uint32_t n = 0;
 
-		if (l == NULL)
-			continue;
-		if (rp_loop_futex_wait(d->loop, word, value, 4 * d->tick_ns, on_bell, l) != 0)
-			rp_sources_unpin(&d->ss, l);
+	for (uint32_t i = 0; i < d->ss.n_live && n < 64; i++) {
+		pinned[n] = rp_sources_pin(&d->ss, i, &words[n], &values[n]);
+		n += pinned[n] != NULL;
 	}
+	rp_sources_arm(&d->ss);
+	for (uint32_t k = 0; k < n; k++)
+		if (rp_loop_futex_wait(d->loop, words[k], values[k], 4 * d->tick_ns, on_bell,
+				       pinned[k]) != 0)
+			rp_sources_unpin(&d->ss, pinned[k]);
 }
 
 static void on_bell(void *ctx, int res)
@@ -119,16 +128,15 @@ static void on_bell(void *ctx, int res)
 static void on_tick(void *ctx, int res)
 {
 	struct daemon *d = ctx;
-	uint64_t before = d->processed;
+	uint64_t now = mono_ns();
 
 	(void)res;
 	/* Segments seen while still being created give no further inotify event;
 	 * and a full rescan now and then covers an overflowed inotify queue. */
 	if (d->ss.pending > 0 || ++d->ticks % 100 == 0)
 		rp_sources_scan(&d->ss);
-	drain(d, mono_ns() - d->delay_ns);
-	if (d->processed == before)
-		arm_doorbells(d);
+	drain(d, now - d->delay_ns);
+	rp_sources_watch_drops(&d->ss, now, 5000000000ull); /* first at once, then every 5 s */
 	if (d->srv != NULL)
 		rp_serve_tick(d->srv);
 }

@@ -305,6 +305,10 @@ static void header(const struct top *t, FILE *out)
 	for (int k = 0; k < RP_ANOM_KIND_COUNT; k++)
 		if (strstr(rp_anomaly_names[k], "_cap") != NULL)
 			caps += r->anomalies[k];
+	if (r->dropped || r->anomalies[RP_ANOM_DROP_LOST]) /* first: figures miss these */
+		fprintf(out, "LOST: %" PRIu64 " records dropped (full rings), %" PRIu64
+			     " spans cut by drops; see docs/live.md\n",
+			r->dropped, r->anomalies[RP_ANOM_DROP_LOST]);
 	fprintf(out,
 		"ringprof top - session %s   events %" PRIu64 " over %" PRIu64 ".%01" PRIu64
 		" s   ",
@@ -313,6 +317,9 @@ static void header(const struct top *t, FILE *out)
 		fprintf(out, "%.0f events/s%s\n",
 			(double)(r->events - t->prev.events) * 1e9 /
 				(double)(t->cur_at - t->prev_at),
+			t->paused ? "   PAUSED" : "");
+	else if (span > 0) /* one report so far: the average over its time range */
+		fprintf(out, "%.0f events/s (average)%s\n", (double)r->events * 1e9 / (double)span,
 			t->paused ? "   PAUSED" : "");
 	else
 		fprintf(out, "- events/s%s\n", t->paused ? "   PAUSED" : "");
@@ -335,7 +342,7 @@ static void drop_alert(const struct top *t, FILE *out)
 		return;
 	fprintf(out,
 		"DROPPING: %" PRIu64 " events lost in the last %.1f s (rings full: the engine "
-		"falls behind or RINGPROF_RING_SIZE is small)\n",
+		"falls behind or RINGPROF_RING_EVENTS is small)\n",
 		r->dropped - t->prev.dropped, (double)(t->cur_at - t->prev_at) / 1e9);
 }
 
@@ -581,7 +588,7 @@ static void steps(const struct top *t, FILE *out, unsigned room)
 		ms(out, p->p99_ns, 10);
 		fputs(" max", out);
 		ms(out, p->max_ns, 10);
-		fputs(" ms\n", out);
+		fputc('\n', out);
 	}
 }
 
