@@ -131,6 +131,47 @@ static void test_sources_ring_reuse_is_a_new_track(void **state)
 	close_engine();
 }
 
+/* Instants at base, base + 1, ... on this thread's ring. */
+struct run_arg {
+	uint64_t base, n;
+};
+
+static void *thread_run(void *arg)
+{
+	const struct run_arg *a = arg;
+	uint32_t id = rp_intern("tick", NULL, NULL, 0);
+
+	for (uint64_t k = 0; k < a->n; k++)
+		rp_emit_at(a->base + k, RP_EV_INSTANT, 0, id, 0, 0);
+	return NULL;
+}
+
+/*
+ * A final drain (watermark UINT64_MAX) merges everything buffered, even when one
+ * ring's run is merged past the slice in one go: 12000 records of one thread lead
+ * the other thread's single later record. (It once stopped there, and a final
+ * snapshot lost whatever was still buffered.)
+ */
+static void test_sources_final_drain_takes_all(void **state)
+{
+	struct run_arg a = { 1, 12000 }, b = { 20000, 1 };
+	struct rp_report r;
+	pthread_t th;
+
+	(void)state;
+	open_engine();
+	rp_sources_scan(&ss);
+	assert_int_equal(pthread_create(&th, NULL, thread_run, &a), 0);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	assert_int_equal(pthread_create(&th, NULL, thread_run, &b), 0);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	assert_int_equal(rp_sources_drain(&ss, UINT64_MAX), 12001);
+	report(&r);
+	assert_int_equal(r.events, 12001);
+	rp_report_free(&r);
+	close_engine();
+}
+
 /* Records past the watermark wait; a record older than what was processed is late. */
 static void test_sources_watermark_and_late(void **state)
 {
@@ -397,6 +438,7 @@ int main(void)
 		cmocka_unit_test(test_sources_exact_statistics),
 		cmocka_unit_test(test_sources_ring_reuse_is_a_new_track),
 		cmocka_unit_test(test_sources_watermark_and_late),
+		cmocka_unit_test(test_sources_final_drain_takes_all),
 		cmocka_unit_test(test_sources_producer_killed_mid_span),
 		cmocka_unit_test(test_sources_stale_segment_swept),
 		cmocka_unit_test(test_sources_records_after_exit_mark_kept),

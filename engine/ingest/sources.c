@@ -681,7 +681,9 @@ uint64_t rp_sources_drain(struct rp_sources *ss, uint64_t watermark)
 			force = copy_all(ss);
 			got = merge(ss, force > watermark ? force : watermark, RP_SOURCES_SLICE);
 			n += got;
-		} while ((got == RP_SOURCES_SLICE || (force != 0 && got > 0)) &&
+			/* A slice can overshoot (a ring's run is merged whole while it
+			 * leads): `>=`, or a final drain would stop with records left. */
+		} while ((got >= RP_SOURCES_SLICE || (got > 0 && (force != 0 || watermark == UINT64_MAX))) &&
 			 (++slices < 64 || watermark == UINT64_MAX));
 		end_tracks(ss);
 	} while (check_ends(ss) > 0);
