@@ -571,22 +571,21 @@ static void retire_thread(void *arg)
 	t->exited = 1; /* later events (other TLS destructors) are dropped, counted */
 }
 
+/* An engine runs when someone holds the marker's lock (run.c takes it for the
+ * engine's life); the pid written in the file may be stale, the lock cannot be. */
 static bool engine_running(const char *session)
 {
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
 	char path[96];
-	struct rp_wire_engine m;
-	int fd;
-	ssize_t n;
+	int fd, rc;
 
 	snprintf(path, sizeof(path), RP_WIRE_ENGINE_FMT, session);
 	fd = shm_open(path, O_RDONLY | O_CLOEXEC, 0);
 	if (fd < 0)
 		return false;
-	n = pread(fd, &m, sizeof(m), 0);
+	rc = fcntl(fd, F_GETLK, &fl);
 	close(fd);
-	if (n != (ssize_t)sizeof(m) || m.magic != RP_WIRE_ENGINE_MAGIC || m.pid <= 0)
-		return false;
-	return kill(m.pid, 0) == 0 || errno == EPERM;
+	return rc == 0 && fl.l_type != F_UNLCK;
 }
 
 static bool all_drained(struct rp_wire_header *h)
@@ -628,10 +627,13 @@ void rp_shutdown(void)
 	/* Release: everything recorded so far before the state says exited. */
 	__atomic_store_n(&h->state, RP_SEG_EXITED, __ATOMIC_RELEASE);
 	/* The unlink rule: give a running engine the chance to drain what is left;
-	 * with none running nobody could, so do not keep the host waiting. */
+	 * with none running nobody could, so do not keep the host waiting. A segment
+	 * with records nobody has read is left in place, never unlinked: the engine
+	 * (this one when it catches up, or the next one for the session) drains it
+	 * and removes it. Only a drained segment is ours to remove. */
 	if (!all_drained(h) && engine_running(h->session))
 		wait_for_drain(h);
-	if (!proc.keep)
+	if (!proc.keep && all_drained(h))
 		shm_unlink(proc.path);
 }
 

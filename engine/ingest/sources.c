@@ -484,6 +484,16 @@ static int check_ends(struct rp_sources *ss)
 		const struct rp_wire_header *h = l->seg->base;
 		bool exited = __atomic_load_n(&h->state, __ATOMIC_ACQUIRE) == RP_SEG_EXITED;
 
+		/* Its file shrank under us (segment.c caught the SIGBUS): what is left
+		 * reads as zeros, so the source ends here, as a death, undrained. */
+		if (rp_segment_truncated(l->seg)) {
+			say(ss, "%s: the segment file shrank while attached; its unread "
+				"records are lost", l->seg->name);
+			ss->truncated++;
+			l->ended = l->dead = true;
+			finish(ss, i);
+			continue;
+		}
 		/* An EXITED mark is not the end: the producer's other threads may still
 		 * write until the process is gone, so only its pidfd ends a source. */
 		if (!l->ended && pid_gone(l)) {

@@ -44,6 +44,7 @@ struct rp_sources {
 	char **seen;			/* names refused or finished: not retried */
 	uint32_t n_seen, cap_seen;
 	uint64_t refused;		/* segments refused (uid, malformed) */
+	uint64_t truncated;		/* segments whose file shrank while attached */
 	uint32_t pending;		/* segments still being created at the last scan */
 	uint64_t attached;		/* segments attached since start */
 	void (*log)(void *ctx, const char *line); /* one line per notable event; may be NULL */

@@ -14,8 +14,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+#ifndef SYS_pidfd_send_signal
+#define SYS_pidfd_send_signal 424
+#endif
 
 #include "cli.h"
 #include "import_chrome.h"
@@ -182,6 +190,32 @@ static uint64_t mono_ms(void)
 	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
+/* SIGUSR1 to the session's engine, and only to it: the pid is pinned with a pidfd,
+ * then checked again to be the marker lock's holder (so a pid reused meanwhile is
+ * not signalled). @return 0 or -errno (see rp_cli_read_marker()). */
+static int signal_engine(const char *session, int32_t *pid, char *path, size_t n,
+			 struct stat *before)
+{
+	int32_t again;
+	int pfd, err;
+
+	if ((err = rp_cli_read_marker(session, pid, path, n)) != 0)
+		return err;
+	pfd = (int)syscall(SYS_pidfd_open, *pid, 0);
+	if (pfd < 0)
+		return -ESRCH;
+	err = rp_cli_read_marker(session, &again, path, n);
+	if (err == 0 && again != *pid)
+		err = -ESTALE;
+	if (err == 0) {
+		stat(path, before);
+		if (syscall(SYS_pidfd_send_signal, pfd, SIGUSR1, NULL, 0) < 0)
+			err = -errno;
+	}
+	close(pfd);
+	return err;
+}
+
 /* Signals the engine and waits for the snapshot file to be replaced (a rename makes
  * a new inode). */
 static int cmd_snapshot(int argc, char **argv)
@@ -195,7 +229,7 @@ static int cmd_snapshot(int argc, char **argv)
 	uint64_t timeout = 5000, t0;
 	struct stat before = { 0 }, now;
 	int32_t pid;
-	int c;
+	int c, err;
 
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (c) {
@@ -207,11 +241,9 @@ static int cmd_snapshot(int argc, char **argv)
 	}
 	if ((session = rp_cli_session(session)) == NULL)
 		return 2;
-	if (rp_cli_read_marker(session, &pid, path, sizeof(path)) != 0)
-		return rp_cli_error(1, "no engine runs for session \"%s\"", session);
-	stat(path, &before);
-	if (kill(pid, SIGUSR1) < 0)
-		return rp_cli_error(1, "engine pid %d: %s", pid, strerror(errno));
+	if ((err = signal_engine(session, &pid, path, sizeof(path), &before)) != 0)
+		return rp_cli_error(1, "session \"%s\": %s", session,
+				    rp_cli_marker_strerror(err));
 	for (t0 = mono_ms(); mono_ms() - t0 < timeout;) {
 		struct timespec ms = { 0, 5000000 };
 		if (stat(path, &now) == 0 && (now.st_ino != before.st_ino ||

@@ -14,8 +14,9 @@
  *   - the live socket <snapshot dir>/ringprof-<session>.sock (mode 0600; `ringprof
  *     top`) and, with --prometheus, an HTTP /metrics listener (tools/server/serve.c).
  * The engine announces itself in /dev/shm/ringprof.<session>.engine (its pid, then
- * the snapshot path), which producers check at exit (README, the unlink rule) and
- * `ringprof snapshot` reads.
+ * the snapshot path) and holds a write lock on it while it runs: one consumer per
+ * session, enforced by the kernel (lock_marker()). Producers check the lock at exit
+ * and `ringprof snapshot` signals only its holder (docs/operations.md).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -48,6 +49,8 @@ struct daemon {
 	const char *session;
 	char snap_path[PATH_MAX];
 	char marker[96];
+	int marker_fd;			/* holds the session's lock; -1: none */
+	ino_t marker_ino;
 	uint64_t tick_ns, delay_ns;
 	int sfd, ifd;
 	struct pidfd_watch {
@@ -275,30 +278,87 @@ static void pidfd_removed(void *ctx, int fd)
 		}
 }
 
-/* The marker: refuse a second engine on a live session; replace a stale one. */
-static int write_marker(struct daemon *d)
+/*
+ * The marker, and the one-consumer rule: the engine holds a POSIX write lock on
+ * /dev/shm/ringprof.<session>.engine for its whole life (the kernel drops it when the
+ * process ends, however it ends). An engine that cannot take the lock refuses and
+ * touches nothing; one that takes it owns the file, whatever pid a dead engine left
+ * in it. The lock is on the inode, so after locking we check that the name still
+ * leads to it (an engine stopping unlinks it while still holding the lock).
+ * Nothing else in this process may open and close the marker: closing any fd of a
+ * file drops the process's POSIX locks on it.
+ */
+static int lock_marker(struct daemon *d)
 {
-	struct rp_wire_engine m = { .magic = RP_WIRE_ENGINE_MAGIC, .pid = (int32_t)getpid() };
-	char other[PATH_MAX];
-	int32_t pid;
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+	char path[PATH_MAX];
+	struct stat st, now;
 	int fd;
 
 	snprintf(d->marker, sizeof(d->marker), RP_WIRE_ENGINE_FMT, d->session);
-	if (rp_cli_read_marker(d->session, &pid, other, sizeof(other)) == 0 && pid != getpid())
-		return rp_cli_error(-EEXIST, "an engine already runs for session \"%s\" (pid %d)",
-				    d->session, pid);
-	shm_unlink(d->marker);
-	fd = shm_open(d->marker, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return rp_cli_error(-errno, "%s: %s", d->marker, strerror(errno));
-	if (write(fd, &m, sizeof(m)) != (ssize_t)sizeof(m) ||
-	    write(fd, d->snap_path, strlen(d->snap_path) + 1) < 0) {
-		close(fd);
-		shm_unlink(d->marker);
-		return rp_cli_error(-EIO, "%s: cannot write", d->marker);
+	snprintf(path, sizeof(path), "/dev/shm%s", d->marker);
+	for (int tries = 0; tries < 8; tries++) {
+		fd = shm_open(d->marker, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (fd < 0)
+			return rp_cli_error(-errno, "%s: %s", path, strerror(errno));
+		if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid()) {
+			close(fd);
+			return rp_cli_error(-EPERM, "%s: owned by uid %u, not us (%u): session "
+					    "\"%s\" is taken by another user; pick another",
+					    path, (unsigned)st.st_uid, (unsigned)geteuid(),
+					    d->session);
+		}
+		if (fcntl(fd, F_SETLK, &fl) < 0) {
+			int err = errno;
+			pid_t holder = rp_cli_marker_holder(fd);
+
+			close(fd);
+			if (err == EAGAIN || err == EACCES)
+				return rp_cli_error(-EEXIST, "an engine already runs for session "
+						    "\"%s\" (pid %d holds the lock on %s)",
+						    d->session, (int)holder, path);
+			return rp_cli_error(-err, "%s: lock: %s", path, strerror(err));
+		}
+		if (stat(path, &now) == 0 && now.st_ino == st.st_ino && now.st_dev == st.st_dev) {
+			d->marker_fd = fd;
+			d->marker_ino = st.st_ino;
+			return 0;
+		}
+		close(fd); /* unlinked by the engine that held it: take the new one */
 	}
-	close(fd);
+	return rp_cli_error(-EAGAIN, "%s: keeps being replaced", path);
+}
+
+static int write_marker(struct daemon *d)
+{
+	struct rp_wire_engine m = { .magic = RP_WIRE_ENGINE_MAGIC, .pid = (int32_t)getpid() };
+	size_t len = strlen(d->snap_path) + 1;
+	int err;
+
+	if ((err = lock_marker(d)) != 0)
+		return err;
+	if (ftruncate(d->marker_fd, 0) < 0 ||
+	    pwrite(d->marker_fd, &m, sizeof(m), 0) != (ssize_t)sizeof(m) ||
+	    pwrite(d->marker_fd, d->snap_path, len, sizeof(m)) != (ssize_t)len)
+		return rp_cli_error(-EIO, "/dev/shm%s: cannot write: %s", d->marker,
+				    strerror(errno));
 	return 0;
+}
+
+/* Unlinks the marker only if it is still ours: we hold the lock, and the name
+ * still leads to our inode. */
+static void drop_marker(struct daemon *d)
+{
+	char path[PATH_MAX];
+	struct stat now;
+
+	if (d->marker_fd < 0)
+		return;
+	snprintf(path, sizeof(path), "/dev/shm%s", d->marker);
+	if (stat(path, &now) == 0 && now.st_ino == d->marker_ino)
+		shm_unlink(d->marker);
+	close(d->marker_fd); /* and with it the lock */
+	d->marker_fd = -1;
 }
 
 static int open_fds(struct daemon *d)
@@ -450,8 +510,7 @@ static void stop(struct daemon *d)
 	rp_sources_free(&d->ss);
 	rp_engine_close(d->e);
 	rp_membuf_free(&d->snap);
-	if (d->marker[0])
-		shm_unlink(d->marker);
+	drop_marker(d);
 	if (d->sfd >= 0)
 		close(d->sfd);
 	if (d->ifd >= 0)
@@ -461,7 +520,7 @@ static void stop(struct daemon *d)
 int rp_cmd_run(int argc, char **argv)
 {
 	static struct daemon d = { .tick_ns = 10000000, .delay_ns = 20000000, .sfd = -1,
-				   .ifd = -1 };
+				   .ifd = -1, .marker_fd = -1 };
 	struct rp_engine_cfg cfg;
 	const char *dir = "/tmp/ringprof";
 	bool force_poll = false;
