@@ -1626,10 +1626,10 @@ static int fd_sink(void *ctx, const void *buf, size_t len)
  * it: replace it. O_EXCL keeps a planted symlink from redirecting the write. */
 static int open_temp(const char *tmp)
 {
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
 
 	if (fd < 0 && errno == EEXIST && unlink(tmp) == 0)
-		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
 	return fd < 0 ? -errno : fd;
 }
 

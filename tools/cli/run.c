@@ -517,6 +517,27 @@ static void stop(struct daemon *d)
 		close(d->ifd);
 }
 
+/* The snapshot directory: ours, or shared but sticky (like /tmp), where another
+ * user cannot replace our files; the temporary files are created exclusively
+ * (engine/ingest/loop.c), so a planted name fails a write, never redirects it. */
+static int check_dir(const char *dir)
+{
+	struct stat st;
+
+	if (stat(dir, &st) < 0)
+		return rp_cli_error(1, "%s: %s", dir, strerror(errno));
+	if (!S_ISDIR(st.st_mode))
+		return rp_cli_error(1, "%s: not a directory", dir);
+	if (st.st_uid != geteuid() && st.st_uid != 0)
+		return rp_cli_error(1, "%s: owned by uid %u, not us (%u): it could replace our "
+				    "snapshots; pick another --snapshot-dir", dir,
+				    (unsigned)st.st_uid, (unsigned)geteuid());
+	if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0 && (st.st_mode & S_ISVTX) == 0)
+		return rp_cli_error(1, "%s: writable by others and not sticky: pick another "
+				    "--snapshot-dir", dir);
+	return 0;
+}
+
 int rp_cmd_run(int argc, char **argv)
 {
 	static struct daemon d = { .tick_ns = 10000000, .delay_ns = 20000000, .sfd = -1,
@@ -532,6 +553,8 @@ int rp_cmd_run(int argc, char **argv)
 	the_daemon = &d;
 	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
 		return rp_cli_error(1, "%s: %s", dir, strerror(errno));
+	if ((err = check_dir(dir)) != 0)
+		return err;
 	snprintf(d.snap_path, sizeof(d.snap_path), "%s/ringprof-%s.msgpack", dir, d.session);
 	if (d.sock_path[0] != '-') {
 		snprintf(d.sock_path, sizeof(d.sock_path), "%s/ringprof-%s.sock", dir, d.session);
