@@ -424,9 +424,13 @@ static const char usage[] =
 	"                    127.0.0.1:9464, unless --prometheus-any)\n"
 	"  --prometheus-window W  the rolling window (10s, 1m, 5m) of the duration\n"
 	"                    summaries in /metrics (default: all time)\n"
-	"  --max-clients N   live connections at once (default 16)\n"
+	"  --max-clients N   live socket connections at once (default 16)\n"
+	"  --max-http-clients N  /metrics connections at once, a pool of their own\n"
+	"                    (default: --max-clients)\n"
 	"  --client-idle-ms N  close a connection that makes no progress for N ms\n"
 	"                    (default 10000)\n"
+	"  --client-request-ms N  close a connection whose request is not whole N ms\n"
+	"                    after it began (HTTP: after the connect; default 3000)\n"
 	"  --step-category C spans of category C are steps (default \"step\"; \"\": none)\n"
 	"  --step-name P     spans whose name starts with P are steps too\n" RP_CLI_CAP_USAGE
 	"SIGUSR1 writes a snapshot (or: ringprof snapshot); SIGINT/SIGTERM a final one.\n";
@@ -448,6 +452,7 @@ static int parse(int argc, char **argv, struct daemon *d, struct rp_engine_cfg *
 		{ "no-socket", 0, NULL, 'N' },	{ "prometheus", 1, NULL, 'P' },
 		{ "prometheus-any", 0, NULL, 'A' }, { "prometheus-window", 1, NULL, 'W' },
 		{ "max-clients", 1, NULL, 'M' }, { "client-idle-ms", 1, NULL, 'I' },
+		{ "max-http-clients", 1, NULL, 'H' }, { "client-request-ms", 1, NULL, 'R' },
 		{ "recorder-spans", 1, NULL, 'c' }, { "recorder-samples", 1, NULL, 'c' },
 		{ "device-spans", 1, NULL, 'c' },   { "device-events", 1, NULL, 'c' }, /* export */
 		{ "step-category", 1, NULL, 'S' }, { "step-name", 1, NULL, 'X' },
@@ -480,6 +485,17 @@ static int parse(int argc, char **argv, struct daemon *d, struct rp_engine_cfg *
 			d->srv_opts.idle_ns = strtoull(optarg, NULL, 10) * 1000000u;
 			if (d->srv_opts.idle_ns == 0)
 				return rp_cli_error(2, "--client-idle-ms %s: a positive number", optarg);
+			break;
+		case 'R':
+			d->srv_opts.request_ns = strtoull(optarg, NULL, 10) * 1000000u;
+			if (d->srv_opts.request_ns == 0)
+				return rp_cli_error(2, "--client-request-ms %s: a positive number",
+						    optarg);
+			break;
+		case 'H':
+			d->srv_opts.max_http_clients = (unsigned)strtoul(optarg, NULL, 10);
+			if (d->srv_opts.max_http_clients == 0 || d->srv_opts.max_http_clients > 4096)
+				return rp_cli_error(2, "--max-http-clients %s: 1 to 4096", optarg);
 			break;
 		case 'M':
 			d->srv_opts.max_clients = (unsigned)strtoul(optarg, NULL, 10);
