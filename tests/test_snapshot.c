@@ -43,6 +43,7 @@
 static const char *const anomaly_names[] = {
 	"end_mismatch", "end_unmatched", "depth_cap",	"track_cap",  "name_cap",    "cct_cap",
 	"clamped",	"bad_event",	 "open_at_end", "window_cap", "counter_cap",
+	"window_level_cap", "restart_gap",
 };
 
 /* --- random reports ----------------------------------------------------------------- */

@@ -43,6 +43,11 @@ enum rp_anomaly {
 				   exact figures not kept there (Space-Saving still
 				   counts it for the bottleneck lists) 1.2 */
 	RP_ANOM_COUNTER_CAP,	/* a counter name past the counter cap: not kept 1.2 */
+	RP_ANOM_LEVEL_CAP,	/* a piece of time at a concurrency level past
+				   --max-window-level in a window: counted at the cap
+				   (the mean stays exact, max and percentiles are capped) */
+	RP_ANOM_RESTART_GAP,	/* records a previous engine read from this producer
+				   but wrote in no snapshot (it was killed): lost */
 	RP_ANOM_KIND_COUNT
 };
 
