@@ -8,8 +8,10 @@
  * producer killed mid-span, and an engine killed and restarted.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -348,6 +350,182 @@ static void test_cli_engine_restart_reattaches(void **state)
 	assert_int_equal(wait_exit(eng), 0);
 }
 
+/* --- issue 10: one consumer, no silent loss, no signal to a stranger --- */
+
+/* The engine of @session holds the marker's lock (rather than: the file exists). */
+static void wait_engine_locked(const char *session)
+{
+	struct timespec ms = { 0, 10000000 };
+	char name[128];
+
+	snprintf(name, sizeof(name), "/dev/shm/ringprof.%s.engine", session);
+	for (int i = 0; i < 500; i++) {
+		struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+		int fd = open(name, O_RDONLY | O_CLOEXEC);
+		bool held = fd >= 0 && fcntl(fd, F_GETLK, &fl) == 0 && fl.l_type != F_UNLCK;
+
+		if (fd >= 0)
+			close(fd);
+		if (held)
+			return;
+		nanosleep(&ms, NULL);
+	}
+	fail_msg("no engine took the lock of %s", name);
+}
+
+/* Repro 1: a second `run` for a running session is refused and leaves the first
+ * one's marker alone: `snapshot` still reaches it, and no second consumer starts. */
+static void test_cli_second_engine_refused(void **state)
+{
+	char session[32], *out;
+	pid_t eng;
+
+	(void)state;
+	snprintf(session, sizeof(session), "t_cli_two_%d", (int)getpid());
+	eng = start_engine(session);
+	wait_engine_locked(session);
+	assert_int_equal(run(&out, "%s run --session %s --snapshot-dir %s/snaps --quiet 2>&1",
+			     bin, session, tmpdir), 1);
+	assert_non_null(strstr(out, "an engine already runs"));
+	free(out);
+	assert_int_equal(run(&out, "%s snapshot --session %s", bin, session), 0);
+	free(out);
+	/* and a third is refused too */
+	assert_int_equal(run(NULL, "%s run --session %s --snapshot-dir %s/snaps --quiet "
+			     "2>/dev/null", bin, session, tmpdir), 1);
+	kill(eng, SIGTERM);
+	assert_int_equal(wait_exit(eng), 0);
+}
+
+/* Repro 3: a marker naming a process that is not the session's engine (pid reused,
+ * or written by hand) is not signalled, and does not block `run`. */
+static void test_cli_snapshot_signals_only_the_engine(void **state)
+{
+	char session[32], name[128], *out;
+	struct rp_wire_engine m = { .magic = RP_WIRE_ENGINE_MAGIC };
+	pid_t victim, eng;
+	int fd, st;
+
+	(void)state;
+	snprintf(session, sizeof(session), "t_cli_pid_%d", (int)getpid());
+	victim = track(fork());
+	if (victim == 0) {
+		signal(SIGUSR1, SIG_DFL);
+		pause();
+		_exit(0);
+	}
+	m.pid = victim;
+	snprintf(name, sizeof(name), "/ringprof.%s.engine", session);
+	fd = shm_open(name, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, &m, sizeof(m)), sizeof(m));
+	assert_int_equal(write(fd, "/tmp/x.msgpack", 15), 15);
+	close(fd);
+	assert_int_equal(run(&out, "%s snapshot --session %s --timeout-ms 300 2>&1", bin,
+			     session), 1);
+	assert_non_null(strstr(out, "stale"));
+	free(out);
+	assert_int_equal(waitpid(victim, &st, WNOHANG), 0); /* still alive */
+	eng = start_engine(session); /* the stale marker does not block it */
+	wait_engine_locked(session);
+	assert_int_equal(run(&out, "%s snapshot --session %s", bin, session), 0);
+	free(out);
+	kill(eng, SIGTERM);
+	assert_int_equal(wait_exit(eng), 0);
+	kill(victim, SIGKILL);
+	wait_exit(victim);
+}
+
+/* events, dropped and restart_gap of the sources of @pid in the latest snapshot. */
+static void snapshot_counts_gap(const char *session, pid_t pid, uint64_t *events,
+				uint64_t *dropped, uint64_t *gap)
+{
+	char *path, *json, err[256];
+	const char *spath[] = { "sources", NULL }, *gpath[] = { "anomalies", "restart_gap", NULL };
+	yajl_val root, src;
+
+	assert_int_equal(run(&path, "%s snapshot --session %s", bin, session), 0);
+	path[strcspn(path, "\n")] = '\0';
+	assert_int_equal(run(&json, "%s report %s --format json", bin, path), 0);
+	root = yajl_tree_parse(json, err, sizeof(err));
+	assert_non_null(root);
+	src = yajl_tree_get(root, spath, yajl_t_array);
+	*events = *dropped = *gap = 0;
+	for (size_t i = 0; i < YAJL_GET_ARRAY(src)->len; i++) {
+		yajl_val s = YAJL_GET_ARRAY(src)->values[i], g;
+		if (json_u64(s, "pid") != (uint64_t)pid)
+			continue;
+		*events += json_u64(s, "events");
+		*dropped += json_u64(s, "dropped");
+		g = yajl_tree_get(s, gpath, yajl_t_number);
+		assert_non_null(g);
+		*gap += strtoull(YAJL_GET_NUMBER(g), NULL, 10);
+	}
+	yajl_tree_free(root);
+	free(json);
+	free(path);
+}
+
+/* Repro 2: the engine is stopped (SIGSTOP) while a short producer runs and exits;
+ * after SIGCONT every record is there (the producer left its segment). */
+static void test_cli_stopped_engine_loses_nothing(void **state)
+{
+	char session[32];
+	uint64_t events, dropped, gap, emitted;
+	pid_t eng, demo;
+	int fd;
+
+	(void)state;
+	snprintf(session, sizeof(session), "t_cli_stop_%d", (int)getpid());
+	eng = start_engine(session);
+	wait_engine_locked(session);
+	kill(eng, SIGSTOP);
+	demo = start_demo(session, "--duration 1 --rate 300 --time-scale 0.2", &fd);
+	emitted = read_emitted(fd);
+	assert_int_equal(wait_exit(demo), 0);
+	kill(eng, SIGCONT);
+	snapshot_counts_gap(session, demo, &events, &dropped, &gap);
+	print_message("    emitted %llu, events %llu, dropped %llu\n",
+		      (unsigned long long)emitted, (unsigned long long)events,
+		      (unsigned long long)dropped);
+	assert_true(emitted > 0);
+	assert_int_equal(events + dropped, emitted);
+	kill(eng, SIGTERM);
+	assert_int_equal(wait_exit(eng), 0);
+}
+
+/* Repro 8: an engine SIGKILLed after reading records it never wrote in a snapshot:
+ * its successor counts them as restart_gap, so emitted = events + dropped + gap. */
+static void test_cli_restart_gap_counted(void **state)
+{
+	char session[32];
+	uint64_t events, dropped, gap, emitted;
+	struct timespec pause = { 0, 500000000 };
+	pid_t eng, demo;
+	int fd;
+
+	(void)state;
+	snprintf(session, sizeof(session), "t_cli_gap_%d", (int)getpid());
+	eng = start_engine(session);
+	wait_engine_locked(session);
+	demo = start_demo(session, "--duration 2 --rate 200 --time-scale 0.2", &fd);
+	nanosleep(&pause, NULL);
+	kill(eng, SIGKILL);
+	assert_int_equal(wait_exit(eng), 128 + SIGKILL);
+	eng = start_engine(session);
+	wait_engine_locked(session);
+	emitted = read_emitted(fd);
+	assert_int_equal(wait_exit(demo), 0);
+	snapshot_counts_gap(session, demo, &events, &dropped, &gap);
+	print_message("    emitted %llu, events %llu, dropped %llu, restart_gap %llu\n",
+		      (unsigned long long)emitted, (unsigned long long)events,
+		      (unsigned long long)dropped, (unsigned long long)gap);
+	assert_true(gap > 0);
+	assert_int_equal(events + dropped + gap, emitted);
+	kill(eng, SIGTERM);
+	assert_int_equal(wait_exit(eng), 0);
+}
+
 static int setup(void **state)
 {
 	const char *b = getenv("RP_BIN_DIR"), *d = getenv("RP_TESTDATA");
@@ -378,6 +556,10 @@ int main(void)
 		cmocka_unit_test(test_cli_pstats_loads_in_python),
 		cmocka_unit_test(test_cli_errors_are_one_line),
 		cmocka_unit_test(test_cli_live_accounts_for_every_event),
+		cmocka_unit_test(test_cli_second_engine_refused),
+		cmocka_unit_test(test_cli_snapshot_signals_only_the_engine),
+		cmocka_unit_test(test_cli_stopped_engine_loses_nothing),
+		cmocka_unit_test(test_cli_restart_gap_counted),
 		cmocka_unit_test(test_cli_live_on_poll_when_uring_refused),
 		cmocka_unit_test(test_cli_engine_restart_reattaches),
 	};

@@ -4,6 +4,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <signal.h>
@@ -39,6 +40,8 @@ struct rp_live {
 				   left, whatever the watermark, then finish */
 	bool pinned;		/* a doorbell wait holds its futex word */
 	bool finished;		/* gone from live[], kept mapped for the wait */
+	uint32_t *snap;		/* per ring: our head when the pending snapshot was taken */
+	bool snap_taken;
 	struct rp_live *next_zombie;
 };
 
@@ -81,6 +84,7 @@ static void live_free(struct rp_live *l)
 	free(l->gen);
 	free(l->avail);
 	free(l->used);
+	free(l->snap);
 	free(l);
 }
 
@@ -142,16 +146,69 @@ static struct rp_live *live_new(struct rp_segment *seg)
 	l->gen = calloc(rings, sizeof(*l->gen));
 	l->avail = calloc(rings, sizeof(*l->avail));
 	l->used = calloc(rings, sizeof(*l->used));
+	l->snap = calloc(rings, sizeof(*l->snap));
 	l->pidfd = (int)syscall(SYS_pidfd_open, seg->v.pid, 0);
 	/* No such process: a producer that died before we came (a stale segment). */
 	l->ended = l->pidfd < 0 && errno == ESRCH;
 	l->dead = l->ended && ((const struct rp_wire_header *)seg->base)->state != RP_SEG_EXITED;
-	if (l->gen == NULL || l->avail == NULL || l->used == NULL) {
+	if (l->gen == NULL || l->avail == NULL || l->used == NULL || l->snap == NULL) {
 		l->seg = NULL;
 		live_free(l);
 		return NULL;
 	}
 	return l;
+}
+
+static struct rp_wire_ring *wring(const struct rp_live *l, uint32_t r)
+{
+	return (struct rp_wire_ring *)((char *)l->seg->base + l->seg->v.ring_desc_offset) + r;
+}
+
+/*
+ * The restart gap: records a previous engine took from the rings (c_head moved)
+ * after the last snapshot it wrote (snap_head) are in no report, if it died; they
+ * are counted as restart_gap on this source. Then snap_head is ours: our head now,
+ * moved at each snapshot we write (rp_sources_snapshot_written()).
+ */
+static void restart_gap(struct rp_sources *ss, struct rp_live *l)
+{
+	uint64_t gap = 0;
+
+	for (uint32_t r = 0; r < l->seg->v.ring_count; r++) {
+		struct rp_wire_ring *w = wring(l, r);
+		uint32_t snap = __atomic_load_n(&w->snap_head, __ATOMIC_RELAXED);
+
+		gap += (uint32_t)(l->seg->rings[r].head - snap);
+		__atomic_store_n(&w->snap_head, l->seg->rings[r].head, __ATOMIC_RELAXED);
+	}
+	if (gap == 0)
+		return;
+	ss->e->src[l->src].counts.anomalies[RP_ANOM_RESTART_GAP] += gap;
+	ss->restart_gap += gap;
+	say(ss, "%s: %" PRIu64 " records read by a previous engine are in none of its "
+		"snapshots (restart_gap)", l->seg->name, gap);
+}
+
+void rp_sources_snapshot_taken(struct rp_sources *ss)
+{
+	for (uint32_t i = 0; i < ss->n_live; i++) {
+		struct rp_live *l = ss->live[i];
+
+		for (uint32_t r = 0; r < l->seg->v.ring_count; r++)
+			l->snap[r] = l->seg->rings[r].head;
+		l->snap_taken = true;
+	}
+}
+
+void rp_sources_snapshot_written(struct rp_sources *ss)
+{
+	for (uint32_t i = 0; i < ss->n_live; i++) {
+		struct rp_live *l = ss->live[i];
+
+		for (uint32_t r = 0; l->snap_taken && r < l->seg->v.ring_count; r++)
+			__atomic_store_n(&wring(l, r)->snap_head, l->snap[r], __ATOMIC_RELAXED);
+		l->snap_taken = false;
+	}
 }
 
 static int attach(struct rp_sources *ss, const char *name)
@@ -186,6 +243,7 @@ static int attach(struct rp_sources *ss, const char *name)
 		return 0;
 	}
 	l->src = (uint32_t)src;
+	restart_gap(ss, l);
 	__atomic_store_n(&((struct rp_wire_header *)seg->base)->consumer_pid, (int32_t)getpid(),
 			 __ATOMIC_RELAXED);
 	ss->live[ss->n_live++] = l;

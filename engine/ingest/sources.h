@@ -45,6 +45,8 @@ struct rp_sources {
 	uint32_t n_seen, cap_seen;
 	uint64_t refused;		/* segments refused (uid, malformed) */
 	uint64_t truncated;		/* segments whose file shrank while attached */
+	uint64_t restart_gap;		/* records a previous engine read and wrote in
+					   no snapshot (RP_ANOM_RESTART_GAP) */
 	uint32_t pending;		/* segments still being created at the last scan */
 	uint64_t attached;		/* segments attached since start */
 	void (*log)(void *ctx, const char *line); /* one line per notable event; may be NULL */
@@ -71,6 +73,15 @@ int rp_sources_scan(struct rp_sources *ss);
  * @return records processed.
  */
 uint64_t rp_sources_drain(struct rp_sources *ss, uint64_t watermark);
+
+/**
+ * rp_sources_snapshot_taken() - a report for a snapshot was just made: remember
+ * each ring's head. rp_sources_snapshot_written() - that snapshot is on disk: publish
+ * the heads in the rings (snap_head), so that an engine after us can count what we
+ * read and never wrote (the restart gap) if we die.
+ */
+void rp_sources_snapshot_taken(struct rp_sources *ss);
+void rp_sources_snapshot_written(struct rp_sources *ss);
 
 /** rp_sources_update() - copy producer-side counters (drops, ...) into the engine's
  * source rows, for a report. */

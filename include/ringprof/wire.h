@@ -194,7 +194,9 @@ struct rp_wire_ring {
 	uint32_t state;		/* enum rp_ring_state */
 	uint32_t gen;		/* bumped by every claim */
 	int32_t tid;		/* owner thread (gettid), 0 when free */
-	uint32_t reserved;
+	uint32_t snap_head;	/* consumer-written: ring.c_head as of the last snapshot
+				   the consumer wrote (its successor counts c_head -
+				   snap_head as the restart gap); producers never touch it */
 	uint64_t dropped;	/* records refused because the ring was full */
 	uint64_t claimed_ticks;	/* clock at the claim */
 	uint8_t pad0[RP_WIRE_CACHELINE - 32];

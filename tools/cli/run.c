@@ -171,6 +171,8 @@ static void on_written(void *ctx, int res)
 	struct daemon *d = ctx;
 
 	d->writing = false;
+	if (res >= 0) /* what it holds is safe: a successor counts only what follows */
+		rp_sources_snapshot_written(&d->ss);
 	if (res < 0)
 		rp_cli_error(0, "snapshot %s: %s", d->snap_path, strerror(-res));
 	else if (!d->quiet)
@@ -199,6 +201,8 @@ static void write_snapshot(struct daemon *d)
 	d->snap.len = 0;
 	err = rp_engine_report(d->e, &r);
 	if (err == 0)
+		rp_sources_snapshot_taken(&d->ss);
+	if (err == 0)
 		err = rp_snapshot_encode(&r, rp_membuf_sink, &d->snap);
 	rp_report_free(&r);
 	if (err == 0)
@@ -222,6 +226,9 @@ static void on_signal(void *ctx, int res)
 	(void)res;
 	while (read(d->sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
 		if (si.ssi_signo == SIGUSR1) {
+			/* Segments whose inotify event is still queued behind this signal
+			 * (an engine resumed after SIGSTOP) belong in this snapshot. */
+			rp_sources_scan(&d->ss);
 			drain(d, mono_ns() - d->delay_ns);
 			write_snapshot(d);
 		} else if (!d->exiting) {
