@@ -627,13 +627,17 @@ void rp_shutdown(void)
 	/* Release: everything recorded so far before the state says exited. */
 	__atomic_store_n(&h->state, RP_SEG_EXITED, __ATOMIC_RELEASE);
 	/* The unlink rule: give a running engine the chance to drain what is left;
-	 * with none running nobody could, so do not keep the host waiting. A segment
-	 * with records nobody has read is left in place, never unlinked: the engine
-	 * (this one when it catches up, or the next one for the session) drains it
-	 * and removes it. Only a drained segment is ours to remove. */
+	 * with none running nobody could, so do not keep the host waiting. Then the
+	 * segment stays for the engine to remove if an engine ever read it (it
+	 * removes it once a snapshot holds its records; should it die first, its
+	 * successor counts what it read from the rings as the restart gap) or if it
+	 * holds records nobody has read (the engine, this one when it catches up or
+	 * the next one, drains it). Only a segment no engine ever saw, and empty, is
+	 * ours to remove. */
 	if (!all_drained(h) && engine_running(h->session))
 		wait_for_drain(h);
-	if (!proc.keep && all_drained(h))
+	if (!proc.keep && all_drained(h) &&
+	    __atomic_load_n(&h->consumer_pid, __ATOMIC_RELAXED) == 0)
 		shm_unlink(proc.path);
 }
 

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -97,6 +98,11 @@ void rp_sources_free(struct rp_sources *ss)
 		ss->zombies = z->next_zombie;
 		live_free(z);
 	}
+	while (ss->unlinks != NULL) { /* not unlinked: no snapshot holds them */
+		struct rp_unlink *u = ss->unlinks;
+		ss->unlinks = u->next;
+		free(u);
+	}
 	for (uint32_t i = 0; i < ss->n_seen; i++)
 		free(ss->seen[i]);
 	free(ss->seen);
@@ -167,19 +173,19 @@ static struct rp_wire_ring *wring(const struct rp_live *l, uint32_t r)
 /*
  * The restart gap: records a previous engine took from the rings (c_head moved)
  * after the last snapshot it wrote (snap_head) are in no report, if it died; they
- * are counted as restart_gap on this source. Then snap_head is ours: our head now,
- * moved at each snapshot we write (rp_sources_snapshot_written()).
+ * are counted as restart_gap on this source. snap_head moves at each snapshot we
+ * write (rp_sources_snapshot_written()).
  */
 static void restart_gap(struct rp_sources *ss, struct rp_live *l)
 {
 	uint64_t gap = 0;
 
+	/* snap_head stays until a snapshot of ours holds this count: if we die
+	 * first, our successor counts our part and the dead one's together. */
 	for (uint32_t r = 0; r < l->seg->v.ring_count; r++) {
-		struct rp_wire_ring *w = wring(l, r);
-		uint32_t snap = __atomic_load_n(&w->snap_head, __ATOMIC_RELAXED);
+		uint32_t snap = __atomic_load_n(&wring(l, r)->snap_head, __ATOMIC_RELAXED);
 
 		gap += (uint32_t)(l->seg->rings[r].head - snap);
-		__atomic_store_n(&w->snap_head, l->seg->rings[r].head, __ATOMIC_RELAXED);
 	}
 	if (gap == 0)
 		return;
@@ -191,6 +197,8 @@ static void restart_gap(struct rp_sources *ss, struct rp_live *l)
 
 void rp_sources_snapshot_taken(struct rp_sources *ss)
 {
+	for (struct rp_unlink *u = ss->unlinks; u != NULL; u = u->next)
+		u->covered = true;
 	for (uint32_t i = 0; i < ss->n_live; i++) {
 		struct rp_live *l = ss->live[i];
 
@@ -202,6 +210,17 @@ void rp_sources_snapshot_taken(struct rp_sources *ss)
 
 void rp_sources_snapshot_written(struct rp_sources *ss)
 {
+	for (struct rp_unlink **p = &ss->unlinks; *p != NULL;) {
+		struct rp_unlink *u = *p;
+
+		if (!u->covered) {
+			p = &u->next;
+			continue;
+		}
+		shm_unlink(u->name);
+		*p = u->next;
+		free(u);
+	}
 	for (uint32_t i = 0; i < ss->n_live; i++) {
 		struct rp_live *l = ss->live[i];
 
@@ -209,6 +228,22 @@ void rp_sources_snapshot_written(struct rp_sources *ss)
 			__atomic_store_n(&wring(l, r)->snap_head, l->snap[r], __ATOMIC_RELAXED);
 		l->snap_taken = false;
 	}
+}
+
+/* The pid in "/ringprof.<session>.<pid>.<n>" no longer runs, and the file is ours. */
+static bool creator_gone(const struct rp_sources *ss, const char *name)
+{
+	const char *p = name + 1 + strlen(RP_WIRE_NAME_PREFIX) + strlen(ss->session) + 1;
+	char path[300];
+	struct stat st;
+	long pid;
+
+	if (strlen(name) <= (size_t)(p - name))
+		return false;
+	pid = strtol(p, NULL, 10);
+	snprintf(path, sizeof(path), "%s%s", ss->shm_dir, name);
+	return pid > 0 && kill((pid_t)pid, 0) < 0 && errno == ESRCH && stat(path, &st) == 0 &&
+	       st.st_uid == geteuid();
 }
 
 static int attach(struct rp_sources *ss, const char *name)
@@ -219,6 +254,14 @@ static int attach(struct rp_sources *ss, const char *name)
 	int err, src;
 
 	err = rp_segment_open(name, &seg, why);
+	if (err == -EAGAIN && creator_gone(ss, name)) {
+		/* Killed while creating it: nothing was recorded, and nobody else
+		 * will ever remove it (the name's owner is our uid, checked). */
+		say(ss, "%s: its producer died while creating it; removed", name);
+		shm_unlink(name);
+		remember(ss, name);
+		return 0;
+	}
 	if (err == -EAGAIN)
 		ss->pending++; /* still being created: the next scan takes it */
 	if (err == -EAGAIN || err == -ENOENT)
@@ -509,16 +552,48 @@ void rp_sources_update(struct rp_sources *ss)
 		update_one(ss, ss->live[i]);
 }
 
+/* A finished segment's name goes now, or (defer_unlink) once a snapshot that holds
+ * its records is written: until then an engine after us, should we die, finds it
+ * and counts what we read of it as the restart gap. */
+static void unlink_later(struct rp_sources *ss, const char *name)
+{
+	struct rp_unlink *u;
+
+	if (!ss->defer_unlink || (u = malloc(sizeof(*u) + strlen(name) + 1)) == NULL) {
+		shm_unlink(name);
+		return;
+	}
+	u->covered = false;
+	memcpy(u->name, name, strlen(name) + 1);
+	u->next = ss->unlinks;
+	ss->unlinks = u;
+}
+
+/* A finished segment waiting for its unlink keeps only what a successor needs to
+ * count the restart gap (the header and ring descriptors): the ring data and names,
+ * most of its memory, go back to the system now (MADV_REMOVE frees tmpfs pages). */
+static void release_pages(const struct rp_segment *seg)
+{
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t lo = ((uintptr_t)seg->base + seg->v.ring_data_offset + page - 1) & ~(page - 1);
+	uintptr_t hi = ((uintptr_t)seg->base + seg->size) & ~(page - 1);
+
+	if (hi > lo)
+		madvise((void *)lo, hi - lo, MADV_REMOVE);
+}
+
 /* Finishes a source: counters, open spans, the name, the mapping. */
 static void finish(struct rp_sources *ss, uint32_t i)
 {
 	struct rp_live *l = ss->live[i];
 
 	update_one(ss, l);
+	if (ss->defer_unlink)
+		release_pages(l->seg);
 	rp_engine_close_source(ss->e, l->src, l->last_ts, RP_ANOM_KIND_COUNT);
 	rp_engine_finish_source(ss->e, l->src);
 	say(ss, "%s: pid %d %s", l->seg->name, l->seg->v.pid, l->dead ? "died" : "exited");
-	shm_unlink(l->seg->name);
+	unlink_later(ss, l->seg->name);
 	remember(ss, l->seg->name);
 	if (l->pidfd >= 0 && ss->pidfd_removed)
 		ss->pidfd_removed(ss->hook_ctx, l->pidfd);

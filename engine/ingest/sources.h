@@ -32,6 +32,13 @@
 
 struct rp_live;	/* one attached segment */
 
+/* A finished segment whose name waits for a snapshot (defer_unlink). */
+struct rp_unlink {
+	struct rp_unlink *next;
+	bool covered;		/* finished before the snapshot being written was taken */
+	char name[];
+};
+
 struct rp_sources {
 	struct rp_engine *e;
 	char session[RP_WIRE_SESSION_MAX];
@@ -47,6 +54,9 @@ struct rp_sources {
 	uint64_t truncated;		/* segments whose file shrank while attached */
 	uint64_t restart_gap;		/* records a previous engine read and wrote in
 					   no snapshot (RP_ANOM_RESTART_GAP) */
+	bool defer_unlink;		/* finished segments are unlinked only once a
+					   snapshot holding them is written */
+	struct rp_unlink *unlinks;	/* those waiting */
 	uint32_t pending;		/* segments still being created at the last scan */
 	uint64_t attached;		/* segments attached since start */
 	void (*log)(void *ctx, const char *line); /* one line per notable event; may be NULL */

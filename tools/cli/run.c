@@ -125,6 +125,8 @@ static void on_tick(void *ctx, int res)
 	uint64_t before = d->processed;
 
 	(void)res;
+	if (d->exiting) /* the final snapshot is taken: what we read now is in none */
+		return;
 	/* Segments seen while still being created give no further inotify event;
 	 * and a full rescan now and then covers an overflowed inotify queue. */
 	if (d->ss.pending > 0 || ++d->ticks % 100 == 0)
@@ -403,6 +405,7 @@ static int start(struct daemon *d, bool force_poll)
 	    rp_loop_watch(d->loop, d->ifd, on_inotify, d) < 0 ||
 	    rp_loop_timer(d->loop, d->tick_ns, on_tick, d) < 0)
 		return rp_cli_error(-EIO, "event loop: cannot watch");
+	d->ss.defer_unlink = true; /* a name goes once a snapshot holds its records */
 	d->ss.log = log_line;
 	d->ss.log_ctx = d;
 	d->ss.pidfd_added = pidfd_added;
