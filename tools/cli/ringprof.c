@@ -7,6 +7,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <signal.h>
@@ -292,6 +293,23 @@ static void nat_warn(const char *path, const struct rp_nat_stats *st)
 }
 
 /* Chrome or agent-toolkit trace: as --input says, else by content. */
+/* The input file opens and is not a directory: said as such, with the path, before
+ * any guess at its format ("is not an agent-toolkit trace" for a missing file). */
+static int check_input(const char *path)
+{
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return rp_cli_error(1, "%s: %s", path, strerror(errno));
+	if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+		close(fd);
+		return rp_cli_error(1, "%s: is a directory, not a file", path);
+	}
+	close(fd);
+	return 0;
+}
+
 static bool is_nat(const char *path, const char *input)
 {
 	return input ? strcmp(input, "nat") == 0 : rp_nat_detect(path) == 1;
@@ -602,6 +620,8 @@ static int cmd_render(int argc, char **argv, bool analyze)
 				    analyze ? "analyze" : "report", analyze ? "trace" : "snapshot");
 	if (input && strcmp(input, "chrome") && strcmp(input, "nat"))
 		return rp_cli_error(2, "--input %s: use chrome or nat", input);
+	if ((err = check_input(argv[optind])) != 0)
+		return err;
 	if (x.progress < 0) /* progress on stderr; quiet when stdout is a pipe or file */
 		x.progress = isatty(STDERR_FILENO) && (out != NULL || isatty(STDOUT_FILENO));
 	if (analyze && (!strcmp(format, "aiq") || !strcmp(format, "aiq-text"))) {
