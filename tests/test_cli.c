@@ -436,6 +436,33 @@ static void test_cli_snapshot_signals_only_the_engine(void **state)
 	wait_exit(victim);
 }
 
+/* Repro 7: a chain of 9,000 nested calls (2 MB): the text report's indentation
+ * would be 77 MB (quadratic in the depth); refused at once with what to use
+ * instead, while --format aiq (JSON) renders it, and shallow trees still render. */
+static void test_cli_aiq_text_deep_tree_refused(void **state)
+{
+	char *out;
+
+	(void)state;
+	assert_int_equal(run(NULL, "/usr/bin/python3 -c \"import json\n"
+			     "D=9000; t=1750000000.0\n"
+			     "s=[{'payload':{'event_type':'FUNCTION_START','event_timestamp':t+i*1e-3,"
+			     "'name':'f','UUID':'u%%d'%%i}} for i in range(D)]\n"
+			     "s+=[{'payload':{'event_type':'FUNCTION_END','event_timestamp':t+(2*D-i)*1e-3,"
+			     "'name':'f','UUID':'u%%d'%%i}} for i in reversed(range(D))]\n"
+			     "json.dump([{'request_number':0,'intermediate_steps':s}],"
+			     "open('%s/deep.json','w'))\"", tmpdir), 0);
+	assert_int_equal(run(&out, "%s analyze %s/deep.json --format aiq-text 2>&1 | head -c 4096",
+			     bin, tmpdir), 0);
+	assert_non_null(strstr(out, "the call tree is 8999 levels deep"));
+	assert_non_null(strstr(out, "use --format aiq (JSON)"));
+	free(out);
+	assert_int_equal(run(NULL, "%s analyze %s/deep.json --format aiq-text >/dev/null 2>&1",
+			     bin, tmpdir), 1);
+	assert_int_equal(run(NULL, "%s analyze %s/deep.json --format aiq -o %s/deep.aiq.json",
+			     bin, tmpdir, tmpdir), 0);
+}
+
 /* events, dropped and restart_gap of the sources of @pid in the latest snapshot. */
 static void snapshot_counts_gap(const char *session, pid_t pid, uint64_t *events,
 				uint64_t *dropped, uint64_t *gap)
@@ -557,6 +584,7 @@ int main(void)
 		cmocka_unit_test(test_cli_errors_are_one_line),
 		cmocka_unit_test(test_cli_live_accounts_for_every_event),
 		cmocka_unit_test(test_cli_second_engine_refused),
+		cmocka_unit_test(test_cli_aiq_text_deep_tree_refused),
 		cmocka_unit_test(test_cli_snapshot_signals_only_the_engine),
 		cmocka_unit_test(test_cli_stopped_engine_loses_nothing),
 		cmocka_unit_test(test_cli_restart_gap_counted),

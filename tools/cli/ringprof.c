@@ -377,6 +377,45 @@ static bool regular_or_absent(const char *path)
 	return stat(path, &st) != 0 || S_ISREG(st.st_mode);
 }
 
+/* A temporary file beside -o's: created, never an existing file or a planted link
+ * followed (O_EXCL | O_NOFOLLOW). */
+static FILE *create_tmp(const char *tmp)
+{
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+	FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
+
+	if (fd >= 0 && f == NULL) {
+		close(fd);
+		unlink(tmp);
+	}
+	return f;
+}
+
+/*
+ * The text report indents each call two spaces a level, as the toolkit does: a
+ * chain of depth D costs D^2 bytes of spaces (a 2.8 MB trace of depth 10,000 wrote
+ * 100 MB; depth 1e6 would never end). That format has no other way to show depth,
+ * so a tree whose indentation would be over AIQ_TEXT_INDENT_MAX and dwarf the rest
+ * of the report is refused before anything is written; --format aiq (JSON) is
+ * linear in the trace.
+ */
+#define AIQ_TEXT_INDENT_MAX (64ull << 20)
+
+static int aiq_text_fits(const struct rp_aiq *a)
+{
+	uint64_t indent, rest = (uint64_t)a->n_nodes * 120;
+	uint32_t depth;
+
+	if (rp_render_aiq_text_indent(a, &indent, &depth) != 0)
+		return rp_cli_error(1, "out of memory");
+	if (indent > AIQ_TEXT_INDENT_MAX && indent > 8 * rest)
+		return rp_cli_error(1, "--format aiq-text: the call tree is %u levels deep; its "
+				    "indentation alone would be %llu MB (it grows with the square "
+				    "of the depth): use --format aiq (JSON) for this trace",
+				    depth, (unsigned long long)(indent >> 20));
+	return 0;
+}
+
 /* The toolkit's result can be hundreds of MB: rendered straight to the file (tmp +
  * rename, so still whole or not at all) or to stdout, never to memory. */
 static int emit_aiq(const struct rp_aiq *a, const char *format, const char *out)
@@ -385,13 +424,16 @@ static int emit_aiq(const struct rp_aiq *a, const char *format, const char *out)
 	FILE *f = stdout;
 	int err;
 
+	if (strcmp(format, "aiq-text") == 0 && (err = aiq_text_fits(a)) != 0)
+		return err;
+
 	bool direct = out == NULL || strcmp(out, "-") == 0 || !regular_or_absent(out);
 
 	if (out != NULL && strcmp(out, "-") == 0)
 		out = NULL;
 	if (out != NULL) {
 		snprintf(tmp, sizeof(tmp), "%s.tmp.%d", out, (int)getpid());
-		if ((f = fopen(direct ? out : tmp, "wb")) == NULL)
+		if ((f = direct ? fopen(out, "wb") : create_tmp(tmp)) == NULL)
 			return rp_cli_error(1, "%s: %s", direct ? out : tmp, strerror(errno));
 	}
 	err = strcmp(format, "aiq") == 0 ? rp_render_aiq_json(a, f) : rp_render_aiq_text(a, f);
@@ -460,13 +502,13 @@ static int emit(const struct rp_report *r, const char *format, const char *out, 
 	} else {
 		FILE *f;
 		snprintf(tmp, sizeof(tmp), "%s.tmp.%d", out, (int)getpid());
-		f = fopen(tmp, "wb");
+		f = create_tmp(tmp);
 		err = f && fwrite(buf, 1, len, f) == len ? 0 : -errno;
 		if (f && fclose(f) != 0 && err == 0)
 			err = -errno;
 		if (err == 0 && rename(tmp, out) != 0)
 			err = -errno;
-		if (err)
+		if (err && f != NULL) /* only a file we created */
 			unlink(tmp);
 	}
 	free(buf);
