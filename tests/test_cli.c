@@ -463,6 +463,36 @@ static void test_cli_aiq_text_deep_tree_refused(void **state)
 			     bin, tmpdir, tmpdir), 0);
 }
 
+/* Repro 4: a segment file truncated under the engine (a SIGBUS at its next read)
+ * ends that source, logged, and nothing else: the engine keeps running and
+ * answering. */
+static void test_cli_shrunk_segment_survived(void **state)
+{
+	char session[32], seg[160], *out;
+	struct timespec ms = { 0, 10000000 };
+	pid_t eng, demo;
+	int fd;
+
+	(void)state;
+	snprintf(session, sizeof(session), "t_cli_bus_%d", (int)getpid());
+	eng = start_engine(session);
+	wait_engine_locked(session);
+	demo = start_demo(session, "--duration 3 --rate 300 --time-scale 0.2", &fd);
+	snprintf(seg, sizeof(seg), "/dev/shm/ringprof.%s.%d.0", session, (int)demo);
+	for (int i = 0; i < 500 && access(seg, F_OK) != 0; i++)
+		nanosleep(&ms, NULL);
+	for (int i = 0; i < 30; i++) /* the engine has attached it and reads it */
+		nanosleep(&ms, NULL);
+	assert_int_equal(truncate(seg, 4096), 0);
+	close(fd);
+	wait_exit(demo); /* it dies of the same SIGBUS: its own writes */
+	assert_int_equal(run(&out, "%s snapshot --session %s", bin, session), 0);
+	free(out);
+	assert_int_equal(kill(eng, 0), 0);
+	kill(eng, SIGTERM);
+	assert_int_equal(wait_exit(eng), 0);
+}
+
 /* events, dropped and restart_gap of the sources of @pid in the latest snapshot. */
 static void snapshot_counts_gap(const char *session, pid_t pid, uint64_t *events,
 				uint64_t *dropped, uint64_t *gap)
@@ -584,6 +614,7 @@ int main(void)
 		cmocka_unit_test(test_cli_errors_are_one_line),
 		cmocka_unit_test(test_cli_live_accounts_for_every_event),
 		cmocka_unit_test(test_cli_second_engine_refused),
+		cmocka_unit_test(test_cli_shrunk_segment_survived),
 		cmocka_unit_test(test_cli_aiq_text_deep_tree_refused),
 		cmocka_unit_test(test_cli_snapshot_signals_only_the_engine),
 		cmocka_unit_test(test_cli_stopped_engine_loses_nothing),

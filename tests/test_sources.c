@@ -338,7 +338,17 @@ static void test_sources_accounting_under_drops(void **state)
 	close_engine();
 }
 
-/* A segment that is not ours, or not a segment: refused, shown as a source row. */
+static char log_lines[2048];
+
+static void log_capture(void *ctx, const char *line)
+{
+	(void)ctx;
+	strncat(log_lines, line, sizeof(log_lines) - strlen(log_lines) - 2);
+	strcat(log_lines, "\n");
+}
+
+/* A segment that is not ours, or not a segment: refused, shown as a source row, and
+ * logged with its name (issue 10, repro 9: "refused bad magic ..." named none). */
 static void test_sources_refused_segments_are_shown(void **state)
 {
 	char bad[96], foreign[96];
@@ -364,8 +374,17 @@ static void test_sources_refused_segments_are_shown(void **state)
 	if (expect == 1)
 		shm_unlink(foreign);
 	open_engine();
+	log_lines[0] = '\0';
+	ss.log = log_capture;
 	assert_int_equal(rp_sources_scan(&ss), 1);
 	assert_int_equal(rp_sources_scan(&ss), 0); /* refused once, not retried */
+	{
+		char want[160];
+
+		snprintf(want, sizeof(want), "refused %s: bad magic", bad);
+		if (strstr(log_lines, want) == NULL)
+			fail_msg("no \"%s\" in:\n%s", want, log_lines);
+	}
 	report(&r);
 	for (uint32_t i = 0; i < r.n_sources; i++)
 		refused += (r.sources[i].flags & RP_SRC_REFUSED) != 0;

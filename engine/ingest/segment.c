@@ -328,8 +328,13 @@ int rp_segment_open(const char *name, struct rp_segment **out, char why[RP_WHY_M
 		return fail(why, -EMFILE, "%s: %u segments mapped already", name, GUARD_MAX);
 	}
 	err = rp_segment_attach(base, (size_t)st.st_size, out, why);
-	if (err)
+	if (err) { /* the header's complaint, with the segment it is about */
+		char what[RP_WHY_MAX];
+
+		memcpy(what, why, RP_WHY_MAX);
+		fail(why, err, "%s: %s", name, what);
 		goto err_unguard;
+	}
 	snprintf((*out)->name, sizeof((*out)->name), "%s", name);
 	return 0;
 err_unguard:
