@@ -119,6 +119,11 @@ static bool seen(const struct rp_sources *ss, const char *name)
 	for (uint32_t i = 0; i < ss->n_seen; i++)
 		if (strcmp(ss->seen[i], name) == 0)
 			return true;
+	/* finished, waiting for a snapshot to be unlinked: never attached again, even
+	 * past the seen list's cap (its gap would be counted twice) */
+	for (const struct rp_unlink *u = ss->unlinks; u != NULL; u = u->next)
+		if (strcmp(u->name, name) == 0)
+			return true;
 	return false;
 }
 
@@ -220,6 +225,7 @@ void rp_sources_snapshot_written(struct rp_sources *ss)
 		shm_unlink(u->name);
 		*p = u->next;
 		free(u);
+		ss->n_unlinks--;
 	}
 	for (uint32_t i = 0; i < ss->n_live; i++) {
 		struct rp_live *l = ss->live[i];
@@ -567,6 +573,7 @@ static void unlink_later(struct rp_sources *ss, const char *name)
 	memcpy(u->name, name, strlen(name) + 1);
 	u->next = ss->unlinks;
 	ss->unlinks = u;
+	ss->n_unlinks++;
 }
 
 /* A finished segment waiting for its unlink keeps only what a successor needs to

@@ -57,6 +57,7 @@ struct rp_sources {
 	bool defer_unlink;		/* finished segments are unlinked only once a
 					   snapshot holding them is written */
 	struct rp_unlink *unlinks;	/* those waiting */
+	uint32_t n_unlinks;
 	uint32_t pending;		/* segments still being created at the last scan */
 	uint64_t attached;		/* segments attached since start */
 	void (*log)(void *ctx, const char *line); /* one line per notable event; may be NULL */

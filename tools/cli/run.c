@@ -41,6 +41,7 @@
 #include "sources.h"
 
 #define MAX_PIDFDS 1024
+#define AUTO_SNAPSHOT_UNLINKS 256
 
 struct daemon {
 	struct rp_loop *loop;
@@ -119,6 +120,8 @@ static void on_bell(void *ctx, int res)
 		drain(d, mono_ns() - d->delay_ns);
 }
 
+static void write_snapshot(struct daemon *d);
+
 static void on_tick(void *ctx, int res)
 {
 	struct daemon *d = ctx;
@@ -134,6 +137,10 @@ static void on_tick(void *ctx, int res)
 	drain(d, mono_ns() - d->delay_ns);
 	if (d->processed == before)
 		arm_doorbells(d);
+	/* Finished segments wait for a snapshot to be unlinked (the restart gap):
+	 * past this many, one is written without being asked. */
+	if (d->ss.n_unlinks >= AUTO_SNAPSHOT_UNLINKS && !d->writing)
+		write_snapshot(d);
 	if (d->srv != NULL)
 		rp_serve_tick(d->srv);
 }
