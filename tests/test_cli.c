@@ -258,6 +258,7 @@ static pid_t start_demo(const char *session, const char *args, int *out_fd)
 		dup2(p[1], 1);
 		close(p[0]);
 		setenv("RINGPROF_SESSION", session, 1);
+		unsetenv("RINGPROF_NO_ENGINE"); /* the default exit path is under test */
 		snprintf(cmd, sizeof(cmd), "exec %s-demo --quiet %s", bin, args);
 		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
 		_exit(127);

@@ -228,6 +228,8 @@ static void test_exit_keep_leaves_segment(void **state)
 
 int main(void)
 {
+	/* The default exit path is under test here, not the suite's cleanup mode. */
+	unsetenv("RINGPROF_NO_ENGINE");
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_exit_no_engine),
 		cmocka_unit_test(test_exit_waits_for_engine_drain),

@@ -398,6 +398,8 @@ static void test_sources_refused_segments_are_shown(void **state)
 
 int main(void)
 {
+	/* The default exit path is under test here, not the suite's cleanup mode. */
+	unsetenv("RINGPROF_NO_ENGINE");
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_sources_exact_statistics),
 		cmocka_unit_test(test_sources_ring_reuse_is_a_new_track),
@@ -419,5 +421,10 @@ int main(void)
 		snprintf(s, sizeof(s), "%.18s_%d", base ? base : "t_sources", (int)getpid());
 		setenv("RINGPROF_SESSION", s, 1);
 	}
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	int rc = cmocka_run_group_tests(tests, NULL, NULL);
+	const char *own = rp_segment_path();
+
+	if (own != NULL) /* our own segment: its records are read by nobody after us */
+		shm_unlink(own);
+	return rc;
 }
