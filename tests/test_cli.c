@@ -494,6 +494,34 @@ static void test_cli_shrunk_segment_survived(void **state)
 	assert_int_equal(wait_exit(eng), 0);
 }
 
+/* Found by the soak: `ringprof snapshot` racing an engine's start (marker written,
+ * signals not yet blocked) ended the engine with SIGUSR1's default action. */
+static void test_cli_engine_start_survives_snapshot_requests(void **state)
+{
+	struct timespec pause = { 0, 200000000 };
+	char session[32];
+	pid_t asker, eng;
+
+	(void)state;
+	snprintf(session, sizeof(session), "t_cli_usr1_%d", (int)getpid());
+	asker = track(fork());
+	if (asker == 0) {
+		char cmd[1024];
+		snprintf(cmd, sizeof(cmd), "while :; do %s snapshot --session %s --timeout-ms 20 "
+			 ">/dev/null 2>&1; done", bin, session);
+		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+		_exit(127);
+	}
+	for (int i = 0; i < 8; i++) {
+		eng = start_engine(session);
+		nanosleep(&pause, NULL);
+		kill(eng, SIGTERM);
+		assert_int_equal(wait_exit(eng), 0);
+	}
+	kill(asker, SIGKILL);
+	wait_exit(asker);
+}
+
 /* events, dropped and restart_gap of the sources of @pid in the latest snapshot. */
 static void snapshot_counts_gap(const char *session, pid_t pid, uint64_t *events,
 				uint64_t *dropped, uint64_t *gap)
@@ -615,6 +643,7 @@ int main(void)
 		cmocka_unit_test(test_cli_errors_are_one_line),
 		cmocka_unit_test(test_cli_live_accounts_for_every_event),
 		cmocka_unit_test(test_cli_second_engine_refused),
+		cmocka_unit_test(test_cli_engine_start_survives_snapshot_requests),
 		cmocka_unit_test(test_cli_shrunk_segment_survived),
 		cmocka_unit_test(test_cli_aiq_text_deep_tree_refused),
 		cmocka_unit_test(test_cli_snapshot_signals_only_the_engine),

@@ -377,15 +377,23 @@ static void drop_marker(struct daemon *d)
 	d->marker_fd = -1;
 }
 
+/* SIGUSR1, SIGINT, SIGTERM: blocked before the marker names us (a `ringprof
+ * snapshot` in between would end us with SIGUSR1's default action), taken from a
+ * signalfd once the loop runs. */
+static void block_signals(sigset_t *set)
+{
+	sigemptyset(set);
+	sigaddset(set, SIGUSR1);
+	sigaddset(set, SIGINT);
+	sigaddset(set, SIGTERM);
+	sigprocmask(SIG_BLOCK, set, NULL);
+}
+
 static int open_fds(struct daemon *d)
 {
 	sigset_t set;
 
-	sigemptyset(&set);
-	sigaddset(&set, SIGUSR1);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGTERM);
-	sigprocmask(SIG_BLOCK, &set, NULL);
+	block_signals(&set);
 	d->sfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
 	d->ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
 	if (d->sfd < 0 || d->ifd < 0)
@@ -578,6 +586,7 @@ int rp_cmd_run(int argc, char **argv)
 	struct rp_engine_cfg cfg;
 	const char *dir = "/tmp/ringprof";
 	bool force_poll = false;
+	sigset_t blocked;
 	int err;
 
 	rp_engine_cfg_default(&cfg);
@@ -595,6 +604,7 @@ int rp_cmd_run(int argc, char **argv)
 	}
 	if (rp_engine_open(&cfg, &d.e) != 0 || rp_sources_init(&d.ss, d.e, d.session) != 0)
 		return rp_cli_error(1, "out of memory");
+	block_signals(&blocked);
 	err = write_marker(&d);
 	if (err == 0)
 		err = start(&d, force_poll);
