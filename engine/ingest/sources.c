@@ -642,7 +642,10 @@ static int check_ends(struct rp_sources *ss)
 			newly_dead++; /* drain once more before finishing */
 			continue;
 		}
-		if (l->ended && drained(l))
+		/* Not while a snapshot that holds it is being written: that write
+		 * moves its snap_head, which needs it live (else its successor would
+		 * count a gap that is in the snapshot). */
+		if (l->ended && drained(l) && !l->snap_taken)
 			finish(ss, i);
 	}
 	return newly_dead;

@@ -267,6 +267,8 @@ static void on_pidfd(void *ctx, int res)
 {
 	(void)ctx;
 	(void)res;
+	if (the_daemon->exiting) /* the final snapshot is taken: read nothing more */
+		return;
 	drain(the_daemon, mono_ns() - the_daemon->delay_ns); /* finishes the dead one */
 }
 
