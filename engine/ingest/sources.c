@@ -213,8 +213,15 @@ void rp_sources_snapshot_taken(struct rp_sources *ss)
 	}
 }
 
-void rp_sources_snapshot_written(struct rp_sources *ss)
+void rp_sources_snapshot_written(struct rp_sources *ss, bool ok)
 {
+	if (!ok) { /* nothing published, nothing unlinked; sources may finish again */
+		for (struct rp_unlink *u = ss->unlinks; u != NULL; u = u->next)
+			u->covered = false;
+		for (uint32_t i = 0; i < ss->n_live; i++)
+			ss->live[i]->snap_taken = false;
+		return;
+	}
 	for (struct rp_unlink **p = &ss->unlinks; *p != NULL;) {
 		struct rp_unlink *u = *p;
 

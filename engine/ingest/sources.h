@@ -87,12 +87,13 @@ uint64_t rp_sources_drain(struct rp_sources *ss, uint64_t watermark);
 
 /**
  * rp_sources_snapshot_taken() - a report for a snapshot was just made: remember
- * each ring's head. rp_sources_snapshot_written() - that snapshot is on disk: publish
- * the heads in the rings (snap_head), so that an engine after us can count what we
- * read and never wrote (the restart gap) if we die.
+ * each ring's head. rp_sources_snapshot_written() - that snapshot is on disk (@ok):
+ * publish the heads in the rings (snap_head), so that an engine after us can count
+ * what we read and never wrote (the restart gap) if we die; or it failed (!@ok).
+ * Between the two, sources are not finished (see check_ends()).
  */
 void rp_sources_snapshot_taken(struct rp_sources *ss);
-void rp_sources_snapshot_written(struct rp_sources *ss);
+void rp_sources_snapshot_written(struct rp_sources *ss, bool ok); /* ok: on disk */
 
 /** rp_sources_update() - copy producer-side counters (drops, ...) into the engine's
  * source rows, for a report. */

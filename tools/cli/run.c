@@ -180,8 +180,8 @@ static void on_written(void *ctx, int res)
 	struct daemon *d = ctx;
 
 	d->writing = false;
-	if (res >= 0) /* what it holds is safe: a successor counts only what follows */
-		rp_sources_snapshot_written(&d->ss);
+	/* ok: what it holds is safe, a successor counts only what follows */
+	rp_sources_snapshot_written(&d->ss, res >= 0);
 	if (res < 0)
 		rp_cli_error(0, "snapshot %s: %s", d->snap_path, strerror(-res));
 	else if (!d->quiet)
@@ -218,6 +218,7 @@ static void write_snapshot(struct daemon *d)
 		err = rp_loop_write_file(d->loop, d->snap_path, d->snap.data, d->snap.len,
 					 on_written, d);
 	if (err) {
+		rp_sources_snapshot_written(&d->ss, false);
 		rp_cli_error(0, "snapshot: %s", strerror(-err));
 		if (d->exiting)
 			rp_loop_stop(d->loop);
