@@ -66,6 +66,7 @@ static struct {
 	struct rp_clock_cfg clock;
 	uint32_t exit_wait_ms;
 	bool keep;
+	bool discard;			/* RINGPROF_NO_ENGINE=discard */
 } proc = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
 	.once = PTHREAD_ONCE_INIT,
@@ -142,6 +143,8 @@ static bool read_config(struct rp_layout_cfg *cfg, char *session)
 	cfg->arena_size = env_u64("RINGPROF_NAME_BYTES", 1u << 20, 64, RP_WIRE_MAX_ARENA);
 	proc.exit_wait_ms = (uint32_t)env_u64("RINGPROF_EXIT_WAIT_MS", 250, 0, 600000);
 	proc.keep = env_u64("RINGPROF_KEEP", 0, 0, 1) == 1;
+	s = getenv("RINGPROF_NO_ENGINE");
+	proc.discard = s != NULL && strcmp(s, "discard") == 0;
 	s = getenv("RINGPROF_CLOCK");
 	proc.clock.want_tsc = !(s != NULL && strcmp(s, "monotonic") == 0);
 	proc.clock.calib_us = (uint32_t)env_u64("RINGPROF_CALIBRATE_US", 2000, 100, 1000000);
@@ -579,22 +582,35 @@ static void retire_thread(void *arg)
 	t->exited = 1; /* later events (other TLS destructors) are dropped, counted */
 }
 
+/* An engine runs when someone holds the marker's lock (run.c takes it for the
+ * engine's life); the pid written in the file may be stale, the lock cannot be. */
 static bool engine_running(const char *session)
 {
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
 	char path[96];
-	struct rp_wire_engine m;
-	int fd;
-	ssize_t n;
+	int fd, rc;
 
 	snprintf(path, sizeof(path), RP_WIRE_ENGINE_FMT, session);
 	fd = shm_open(path, O_RDONLY | O_CLOEXEC, 0);
 	if (fd < 0)
 		return false;
-	n = pread(fd, &m, sizeof(m), 0);
+	rc = fcntl(fd, F_GETLK, &fl);
 	close(fd);
-	if (n != (ssize_t)sizeof(m) || m.magic != RP_WIRE_ENGINE_MAGIC || m.pid <= 0)
-		return false;
-	return kill(m.pid, 0) == 0 || errno == EPERM;
+	return rc == 0 && fl.l_type != F_UNLCK;
+}
+
+/* The last consumer wrote a snapshot holding everything it read (snap_head, a
+ * consumer-written word): nobody will ever need to count a restart gap here. */
+static bool all_snapshotted(struct rp_wire_header *h)
+{
+	for (uint32_t i = 0; i < proc.lay.ring_count; i++) {
+		struct rp_wire_ring *r = rp_layout_ring(&proc.lay, h, i);
+
+		if (__atomic_load_n(&r->snap_head, __ATOMIC_RELAXED) !=
+		    __atomic_load_n(&r->ring.c_head, __ATOMIC_ACQUIRE))
+			return false;
+	}
+	return true;
 }
 
 static bool all_drained(struct rp_wire_header *h)
@@ -621,6 +637,8 @@ static void wait_for_drain(struct rp_wire_header *h)
 void rp_shutdown(void)
 {
 	struct rp_wire_header *h;
+	int32_t consumer;
+	bool running;
 
 	if (__atomic_load_n(&proc.state, __ATOMIC_ACQUIRE) != PROC_ON)
 		return;
@@ -636,11 +654,23 @@ void rp_shutdown(void)
 	/* Release: everything recorded so far before the state says exited. */
 	__atomic_store_n(&h->state, RP_SEG_EXITED, __ATOMIC_RELEASE);
 	/* The unlink rule: give a running engine the chance to drain what is left;
-	 * with none running nobody could, so do not keep the host waiting. */
-	if (!all_drained(h) && engine_running(h->session))
+	 * with none running nobody could, so do not keep the host waiting. Then the
+	 * segment stays for the engine to remove if an engine ever read it (it
+	 * removes it once a snapshot holds its records; should it die first, its
+	 * successor counts what it read from the rings as the restart gap) or if it
+	 * holds records nobody has read (the engine, this one when it catches up or
+	 * the next one, drains it). Only a segment no other process ever consumed,
+	 * and empty, is ours to remove. */
+	running = engine_running(h->session);
+	if (!all_drained(h) && running)
 		wait_for_drain(h);
-	if (!proc.keep)
-		shm_unlink(proc.path);
+	consumer = __atomic_load_n(&h->consumer_pid, __ATOMIC_RELAXED);
+	if (proc.keep)
+		return;
+	if (all_drained(h) && (consumer == 0 || consumer == getpid() || all_snapshotted(h)))
+		shm_unlink(proc.path); /* (a consumer in this process goes with it) */
+	else if (!running && proc.discard)
+		shm_unlink(proc.path); /* asked for: no engine, nothing kept */
 }
 
 const char *rp_segment_path(void)

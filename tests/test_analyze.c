@@ -492,12 +492,33 @@ static void test_analyze_empty_traces(void **state)
 	}
 }
 
+/* issue 10, repro 7: JSON that is not a trace is an error naming the input, not an
+ * empty report with nothing lost. */
+static void test_analyze_not_a_trace(void **state)
+{
+	static const char *const inputs[] = { "[1,2,\"x\"]", "{\"traceEvents\":[{\"ph\":\"X\"}]}",
+					      "[{\"a\":1}]" };
+	char why[RP_WHY_MAX] = "";
+	struct rp_engine *e;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(inputs) / sizeof(inputs[0]); i++) {
+		assert_int_equal(rp_engine_open(NULL, &e), 0);
+		assert_int_equal(rp_import_chrome_buf(e, inputs[i], strlen(inputs[i]), "in.json",
+						      why),
+				 -EINVAL);
+		assert_true(strncmp(why, "in.json: not a trace", 20) == 0);
+		rp_engine_close(e);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_analyze_generated_traces_match_reference),
 		cmocka_unit_test(test_analyze_torch_sample_matches_reference),
 		cmocka_unit_test(test_analyze_be_anomalies),
+		cmocka_unit_test(test_analyze_not_a_trace),
 		cmocka_unit_test(test_analyze_empty_traces),
 	};
 

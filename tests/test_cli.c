@@ -8,8 +8,10 @@
  * producer killed mid-span, and an engine killed and restarted.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -278,6 +280,7 @@ static pid_t start_demo(const char *session, const char *args, int *out_fd)
 		dup2(p[1], 1);
 		close(p[0]);
 		setenv("RINGPROF_SESSION", session, 1);
+		unsetenv("RINGPROF_NO_ENGINE"); /* the default exit path is under test */
 		snprintf(cmd, sizeof(cmd), "exec %s-demo --quiet %s", bin, args);
 		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
 		_exit(127);
@@ -397,6 +400,267 @@ static void test_cli_engine_restart_reattaches(void **state)
 	assert_int_equal(wait_exit(eng), 0);
 }
 
+/* --- issue 10: one consumer, no silent loss, no signal to a stranger --- */
+
+/* The engine of @session holds the marker's lock (rather than: the file exists). */
+static void wait_engine_locked(const char *session)
+{
+	struct timespec ms = { 0, 10000000 };
+	char name[128];
+
+	snprintf(name, sizeof(name), "/dev/shm/ringprof.%s.engine", session);
+	for (int i = 0; i < 500; i++) {
+		struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+		int fd = open(name, O_RDONLY | O_CLOEXEC);
+		bool held = fd >= 0 && fcntl(fd, F_GETLK, &fl) == 0 && fl.l_type != F_UNLCK;
+
+		if (fd >= 0)
+			close(fd);
+		if (held)
+			return;
+		nanosleep(&ms, NULL);
+	}
+	fail_msg("no engine took the lock of %s", name);
+}
+
+/* Repro 1: a second `run` for a running session is refused and leaves the first
+ * one's marker alone: `snapshot` still reaches it, and no second consumer starts. */
+static void test_cli_second_engine_refused(void **state)
+{
+	char session[32], *out;
+	pid_t eng;
+
+	(void)state;
+	snprintf(session, sizeof(session), "t_cli_two_%d", (int)getpid());
+	eng = start_engine(session);
+	wait_engine_locked(session);
+	assert_int_equal(run(&out, "%s run --session %s --snapshot-dir %s/snaps --quiet 2>&1",
+			     bin, session, tmpdir), 1);
+	assert_non_null(strstr(out, "an engine already runs"));
+	free(out);
+	assert_int_equal(run(&out, "%s snapshot --session %s", bin, session), 0);
+	free(out);
+	/* and a third is refused too */
+	assert_int_equal(run(NULL, "%s run --session %s --snapshot-dir %s/snaps --quiet "
+			     "2>/dev/null", bin, session, tmpdir), 1);
+	kill(eng, SIGTERM);
+	assert_int_equal(wait_exit(eng), 0);
+}
+
+/* Repro 3: a marker naming a process that is not the session's engine (pid reused,
+ * or written by hand) is not signalled, and does not block `run`. */
+static void test_cli_snapshot_signals_only_the_engine(void **state)
+{
+	char session[32], name[128], *out;
+	struct rp_wire_engine m = { .magic = RP_WIRE_ENGINE_MAGIC };
+	pid_t victim, eng;
+	int fd, st;
+
+	(void)state;
+	snprintf(session, sizeof(session), "t_cli_pid_%d", (int)getpid());
+	victim = track(fork());
+	if (victim == 0) {
+		signal(SIGUSR1, SIG_DFL);
+		pause();
+		_exit(0);
+	}
+	m.pid = victim;
+	snprintf(name, sizeof(name), "/ringprof.%s.engine", session);
+	fd = shm_open(name, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, &m, sizeof(m)), sizeof(m));
+	assert_int_equal(write(fd, "/tmp/x.msgpack", 15), 15);
+	close(fd);
+	assert_int_equal(run(&out, "%s snapshot --session %s --timeout-ms 300 2>&1", bin,
+			     session), 1);
+	assert_non_null(strstr(out, "stale"));
+	free(out);
+	assert_int_equal(waitpid(victim, &st, WNOHANG), 0); /* still alive */
+	eng = start_engine(session); /* the stale marker does not block it */
+	wait_engine_locked(session);
+	assert_int_equal(run(&out, "%s snapshot --session %s", bin, session), 0);
+	free(out);
+	kill(eng, SIGTERM);
+	assert_int_equal(wait_exit(eng), 0);
+	kill(victim, SIGKILL);
+	wait_exit(victim);
+}
+
+/* Repro 7: a chain of 9,000 nested calls (2 MB): the text report's indentation
+ * would be 77 MB (quadratic in the depth); refused at once with what to use
+ * instead, while --format aiq (JSON) renders it, and shallow trees still render. */
+static void test_cli_aiq_text_deep_tree_refused(void **state)
+{
+	char *out;
+
+	(void)state;
+	assert_int_equal(run(NULL, "/usr/bin/python3 -c \"import json\n"
+			     "D=9000; t=1750000000.0\n"
+			     "s=[{'payload':{'event_type':'FUNCTION_START','event_timestamp':t+i*1e-3,"
+			     "'name':'f','UUID':'u%%d'%%i}} for i in range(D)]\n"
+			     "s+=[{'payload':{'event_type':'FUNCTION_END','event_timestamp':t+(2*D-i)*1e-3,"
+			     "'name':'f','UUID':'u%%d'%%i}} for i in reversed(range(D))]\n"
+			     "json.dump([{'request_number':0,'intermediate_steps':s}],"
+			     "open('%s/deep.json','w'))\"", tmpdir), 0);
+	assert_int_equal(run(&out, "%s analyze %s/deep.json --format aiq-text 2>&1 | head -c 4096",
+			     bin, tmpdir), 0);
+	assert_non_null(strstr(out, "the call tree is 8999 levels deep"));
+	assert_non_null(strstr(out, "use --format aiq (JSON)"));
+	free(out);
+	assert_int_equal(run(NULL, "%s analyze %s/deep.json --format aiq-text >/dev/null 2>&1",
+			     bin, tmpdir), 1);
+	assert_int_equal(run(NULL, "%s analyze %s/deep.json --format aiq -o %s/deep.aiq.json",
+			     bin, tmpdir, tmpdir), 0);
+}
+
+/* Repro 4: a segment file truncated under the engine (a SIGBUS at its next read)
+ * ends that source, logged, and nothing else: the engine keeps running and
+ * answering. */
+static void test_cli_shrunk_segment_survived(void **state)
+{
+	char session[32], seg[160], *out;
+	struct timespec ms = { 0, 10000000 };
+	pid_t eng, demo;
+	int fd;
+
+	(void)state;
+	snprintf(session, sizeof(session), "t_cli_bus_%d", (int)getpid());
+	eng = start_engine(session);
+	wait_engine_locked(session);
+	demo = start_demo(session, "--duration 3 --rate 300 --time-scale 0.2", &fd);
+	snprintf(seg, sizeof(seg), "/dev/shm/ringprof.%s.%d.0", session, (int)demo);
+	for (int i = 0; i < 500 && access(seg, F_OK) != 0; i++)
+		nanosleep(&ms, NULL);
+	for (int i = 0; i < 30; i++) /* the engine has attached it and reads it */
+		nanosleep(&ms, NULL);
+	assert_int_equal(truncate(seg, 4096), 0);
+	close(fd);
+	wait_exit(demo); /* it dies of the same SIGBUS: its own writes */
+	assert_int_equal(run(&out, "%s snapshot --session %s", bin, session), 0);
+	free(out);
+	assert_int_equal(kill(eng, 0), 0);
+	kill(eng, SIGTERM);
+	assert_int_equal(wait_exit(eng), 0);
+}
+
+/* Found by the soak: `ringprof snapshot` racing an engine's start (marker written,
+ * signals not yet blocked) ended the engine with SIGUSR1's default action. */
+static void test_cli_engine_start_survives_snapshot_requests(void **state)
+{
+	struct timespec pause = { 0, 200000000 };
+	char session[32];
+	pid_t asker, eng;
+
+	(void)state;
+	snprintf(session, sizeof(session), "t_cli_usr1_%d", (int)getpid());
+	asker = track(fork());
+	if (asker == 0) {
+		char cmd[1024];
+		snprintf(cmd, sizeof(cmd), "while :; do %s snapshot --session %s --timeout-ms 20 "
+			 ">/dev/null 2>&1; done", bin, session);
+		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+		_exit(127);
+	}
+	for (int i = 0; i < 8; i++) {
+		eng = start_engine(session);
+		nanosleep(&pause, NULL);
+		kill(eng, SIGTERM);
+		assert_int_equal(wait_exit(eng), 0);
+	}
+	kill(asker, SIGKILL);
+	wait_exit(asker);
+}
+
+/* events, dropped and restart_gap of the sources of @pid in the latest snapshot. */
+static void snapshot_counts_gap(const char *session, pid_t pid, uint64_t *events,
+				uint64_t *dropped, uint64_t *gap)
+{
+	char *path, *json, err[256];
+	const char *spath[] = { "sources", NULL }, *gpath[] = { "anomalies", "restart_gap", NULL };
+	yajl_val root, src;
+
+	assert_int_equal(run(&path, "%s snapshot --session %s", bin, session), 0);
+	path[strcspn(path, "\n")] = '\0';
+	assert_int_equal(run(&json, "%s report %s --format json", bin, path), 0);
+	root = yajl_tree_parse(json, err, sizeof(err));
+	assert_non_null(root);
+	src = yajl_tree_get(root, spath, yajl_t_array);
+	*events = *dropped = *gap = 0;
+	for (size_t i = 0; i < YAJL_GET_ARRAY(src)->len; i++) {
+		yajl_val s = YAJL_GET_ARRAY(src)->values[i], g;
+		if (json_u64(s, "pid") != (uint64_t)pid)
+			continue;
+		*events += json_u64(s, "events");
+		*dropped += json_u64(s, "dropped");
+		g = yajl_tree_get(s, gpath, yajl_t_number);
+		assert_non_null(g);
+		*gap += strtoull(YAJL_GET_NUMBER(g), NULL, 10);
+	}
+	yajl_tree_free(root);
+	free(json);
+	free(path);
+}
+
+/* Repro 2: the engine is stopped (SIGSTOP) while a short producer runs and exits;
+ * after SIGCONT every record is there (the producer left its segment). */
+static void test_cli_stopped_engine_loses_nothing(void **state)
+{
+	char session[32];
+	uint64_t events, dropped, gap, emitted;
+	pid_t eng, demo;
+	int fd;
+
+	(void)state;
+	snprintf(session, sizeof(session), "t_cli_stop_%d", (int)getpid());
+	eng = start_engine(session);
+	wait_engine_locked(session);
+	kill(eng, SIGSTOP);
+	demo = start_demo(session, "--duration 1 --rate 300 --time-scale 0.2", &fd);
+	emitted = read_emitted(fd);
+	assert_int_equal(wait_exit(demo), 0);
+	kill(eng, SIGCONT);
+	snapshot_counts_gap(session, demo, &events, &dropped, &gap);
+	print_message("    emitted %llu, events %llu, dropped %llu\n",
+		      (unsigned long long)emitted, (unsigned long long)events,
+		      (unsigned long long)dropped);
+	assert_true(emitted > 0);
+	assert_int_equal(events + dropped, emitted);
+	kill(eng, SIGTERM);
+	assert_int_equal(wait_exit(eng), 0);
+}
+
+/* Repro 8: an engine SIGKILLed after reading records it never wrote in a snapshot:
+ * its successor counts them as restart_gap, so emitted = events + dropped + gap. */
+static void test_cli_restart_gap_counted(void **state)
+{
+	char session[32];
+	uint64_t events, dropped, gap, emitted;
+	struct timespec pause = { 0, 500000000 };
+	pid_t eng, demo;
+	int fd;
+
+	(void)state;
+	snprintf(session, sizeof(session), "t_cli_gap_%d", (int)getpid());
+	eng = start_engine(session);
+	wait_engine_locked(session);
+	demo = start_demo(session, "--duration 2 --rate 200 --time-scale 0.2", &fd);
+	nanosleep(&pause, NULL);
+	kill(eng, SIGKILL);
+	assert_int_equal(wait_exit(eng), 128 + SIGKILL);
+	eng = start_engine(session);
+	wait_engine_locked(session);
+	emitted = read_emitted(fd);
+	assert_int_equal(wait_exit(demo), 0);
+	snapshot_counts_gap(session, demo, &events, &dropped, &gap);
+	print_message("    emitted %llu, events %llu, dropped %llu, restart_gap %llu\n",
+		      (unsigned long long)emitted, (unsigned long long)events,
+		      (unsigned long long)dropped, (unsigned long long)gap);
+	assert_true(gap > 0);
+	assert_int_equal(events + dropped + gap, emitted);
+	kill(eng, SIGTERM);
+	assert_int_equal(wait_exit(eng), 0);
+}
+
 static int setup(void **state)
 {
 	const char *b = getenv("RP_BIN_DIR"), *d = getenv("RP_TESTDATA");
@@ -427,6 +691,13 @@ int main(void)
 		cmocka_unit_test(test_cli_pstats_loads_in_python),
 		cmocka_unit_test(test_cli_errors_are_one_line),
 		cmocka_unit_test(test_cli_live_accounts_for_every_event),
+		cmocka_unit_test(test_cli_second_engine_refused),
+		cmocka_unit_test(test_cli_engine_start_survives_snapshot_requests),
+		cmocka_unit_test(test_cli_shrunk_segment_survived),
+		cmocka_unit_test(test_cli_aiq_text_deep_tree_refused),
+		cmocka_unit_test(test_cli_snapshot_signals_only_the_engine),
+		cmocka_unit_test(test_cli_stopped_engine_loses_nothing),
+		cmocka_unit_test(test_cli_restart_gap_counted),
 		cmocka_unit_test(test_cli_live_on_poll_when_uring_refused),
 		cmocka_unit_test(test_cli_engine_restart_reattaches),
 	};

@@ -806,6 +806,32 @@ static void *watcher_main(void *arg)
 	return NULL;
 }
 
+/* issue 10, repro 6: a link planted at the temporary name the engine used to pick
+ * (<path>.tmp.<pid>) must not redirect the write into the link's target. */
+static void test_loop_write_file_ignores_planted_link(void **state)
+{
+	struct rp_loop *l = loop_open(state);
+	char dir[PATH_MAX], path[PATH_MAX], victim[PATH_MAX], link[PATH_MAX + 32], back[16];
+	int fd;
+
+	tmpdir_make(dir);
+	path_in(path, dir, "snap");
+	path_in(victim, dir, "victim");
+	fd = open(victim, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "precious", 8), 8);
+	close(fd);
+	snprintf(link, sizeof(link), "%s.tmp.%ld", path, (long)getpid());
+	assert_int_equal(symlink(victim, link), 0);
+	assert_int_equal(write_wait(l, path, "snapshot", 8), 0);
+	assert_int_equal(read_file(victim, back, sizeof(back)), 8);
+	assert_memory_equal(back, "precious", 8);
+	assert_int_equal(read_file(path, back, sizeof(back)), 8);
+	assert_memory_equal(back, "snapshot", 8);
+	assert_int_equal(dir_entries(dir, true), 3); /* snap, victim, the link */
+	rp_loop_close(l);
+}
+
 static void test_loop_write_file_atomic_replace(void **state)
 {
 	struct rp_loop *l = loop_open(state);
@@ -1263,6 +1289,7 @@ static const struct CMUnitTest tests[] = {
 	cmocka_unit_test(test_loop_write_file_whole),
 	cmocka_unit_test(test_loop_write_file_errors),
 	cmocka_unit_test(test_loop_write_file_atomic_replace),
+	cmocka_unit_test(test_loop_write_file_ignores_planted_link),
 	cmocka_unit_test(test_loop_stop_from_callback),
 	cmocka_unit_test(test_loop_close_pending),
 	cmocka_unit_test(test_loop_close_in_callback),

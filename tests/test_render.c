@@ -243,7 +243,8 @@ static void need_python(void)
 static const char *const anomaly_keys[] = { "end_mismatch", "end_unmatched", "depth_cap",
 					    "track_cap",    "name_cap",	     "cct_cap",
 					    "clamped",	    "bad_event",     "open_at_end",
-					    "window_cap",   "counter_cap",   "drop_lost" };
+					    "window_cap",   "counter_cap",   "drop_lost",
+					    "window_level_cap", "restart_gap" };
 
 static yajl_val json_parse(const char *text)
 {

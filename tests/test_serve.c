@@ -275,7 +275,7 @@ static int setup(void **state)
 	if (engine == 0) {
 		execl(bin, "ringprof", "run", "--session", session, "--snapshot-dir", dir,
 		      "--quiet", "--prometheus", addr, "--max-clients", "4", "--client-idle-ms",
-		      "400", "--step-name", "beta", use_poll ? "--poll" : "--quiet", (char *)NULL);
+		      "400", "--client-request-ms", "1000", "--step-name", "beta", use_poll ? "--poll" : "--quiet", (char *)NULL);
 		_exit(127);
 	}
 	for (end = now_ms() + 10000; stat(sock_path, &st) != 0; sleep_ms(20))
@@ -437,7 +437,12 @@ static void test_serve_client_cap_and_idle(void **state)
 		fds[i] = connect_unix();
 	sleep_ms(100);
 	extra = connect_unix();
-	assert_int_equal(recv(extra, &c, 1, 0), 0); /* closed by the engine */
+	{
+		char busy[128];
+
+		recv_until_close(extra, busy, sizeof(busy)); /* told why, then closed */
+		assert_string_equal(busy, "error: busy: 4 clients connected (--max-clients)\n");
+	}
 	close(extra);
 	/* Idle ones are closed after 400 ms without progress. */
 	for (int i = 0; i < 4; i++) {
@@ -448,6 +453,47 @@ static void test_serve_client_cap_and_idle(void **state)
 	}
 	fetch_when_free(&r); /* the cap has room again */
 	rp_report_free(&r);
+}
+
+/* issue 10, repro 5: HTTP clients that trickle a header line now and then (never
+ * idle, never done) neither take the local socket's slots (its own pool) nor keep
+ * /metrics from being served past the request deadline (1 s here). */
+static void test_serve_trickling_clients_lock_nobody_out(void **state)
+{
+	static const char get[] = "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n";
+	int slow[4];
+	struct rp_report r;
+	uint64_t t0 = now_ms();
+	bool fetched = false;
+	char *resp;
+
+	(void)state;
+	sleep_ms(500); /* earlier tests' connections are gone */
+	for (int i = 0; i < 4; i++) {
+		slow[i] = connect_http();
+		send_all(slow[i], "GET /metrics HTTP/1.1\r\n", 23);
+	}
+	while (now_ms() - t0 < 1600) {
+		for (int i = 0; i < 4; i++) /* progress every 100 ms: never idle */
+			send(slow[i], "X: y\r\n", 6, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (!fetched && now_ms() - t0 > 200) {
+			fetch(&r); /* the unix socket is served meanwhile */
+			rp_report_free(&r);
+			fetched = true;
+		}
+		sleep_ms(100);
+	}
+	for (int i = 0; i < 4; i++) { /* cut at the deadline, answered or not */
+		char buf[256];
+		struct pollfd p = { .fd = slow[i], .events = POLLIN };
+
+		assert_int_equal(poll(&p, 1, 5000), 1);
+		recv_until_close(slow[i], buf, sizeof(buf));
+		close(slow[i]);
+	}
+	resp = http(get, sizeof(get) - 1);
+	assert_true(strncmp(resp, "HTTP/1.1 200 OK\r\n", 17) == 0);
+	free(resp);
 }
 
 /* The value of the sample line that starts with @prefix ("name{labels} "). */
@@ -588,6 +634,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_serve_pipelined),
 		cmocka_unit_test(test_serve_stalled_client),
 		cmocka_unit_test(test_serve_client_cap_and_idle),
+		cmocka_unit_test(test_serve_trickling_clients_lock_nobody_out),
 		cmocka_unit_test(test_serve_http_metrics),
 		cmocka_unit_test(test_serve_http_errors),
 		cmocka_unit_test(test_serve_top_once),

@@ -43,6 +43,7 @@
 static const char *const anomaly_names[] = {
 	"end_mismatch", "end_unmatched", "depth_cap",	"track_cap",  "name_cap",    "cct_cap",
 	"clamped",	"bad_event",	 "open_at_end", "window_cap", "counter_cap", "drop_lost",
+	"window_level_cap", "restart_gap",
 };
 
 /* --- random reports ----------------------------------------------------------------- */
@@ -3659,7 +3660,20 @@ static void test_snapshot_read_file_errors(void **state)
 	assert_non_null(f);
 	fclose(f);
 	assert_int_equal(rp_snapshot_read_file(path, &r, why), -EINVAL);
-	assert_string_equal(why, "snapshot: empty input");
+	assert_true(strncmp(why, path, strlen(path)) == 0); /* the file, then the cause */
+	assert_string_equal(why + strlen(path), ": snapshot: empty input");
+	rp_report_free(&r);
+	/* issue 10, repro 7: refused at the first bytes, not after reading 1 GiB; JSON
+	 * (a trace) is pointed to `analyze` instead of "bytes after the end". */
+	assert_int_equal(rp_snapshot_read_file("/dev/zero", &r, why), -EINVAL);
+	assert_non_null(strstr(why, "/dev/zero: not a snapshot"));
+	rp_report_free(&r);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("{\"traceEvents\": []}\n", f);
+	fclose(f);
+	assert_int_equal(rp_snapshot_read_file(path, &r, why), -EINVAL);
+	assert_non_null(strstr(why, "use `ringprof analyze`"));
 	rp_report_free(&r);
 	/* A pipe: no size known in advance. */
 	assert_int_equal(rp_snapshot_read_file("/dev/null", &r, why), -EINVAL);

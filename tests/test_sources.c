@@ -393,7 +393,17 @@ static void test_sources_accounting_under_drops(void **state)
 	close_engine();
 }
 
-/* A segment that is not ours, or not a segment: refused, shown as a source row. */
+static char log_lines[2048];
+
+static void log_capture(void *ctx, const char *line)
+{
+	(void)ctx;
+	strncat(log_lines, line, sizeof(log_lines) - strlen(log_lines) - 2);
+	strcat(log_lines, "\n");
+}
+
+/* A segment that is not ours, or not a segment: refused, shown as a source row, and
+ * logged with its name (issue 10, repro 9: "refused bad magic ..." named none). */
 static void test_sources_refused_segments_are_shown(void **state)
 {
 	char bad[96], foreign[96];
@@ -419,8 +429,17 @@ static void test_sources_refused_segments_are_shown(void **state)
 	if (expect == 1)
 		shm_unlink(foreign);
 	open_engine();
+	log_lines[0] = '\0';
+	ss.log = log_capture;
 	assert_int_equal(rp_sources_scan(&ss), 1);
 	assert_int_equal(rp_sources_scan(&ss), 0); /* refused once, not retried */
+	{
+		char want[160];
+
+		snprintf(want, sizeof(want), "refused %s: bad magic", bad);
+		if (strstr(log_lines, want) == NULL)
+			fail_msg("no \"%s\" in:\n%s", want, log_lines);
+	}
 	report(&r);
 	for (uint32_t i = 0; i < r.n_sources; i++)
 		refused += (r.sources[i].flags & RP_SRC_REFUSED) != 0;
@@ -434,6 +453,8 @@ static void test_sources_refused_segments_are_shown(void **state)
 
 int main(void)
 {
+	/* The default exit path is under test here, not the suite's cleanup mode. */
+	unsetenv("RINGPROF_NO_ENGINE");
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_sources_exact_statistics),
 		cmocka_unit_test(test_sources_ring_reuse_is_a_new_track),
@@ -456,5 +477,10 @@ int main(void)
 		snprintf(s, sizeof(s), "%.18s_%d", base ? base : "t_sources", (int)getpid());
 		setenv("RINGPROF_SESSION", s, 1);
 	}
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	int rc = cmocka_run_group_tests(tests, NULL, NULL);
+	const char *own = rp_segment_path();
+
+	if (own != NULL) /* our own segment: its records are read by nobody after us */
+		shm_unlink(own);
+	return rc;
 }

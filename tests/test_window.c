@@ -741,7 +741,8 @@ static void test_window_async_exemplars(void **state)
 	rp_engine_close(e);
 }
 
-/* Levels above max_window_level count at it; over_cap_ns and the mean stay exact. */
+/* Levels above max_window_level count at it, counted as window_level_cap; over_cap_ns
+ * and the mean stay exact. */
 static void test_window_level_cap(void **state)
 {
 	struct rp_engine_cfg c;
@@ -783,6 +784,8 @@ static void test_window_level_cap(void **state)
 			    1.0);
 	}
 	assert_true(any_over > 0);
+	/* issue 10, repro 8: the cap was hit, so the report says so (it showed 0). */
+	assert_true(r.anomalies[RP_ANOM_LEVEL_CAP] > 0);
 	rp_report_free(&r);
 	rp_engine_close(e);
 }

@@ -223,10 +223,11 @@ void rp_wslot_overflow(struct rp_wslot *s, uint32_t name, uint64_t cum, uint64_t
 	rp_spacesaving_offer(&s->ss[RP_WIN_COUNT], name, 1);
 }
 
-void rp_wslot_add_time(const struct rp_windows *ws, struct rp_wslot *s, int which, uint64_t level,
+void rp_wslot_add_time(struct rp_windows *ws, struct rp_wslot *s, int which, uint64_t level,
 		       uint64_t dt)
 {
-	if (level > ws->max_level) {
+	if (level > ws->max_level) { /* a cap hit: counted, so reports say so */
+		ws->level_cap_hits++;
 		s->excess[which] += (double)(level - ws->max_level) * (double)dt;
 		s->over_cap_ns[which] += dt;
 		level = ws->max_level;
@@ -566,6 +567,7 @@ int rp_windows_report(const struct rp_windows *ws, uint64_t t_last, const uint64
 	int err;
 
 	r->anomalies[RP_ANOM_WINDOW_CAP] += ws->cap_hits;
+	r->anomalies[RP_ANOM_LEVEL_CAP] += ws->level_cap_hits;
 	if (ws->n == 0)
 		return 0;
 	r->windows = calloc(ws->n, sizeof(*r->windows));

@@ -85,6 +85,7 @@ struct rp_windows {
 	uint32_t n; /* windows; 0: none */
 	uint32_t S, M, k, max_level, max_names;
 	uint64_t cap_hits; /* RP_ANOM_WINDOW_CAP */
+	uint64_t level_cap_hits; /* RP_ANOM_LEVEL_CAP */
 };
 
 /* A window's parameters, as configured. */
@@ -139,7 +140,7 @@ struct rp_wslot *rp_window_at(struct rp_windows *ws, struct rp_window *w, uint64
 void rp_wslot_overflow(struct rp_wslot *s, uint32_t name, uint64_t cum, uint64_t self);
 
 /* @dt ns at @level (overall or roots) in @s. */
-void rp_wslot_add_time(const struct rp_windows *ws, struct rp_wslot *s, int which, uint64_t level,
+void rp_wslot_add_time(struct rp_windows *ws, struct rp_wslot *s, int which, uint64_t level,
 		       uint64_t dt);
 
 /* Fold sub-window @src into @dst, the current slot of @w (entries, summaries, slowest;

@@ -23,6 +23,8 @@ const char *const rp_anomaly_names[RP_ANOM_KIND_COUNT] = {
 	[RP_ANOM_WINDOW_CAP] = "window_cap",
 	[RP_ANOM_COUNTER_CAP] = "counter_cap",
 	[RP_ANOM_DROP_LOST] = "drop_lost",
+	[RP_ANOM_LEVEL_CAP] = "window_level_cap",
+	[RP_ANOM_RESTART_GAP] = "restart_gap",
 };
 
 void rp_report_sketch_free(struct rp_report_sketch *k)

@@ -46,6 +46,11 @@ enum rp_anomaly {
 	RP_ANOM_DROP_LOST,	/* spans a producer's drop cut: open while records of
 				   their thread were lost, or whose BEGIN was lost; not
 				   in the statistics (docs/live.md) */
+	RP_ANOM_LEVEL_CAP,	/* a piece of time at a concurrency level past
+				   --max-window-level in a window: counted at the cap
+				   (the mean stays exact, max and percentiles are capped) */
+	RP_ANOM_RESTART_GAP,	/* records a previous engine read from this producer
+				   but wrote in no snapshot (it was killed): lost */
 	RP_ANOM_KIND_COUNT
 };
 

@@ -74,6 +74,9 @@ struct imp {
 	int64_t *self_delta;	/* torch nesting: per name id, torch's self - ringprof's */
 	rp_chrome_progress_fn progress;	/* the caller's, with its ctx */
 	void *progress_ctx;
+	struct rp_chrome_stats st;	/* elements that were not objects, ... */
+	uint64_t used;			/* events that became spans, counters, flows */
+	uint64_t unused;		/* events of no phase or time this reader uses */
 };
 
 static void *vec_push(struct vec *v)
@@ -198,11 +201,18 @@ static int on_event(void *ctx, const struct rp_chrome_ev *ev)
 			counts(m)->anomalies[RP_ANOM_TRACK_CAP]++;
 			return 0;
 		}
+		m->used++;
 		return add_counter(m, ev, track);
 	}
 	if ((ev->ph != 'X' && ev->ph != 'B' && ev->ph != 'E' && ev->ph != 's' && ev->ph != 'f') ||
-	    !ev->has_ts)
+	    !ev->has_ts) {
+		/* Metadata, instants, ...: ignored by design. No phase, or a span with
+		 * no time: not usable (and counted, so JSON that is not a trace fails). */
+		if (ev->ph == '\0' || strchr("XBECsf", ev->ph) != NULL)
+			m->unused++;
 		return 0;
+	}
+	m->used++;
 	/* Times before the epoch, or whose end does not fit in 64 bits, are not times
 	 * (the engine's clock is unsigned): counted, skipped. */
 	if (ev->ts_ns < 0 || (ev->ph == 'X' && ev->has_dur && ev->dur_ns > INT64_MAX - ev->ts_ns)) {
@@ -500,6 +510,26 @@ static void torch_self(struct imp *m)
 		m->e->stats.fn[n].self_ns += (uint64_t)m->self_delta[n];
 }
 
+/*
+ * JSON that is not a trace (`[1,2,"x"]`, `{"traceEvents":[{"ph":"X"}]}`) used to
+ * give an empty report and exit 0: nothing in it could be used, but it was not
+ * empty. An empty events array is an empty trace, and fine.
+ */
+static int check_used(const struct imp *m, const char *label, char *why)
+{
+	if (m->used > 0 || (m->st.skipped == 0 && m->unused == 0))
+		return 0;
+	if (m->st.skipped > 0 && m->unused == 0)
+		snprintf(why, RP_WHY_MAX, "%s: not a trace: none of the %llu elements of its "
+			 "events array is an event object", label,
+			 (unsigned long long)m->st.skipped);
+	else
+		snprintf(why, RP_WHY_MAX, "%s: not a trace this reader can use: none of its "
+			 "%llu events has a phase it reads (X, B/E, C, s/f) and a \"ts\"", label,
+			 (unsigned long long)(m->unused + m->st.skipped));
+	return -EINVAL;
+}
+
 static int finish(struct imp *m, int err)
 {
 	if (err == 0)
@@ -564,9 +594,11 @@ int rp_import_chrome(struct rp_engine *e, const char *path, rp_chrome_progress_f
 		return err;
 	m.progress = progress;
 	m.progress_ctx = ctx;
-	err = rp_chrome_read(path, on_event, progress ? on_progress : NULL, &m, NULL, why);
+	err = rp_chrome_read(path, on_event, progress ? on_progress : NULL, &m, &m.st, why);
 	if (err == -ENOMEM)
 		snprintf(why, RP_WHY_MAX, "%s: out of memory", path);
+	if (err == 0)
+		err = check_used(&m, path, why);
 	return finish(&m, err);
 }
 
@@ -578,5 +610,8 @@ int rp_import_chrome_buf(struct rp_engine *e, const void *buf, size_t len, const
 
 	if (err)
 		return err;
-	return finish(&m, rp_chrome_parse(buf, len, on_event, &m, NULL, why));
+	err = rp_chrome_parse(buf, len, on_event, &m, &m.st, why);
+	if (err == 0)
+		err = check_used(&m, label, why);
+	return finish(&m, err);
 }

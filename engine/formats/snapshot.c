@@ -1628,10 +1628,10 @@ static int fd_sink(void *ctx, const void *buf, size_t len)
  * it: replace it. O_EXCL keeps a planted symlink from redirecting the write. */
 static int open_temp(const char *tmp)
 {
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
 
 	if (fd < 0 && errno == EEXIST && unlink(tmp) == 0)
-		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
 	return fd < 0 ? -errno : fd;
 }
 
@@ -1708,7 +1708,32 @@ int rp_snapshot_write_file(const char *path, const struct rp_report *r, char why
 }
 
 /* Reads all of @fd (a file, or a pipe) into *@buf: at most FILE_MAX bytes. */
-static int read_all(int fd, char **buf, size_t *len)
+/*
+ * A snapshot starts with a MessagePack map whose first key is a string. Anything
+ * else is refused after the first read, with what it looks like, before the rest is
+ * read (`ringprof report /dev/zero` used to hold 1 GiB before failing).
+ * @return NULL if @p may be a snapshot, else why not.
+ */
+static const char *not_a_snapshot(const unsigned char *p, size_t n)
+{
+	size_t i = 0;
+
+	while (i < n && (p[i] == ' ' || p[i] == '\t' || p[i] == '\n' || p[i] == '\r'))
+		i++;
+	if (i < n && (p[i] == '{' || p[i] == '['))
+		return "it is JSON (a trace? use `ringprof analyze`), not a MessagePack snapshot";
+	if (n == 0)
+		return NULL; /* empty: the decoder says so */
+	if ((p[0] & 0xf0) == 0x80 || p[0] == 0xde || p[0] == 0xdf) {
+		i = (p[0] & 0xf0) == 0x80 ? 1 : p[0] == 0xde ? 3 : 5;
+		if (n <= i || (p[i] & 0xe0) == 0xa0 || p[i] == 0xd9 || p[i] == 0xda ||
+		    p[i] == 0xdb || p[0] == 0x80)
+			return NULL;
+	}
+	return "it does not start like a snapshot (a MessagePack map with string keys)";
+}
+
+static int read_all(int fd, char **buf, size_t *len, const char **bad)
 {
 	struct stat st;
 	size_t cap, n = 0;
@@ -1741,6 +1766,10 @@ static int read_all(int fd, char **buf, size_t *len)
 			*len = n;
 			return got == 0 ? 0 : -errno;
 		}
+		if (n == 0 && (*bad = not_a_snapshot((unsigned char *)p, (size_t)got)) != NULL) {
+			free(p);
+			return -EINVAL;
+		}
 		n += (size_t)got;
 	}
 	free(p);
@@ -1749,8 +1778,10 @@ static int read_all(int fd, char **buf, size_t *len)
 
 int rp_snapshot_read_file(const char *path, struct rp_report *out, char why[RP_WHY_MAX])
 {
+	const char *bad = NULL;
 	char *buf = NULL;
-	size_t len = 0;
+	size_t len = 0, pos = 0;
+	struct stat st;
 	int fd, err;
 
 	assert(path != NULL && out != NULL && why != NULL);
@@ -1758,14 +1789,27 @@ int rp_snapshot_read_file(const char *path, struct rp_report *out, char why[RP_W
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return sys_fail(why, -errno, "cannot open", path);
-	err = read_all(fd, &buf, &len);
+	if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+		close(fd);
+		return sys_fail(why, -EISDIR, "cannot read", path);
+	}
+	err = read_all(fd, &buf, &len, &bad);
 	close(fd);
+	if (bad != NULL) {
+		put(why, &pos, "%s: not a snapshot: %s", path, bad);
+		return -EINVAL;
+	}
 	if (err == -EFBIG)
-		sys_fail(why, err, "cannot read", path);
+		put(why, &pos, "%s: larger than %u MiB: not a snapshot this reader takes", path,
+		    FILE_MAX >> 20);
 	else if (err)
 		sys_fail(why, err, "cannot read", path);
-	else
-		err = rp_snapshot_decode(buf, len, out, why);
+	else if ((err = rp_snapshot_decode(buf, len, out, why)) != 0) {
+		char what[RP_WHY_MAX];
+
+		memcpy(what, why, RP_WHY_MAX);
+		put(why, &pos, "%s: %s", path, what); /* which file, then what is wrong */
+	}
 	free(buf);
 	return err;
 }

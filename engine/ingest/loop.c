@@ -34,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -411,9 +412,24 @@ static struct loop_write *write_slot(struct rp_loop *l, const char *path)
 	return free_slot;
 }
 
+/* The temporary file's name: pid, a counter and random bits, so that a name planted
+ * in a shared directory is unlikely to be ours; the backends create it with
+ * O_EXCL | O_NOFOLLOW, so a planted file or link fails that one write instead of
+ * redirecting it (and the next write has another name). */
 static int write_prepare(struct loop_write *w, const char *path, const void *buf, size_t len)
 {
-	int n = snprintf(w->tmp, sizeof(w->tmp), "%s.tmp.%ld", path, (long)getpid());
+	static unsigned seq;
+	unsigned rnd = 0;
+	int n;
+
+	if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) != (ssize_t)sizeof(rnd)) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		rnd = (unsigned)ts.tv_nsec;
+	}
+	n = snprintf(w->tmp, sizeof(w->tmp), "%s.tmp.%ld.%u.%08x", path, (long)getpid(), ++seq,
+		     rnd);
 
 	if (n < 0 || (size_t)n >= sizeof(w->tmp))
 		return -ENAMETOOLONG;

@@ -64,7 +64,7 @@ static int write_sync(struct loop_write *w)
 {
 	int err = 0;
 
-	w->fd = open(w->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	w->fd = open(w->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (w->fd < 0)
 		return -errno;
 	w->tmp_exists = true;

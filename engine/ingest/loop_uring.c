@@ -220,7 +220,7 @@ static int write_submit(struct rp_loop *l, struct loop_op *op, enum write_step s
 	switch (step) {
 	case W_OPEN:
 		io_uring_prep_openat(sqe, AT_FDCWD, w->tmp,
-				     O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+				     O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 		break;
 	case W_WRITE:
 		io_uring_prep_write(sqe, w->fd, w->buf + w->done, (unsigned)chunk, w->done);

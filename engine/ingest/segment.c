@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <signal.h>
 #include <linux/futex.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -166,6 +167,93 @@ int rp_segment_validate(const void *base, size_t size, struct rp_segment_view *o
 	return 0;
 }
 
+/*
+ * Shrinking segments. Anyone of our uid may truncate a segment file while we have
+ * it mapped; a read past the new end raises SIGBUS, which would end the engine and
+ * every live analysis with it. The handler puts anonymous zero pages over the
+ * mapping from the faulting page to its end and marks the segment: the faulting
+ * read is retried and sees zeros (no records, no names), and the sources code
+ * finishes the segment as truncated (rp_segment_truncated()). A SIGBUS outside
+ * every segment mapping gets the previous disposition back, and so its default.
+ * The table is fixed (no allocation in the handler); a segment that finds it full
+ * is refused.
+ */
+#define GUARD_MAX 4096u
+
+static struct guard {
+	uintptr_t base;			/* 0: free */
+	size_t size;
+	volatile sig_atomic_t hit;
+} guards[GUARD_MAX];
+static uint32_t guards_used;		/* slots [0, guards_used) may be taken */
+static struct sigaction old_bus;
+static uintptr_t page_mask;
+
+static void on_sigbus(int sig, siginfo_t *si, void *uc)
+{
+	uintptr_t a = (uintptr_t)si->si_addr;
+	uint32_t n = __atomic_load_n(&guards_used, __ATOMIC_ACQUIRE);
+
+	(void)sig;
+	(void)uc;
+	for (uint32_t i = 0; i < n; i++) {
+		uintptr_t b = __atomic_load_n(&guards[i].base, __ATOMIC_ACQUIRE);
+		if (b == 0 || a < b || a >= b + guards[i].size)
+			continue;
+		uintptr_t page = a & page_mask;
+		if (mmap((void *)page, b + guards[i].size - page, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != MAP_FAILED) {
+			guards[i].hit = 1;
+			return;
+		}
+	}
+	sigaction(SIGBUS, &old_bus, NULL); /* not ours: the fault recurs, as before */
+}
+
+static void guard_install(void)
+{
+	static bool installed;
+	struct sigaction sa = { .sa_sigaction = on_sigbus, .sa_flags = SA_SIGINFO | SA_NODEFER };
+
+	if (installed)
+		return;
+	installed = true;
+	page_mask = ~((uintptr_t)sysconf(_SC_PAGESIZE) - 1);
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGBUS, &sa, &old_bus);
+}
+
+static int guard_add(void *base, size_t size)
+{
+	guard_install();
+	for (uint32_t i = 0; i < GUARD_MAX; i++) {
+		if (guards[i].base != 0)
+			continue;
+		guards[i].size = size;
+		guards[i].hit = 0;
+		__atomic_store_n(&guards[i].base, (uintptr_t)base, __ATOMIC_RELEASE);
+		if (i >= guards_used)
+			__atomic_store_n(&guards_used, i + 1, __ATOMIC_RELEASE);
+		return 0;
+	}
+	return -EMFILE;
+}
+
+static struct guard *guard_of(const void *base)
+{
+	for (uint32_t i = 0; i < guards_used; i++)
+		if (guards[i].base == (uintptr_t)base)
+			return &guards[i];
+	return NULL;
+}
+
+bool rp_segment_truncated(const struct rp_segment *s)
+{
+	const struct guard *g = s->name[0] != '\0' ? guard_of(s->base) : NULL;
+
+	return g != NULL && g->hit;
+}
+
 static struct rp_wire_ring *ring_desc(const struct rp_segment *s, uint32_t i)
 {
 	return (struct rp_wire_ring *)((char *)s->base + s->v.ring_desc_offset) + i;
@@ -240,12 +328,22 @@ int rp_segment_open(const char *name, struct rp_segment **out, char why[RP_WHY_M
 		goto err_close;
 	}
 	close(fd);
+	if (guard_add(base, (size_t)st.st_size) != 0) {
+		munmap(base, (size_t)st.st_size);
+		return fail(why, -EMFILE, "%s: %u segments mapped already", name, GUARD_MAX);
+	}
 	err = rp_segment_attach(base, (size_t)st.st_size, out, why);
-	if (err)
-		goto err_unmap;
+	if (err) { /* the header's complaint, with the segment it is about */
+		char what[RP_WHY_MAX];
+
+		memcpy(what, why, RP_WHY_MAX);
+		fail(why, err, "%s: %s", name, what);
+		goto err_unguard;
+	}
 	snprintf((*out)->name, sizeof((*out)->name), "%s", name);
 	return 0;
-err_unmap:
+err_unguard:
+	__atomic_store_n(&guard_of(base)->base, 0, __ATOMIC_RELEASE);
 	munmap(base, (size_t)st.st_size);
 	return err;
 err_close:
@@ -257,8 +355,13 @@ void rp_segment_close(struct rp_segment *s)
 {
 	if (s == NULL)
 		return;
-	if (s->name[0] != '\0')
+	if (s->name[0] != '\0') {
+		struct guard *g = guard_of(s->base);
+
+		if (g != NULL) /* before the unmap: the address may be reused at once */
+			__atomic_store_n(&g->base, 0, __ATOMIC_RELEASE);
 		munmap(s->base, s->size);
+	}
 	free(s->rings);
 	free(s);
 }

@@ -97,6 +97,13 @@ int rp_segment_open(const char *name, struct rp_segment **out, char why[RP_WHY_M
  */
 int rp_segment_attach(void *base, size_t size, struct rp_segment **out, char why[RP_WHY_MAX]);
 
+/**
+ * rp_segment_truncated() - the file of an opened segment shrank under its mapping
+ * and a read hit the missing part (a SIGBUS, caught: the rest of the mapping now
+ * reads as zeros). The segment's unread records are gone; finish it.
+ */
+bool rp_segment_truncated(const struct rp_segment *s);
+
 /** rp_segment_close() - unmap (if opened) and free; NULL is fine. */
 void rp_segment_close(struct rp_segment *s);
 

@@ -4,6 +4,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <signal.h>
@@ -11,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -66,6 +68,8 @@ struct rp_live {
 				   left, whatever the watermark, then finish */
 	bool pinned;		/* a doorbell wait holds its futex word */
 	bool finished;		/* gone from live[], kept mapped for the wait */
+	uint32_t *snap;		/* per ring: our head when the pending snapshot was taken */
+	bool snap_taken;
 	struct rp_live *next_zombie;
 };
 
@@ -112,6 +116,7 @@ static void live_free(struct rp_sources *ss, struct rp_live *l)
 	rp_segment_close(l->seg);
 	free(l->names);
 	free(l->buf);
+	free(l->snap);
 	free(l);
 }
 
@@ -123,6 +128,11 @@ void rp_sources_free(struct rp_sources *ss)
 		struct rp_live *z = ss->zombies;
 		ss->zombies = z->next_zombie;
 		live_free(ss, z);
+	}
+	while (ss->unlinks != NULL) { /* not unlinked: no snapshot holds them */
+		struct rp_unlink *u = ss->unlinks;
+		ss->unlinks = u->next;
+		free(u);
 	}
 	for (uint32_t i = 0; i < ss->n_seen; i++)
 		free(ss->seen[i]);
@@ -139,6 +149,11 @@ static bool seen(const struct rp_sources *ss, const char *name)
 			return true;
 	for (uint32_t i = 0; i < ss->n_seen; i++)
 		if (strcmp(ss->seen[i], name) == 0)
+			return true;
+	/* finished, waiting for a snapshot to be unlinked: never attached again, even
+	 * past the seen list's cap (its gap would be counted twice) */
+	for (const struct rp_unlink *u = ss->unlinks; u != NULL; u = u->next)
+		if (strcmp(u->name, name) == 0)
 			return true;
 	return false;
 }
@@ -171,17 +186,111 @@ static struct rp_live *live_new(struct rp_segment *seg)
 		return NULL;
 	l->seg = seg;
 	l->buf = calloc(rings, sizeof(*l->buf));
+	l->snap = calloc(rings, sizeof(*l->snap));
 	l->pidfd = (int)syscall(SYS_pidfd_open, seg->v.pid, 0);
 	/* No such process: a producer that died before we came (a stale segment). */
 	l->ended = l->pidfd < 0 && errno == ESRCH;
 	l->dead = l->ended && ((const struct rp_wire_header *)seg->base)->state != RP_SEG_EXITED;
-	if (l->buf == NULL) {
+	if (l->buf == NULL || l->snap == NULL) {
 		if (l->pidfd >= 0)
 			close(l->pidfd);
+		free(l->buf);
+		free(l->snap);
 		free(l);
 		return NULL;
 	}
 	return l;
+}
+
+static struct rp_wire_ring *wring(const struct rp_live *l, uint32_t r)
+{
+	return (struct rp_wire_ring *)((char *)l->seg->base + l->seg->v.ring_desc_offset) + r;
+}
+
+/*
+ * The restart gap: records a previous engine took from the rings (c_head moved)
+ * after the last snapshot it wrote (snap_head) are in no report, if it died; they
+ * are counted as restart_gap on this source. snap_head moves at each snapshot we
+ * write (rp_sources_snapshot_written()).
+ */
+static void restart_gap(struct rp_sources *ss, struct rp_live *l)
+{
+	uint64_t gap = 0;
+
+	/* snap_head stays until a snapshot of ours holds this count: if we die
+	 * first, our successor counts our part and the dead one's together. */
+	for (uint32_t r = 0; r < l->seg->v.ring_count; r++) {
+		uint32_t snap = __atomic_load_n(&wring(l, r)->snap_head, __ATOMIC_RELAXED);
+
+		gap += (uint32_t)(l->seg->rings[r].head - snap);
+	}
+	if (gap == 0)
+		return;
+	ss->e->src[l->src].counts.anomalies[RP_ANOM_RESTART_GAP] += gap;
+	ss->restart_gap += gap;
+	say(ss, "%s: %" PRIu64 " records read by a previous engine are in none of its "
+		"snapshots (restart_gap)", l->seg->name, gap);
+}
+
+void rp_sources_snapshot_taken(struct rp_sources *ss)
+{
+	for (struct rp_unlink *u = ss->unlinks; u != NULL; u = u->next)
+		u->covered = true;
+	for (uint32_t i = 0; i < ss->n_live; i++) {
+		struct rp_live *l = ss->live[i];
+
+		/* What the snapshot holds: the records taken from the ring, less those
+		 * still waiting in its buffer (eager draining takes them early). */
+		for (uint32_t r = 0; r < l->seg->v.ring_count; r++)
+			l->snap[r] = l->seg->rings[r].head - l->buf[r].n;
+		l->snap_taken = true;
+	}
+}
+
+void rp_sources_snapshot_written(struct rp_sources *ss, bool ok)
+{
+	if (!ok) { /* nothing published, nothing unlinked; sources may finish again */
+		for (struct rp_unlink *u = ss->unlinks; u != NULL; u = u->next)
+			u->covered = false;
+		for (uint32_t i = 0; i < ss->n_live; i++)
+			ss->live[i]->snap_taken = false;
+		return;
+	}
+	for (struct rp_unlink **p = &ss->unlinks; *p != NULL;) {
+		struct rp_unlink *u = *p;
+
+		if (!u->covered) {
+			p = &u->next;
+			continue;
+		}
+		shm_unlink(u->name);
+		*p = u->next;
+		free(u);
+		ss->n_unlinks--;
+	}
+	for (uint32_t i = 0; i < ss->n_live; i++) {
+		struct rp_live *l = ss->live[i];
+
+		for (uint32_t r = 0; l->snap_taken && r < l->seg->v.ring_count; r++)
+			__atomic_store_n(&wring(l, r)->snap_head, l->snap[r], __ATOMIC_RELAXED);
+		l->snap_taken = false;
+	}
+}
+
+/* The pid in "/ringprof.<session>.<pid>.<n>" no longer runs, and the file is ours. */
+static bool creator_gone(const struct rp_sources *ss, const char *name)
+{
+	const char *p = name + 1 + strlen(RP_WIRE_NAME_PREFIX) + strlen(ss->session) + 1;
+	char path[300];
+	struct stat st;
+	long pid;
+
+	if (strlen(name) <= (size_t)(p - name))
+		return false;
+	pid = strtol(p, NULL, 10);
+	snprintf(path, sizeof(path), "%s%s", ss->shm_dir, name);
+	return pid > 0 && kill((pid_t)pid, 0) < 0 && errno == ESRCH && stat(path, &st) == 0 &&
+	       st.st_uid == geteuid();
 }
 
 static int attach(struct rp_sources *ss, const char *name)
@@ -192,6 +301,14 @@ static int attach(struct rp_sources *ss, const char *name)
 	int err, src;
 
 	err = rp_segment_open(name, &seg, why);
+	if (err == -EAGAIN && creator_gone(ss, name)) {
+		/* Killed while creating it: nothing was recorded, and nobody else
+		 * will ever remove it (the name's owner is our uid, checked). */
+		say(ss, "%s: its producer died while creating it; removed", name);
+		shm_unlink(name);
+		remember(ss, name);
+		return 0;
+	}
 	if (err == -EAGAIN)
 		ss->pending++; /* still being created: the next scan takes it */
 	if (err == -EAGAIN || err == -ENOENT)
@@ -216,6 +333,7 @@ static int attach(struct rp_sources *ss, const char *name)
 		return 0;
 	}
 	l->src = (uint32_t)src;
+	restart_gap(ss, l);
 	__atomic_store_n(&((struct rp_wire_header *)seg->base)->consumer_pid, (int32_t)getpid(),
 			 __ATOMIC_RELAXED);
 	ss->live[ss->n_live++] = l;
@@ -606,6 +724,37 @@ void rp_sources_update(struct rp_sources *ss)
 		update_one(ss, ss->live[i]);
 }
 
+/* A finished segment's name goes now, or (defer_unlink) once a snapshot that holds
+ * its records is written: until then an engine after us, should we die, finds it
+ * and counts what we read of it as the restart gap. */
+static void unlink_later(struct rp_sources *ss, const char *name)
+{
+	struct rp_unlink *u;
+
+	if (!ss->defer_unlink || (u = malloc(sizeof(*u) + strlen(name) + 1)) == NULL) {
+		shm_unlink(name);
+		return;
+	}
+	u->covered = false;
+	memcpy(u->name, name, strlen(name) + 1);
+	u->next = ss->unlinks;
+	ss->unlinks = u;
+	ss->n_unlinks++;
+}
+
+/* A finished segment waiting for its unlink keeps only what a successor needs to
+ * count the restart gap (the header and ring descriptors): the ring data and names,
+ * most of its memory, go back to the system now (MADV_REMOVE frees tmpfs pages). */
+static void release_pages(const struct rp_segment *seg)
+{
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t lo = ((uintptr_t)seg->base + seg->v.ring_data_offset + page - 1) & ~(page - 1);
+	uintptr_t hi = ((uintptr_t)seg->base + seg->size) & ~(page - 1);
+
+	if (hi > lo)
+		madvise((void *)lo, hi - lo, MADV_REMOVE);
+}
+
 /* Finishes a source: counters, open spans, the name, the mapping. */
 static void finish(struct rp_sources *ss, uint32_t i)
 {
@@ -621,10 +770,12 @@ static void finish(struct rp_sources *ss, uint32_t i)
 		l->buf[r].retire_lost = info.lost_at_retire;
 		close_track(ss, l, r);
 	}
+	if (ss->defer_unlink)
+		release_pages(l->seg);
 	rp_engine_close_source(ss->e, l->src, l->last_ts, RP_ANOM_KIND_COUNT);
 	rp_engine_finish_source(ss->e, l->src);
 	say(ss, "%s: pid %d %s", l->seg->name, l->seg->v.pid, l->dead ? "died" : "exited");
-	shm_unlink(l->seg->name);
+	unlink_later(ss, l->seg->name);
 	remember(ss, l->seg->name);
 	if (l->pidfd >= 0 && ss->pidfd_removed)
 		ss->pidfd_removed(ss->hook_ctx, l->pidfd);
@@ -648,6 +799,16 @@ static int check_ends(struct rp_sources *ss)
 		const struct rp_wire_header *h = l->seg->base;
 		bool exited = __atomic_load_n(&h->state, __ATOMIC_ACQUIRE) == RP_SEG_EXITED;
 
+		/* Its file shrank under us (segment.c caught the SIGBUS): what is left
+		 * reads as zeros, so the source ends here, as a death, undrained. */
+		if (rp_segment_truncated(l->seg)) {
+			say(ss, "%s: the segment file shrank while attached; its unread "
+				"records are lost", l->seg->name);
+			ss->truncated++;
+			l->ended = l->dead = true;
+			finish(ss, i);
+			continue;
+		}
 		/* An EXITED mark is not the end: the producer's other threads may still
 		 * write until the process is gone, so only its pidfd ends a source. */
 		if (!l->ended && pid_gone(l)) {
@@ -656,7 +817,10 @@ static int check_ends(struct rp_sources *ss)
 			newly_dead++; /* drain once more before finishing */
 			continue;
 		}
-		if (l->ended && drained(l, true))
+		/* Not while a snapshot that holds it is being written: that write
+		 * moves its snap_head, which needs it live (else its successor would
+		 * count a gap that is in the snapshot). */
+		if (l->ended && drained(l, true) && !l->snap_taken)
 			finish(ss, i);
 	}
 	return newly_dead;

@@ -49,6 +49,13 @@ struct rp_live;	/* one attached segment */
 /* Records processed between two copies of every ring (rp_sources_drain). */
 #define RP_SOURCES_SLICE	 8192u
 
+/* A finished segment whose name waits for a snapshot (defer_unlink). */
+struct rp_unlink {
+	struct rp_unlink *next;
+	bool covered;		/* finished before the snapshot being written was taken */
+	char name[];
+};
+
 struct rp_sources {
 	struct rp_engine *e;
 	char session[RP_WIRE_SESSION_MAX];
@@ -61,6 +68,13 @@ struct rp_sources {
 	char **seen;			/* names refused or finished: not retried */
 	uint32_t n_seen, cap_seen;
 	uint64_t refused;		/* segments refused (uid, malformed) */
+	uint64_t truncated;		/* segments whose file shrank while attached */
+	uint64_t restart_gap;		/* records a previous engine read and wrote in
+					   no snapshot (RP_ANOM_RESTART_GAP) */
+	bool defer_unlink;		/* finished segments are unlinked only once a
+					   snapshot holding them is written */
+	struct rp_unlink *unlinks;	/* those waiting */
+	uint32_t n_unlinks;
 	uint32_t pending;		/* segments still being created at the last scan */
 	uint64_t attached;		/* segments attached since start */
 	uint32_t buf_ring_max;		/* records per ring buffer (RP_SOURCES_RING_BUFFER) */
@@ -91,6 +105,16 @@ int rp_sources_scan(struct rp_sources *ss);
  * @return records processed.
  */
 uint64_t rp_sources_drain(struct rp_sources *ss, uint64_t watermark);
+
+/**
+ * rp_sources_snapshot_taken() - a report for a snapshot was just made: remember
+ * each ring's head. rp_sources_snapshot_written() - that snapshot is on disk (@ok):
+ * publish the heads in the rings (snap_head), so that an engine after us can count
+ * what we read and never wrote (the restart gap) if we die; or it failed (!@ok).
+ * Between the two, sources are not finished (see check_ends()).
+ */
+void rp_sources_snapshot_taken(struct rp_sources *ss);
+void rp_sources_snapshot_written(struct rp_sources *ss, bool ok); /* ok: on disk */
 
 /** rp_sources_update() - copy producer-side counters (drops, ...) into the engine's
  * source rows, for a report. */

@@ -244,7 +244,11 @@ struct rp_wire_ring {
 	uint64_t claimed_ticks;	/* clock at the claim */
 	uint32_t lost_at_retire; /* 1.1: 1 if the owner lost records after its last
 				    span record (written before state RETIRED) */
-	uint8_t pad0[RP_WIRE_CACHELINE - 36];
+	uint32_t snap_head;	/* consumer-written (1.1): ring.c_head as of the records
+				   the last snapshot it wrote holds (its successor counts
+				   c_head - snap_head as the restart gap); producers
+				   never touch it */
+	uint8_t pad0[RP_WIRE_CACHELINE - 40];
 	struct rp_wire_spsc ring; /* ck_ring_init(&ring, ring_capacity) */
 	uint8_t pad1[4 * RP_WIRE_CACHELINE - RP_WIRE_CACHELINE - sizeof(struct rp_wire_spsc)];
 };

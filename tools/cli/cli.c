@@ -6,9 +6,11 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <ringprof/wire.h>
@@ -144,28 +146,84 @@ int rp_cli_check_caps(const struct rp_engine_cfg *cfg)
 	return 0;
 }
 
+/* Who holds the marker's record lock, as the kernel says (not as the file says):
+ * its pid, 0 if nobody, or -errno. */
+pid_t rp_cli_marker_holder(int fd)
+{
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+
+	if (fcntl(fd, F_GETLK, &fl) < 0)
+		return -errno;
+	return fl.l_type == F_UNLCK ? 0 : fl.l_pid;
+}
+
+/* The effective uid of @pid from /proc, or -1 if it cannot be read. */
+static long proc_euid(pid_t pid)
+{
+	char path[64], line[256];
+	long uid = -1, real;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "re");
+	if (f == NULL)
+		return -1;
+	while (fgets(line, sizeof(line), f) != NULL)
+		if (sscanf(line, "Uid: %ld %ld", &real, &uid) == 2)
+			break;
+	fclose(f);
+	return uid;
+}
+
 int rp_cli_read_marker(const char *session, int32_t *pid, char *snap_path, size_t n)
 {
 	char name[96], buf[sizeof(struct rp_wire_engine) + 4096];
 	struct rp_wire_engine m;
+	struct stat st;
 	ssize_t got;
+	pid_t holder;
 	int fd;
 
 	snprintf(name, sizeof(name), RP_WIRE_ENGINE_FMT, session);
-	fd = shm_open(name, O_RDONLY | O_CLOEXEC, 0);
+	fd = shm_open(name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW, 0);
 	if (fd < 0)
 		return -errno;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return -EINVAL;
+	}
+	if (st.st_uid != geteuid()) { /* another user's: nothing we would signal */
+		close(fd);
+		return -EPERM;
+	}
 	got = read(fd, buf, sizeof(buf) - 1);
+	holder = rp_cli_marker_holder(fd);
 	close(fd);
 	if (got < (ssize_t)sizeof(m))
-		return -EINVAL;
+		return holder > 0 ? -EINVAL : -ESRCH;
 	buf[got] = '\0';
 	memcpy(&m, buf, sizeof(m));
 	if (m.magic != RP_WIRE_ENGINE_MAGIC || m.pid <= 0)
 		return -EINVAL;
-	if (kill(m.pid, 0) < 0 && errno == ESRCH)
+	/* Only the lock holder is the engine: a pid in a file left by a dead engine
+	 * may name any process by now. */
+	if (holder <= 0)
 		return -ESRCH;
+	if (holder != m.pid || proc_euid(holder) != (long)geteuid())
+		return -ESTALE;
 	*pid = m.pid;
 	snprintf(snap_path, n, "%s", buf + sizeof(m));
 	return 0;
+}
+
+const char *rp_cli_marker_strerror(int err)
+{
+	switch (err) {
+	case -ENOENT: return "no engine runs (no marker)";
+	case -ESRCH: return "no engine runs (the marker is stale: nobody holds its lock)";
+	case -EPERM: return "the marker belongs to another user: not ours to signal";
+	case -ESTALE: return "the marker's pid is not the engine holding its lock";
+	case -EINVAL: return "the marker is malformed";
+	default: return strerror(-err);
+	}
 }

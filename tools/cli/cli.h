@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #include "engine.h"
 
@@ -44,7 +45,18 @@ int rp_cli_windows(struct rp_engine_cfg *cfg, const char *value);
 /* rp_engine_cfg_check() as one line on stderr. @return 0 or 2 (the exit status). */
 int rp_cli_check_caps(const struct rp_engine_cfg *cfg);
 
-/* The engine marker: "/ringprof.<session>.engine" + the snapshot path after it. */
+/*
+ * The engine marker: "/ringprof.<session>.engine" holds the engine's pid, then the
+ * snapshot path; the engine holds a POSIX write lock on it for its whole life.
+ * rp_cli_read_marker() answers 0 only when the marker is ours (our uid) and its pid
+ * is the process the kernel says holds that lock, with our uid; else -ENOENT (none),
+ * -ESRCH (stale: nobody holds the lock), -EPERM (another user's), -ESTALE (the pid
+ * is not the holder), -EINVAL (malformed). rp_cli_marker_strerror() says which.
+ */
 int rp_cli_read_marker(const char *session, int32_t *pid, char *snap_path, size_t n);
+const char *rp_cli_marker_strerror(int err);
+
+/* The pid holding @fd's record lock (F_GETLK), 0 if none, or -errno. */
+pid_t rp_cli_marker_holder(int fd);
 
 #endif

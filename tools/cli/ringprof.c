@@ -16,8 +16,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+#ifndef SYS_pidfd_send_signal
+#define SYS_pidfd_send_signal 424
+#endif
 
 #include "cli.h"
 #include "import_chrome.h"
@@ -190,6 +198,32 @@ static uint64_t mono_ms(void)
 	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
+/* SIGUSR1 to the session's engine, and only to it: the pid is pinned with a pidfd,
+ * then checked again to be the marker lock's holder (so a pid reused meanwhile is
+ * not signalled). @return 0 or -errno (see rp_cli_read_marker()). */
+static int signal_engine(const char *session, int32_t *pid, char *path, size_t n,
+			 struct stat *before)
+{
+	int32_t again;
+	int pfd, err;
+
+	if ((err = rp_cli_read_marker(session, pid, path, n)) != 0)
+		return err;
+	pfd = (int)syscall(SYS_pidfd_open, *pid, 0);
+	if (pfd < 0)
+		return -ESRCH;
+	err = rp_cli_read_marker(session, &again, path, n);
+	if (err == 0 && again != *pid)
+		err = -ESTALE;
+	if (err == 0) {
+		stat(path, before);
+		if (syscall(SYS_pidfd_send_signal, pfd, SIGUSR1, NULL, 0) < 0)
+			err = -errno;
+	}
+	close(pfd);
+	return err;
+}
+
 /* Signals the engine and waits for the snapshot file to be replaced (a rename makes
  * a new inode). */
 /* Copies @from to @to (write to a temporary, then rename: whole or absent). */
@@ -266,7 +300,7 @@ static int cmd_snapshot(int argc, char **argv)
 	uint64_t timeout = 5000, t0;
 	struct stat before = { 0 }, now;
 	int32_t pid;
-	int c;
+	int c, err;
 
 	while ((c = getopt_long(argc, argv, "o:", opts, NULL)) != -1) {
 		switch (c) {
@@ -280,18 +314,15 @@ static int cmd_snapshot(int argc, char **argv)
 	}
 	if ((session = rp_cli_session(session)) == NULL)
 		return 2;
-	if (rp_cli_read_marker(session, &pid, path, sizeof(path)) != 0)
-		return rp_cli_error(1, "no engine runs for session \"%s\"", session);
-	stat(path, &before);
-	if (kill(pid, SIGUSR1) < 0)
-		return rp_cli_error(1, "engine pid %d: %s", pid, strerror(errno));
+	if ((err = signal_engine(session, &pid, path, sizeof(path), &before)) != 0)
+		return rp_cli_error(1, "session \"%s\": %s", session,
+				    rp_cli_marker_strerror(err));
 	for (t0 = mono_ms(); mono_ms() - t0 < timeout;) {
 		struct timespec ms = { 0, 5000000 };
 		if (stat(path, &now) == 0 && (now.st_ino != before.st_ino ||
 					      now.st_mtim.tv_nsec != before.st_mtim.tv_nsec ||
 					      now.st_mtim.tv_sec != before.st_mtim.tv_sec)) {
-			int err = out || keep ? keep_snapshot(path, out, kept, sizeof(kept)) : 0;
-
+			err = out || keep ? keep_snapshot(path, out, kept, sizeof(kept)) : 0;
 			if (err)
 				return rp_cli_error(1, "%s: %s", out ? out : kept, strerror(-err));
 			printf("%s\n", out || keep ? kept : path);
@@ -337,6 +368,23 @@ static void nat_warn(const char *path, const struct rp_nat_stats *st)
 }
 
 /* Chrome or agent-toolkit trace: as --input says, else by content. */
+/* The input file opens and is not a directory: said as such, with the path, before
+ * any guess at its format ("is not an agent-toolkit trace" for a missing file). */
+static int check_input(const char *path)
+{
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return rp_cli_error(1, "%s: %s", path, strerror(errno));
+	if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+		close(fd);
+		return rp_cli_error(1, "%s: is a directory, not a file", path);
+	}
+	close(fd);
+	return 0;
+}
+
 static bool is_nat(const char *path, const char *input)
 {
 	return input ? strcmp(input, "nat") == 0 : rp_nat_detect(path) == 1;
@@ -404,6 +452,45 @@ static bool regular_or_absent(const char *path)
 	return stat(path, &st) != 0 || S_ISREG(st.st_mode);
 }
 
+/* A temporary file beside -o's: created, never an existing file or a planted link
+ * followed (O_EXCL | O_NOFOLLOW). */
+static FILE *create_tmp(const char *tmp)
+{
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+	FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
+
+	if (fd >= 0 && f == NULL) {
+		close(fd);
+		unlink(tmp);
+	}
+	return f;
+}
+
+/*
+ * The text report indents each call two spaces a level, as the toolkit does: a
+ * chain of depth D costs D^2 bytes of spaces (a 2.8 MB trace of depth 10,000 wrote
+ * 100 MB; depth 1e6 would never end). That format has no other way to show depth,
+ * so a tree whose indentation would be over AIQ_TEXT_INDENT_MAX and dwarf the rest
+ * of the report is refused before anything is written; --format aiq (JSON) is
+ * linear in the trace.
+ */
+#define AIQ_TEXT_INDENT_MAX (64ull << 20)
+
+static int aiq_text_fits(const struct rp_aiq *a)
+{
+	uint64_t indent, rest = (uint64_t)a->n_nodes * 120;
+	uint32_t depth;
+
+	if (rp_render_aiq_text_indent(a, &indent, &depth) != 0)
+		return rp_cli_error(1, "out of memory");
+	if (indent > AIQ_TEXT_INDENT_MAX && indent > 8 * rest)
+		return rp_cli_error(1, "--format aiq-text: the call tree is %u levels deep; its "
+				    "indentation alone would be %llu MB (it grows with the square "
+				    "of the depth): use --format aiq (JSON) for this trace",
+				    depth, (unsigned long long)(indent >> 20));
+	return 0;
+}
+
 /* The toolkit's result can be hundreds of MB: rendered straight to the file (tmp +
  * rename, so still whole or not at all) or to stdout, never to memory. */
 static int emit_aiq(const struct rp_aiq *a, const char *format, const char *out)
@@ -412,13 +499,16 @@ static int emit_aiq(const struct rp_aiq *a, const char *format, const char *out)
 	FILE *f = stdout;
 	int err;
 
+	if (strcmp(format, "aiq-text") == 0 && (err = aiq_text_fits(a)) != 0)
+		return err;
+
 	bool direct = out == NULL || strcmp(out, "-") == 0 || !regular_or_absent(out);
 
 	if (out != NULL && strcmp(out, "-") == 0)
 		out = NULL;
 	if (out != NULL) {
 		snprintf(tmp, sizeof(tmp), "%s.tmp.%d", out, (int)getpid());
-		if ((f = fopen(direct ? out : tmp, "wb")) == NULL)
+		if ((f = direct ? fopen(out, "wb") : create_tmp(tmp)) == NULL)
 			return rp_cli_error(1, "%s: %s", direct ? out : tmp, strerror(errno));
 	}
 	err = strcmp(format, "aiq") == 0 ? rp_render_aiq_json(a, f) : rp_render_aiq_text(a, f);
@@ -490,13 +580,13 @@ static int emit(const struct rp_report *r, const char *format, const char *out, 
 	} else {
 		FILE *f;
 		snprintf(tmp, sizeof(tmp), "%s.tmp.%d", out, (int)getpid());
-		f = fopen(tmp, "wb");
+		f = create_tmp(tmp);
 		err = f && fwrite(buf, 1, len, f) == len ? 0 : -errno;
 		if (f && fclose(f) != 0 && err == 0)
 			err = -errno;
 		if (err == 0 && rename(tmp, out) != 0)
 			err = -errno;
-		if (err)
+		if (err && f != NULL) /* only a file we created */
 			unlink(tmp);
 	}
 	free(buf);
@@ -656,6 +746,8 @@ static int cmd_render(int argc, char **argv, bool analyze)
 				    analyze ? "analyze" : "report", analyze ? "trace" : "snapshot");
 	if (input && strcmp(input, "chrome") && strcmp(input, "nat"))
 		return rp_cli_error(2, "--input %s: use chrome or nat", input);
+	if ((err = check_input(argv[optind])) != 0)
+		return err;
 	if (x.progress < 0) /* progress on stderr; quiet when stdout is a pipe or file */
 		x.progress = isatty(STDERR_FILENO) && (out != NULL || isatty(STDOUT_FILENO));
 	if (analyze && (!strcmp(format, "aiq") || !strcmp(format, "aiq-text"))) {

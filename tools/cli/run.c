@@ -14,8 +14,9 @@
  *   - the live socket <snapshot dir>/ringprof-<session>.sock (mode 0600; `ringprof
  *     top`) and, with --prometheus, an HTTP /metrics listener (tools/server/serve.c).
  * The engine announces itself in /dev/shm/ringprof.<session>.engine (its pid, then
- * the snapshot path), which producers check at exit (docs/wire.md, the unlink rule) and
- * `ringprof snapshot` reads.
+ * the snapshot path) and holds a write lock on it while it runs: one consumer per
+ * session, enforced by the kernel (lock_marker()). Producers check the lock at exit
+ * and `ringprof snapshot` signals only its holder (docs/operations.md).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -40,6 +41,7 @@
 #include "sources.h"
 
 #define MAX_PIDFDS 1024
+#define AUTO_SNAPSHOT_UNLINKS 256
 
 struct daemon {
 	struct rp_loop *loop;
@@ -48,6 +50,8 @@ struct daemon {
 	const char *session;
 	char snap_path[PATH_MAX];
 	char marker[96];
+	int marker_fd;			/* holds the session's lock; -1: none */
+	ino_t marker_ino;
 	uint64_t tick_ns, delay_ns;
 	int sfd, ifd;
 	struct pidfd_watch {
@@ -125,18 +129,26 @@ static void on_bell(void *ctx, int res)
 		drain(d, mono_ns() - d->delay_ns);
 }
 
+static void write_snapshot(struct daemon *d);
+
 static void on_tick(void *ctx, int res)
 {
 	struct daemon *d = ctx;
 	uint64_t now = mono_ns();
 
 	(void)res;
+	if (d->exiting) /* the final snapshot is taken: what we read now is in none */
+		return;
 	/* Segments seen while still being created give no further inotify event;
 	 * and a full rescan now and then covers an overflowed inotify queue. */
 	if (d->ss.pending > 0 || ++d->ticks % 100 == 0)
 		rp_sources_scan(&d->ss);
 	drain(d, now - d->delay_ns);
 	rp_sources_watch_drops(&d->ss, now, 5000000000ull); /* first at once, then every 5 s */
+	/* Finished segments wait for a snapshot to be unlinked (the restart gap):
+	 * past this many, one is written without being asked. */
+	if (d->ss.n_unlinks >= AUTO_SNAPSHOT_UNLINKS && !d->writing)
+		write_snapshot(d);
 	if (d->srv != NULL)
 		rp_serve_tick(d->srv);
 }
@@ -178,6 +190,8 @@ static void on_written(void *ctx, int res)
 	struct daemon *d = ctx;
 
 	d->writing = false;
+	/* ok: what it holds is safe, a successor counts only what follows */
+	rp_sources_snapshot_written(&d->ss, res >= 0);
 	if (res < 0)
 		rp_cli_error(0, "snapshot %s: %s", d->snap_path, strerror(-res));
 	else if (!d->quiet)
@@ -206,12 +220,15 @@ static void write_snapshot(struct daemon *d)
 	d->snap.len = 0;
 	err = rp_engine_report(d->e, &r);
 	if (err == 0)
+		rp_sources_snapshot_taken(&d->ss);
+	if (err == 0)
 		err = rp_snapshot_encode(&r, rp_membuf_sink, &d->snap);
 	rp_report_free(&r);
 	if (err == 0)
 		err = rp_loop_write_file(d->loop, d->snap_path, d->snap.data, d->snap.len,
 					 on_written, d);
 	if (err) {
+		rp_sources_snapshot_written(&d->ss, false);
 		rp_cli_error(0, "snapshot: %s", strerror(-err));
 		if (d->exiting)
 			rp_loop_stop(d->loop);
@@ -229,6 +246,9 @@ static void on_signal(void *ctx, int res)
 	(void)res;
 	while (read(d->sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
 		if (si.ssi_signo == SIGUSR1) {
+			/* Segments whose inotify event is still queued behind this signal
+			 * (an engine resumed after SIGSTOP) belong in this snapshot. */
+			rp_sources_scan(&d->ss);
 			drain(d, mono_ns() - d->delay_ns);
 			write_snapshot(d);
 		} else if (!d->exiting) {
@@ -258,6 +278,8 @@ static void on_pidfd(void *ctx, int res)
 {
 	(void)ctx;
 	(void)res;
+	if (the_daemon->exiting) /* the final snapshot is taken: read nothing more */
+		return;
 	drain(the_daemon, mono_ns() - the_daemon->delay_ns); /* finishes the dead one */
 }
 
@@ -285,41 +307,106 @@ static void pidfd_removed(void *ctx, int fd)
 		}
 }
 
-/* The marker: refuse a second engine on a live session; replace a stale one. */
-static int write_marker(struct daemon *d)
+/*
+ * The marker, and the one-consumer rule: the engine holds a POSIX write lock on
+ * /dev/shm/ringprof.<session>.engine for its whole life (the kernel drops it when the
+ * process ends, however it ends). An engine that cannot take the lock refuses and
+ * touches nothing; one that takes it owns the file, whatever pid a dead engine left
+ * in it. The lock is on the inode, so after locking we check that the name still
+ * leads to it (an engine stopping unlinks it while still holding the lock).
+ * Nothing else in this process may open and close the marker: closing any fd of a
+ * file drops the process's POSIX locks on it.
+ */
+static int lock_marker(struct daemon *d)
 {
-	struct rp_wire_engine m = { .magic = RP_WIRE_ENGINE_MAGIC, .pid = (int32_t)getpid() };
-	char other[PATH_MAX];
-	int32_t pid;
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+	char path[PATH_MAX];
+	struct stat st, now;
 	int fd;
 
 	snprintf(d->marker, sizeof(d->marker), RP_WIRE_ENGINE_FMT, d->session);
-	if (rp_cli_read_marker(d->session, &pid, other, sizeof(other)) == 0 && pid != getpid())
-		return rp_cli_error(-EEXIST, "an engine already runs for session \"%s\" (pid %d)",
-				    d->session, pid);
-	shm_unlink(d->marker);
-	fd = shm_open(d->marker, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return rp_cli_error(-errno, "%s: %s", d->marker, strerror(errno));
-	if (write(fd, &m, sizeof(m)) != (ssize_t)sizeof(m) ||
-	    write(fd, d->snap_path, strlen(d->snap_path) + 1) < 0) {
-		close(fd);
-		shm_unlink(d->marker);
-		return rp_cli_error(-EIO, "%s: cannot write", d->marker);
+	snprintf(path, sizeof(path), "/dev/shm%s", d->marker);
+	for (int tries = 0; tries < 8; tries++) {
+		fd = shm_open(d->marker, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (fd < 0)
+			return rp_cli_error(-errno, "%s: %s", path, strerror(errno));
+		if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid()) {
+			close(fd);
+			return rp_cli_error(-EPERM, "%s: owned by uid %u, not us (%u): session "
+					    "\"%s\" is taken by another user; pick another",
+					    path, (unsigned)st.st_uid, (unsigned)geteuid(),
+					    d->session);
+		}
+		if (fcntl(fd, F_SETLK, &fl) < 0) {
+			int err = errno;
+			pid_t holder = rp_cli_marker_holder(fd);
+
+			close(fd);
+			if (err == EAGAIN || err == EACCES)
+				return rp_cli_error(-EEXIST, "an engine already runs for session "
+						    "\"%s\" (pid %d holds the lock on %s)",
+						    d->session, (int)holder, path);
+			return rp_cli_error(-err, "%s: lock: %s", path, strerror(err));
+		}
+		if (stat(path, &now) == 0 && now.st_ino == st.st_ino && now.st_dev == st.st_dev) {
+			d->marker_fd = fd;
+			d->marker_ino = st.st_ino;
+			return 0;
+		}
+		close(fd); /* unlinked by the engine that held it: take the new one */
 	}
-	close(fd);
+	return rp_cli_error(-EAGAIN, "%s: keeps being replaced", path);
+}
+
+static int write_marker(struct daemon *d)
+{
+	struct rp_wire_engine m = { .magic = RP_WIRE_ENGINE_MAGIC, .pid = (int32_t)getpid() };
+	size_t len = strlen(d->snap_path) + 1;
+	int err;
+
+	if ((err = lock_marker(d)) != 0)
+		return err;
+	if (ftruncate(d->marker_fd, 0) < 0 ||
+	    pwrite(d->marker_fd, &m, sizeof(m), 0) != (ssize_t)sizeof(m) ||
+	    pwrite(d->marker_fd, d->snap_path, len, sizeof(m)) != (ssize_t)len)
+		return rp_cli_error(-EIO, "/dev/shm%s: cannot write: %s", d->marker,
+				    strerror(errno));
 	return 0;
+}
+
+/* Unlinks the marker only if it is still ours: we hold the lock, and the name
+ * still leads to our inode. */
+static void drop_marker(struct daemon *d)
+{
+	char path[PATH_MAX];
+	struct stat now;
+
+	if (d->marker_fd < 0)
+		return;
+	snprintf(path, sizeof(path), "/dev/shm%s", d->marker);
+	if (stat(path, &now) == 0 && now.st_ino == d->marker_ino)
+		shm_unlink(d->marker);
+	close(d->marker_fd); /* and with it the lock */
+	d->marker_fd = -1;
+}
+
+/* SIGUSR1, SIGINT, SIGTERM: blocked before the marker names us (a `ringprof
+ * snapshot` in between would end us with SIGUSR1's default action), taken from a
+ * signalfd once the loop runs. */
+static void block_signals(sigset_t *set)
+{
+	sigemptyset(set);
+	sigaddset(set, SIGUSR1);
+	sigaddset(set, SIGINT);
+	sigaddset(set, SIGTERM);
+	sigprocmask(SIG_BLOCK, set, NULL);
 }
 
 static int open_fds(struct daemon *d)
 {
 	sigset_t set;
 
-	sigemptyset(&set);
-	sigaddset(&set, SIGUSR1);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGTERM);
-	sigprocmask(SIG_BLOCK, &set, NULL);
+	block_signals(&set);
 	d->sfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
 	d->ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
 	if (d->sfd < 0 || d->ifd < 0)
@@ -346,6 +433,7 @@ static int start(struct daemon *d, bool force_poll)
 	    rp_loop_watch(d->loop, d->ifd, on_inotify, d) < 0 ||
 	    rp_loop_timer(d->loop, d->tick_ns, on_tick, d) < 0)
 		return rp_cli_error(-EIO, "event loop: cannot watch");
+	d->ss.defer_unlink = true; /* a name goes once a snapshot holds its records */
 	d->ss.log = log_line;
 	d->ss.log_ctx = d;
 	d->ss.pidfd_added = pidfd_added;
@@ -374,9 +462,13 @@ static const char usage[] =
 	"                    127.0.0.1:9464, unless --prometheus-any)\n"
 	"  --prometheus-window W  the rolling window (10s, 1m, 5m) of the duration\n"
 	"                    summaries in /metrics (default: all time)\n"
-	"  --max-clients N   live connections at once (default 16)\n"
+	"  --max-clients N   live socket connections at once (default 16)\n"
+	"  --max-http-clients N  /metrics connections at once, a pool of their own\n"
+	"                    (default: --max-clients)\n"
 	"  --client-idle-ms N  close a connection that makes no progress for N ms\n"
 	"                    (default 10000)\n"
+	"  --client-request-ms N  close a connection whose request is not whole N ms\n"
+	"                    after it began (HTTP: after the connect; default 3000)\n"
 	"  --step-category C spans of category C are steps (default \"step\"; \"\": none)\n"
 	"  --step-name P     spans whose name starts with P are steps too\n" RP_CLI_CAP_USAGE
 	"SIGUSR1 writes a snapshot (or: ringprof snapshot); SIGINT/SIGTERM a final one.\n";
@@ -398,6 +490,7 @@ static int parse(int argc, char **argv, struct daemon *d, struct rp_engine_cfg *
 		{ "no-socket", 0, NULL, 'N' },	{ "prometheus", 1, NULL, 'P' },
 		{ "prometheus-any", 0, NULL, 'A' }, { "prometheus-window", 1, NULL, 'W' },
 		{ "max-clients", 1, NULL, 'M' }, { "client-idle-ms", 1, NULL, 'I' },
+		{ "max-http-clients", 1, NULL, 'H' }, { "client-request-ms", 1, NULL, 'R' },
 		{ "recorder-spans", 1, NULL, 'c' }, { "recorder-samples", 1, NULL, 'c' },
 		{ "device-spans", 1, NULL, 'c' },   { "device-events", 1, NULL, 'c' }, /* export */
 		{ "step-category", 1, NULL, 'S' }, { "step-name", 1, NULL, 'X' },
@@ -431,6 +524,17 @@ static int parse(int argc, char **argv, struct daemon *d, struct rp_engine_cfg *
 			if (d->srv_opts.idle_ns == 0)
 				return rp_cli_error(2, "--client-idle-ms %s: a positive number", optarg);
 			break;
+		case 'R':
+			d->srv_opts.request_ns = strtoull(optarg, NULL, 10) * 1000000u;
+			if (d->srv_opts.request_ns == 0)
+				return rp_cli_error(2, "--client-request-ms %s: a positive number",
+						    optarg);
+			break;
+		case 'H':
+			d->srv_opts.max_http_clients = (unsigned)strtoul(optarg, NULL, 10);
+			if (d->srv_opts.max_http_clients == 0 || d->srv_opts.max_http_clients > 4096)
+				return rp_cli_error(2, "--max-http-clients %s: 1 to 4096", optarg);
+			break;
 		case 'M':
 			d->srv_opts.max_clients = (unsigned)strtoul(optarg, NULL, 10);
 			if (d->srv_opts.max_clients == 0 || d->srv_opts.max_clients > 4096)
@@ -460,21 +564,42 @@ static void stop(struct daemon *d)
 	rp_sources_free(&d->ss);
 	rp_engine_close(d->e);
 	rp_membuf_free(&d->snap);
-	if (d->marker[0])
-		shm_unlink(d->marker);
+	drop_marker(d);
 	if (d->sfd >= 0)
 		close(d->sfd);
 	if (d->ifd >= 0)
 		close(d->ifd);
 }
 
+/* The snapshot directory: ours, or shared but sticky (like /tmp), where another
+ * user cannot replace our files; the temporary files are created exclusively
+ * (engine/ingest/loop.c), so a planted name fails a write, never redirects it. */
+static int check_dir(const char *dir)
+{
+	struct stat st;
+
+	if (stat(dir, &st) < 0)
+		return rp_cli_error(1, "%s: %s", dir, strerror(errno));
+	if (!S_ISDIR(st.st_mode))
+		return rp_cli_error(1, "%s: not a directory", dir);
+	if (st.st_uid != geteuid() && st.st_uid != 0)
+		return rp_cli_error(1, "%s: owned by uid %u, not us (%u): it could replace our "
+				    "snapshots; pick another --snapshot-dir", dir,
+				    (unsigned)st.st_uid, (unsigned)geteuid());
+	if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0 && (st.st_mode & S_ISVTX) == 0)
+		return rp_cli_error(1, "%s: writable by others and not sticky: pick another "
+				    "--snapshot-dir", dir);
+	return 0;
+}
+
 int rp_cmd_run(int argc, char **argv)
 {
 	static struct daemon d = { .tick_ns = 10000000, .delay_ns = 20000000, .sfd = -1,
-				   .ifd = -1 };
+				   .ifd = -1, .marker_fd = -1 };
 	struct rp_engine_cfg cfg;
 	const char *dir = "/tmp/ringprof";
 	bool force_poll = false;
+	sigset_t blocked;
 	int err;
 
 	rp_engine_cfg_default(&cfg);
@@ -483,6 +608,8 @@ int rp_cmd_run(int argc, char **argv)
 	the_daemon = &d;
 	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
 		return rp_cli_error(1, "%s: %s", dir, strerror(errno));
+	if ((err = check_dir(dir)) != 0)
+		return err;
 	snprintf(d.snap_path, sizeof(d.snap_path), "%s/ringprof-%s.msgpack", dir, d.session);
 	if (d.sock_path[0] != '-') {
 		snprintf(d.sock_path, sizeof(d.sock_path), "%s/ringprof-%s.sock", dir, d.session);
@@ -490,6 +617,7 @@ int rp_cmd_run(int argc, char **argv)
 	}
 	if (rp_engine_open(&cfg, &d.e) != 0 || rp_sources_init(&d.ss, d.e, d.session) != 0)
 		return rp_cli_error(1, "out of memory");
+	block_signals(&blocked);
 	err = write_marker(&d);
 	if (err == 0)
 		err = start(&d, force_poll);

@@ -99,6 +99,13 @@ struct rp_aiq;
  */
 int rp_render_aiq_json(const struct rp_aiq *a, FILE *out);
 
+/**
+ * rp_render_aiq_text_indent() - what the text report's tree would cost: bytes of
+ * indentation (two a level, a line a call: it grows with the square of the depth)
+ * and the deepest level. @return 0 or -ENOMEM.
+ */
+int rp_render_aiq_text_indent(const struct rp_aiq *a, uint64_t *indent, uint32_t *depth);
+
 /** rp_render_aiq_text() - the toolkit's textual report, line for line. */
 int rp_render_aiq_text(const struct rp_aiq *a, FILE *out);
 

@@ -361,6 +361,42 @@ static void put_tree(FILE *out, const struct rp_aiq *a, uint32_t root, uint32_t 
 	}
 }
 
+/* The walk of put_tree() without the output: indentation bytes and the deepest level. */
+static void tree_cost(const struct rp_aiq *a, uint32_t root, uint32_t *stack, uint64_t *indent,
+		      uint32_t *depth)
+{
+	uint32_t cur = root, sp = 0;
+
+	for (;;) {
+		*indent += 2 * (uint64_t)sp;
+		*depth = sp > *depth ? sp : *depth;
+		if (a->nodes[cur].first_child != UINT32_MAX) {
+			stack[sp++] = cur;
+			cur = a->nodes[cur].first_child;
+			continue;
+		}
+		while (a->nodes[cur].next_sibling == UINT32_MAX && sp > 0)
+			cur = stack[--sp];
+		if (a->nodes[cur].next_sibling == UINT32_MAX)
+			return;
+		cur = a->nodes[cur].next_sibling;
+	}
+}
+
+int rp_render_aiq_text_indent(const struct rp_aiq *a, uint64_t *indent, uint32_t *depth)
+{
+	uint32_t *stack = malloc(((size_t)a->n_nodes + 1) * sizeof(*stack));
+
+	*indent = 0;
+	*depth = 0;
+	if (stack == NULL)
+		return -ENOMEM;
+	for (uint32_t r = 0; r < a->n_roots; r++)
+		tree_cost(a, a->roots[r], stack, indent, depth);
+	free(stack);
+	return 0;
+}
+
 int rp_render_aiq_text(const struct rp_aiq *a, FILE *out)
 {
 	uint32_t *stack;

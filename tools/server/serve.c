@@ -32,6 +32,7 @@
 
 #define MAX_CLIENTS_DEFAULT 16u
 #define IDLE_DEFAULT_NS	    10000000000ull
+#define REQUEST_DEFAULT_NS  3000000000ull
 #define CACHE_DEFAULT_NS    200000000ull
 
 /* A reply, shared by every client sending it. */
@@ -57,6 +58,7 @@ struct client {
 	bool close_after; /* close once this reply is sent */
 	bool shut;	  /* shut down for a timeout: the pending op ends soon */
 	uint64_t last;	  /* CLOCK_MONOTONIC ns of the last progress */
+	uint64_t req_start; /* when the request now awaited began; 0: none yet */
 	size_t rlen;
 	char *rbuf; /* RP_SERVE_HTTP_MAX bytes */
 	struct blob *out;
@@ -69,7 +71,8 @@ struct rp_serve {
 	rp_serve_report_fn fn;
 	void *ctx;
 	struct listener ls[2]; /* unix, http; fd -1 when not used */
-	struct client *clients;
+	struct client *clients; /* max_clients unix slots, then max_http_clients */
+	unsigned n_clients;
 	struct blob *cache[C_KINDS];
 	uint64_t built[C_KINDS];
 	struct rp_serve_stats st;
@@ -385,6 +388,8 @@ static void on_recv(void *ctx, int res)
 	}
 	c->rlen += (size_t)res;
 	c->last = now_ns();
+	if (c->req_start == 0)
+		c->req_start = c->last; /* unix: the request's first byte */
 	client_process(c);
 }
 
@@ -416,6 +421,7 @@ static void on_sent(void *ctx, int res)
 	}
 	blob_put(c->out);
 	c->out = NULL;
+	c->req_start = c->rlen > 0 ? c->last : 0; /* the next request's clock */
 	if (c->close_after)
 		client_close(c);
 	else
@@ -443,12 +449,40 @@ static bool same_uid(int fd)
 	return getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 && cred.uid == geteuid();
 }
 
-static struct client *client_slot(struct rp_serve *s)
+/* A free slot of the listener's own pool: HTTP clients cannot take the local
+ * socket's slots (`ringprof top` stays served when /metrics is flooded). */
+static struct client *client_slot(struct rp_serve *s, bool http)
 {
-	for (unsigned i = 0; i < s->o.max_clients; i++)
+	unsigned lo = http ? s->o.max_clients : 0;
+	unsigned hi = http ? s->n_clients : s->o.max_clients;
+
+	for (unsigned i = lo; i < hi; i++)
 		if (s->clients[i].fd < 0)
 			return &s->clients[i];
 	return NULL;
+}
+
+/* Past the cap: say so before closing, so that a client can tell "busy" from "gone"
+ * (one non-blocking send into an empty socket buffer; lost if it does not fit). */
+static void refuse_busy(int fd, bool http, unsigned cap)
+{
+	static const char busy_http[] = "HTTP/1.1 503 Service Unavailable\r\n"
+					"Content-Length: 0\r\nConnection: close\r\n\r\n";
+	char msg[200], sink[512];
+	int n;
+
+	/* What the peer already sent, read away: TCP resets a connection closed with
+	 * unread data, and the reset could overtake our answer. */
+	for (int i = 0; i < 4 && recv(fd, sink, sizeof(sink), MSG_DONTWAIT) > 0; i++)
+		;
+	if (http)
+		n = snprintf(msg, sizeof(msg), "%s", busy_http);
+	else
+		n = snprintf(msg, sizeof(msg),
+			     "error: busy: %u clients connected (--max-clients)\n", cap);
+	if (n > 0 && send(fd, msg, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
+		(void)0; /* best effort: the close says the rest */
+	close(fd);
 }
 
 static void on_accept(void *ctx, int res)
@@ -468,10 +502,10 @@ static void on_accept(void *ctx, int res)
 		close(res);
 		return;
 	}
-	c = client_slot(s);
+	c = client_slot(s, ls->http);
 	if (c == NULL) {
 		s->st.refused_cap++;
-		close(res);
+		refuse_busy(res, ls->http, ls->http ? s->o.max_http_clients : s->o.max_clients);
 		return;
 	}
 	s->st.accepted++;
@@ -482,6 +516,7 @@ static void on_accept(void *ctx, int res)
 	c->rlen = 0;
 	c->out = NULL;
 	c->last = now_ns();
+	c->req_start = c->http ? c->last : 0; /* HTTP: one request, due from the connect */
 	client_recv(c);
 }
 
@@ -499,10 +534,14 @@ void rp_serve_tick(struct rp_serve *s)
 {
 	uint64_t now = now_ns();
 
-	for (unsigned i = 0; i < s->o.max_clients; i++) {
+	for (unsigned i = 0; i < s->n_clients; i++) {
 		struct client *c = &s->clients[i];
+		/* A request must be whole within request_ns: trickled bytes are progress
+		 * for the idle timeout, but not for this deadline. */
+		bool late = c->out == NULL && c->req_start != 0 &&
+			    now - c->req_start > s->o.request_ns;
 
-		if (c->fd >= 0 && !c->shut && now - c->last > s->o.idle_ns) {
+		if (c->fd >= 0 && !c->shut && (late || now - c->last > s->o.idle_ns)) {
 			c->shut = true;
 			s->st.timeouts++;
 			shutdown(c->fd, SHUT_RDWR); /* the pending operation ends */
@@ -659,10 +698,11 @@ static int listen_http(struct rp_serve *s, const char *spec, char why[RP_WHY_MAX
 
 static int alloc_clients(struct rp_serve *s)
 {
-	s->clients = calloc(s->o.max_clients, sizeof(*s->clients));
+	s->n_clients = s->o.max_clients + s->o.max_http_clients;
+	s->clients = calloc(s->n_clients, sizeof(*s->clients));
 	if (s->clients == NULL)
 		return -ENOMEM;
-	for (unsigned i = 0; i < s->o.max_clients; i++) {
+	for (unsigned i = 0; i < s->n_clients; i++) {
 		s->clients[i] = (struct client){ .s = s, .fd = -1 };
 		s->clients[i].rbuf = malloc(RP_SERVE_HTTP_MAX);
 		if (s->clients[i].rbuf == NULL)
@@ -686,7 +726,9 @@ int rp_serve_open(struct rp_loop *loop, const struct rp_serve_opts *o, rp_serve_
 	s->fn = fn;
 	s->ctx = ctx;
 	s->o.max_clients = o->max_clients ? o->max_clients : MAX_CLIENTS_DEFAULT;
+	s->o.max_http_clients = o->max_http_clients ? o->max_http_clients : s->o.max_clients;
 	s->o.idle_ns = o->idle_ns ? o->idle_ns : IDLE_DEFAULT_NS;
+	s->o.request_ns = o->request_ns ? o->request_ns : REQUEST_DEFAULT_NS;
 	s->o.cache_ns = o->cache_ns ? o->cache_ns : CACHE_DEFAULT_NS;
 	snprintf(s->prom_window, sizeof(s->prom_window), "%s",
 		 o->prom_window ? o->prom_window : "");
@@ -718,7 +760,7 @@ void rp_serve_close(struct rp_serve *s)
 {
 	if (s == NULL)
 		return;
-	for (unsigned i = 0; s->clients != NULL && i < s->o.max_clients; i++) {
+	for (unsigned i = 0; s->clients != NULL && i < s->n_clients; i++) {
 		if (s->clients[i].fd >= 0)
 			client_close(&s->clients[i]);
 		free(s->clients[i].rbuf);

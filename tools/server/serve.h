@@ -16,9 +16,12 @@
  *
  * The loop never waits for a client: each one has one operation in flight (a recv
  * into its bounded request buffer or a send of its reply), a reply is a shared,
- * reference-counted buffer (never a copy per client), clients are capped (past the
- * cap a new connection is closed at once, counted) and one that makes no progress
- * for idle_ns (a request not sent, a reply not read) is shut down, counted. Reports
+ * reference-counted buffer (never a copy per client), clients are capped, the unix
+ * socket and HTTP each in a pool of its own (past the cap a new connection is told
+ * "busy" and closed at once, counted), one that makes no progress for idle_ns (a
+ * request not sent, a reply not read) is shut down, counted, and so is one whose
+ * request is not whole request_ns after it began (trickling bytes is progress, but
+ * does not move that deadline). Reports
  * cost the engine time, so one is built at most every cache_ns and shared by every
  * request in that time.
  */
@@ -45,8 +48,12 @@ struct rp_serve_opts {
 	const char *http_addr;	 /* "127.0.0.1:9464", "[::1]:9464"; NULL: none */
 	bool http_any;		 /* allow a non-loopback address (with a warning) */
 	const char *prom_window; /* the window of /metrics' duration summary; NULL: all */
-	unsigned max_clients;	 /* connections at once, both kinds; 0 = 16 */
+	unsigned max_clients;	 /* unix connections at once; 0 = 16 */
+	unsigned max_http_clients; /* HTTP connections at once, a pool of their own;
+				    0 = max_clients */
 	uint64_t idle_ns;	 /* no progress for this long: closed; 0 = 10 s */
+	uint64_t request_ns;	 /* a request not whole this long after it began (HTTP:
+				    after the connect) is closed; 0 = 3 s */
 	uint64_t cache_ns;	 /* a report is reused for this long; 0 = 200 ms */
 };
 
@@ -56,7 +63,7 @@ struct rp_serve_stats {
 	uint64_t refused_uid;  /* closed at once: another uid */
 	uint64_t requests;     /* answered with a report or metrics */
 	uint64_t bad_requests; /* answered with an error */
-	uint64_t timeouts;     /* shut down for making no progress */
+	uint64_t timeouts;     /* shut down: no progress, or a request past its deadline */
 	uint64_t reports;      /* reports built */
 	uint64_t errors;       /* failed accepts, reports or sends */
 	unsigned clients;      /* connected now */

@@ -843,7 +843,7 @@ static int run_screen(struct top *t)
 	}
 	endwin();
 	if (err)
-		return rp_cli_error(1, "top: the engine is gone: %s", why);
+		return rp_cli_error(1, "top: %s", why); /* why says: gone, busy, ... */
 	return 0;
 }
 
