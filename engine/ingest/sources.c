@@ -105,13 +105,32 @@ int rp_sources_init(struct rp_sources *ss, struct rp_engine *e, const char *sess
 	return ss->live ? 0 : -ENOMEM;
 }
 
+/*
+ * Buffers are mapped, not malloc'd: a burst's buffer (up to RP_SOURCES_RING_BUFFER
+ * records) goes back to the system when it is freed, so the engine's resident
+ * memory follows the backlog, not its peak (malloc may keep a large freed chunk).
+ */
+static struct rp_bev *bev_alloc(uint32_t cap)
+{
+	void *p = mmap(NULL, (size_t)cap * sizeof(struct rp_bev), PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
+static void bev_free(struct rp_bev *ev, uint32_t cap)
+{
+	if (ev != NULL)
+		munmap(ev, (size_t)cap * sizeof(*ev));
+}
+
 static void live_free(struct rp_sources *ss, struct rp_live *l)
 {
 	if (l->pidfd >= 0)
 		close(l->pidfd);
 	for (uint32_t r = 0; l->buf != NULL && r < l->seg->v.ring_count; r++) {
 		ss->buf_events -= l->buf[r].cap;
-		free(l->buf[r].ev);
+		bev_free(l->buf[r].ev, l->buf[r].cap);
 	}
 	rp_segment_close(l->seg);
 	free(l->names);
@@ -450,10 +469,10 @@ static uint32_t buf_room(struct rp_sources *ss, struct rp_rbuf *b, uint32_t n)
 	if (cap > ss->buf_ring_max)
 		cap = ss->buf_ring_max;
 	if (cap > b->cap && ss->buf_events - b->cap + cap <= ss->buf_budget &&
-	    (ev = malloc((size_t)cap * sizeof(*ev))) != NULL) {
+	    (ev = bev_alloc(cap)) != NULL) {
 		for (k = 0; k < b->n; k++) /* unwrapped into the new one */
 			ev[k] = b->ev[(b->head + k) & (b->cap - 1)];
-		free(b->ev);
+		bev_free(b->ev, b->cap);
 		ss->buf_events += cap - b->cap;
 		b->ev = ev;
 		b->cap = cap;
@@ -663,7 +682,7 @@ static void end_tracks(struct rp_sources *ss)
 				/* a burst's buffer goes back once empty: memory follows
 				 * the backlog, not its peak */
 				ss->buf_events -= b->cap;
-				free(b->ev);
+				bev_free(b->ev, b->cap);
 				b->ev = NULL;
 				b->cap = b->head = 0;
 			}
