@@ -283,8 +283,13 @@ static void add_qev(struct rp_device *d, bool kernel, uint32_t src, uint64_t sta
 			   kernel ? d->n_kernels++ : d->n_launches++, src, has_corr };
 }
 
-void rp_device_span(struct rp_device *d, const struct rp_names *names,
-		    const struct rp_track *k, uint32_t tr, const struct rp_span_info *sp)
+/* rp_device_span() once the analysis is armed (or arming on this span): out of line,
+ * so that the unarmed case, every span of a run without device work, does not pay
+ * for this body's register saves. */
+__attribute__((noinline)) static void span_armed(struct rp_device *d,
+						  const struct rp_names *names,
+						  const struct rp_track *k, uint32_t tr,
+						  const struct rp_span_info *sp)
 {
 	bool async = k->kind == RP_TRACK_ASYNC;
 	uint32_t src = k->src, depth = sp->depth;
@@ -294,15 +299,6 @@ void rp_device_span(struct rp_device *d, const struct rp_names *names,
 	uint8_t side = 0, c;
 	uint64_t corr = 0;
 
-	if (!d->armed) { /* no device work yet: keep nothing (live, no GPU) */
-		if (names->n > d->n_cls && d->n_cls < d->max_names)
-			classify_new(d, names);
-		if (!(name_class(d, f->name) & CLS_DEVCAT)) {
-			d->spans_unarmed++;
-			return;
-		}
-		d->armed = true;
-	}
 	if (span != 0) {
 		struct slink *s = slot_of(d, src, span);
 		if (s->used && s->span == span && s->src == src) {
@@ -348,6 +344,21 @@ void rp_device_span(struct rp_device *d, const struct rp_names *names,
 	}
 	if (!device && (c & CLS_LAUNCH))
 		add_qev(d, false, src, f->start, end, linked, corr);
+}
+
+void rp_device_span(struct rp_device *d, const struct rp_names *names,
+		    const struct rp_track *k, uint32_t tr, const struct rp_span_info *sp)
+{
+	if (!d->armed) { /* no device work yet: keep nothing (live, no GPU) */
+		if (names->n > d->n_cls && d->n_cls < d->max_names)
+			classify_new(d, names);
+		if (!(name_class(d, k->f[sp->depth].name) & CLS_DEVCAT)) {
+			d->spans_unarmed++;
+			return;
+		}
+		d->armed = true;
+	}
+	span_armed(d, names, k, tr, sp);
 }
 
 /* ---- the analysis ------------------------------------------------------------- */
