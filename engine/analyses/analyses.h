@@ -127,9 +127,8 @@ __attribute__((noinline)) void rp_analyses_keep_slow(struct rp_slowest *sl,
 __attribute__((noinline)) void rp_analyses_close_direct(struct rp_analyses *a,
 							const struct rp_span_info *sp, uint32_t ci,
 							uint32_t level, bool known);
-__attribute__((noinline)) void rp_analyses_close_overflow(struct rp_analyses *a,
-							  const struct rp_span_info *sp,
-							  uint32_t ci);
+__attribute__((noinline)) void
+rp_analyses_close_overflow(struct rp_analyses *a, const struct rp_span_info *sp, uint32_t ci);
 
 static inline void rp_analyses_offer_slow(struct rp_slowest *sl, const struct rp_span_info *sp,
 					  uint32_t ci, uint32_t level, bool known)

@@ -286,10 +286,9 @@ static void add_qev(struct rp_device *d, bool kernel, uint32_t src, uint64_t sta
 /* rp_device_span() once the analysis is armed (or arming on this span): out of line,
  * so that the unarmed case, every span of a run without device work, does not pay
  * for this body's register saves. */
-__attribute__((noinline)) static void span_armed(struct rp_device *d,
-						  const struct rp_names *names,
-						  const struct rp_track *k, uint32_t tr,
-						  const struct rp_span_info *sp)
+__attribute__((noinline)) static void span_armed(struct rp_device *d, const struct rp_names *names,
+						 const struct rp_track *k, uint32_t tr,
+						 const struct rp_span_info *sp)
 {
 	bool async = k->kind == RP_TRACK_ASYNC;
 	uint32_t src = k->src, depth = sp->depth;
