@@ -492,7 +492,7 @@ static void test_window_topk_within_bound_past_cap(void **state)
 	/* brute: per finest sub-window, spans of names past the first three to end */
 	{
 		uint64_t g = c.window_ns[0] / c.subwindows, cur = UINT64_MAX;
-		uint32_t seen[NNAMES], n_seen = 0;
+		uint32_t seen[NNAMES] = { 0 }, n_seen = 0;
 
 		for (uint32_t i = 0; i < n_ev; i++) {
 			const struct span *s = &sp[evs[i].span];

@@ -148,10 +148,8 @@ static void add_direct(struct rp_analyses *a, uint32_t name, uint32_t ci,
 	}
 }
 
-/* A span among the slowest so far: its exemplar into @sl. */
-__attribute__((noinline)) static void keep_slow(struct rp_slowest *sl,
-						 const struct rp_span_info *sp, uint32_t ci,
-						 uint32_t level, bool known)
+void rp_analyses_keep_slow(struct rp_slowest *sl, const struct rp_span_info *sp, uint32_t ci,
+			   uint32_t level, bool known)
 {
 	struct rp_span_exemplar x = {
 		.track_id = sp->track, .span_id = sp->span, .start_ns = sp->start,
@@ -164,52 +162,21 @@ __attribute__((noinline)) static void keep_slow(struct rp_slowest *sl,
 	rp_slowest_offer(sl, &x);
 }
 
-static inline void offer_slow(struct rp_slowest *sl, const struct rp_span_info *sp, uint32_t ci,
+void rp_analyses_close_direct(struct rp_analyses *a, const struct rp_span_info *sp, uint32_t ci,
 			      uint32_t level, bool known)
 {
-	if (sl->n < sl->k || sp->end - sp->start >= sl->heap[0].dur_ns)
-		keep_slow(sl, sp, ci, level, known); /* else: not among the slowest */
+	add_direct(a, sp->name, ci, sp);
+	rp_analyses_offer_slow(&a->slow, sp, ci, level, known);
 }
 
-void rp_analyses_close(struct rp_analyses *a, const struct rp_span_info *sp)
+void rp_analyses_close_overflow(struct rp_analyses *a, const struct rp_span_info *sp,
+				uint32_t ci)
 {
-	uint32_t name = sp->name, level = 0, ci;
-	struct rp_sweep *c = rp_analyses_cat_sweep(a, name);
-	uint64_t t = sp->end, dur = sp->end - sp->start;
-	bool known;
+	uint64_t dur = sp->end - sp->start;
 
-	rp_sweep_close(&a->overall, t);
-	if (c != NULL)
-		rp_sweep_close(c, t);
-	if (sp->depth == 0)
-		rp_sweep_close(&a->roots, t);
-	known = rp_sweep_level_at(&a->overall, rp_sweep_midpoint(sp->start, t), &level) >= 0;
-	if (known) {
-		a->mid_sum[name] += level;
-		a->mid_count[name]++;
-	}
-	ci = a->cat_of[name];
-	if (a->win.n == 0) {
-		add_direct(a, name, ci, sp);
-		offer_slow(&a->slow, sp, ci, level, known);
-		return;
-	}
-	struct rp_window *w0 = &a->win.w[0];
-	struct rp_wentry *e = rp_window_entry(&a->win, w0, name);
-
-	if (e != NULL) {
-		e->cat = ci;
-		e->calls++;
-		e->self_ns += sp->self_ns;
-		e->cum_ns += sp->primitive ? dur : 0;
-		e->total_ns += dur;
-		rp_sketch_add(&e->dur, (double)dur);
-	} else {
-		rp_wslot_overflow(w0->cs, name, sp->primitive ? dur : 0, sp->self_ns);
-		a->win.cap_hits++;
-		add_direct(a, name, ci, sp);
-	}
-	offer_slow(&w0->cs->slow, sp, ci, level, known);
+	rp_wslot_overflow(a->win.w[0].cs, sp->name, sp->primitive ? dur : 0, sp->self_ns);
+	a->win.cap_hits++;
+	add_direct(a, sp->name, ci, sp);
 }
 
 /* The finest window's finished sub-window into the all-time sketches and spans. */

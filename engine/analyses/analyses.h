@@ -132,8 +132,67 @@ static inline void rp_analyses_abandon(struct rp_analyses *a, uint32_t name, uin
 		rp_sweep_close(&a->roots, t);
 }
 
-/* A span closed (its open was fed). */
-void rp_analyses_close(struct rp_analyses *a, const struct rp_span_info *sp);
+/* rp_analyses_close()'s out-of-line parts (analyses.c): a span among the slowest
+ * so far into @sl; the whole close without windows; a name with no room in the
+ * finest sub-window. */
+__attribute__((noinline)) void rp_analyses_keep_slow(struct rp_slowest *sl,
+						     const struct rp_span_info *sp, uint32_t ci,
+						     uint32_t level, bool known);
+__attribute__((noinline)) void rp_analyses_close_direct(struct rp_analyses *a,
+							const struct rp_span_info *sp, uint32_t ci,
+							uint32_t level, bool known);
+__attribute__((noinline)) void
+rp_analyses_close_overflow(struct rp_analyses *a, const struct rp_span_info *sp, uint32_t ci);
+
+static inline void rp_analyses_offer_slow(struct rp_slowest *sl, const struct rp_span_info *sp,
+					  uint32_t ci, uint32_t level, bool known)
+{
+	if (sl->n < sl->k || sp->end - sp->start >= sl->heap[0].dur_ns)
+		rp_analyses_keep_slow(sl, sp, ci, level, known); /* else: not among them */
+}
+
+/*
+ * A span closed (its open was fed): to the overall sweep, its category's and for a
+ * root the roots sweep; the overall level at its midpoint (after the close is fed,
+ * as sweep.h requires); its duration into its name's entry of the finest sub-window.
+ * Inline: it runs once per span, inside the stack machine's close callback.
+ */
+static inline void rp_analyses_close(struct rp_analyses *a, const struct rp_span_info *sp)
+{
+	uint32_t name = sp->name, level = 0, ci;
+	struct rp_sweep *c = rp_analyses_cat_sweep(a, name);
+	uint64_t t = sp->end, dur = sp->end - sp->start;
+	struct rp_wentry *e;
+	bool known;
+
+	rp_sweep_close(&a->overall, t);
+	if (c != NULL)
+		rp_sweep_close(c, t);
+	if (sp->depth == 0)
+		rp_sweep_close(&a->roots, t);
+	known = rp_sweep_level_at(&a->overall, rp_sweep_midpoint(sp->start, t), &level) >= 0;
+	if (known) {
+		a->mid_sum[name] += level;
+		a->mid_count[name]++;
+	}
+	ci = a->cat_of[name];
+	if (a->win.n == 0) {
+		rp_analyses_close_direct(a, sp, ci, level, known);
+		return;
+	}
+	e = rp_window_entry(&a->win, &a->win.w[0], name);
+	if (e != NULL) {
+		e->cat = ci;
+		e->calls++;
+		e->self_ns += sp->self_ns;
+		e->cum_ns += sp->primitive ? dur : 0;
+		e->total_ns += dur;
+		rp_sketch_add(&e->dur, (double)dur);
+	} else {
+		rp_analyses_close_overflow(a, sp, ci);
+	}
+	rp_analyses_offer_slow(&a->win.w[0].cs->slow, sp, ci, level, known);
+}
 
 /* The event clock reached @t >= a->next: the finest sub-window is over. */
 void rp_analyses_rotate(struct rp_analyses *a, uint64_t t);

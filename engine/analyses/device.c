@@ -52,6 +52,7 @@ struct slink {			/* a link waiting for its async span to end */
 };
 
 struct rp_device {
+	struct rp_device_head head;	/* first: device.h's inline checks read it */
 	struct rp_device_cfg cfg;
 	uint32_t max_tracks, max_names;
 	uint8_t *cls;			/* per name id, for ids below n_cls */
@@ -64,7 +65,6 @@ struct rp_device {
 	struct qev *launches, *kernels;	/* together at most max_events */
 	uint32_t n_launches, n_kernels;
 	struct plink *plinks;		/* links_per_track per track slot */
-	uint64_t plinks_live;		/* of them in use: 0 spares every span the search */
 	struct slink *slinks;		/* max_span_links, direct-mapped */
 	uint64_t other_device;
 	uint64_t spans_unarmed;		/* closed before the first device activity */
@@ -240,7 +240,7 @@ void rp_device_link(struct rp_device *d, uint32_t src, uint32_t tr, uint32_t dep
 			return; /* that span is linked already (the first link counts) */
 		if (p[i].used && p[i].depth >= depth) { /* a frame that is gone */
 			p[i].used = 0;
-			d->plinks_live--;
+			d->head.plinks_live--;
 			d->links_orphan++;
 		}
 		if (!p[i].used && free_slot == NULL)
@@ -251,20 +251,20 @@ void rp_device_link(struct rp_device *d, uint32_t src, uint32_t tr, uint32_t dep
 		return;
 	}
 	*free_slot = (struct plink){ f->start, correlation, depth, f->name, side, 1 };
-	d->plinks_live++;
+	d->head.plinks_live++;
 }
 
-void rp_device_track_end(struct rp_device *d, uint32_t tr, uint32_t depth)
+void rp_device_track_end_slow(struct rp_device *d, uint32_t tr, uint32_t depth)
 {
 	struct plink *p;
 
-	if (tr >= d->max_tracks || d->plinks_live == 0)
+	if (tr >= d->max_tracks)
 		return;
 	p = &d->plinks[(size_t)tr * d->cfg.links_per_track];
 	for (uint32_t i = 0; i < d->cfg.links_per_track; i++)
 		if (p[i].used && p[i].depth >= depth) {
 			p[i].used = 0;
-			d->plinks_live--;
+			d->head.plinks_live--;
 			d->links_orphan++;
 		}
 }
@@ -283,8 +283,12 @@ static void add_qev(struct rp_device *d, bool kernel, uint32_t src, uint64_t sta
 			   kernel ? d->n_kernels++ : d->n_launches++, src, has_corr };
 }
 
-void rp_device_span(struct rp_device *d, const struct rp_names *names,
-		    const struct rp_track *k, uint32_t tr, const struct rp_span_info *sp)
+/* rp_device_span() once the analysis is armed (or arming on this span): out of line,
+ * so that the unarmed case, every span of a run without device work, does not pay
+ * for this body's register saves. */
+__attribute__((noinline)) static void span_armed(struct rp_device *d, const struct rp_names *names,
+						 const struct rp_track *k, uint32_t tr,
+						 const struct rp_span_info *sp)
 {
 	bool async = k->kind == RP_TRACK_ASYNC;
 	uint32_t src = k->src, depth = sp->depth;
@@ -294,15 +298,6 @@ void rp_device_span(struct rp_device *d, const struct rp_names *names,
 	uint8_t side = 0, c;
 	uint64_t corr = 0;
 
-	if (!d->armed) { /* no device work yet: keep nothing (live, no GPU) */
-		if (names->n > d->n_cls && d->n_cls < d->max_names)
-			classify_new(d, names);
-		if (!(name_class(d, f->name) & CLS_DEVCAT)) {
-			d->spans_unarmed++;
-			return;
-		}
-		d->armed = true;
-	}
 	if (span != 0) {
 		struct slink *s = slot_of(d, src, span);
 		if (s->used && s->span == span && s->src == src) {
@@ -311,7 +306,7 @@ void rp_device_span(struct rp_device *d, const struct rp_names *names,
 			corr = s->corr;
 			s->used = 0;
 		}
-	} else if (!async && tr < d->max_tracks && d->plinks_live != 0) {
+	} else if (!async && tr < d->max_tracks && d->head.plinks_live != 0) {
 		struct plink *p = &d->plinks[(size_t)tr * d->cfg.links_per_track];
 		for (uint32_t i = 0; i < d->cfg.links_per_track; i++)
 			if (p[i].used && p[i].depth == depth && p[i].start == f->start &&
@@ -320,7 +315,7 @@ void rp_device_span(struct rp_device *d, const struct rp_names *names,
 				side = p[i].side;
 				corr = p[i].corr;
 				p[i].used = 0;
-				d->plinks_live--;
+				d->head.plinks_live--;
 				break;
 			}
 	}
@@ -348,6 +343,21 @@ void rp_device_span(struct rp_device *d, const struct rp_names *names,
 	}
 	if (!device && (c & CLS_LAUNCH))
 		add_qev(d, false, src, f->start, end, linked, corr);
+}
+
+void rp_device_span(struct rp_device *d, const struct rp_names *names,
+		    const struct rp_track *k, uint32_t tr, const struct rp_span_info *sp)
+{
+	if (!d->armed) { /* no device work yet: keep nothing (live, no GPU) */
+		if (names->n > d->n_cls && d->n_cls < d->max_names)
+			classify_new(d, names);
+		if (!(name_class(d, k->f[sp->depth].name) & CLS_DEVCAT)) {
+			d->spans_unarmed++;
+			return;
+		}
+		d->armed = true;
+	}
+	span_armed(d, names, k, tr, sp);
 }
 
 /* ---- the analysis ------------------------------------------------------------- */

@@ -113,8 +113,21 @@ void rp_device_link(struct rp_device *d, uint32_t src, uint32_t tr, uint32_t dep
 void rp_device_span(struct rp_device *d, const struct rp_names *names,
 		    const struct rp_track *k, uint32_t tr, const struct rp_span_info *sp);
 
-/** rp_device_track_end() - track slot @tr now has @depth frames: later links are stale. */
-void rp_device_track_end(struct rp_device *d, uint32_t tr, uint32_t depth);
+/* The first member of struct rp_device: what the inline checks below read. */
+struct rp_device_head {
+	uint64_t plinks_live; /* links to open frames in use: 0 spares every END the search */
+};
+
+void rp_device_track_end_slow(struct rp_device *d, uint32_t tr, uint32_t depth);
+
+/** rp_device_track_end() - track slot @tr now has @depth frames: later links are stale.
+ * Inline: once per END, and nothing to do without a live link (every END of a run
+ * without device work). */
+static inline void rp_device_track_end(struct rp_device *d, uint32_t tr, uint32_t depth)
+{
+	if (((const struct rp_device_head *)(const void *)d)->plinks_live != 0)
+		rp_device_track_end_slow(d, tr, depth);
+}
 
 /** rp_device_report() - analyse what was kept into @out. 0 or -ENOMEM. */
 int rp_device_report(const struct rp_device *d, const struct rp_names *names,

@@ -367,9 +367,11 @@ static void store_fini(struct rp_sketch_store *st)
 
 /* --- side statistics ----------------------------------------------------------------- */
 
+/* |x| by clearing the sign bit (a builtin: one and, no libm). It only feeds the
+ * comparison in sum_add(), where -0.0 and +0.0 compare equal. */
 static double absd(double x)
 {
-	return x < 0 ? -x : x;
+	return __builtin_fabs(x);
 }
 
 static void sum_add(struct rp_sketch *s, double x)
@@ -500,9 +502,34 @@ void rp_sketch_add_n(struct rp_sketch *s, double v, uint64_t n)
 	side_add(s, v, n);
 }
 
-void rp_sketch_add(struct rp_sketch *s, double v)
+/* rp_sketch_add()'s rare cases: kept out of line so that the common add, one per
+ * closed span, saves no registers. */
+__attribute__((noinline, cold)) static void add_one_slow(struct rp_sketch *s, double v)
 {
 	rp_sketch_add_n(s, v, 1);
+}
+
+/* rp_sketch_add_n(s, v, 1), with the common case (a normal value whose bucket the
+ * store already spans) first. */
+void rp_sketch_add(struct rp_sketch *s, double v)
+{
+	uint64_t b = dbits(v);
+	uint32_t ex = (uint32_t)(b >> 52) & 0x7ff;
+	struct rp_sketch_store *st = b >> 63 ? &s->neg : &s->pos;
+	int32_t i;
+
+	if (ex == 0 || ex == 0x7ff || s->count == UINT64_MAX) {
+		add_one_slow(s, v);
+		return;
+	}
+	i = index_of_bits(s, b);
+	if (i < st->lo || i > st->hi) {
+		add_one_slow(s, v);
+		return;
+	}
+	st->counts[slot_of(st, i)]++;
+	st->total++;
+	side_add(s, v, 1);
 }
 
 /* --- queries ----------------------------------------------------------------------------- */

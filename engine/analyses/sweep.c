@@ -305,15 +305,27 @@ static inline uint64_t hist_time(const struct rp_sweep *s, int64_t k)
 
 /*
  * Index (0 = oldest) of the newest change point at or before @t; -1 if none.
- * Midpoints of spans just closed are recent, so gallop back from the newest point
- * (O(log distance)), then bisect.
+ * Midpoints of spans just closed are recent: most lie a few points back (a parent's,
+ * past its children's opens and closes), found by a short scan of the ring itself;
+ * past it, gallop back (O(log distance)), then bisect.
  */
+#define HIST_SCAN 8
+
 static int64_t hist_find(const struct rp_sweep *s, uint64_t t)
 {
 	int64_t hi = (int64_t)s->hist_n - 1, lo, step = 1;
+	const uint64_t *ht = s->hist_t;
+	uint32_t i = s->hist_tail, cap = s->hist_cap; /* i: the slot after the newest point */
+	uint32_t m = s->hist_n < HIST_SCAN ? s->hist_n : HIST_SCAN;
 
-	if (hi < 0 || hist_time(s, hi) <= t)
-		return hi;
+	for (uint32_t j = 0; j < m; j++) {
+		i = (i != 0 ? i : cap) - 1;
+		if (ht[i] <= t)
+			return hi - j;
+	}
+	if (s->hist_n <= HIST_SCAN)
+		return -1; /* every point is after t */
+	hi -= HIST_SCAN - 1;
 	for (;;) { /* hist_time(hi) > t */
 		lo = hi - step;
 		if (lo < 0) {

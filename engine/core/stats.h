@@ -89,6 +89,18 @@ static inline uint32_t rp_stats_child(struct rp_stats *s, uint32_t parent, uint3
 /* The (caller, callee) edge, made if new; NULL at the cap. */
 struct rp_edge_stats *rp_stats_edge(struct rp_stats *s, uint32_t caller, uint32_t callee);
 
+/* rp_stats_edge() for an edge found at its home slot inline (most: the index is at
+ * most half full), the rest in stats.c. */
+static inline struct rp_edge_stats *rp_stats_edge_get(struct rp_stats *s, uint32_t caller,
+						      uint32_t callee)
+{
+	uint32_t j = s->edge_index[rp_stats_mix(caller, callee) & s->edge_mask];
+
+	if (j != UINT32_MAX && s->edges[j].caller == caller && s->edges[j].callee == callee)
+		return &s->edges[j];
+	return rp_stats_edge(s, caller, callee);
+}
+
 /* A completed call; false if its edge hit the cap. Inline: once per span. */
 static inline bool rp_stats_add(struct rp_stats *s, const struct rp_call *c)
 {
@@ -112,7 +124,7 @@ static inline bool rp_stats_add(struct rp_stats *s, const struct rp_call *c)
 	}
 	if (c->caller == RP_NONE)
 		return true;
-	e = rp_stats_edge(s, c->caller, c->name);
+	e = rp_stats_edge_get(s, c->caller, c->name);
 	if (e == NULL)
 		return false;
 	e->calls++;
