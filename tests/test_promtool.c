@@ -45,21 +45,6 @@ static void sleep_until(uint64_t t0, unsigned ms)
 	}
 }
 
-static int free_port(void)
-{
-	struct sockaddr_in a = { .sin_family = AF_INET };
-	socklen_t len = sizeof(a);
-	int fd = socket(AF_INET, SOCK_STREAM, 0), p;
-
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
-	    getsockname(fd, (struct sockaddr *)&a, &len) < 0)
-		return -1;
-	p = ntohs(a.sin_port);
-	close(fd);
-	return p;
-}
-
 /* GET /metrics: the body (malloc'ed), after a 200 status line. */
 static char *scrape(void)
 {
@@ -277,7 +262,7 @@ int main(void)
 	snprintf(bin_dir, sizeof(bin_dir), "%s", b);
 	snprintf(session, sizeof(session), "%s", s ? s : "t_test_promtool");
 	snprintf(dir, sizeof(dir), "/tmp/rp_test_promtool.XXXXXX");
-	if (mkdtemp(dir) == NULL || (port = free_port()) < 0)
+	if (mkdtemp(dir) == NULL || (port = rp_test_free_port()) < 0)
 		return 1;
 	rc = cmocka_run_group_tests(tests, NULL, NULL);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);

@@ -234,21 +234,6 @@ static char *http(const char *request, size_t len)
 
 /* --- the engine --- */
 
-static int free_port(void)
-{
-	struct sockaddr_in a = { .sin_family = AF_INET };
-	socklen_t len = sizeof(a);
-	int fd = socket(AF_INET, SOCK_STREAM, 0), p;
-
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
-	    getsockname(fd, (struct sockaddr *)&a, &len) < 0)
-		return -1;
-	p = ntohs(a.sin_port);
-	close(fd);
-	return p;
-}
-
 static int setup(void **state)
 {
 	const char *b = getenv("RP_BIN_DIR"), *s = getenv("RINGPROF_SESSION");
@@ -267,7 +252,7 @@ static int setup(void **state)
 	if (mkdtemp(dir) == NULL)
 		return -1;
 	snprintf(sock_path, sizeof(sock_path), "%s/ringprof-%s.sock", dir, session);
-	port = free_port();
+	port = rp_test_free_port();
 	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
 	id_alpha = rp_intern("alpha", "A", "test_serve.c", 1);
 	id_beta = rp_intern("beta", "B", "test_serve.c", 2);
