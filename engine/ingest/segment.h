@@ -12,6 +12,7 @@
 #ifndef RP_ENGINE_SEGMENT_H
 #define RP_ENGINE_SEGMENT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
