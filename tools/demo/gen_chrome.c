@@ -83,8 +83,8 @@ int main(int argc, char **argv)
 		"void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>>",
 		"ampere_sgemm_128x64_tn",
 		"void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_64x64_16x6_tn_align4>(Params)",
-		"void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<float, "
-		"float>",
+		("void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<float, "
+		 "float>"),
 	};
 	int threads = 2;
 
