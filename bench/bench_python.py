@@ -145,7 +145,8 @@ def child(mode):
 def run_child(build, mode, env):
     e = dict(os.environ, PYTHONPATH=os.path.join(build, "producers", "python"),
              RINGPROF_SESSION="bench_python_%d" % os.getpid(), RINGPROF_RINGS="4",
-             RINGPROF_RING_EVENTS=str(1 << 21), RINGPROF_EXIT_WAIT_MS="0", **env)
+             RINGPROF_RING_EVENTS=str(1 << 21), RINGPROF_EXIT_WAIT_MS="0",
+             RINGPROF_NO_ENGINE="discard", **env)
     r = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", mode],
                        env=e, capture_output=True, text=True, check=True)
     return json.loads(r.stdout.strip().splitlines()[-1])
@@ -156,7 +157,8 @@ def instructions(build, what, n):
     def run(k):
         e = dict(os.environ, PYTHONPATH=os.path.join(build, "producers", "python"),
                  RINGPROF_SESSION="bench_python_cg_%d" % os.getpid(), RINGPROF_RINGS="2",
-                 RINGPROF_RING_EVENTS=str(1 << 20), RINGPROF_EXIT_WAIT_MS="0")
+                 RINGPROF_RING_EVENTS=str(1 << 20), RINGPROF_EXIT_WAIT_MS="0",
+                 RINGPROF_NO_ENGINE="discard")
         r = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
                             sys.executable, os.path.abspath(__file__), "--child",
                             "count:%s:%d" % (what, k)], env=e, capture_output=True,

@@ -46,7 +46,7 @@ for t in segment chrome snapshot import nat; do
 		cp "$src/seeds/$seeds"/* "$dir/corpus-$t/" 2>/dev/null || true
 	fi
 done
-"$dir/make_seed" "$dir/corpus-segment/seed"
+RINGPROF_NO_ENGINE=discard "$dir/make_seed" "$dir/corpus-segment/seed"
 seed_size=$(stat -c %s "$dir/corpus-segment/seed")
 
 # Only a length equal to segment_size gets past the validator: little growth.
