@@ -172,6 +172,53 @@ static void test_sources_final_drain_takes_all(void **state)
 	close_engine();
 }
 
+/* Instants at base, base + step, ... on a thread's ring. */
+struct spaced_arg {
+	uint64_t base, step, n;
+};
+
+static void *thread_spaced(void *arg)
+{
+	const struct spaced_arg *a = arg;
+	uint32_t id = rp_intern("tick", NULL, NULL, 0);
+
+	for (uint64_t k = 0; k < a->n; k++)
+		rp_emit_at(a->base + k * a->step, RP_EV_INSTANT, 0, id, 0, 0);
+	return NULL;
+}
+
+/*
+ * A ring not at risk of filling is copied a chunk at a time: the merge must still
+ * be exact. A dense ring (60000 records, 1 ns apart, past RP_SOURCES_CHUNK) beside a
+ * sparse one (6000, 10 ns apart, copied whole) and this thread's live ring (20000,
+ * 3 ns apart: not a quarter of its ring): a merge that passed the dense buffer's
+ * newest record would take the others' later records before the dense ring's next
+ * chunk, and count them late. Every drain takes exactly the records up to its mark.
+ */
+static void test_sources_paced_rings_merge_exactly(void **state)
+{
+	struct spaced_arg dense = { 1, 1, 60000 }, sparse = { 10, 10, 6000 }, own = { 2, 3, 20000 };
+	struct rp_report r;
+	pthread_t th;
+
+	(void)state;
+	open_engine();
+	rp_sources_scan(&ss);
+	assert_int_equal(pthread_create(&th, NULL, thread_spaced, &dense), 0);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	assert_int_equal(pthread_create(&th, NULL, thread_spaced, &sparse), 0);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	thread_spaced(&own);
+	/* up to 30000: 30000 dense, 3000 sparse, 10000 of ours (2, 5, ..., 29999) */
+	assert_int_equal(rp_sources_drain(&ss, 30000), 43000);
+	assert_int_equal(rp_sources_drain(&ss, UINT64_MAX), 43000);
+	report(&r);
+	assert_int_equal(r.events, 86000);
+	assert_int_equal(r.late, 0);
+	rp_report_free(&r);
+	close_engine();
+}
+
 /* Records past the watermark wait; a record older than what was processed is late. */
 static void test_sources_watermark_and_late(void **state)
 {
@@ -460,6 +507,7 @@ int main(void)
 		cmocka_unit_test(test_sources_ring_reuse_is_a_new_track),
 		cmocka_unit_test(test_sources_watermark_and_late),
 		cmocka_unit_test(test_sources_final_drain_takes_all),
+		cmocka_unit_test(test_sources_paced_rings_merge_exactly),
 		cmocka_unit_test(test_sources_producer_killed_mid_span),
 		cmocka_unit_test(test_sources_stale_segment_swept),
 		cmocka_unit_test(test_sources_records_after_exit_mark_kept),

@@ -50,6 +50,7 @@ struct rp_rbuf {
 	uint64_t dropped_rec;	/* ... as of the newest record copied */
 	bool retire_lost;	/* a retired owner said it lost its last records */
 	bool short_copy;	/* the last copy left records in the ring (full) */
+	bool paced;		/* ... or (not at risk) left them there for later */
 };
 
 struct rp_live {
@@ -482,8 +483,20 @@ static uint32_t buf_room(struct rp_sources *ss, struct rp_rbuf *b, uint32_t n)
 }
 
 /*
- * Takes every record out of one ring into its buffer, converting times to ns; the
- * ring is released at once. A ring the producer's index made us skip (a resync)
+ * A ring at risk of filling: its owner lives and a quarter of it is taken (the
+ * doorbell rings at an eighth). Only such a ring is emptied at once; the others are
+ * copied a chunk ahead of the merge, so that buffers stay small and in cache.
+ */
+static bool at_risk(const struct rp_live *l, const struct rp_ring_info *info, uint32_t n)
+{
+	return info->state != RP_RING_RETIRED && n >= l->seg->v.ring_capacity / 4;
+}
+
+/*
+ * Takes the records of one ring into its buffer, converting times to ns, and
+ * releases them in the ring: all of them if the ring is at risk, else up to
+ * RP_SOURCES_CHUNK held (b->paced says records were left). A ring the producer's
+ * index made us skip (a resync)
  * lost records: the next span record is marked as after a drop, so the stack
  * re-aligns there as it does for the producer's own drops.
  */
@@ -507,10 +520,17 @@ static void copy_ring(struct rp_sources *ss, struct rp_live *l, uint32_t ring)
 	b->gen_now = info.gen;
 	b->state = info.state;
 	b->short_copy = false;
+	b->paced = false;
 	b->dropped_now = info.dropped; /* read after the producer index (segment.c) */
 	b->retire_lost = info.lost_at_retire;
 	if (n == 0)
 		return;
+	if (!at_risk(l, &info, n) && b->n + n > RP_SOURCES_CHUNK) {
+		b->paced = true;
+		n = b->n < RP_SOURCES_CHUNK ? RP_SOURCES_CHUNK - b->n : 0;
+		if (n == 0)
+			return;
+	}
 	b->dropped_rec = info.dropped;
 	got = buf_room(ss, b, n);
 	b->short_copy = got < n;
@@ -533,12 +553,22 @@ static void copy_ring(struct rp_sources *ss, struct rp_live *l, uint32_t ring)
 		b->hwm = b->n;
 }
 
+static uint64_t head_ts(const struct rp_rbuf *b)
+{
+	return b->ev[b->head].ev.ts;
+}
+
 /* Every ring of every source into its buffer. @return the latest time a full buffer
- * forces the merge to (the middle of the fullest one), or 0. */
-static uint64_t copy_all(struct rp_sources *ss)
+ * forces the merge to (the middle of the fullest one), or 0; @limit: the earliest
+ * newest record of a buffer whose ring still holds later ones (paced), or
+ * UINT64_MAX: the merge must not pass it, the ring's next records are not taken
+ * (no earlier than its buffer's first record, so that every slice makes progress
+ * even when a producer's times go backwards). */
+static uint64_t copy_all(struct rp_sources *ss, uint64_t *limit)
 {
 	uint64_t force = 0;
 
+	*limit = UINT64_MAX;
 	for (uint32_t i = 0; i < ss->n_live; i++) {
 		struct rp_live *l = ss->live[i];
 
@@ -547,6 +577,11 @@ static uint64_t copy_all(struct rp_sources *ss)
 			uint64_t mid;
 
 			copy_ring(ss, l, r);
+			if (b->paced && b->n > 0) { /* at least its head: the merge moves on */
+				mid = b->ev[(b->head + b->n - 1) & (b->cap - 1)].ev.ts;
+				mid = mid > head_ts(b) ? mid : head_ts(b);
+				*limit = mid < *limit ? mid : *limit;
+			}
 			if (!b->short_copy)
 				continue;
 			l->forced++;
@@ -555,11 +590,6 @@ static uint64_t copy_all(struct rp_sources *ss)
 		}
 	}
 	return force;
-}
-
-static uint64_t head_ts(const struct rp_rbuf *b)
-{
-	return b->ev[b->head].ev.ts;
 }
 
 static void heap_push(struct rp_heap_item *h, uint32_t *n, struct rp_heap_item it)
@@ -607,7 +637,7 @@ static bool heap_room(struct rp_sources *ss, uint32_t need)
 }
 
 /* Loads every buffer's first record due into the heap. */
-static uint32_t fill_heap(struct rp_sources *ss, uint64_t watermark)
+static uint32_t fill_heap(struct rp_sources *ss, uint64_t watermark, uint64_t limit)
 {
 	uint32_t n = 0, need = 0;
 
@@ -621,7 +651,8 @@ static uint32_t fill_heap(struct rp_sources *ss, uint64_t watermark)
 		for (uint32_t r = 0; r < l->seg->v.ring_count; r++) {
 			const struct rp_rbuf *b = &l->buf[r];
 
-			if (b->n > 0 && (head_ts(b) <= watermark || l->ended))
+			if (b->n > 0 && (head_ts(b) <= watermark || l->ended) &&
+			    head_ts(b) <= limit)
 				heap_push(ss->heap, &n,
 					  (struct rp_heap_item){ head_ts(b), i, r });
 		}
@@ -634,9 +665,9 @@ static uint32_t fill_heap(struct rp_sources *ss, uint64_t watermark)
  * while they are not later than the oldest of every other one (the heap's top): one
  * heap operation per interleaving, not per record. Equal times may come from either.
  */
-static uint64_t merge(struct rp_sources *ss, uint64_t watermark, uint64_t max)
+static uint64_t merge(struct rp_sources *ss, uint64_t watermark, uint64_t limit, uint64_t max)
 {
-	uint32_t n = fill_heap(ss, watermark);
+	uint32_t n = fill_heap(ss, watermark, limit);
 	uint64_t done = 0;
 
 	while (n > 0 && done < max) {
@@ -652,7 +683,7 @@ static uint64_t merge(struct rp_sources *ss, uint64_t watermark, uint64_t max)
 			if (--b->n == 0)
 				break;
 			it.ts = head_ts(b);
-			if (it.ts > watermark && !l->ended)
+			if ((it.ts > watermark && !l->ended) || it.ts > limit)
 				break;
 			if (it.ts > others) {
 				heap_push(ss->heap, &n, it);
@@ -854,19 +885,22 @@ static int check_ends(struct rp_sources *ss)
  */
 uint64_t rp_sources_drain(struct rp_sources *ss, uint64_t watermark)
 {
-	uint64_t n = 0, got, force;
+	uint64_t n = 0, got, force, limit, mark;
 	unsigned slices = 0;
 
 	do {
 		/* At most 64 slices a call (but everything for a final drain): an engine
 		 * slower than its producers still returns to its loop and is called again. */
 		do {
-			force = copy_all(ss);
-			got = merge(ss, force > watermark ? force : watermark, RP_SOURCES_SLICE);
+			force = copy_all(ss, &limit);
+			mark = force > watermark ? force : watermark;
+			got = merge(ss, mark, limit, RP_SOURCES_SLICE);
 			n += got;
 			/* A slice can overshoot (a ring's run is merged whole while it
-			 * leads): `>=`, or a final drain would stop with records left. */
-		} while ((got >= RP_SOURCES_SLICE || (got > 0 && (force != 0 || watermark == UINT64_MAX))) &&
+			 * leads): `>=`, or a final drain would stop with records left.
+			 * Records left in a paced ring are taken by the next slice. */
+		} while ((got >= RP_SOURCES_SLICE ||
+			  (got > 0 && (force != 0 || limit != UINT64_MAX || watermark == UINT64_MAX))) &&
 			 (++slices < 64 || watermark == UINT64_MAX));
 		end_tracks(ss);
 	} while (check_ends(ss) > 0);

@@ -48,6 +48,8 @@ struct rp_live;	/* one attached segment */
 #define RP_SOURCES_KEEP		 16384u
 /* Records processed between two copies of every ring (rp_sources_drain). */
 #define RP_SOURCES_SLICE	 8192u
+/* Records a buffer holds ahead of the merge from a ring not at risk of filling. */
+#define RP_SOURCES_CHUNK	 (2 * RP_SOURCES_SLICE)
 
 /* A finished segment whose name waits for a snapshot (defer_unlink). */
 struct rp_unlink {
