@@ -114,13 +114,13 @@ size_t rp_engine_memory_bound(const struct rp_engine_cfg *cfg)
 	return b;
 }
 
-static void on_open(void *ctx, uint32_t name, uint32_t depth, uint64_t t)
+void rp_engine_span_open(void *ctx, uint32_t name, uint32_t depth, uint64_t t)
 {
 	rp_analyses_open(&((struct rp_engine *)ctx)->an, name, depth, t);
 }
 
 /* A span cut by a drop: it leaves the concurrency sweeps, nothing else. */
-static void on_lost(void *ctx, uint32_t name, uint32_t depth, uint64_t t)
+void rp_engine_span_lost(void *ctx, uint32_t name, uint32_t depth, uint64_t t)
 {
 	rp_analyses_abandon(&((struct rp_engine *)ctx)->an, name, depth, t);
 }
@@ -130,8 +130,8 @@ static void on_lost(void *ctx, uint32_t name, uint32_t depth, uint64_t t)
  * (with its self time: the frame's children are clamped to it); the step statistics
  * and the flight recorder (export).
  */
-static void on_close(void *ctx, const struct rp_track *k, const struct rp_span_info *sp,
-		     bool normal)
+void rp_engine_span_close(void *ctx, const struct rp_track *k, const struct rp_span_info *sp,
+			  bool normal)
 {
 	struct rp_engine *e = ctx;
 	uint64_t step, dur = sp->end - sp->start;
@@ -180,9 +180,6 @@ int rp_engine_open(const struct rp_engine_cfg *cfg, struct rp_engine **out)
 		rp_engine_close(e);
 		return -ENOMEM;
 	}
-	e->tracks.on_open = on_open;
-	e->tracks.on_close = on_close;
-	e->tracks.on_lost = on_lost;
 	e->tracks.hook_ctx = e;
 	strcpy(e->clock, "monotonic");
 	*out = e;

@@ -167,8 +167,8 @@ void rp_track_begin(struct rp_tracks *ts, uint32_t tr, uint32_t name, uint64_t t
 					      .up = RP_NONE };
 	if (folded)
 		c->anomalies[RP_ANOM_CCT_CAP]++;
-	if (ts->on_open)
-		ts->on_open(ts->hook_ctx, name, k->depth - 1, t);
+	if (ts->hook_ctx)
+		rp_engine_span_open(ts->hook_ctx, name, k->depth - 1, t);
 }
 
 /* Pops the top frame, closed at time t; @normal: by its own END (stacks.h). Inlined
@@ -194,14 +194,14 @@ static inline __attribute__((always_inline)) void pop_inline(struct rp_tracks *t
 		k->f[k->depth - 1].child_ns += dur;
 	if (!rp_stats_add(ts->stats, &call))
 		c->anomalies[RP_ANOM_CCT_CAP]++;
-	if (ts->on_close) {
+	if (ts->hook_ctx) {
 		struct rp_span_info sp = {
 			.start = f->start, .end = f->start + dur, .self_ns = call.self_ns,
 			.subtree_ns = call.self_ns + f->child_ns, .track = k->id,
 			.span = f->span, .name = f->name, .depth = k->depth, .src = k->src,
 			.primitive = call.primitive,
 		};
-		ts->on_close(ts->hook_ctx, k, &sp, normal);
+		rp_engine_span_close(ts->hook_ctx, k, &sp, normal);
 	}
 }
 
@@ -225,8 +225,8 @@ static void lose(struct rp_tracks *ts, struct rp_track *k, uint32_t i, uint64_t 
 
 	if (!f->lost) {
 		c->anomalies[RP_ANOM_DROP_LOST]++;
-		if (ts->on_lost)
-			ts->on_lost(ts->hook_ctx, f->name, i, t);
+		if (ts->hook_ctx)
+			rp_engine_span_lost(ts->hook_ctx, f->name, i, t);
 		f->lost = 1;
 	}
 	if (ts->lost_name == RP_NONE) {
@@ -372,8 +372,8 @@ void rp_track_child_begin(struct rp_tracks *ts, uint32_t tr, uint32_t name, uint
 					      .up = up };
 	if (folded)
 		c->anomalies[RP_ANOM_CCT_CAP]++;
-	if (ts->on_open)
-		ts->on_open(ts->hook_ctx, name, level, t);
+	if (ts->hook_ctx)
+		rp_engine_span_open(ts->hook_ctx, name, level, t);
 }
 
 /* Closes frame @i (no open descendants) at time t and takes it out of the array. */
@@ -401,7 +401,7 @@ static void tree_pop(struct rp_tracks *ts, struct rp_track *k, uint32_t i, uint6
 	}
 	if (!rp_stats_add(ts->stats, &call))
 		c->anomalies[RP_ANOM_CCT_CAP]++;
-	if (ts->on_close) {
+	if (ts->hook_ctx) {
 		/* The hook reads the span's ancestors at f[0..depth): its path. */
 		struct rp_track view = *k;
 		struct rp_span_info sp = {
@@ -415,7 +415,7 @@ static void tree_pop(struct rp_tracks *ts, struct rp_track *k, uint32_t i, uint6
 			ts->chain[--level] = k->f[j];
 		view.f = ts->chain;
 		view.depth = sp.depth;
-		ts->on_close(ts->hook_ctx, &view, &sp, normal);
+		rp_engine_span_close(ts->hook_ctx, &view, &sp, normal);
 	}
 	memmove(&k->f[i], &k->f[i + 1], (size_t)(k->depth - i - 1) * sizeof(*k->f));
 	k->depth--;

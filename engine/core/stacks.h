@@ -95,21 +95,27 @@ struct rp_tracks {
 	struct rp_frame *chain;	/* max_depth frames: a tree span's root-to-span path
 				   as the close hook sees it */
 	struct rp_stats *stats;
-	/* Every span pushed and popped (the analyses, the device analysis, the step
-	 * statistics and the flight recorder); may be NULL. on_close gets the track,
-	 * whose frames up to sp->depth are still in place (k->f[sp->depth] is the span
-	 * just popped), and @normal: the span is the top frame its END named (a thread
-	 * span, or an async span of that name and a non-zero span id), not one closed
-	 * as truncated nor at a track's end. One hook, so one call per span. */
-	void (*on_open)(void *ctx, uint32_t name, uint32_t depth, uint64_t t);
-	void (*on_close)(void *ctx, const struct rp_track *k, const struct rp_span_info *sp,
-			 bool normal);
-	/* A frame on_open saw became lost at time t (rp_track_resync): it never
-	 * reaches on_close. May be NULL. */
-	void (*on_lost)(void *ctx, uint32_t name, uint32_t depth, uint64_t t);
+	/* The engine, whose hooks (below) see every span pushed, popped and lost; NULL:
+	 * none. */
 	void *hook_ctx;
 	uint32_t lost_name;	/* the name of lost frames ("[lost]"); RP_NONE: none */
 };
+
+/*
+ * The hooks, the engine's (engine.c), called with hook_ctx for every span pushed and
+ * popped: the analyses, the device analysis, the step statistics and the flight
+ * recorder. Direct calls, not pointers, so that link-time optimization inlines them
+ * into the stack machine. rp_engine_span_close() gets the track, whose frames up to
+ * sp->depth are still in place (k->f[sp->depth] is the span just popped), and
+ * @normal: the span is the top frame its END named (a thread span, or an async span
+ * of that name and a non-zero span id), not one closed as truncated nor at a track's
+ * end. One hook, so one call per span. rp_engine_span_lost(): a frame the open hook
+ * saw became lost at time t (rp_track_resync); it never reaches the close hook.
+ */
+void rp_engine_span_open(void *ctx, uint32_t name, uint32_t depth, uint64_t t);
+void rp_engine_span_close(void *ctx, const struct rp_track *k, const struct rp_span_info *sp,
+			  bool normal);
+void rp_engine_span_lost(void *ctx, uint32_t name, uint32_t depth, uint64_t t);
 
 int rp_tracks_init(struct rp_tracks *ts, uint32_t max_tracks, uint32_t max_depth,
 		   struct rp_stats *stats);
