@@ -188,16 +188,16 @@ static void *thread_spaced(void *arg)
 }
 
 /*
- * A ring not at risk of filling is copied a chunk at a time: the merge must still
- * be exact. A dense ring (60000 records, 1 ns apart, past RP_SOURCES_CHUNK) beside a
- * sparse one (6000, 10 ns apart, copied whole) and this thread's live ring (20000,
- * 3 ns apart: not a quarter of its ring): a merge that passed the dense buffer's
- * newest record would take the others' later records before the dense ring's next
- * chunk, and count them late. Every drain takes exactly the records up to its mark.
+ * Records already due are merged in place in the rings, the rest taken into the
+ * buffers; a live ring a quarter full is emptied into its buffer. The merge must be
+ * exact across both: a dense retired ring (60000 records, 1 ns apart), a sparse one
+ * (6000, 10 ns apart) and this thread's live ring (40000, 3 ns apart: at risk).
+ * Every drain takes exactly the records up to its mark, none late, and leaves the
+ * rings empty (what is not due waits in the buffers: the engine may sleep).
  */
-static void test_sources_paced_rings_merge_exactly(void **state)
+static void test_sources_in_place_merge_exactly(void **state)
 {
-	struct spaced_arg dense = { 1, 1, 60000 }, sparse = { 10, 10, 6000 }, own = { 2, 3, 20000 };
+	struct spaced_arg dense = { 1, 1, 60000 }, sparse = { 10, 10, 6000 }, own = { 2, 3, 40000 };
 	struct rp_report r;
 	pthread_t th;
 
@@ -211,9 +211,10 @@ static void test_sources_paced_rings_merge_exactly(void **state)
 	thread_spaced(&own);
 	/* up to 30000: 30000 dense, 3000 sparse, 10000 of ours (2, 5, ..., 29999) */
 	assert_int_equal(rp_sources_drain(&ss, 30000), 43000);
-	assert_int_equal(rp_sources_drain(&ss, UINT64_MAX), 43000);
+	assert_false(rp_sources_sleep_prepare(&ss)); /* nothing left in the rings */
+	assert_int_equal(rp_sources_drain(&ss, UINT64_MAX), 63000);
 	report(&r);
-	assert_int_equal(r.events, 86000);
+	assert_int_equal(r.events, 106000);
 	assert_int_equal(r.late, 0);
 	rp_report_free(&r);
 	close_engine();
@@ -507,7 +508,7 @@ int main(void)
 		cmocka_unit_test(test_sources_ring_reuse_is_a_new_track),
 		cmocka_unit_test(test_sources_watermark_and_late),
 		cmocka_unit_test(test_sources_final_drain_takes_all),
-		cmocka_unit_test(test_sources_paced_rings_merge_exactly),
+		cmocka_unit_test(test_sources_in_place_merge_exactly),
 		cmocka_unit_test(test_sources_producer_killed_mid_span),
 		cmocka_unit_test(test_sources_stale_segment_swept),
 		cmocka_unit_test(test_sources_records_after_exit_mark_kept),

@@ -50,7 +50,11 @@ struct rp_rbuf {
 	uint64_t dropped_rec;	/* ... as of the newest record copied */
 	bool retire_lost;	/* a retired owner said it lost its last records */
 	bool short_copy;	/* the last copy left records in the ring (full) */
-	bool paced;		/* ... or (not at risk) left them there for later */
+	/* Records after the buffer's, read in place in the ring by the merge. */
+	uint32_t avail;		/* published and not yet read, as of the last copy */
+	bool look_ok;		/* look holds the next of them (copied once) */
+	bool mark_lost;		/* the next span record comes after a resync */
+	struct rp_bev look;
 };
 
 struct rp_live {
@@ -442,19 +446,18 @@ static void close_track(struct rp_sources *ss, struct rp_live *l, uint32_t ring)
 	b->trk = 0;
 }
 
-static void process(struct rp_sources *ss, struct rp_live *l, uint32_t ring,
-		    const struct rp_bev *b)
+/* One record, ours (a buffer's or the copy of one in place): its name is mapped in it. */
+static inline __attribute__((always_inline)) void process(struct rp_sources *ss, struct rp_live *l,
+							uint32_t ring, struct rp_bev *b)
 {
-	struct rp_event ev = b->ev;
-
 	if (__builtin_expect(b->gen != l->buf[ring].trk, 0)) { /* a new owner's first record */
 		close_track(ss, l, ring);
 		l->buf[ring].trk = b->gen;
 	}
-	ev.name = map_name(ss, l, ev.name);
-	if (ev.ts > l->last_ts)
-		l->last_ts = ev.ts;
-	rp_engine_event(ss->e, l->src, thread_id(ring, b->gen), &ev);
+	b->ev.name = map_name(ss, l, b->ev.name);
+	if (b->ev.ts > l->last_ts)
+		l->last_ts = b->ev.ts;
+	rp_engine_event(ss->e, l->src, thread_id(ring, b->gen), &b->ev);
 }
 
 /* Room for @n more records in @b, growing it within the caps; @return the room. */
@@ -484,31 +487,45 @@ static uint32_t buf_room(struct rp_sources *ss, struct rp_rbuf *b, uint32_t n)
 
 /*
  * A ring at risk of filling: its owner lives and a quarter of it is taken (the
- * doorbell rings at an eighth). Only such a ring is emptied at once; the others are
- * copied a chunk ahead of the merge, so that buffers stay small and in cache.
+ * doorbell rings at an eighth). Only such a ring is emptied into its buffer at once;
+ * the merge reads the others' records in place, so that a record crosses memory once.
  */
 static bool at_risk(const struct rp_live *l, const struct rp_ring_info *info, uint32_t n)
 {
 	return info->state != RP_RING_RETIRED && n >= l->seg->v.ring_capacity / 4;
 }
 
+/* A record out of shared memory: copied once, times in ns, a mark after a resync. */
+static inline void take(struct rp_live *l, struct rp_rbuf *b, const struct rp_event *src,
+			struct rp_bev *d)
+{
+	d->ev = *src;
+	d->ev.ts = rp_ticks_to_ns(&l->seg->v.clock, d->ev.ts);
+	d->gen = b->gen_now;
+	if (__builtin_expect(b->mark_lost, 0) &&
+	    (d->ev.kind == RP_EV_BEGIN || d->ev.kind == RP_EV_END) &&
+	    (d->ev.flags & RP_SPAN_DEPTH)) {
+		d->ev.flags |= RP_SPAN_AFTER_DROP;
+		b->mark_lost = false;
+	}
+}
+
 /*
- * Takes the records of one ring into its buffer, converting times to ns, and
- * releases them in the ring: all of them if the ring is at risk, else up to
- * RP_SOURCES_CHUNK held (b->paced says records were left). A ring the producer's
- * index made us skip (a resync)
- * lost records: the next span record is marked as after a drop, so the stack
- * re-aligns there as it does for the producer's own drops.
+ * Looks at one ring: a ring at risk (or @all) has its records taken into its buffer
+ * and released at once; the others' stay, read in place by the merge after the
+ * buffer's (b->avail). A ring the producer's index made us skip (a resync) lost records: the
+ * next span record is marked as after a drop, so the stack re-aligns there as it
+ * does for the producer's own drops.
  */
-static void copy_ring(struct rp_sources *ss, struct rp_live *l, uint32_t ring)
+static void copy_ring(struct rp_sources *ss, struct rp_live *l, uint32_t ring, bool all)
 {
 	struct rp_rbuf *b = &l->buf[ring];
 	struct rp_ring_info info;
 	uint64_t resyncs = l->seg->rings[ring].resyncs;
 	uint32_t n = rp_segment_avail(l->seg, ring, &info), got;
-	bool lost = l->seg->rings[ring].resyncs != resyncs;
-	const struct rp_wire_clock *clk = &l->seg->v.clock;
 
+	if (l->seg->rings[ring].resyncs != resyncs)
+		b->mark_lost = true;
 	/* A new owner: exports name its track by the OS thread id (once per claim). */
 	if (info.gen != b->gen_now && info.tid > 0) {
 		char pid[16], tid[16];
@@ -520,55 +537,52 @@ static void copy_ring(struct rp_sources *ss, struct rp_live *l, uint32_t ring)
 	b->gen_now = info.gen;
 	b->state = info.state;
 	b->short_copy = false;
-	b->paced = false;
+	b->avail = 0;
+	b->look_ok = false; /* read again: it may be copied now */
 	b->dropped_now = info.dropped; /* read after the producer index (segment.c) */
 	b->retire_lost = info.lost_at_retire;
 	if (n == 0)
 		return;
-	if (!at_risk(l, &info, n) && b->n + n > RP_SOURCES_CHUNK) {
-		b->paced = true;
-		n = b->n < RP_SOURCES_CHUNK ? RP_SOURCES_CHUNK - b->n : 0;
-		if (n == 0)
-			return;
-	}
 	b->dropped_rec = info.dropped;
+	if (!all && !at_risk(l, &info, n)) {
+		b->avail = n;
+		return;
+	}
 	got = buf_room(ss, b, n);
 	b->short_copy = got < n;
-	for (uint32_t k = 0; k < got; k++) {
-		struct rp_bev *d = &b->ev[(b->head + b->n + k) & (b->cap - 1)];
-
-		d->ev = *rp_segment_peek(l->seg, ring, k); /* shared memory: copied once */
-		d->ev.ts = rp_ticks_to_ns(clk, d->ev.ts);
-		d->gen = info.gen;
-		if (__builtin_expect(lost, 0) && (d->ev.kind == RP_EV_BEGIN || d->ev.kind == RP_EV_END) &&
-		    (d->ev.flags & RP_SPAN_DEPTH)) {
-			d->ev.flags |= RP_SPAN_AFTER_DROP;
-			lost = false;
-		}
-	}
+	for (uint32_t k = 0; k < got; k++)
+		take(l, b, rp_segment_peek(l->seg, ring, k), &b->ev[(b->head + b->n + k) & (b->cap - 1)]);
 	if (got > 0)
 		rp_segment_consume(l->seg, ring, got);
+	b->avail = n - got; /* what did not fit: read in place */
 	b->n += got;
 	if (b->n > b->hwm)
 		b->hwm = b->n;
 }
 
-static uint64_t head_ts(const struct rp_rbuf *b)
+/* The ring's next record: its buffer's first, else the next in place. */
+static inline struct rp_bev *next_rec(struct rp_live *l, struct rp_rbuf *b, uint32_t ring)
 {
-	return b->ev[b->head].ev.ts;
+	if (b->n > 0)
+		return &b->ev[b->head];
+	if (!b->look_ok) {
+		take(l, b, rp_segment_peek(l->seg, ring, 0), &b->look);
+		b->look_ok = true;
+	}
+	return &b->look;
 }
 
-/* Every ring of every source into its buffer. @return the latest time a full buffer
- * forces the merge to (the middle of the fullest one), or 0; @limit: the earliest
- * newest record of a buffer whose ring still holds later ones (paced), or
- * UINT64_MAX: the merge must not pass it, the ring's next records are not taken
- * (no earlier than its buffer's first record, so that every slice makes progress
- * even when a producer's times go backwards). */
-static uint64_t copy_all(struct rp_sources *ss, uint64_t *limit)
+static bool has_next(const struct rp_rbuf *b)
+{
+	return b->n > 0 || b->avail > 0;
+}
+
+/* Every ring of every source: at risk, into its buffer. @return the latest time a
+ * full buffer forces the merge to (the middle of the fullest one), or 0. */
+static uint64_t copy_all(struct rp_sources *ss)
 {
 	uint64_t force = 0;
 
-	*limit = UINT64_MAX;
 	for (uint32_t i = 0; i < ss->n_live; i++) {
 		struct rp_live *l = ss->live[i];
 
@@ -576,12 +590,7 @@ static uint64_t copy_all(struct rp_sources *ss, uint64_t *limit)
 			struct rp_rbuf *b = &l->buf[r];
 			uint64_t mid;
 
-			copy_ring(ss, l, r);
-			if (b->paced && b->n > 0) { /* at least its head: the merge moves on */
-				mid = b->ev[(b->head + b->n - 1) & (b->cap - 1)].ev.ts;
-				mid = mid > head_ts(b) ? mid : head_ts(b);
-				*limit = mid < *limit ? mid : *limit;
-			}
+			copy_ring(ss, l, r, false);
 			if (!b->short_copy)
 				continue;
 			l->forced++;
@@ -637,7 +646,7 @@ static bool heap_room(struct rp_sources *ss, uint32_t need)
 }
 
 /* Loads every buffer's first record due into the heap. */
-static uint32_t fill_heap(struct rp_sources *ss, uint64_t watermark, uint64_t limit)
+static uint32_t fill_heap(struct rp_sources *ss, uint64_t watermark)
 {
 	uint32_t n = 0, need = 0;
 
@@ -649,25 +658,61 @@ static uint32_t fill_heap(struct rp_sources *ss, uint64_t watermark, uint64_t li
 		struct rp_live *l = ss->live[i];
 
 		for (uint32_t r = 0; r < l->seg->v.ring_count; r++) {
-			const struct rp_rbuf *b = &l->buf[r];
+			uint64_t ts;
 
-			if (b->n > 0 && (head_ts(b) <= watermark || l->ended) &&
-			    head_ts(b) <= limit)
-				heap_push(ss->heap, &n,
-					  (struct rp_heap_item){ head_ts(b), i, r });
+			if (!has_next(&l->buf[r]))
+				continue;
+			ts = next_rec(l, &l->buf[r], r)->ev.ts;
+			if (ts <= watermark || l->ended)
+				heap_push(ss->heap, &n, (struct rp_heap_item){ ts, i, r });
 		}
 	}
 	return n;
 }
 
 /*
- * Pops the buffer with the oldest record, then keeps taking that buffer's records
- * while they are not later than the oldest of every other one (the heap's top): one
- * heap operation per interleaving, not per record. Equal times may come from either.
+ * The records of ring @ring read in place, from b->look on, while they are due and
+ * not later than @others (the oldest of every other ring); @return how many, all
+ * released to the producer. The next one, if any, is left copied in b->look, and
+ * *again says the ring goes back into the heap.
  */
-static uint64_t merge(struct rp_sources *ss, uint64_t watermark, uint64_t limit, uint64_t max)
+static uint32_t merge_in_place(struct rp_sources *ss, struct rp_live *l, uint32_t ring,
+			       uint64_t watermark, uint64_t others, bool *again)
 {
-	uint32_t n = fill_heap(ss, watermark, limit);
+	struct rp_rbuf *b = &l->buf[ring];
+	const struct rp_event *slot0 = rp_segment_peek(l->seg, ring, 0);
+	const struct rp_event *slots = slot0 - (l->seg->rings[ring].head & (l->seg->v.ring_capacity - 1));
+	uint32_t mask = l->seg->v.ring_capacity - 1, h = l->seg->rings[ring].head, k = 0;
+
+	*again = false;
+	for (;;) {
+		process(ss, l, ring, &b->look);
+		k++;
+		if (--b->avail == 0) {
+			b->look_ok = false;
+			break;
+		}
+		take(l, b, &slots[(h + k) & mask], &b->look);
+		if (b->look.ev.ts > watermark && !l->ended)
+			break;
+		if (b->look.ev.ts > others) {
+			*again = true;
+			break;
+		}
+	}
+	rp_segment_consume(l->seg, ring, k);
+	return k;
+}
+
+/*
+ * Pops the ring with the oldest record, then keeps taking that ring's records (its
+ * buffer's, then those in place) while they are not later than the oldest of every
+ * other one (the heap's top): one heap operation per interleaving, not per record.
+ * Equal times may come from either.
+ */
+static uint64_t merge(struct rp_sources *ss, uint64_t watermark, uint64_t max)
+{
+	uint32_t n = fill_heap(ss, watermark);
 	uint64_t done = 0;
 
 	while (n > 0 && done < max) {
@@ -675,15 +720,24 @@ static uint64_t merge(struct rp_sources *ss, uint64_t watermark, uint64_t limit,
 		struct rp_live *l = ss->live[it.live];
 		struct rp_rbuf *b = &l->buf[it.ring];
 		uint64_t others = n > 0 ? ss->heap[0].ts : UINT64_MAX;
+		bool again;
 
 		for (;;) {
+			if (b->n == 0) { /* due and leading, in b->look */
+				done += merge_in_place(ss, l, it.ring, watermark, others, &again);
+				if (again) {
+					it.ts = b->look.ev.ts;
+					heap_push(ss->heap, &n, it);
+				}
+				break;
+			}
 			process(ss, l, it.ring, &b->ev[b->head]);
 			done++;
 			b->head = (b->head + 1) & (b->cap - 1);
-			if (--b->n == 0)
+			if (--b->n == 0 && b->avail == 0)
 				break;
-			it.ts = head_ts(b);
-			if ((it.ts > watermark && !l->ended) || it.ts > limit)
+			it.ts = next_rec(l, b, it.ring)->ev.ts;
+			if (it.ts > watermark && !l->ended)
 				break;
 			if (it.ts > others) {
 				heap_push(ss->heap, &n, it);
@@ -692,6 +746,18 @@ static uint64_t merge(struct rp_sources *ss, uint64_t watermark, uint64_t limit,
 		}
 	}
 	return done;
+}
+
+/* What the merge left in the rings (not yet due) goes into the buffers: between
+ * drains the rings are empty, as the doorbells and the sleep expect. */
+static void evacuate(struct rp_sources *ss)
+{
+	for (uint32_t i = 0; i < ss->n_live; i++) {
+		struct rp_live *l = ss->live[i];
+
+		for (uint32_t r = 0; r < l->seg->v.ring_count; r++)
+			copy_ring(ss, l, r, true);
+	}
 }
 
 /* A ring whose records are all processed ends its engine track when its owner
@@ -885,23 +951,22 @@ static int check_ends(struct rp_sources *ss)
  */
 uint64_t rp_sources_drain(struct rp_sources *ss, uint64_t watermark)
 {
-	uint64_t n = 0, got, force, limit, mark;
+	uint64_t n = 0, got, force;
 	unsigned slices = 0;
 
 	do {
 		/* At most 64 slices a call (but everything for a final drain): an engine
 		 * slower than its producers still returns to its loop and is called again. */
 		do {
-			force = copy_all(ss, &limit);
-			mark = force > watermark ? force : watermark;
-			got = merge(ss, mark, limit, RP_SOURCES_SLICE);
+			force = copy_all(ss);
+			got = merge(ss, force > watermark ? force : watermark, RP_SOURCES_SLICE);
 			n += got;
 			/* A slice can overshoot (a ring's run is merged whole while it
-			 * leads): `>=`, or a final drain would stop with records left.
-			 * Records left in a paced ring are taken by the next slice. */
+			 * leads): `>=`, or a final drain would stop with records left. */
 		} while ((got >= RP_SOURCES_SLICE ||
-			  (got > 0 && (force != 0 || limit != UINT64_MAX || watermark == UINT64_MAX))) &&
+			  (got > 0 && (force != 0 || watermark == UINT64_MAX))) &&
 			 (++slices < 64 || watermark == UINT64_MAX));
+		evacuate(ss);
 		end_tracks(ss);
 	} while (check_ends(ss) > 0);
 	return n;

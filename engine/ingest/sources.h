@@ -8,18 +8,22 @@
  * is retried at the next scan; a malformed one or one owned by another uid is
  * refused once, with a one-line reason, and counted.
  *
- * Eager draining: every drain first takes every record out of every ring into the
- * engine's own per-ring buffer (times converted to ns) and releases the ring at
- * once, so a producer's ring only has to cover the engine's wake-up latency, never
- * the merge delay (docs/live.md has the sizing rule). Buffers grow by doubling up to
+ * Draining: records already due (older than the watermark) are merged in place,
+ * read once out of the ring and released as they are processed, so that a backlog
+ * crosses memory once. What is not yet due is taken into the engine's own per-ring
+ * buffer (times converted to ns) and released at once: at the end of every drain,
+ * and between slices for a ring at risk of filling (a live owner, a quarter full),
+ * so a producer's ring only has to cover the engine's wake-up latency, never the
+ * merge delay (docs/live.md has the sizing rule). Buffers grow by doubling up to
  * buf_ring_max records each and buf_budget records in all; a buffer that cannot take
  * a ring's records forces the merge past the watermark (to the middle of that
  * buffer: counted as "forced"; a few records may then be late) rather than let the
  * ring fill. The high-water marks of rings and buffers are kept and reported.
  *
- * Ordered merge: the buffers are merged with a heap keyed by each one's next
- * timestamp, up to a watermark; newer records wait in their buffer. A record older
- * than what was already processed is counted as late (and still processed).
+ * Ordered merge: each ring's records (its buffer's, then those in place) are merged
+ * with a heap keyed by each ring's next timestamp, up to a watermark; newer records
+ * wait. A record older than what was already processed is counted as late (and
+ * still processed).
  *
  * Tracks: a thread track is (ring, owner generation), so a ring reused by another
  * thread starts a new track; a retired, drained ring or a replaced generation closes
@@ -48,8 +52,6 @@ struct rp_live;	/* one attached segment */
 #define RP_SOURCES_KEEP		 16384u
 /* Records processed between two copies of every ring (rp_sources_drain). */
 #define RP_SOURCES_SLICE	 8192u
-/* Records a buffer holds ahead of the merge from a ring not at risk of filling. */
-#define RP_SOURCES_CHUNK	 (2 * RP_SOURCES_SLICE)
 
 /* A finished segment whose name waits for a snapshot (defer_unlink). */
 struct rp_unlink {
