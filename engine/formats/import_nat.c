@@ -932,13 +932,13 @@ static int read_chunks(struct imp *m, struct rp_readahead *ra, rp_chrome_progres
 	return 0;
 }
 
-static int read_gz(struct imp *m, gzFile gz, rp_chrome_progress_fn progress, void *ctx,
+static int read_gz(struct imp *m, gzFile gz, int fd, rp_chrome_progress_fn progress, void *ctx,
 		   uint64_t total)
 {
 	struct rp_readahead ra;
 	int err;
 
-	if (rp_ra_start(&ra, gz, CHUNK) != 0)
+	if (rp_ra_start(&ra, gz, fd, CHUNK) != 0)
 		return fail_at(m, -ENOMEM, 0, "out of memory");
 	err = read_chunks(m, &ra, progress, ctx, total);
 	rp_ra_stop(&ra);
@@ -976,7 +976,7 @@ int rp_import_nat(struct rp_engine *e, struct rp_aiq *aiq, const struct rp_nat_c
 		return err;
 	}
 	gzbuffer(gz, CHUNK);
-	err = read_gz(m, gz, progress, ctx, S_ISREG(sb.st_mode) ? (uint64_t)sb.st_size : 0);
+	err = read_gz(m, gz, fd, progress, ctx, S_ISREG(sb.st_mode) ? (uint64_t)sb.st_size : 0);
 	gzclose_r(gz);
 	err = finish(m, err, false);
 	free(m);
