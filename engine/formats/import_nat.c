@@ -11,6 +11,8 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +30,8 @@
 #define CHUNK	(64u * 1024)
 #define MIB	(1024u * 1024)
 #define NUM_MAX 1024
+
+#define SPLIT_DONE 1 /* parse(): the second half's reader read the rest */
 
 #define STR_KEEP RP_JFAST_STR_KEEP /* raw bytes of a string given to yajl: decode to >= 682 */
 
@@ -69,9 +73,26 @@ struct gen_ev { /* an engine event, waiting for the time-ordered feed */
 	uint32_t span;
 };
 
+struct split;
+
+/* What the second half's reader keeps for the aiq (split mode, see below): its
+ * requests' steps in the aiq's order with ids in its own tables. */
+struct rec {
+	struct rp_strtab uuids, names;
+	struct rp_aiq_step *steps;
+	size_t n_steps, cap_steps, max_steps;
+	uint32_t *reqs; /* steps per request */
+	size_t n_reqs, cap_reqs;
+};
+
 struct imp {
 	struct rp_engine *e;
 	struct rp_aiq *aiq;
+	struct rec *rec;    /* the second half's reader: steps recorded, not fed */
+	struct split *sp;   /* the first half's reader: the second half's, while split */
+	bool split_done;    /* the second half's steps are in: the read stops here */
+	const unsigned char *run_ptr; /* the text the fast path runs over, at ... */
+	uint64_t run_off;	      /* ... this text offset */
 	struct rp_nat_caps caps;
 	uint32_t src;
 	struct rp_nat_stats *st;
@@ -216,6 +237,8 @@ static void step_begin(struct imp *m)
  * time order, an END may come before its START); NONE: out of memory. */
 static uint32_t uuid_id(struct imp *m)
 {
+	if (m->rec != NULL)
+		return rp_strtab_get(&m->rec->uuids, m->uuid, m->uuid_len, true);
 	if (m->aiq != NULL)
 		return rp_aiq_uuid(m->aiq, m->uuid, m->uuid_len, true);
 	return rp_strtab_get(&m->local, m->uuid, m->uuid_len, true);
@@ -231,6 +254,8 @@ static int name_ids(struct imp *m, struct step *s)
 		n = unknown[s->type];
 		len = strlen(n);
 	}
+	if (m->rec != NULL && (s->aname = rp_strtab_get(&m->rec->names, n, len, true)) == NONE)
+		return -ENOMEM;
 	if (m->aiq != NULL && (s->aname = rp_aiq_name(m->aiq, n, len)) == NONE)
 		return -ENOMEM;
 	if (m->e != NULL)
@@ -328,6 +353,26 @@ static int engine_request(struct imp *m)
 	return 0;
 }
 
+/* The second half's reader: one request's sorted steps, kept for the replay. */
+static int record(struct rec *r, const struct step *st, size_t n)
+{
+	if (r->n_steps + n > r->max_steps)
+		return -E2BIG; /* the split gives up: memory stays bounded */
+	while (r->n_steps + n > r->cap_steps)
+		if (!push((void **)&r->steps, &r->cap_steps, sizeof(*r->steps), r->cap_steps))
+			return -ENOMEM;
+	if (!push((void **)&r->reqs, &r->cap_reqs, sizeof(*r->reqs), r->n_reqs))
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		r->steps[r->n_steps + i] = (struct rp_aiq_step){ st[i].ts, st[i].uuid, st[i].aname,
+								 st[i].start, st[i].type };
+	r->n_steps += n;
+	r->reqs[r->n_reqs++] = (uint32_t)n;
+	return 0;
+}
+
+static bool split_at(struct imp *m);
+
 static int request_end(struct imp *m)
 {
 	int err = 0;
@@ -336,6 +381,8 @@ static int request_end(struct imp *m)
 	m->st->requests++;
 	if (m->n_steps > 1)
 		qsort(m->steps, m->n_steps, sizeof(*m->steps), cmp_step);
+	if (m->rec != NULL)
+		err = record(m->rec, m->steps, m->n_steps);
 	if (m->aiq != NULL) {
 		struct rp_aiq_step *as = m->batch;
 		/* In batches: no second copy of the request. */
@@ -512,6 +559,8 @@ static int cb_start(void *ctx, enum kind k)
 {
 	struct imp *m = ctx;
 
+	if (m->sp != NULL && m->depth == 1 && k == V_MAP && split_at(m))
+		return 0; /* the second reader read the rest (or m->rc says why not) */
 	if (!on_value(m, k, NULL, 0))
 		return 0;
 	m->depth++;
@@ -709,12 +758,15 @@ static int nat_mute(void *ctx)
  * primed into the same state, then given what is left of the window chunk by
  * chunk, then @n bytes at @b (a chunk the window had no room for), then the end.
  */
+static void split_end(struct imp *m);
+
 static int hand_over(struct imp *m, uint64_t at, const unsigned char *b, size_t n, bool last)
 {
 	const unsigned char *p;
 	size_t k;
 	int err;
 
+	split_end(m); /* yajl gives no offsets to confirm the split with */
 	m->fast = false;
 	m->off = at;
 	m->sc = (struct scan){ .run = m->jf.numrun };
@@ -732,9 +784,14 @@ static int hand_over(struct imp *m, uint64_t at, const unsigned char *b, size_t 
 static int fast_run(struct imp *m, const unsigned char *b, size_t n, uint64_t at, bool last,
 		    size_t *used, bool *bail)
 {
-	enum rp_jfast_rc rc = rp_jfast_run(&m->jf, b, n, last, used);
+	enum rp_jfast_rc rc;
 
+	m->run_ptr = b;
+	m->run_off = at;
+	rc = rp_jfast_run(&m->jf, b, n, last, used);
 	*bail = rc == RP_JFAST_BAIL;
+	if (rc == RP_JFAST_CANCEL && m->split_done)
+		return SPLIT_DONE;
 	if (rc == RP_JFAST_CANCEL)
 		return fail_at(m, m->rc, at + *used, m->what);
 	if (rc == RP_JFAST_NOMEM)
@@ -865,6 +922,7 @@ static int start(struct imp *m, struct rp_engine *e, struct rp_aiq *aiq,
 
 static int finish(struct imp *m, int err, bool ended)
 {
+	split_end(m);
 	if (err == 0 && !ended)
 		err = parse(m, NULL, 0, true);
 	if (err == 0 && !m->top_seen)
@@ -878,6 +936,258 @@ static int finish(struct imp *m, int err, bool ended)
 	free(m->started);
 	free(m->evs);
 	return err;
+}
+
+
+/* ---- two readers: the second half of a plain file on another core ----
+ *
+ * For the toolkit analysis alone (no engine) on a plain file, a second reader
+ * starts at a guessed start of a top-level element (a request) near the middle
+ * and parses from there to the end on its own thread, in the state the first
+ * reader would be in there (inside the top-level array, a value expected, depth
+ * 1, no request open), recording each request's sorted steps with ids of its own
+ * string tables. The first reader reads from the start as always; the guess is
+ * confirmed only if the first reader itself, on its fast path, starts a depth-1
+ * object at exactly that byte. Then, if the second reader read to the end on the
+ * fast path without a hand-over, an error or a cancelled callback, its strings
+ * are interned in the analysis in their first-seen order (so every id is what the
+ * one reader would have given) and its requests handed on in file order, and the
+ * first reader stops there: the callbacks made are those the one reader would have
+ * made, so the analysis and the counts are the same. In every other case (a wrong
+ * guess, the first reader passing the byte, handing over to yajl, failing first;
+ * the second reader bailing, failing, or recording more steps than its bound) the
+ * second reader's work is dropped and the first reads on alone, as before.
+ */
+
+size_t rp_nat_split_min = 64u << 20;
+uint64_t rp_nat_split_at;
+unsigned rp_nat_split_used;
+
+enum { SPLIT_RUNNING, SPLIT_OFF };
+
+struct split {
+	uint64_t at;  /* the guessed element start */
+	int fd, state;
+	atomic_bool abort;
+	pthread_t th;
+	bool ok;      /* the second reader read to the end, on the fast path */
+	uint64_t end; /* its bytes read to */
+	struct rec rec;
+	struct rp_nat_stats st;
+	char why[RP_WHY_MAX];
+	struct imp b;
+};
+
+/* The second reader's text: the fast path only, false when it would hand over. */
+static bool split_parse(struct imp *m, const unsigned char *b, size_t n, bool last)
+{
+	struct rp_jfast_win *w = &m->win;
+	enum rp_jfast_rc rc;
+	size_t used;
+
+	if (n > 0 && !rp_jfast_win_put(w, b, n))
+		return false;
+	rc = rp_jfast_run(&m->jf, rp_jfast_win_data(w), rp_jfast_win_len(w), last, &used);
+	rp_jfast_win_take(w, used);
+	return last ? rc == RP_JFAST_DONE : rc == RP_JFAST_MORE;
+}
+
+static void *split_reader(void *arg)
+{
+	struct split *sp = arg;
+	unsigned char *buf = malloc(RP_RA_BLOCK);
+	uint64_t at = sp->at;
+	ssize_t r;
+
+	while (buf != NULL && !atomic_load_explicit(&sp->abort, memory_order_relaxed)) {
+		r = pread(sp->fd, buf, RP_RA_BLOCK, (off_t)at);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0 || (r > 0 && !split_parse(&sp->b, buf, (size_t)r, false)))
+			break;
+		if (r == 0) {
+			sp->ok = split_parse(&sp->b, NULL, 0, true) && sp->b.rc == 0;
+			break;
+		}
+		at += (uint64_t)r;
+	}
+	sp->end = at;
+	free(buf);
+	return NULL;
+}
+
+/* A byte near @size * 0.52 (the first reader also replays the second's requests)
+ * that may start a request: the '{' before the next
+ * "intermediate_steps" key, itself after a ',' (0: none found). */
+static uint64_t split_guess(int fd, uint64_t size)
+{
+	static const char key[] = "\"intermediate_steps\"";
+	size_t len = 1u << 20;
+	uint64_t from = size / 100 * 52, at = 0;
+	char *b = malloc(len), *k;
+	ssize_t n;
+
+	if (b == NULL)
+		return 0;
+	n = pread(fd, b, len, (off_t)from);
+	for (k = n > 0 ? memmem(b, (size_t)n, key, sizeof(key) - 1) : NULL; k != NULL && at == 0;
+	     k = memmem(k + 1, (size_t)(b + n - k - 1), key, sizeof(key) - 1)) {
+		char *q = k, *c;
+		if (k == b || k[-1] == '\\')
+			continue;
+		while (q > b && *q != '{')
+			q--;
+		if (*q != '{' || q == b)
+			continue;
+		c = q - 1;
+		while (c > b && (*c == ' ' || *c == '\n' || *c == '\r' || *c == '\t'))
+			c--;
+		if (c > b && *c == ',')
+			at = from + (uint64_t)(q - b);
+	}
+	free(b);
+	return at;
+}
+
+static void split_free(struct split *sp)
+{
+	rp_strtab_free(&sp->rec.uuids);
+	rp_strtab_free(&sp->rec.names);
+	free(sp->rec.steps);
+	free(sp->rec.reqs);
+	free(sp);
+}
+
+static int start(struct imp *m, struct rp_engine *e, struct rp_aiq *aiq,
+		 const struct rp_nat_caps *caps, const char *label,
+		 struct rp_nat_stats *st, char *why);
+static int finish(struct imp *m, int err, bool ended);
+
+/* Starts the second reader if the file is big enough and plain, and a guess found. */
+static void split_start(struct imp *m, int fd, uint64_t size)
+{
+	unsigned char magic[2];
+	struct split *sp;
+	uint64_t at;
+
+	if (size < rp_nat_split_min || size < 16 || rp_jfast_off || pread(fd, magic, 2, 0) != 2 ||
+	    (magic[0] == 0x1f && magic[1] == 0x8b) ||
+	    (at = rp_nat_split_at ? rp_nat_split_at : split_guess(fd, size)) == 0 || at >= size)
+		return;
+	sp = calloc(1, sizeof(*sp));
+	if (sp == NULL)
+		return;
+	if (rp_strtab_init(&sp->rec.uuids) != 0 || rp_strtab_init(&sp->rec.names) != 0 ||
+	    start(&sp->b, NULL, NULL, &m->caps, m->origin, &sp->st, sp->why) != 0) {
+		split_free(sp);
+		return;
+	}
+	sp->at = at;
+	sp->fd = fd;
+	/* Its records stay within what the analysis itself may keep. */
+	sp->rec.max_steps = 2 * (size_t)m->aiq->max_nodes + 1024;
+	sp->b.rec = &sp->rec;
+	sp->b.depth = 1;
+	sp->b.top_seen = true;
+	rp_jfast_enter_array(&sp->b.jf);
+	if (pthread_create(&sp->th, NULL, split_reader, sp) != 0) {
+		finish(&sp->b, -1, true);
+		split_free(sp);
+		return;
+	}
+	m->sp = sp;
+}
+
+/* The split is off (or done): the second reader stopped, joined and freed. */
+static void split_end(struct imp *m)
+{
+	struct split *sp = m->sp;
+
+	if (sp == NULL)
+		return;
+	atomic_store_explicit(&sp->abort, true, memory_order_relaxed);
+	pthread_join(sp->th, NULL);
+	finish(&sp->b, -1, true);
+	split_free(sp);
+	m->sp = NULL;
+}
+
+/* The second reader's requests into the analysis, as the first would have fed them. */
+static int split_replay(struct imp *m, struct split *sp)
+{
+	struct rec *r = &sp->rec;
+	uint32_t *mu = malloc(((size_t)r->uuids.n + 1) * sizeof(*mu));
+	uint32_t *mn = malloc(((size_t)r->names.n + 1) * sizeof(*mn));
+	struct rp_nat_stats *st = m->st;
+	size_t at = 0;
+	int err = mu && mn ? 0 : -ENOMEM;
+
+	for (uint32_t i = 0; !err && i < r->uuids.n; i++)
+		if ((mu[i] = rp_aiq_uuid(m->aiq, rp_strtab_str(&r->uuids, i),
+					 (uint32_t)r->uuids.off[i], true)) == NONE)
+			err = -ENOMEM;
+	for (uint32_t i = 0; !err && i < r->names.n; i++)
+		if ((mn[i] = rp_aiq_name(m->aiq, rp_strtab_str(&r->names, i),
+					 (uint32_t)r->names.off[i])) == NONE)
+			err = -ENOMEM;
+	for (size_t q = 0; !err && q < r->n_reqs; q++) {
+		struct rp_aiq_step *s = r->steps + at;
+		for (uint32_t k = 0; k < r->reqs[q]; k++) {
+			s[k].uuid = mu[s[k].uuid];
+			s[k].name = s[k].start ? mn[s[k].name] : 0;
+		}
+		err = rp_aiq_request(m->aiq, s, r->reqs[q]);
+		at += r->reqs[q];
+	}
+	free(mu);
+	free(mn);
+	st->requests += sp->st.requests;
+	st->steps += sp->st.steps;
+	st->calls += sp->st.calls;
+	st->bad += sp->st.bad;
+	st->cut += sp->st.cut;
+	st->capped += sp->st.capped;
+	st->bytes = sp->end;
+	m->request += (uint32_t)sp->st.requests;
+	return err;
+}
+
+/*
+ * At each depth-1 object the first reader starts (before it is looked at): true if
+ * it is the guessed one and the second reader read the rest; then its requests are
+ * in the analysis and the first reader stops.
+ */
+static bool split_at(struct imp *m)
+{
+	struct split *sp = m->sp;
+	uint64_t at;
+
+	if (!m->fast)
+		return false;
+	at = m->run_off + (uint64_t)(m->jf.tok - m->run_ptr);
+	if (at < sp->at)
+		return false;
+	if (at > sp->at) {
+		split_end(m); /* passed it: not an element start */
+		return false;
+	}
+	pthread_join(sp->th, NULL);
+	if (!sp->ok) {
+		finish(&sp->b, -1, true);
+		split_free(sp);
+		m->sp = NULL;
+		return false;
+	}
+	if ((m->rc = split_replay(m, sp)) != 0) {
+		snprintf(m->what, sizeof(m->what), "out of memory");
+	} else {
+		m->split_done = true;
+		rp_nat_split_used++;
+	}
+	finish(&sp->b, -1, true);
+	split_free(sp);
+	m->sp = NULL;
+	return true;
 }
 
 int rp_import_nat_buf(struct rp_engine *e, struct rp_aiq *aiq, const struct rp_nat_caps *caps,
@@ -932,13 +1242,13 @@ static int read_chunks(struct imp *m, struct rp_readahead *ra, rp_chrome_progres
 	return 0;
 }
 
-static int read_gz(struct imp *m, gzFile gz, rp_chrome_progress_fn progress, void *ctx,
+static int read_gz(struct imp *m, gzFile gz, int fd, rp_chrome_progress_fn progress, void *ctx,
 		   uint64_t total)
 {
 	struct rp_readahead ra;
 	int err;
 
-	if (rp_ra_start(&ra, gz, CHUNK) != 0)
+	if (rp_ra_start(&ra, gz, fd, CHUNK) != 0)
 		return fail_at(m, -ENOMEM, 0, "out of memory");
 	err = read_chunks(m, &ra, progress, ctx, total);
 	rp_ra_stop(&ra);
@@ -976,9 +1286,11 @@ int rp_import_nat(struct rp_engine *e, struct rp_aiq *aiq, const struct rp_nat_c
 		return err;
 	}
 	gzbuffer(gz, CHUNK);
-	err = read_gz(m, gz, progress, ctx, S_ISREG(sb.st_mode) ? (uint64_t)sb.st_size : 0);
+	if (e == NULL && aiq != NULL && S_ISREG(sb.st_mode))
+		split_start(m, fd, (uint64_t)sb.st_size);
+	err = read_gz(m, gz, fd, progress, ctx, S_ISREG(sb.st_mode) ? (uint64_t)sb.st_size : 0);
 	gzclose_r(gz);
-	err = finish(m, err, false);
+	err = finish(m, err == SPLIT_DONE ? 0 : err, err == SPLIT_DONE);
 	free(m);
 	return err;
 }

@@ -76,6 +76,18 @@ int rp_import_nat_buf(struct rp_engine *e, struct rp_aiq *aiq, const struct rp_n
 		      const void *buf, size_t len,
 		      const char *label, struct rp_nat_stats *st, char why[RP_WHY_MAX]);
 
+/*
+ * A plain file of at least rp_nat_split_min bytes read for the toolkit analysis
+ * alone is read by two threads, each from one half (import_nat.c says how the
+ * result stays the one reader's). Tests set the size down to 0 to split every file
+ * (or up to SIZE_MAX to split none); rp_nat_split_used counts the reads whose
+ * second half was taken.
+ */
+extern size_t rp_nat_split_min;
+extern unsigned rp_nat_split_used;
+/* Tests: where the second reader starts instead of the guess (0: the guess). */
+extern uint64_t rp_nat_split_at;
+
 /**
  * rp_nat_detect() - does the file at @path (plain or gzip) look like a toolkit trace
  * (an "intermediate_steps" key in its first 64 KiB)? 1 yes, 0 no, -errno.

@@ -43,6 +43,13 @@ void rp_jfast_init(struct rp_jfast *j, const yajl_callbacks *cb, void *ctx, int 
 	j->state = ST_START;
 }
 
+void rp_jfast_enter_array(struct rp_jfast *j)
+{
+	j->stack[0] = '[';
+	j->depth = 1;
+	j->state = ST_ARR_NEXT;
+}
+
 static bool is_ws(unsigned char c)
 {
 	return c == ' ' || c == '\n' || c == '\r' || c == '\t';
@@ -295,7 +302,7 @@ enum rp_jfast_rc rp_jfast_run(struct rp_jfast *j, const unsigned char *b, size_t
 		case '[':
 			if (!value_state(st) || j->depth >= RP_JFAST_DEPTH)
 				STOP(RP_JFAST_BAIL);
-			i++;
+			j->tok = b + i++;
 			if (c == '{')
 				CALL(cb->yajl_start_map(j->ctx));
 			else

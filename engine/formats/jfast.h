@@ -53,6 +53,7 @@ struct rp_jfast {
 	unsigned char dec[RP_JFAST_STR_KEEP + 8]; /* a decoded string */
 	size_t dec_len;
 	bool priming; /* rp_jfast_relay drops every callback */
+	const unsigned char *tok; /* during a start_map callback: its '{' in the text */
 };
 
 /*
@@ -112,6 +113,10 @@ bool rp_jfast_prime_yajl(struct rp_jfast *j, yajl_handle h);
 extern bool rp_jfast_off;
 
 void rp_jfast_init(struct rp_jfast *j, const yajl_callbacks *cb, void *ctx, int (*mute)(void *ctx));
+
+/* After rp_jfast_init(): the state inside an unmuted top-level array after a ',', a
+ * value expected (a reader starting at one of the array's elements). */
+void rp_jfast_enter_array(struct rp_jfast *j);
 
 /**
  * rp_jfast_run() - read @buf[0..@n) on from the state the last call left.

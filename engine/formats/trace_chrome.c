@@ -958,12 +958,12 @@ static int read_chunks(struct parser *p, struct rp_readahead *ra)
 	return rc;
 }
 
-static int read_gz(struct parser *p, gzFile gz)
+static int read_gz(struct parser *p, gzFile gz, int fd)
 {
 	struct rp_readahead ra;
 	int rc;
 
-	if (rp_ra_start(&ra, gz, CHUNK) != 0)
+	if (rp_ra_start(&ra, gz, fd, CHUNK) != 0)
 		return fail(p, -ENOMEM, 0, "out of memory");
 	rc = read_chunks(p, &ra);
 	rp_ra_stop(&ra);
@@ -978,7 +978,7 @@ static int open_fail(struct parser *p, int fd, int err)
 	return -err;
 }
 
-static int open_gz(struct parser *p, const char *path, gzFile *gz)
+static int open_gz(struct parser *p, const char *path, gzFile *gz, int *fdp)
 {
 	struct stat sb;
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -992,6 +992,7 @@ static int open_gz(struct parser *p, const char *path, gzFile *gz)
 	if (*gz == NULL)
 		return open_fail(p, fd, ENOMEM);
 	gzbuffer(*gz, CHUNK);
+	*fdp = fd;
 	return 0;
 }
 
@@ -1002,7 +1003,7 @@ int rp_chrome_read(const char *path, rp_chrome_fn fn, rp_chrome_progress_fn prog
 	char local_why[RP_WHY_MAX];
 	struct parser *p;
 	gzFile gz = NULL;
-	int rc;
+	int rc, fd = -1;
 
 	assert(path != NULL && fn != NULL);
 	st = st ? st : &local;
@@ -1015,9 +1016,9 @@ int rp_chrome_read(const char *path, rp_chrome_fn fn, rp_chrome_progress_fn prog
 		return -ENOMEM;
 	}
 	p->progress = progress;
-	rc = open_gz(p, path, &gz);
+	rc = open_gz(p, path, &gz, &fd);
 	if (rc == 0) {
-		rc = read_gz(p, gz);
+		rc = read_gz(p, gz, fd);
 		gzclose_r(gz);
 	}
 	parser_free(p);

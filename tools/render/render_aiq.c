@@ -117,11 +117,13 @@ static void put_double(FILE *out, double v)
 	/* r = m x 10^d mod 2^k, kept from d to d + 1 (r x 10 < 2^128 as k <= 124) */
 	u128 mask = k ? ((u128)1 << k) - 1 : 0, half = k ? (u128)1 << (k - 1) : 0, r = m & mask;
 	for (int d = 0; d <= 22 && v == v; d++, ten *= 10, r = (r * 10) & mask) {
+		/* The test first: |x| grows with d, so a skipped d past the 2^62 limit
+		 * only defers the break to the next d tested, with the same outcome. */
+		if (k != 0 && (r < half ? r : mask + 1 - r) * 2 > ten)
+			continue;
 		long double x = (long double)v * p10[d];
 		if (!(x < 0x1p62L && x > -0x1p62L))
 			break;
-		if (k != 0 && (r < half ? r : mask + 1 - r) * 2 > ten)
-			continue;
 		long double ax = x < 0 ? -x : x;
 		int64_t n = (int64_t)ax; /* nearest, ties to even as Python's repr picks */
 		long double fr = ax - (long double)n;
