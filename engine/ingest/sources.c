@@ -52,6 +52,7 @@ struct rp_rbuf {
 	bool short_copy;	/* the last copy left records in the ring (full) */
 	/* Records after the buffer's, read in place in the ring by the merge. */
 	uint32_t avail;		/* published and not yet read, as of the last copy */
+	uint32_t taken;		/* read and processed, released at the merge's end */
 	bool look_ok;		/* look holds the next of them (copied once) */
 	bool mark_lost;		/* the next span record comes after a resync */
 	struct rp_bev look;
@@ -495,6 +496,15 @@ static bool at_risk(const struct rp_live *l, const struct rp_ring_info *info, ui
 	return info->state != RP_RING_RETIRED && n >= l->seg->v.ring_capacity / 4;
 }
 
+/* Releases to the producer the records of @ring processed in place. */
+static void release_taken(struct rp_live *l, uint32_t ring)
+{
+	if (l->buf[ring].taken > 0) {
+		rp_segment_consume(l->seg, ring, l->buf[ring].taken);
+		l->buf[ring].taken = 0;
+	}
+}
+
 /* A record out of shared memory: copied once, times in ns, a mark after a resync. */
 static inline void take(struct rp_live *l, struct rp_rbuf *b, const struct rp_event *src,
 			struct rp_bev *d)
@@ -522,8 +532,10 @@ static void copy_ring(struct rp_sources *ss, struct rp_live *l, uint32_t ring, b
 	struct rp_rbuf *b = &l->buf[ring];
 	struct rp_ring_info info;
 	uint64_t resyncs = l->seg->rings[ring].resyncs;
-	uint32_t n = rp_segment_avail(l->seg, ring, &info), got;
+	uint32_t n, got;
 
+	release_taken(l, ring); /* (the merge released them: none) */
+	n = rp_segment_avail(l->seg, ring, &info);
 	if (l->seg->rings[ring].resyncs != resyncs)
 		b->mark_lost = true;
 	/* A new owner: exports name its track by the OS thread id (once per claim). */
@@ -566,7 +578,7 @@ static inline struct rp_bev *next_rec(struct rp_live *l, struct rp_rbuf *b, uint
 	if (b->n > 0)
 		return &b->ev[b->head];
 	if (!b->look_ok) {
-		take(l, b, rp_segment_peek(l->seg, ring, 0), &b->look);
+		take(l, b, rp_segment_peek(l->seg, ring, b->taken), &b->look);
 		b->look_ok = true;
 	}
 	return &b->look;
@@ -672,17 +684,16 @@ static uint32_t fill_heap(struct rp_sources *ss, uint64_t watermark)
 
 /*
  * The records of ring @ring read in place, from b->look on, while they are due and
- * not later than @others (the oldest of every other ring); @return how many, all
- * released to the producer. The next one, if any, is left copied in b->look, and
- * *again says the ring goes back into the heap.
+ * not later than @others (the oldest of every other ring); @return how many (b->taken:
+ * released at the merge's end, or once many). The next one, if any, is left copied
+ * in b->look, and *again says the ring goes back into the heap.
  */
 static uint32_t merge_in_place(struct rp_sources *ss, struct rp_live *l, uint32_t ring,
 			       uint64_t watermark, uint64_t others, bool *again)
 {
 	struct rp_rbuf *b = &l->buf[ring];
-	const struct rp_event *slot0 = rp_segment_peek(l->seg, ring, 0);
-	const struct rp_event *slots = slot0 - (l->seg->rings[ring].head & (l->seg->v.ring_capacity - 1));
-	uint32_t mask = l->seg->v.ring_capacity - 1, h = l->seg->rings[ring].head, k = 0;
+	uint32_t mask = l->seg->v.ring_capacity - 1, h = l->seg->rings[ring].head + b->taken, k = 0;
+	const struct rp_event *slots = rp_segment_peek(l->seg, ring, b->taken) - (h & mask);
 
 	*again = false;
 	for (;;) {
@@ -700,7 +711,9 @@ static uint32_t merge_in_place(struct rp_sources *ss, struct rp_live *l, uint32_
 			break;
 		}
 	}
-	rp_segment_consume(l->seg, ring, k);
+	b->taken += k;
+	if (b->taken >= RP_SOURCES_SLICE) /* a long run: room for the producer now */
+		release_taken(l, ring);
 	return k;
 }
 
@@ -745,6 +758,9 @@ static uint64_t merge(struct rp_sources *ss, uint64_t watermark, uint64_t max)
 			}
 		}
 	}
+	for (uint32_t i = 0; i < ss->n_live; i++)
+		for (uint32_t r = 0; r < ss->live[i]->seg->v.ring_count; r++)
+			release_taken(ss->live[i], r);
 	return done;
 }
 
