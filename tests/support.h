@@ -124,6 +124,27 @@ static char *rp_test_slurp(const char *path, size_t *len)
 	return buf;
 }
 
+/* A fresh temporary file name "/tmp/rp_test_XXXXXX@suffix"; the caller unlinks it. */
+static inline void rp_test_temp_path(char path[64], const char *suffix)
+{
+	int fd;
+
+	snprintf(path, 64, "/tmp/rp_test_XXXXXX%s", suffix);
+	fd = mkstemps(path, (int)strlen(suffix));
+	assert_true(fd >= 0);
+	close(fd);
+}
+
+/* @path made to hold the @n bytes at @data. */
+static inline void rp_test_write_file(const char *path, const void *data, size_t n)
+{
+	FILE *f = fopen(path, "wb");
+
+	assert_non_null(f);
+	assert_int_equal(fwrite(data, 1, n, f), n);
+	assert_int_equal(fclose(f), 0);
+}
+
 /* A loopback TCP port free just now (for an engine's --prometheus), or -1. */
 static inline int rp_test_free_port(void)
 {

@@ -74,26 +74,6 @@ static bool same_both_ways(const char *path)
 	return rp_nat_split_used != used;
 }
 
-/* A fresh temporary file name; the caller unlinks it. */
-static void temp_path(char path[64], const char *suffix)
-{
-	int fd;
-
-	snprintf(path, 64, "/tmp/rp_split_XXXXXX%s", suffix);
-	fd = mkstemps(path, (int)strlen(suffix));
-	assert_true(fd >= 0);
-	close(fd);
-}
-
-static void write_file(const char *path, const char *text, size_t len)
-{
-	FILE *f = fopen(path, "wb");
-
-	assert_non_null(f);
-	assert_int_equal(fwrite(text, 1, len, f), len);
-	assert_int_equal(fclose(f), 0);
-}
-
 /* A trace of @reqs requests; @pretty: one member a line, as json.dump(indent=1). */
 static char *gen_trace(int reqs, bool pretty, size_t *len)
 {
@@ -171,11 +151,11 @@ static void test_nat_split_well_formed(void **state)
 	char *t;
 
 	(void)state;
-	temp_path(path, ".json");
+	rp_test_temp_path(path, ".json");
 	for (int pretty = 0; pretty < 2; pretty++) {
 		for (int reqs = 4; reqs <= 64; reqs *= 2) {
 			t = gen_trace(reqs, pretty, &len);
-			write_file(path, t, len);
+			rp_test_write_file(path, t, len);
 			assert_true(same_both_ways(path));
 			free(t);
 		}
@@ -186,7 +166,7 @@ static void test_nat_split_well_formed(void **state)
 	}
 	/* a file too small to hold a split: the one reader only, the same either way */
 	t = gen_trace(8, true, &len);
-	write_file(path, t, 10);
+	rp_test_write_file(path, t, 10);
 	assert_false(same_both_ways(path));
 	free(t);
 	unlink(path);
@@ -200,11 +180,11 @@ static void test_nat_split_truncated(void **state)
 	char *t = gen_trace(24, true, &len);
 
 	(void)state;
-	temp_path(path, ".json");
+	rp_test_temp_path(path, ".json");
 	at = guessed(t, len);
 	assert_true(at > 0);
 	for (size_t n = 0; n < len; n += n + 400 < at || n > at + 400 ? 97 : 1) {
-		write_file(path, t, n);
+		rp_test_write_file(path, t, n);
 		took += same_both_ways(path);
 	}
 	(void)took; /* a cut file ends in an error: the second reader's half is dropped */
@@ -222,7 +202,7 @@ static void test_nat_split_overwritten(void **state)
 
 	(void)state;
 	assert_non_null(c);
-	temp_path(path, ".json");
+	rp_test_temp_path(path, ".json");
 	at = guessed(t, len);
 	assert_true(at > 200);
 	for (size_t p = 1; p + 1 < len; p += p + 200 < at || p > at + 200 ? 331 : 1) {
@@ -231,7 +211,7 @@ static void test_nat_split_overwritten(void **state)
 				continue;
 			memcpy(c, t, len);
 			c[p] = bytes[b];
-			write_file(path, c, len);
+			rp_test_write_file(path, c, len);
 			took += same_both_ways(path);
 			runs++;
 		}
@@ -253,8 +233,8 @@ static void test_nat_split_any_start(void **state)
 	char *t = gen_trace(16, true, &len);
 
 	(void)state;
-	temp_path(path, ".json");
-	write_file(path, t, len);
+	rp_test_temp_path(path, ".json");
+	rp_test_write_file(path, t, len);
 	at = guessed(t, len);
 	assert_true(at > 300);
 	for (size_t p = 1; p < len; p += p + 300 < at || p > at + 300 ? 53 : 1) {

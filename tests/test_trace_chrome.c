@@ -476,26 +476,6 @@ static const char *torch_path(void)
 
 #define slurp rp_test_slurp
 
-/* A fresh temporary file name; the caller unlinks it. */
-static void temp_path(char path[64], const char *suffix)
-{
-	int fd;
-
-	snprintf(path, 64, "/tmp/rp_chrome_XXXXXX%s", suffix);
-	fd = mkstemps(path, (int)strlen(suffix));
-	assert_true(fd >= 0);
-	close(fd);
-}
-
-static void write_file(const char *path, const void *s, size_t n)
-{
-	FILE *f = fopen(path, "wb");
-
-	assert_non_null(f);
-	assert_int_equal(fwrite(s, 1, n, f), n);
-	assert_int_equal(fclose(f), 0);
-}
-
 static void write_gz(const char *path, const void *s, size_t n)
 {
 	gzFile gz = gzopen(path, "wb");
@@ -629,7 +609,7 @@ static void test_trace_chrome_torch_gzip_same_sequence(void **state)
 	char *text = slurp(torch_path(), &len), *gz;
 
 	(void)state;
-	temp_path(path, ".json.gz");
+	rp_test_temp_path(path, ".json.gz");
 	write_gz(path, text, len);
 	torch_read(torch_path(), &t, &st);
 	torch_read(path, &g, &gst);
@@ -720,8 +700,8 @@ static void test_trace_chrome_chunk_boundaries(void **state)
 	const uint64_t cuts = 2 * (GEN_EVENTS / 50); /* two long names in every 50 */
 
 	(void)state;
-	temp_path(path, ".json");
-	temp_path(gzpath, ".json.gz");
+	rp_test_temp_path(path, ".json");
+	rp_test_temp_path(gzpath, ".json.gz");
 	f = fopen(path, "wb");
 	assert_non_null(f);
 	for (int i = 0; i < GEN_EVENTS; i++)
@@ -769,8 +749,8 @@ static void test_trace_chrome_gzip_members_concatenated(void **state)
 	assert_string_equal(l.r[0].name, "a");
 	assert_int_equal(l.r[1].ph, 'Y');
 
-	temp_path(path, ".json.gz"); /* gzread reads the members on, too */
-	write_file(path, both, n1 + n2);
+	rp_test_temp_path(path, ".json.gz"); /* gzread reads the members on, too */
+	rp_test_write_file(path, both, n1 + n2);
 	log_init(&l);
 	assert_int_equal(rp_chrome_read(path, record, NULL, &l, NULL, why), 0);
 	assert_int_equal(l.n, 2);
@@ -898,8 +878,8 @@ static void test_trace_chrome_truncated_gzip(void **state)
 	assert_non_null(strstr(why, "truncated gzip"));
 
 	/* A file, through gzread. */
-	temp_path(path, ".json.gz");
-	write_file(path, z, zlen / 2);
+	rp_test_temp_path(path, ".json.gz");
+	rp_test_write_file(path, z, zlen / 2);
 	rc = rp_chrome_read(path, count_only, NULL, &n, NULL, why);
 	assert_int_equal(rc, -EINVAL);
 	assert_true(strncmp(why, path, strlen(path)) == 0);
@@ -909,7 +889,7 @@ static void test_trace_chrome_truncated_gzip(void **state)
 	/* Corrupt data in the middle: refused, whichever check trips first. */
 	z[zlen / 2] ^= 0x55;
 	z[zlen / 2 + 1] ^= 0xaa;
-	write_file(path, z, zlen);
+	rp_test_write_file(path, z, zlen);
 	assert_int_equal(rp_chrome_read(path, count_only, NULL, &n, NULL, why), -EINVAL);
 	assert_non_null(strstr(why, ": byte "));
 	assert_int_equal(rp_chrome_parse(z, zlen, count_only, &n, NULL, why), -EINVAL);
@@ -967,7 +947,7 @@ static void test_trace_chrome_long_name_bounded(void **state)
 
 	(void)state;
 	/* Written a block at a time, so that this process never holds 10 MB itself. */
-	temp_path(path, ".json");
+	rp_test_temp_path(path, ".json");
 	f = fopen(path, "wb");
 	assert_non_null(f);
 	memset(block, 'a', sizeof(block));

@@ -116,14 +116,12 @@ int rp_ra_start(struct rp_readahead *ra, gzFile gz, int fd, size_t size)
 	return 0;
 }
 
-/* Plain mode: the next block to hand out, read here if there is no thread. */
-static struct rp_ra_block *take_block(struct rp_readahead *ra)
+/* The thread's next filled slot (block or chunk), the one held before given back:
+ * @return its number (mod RP_RA_SLOTS); held until the next call. */
+static unsigned hand_over(struct rp_readahead *ra)
 {
-	if (!ra->threaded) {
-		read_block(ra, &ra->block[0]);
-		ra->holding = true;
-		return &ra->block[0];
-	}
+	unsigned tail;
+
 	pthread_mutex_lock(&ra->mu);
 	if (ra->holding) {
 		ra->tail++;
@@ -132,8 +130,20 @@ static struct rp_ra_block *take_block(struct rp_readahead *ra)
 	while (ra->head == ra->tail)
 		pthread_cond_wait(&ra->cv, &ra->mu);
 	ra->holding = true;
+	tail = ra->tail;
 	pthread_mutex_unlock(&ra->mu);
-	return &ra->block[ra->tail % RP_RA_SLOTS];
+	return tail;
+}
+
+/* Plain mode: the next block to hand out, read here if there is no thread. */
+static struct rp_ra_block *take_block(struct rp_readahead *ra)
+{
+	if (!ra->threaded) {
+		read_block(ra, &ra->block[0]);
+		ra->holding = true;
+		return &ra->block[0];
+	}
+	return &ra->block[hand_over(ra) % RP_RA_SLOTS];
 }
 
 /* Plain mode: the held block's next chunk, as gzread would have returned it. */
@@ -173,25 +183,13 @@ static const struct rp_ra_chunk *plain_next(struct rp_readahead *ra)
 
 const struct rp_ra_chunk *rp_ra_next(struct rp_readahead *ra)
 {
-	struct rp_ra_chunk *c;
-
 	if (ra->fd >= 0)
 		return plain_next(ra);
 	if (!ra->threaded) {
 		read_chunk(ra->gz, ra->size, &ra->slot[0]);
 		return &ra->slot[0];
 	}
-	pthread_mutex_lock(&ra->mu);
-	if (ra->holding) {
-		ra->tail++;
-		pthread_cond_broadcast(&ra->cv);
-	}
-	while (ra->head == ra->tail)
-		pthread_cond_wait(&ra->cv, &ra->mu);
-	ra->holding = true;
-	c = &ra->slot[ra->tail % RP_RA_SLOTS];
-	pthread_mutex_unlock(&ra->mu);
-	return c;
+	return &ra->slot[hand_over(ra) % RP_RA_SLOTS];
 }
 
 void rp_ra_stop(struct rp_readahead *ra)
