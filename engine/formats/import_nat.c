@@ -1289,6 +1289,7 @@ int rp_import_nat(struct rp_engine *e, struct rp_aiq *aiq, const struct rp_nat_c
 	if (e == NULL && aiq != NULL && S_ISREG(sb.st_mode))
 		split_start(m, fd, (uint64_t)sb.st_size);
 	err = read_gz(m, gz, fd, progress, ctx, S_ISREG(sb.st_mode) ? (uint64_t)sb.st_size : 0);
+	split_end(m); /* the second reader reads fd: stopped before it is closed */
 	gzclose_r(gz);
 	err = finish(m, err == SPLIT_DONE ? 0 : err, err == SPLIT_DONE);
 	free(m);
