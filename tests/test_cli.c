@@ -564,6 +564,9 @@ static void test_cli_engine_start_survives_snapshot_requests(void **state)
 	for (int i = 0; i < 8; i++) {
 		eng = start_engine(session);
 		nanosleep(&pause, NULL);
+		/* our own SIGTERM only once the marker names it: signals are blocked by
+		 * then, and before (exec, a sanitizer's start) TERM's default is right */
+		wait_engine_pid(session, eng);
 		kill(eng, SIGTERM);
 		assert_int_equal(wait_exit(eng), 0);
 	}
