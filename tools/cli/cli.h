@@ -26,6 +26,16 @@ const char *rp_cli_session(const char *opt);
 /* Engine caps as options: --max-names N and friends. @return true if @opt was one. */
 bool rp_cli_cap_option(struct rp_engine_cfg *cfg, const char *opt, const char *value,
 		       int *err);
+/* Their getopt_long entries (all 'c'), for the commands' option tables. */
+#define RP_CLI_CAP_OPTIONS                                                                   \
+	{ "max-names", 1, NULL, 'c' }, { "max-tracks", 1, NULL, 'c' },                      \
+	{ "max-depth", 1, NULL, 'c' }, { "max-cct-nodes", 1, NULL, 'c' },                   \
+	{ "max-sources", 1, NULL, 'c' }, { "max-sketch-names", 1, NULL, 'c' },              \
+	{ "max-window-names", 1, NULL, 'c' }, { "max-counters", 1, NULL, 'c' },             \
+	{ "topk", 1, NULL, 'c' }, { "max-window-level", 1, NULL, 'c' },                     \
+	{ "subwindows", 1, NULL, 'c' }, { "windows", 1, NULL, 'c' },                        \
+	{ "recorder-spans", 1, NULL, 'c' }, { "recorder-samples", 1, NULL, 'c' },           \
+	{ "device-spans", 1, NULL, 'c' }, { "device-events", 1, NULL, 'c' }
 #define RP_CLI_CAP_USAGE                                                                   \
 	"  --max-names N --max-tracks N --max-depth N --max-cct-nodes N --max-sources N\n"  \
 	"  --max-sketch-names N --max-window-names N --max-counters N --topk N\n"          \

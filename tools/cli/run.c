@@ -480,20 +480,12 @@ static int parse(int argc, char **argv, struct daemon *d, struct rp_engine_cfg *
 		{ "session", 1, NULL, 's' }, { "snapshot-dir", 1, NULL, 'd' },
 		{ "tick-ms", 1, NULL, 't' }, { "delay-ms", 1, NULL, 'D' },
 		{ "poll", 0, NULL, 'p' },    { "quiet", 0, NULL, 'q' },
-		{ "help", 0, NULL, 'h' },    { "max-names", 1, NULL, 'c' },
-		{ "max-tracks", 1, NULL, 'c' }, { "max-depth", 1, NULL, 'c' },
-		{ "max-cct-nodes", 1, NULL, 'c' }, { "max-sources", 1, NULL, 'c' },
-		{ "max-sketch-names", 1, NULL, 'c' }, { "max-window-names", 1, NULL, 'c' },
-		{ "max-counters", 1, NULL, 'c' }, { "topk", 1, NULL, 'c' },
-		{ "max-window-level", 1, NULL, 'c' }, { "subwindows", 1, NULL, 'c' },
-		{ "windows", 1, NULL, 'c' },
+		{ "help", 0, NULL, 'h' },    RP_CLI_CAP_OPTIONS,
 		{ "no-socket", 0, NULL, 'N' },	{ "prometheus", 1, NULL, 'P' },
 		{ "prometheus-any", 0, NULL, 'A' }, { "prometheus-window", 1, NULL, 'W' },
 		{ "max-clients", 1, NULL, 'M' }, { "client-idle-ms", 1, NULL, 'I' },
 		{ "max-http-clients", 1, NULL, 'H' }, { "client-request-ms", 1, NULL, 'R' },
-		{ "recorder-spans", 1, NULL, 'c' }, { "recorder-samples", 1, NULL, 'c' },
-		{ "device-spans", 1, NULL, 'c' },   { "device-events", 1, NULL, 'c' }, /* export */
-		{ "step-category", 1, NULL, 'S' }, { "step-name", 1, NULL, 'X' },
+		{ "step-category", 1, NULL, 'S' }, { "step-name", 1, NULL, 'X' }, /* export */
 		{ NULL, 0, NULL, 0 }
 	};
 	const char *session = NULL;
