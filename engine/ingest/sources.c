@@ -523,9 +523,9 @@ static inline void take(struct rp_live *l, struct rp_rbuf *b, const struct rp_ev
 /*
  * Looks at one ring: a ring at risk (or @all) has its records taken into its buffer
  * and released at once; the others' stay, read in place by the merge after the
- * buffer's (b->avail). A ring the producer's index made us skip (a resync) lost records: the
- * next span record is marked as after a drop, so the stack re-aligns there as it
- * does for the producer's own drops.
+ * buffer's (b->avail). A ring the producer's index made us skip (a resync) lost
+ * records: the next span record is marked as after a drop, so the stack re-aligns
+ * there as it does for the producer's own drops.
  */
 static void copy_ring(struct rp_sources *ss, struct rp_live *l, uint32_t ring, bool all)
 {
@@ -550,7 +550,11 @@ static void copy_ring(struct rp_sources *ss, struct rp_live *l, uint32_t ring, b
 	b->state = info.state;
 	b->short_copy = false;
 	b->avail = 0;
-	b->look_ok = false; /* read again: it may be copied now */
+	/* The look-ahead is read again (it may be copied now), with its resync mark:
+	 * a mark the producer set itself comes back the same. */
+	if (b->look_ok && (b->look.ev.flags & RP_SPAN_AFTER_DROP))
+		b->mark_lost = true;
+	b->look_ok = false;
 	b->dropped_now = info.dropped; /* read after the producer index (segment.c) */
 	b->retire_lost = info.lost_at_retire;
 	if (n == 0)
