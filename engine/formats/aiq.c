@@ -304,19 +304,10 @@ static int flatten(struct rp_aiq *a, uint32_t *stack)
 		return -ENOMEM;
 	for (uint32_t r = 0; r < a->n_roots; r++) {
 		uint32_t cur = a->roots[r], sp = 0;
-		for (;;) {
+
+		do
 			a->order[a->n_order++] = cur;
-			if (a->nodes[cur].first_child != NONE) {
-				stack[sp++] = cur;
-				cur = a->nodes[cur].first_child;
-				continue;
-			}
-			while (a->nodes[cur].next_sibling == NONE && sp > 0)
-				cur = stack[--sp];
-			if (a->nodes[cur].next_sibling == NONE)
-				break;
-			cur = a->nodes[cur].next_sibling;
-		}
+		while (rp_aiq_walk_next(a, &cur, stack, &sp));
 	}
 	return 0;
 }

@@ -134,6 +134,29 @@ int rp_aiq_request_part(struct rp_aiq *a, const struct rp_aiq_step *steps, size_
 int rp_aiq_finish(struct rp_aiq *a);
 
 /* A call's duration as the toolkit stored it: max(0.0, end - start) (0 if never ended). */
+/*
+ * A depth-first walk (a node, then its children in order) of the tree under a root:
+ * from *cur = root and *sp = 0, each call moves *cur to the next node, *sp being its
+ * depth; false past the last. @stack: room for the deepest level.
+ */
+static inline bool rp_aiq_walk_next(const struct rp_aiq *a, uint32_t *cur, uint32_t *stack,
+				    uint32_t *sp)
+{
+	uint32_t c = *cur;
+
+	if (a->nodes[c].first_child != UINT32_MAX) {
+		stack[(*sp)++] = c;
+		*cur = a->nodes[c].first_child;
+		return true;
+	}
+	while (a->nodes[c].next_sibling == UINT32_MAX && *sp > 0)
+		c = stack[--*sp];
+	if (a->nodes[c].next_sibling == UINT32_MAX)
+		return false;
+	*cur = a->nodes[c].next_sibling;
+	return true;
+}
+
 static inline double rp_aiq_duration(const struct rp_aiq_node *n)
 {
 	double d = n->end - n->start;

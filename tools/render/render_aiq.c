@@ -343,24 +343,14 @@ static void put_tree(FILE *out, const struct rp_aiq *a, uint32_t root, uint32_t 
 {
 	uint32_t cur = root, sp = 0;
 
-	for (;;) {
+	do {
 		const struct rp_aiq_node *n = &a->nodes[cur];
 		for (uint32_t i = 0; i < sp; i++)
 			fputs_unlocked("  ", out);
 		fprintf(out, "- %s '%s' (uuid=%s, start=%.2f, end=%.2f, dur=%.2f)\n",
 			rp_aiq_type_names[n->type], rp_strtab_str(&a->names, n->name),
 			rp_strtab_str(&a->uuids, n->uuid), n->start, n->end, rp_aiq_duration(n));
-		if (n->first_child != UINT32_MAX) {
-			stack[sp++] = cur;
-			cur = n->first_child;
-			continue;
-		}
-		while (a->nodes[cur].next_sibling == UINT32_MAX && sp > 0)
-			cur = stack[--sp];
-		if (a->nodes[cur].next_sibling == UINT32_MAX)
-			return;
-		cur = a->nodes[cur].next_sibling;
-	}
+	} while (rp_aiq_walk_next(a, &cur, stack, &sp));
 }
 
 /* The walk of put_tree() without the output: indentation bytes and the deepest level. */
@@ -369,20 +359,10 @@ static void tree_cost(const struct rp_aiq *a, uint32_t root, uint32_t *stack, ui
 {
 	uint32_t cur = root, sp = 0;
 
-	for (;;) {
+	do {
 		*indent += 2 * (uint64_t)sp;
 		*depth = sp > *depth ? sp : *depth;
-		if (a->nodes[cur].first_child != UINT32_MAX) {
-			stack[sp++] = cur;
-			cur = a->nodes[cur].first_child;
-			continue;
-		}
-		while (a->nodes[cur].next_sibling == UINT32_MAX && sp > 0)
-			cur = stack[--sp];
-		if (a->nodes[cur].next_sibling == UINT32_MAX)
-			return;
-		cur = a->nodes[cur].next_sibling;
-	}
+	} while (rp_aiq_walk_next(a, &cur, stack, &sp));
 }
 
 int rp_render_aiq_text_indent(const struct rp_aiq *a, uint64_t *indent, uint32_t *depth)
