@@ -534,7 +534,7 @@ static void copy_ring(struct rp_sources *ss, struct rp_live *l, uint32_t ring, b
 	uint64_t resyncs = l->seg->rings[ring].resyncs;
 	uint32_t n, got;
 
-	release_taken(l, ring); /* (the merge released them: none) */
+	release_taken(l, ring); /* none: every merge releases what it read in place */
 	n = rp_segment_avail(l->seg, ring, &info);
 	if (l->seg->rings[ring].resyncs != resyncs)
 		b->mark_lost = true;
@@ -661,7 +661,7 @@ static bool heap_room(struct rp_sources *ss, uint32_t need)
 	return true;
 }
 
-/* Loads every buffer's first record due into the heap. */
+/* Loads every ring's next record due (its buffer's, else in place) into the heap. */
 static uint32_t fill_heap(struct rp_sources *ss, uint64_t watermark)
 {
 	uint32_t n = 0, need = 0;
