@@ -401,6 +401,63 @@ static void test_jfast_nat_file(void **state)
 	free(t);
 }
 
+/* @text deflated as one gzip member that stops short: flushed, never finished. */
+static size_t gzip_cut(const char *text, size_t n, unsigned char *out, size_t cap)
+{
+	z_stream zs = { 0 };
+
+	assert_int_equal(deflateInit2(&zs, 1, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY), Z_OK);
+	zs.next_in = (unsigned char *)text;
+	zs.avail_in = (uInt)n;
+	zs.next_out = out;
+	zs.avail_out = (uInt)cap;
+	assert_int_equal(deflate(&zs, Z_SYNC_FLUSH), Z_OK);
+	assert_int_equal(zs.avail_in, 0);
+	n = cap - zs.avail_out;
+	deflateEnd(&zs);
+	return n;
+}
+
+/*
+ * A token whose first bytes are already wrong, then the gzip stream ends: yajl
+ * refuses the token as its bytes come, so the fast path must not wait for the rest
+ * of it and report the truncation instead (found by fuzz_chrome).
+ */
+static void test_jfast_wrong_before_the_cut(void **state)
+{
+	static const char *const chrome[] = {
+		"[f\xc9", "[tx", "[nul!", "[fals", "[\"\\u12G", "[\"\\u1", "[\"\xe2\x41",
+		"[\"\xe2\x82", "[\"\xf0\x9f\x98(", "[\"\xc3", "[-x", "[1e", "[\"a\\",
+	};
+	static const char *const nat[] = {
+		"[{\"request_number\": f\xc9", "[{\"intermediate_steps\": [{\"payload\": n!",
+		"[{\"intermediate_steps\": [{\"payload\": {\"event_type\": \"\xe2\x41",
+		"[{\"x\": \"\\u00G",
+	};
+	unsigned char gz[256];
+	char path[64];
+
+	(void)state;
+	snprintf(path, sizeof(path), "/tmp/rp_test_jfast_cut_%d", (int)getpid());
+	for (size_t i = 0; i < ARRAY_SIZE(chrome) + ARRAY_SIZE(nat); i++) {
+		bool is_nat = i >= ARRAY_SIZE(chrome);
+		const char *t = is_nat ? nat[i - ARRAY_SIZE(chrome)] : chrome[i];
+		size_t n = gzip_cut(t, strlen(t), gz, sizeof(gz));
+		FILE *f = fopen(path, "wb");
+
+		assert_non_null(f);
+		assert_int_equal(fwrite(gz, 1, n, f), n);
+		assert_int_equal(fclose(f), 0);
+		if (is_nat) {
+			nat_same(NULL, 0, path);
+		} else {
+			chrome_same(gz, n, NULL);
+			chrome_same(NULL, 0, path);
+		}
+	}
+	unlink(path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -410,6 +467,7 @@ int main(void)
 		cmocka_unit_test(test_jfast_chunk_ends),
 		cmocka_unit_test(test_jfast_nat_mutations),
 		cmocka_unit_test(test_jfast_nat_file),
+		cmocka_unit_test(test_jfast_wrong_before_the_cut),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -125,11 +125,12 @@ static enum scan scan_string(const unsigned char *s, size_t n, size_t *len, bool
 				return SCAN_MORE;
 			c = s[i + 1];
 			if (c == 'u') {
-				if (i + 6 > n)
-					return SCAN_MORE;
-				for (int k = 2; k < 6; k++)
+				/* yajl refuses a bad digit as it comes, before the rest */
+				for (size_t k = 2; k < 6 && i + k < n; k++)
 					if (!is_hex(s[i + k]))
 						return SCAN_BAD;
+				if (i + 6 > n)
+					return SCAN_MORE;
 				i += 6;
 			} else if (c == '"' || c == '\\' || c == '/' || c == 'b' || c == 'f' ||
 				   c == 'n' || c == 'r' || c == 't') {
@@ -143,11 +144,11 @@ static enum scan scan_string(const unsigned char *s, size_t n, size_t *len, bool
 			int k = utf8_len(c);
 			if (k == 0)
 				return SCAN_BAD;
-			if (i + (size_t)k > n)
-				return SCAN_MORE;
-			for (int t = 1; t < k; t++)
+			for (size_t t = 1; t < (size_t)k && i + t < n; t++)
 				if ((s[i + t] >> 6) != 0x2)
 					return SCAN_BAD;
+			if (i + (size_t)k > n)
+				return SCAN_MORE;
 			i += (size_t)k;
 		}
 	}
@@ -370,10 +371,11 @@ enum rp_jfast_rc rp_jfast_run(struct rp_jfast *j, const unsigned char *b, size_t
 			size_t ll = strlen(lit);
 			if (!value_state(st))
 				STOP(RP_JFAST_BAIL);
+			/* a wrong byte ends it even before the rest comes, as in yajl */
+			if (memcmp(b + i, lit, i + ll > n ? n - i : ll) != 0)
+				STOP(RP_JFAST_BAIL);
 			if (i + ll > n)
 				STOP(eof ? RP_JFAST_BAIL : RP_JFAST_MORE);
-			if (memcmp(b + i, lit, ll) != 0)
-				STOP(RP_JFAST_BAIL);
 			i += ll;
 			j->state = ST_AFTER;
 			if (!muted(j))
