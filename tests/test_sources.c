@@ -220,6 +220,87 @@ static void test_sources_in_place_merge_exactly(void **state)
 	close_engine();
 }
 
+/* Spans back to back on a thread, at random: a BEGIN, its END d in [0, 3] ns later,
+ * the next BEGIN g in [0, 3] ns after; the same seed gives the same times. */
+struct random_arg {
+	const char *name;
+	uint32_t seed, spans;
+	uint64_t total_ns, *ts; /* out: the sum of durations, every record's time */
+};
+
+static uint32_t next_rand(uint32_t *x)
+{
+	*x ^= *x << 13;
+	*x ^= *x >> 17;
+	*x ^= *x << 5;
+	return *x;
+}
+
+static void *thread_random(void *arg)
+{
+	struct random_arg *a = arg;
+	uint32_t id = rp_intern(a->name, NULL, NULL, 0), x = a->seed;
+	uint64_t t = 1000;
+
+	a->total_ns = 0;
+	for (uint32_t k = 0; k < a->spans; k++) {
+		uint64_t d = next_rand(&x) % 4;
+
+		a->ts[2 * k] = t;
+		a->ts[2 * k + 1] = t + d;
+		rp_emit_at(t, RP_EV_BEGIN, 0, id, 0, 0);
+		rp_emit_at(t + d, RP_EV_END, 0, id, 0, 0);
+		a->total_ns += d;
+		t += d + next_rand(&x) % 4;
+	}
+	return NULL;
+}
+
+/*
+ * Two rings whose records interleave at random, with equal times across them: the
+ * two-ring merge (merge_two in sources.c) picks the older by index. Every drain
+ * takes exactly the records up to its mark (counted here from the times each thread
+ * wrote), none comes late, and each name's time is the sum of its spans. Each ring
+ * holds more than a slice (RP_SOURCES_SLICE), so a merge also stops at its limit.
+ */
+static void test_sources_two_rings_interleaved_at_random(void **state)
+{
+	enum { SPANS = 12000 };
+	static uint64_t ts[2][2 * SPANS];
+	struct random_arg a[2] = { { "x0", 12345, SPANS, 0, ts[0] },
+				   { "x1", 777, SPANS, 0, ts[1] } };
+	uint64_t marks[] = { 5000, 5001, 17000, 30000, UINT64_MAX }, done = 0;
+	struct rp_report r;
+	pthread_t th;
+
+	(void)state;
+	open_engine();
+	rp_sources_scan(&ss);
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(pthread_create(&th, NULL, thread_random, &a[i]), 0);
+		assert_int_equal(pthread_join(th, NULL), 0);
+	}
+	for (size_t m = 0; m < sizeof(marks) / sizeof(marks[0]); m++) {
+		uint64_t due = 0;
+
+		for (int i = 0; i < 2; i++)
+			for (uint32_t k = 0; k < 2 * SPANS; k++)
+				due += ts[i][k] <= marks[m];
+		assert_int_equal(rp_sources_drain(&ss, marks[m]), due - done);
+		done = due;
+	}
+	assert_int_equal(done, 4 * SPANS);
+	report(&r);
+	assert_int_equal(r.events, 4 * SPANS);
+	assert_int_equal(r.late, 0);
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(fn(&r, a[i].name)->calls, SPANS);
+		assert_int_equal(fn(&r, a[i].name)->self_ns, a[i].total_ns);
+	}
+	rp_report_free(&r);
+	close_engine();
+}
+
 /* Records past the watermark wait; a record older than what was processed is late. */
 static void test_sources_watermark_and_late(void **state)
 {
@@ -509,6 +590,7 @@ int main(void)
 		cmocka_unit_test(test_sources_watermark_and_late),
 		cmocka_unit_test(test_sources_final_drain_takes_all),
 		cmocka_unit_test(test_sources_in_place_merge_exactly),
+		cmocka_unit_test(test_sources_two_rings_interleaved_at_random),
 		cmocka_unit_test(test_sources_producer_killed_mid_span),
 		cmocka_unit_test(test_sources_stale_segment_swept),
 		cmocka_unit_test(test_sources_records_after_exit_mark_kept),
