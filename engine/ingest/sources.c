@@ -766,6 +766,9 @@ static uint64_t merge_two(struct rp_sources *ss, struct rp_cursor c[2], uint64_t
 			break;
 		}
 		take(x->l, b, &x->slots[(x->h + x->k) & x->mask], &b->look);
+		/* The pick waits for this record's time (no branch to run ahead on),
+		 * so the ring is fetched ahead: 16 records, 512 bytes. */
+		__builtin_prefetch(&x->slots[(x->h + x->k + 16) & x->mask]);
 		if (__builtin_expect((b->look.ev.ts > watermark && !x->l->ended) || done >= max, 0))
 			break;
 	}
