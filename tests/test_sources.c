@@ -49,6 +49,16 @@ static void report(struct rp_report *r)
 	assert_int_equal(rp_engine_report(eng, r), 0);
 }
 
+/* @body(@arg) on a thread of its own, to its end: its ring is retired, as a producer
+ * thread's that exited. */
+static void on_thread(void *(*body)(void *), void *arg)
+{
+	pthread_t th;
+
+	assert_int_equal(pthread_create(&th, NULL, body, arg), 0);
+	assert_int_equal(pthread_join(th, NULL), 0);
+}
+
 /* a[100,200) { b[110,130) b[140,150) }, c instant, on this thread. */
 static void emit_pattern(uint64_t base)
 {
@@ -111,15 +121,12 @@ static void *thread_pattern(void *arg)
 static void test_sources_ring_reuse_is_a_new_track(void **state)
 {
 	struct rp_report r;
-	pthread_t th;
 
 	(void)state;
 	open_engine();
 	rp_sources_scan(&ss);
 	for (int k = 0; k < 2; k++) {
-		assert_int_equal(pthread_create(&th, NULL, thread_pattern,
-						(void *)(uintptr_t)(10000 + 1000 * k)), 0);
-		assert_int_equal(pthread_join(th, NULL), 0);
+		on_thread(thread_pattern, (void *)(uintptr_t)(10000 + 1000 * k));
 		assert_int_equal(rp_sources_drain(&ss, UINT64_MAX), 6); /* drained: reusable */
 	}
 	report(&r);
@@ -156,15 +163,12 @@ static void test_sources_final_drain_takes_all(void **state)
 {
 	struct run_arg a = { 1, 12000 }, b = { 20000, 1 };
 	struct rp_report r;
-	pthread_t th;
 
 	(void)state;
 	open_engine();
 	rp_sources_scan(&ss);
-	assert_int_equal(pthread_create(&th, NULL, thread_run, &a), 0);
-	assert_int_equal(pthread_join(th, NULL), 0);
-	assert_int_equal(pthread_create(&th, NULL, thread_run, &b), 0);
-	assert_int_equal(pthread_join(th, NULL), 0);
+	on_thread(thread_run, &a);
+	on_thread(thread_run, &b);
 	assert_int_equal(rp_sources_drain(&ss, UINT64_MAX), 12001);
 	report(&r);
 	assert_int_equal(r.events, 12001);
@@ -199,15 +203,12 @@ static void test_sources_in_place_merge_exactly(void **state)
 {
 	struct spaced_arg dense = { 1, 1, 60000 }, sparse = { 10, 10, 6000 }, own = { 2, 3, 40000 };
 	struct rp_report r;
-	pthread_t th;
 
 	(void)state;
 	open_engine();
 	rp_sources_scan(&ss);
-	assert_int_equal(pthread_create(&th, NULL, thread_spaced, &dense), 0);
-	assert_int_equal(pthread_join(th, NULL), 0);
-	assert_int_equal(pthread_create(&th, NULL, thread_spaced, &sparse), 0);
-	assert_int_equal(pthread_join(th, NULL), 0);
+	on_thread(thread_spaced, &dense);
+	on_thread(thread_spaced, &sparse);
 	thread_spaced(&own);
 	/* up to 30000: 30000 dense, 3000 sparse, 10000 of ours (2, 5, ..., 29999) */
 	assert_int_equal(rp_sources_drain(&ss, 30000), 43000);
@@ -271,14 +272,12 @@ static void test_sources_two_rings_interleaved_at_random(void **state)
 				   { "x1", 777, SPANS, 0, ts[1] } };
 	uint64_t marks[] = { 5000, 5001, 17000, 30000, UINT64_MAX }, done = 0;
 	struct rp_report r;
-	pthread_t th;
 
 	(void)state;
 	open_engine();
 	rp_sources_scan(&ss);
 	for (int i = 0; i < 2; i++) {
-		assert_int_equal(pthread_create(&th, NULL, thread_random, &a[i]), 0);
-		assert_int_equal(pthread_join(th, NULL), 0);
+		on_thread(thread_random, &a[i]);
 	}
 	for (size_t m = 0; m < sizeof(marks) / sizeof(marks[0]); m++) {
 		uint64_t due = 0;
@@ -305,7 +304,6 @@ static void test_sources_two_rings_interleaved_at_random(void **state)
 static void test_sources_watermark_and_late(void **state)
 {
 	struct rp_report r;
-	pthread_t th;
 	uint32_t i = rp_intern("tick", "", NULL, 0);
 
 	(void)state;
@@ -315,8 +313,7 @@ static void test_sources_watermark_and_late(void **state)
 	rp_emit_at(90000, RP_EV_INSTANT, 0, i, 0, 0);
 	assert_int_equal(rp_sources_drain(&ss, 60000), 1); /* 90000 waits */
 	assert_int_equal(rp_sources_drain(&ss, 100000), 1);
-	assert_int_equal(pthread_create(&th, NULL, thread_pattern, (void *)(uintptr_t)20000), 0);
-	assert_int_equal(pthread_join(th, NULL), 0);
+	on_thread(thread_pattern, (void *)(uintptr_t)20000);
 	assert_int_equal(rp_sources_drain(&ss, UINT64_MAX), 6);
 	report(&r);
 	assert_int_equal(r.late, 6);
