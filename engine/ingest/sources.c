@@ -661,6 +661,20 @@ static bool heap_room(struct rp_sources *ss, uint32_t need)
 	return true;
 }
 
+/* The ring of @it into the heap if it has a record due (its time: it.ts). */
+static void push_if_due(struct rp_sources *ss, uint32_t *n, struct rp_heap_item it,
+			uint64_t watermark)
+{
+	struct rp_live *l = ss->live[it.live];
+	struct rp_rbuf *b = &l->buf[it.ring];
+
+	if (!has_next(b))
+		return;
+	it.ts = next_rec(l, b, it.ring)->ev.ts;
+	if (it.ts <= watermark || l->ended)
+		heap_push(ss->heap, n, it);
+}
+
 /* Loads every ring's next record due (its buffer's, else in place) into the heap. */
 static uint32_t fill_heap(struct rp_sources *ss, uint64_t watermark)
 {
@@ -673,55 +687,13 @@ static uint32_t fill_heap(struct rp_sources *ss, uint64_t watermark)
 	for (uint32_t i = 0; i < ss->n_live; i++) {
 		struct rp_live *l = ss->live[i];
 
-		for (uint32_t r = 0; r < l->seg->v.ring_count; r++) {
-			uint64_t ts;
-
-			if (!has_next(&l->buf[r]))
-				continue;
-			ts = next_rec(l, &l->buf[r], r)->ev.ts;
-			if (ts <= watermark || l->ended)
-				heap_push(ss->heap, &n, (struct rp_heap_item){ ts, i, r });
-		}
+		for (uint32_t r = 0; r < l->seg->v.ring_count; r++)
+			push_if_due(ss, &n, (struct rp_heap_item){ 0, i, r }, watermark);
 	}
 	return n;
 }
 
-/*
- * The records of ring @ring read in place, from b->look on, while they are due and
- * not later than @others (the oldest of every other ring); @return how many (b->taken:
- * released at the merge's end, or once many). The next one, if any, is left copied
- * in b->look, and *again says the ring goes back into the heap.
- */
-static uint32_t merge_in_place(struct rp_sources *ss, struct rp_live *l, uint32_t ring,
-			       uint64_t watermark, uint64_t others, bool *again)
-{
-	struct rp_rbuf *b = &l->buf[ring];
-	uint32_t mask = l->seg->v.ring_capacity - 1, h = l->seg->rings[ring].head + b->taken, k = 0;
-	const struct rp_event *slots = rp_segment_peek(l->seg, ring, b->taken) - (h & mask);
-
-	*again = false;
-	for (;;) {
-		process(ss, l, ring, &b->look);
-		k++;
-		if (--b->avail == 0) {
-			b->look_ok = false;
-			break;
-		}
-		take(l, b, &slots[(h + k) & mask], &b->look);
-		if (b->look.ev.ts > watermark && !l->ended)
-			break;
-		if (b->look.ev.ts > others) {
-			*again = true;
-			break;
-		}
-	}
-	b->taken += k;
-	if (b->taken >= RP_SOURCES_SLICE) /* a long run: room for the producer now */
-		release_taken(l, ring);
-	return k;
-}
-
-/* One of two rings read in place by merge_two(). */
+/* A ring read in place by the merge, from b->look on. */
 struct rp_cursor {
 	struct rp_live *l;
 	struct rp_rbuf *b;
@@ -729,7 +701,7 @@ struct rp_cursor {
 	uint32_t ring, mask, h, k;    /* h: the index of b->look when we began; k: read */
 };
 
-static void cursor_start(struct rp_cursor *c, struct rp_live *l, uint32_t ring)
+static inline void cursor_start(struct rp_cursor *c, struct rp_live *l, uint32_t ring)
 {
 	c->l = l;
 	c->b = &l->buf[ring];
@@ -738,6 +710,54 @@ static void cursor_start(struct rp_cursor *c, struct rp_live *l, uint32_t ring)
 	c->h = l->seg->rings[ring].head + c->b->taken;
 	c->slots = rp_segment_peek(l->seg, ring, c->b->taken) - (c->h & c->mask);
 	c->k = 0;
+}
+
+/* The next record after the c->k read, into b->look. */
+static inline void cursor_take(struct rp_cursor *c)
+{
+	take(c->l, c->b, &c->slots[(c->h + c->k) & c->mask], &c->b->look);
+}
+
+/* The records read are b->taken: released at the merge's end, or now if many (a
+ * long run: room for the producer now). */
+static void cursor_finish(struct rp_cursor *c)
+{
+	c->b->taken += c->k;
+	if (c->b->taken >= RP_SOURCES_SLICE)
+		release_taken(c->l, c->ring);
+}
+
+/*
+ * The records of ring @ring read in place, from b->look on, while they are due and
+ * not later than @others (the oldest of every other ring); @return how many. The
+ * next one, if any, is left copied in b->look, and *again says the ring goes back
+ * into the heap.
+ */
+static uint32_t merge_in_place(struct rp_sources *ss, struct rp_live *l, uint32_t ring,
+			       uint64_t watermark, uint64_t others, bool *again)
+{
+	struct rp_rbuf *b = &l->buf[ring];
+	struct rp_cursor c;
+
+	cursor_start(&c, l, ring);
+	*again = false;
+	for (;;) {
+		process(ss, l, ring, &b->look);
+		c.k++;
+		if (--b->avail == 0) {
+			b->look_ok = false;
+			break;
+		}
+		cursor_take(&c);
+		if (b->look.ev.ts > watermark && !l->ended)
+			break;
+		if (b->look.ev.ts > others) {
+			*again = true;
+			break;
+		}
+	}
+	cursor_finish(&c);
+	return c.k;
 }
 
 /*
@@ -765,33 +785,16 @@ static uint64_t merge_two(struct rp_sources *ss, struct rp_cursor c[2], uint64_t
 			b->look_ok = false;
 			break;
 		}
-		take(x->l, b, &x->slots[(x->h + x->k) & x->mask], &b->look);
+		cursor_take(x);
 		/* The pick waits for this record's time (no branch to run ahead on),
 		 * so the ring is fetched ahead: 16 records, 512 bytes. */
 		__builtin_prefetch(&x->slots[(x->h + x->k + 16) & x->mask]);
 		if (__builtin_expect((b->look.ev.ts > watermark && !x->l->ended) || done >= max, 0))
 			break;
 	}
-	for (int i = 0; i < 2; i++) {
-		c[i].b->taken += c[i].k;
-		if (c[i].b->taken >= RP_SOURCES_SLICE)
-			release_taken(c[i].l, c[i].ring);
-	}
+	cursor_finish(&c[0]);
+	cursor_finish(&c[1]);
 	return done;
-}
-
-/* The ring of @it goes back into the heap if its next record is due. */
-static void push_if_due(struct rp_sources *ss, uint32_t *n, struct rp_heap_item it,
-			uint64_t watermark)
-{
-	struct rp_live *l = ss->live[it.live];
-	struct rp_rbuf *b = &l->buf[it.ring];
-
-	if (!has_next(b))
-		return;
-	it.ts = next_rec(l, b, it.ring)->ev.ts;
-	if (it.ts <= watermark || l->ended)
-		heap_push(ss->heap, n, it);
 }
 
 /*
