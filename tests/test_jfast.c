@@ -243,10 +243,7 @@ static void write_file(const char *path, const void *b, size_t n, bool gz)
 		assert_int_equal(gzwrite(g, b, (unsigned)n), (int)n);
 		assert_int_equal(gzclose(g), Z_OK);
 	} else {
-		FILE *f = fopen(path, "wb");
-		assert_non_null(f);
-		assert_int_equal(fwrite(b, 1, n, f), n);
-		assert_int_equal(fclose(f), 0);
+		rp_test_write_file(path, b, n);
 	}
 }
 
@@ -438,16 +435,13 @@ static void test_jfast_wrong_before_the_cut(void **state)
 	char path[64];
 
 	(void)state;
-	snprintf(path, sizeof(path), "/tmp/rp_test_jfast_cut_%d", (int)getpid());
+	rp_test_temp_path(path, ".gz");
 	for (size_t i = 0; i < ARRAY_SIZE(chrome) + ARRAY_SIZE(nat); i++) {
 		bool is_nat = i >= ARRAY_SIZE(chrome);
 		const char *t = is_nat ? nat[i - ARRAY_SIZE(chrome)] : chrome[i];
 		size_t n = gzip_cut(t, strlen(t), gz, sizeof(gz));
-		FILE *f = fopen(path, "wb");
 
-		assert_non_null(f);
-		assert_int_equal(fwrite(gz, 1, n, f), n);
-		assert_int_equal(fclose(f), 0);
+		rp_test_write_file(path, gz, n);
 		if (is_nat) {
 			nat_same(NULL, 0, path);
 		} else {
