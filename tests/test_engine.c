@@ -125,6 +125,8 @@ static void oracle(struct oracle_fn fn[NAMES], uint64_t edge_calls[NAMES][NAMES]
 		   uint64_t edge_cum[NAMES][NAMES])
 {
 	memset(fn, 0, sizeof(struct oracle_fn) * NAMES);
+	memset(edge_calls, 0, sizeof(uint64_t) * NAMES * NAMES);
+	memset(edge_cum, 0, sizeof(uint64_t) * NAMES * NAMES);
 	for (int i = 0; i < nspans; i++) {
 		struct oracle_fn *f = &fn[spans[i].name];
 		uint64_t dur = spans[i].end - spans[i].start;
@@ -156,18 +158,58 @@ static int fn_index(const struct rp_report *r, const char *name)
 	return -1;
 }
 
+static struct rp_event event_of(int k, const uint32_t ids[NAMES])
+{
+	const struct span *s = &spans[evs[k].span];
+	struct rp_event ev = { .ts = evs[k].ts, .name = ids[s->name], .track = s->track,
+			       .arg = (uint64_t)evs[k].span + 1 };
+
+	if (s->async)
+		ev.kind = evs[k].begin ? RP_EV_ASYNC_BEGIN : RP_EV_ASYNC_END;
+	else
+		ev.kind = evs[k].begin ? RP_EV_BEGIN : RP_EV_END;
+	return ev;
+}
+
 static void feed(struct rp_engine *e, int src, uint32_t ids[NAMES])
 {
 	for (int k = 0; k < nevs; k++) {
-		const struct span *s = &spans[evs[k].span];
-		struct rp_event ev = { .ts = evs[k].ts, .name = ids[s->name],
-				       .track = s->track, .arg = (uint64_t)evs[k].span + 1 };
-		if (s->async)
-			ev.kind = evs[k].begin ? RP_EV_ASYNC_BEGIN : RP_EV_ASYNC_END;
-		else
-			ev.kind = evs[k].begin ? RP_EV_BEGIN : RP_EV_END;
-		rp_engine_event(e, (uint32_t)src, s->track, &ev);
+		struct rp_event ev = event_of(k, ids);
+
+		rp_engine_event(e, (uint32_t)src, ev.track, &ev);
 	}
+}
+
+/* Every figure of the report against the oracle's, each @times over (sources fed
+ * the same workload). */
+static void check_oracle(const struct rp_report *r, const struct oracle_fn want[NAMES],
+			 uint64_t ecalls[NAMES][NAMES], uint64_t ecum[NAMES][NAMES],
+			 uint64_t times)
+{
+	assert_int_equal(r->events, times * (uint64_t)nevs);
+	assert_int_equal(r->late + r->truncated + r->dropped, 0);
+	for (int k = 0; k < RP_ANOM_KIND_COUNT; k++)
+		assert_int_equal(r->anomalies[k], 0);
+	for (int i = 0; i < NAMES; i++) {
+		const struct rp_report_fn *f = &r->fns[fn_index(r, names[i])];
+		assert_int_equal(f->calls, times * want[i].calls);
+		assert_int_equal(f->primitive_calls, times * want[i].prim);
+		assert_int_equal(f->self_ns, times * want[i].self);
+		assert_int_equal(f->cum_ns, times * want[i].cum);
+		assert_int_equal(f->total_ns, times * want[i].total);
+		assert_int_equal(f->min_ns, want[i].min);
+		assert_int_equal(f->max_ns, want[i].max);
+	}
+	for (uint32_t k = 0; k < r->n_edges; k++) {
+		int a = r->fns[r->edges[k].caller].name[0] - 'a';
+		int b = r->fns[r->edges[k].callee].name[0] - 'a';
+		assert_int_equal(r->edges[k].calls, times * ecalls[a][b]);
+		assert_int_equal(r->edges[k].cum_ns, times * ecum[a][b]);
+		ecalls[a][b] = 0; /* each edge once */
+	}
+	for (int a = 0; a < NAMES; a++)
+		for (int b = 0; b < NAMES; b++)
+			assert_int_equal(ecalls[a][b], 0);
 }
 
 static void test_engine_matches_bruteforce_oracle(void **state)
@@ -189,30 +231,7 @@ static void test_engine_matches_bruteforce_oracle(void **state)
 		ids[i] = rp_engine_name(e, (uint32_t)src, names[i], "CAT", "f.c", (uint32_t)i);
 	feed(e, src, ids);
 	assert_int_equal(rp_engine_report(e, &r), 0);
-	assert_int_equal(r.events, (uint64_t)nevs);
-	assert_int_equal(r.late + r.truncated + r.dropped, 0);
-	for (int k = 0; k < RP_ANOM_KIND_COUNT; k++)
-		assert_int_equal(r.anomalies[k], 0);
-	for (int i = 0; i < NAMES; i++) {
-		const struct rp_report_fn *f = &r.fns[fn_index(&r, names[i])];
-		assert_int_equal(f->calls, want[i].calls);
-		assert_int_equal(f->primitive_calls, want[i].prim);
-		assert_int_equal(f->self_ns, want[i].self);
-		assert_int_equal(f->cum_ns, want[i].cum);
-		assert_int_equal(f->total_ns, want[i].total);
-		assert_int_equal(f->min_ns, want[i].min);
-		assert_int_equal(f->max_ns, want[i].max);
-	}
-	for (uint32_t k = 0; k < r.n_edges; k++) {
-		int a = r.fns[r.edges[k].caller].name[0] - 'a';
-		int b = r.fns[r.edges[k].callee].name[0] - 'a';
-		assert_int_equal(r.edges[k].calls, ecalls[a][b]);
-		assert_int_equal(r.edges[k].cum_ns, ecum[a][b]);
-		ecalls[a][b] = 0; /* each edge once */
-	}
-	for (int a = 0; a < NAMES; a++)
-		for (int b = 0; b < NAMES; b++)
-			assert_int_equal(ecalls[a][b], 0);
+	check_oracle(&r, want, ecalls, ecum, 1);
 	/* CCT: total calls over nodes = spans; each node's parent precedes it. */
 	uint64_t node_calls = 0;
 	for (uint32_t k = 1; k < r.n_nodes; k++) {
@@ -222,6 +241,55 @@ static void test_engine_matches_bruteforce_oracle(void **state)
 	assert_int_equal(node_calls, (uint64_t)nspans);
 	rp_report_free(&r);
 	rp_engine_close(e);
+}
+
+/*
+ * rp_engine_event_at(): a hint per caller thread is only ever a guess. Two sources
+ * are fed the same workload, record by record interleaved, with hints that are
+ * wrong in every way a hint can be: one per thread id shared by both sources (so
+ * it names the other source's track half the time), one starting past the last
+ * slot ever used, one whose slot is freed and reused by another track (async
+ * tracks come and go), and one shared by every thread. Each run must give the
+ * oracle's figures twice over.
+ */
+static void test_engine_hints_are_only_guesses(void **state)
+{
+	static uint64_t ecalls[NAMES][NAMES], ecum[NAMES][NAMES];
+	struct oracle_fn want[NAMES];
+	struct rp_engine_cfg cfg;
+
+	(void)state;
+	make_workload();
+	rp_engine_cfg_default(&cfg);
+	cfg.max_tracks = 64;
+	for (int mode = 0; mode < 3; mode++) {
+		uint32_t hint[8], ids[2][NAMES];
+		struct rp_engine *e;
+		struct rp_report r;
+
+		oracle(want, ecalls, ecum);
+		assert_int_equal(rp_engine_open(&cfg, &e), 0);
+		for (int s = 0; s < 2; s++) {
+			assert_int_equal(rp_engine_add_source(e, s ? "b" : "a", 1 + s, 0), s);
+			for (int i = 0; i < NAMES; i++)
+				ids[s][i] = rp_engine_name(e, (uint32_t)s, names[i], "CAT", "f.c",
+							   (uint32_t)i);
+		}
+		for (int i = 0; i < 8; i++)
+			hint[i] = mode == 1 ? cfg.max_tracks - 1 : (uint32_t)i;
+		for (int k = 0; k < nevs; k++)
+			for (int s = 0; s < 2; s++) {
+				struct rp_event ev = event_of(k, ids[s]);
+				uint32_t *h = mode == 2 ? &hint[0] : &hint[ev.track];
+
+				rp_engine_event_at(e, (uint32_t)s, ev.track, &ev, h);
+				assert_true(*h < cfg.max_tracks);
+			}
+		assert_int_equal(rp_engine_report(e, &r), 0);
+		check_oracle(&r, want, ecalls, ecum, 2);
+		rp_report_free(&r);
+		rp_engine_close(e);
+	}
 }
 
 /* A small engine and a source, with names a..f. */
@@ -494,6 +562,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_engine_matches_bruteforce_oracle),
+		cmocka_unit_test(test_engine_hints_are_only_guesses),
 		cmocka_unit_test(test_engine_end_mismatch_truncates_above),
 		cmocka_unit_test(test_engine_depth_cap),
 		cmocka_unit_test(test_engine_caps_fold_and_count),

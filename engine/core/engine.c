@@ -338,9 +338,10 @@ __attribute__((noinline, cold)) static bool resync(struct rp_engine *e, struct r
 static inline __attribute__((always_inline)) void span_begin(struct rp_engine *e,
 							     struct rp_source *s, uint32_t src,
 							     uint8_t kind, uint64_t id,
-							     const struct rp_event *ev)
+							     const struct rp_event *ev,
+							     uint32_t *hint)
 {
-	uint32_t tr = rp_tracks_get(&e->tracks, src, kind, id, &s->counts);
+	uint32_t tr = rp_tracks_get_at(&e->tracks, hint, src, kind, id, &s->counts);
 
 	if (tr == RP_NONE)
 		return;
@@ -352,9 +353,10 @@ static inline __attribute__((always_inline)) void span_begin(struct rp_engine *e
 static inline __attribute__((always_inline)) void span_end(struct rp_engine *e,
 							   struct rp_source *s, uint32_t src,
 							   uint8_t kind, uint64_t id,
-							   const struct rp_event *ev)
+							   const struct rp_event *ev,
+							   uint32_t *hint)
 {
-	uint32_t tr = rp_tracks_find(&e->tracks, src, kind, id);
+	uint32_t tr = rp_tracks_find_at(&e->tracks, hint, src, kind, id);
 	bool lost = kind == RP_TRACK_THREAD && __builtin_expect(after_drop(ev), 0);
 
 	if (tr == RP_NONE) { /* an END on a track with nothing open */
@@ -402,20 +404,20 @@ __attribute__((noinline)) static void counter_event(struct rp_engine *e, struct 
 
 /* Every path ends in a call in tail position, so the hot path needs no frame. */
 static inline void dispatch(struct rp_engine *e, struct rp_source *s, uint32_t src,
-			    uint64_t thread, const struct rp_event *ev)
+			    uint64_t thread, const struct rp_event *ev, uint32_t *hint)
 {
 	switch (ev->kind) {
 	case RP_EV_BEGIN:
-		span_begin(e, s, src, RP_TRACK_THREAD, thread, ev);
+		span_begin(e, s, src, RP_TRACK_THREAD, thread, ev, hint);
 		break;
 	case RP_EV_END:
-		span_end(e, s, src, RP_TRACK_THREAD, thread, ev);
+		span_end(e, s, src, RP_TRACK_THREAD, thread, ev, hint);
 		break;
 	case RP_EV_ASYNC_BEGIN:
-		span_begin(e, s, src, RP_TRACK_ASYNC, ev->track, ev);
+		span_begin(e, s, src, RP_TRACK_ASYNC, ev->track, ev, &e->tracks.last);
 		break;
 	case RP_EV_ASYNC_END:
-		span_end(e, s, src, RP_TRACK_ASYNC, ev->track, ev);
+		span_end(e, s, src, RP_TRACK_ASYNC, ev->track, ev, &e->tracks.last);
 		break;
 	case RP_EV_CHILD_BEGIN:
 		child_begin(e, s, src, ev);
@@ -440,10 +442,11 @@ static inline void dispatch(struct rp_engine *e, struct rp_source *s, uint32_t s
 __attribute__((noinline, cold)) static void rotate_dispatch(struct rp_engine *e,
 							    struct rp_source *s, uint32_t src,
 							    uint64_t thread,
-							    const struct rp_event *ev)
+							    const struct rp_event *ev,
+							    uint32_t *hint)
 {
 	rp_analyses_rotate(&e->an, ev->ts);
-	dispatch(e, s, src, thread, ev);
+	dispatch(e, s, src, thread, ev, hint);
 }
 
 /*
@@ -453,8 +456,9 @@ __attribute__((noinline, cold)) static void rotate_dispatch(struct rp_engine *e,
  * under callgrind, and two threads' randomly interleaved records (bench_engine)
  * run about 6% faster.
  */
-__attribute__((flatten)) void rp_engine_event(struct rp_engine *e, uint32_t src,
-					      uint64_t thread, const struct rp_event *ev)
+__attribute__((flatten)) void rp_engine_event_at(struct rp_engine *e, uint32_t src,
+						 uint64_t thread, const struct rp_event *ev,
+						 uint32_t *hint)
 {
 	struct rp_source *s = &e->src[src];
 
@@ -477,9 +481,15 @@ __attribute__((flatten)) void rp_engine_event(struct rp_engine *e, uint32_t src,
 			e->t_first = ev->ts;
 	}
 	if (ev->ts >= e->an.next) /* one compare per event */
-		rotate_dispatch(e, s, src, thread, ev);
+		rotate_dispatch(e, s, src, thread, ev, hint);
 	else
-		dispatch(e, s, src, thread, ev);
+		dispatch(e, s, src, thread, ev, hint);
+}
+
+void rp_engine_event(struct rp_engine *e, uint32_t src, uint64_t thread,
+		     const struct rp_event *ev)
+{
+	rp_engine_event_at(e, src, thread, ev, &e->tracks.last);
 }
 
 void rp_engine_close_thread(struct rp_engine *e, uint32_t src, uint64_t thread, uint64_t t,

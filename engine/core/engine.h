@@ -125,6 +125,15 @@ uint32_t rp_engine_name(struct rp_engine *e, uint32_t src, const char *name,
 void rp_engine_event(struct rp_engine *e, uint32_t src, uint64_t thread,
 		     const struct rp_event *ev);
 
+/**
+ * rp_engine_event_at() - the same, with @hint: the slot of @thread's track found last
+ * for this producer thread (any value < max_tracks at first; rp_tracks_get_at()). A
+ * caller that merges several threads keeps one per thread, so that each finds its
+ * track at once however their records interleave.
+ */
+void rp_engine_event_at(struct rp_engine *e, uint32_t src, uint64_t thread,
+			const struct rp_event *ev, uint32_t *hint);
+
 /** rp_engine_close_thread() - a thread track ended (exit, ring reuse): close it. */
 void rp_engine_close_thread(struct rp_engine *e, uint32_t src, uint64_t thread, uint64_t t,
 			    int why);

@@ -125,29 +125,59 @@ uint32_t rp_tracks_get_slow(struct rp_tracks *ts, uint32_t src, uint8_t kind, ui
 			    struct rp_counts *c);
 uint32_t rp_tracks_find_slow(struct rp_tracks *ts, uint32_t src, uint8_t kind, uint64_t id);
 
-/* The last slot found, if it is (src, kind, id) (kind is never 0). */
-static inline bool rp_tracks_is_last(const struct rp_tracks *ts, uint32_t src, uint8_t kind,
-				     uint64_t id)
+/*
+ * rp_tracks_get_at() / rp_tracks_find_at() - the track for (src, kind, id), trying
+ * the slot *@hint first (kind is never 0, so a freed slot never matches) and leaving
+ * the slot found there. @hint is any slot < max(max, 1). A caller that keeps one
+ * hint per producer thread finds that thread's track at once however threads
+ * interleave; rp_tracks_get() and rp_tracks_find() use last.
+ */
+static inline bool rp_tracks_is_at(const struct rp_tracks *ts, uint32_t slot, uint32_t src,
+				   uint8_t kind, uint64_t id)
 {
-	const struct rp_track *t = &ts->t[ts->last];
+	const struct rp_track *t = &ts->t[slot];
 
 	return t->id == id && t->kind == kind && t->src == src;
+}
+
+static inline uint32_t rp_tracks_get_at(struct rp_tracks *ts, uint32_t *hint, uint32_t src,
+					uint8_t kind, uint64_t id, struct rp_counts *c)
+{
+	uint32_t tr;
+
+	if (rp_tracks_is_at(ts, *hint, src, kind, id))
+		return *hint;
+	tr = rp_tracks_get_slow(ts, src, kind, id, c);
+	if (tr != RP_NONE)
+		*hint = tr;
+	return tr;
+}
+
+static inline uint32_t rp_tracks_find_at(struct rp_tracks *ts, uint32_t *hint, uint32_t src,
+					 uint8_t kind, uint64_t id)
+{
+	uint32_t tr;
+
+	if (rp_tracks_is_at(ts, *hint, src, kind, id))
+		return *hint;
+	tr = rp_tracks_find_slow(ts, src, kind, id);
+	if (tr != RP_NONE)
+		*hint = tr;
+	return tr;
 }
 
 /** rp_tracks_get() - the track for (src, kind, id), made if new; RP_NONE at the cap. */
 static inline uint32_t rp_tracks_get(struct rp_tracks *ts, uint32_t src, uint8_t kind,
 				     uint64_t id, struct rp_counts *c)
 {
-	return rp_tracks_is_last(ts, src, kind, id) ? ts->last
-						     : rp_tracks_get_slow(ts, src, kind, id, c);
+	return rp_tracks_get_at(ts, &ts->last, src, kind, id, c);
 }
 
 /** rp_tracks_find() - the track for (src, kind, id) if it exists, else RP_NONE. */
 static inline uint32_t rp_tracks_find(struct rp_tracks *ts, uint32_t src, uint8_t kind,
 				      uint64_t id)
 {
-	return rp_tracks_is_last(ts, src, kind, id) ? ts->last
-						     : rp_tracks_find_slow(ts, src, kind, id);
+	return rp_tracks_find_at(ts, &ts->last, src, kind, id);
 }
 
 void rp_track_begin(struct rp_tracks *ts, uint32_t tr, uint32_t name, uint64_t t,

@@ -46,6 +46,7 @@ struct rp_rbuf {
 	uint32_t gen_now;	/* the ring's owner generation at the last copy */
 	uint32_t state;		/* and its state (enum rp_ring_state) */
 	uint32_t trk;		/* generation of the engine's open track; 0 none */
+	uint32_t hint;		/* its engine track slot, found last (engine.h) */
 	uint64_t dropped_now;	/* the producer's drop count of the ring, last copy */
 	uint64_t dropped_rec;	/* ... as of the newest record copied */
 	bool retire_lost;	/* a retired owner said it lost its last records */
@@ -458,7 +459,7 @@ static inline __attribute__((always_inline)) void process(struct rp_sources *ss,
 	b->ev.name = map_name(ss, l, b->ev.name);
 	if (b->ev.ts > l->last_ts)
 		l->last_ts = b->ev.ts;
-	rp_engine_event(ss->e, l->src, thread_id(ring, b->gen), &b->ev);
+	rp_engine_event_at(ss->e, l->src, thread_id(ring, b->gen), &b->ev, &l->buf[ring].hint);
 }
 
 /* Room for @n more records in @b, growing it within the caps; @return the room. */
