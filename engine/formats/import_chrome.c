@@ -456,9 +456,13 @@ static void label_tracks(struct imp *m)
 				  m->tracks.e[i].category);
 }
 
+/* Spans and links of every track, in time order. Each track keeps the slot of its
+ * engine track found last (engine.h): a trace's threads and streams interleave.
+ * Without memory for them, one hint serves all (slower, the same answer). */
 static void feed(struct imp *m)
 {
 	const struct gen_ev *g = m->evs.p;
+	uint32_t one = 0, *hint = calloc(m->tracks.n, sizeof(*hint));
 	size_t k = 0;
 
 	if (m->evs.n > 0)
@@ -479,9 +483,12 @@ static void feed(struct imp *m)
 			ev.flags = l->side;
 			ev.arg = l->corr;
 		}
-		rp_engine_event(m->e, m->src, g[i].track, &ev);
+		rp_engine_event_at(m->e, m->src, g[i].track, &ev,
+				   hint != NULL && g[i].track < m->tracks.n ? &hint[g[i].track]
+									    : &one);
 	}
 	feed_ctrs(m, &k, INT64_MAX);
+	free(hint);
 }
 
 /* B events never closed end at the trace's last timestamp. */
