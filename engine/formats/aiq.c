@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "aiq.h"
+#include "sort.h"
 
 #define NONE UINT32_MAX
 
@@ -340,6 +341,9 @@ static int cmp_double(const void *x, const void *y)
 	return a < b ? -1 : a > b;
 }
 
+#define double_before(x, y) (*(x) < *(y))
+RP_SORT_DEFINE(sort_doubles, double, double_before)
+
 /*
  * compute_time_based_concurrency: the step function of open calls over [first start,
  * last end], zero-length segments dropped. Starts and ends sorted apart and merged:
@@ -368,8 +372,10 @@ static int segments(struct rp_aiq *a)
 		st[k] = nd->start;
 		en[k++] = nd->end;
 	}
-	qsort(st, k, sizeof(double), cmp_double);
-	qsort(en, k, sizeof(double), cmp_double);
+	if (!sort_doubles(st, k))
+		qsort(st, k, sizeof(double), cmp_double);
+	if (!sort_doubles(en, k))
+		qsort(en, k, sizeof(double), cmp_double);
 	prev = k ? st[0] : 0.0;
 	while (i < k || j < k) {
 		double t = j >= k || (i < k && st[i] <= en[j]) ? st[i] : en[j];
@@ -464,6 +470,9 @@ static int cmp_ival(const void *x, const void *y)
 	return a->seq < b->seq ? -1 : a->seq > b->seq; /* Python's sort is stable */
 }
 
+#define ival_before(x, y) (cmp_ival((x), (y)) < 0)
+RP_SORT_DEFINE(sort_ivals, struct ival, ival_before)
+
 /* compute_self_time: duration minus the union of the children, clamped to the call. */
 static double self_time(const struct rp_aiq *a, const struct rp_aiq_node *n, struct ival *iv)
 {
@@ -474,7 +483,8 @@ static double self_time(const struct rp_aiq *a, const struct rp_aiq_node *n, str
 		return d;
 	for (uint32_t c = n->first_child; c != NONE; c = a->nodes[c].next_sibling, k++)
 		iv[k] = (struct ival){ a->nodes[c].start, a->nodes[c].end, k };
-	qsort(iv, k, sizeof(*iv), cmp_ival);
+	if (!sort_ivals(iv, k))
+		qsort(iv, k, sizeof(*iv), cmp_ival);
 	cs = iv[0].s;
 	ce = iv[0].e;
 	for (uint32_t i = 1; i <= k; i++) {

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "import_chrome.h"
+#include "sort.h"
 
 struct span {
 	int64_t start, end;
@@ -275,6 +276,11 @@ static int cmp_ev(const void *a, const void *b)
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
+#define span_before(x, y) (cmp_span((x), (y)) < 0)
+#define ev_before(x, y) (cmp_ev((x), (y)) < 0)
+RP_SORT_DEFINE(sort_spans, struct span, span_before)
+RP_SORT_DEFINE(sort_evs, struct gen_ev, ev_before)
+
 static int emit(struct imp *m, uint8_t kind, int64_t ts, uint32_t name, uint32_t track,
 		uint32_t *seq)
 {
@@ -414,7 +420,8 @@ static int nest_all(struct imp *m)
 		free(stack);
 		return -ENOMEM;
 	}
-	if (m->spans.n > 0) /* an empty trace has no array: qsort(NULL, 0) is undefined */
+	if (m->spans.n > 0 && /* an empty trace has no array: qsort(NULL, 0) is undefined */
+	    !sort_spans(sp, m->spans.n))
 		qsort(sp, m->spans.n, sizeof(*sp), cmp_span);
 	for (size_t lo = 0, hi; lo < m->spans.n && !err; lo = hi) {
 		for (hi = lo; hi < m->spans.n && sp[hi].track == sp[lo].track; hi++)
@@ -435,6 +442,9 @@ static int cmp_ctr(const void *a, const void *b)
 		return x->ts < y->ts ? -1 : 1;
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
+
+#define ctr_before(x, y) (cmp_ctr((x), (y)) < 0)
+RP_SORT_DEFINE(sort_ctrs, struct ctr, ctr_before)
 
 /* export: counter samples up to time @t (all when @t is INT64_MAX), in time order. */
 static void feed_ctrs(struct imp *m, size_t *k, int64_t t)
@@ -465,9 +475,9 @@ static void feed(struct imp *m)
 	uint32_t one = 0, *hint = calloc(m->tracks.n, sizeof(*hint));
 	size_t k = 0;
 
-	if (m->evs.n > 0)
+	if (m->evs.n > 0 && !sort_evs(m->evs.p, m->evs.n))
 		qsort(m->evs.p, m->evs.n, sizeof(*g), cmp_ev);
-	if (m->ctrs.n > 0)
+	if (m->ctrs.n > 0 && !sort_ctrs(m->ctrs.p, m->ctrs.n))
 		qsort(m->ctrs.p, m->ctrs.n, sizeof(struct ctr), cmp_ctr);
 	if (m->device) /* device work in the trace: analyse every span, as torch does */
 		rp_device_arm(m->e->dev);

@@ -25,6 +25,7 @@
 #include "import_nat.h"
 #include "jfast.h"
 #include "readahead.h"
+#include "sort.h"
 
 #define NONE	UINT32_MAX
 #define CHUNK	(64u * 1024)
@@ -312,6 +313,9 @@ static int cmp_step(const void *x, const void *y)
 	return a->seq < b->seq ? -1 : a->seq > b->seq;
 }
 
+#define step_before(x, y) (cmp_step((x), (y)) < 0)
+RP_SORT_DEFINE(sort_steps, struct step, step_before)
+
 /* The engine's events of one request: BEGIN/END on async track = request index. */
 static int engine_request(struct imp *m)
 {
@@ -379,7 +383,7 @@ static int request_end(struct imp *m)
 
 	m->in_req = false;
 	m->st->requests++;
-	if (m->n_steps > 1)
+	if (m->n_steps > 1 && !sort_steps(m->steps, m->n_steps))
 		qsort(m->steps, m->n_steps, sizeof(*m->steps), cmp_step);
 	if (m->rec != NULL)
 		err = record(m->rec, m->steps, m->n_steps);
@@ -860,9 +864,12 @@ static int cmp_ev(const void *x, const void *y)
 	return (a->seq_kind >> 1 > b->seq_kind >> 1) - (a->seq_kind >> 1 < b->seq_kind >> 1);
 }
 
+#define ev_before(x, y) (cmp_ev((x), (y)) < 0)
+RP_SORT_DEFINE(sort_evs, struct gen_ev, ev_before)
+
 static void feed_engine(struct imp *m)
 {
-	if (m->n_evs > 1)
+	if (m->n_evs > 1 && !sort_evs(m->evs, m->n_evs))
 		qsort(m->evs, m->n_evs, sizeof(*m->evs), cmp_ev);
 	for (size_t i = 0; i < m->n_evs; i++) {
 		const struct gen_ev *g = &m->evs[i];

@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A merge sort with the comparison inlined, for the importers' big arrays (spans,
+ * generated events, steps, times: millions of elements sorted once per trace).
+ * qsort() calls its comparison through a pointer for each of the n log n compares
+ * and moves elements through a generic copy; here both are the element type's own.
+ *
+ * RP_SORT_DEFINE(name, type, before) defines
+ *	static bool name(type *a, size_t n)
+ * sorting a[0..n) so that no element is before() its predecessor, stably, with a
+ * buffer of n elements from malloc (none for n <= RP_SORT_RUN); false (a untouched)
+ * if there is no memory for it, so the caller can fall back to qsort(). before(x, y) takes two const type *
+ * and is a strict weak order. Runs of 16 are sorted by insertion, then merged
+ * pairwise, alternating between a and the buffer.
+ */
+#ifndef RINGPROF_FORMATS_SORT_H
+#define RINGPROF_FORMATS_SORT_H
+
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define RP_SORT_RUN 16
+
+#define RP_SORT_DEFINE(name, type, before)                                               \
+	static void name##_merge(const type *src, type *dst, size_t lo, size_t mid,         \
+				 size_t hi)                                                 \
+	{                                                                                   \
+		size_t i = lo, j = mid, k = lo;                                             \
+                                                                                            \
+		while (i < mid && j < hi) /* equal: the left one first (stable) */         \
+			dst[k++] = before(&src[j], &src[i]) ? src[j++] : src[i++];          \
+		while (i < mid)                                                             \
+			dst[k++] = src[i++];                                                \
+		while (j < hi)                                                              \
+			dst[k++] = src[j++];                                                \
+	}                                                                                   \
+                                                                                            \
+	static bool name(type *a, size_t n)                                                 \
+	{                                                                                   \
+		type *buf, *src = a, *dst;                                                  \
+                                                                                            \
+		if (n < 2)                                                                  \
+			return true;                                                        \
+		buf = n > RP_SORT_RUN ? malloc(n * sizeof(type)) : NULL;                   \
+		if (buf == NULL && n > RP_SORT_RUN)                                         \
+			return false;                                                       \
+		for (size_t lo = 0; lo < n; lo += RP_SORT_RUN) {                            \
+			size_t hi = lo + RP_SORT_RUN < n ? lo + RP_SORT_RUN : n;            \
+			for (size_t i = lo + 1; i < hi; i++) {                              \
+				type x = a[i];                                              \
+				size_t j = i;                                               \
+				for (; j > lo && before(&x, &a[j - 1]); j--)                \
+					a[j] = a[j - 1];                                    \
+				a[j] = x;                                                   \
+			}                                                                   \
+		}                                                                           \
+		dst = buf;                                                                  \
+		for (size_t w = RP_SORT_RUN; w < n; w *= 2) {                               \
+			type *t;                                                            \
+			for (size_t lo = 0; lo < n; lo += 2 * w) {                          \
+				size_t mid = lo + w < n ? lo + w : n;                       \
+				size_t hi = lo + 2 * w < n ? lo + 2 * w : n;                \
+				name##_merge(src, dst, lo, mid, hi);                        \
+			}                                                                   \
+			t = src;                                                            \
+			src = dst;                                                          \
+			dst = t;                                                            \
+		}                                                                           \
+		if (src != a)                                                               \
+			memcpy(a, src, n * sizeof(type));                                   \
+		free(buf);                                                                  \
+		return true;                                                                \
+	}
+
+#endif
