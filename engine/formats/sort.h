@@ -9,9 +9,10 @@
  *	static bool name(type *a, size_t n)
  * sorting a[0..n) so that no element is before() its predecessor, stably, with a
  * buffer of n elements from malloc (none for n <= RP_SORT_RUN); false (a untouched)
- * if there is no memory for it, so the caller can fall back to qsort(). before(x, y) takes two const type *
- * and is a strict weak order. Runs of 16 are sorted by insertion, then merged
- * pairwise, alternating between a and the buffer.
+ * if there is no memory for it or it would take more than a quarter of the
+ * machine's, so the caller can fall back to qsort() (which then sorts in place).
+ * before(x, y) takes two const type * and is a strict weak order. Runs of 16 are
+ * sorted by insertion, then merged pairwise, alternating between a and the buffer.
  */
 #ifndef RINGPROF_FORMATS_SORT_H
 #define RINGPROF_FORMATS_SORT_H
@@ -19,8 +20,22 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define RP_SORT_RUN 16
+
+/* As glibc's qsort decides: a buffer above a quarter of the machine's memory is
+ * not taken (qsort then sorts in place). Asked only for big buffers. */
+static inline bool rp_sort_may_buffer(size_t bytes)
+{
+	long pages, page;
+
+	if (bytes < (64u << 20))
+		return true;
+	pages = sysconf(_SC_PHYS_PAGES);
+	page = sysconf(_SC_PAGESIZE);
+	return pages <= 0 || page <= 0 || bytes / (size_t)page <= (size_t)pages / 4;
+}
 
 #define RP_SORT_DEFINE(name, type, before)                                               \
 	static void name##_merge(const type *src, type *dst, size_t lo, size_t mid,         \
@@ -42,7 +57,9 @@
                                                                                             \
 		if (n < 2)                                                                  \
 			return true;                                                        \
-		buf = n > RP_SORT_RUN ? malloc(n * sizeof(type)) : NULL;                   \
+		buf = n > RP_SORT_RUN && rp_sort_may_buffer(n * sizeof(type))              \
+			      ? malloc(n * sizeof(type))                                    \
+			      : NULL;                                                       \
 		if (buf == NULL && n > RP_SORT_RUN)                                         \
 			return false;                                                       \
 		for (size_t lo = 0; lo < n; lo += RP_SORT_RUN) {                            \
