@@ -172,6 +172,38 @@ static void test_nat_split_well_formed(void **state)
 	unlink(path);
 }
 
+/*
+ * Found by fuzz_nat_split: a second half whose requests have no step the analysis
+ * keeps, so the second reader records requests but no step array at all, and its
+ * replay offset that null array by zero. That is undefined behaviour only clang's
+ * UBSan reports (the fuzzer's); here the path is taken and must answer as one reader.
+ */
+static void test_nat_split_second_half_without_steps(void **state)
+{
+	char path[64];
+	size_t len, n;
+	char *t, *buf = NULL;
+	FILE *m = open_memstream(&buf, &n);
+
+	(void)state;
+	assert_non_null(m);
+	t = gen_trace(2, false, &len);
+	while (len > 0 && t[len - 1] != ']') /* the array left open */
+		len--;
+	fwrite(t, 1, len - 1, m);
+	for (int r = 2; r < 66; r++)
+		fprintf(m, ", {\"request_number\": %d, \"intermediate_steps\": "
+			   "[{\"parent_id\": \"p\"}, {\"payload\": {\"event_type\": \"NOPE\"}}]}", r);
+	fputs("]", m);
+	fclose(m);
+	rp_test_temp_path(path, ".json");
+	rp_test_write_file(path, buf, n);
+	assert_true(same_both_ways(path));
+	unlink(path);
+	free(buf);
+	free(t);
+}
+
 /* Truncated at every byte around the split and at a sample of others. */
 static void test_nat_split_truncated(void **state)
 {
@@ -251,6 +283,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_nat_split_well_formed),
+		cmocka_unit_test(test_nat_split_second_half_without_steps),
 		cmocka_unit_test(test_nat_split_truncated),
 		cmocka_unit_test(test_nat_split_overwritten),
 		cmocka_unit_test(test_nat_split_any_start),

@@ -1138,7 +1138,8 @@ static int split_replay(struct imp *m, struct split *sp)
 					 (uint32_t)r->names.off[i])) == NONE)
 			err = -ENOMEM;
 	for (size_t q = 0; !err && q < r->n_reqs; q++) {
-		struct rp_aiq_step *s = r->steps + at;
+		/* no step recorded at all (requests without steps): no array either */
+		struct rp_aiq_step *s = r->steps != NULL ? r->steps + at : NULL;
 		for (uint32_t k = 0; k < r->reqs[q]; k++) {
 			s[k].uuid = mu[s[k].uuid];
 			s[k].name = s[k].start ? mn[s[k].name] : 0;

@@ -7,6 +7,7 @@
 #   fuzz_snapshot  seeds: tests/fuzz/seeds/snapshot/*
 #   fuzz_import    seeds: tests/fuzz/seeds/chrome/* (the importer and the engine)
 #   fuzz_nat       seeds: tests/fuzz/seeds/nat/* (agent-toolkit traces: engine and aiq)
+#   fuzz_nat_split seeds: tests/fuzz/seeds/nat/* (the two-reader path against one reader)
 #
 # usage: tests/fuzz/run.sh BUILD_DIR SECONDS
 set -euo pipefail
@@ -38,10 +39,11 @@ run_target() { # target max_len
 	fi
 }
 
-for t in segment chrome snapshot import nat; do
+for t in segment chrome snapshot import nat nat_split; do
 	mkdir -p "$dir/corpus-$t" "$dir/artifacts-$t"
 	seeds=$t
 	[ "$t" = import ] && seeds=chrome
+	[ "$t" = nat_split ] && seeds=nat
 	if [ -d "$src/seeds/$seeds" ]; then
 		cp "$src/seeds/$seeds"/* "$dir/corpus-$t/" 2>/dev/null || true
 	fi
@@ -55,4 +57,5 @@ run_target chrome 65536
 run_target snapshot 65536
 run_target import 65536
 run_target nat 65536
+run_target nat_split 65536
 exit "$failed"
