@@ -28,6 +28,11 @@ struct outcome {
 
 static char path[64];
 
+static void remove_file(void)
+{
+	unlink(path);
+}
+
 static void import(size_t split_min, struct outcome *o)
 {
 	memset(o, 0, sizeof(*o));
@@ -41,12 +46,14 @@ static void import(size_t split_min, struct outcome *o)
 
 #define SAME(x, y, n) ((n) == 0 || memcmp((x), (y), (n) * sizeof(*(x))) == 0)
 
+/* By length and bytes: a toolkit string may hold "\u0000". */
 static bool same_strings(const struct rp_strtab *x, const struct rp_strtab *y)
 {
 	if (x->n != y->n)
 		return false;
 	for (uint32_t i = 0; i < x->n; i++)
-		if (strcmp(rp_strtab_str(x, i), rp_strtab_str(y, i)) != 0)
+		if ((uint32_t)x->off[i] != (uint32_t)y->off[i] ||
+		    memcmp(rp_strtab_str(x, i), rp_strtab_str(y, i), (uint32_t)x->off[i]) != 0)
 			return false;
 	return true;
 }
@@ -95,6 +102,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (fd < 0)
 			abort();
 		close(fd);
+		atexit(remove_file); /* libFuzzer exits through exit() when its time is up */
 	}
 	f = fopen(path, "wb");
 	if (f == NULL || fwrite(data, 1, size, f) != size || fclose(f) != 0)
