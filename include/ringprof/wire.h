@@ -48,8 +48,9 @@ extern "C" {
 
 #define RP_WIRE_MAGIC		UINT64_C(0x31464f5250474e52) /* "RNGPROF1" little-endian */
 #define RP_WIRE_VERSION_MAJOR	1	/* a change a reader cannot skip */
-#define RP_WIRE_VERSION_MINOR	1	/* additions a reader may ignore (1: span depth,
-				   child spans; docs/wire.md) */
+#define RP_WIRE_VERSION_MINOR	2	/* additions a reader may ignore (1: span depth,
+				   child spans; 2: owner marks, the error bit,
+				   reentrant and no-space counts; docs/abi.md) */
 #define RP_WIRE_CACHELINE	64
 
 /* "/ringprof.<session>.<pid>" + ".<n>" for shm_open(); session is [A-Za-z0-9_-]{1,31}. */
@@ -100,8 +101,22 @@ enum rp_event_kind {
 	 * the track's top level. Open children of one parent are siblings. */
 	RP_EV_CHILD_BEGIN = 8,
 	RP_EV_CHILD_END = 9,	/* track = track id, arg = span id (low 32 bits) */
-	RP_EV_KIND_MAX = 9,
+	/* 1.2: a ring's new owner starts here (a thread took over a ring its dead
+	 * predecessor left undrained): arg = the new owner's tid, track = the claim's
+	 * generation (rp_wire_ring.gen). Records before it are the previous owner's,
+	 * records after it the new owner's, whatever `gen` the descriptor shows when
+	 * the consumer reads it. flags: RP_THREAD_PREV_LOST. */
+	RP_EV_THREAD = 10,
+	RP_EV_KIND_MAX = 10,
 };
+
+/* rp_event.flags for RP_EV_THREAD: the previous owner lost records after its last
+ * span record (its open spans may have ended unseen: lost, not truncated). */
+#define RP_THREAD_PREV_LOST	0x01u
+
+/* rp_event.flags for RP_EV_END, RP_EV_ASYNC_END and RP_EV_CHILD_END (1.2): the span
+ * ended in error (rp_end_error() and friends); counted per name as errors. */
+#define RP_SPAN_ERROR		0x01u
 
 /* rp_event.flags for RP_EV_LINK: which side of the link this record is. */
 #define RP_LINK_LAUNCH	0x01u	/* CPU side: the launch (cudaLaunchKernel, ...) */
@@ -194,6 +209,11 @@ struct rp_wire_header {
 	uint64_t noring_dropped;	/* events of threads that found no free ring */
 	uint64_t rings_claimed;		/* ring claims since creation */
 	uint64_t exit_ticks;		/* clock at the exit path, 0 before */
+	uint64_t nospace_dropped;	/* 1.2: events of threads whose ring's pages could
+					   not be reserved (a full /dev/shm); also in
+					   noring_dropped */
+	uint32_t rings_nospace;		/* 1.2: ring claims refused for that reason */
+	uint32_t reserved2;
 
 	/* Line 4: the doorbell. The consumer sets consumer_sleeping before it waits
 	 * on the futex word `doorbell`; a producer that sees it set, with a ring at
@@ -248,7 +268,9 @@ struct rp_wire_ring {
 				   the last snapshot it wrote holds (its successor counts
 				   c_head - snap_head as the restart gap); producers
 				   never touch it */
-	uint8_t pad0[RP_WIRE_CACHELINE - 40];
+	uint64_t reentrant;	/* 1.2: records refused because a signal handler made
+				   them while its thread was inside a recording call */
+	uint8_t pad0[RP_WIRE_CACHELINE - 48];
 	struct rp_wire_spsc ring; /* ck_ring_init(&ring, ring_capacity) */
 	uint8_t pad1[4 * RP_WIRE_CACHELINE - RP_WIRE_CACHELINE - sizeof(struct rp_wire_spsc)];
 };
@@ -295,6 +317,8 @@ RP_WIRE_ASSERT(offsetof(struct rp_wire_header, session) == 152, "session at 152"
 RP_WIRE_ASSERT(offsetof(struct rp_wire_header, state) == 192, "producer line at 192");
 RP_WIRE_ASSERT(offsetof(struct rp_wire_header, doorbell) == 256, "doorbell line at 256");
 RP_WIRE_ASSERT(sizeof(struct rp_wire_header) == 320, "header is 5 cache lines");
+RP_WIRE_ASSERT(offsetof(struct rp_wire_header, nospace_dropped) == 240, "1.2 counters at 240");
+RP_WIRE_ASSERT(offsetof(struct rp_wire_ring, reentrant) == 40, "reentrant at 40");
 RP_WIRE_ASSERT(sizeof(struct rp_wire_spsc) <= 3 * RP_WIRE_CACHELINE, "ring fits 3 lines");
 RP_WIRE_ASSERT(offsetof(struct rp_wire_spsc, c_head) == 0, "ring c_head first");
 RP_WIRE_ASSERT(offsetof(struct rp_wire_spsc, p_tail) == RP_WIRE_CACHELINE,
