@@ -27,12 +27,21 @@
  * The shape of request n (decode steps, tools) depends only on the seed and n; durations
  * come from a second stream, lognormal, scaled by --time-scale and skipped by --no-sleep.
  * Counts are per thread and added to a shared total once per request, for --events.
+ *
+ * Three options, off by default, add what a production host does to a profiler, for the soak
+ * (tests/soak/soak.sh) and for the do-no-harm tests: --signal-us arms a per-thread timer whose
+ * SIGALRM handler records a span and an instant on the interrupted thread (wherever it is,
+ * recording calls included); --longjmp makes some requests malformed: their parser opens
+ * nested spans and longjmps out of them to the worker's error handler, so those spans never
+ * end; --churn keeps short-lived threads coming and going beside the workers. Every recording
+ * call they make is counted in `emitted` too, the handler's in a counter of its own.
  */
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -41,8 +50,14 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <ringprof/ringprof.h>
+
+/* glibc 2.36 has the field but not the name the man page gives it. */
+#ifndef sigev_notify_thread_id
+#define sigev_notify_thread_id _sigev_un._tid
+#endif
 
 #define QUEUE_CAP	1024u		/* requests waiting for a worker */
 #define SPIN_NS		50000.0		/* shorter waits spin, longer ones sleep */
@@ -63,6 +78,13 @@
 #define ROOT_SPAN	1u		/* span ids within a request's track */
 #define QUEUE_SPAN	2u
 
+/* The options that stress the producer. */
+#define SIGNAL_US_MIN	10u		/* --signal-us: shorter leaves no time to work */
+#define SIGNAL_US_MAX	10000000u
+#define HANDLER_CALLS	3u		/* recording calls per handler run */
+#define PARSE_LEVELS_MAX 8u		/* parse_field/parse_value levels under parse_request */
+#define CHURN_STEPS	9u		/* task_step spans per short thread: 20 records */
+
 static const char usage[] =
 	"usage: ringprof-demo [options]\n"
 	"A simulated LLM inference server recording into ringprof, into the session that\n"
@@ -80,6 +102,14 @@ static const char usage[] =
 	"  --time-scale F      multiply every simulated duration by F (default 1)\n"
 	"  --no-sleep          never wait: no simulated durations, arrivals as fast as the\n"
 	"                      queue takes them (--rate is ignored); for event-rate tests\n"
+	"  --signal-us N       every N us (>= 10), a SIGALRM on each worker and on the\n"
+	"                      dispatcher, whose handler records a signal_handler span and\n"
+	"                      a signal_tick instant (default 0: none)\n"
+	"  --longjmp P         a request is malformed with probability P (from --seed): its\n"
+	"                      parser opens 2..9 nested spans and longjmps out of them, and\n"
+	"                      the request is rejected (default 0)\n"
+	"  --churn N           beside the workers, keep N short-lived threads coming and\n"
+	"                      going, 20 records each (default 0)\n"
 	"  --quiet             nothing on stderr but errors\n"
 	"  --help              this text\n"
 	"\n"
@@ -96,6 +126,7 @@ static const struct dist prefill_t = { 2e6, 0.5 };
 static const struct dist decode_t = { 200e3, 0.25 };
 static const struct dist detokenize_t = { 15e3, 0.4 };
 static const struct dist tool_t = { 5e6, 1.0 }; /* the tool_<k> tools */
+static const struct dist task_step_t = { 500e3, 0.5 }; /* --churn: a short thread's step */
 
 static const struct tool {
 	const char *name;
@@ -116,6 +147,9 @@ struct config {
 	uint64_t seed;
 	uint32_t threads;
 	uint32_t distinct;	/* 0: the fixed tool set */
+	uint32_t signal_us;	/* --signal-us; 0: no timer */
+	uint32_t churn;		/* --churn: short threads alive at once */
+	double longjmp_p;	/* --longjmp */
 	bool no_sleep;
 	bool quiet;
 };
@@ -125,26 +159,46 @@ struct names {
 	uint32_t handle, tokenize, detokenize;
 	uint32_t queue_depth, done, cancelled;
 	uint32_t tools[NTOOLS];
+	/* Interned only when their option is on. */
+	uint32_t sig_handler, sig_tick;		/* --signal-us */
+	uint32_t parse, parse_field, parse_value, rejected;	/* --longjmp */
+	uint32_t task, task_step;		/* --churn */
 };
 
 struct demo;
 
-/* One thread's counts: written by that thread only, read after it joined. */
+/*
+ * One thread's counts: written by that thread only, read after it joined. The same struct
+ * serves a short thread of --churn (emitted, d, thread, rng), written by it and read by the
+ * spawner after it joined it.
+ */
 struct worker {
 	_Alignas(64) uint64_t emitted;	/* recording calls made */
 	uint64_t flushed;		/* part of `emitted` already added to demo.total */
 	uint64_t served;
 	uint64_t cancelled;
 	uint64_t tool_calls;
+	uint64_t rejected;		/* --longjmp */
+	uint64_t threads;		/* --churn: short threads started (the spawner) */
+	/* Written by this thread's SIGALRM handler only, which cannot nest (SIGALRM is blocked
+	 * while it runs); read by the thread after it blocked SIGALRM for good, or after join. */
+	uint64_t sig_emitted;		/* recording calls the handler made */
+	uint64_t signals;		/* handler runs */
+	uint64_t rng;			/* a short thread's duration stream */
 	struct demo *d;
 	pthread_t thread;
+	timer_t timer;			/* --signal-us, when armed */
+	bool armed;
+	bool running;			/* a short thread: started, not joined yet */
+	jmp_buf on_error;		/* --longjmp: the worker's error handler */
 };
 
 struct demo {
 	struct config cfg;
 	struct names id;
 	uint32_t *tool_ids;		/* --distinct-names: id of tool_<k>, or NAME_UNSET */
-	struct worker *workers;		/* cfg.threads workers, then the dispatcher */
+	struct worker *workers;		/* cfg.threads workers, dispatcher, spawner */
+	struct worker *kids;		/* --churn: cfg.churn short threads */
 	uint64_t start_ns;
 	uint64_t end_ns;		/* 0: no time limit */
 	uint64_t total;			/* atomic: the flushed counts of every thread */
@@ -169,6 +223,10 @@ struct req {
 /* Set by SIGINT/SIGTERM on whichever thread takes them: an atomic, not sig_atomic_t, since
  * another thread reads it (lock-free atomics are async-signal-safe). */
 static int got_signal;
+
+/* --signal-us: the worker whose counts this thread's handler bumps; set before its timer is
+ * armed, by the thread itself. */
+static _Thread_local struct worker *alarm_worker;
 
 /* --- time and randomness --- */
 
@@ -337,6 +395,70 @@ static void on_signal(int sig)
 	__atomic_store_n(&got_signal, 1, __ATOMIC_RELAXED);
 }
 
+/* --- --signal-us: a handler that records, on whichever instruction it interrupts --- */
+
+static void on_alarm(int sig)
+{
+	struct worker *w = alarm_worker;
+	int saved = errno; /* the doorbell's syscall may set it */
+	const struct names *n;
+
+	(void)sig;
+	if (w == NULL)
+		return;
+	n = &w->d->id;
+	rp_begin(n->sig_handler);
+	rp_instant(n->sig_tick);
+	rp_end(n->sig_handler);
+	/* Not w->emitted: the handler may have interrupted the thread's own increment of it.
+	 * Relaxed: the thread reads these after it blocked SIGALRM, or after its join. */
+	__atomic_store_n(&w->sig_emitted, w->sig_emitted + HANDLER_CALLS, __ATOMIC_RELAXED);
+	__atomic_store_n(&w->signals, w->signals + 1, __ATOMIC_RELAXED);
+	errno = saved;
+}
+
+/*
+ * Arms this thread's timer: SIGALRM to this very thread every --signal-us. Called after the
+ * thread's first recording call, so that its ring is attached outside a handler. A timer that
+ * cannot be made is said on stderr; the run goes on without it.
+ */
+static void arm_alarm(struct worker *w)
+{
+	uint32_t us = w->d->cfg.signal_us;
+	struct sigevent sev;
+	struct itimerspec its;
+
+	if (us == 0 || w->armed)
+		return;
+	memset(&sev, 0, sizeof(sev));
+	sev.sigev_notify = SIGEV_THREAD_ID;
+	sev.sigev_signo = SIGALRM;
+	sev.sigev_notify_thread_id = gettid();
+	alarm_worker = w;
+	if (timer_create(CLOCK_MONOTONIC, &sev, &w->timer) != 0) {
+		fprintf(stderr, "ringprof-demo: no --signal-us timer: %s\n", strerror(errno));
+		return;
+	}
+	its.it_interval = its.it_value = ns_to_ts((uint64_t)us * 1000u);
+	timer_settime(w->timer, 0, &its, NULL);
+	w->armed = true;
+}
+
+/* Stops this thread's handler for good: blocked first, so that a signal the timer already
+ * queued stays pending instead of running after the counts were read. */
+static void disarm_alarm(struct worker *w)
+{
+	sigset_t set;
+
+	if (!w->armed)
+		return;
+	sigemptyset(&set);
+	sigaddset(&set, SIGALRM);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	timer_delete(w->timer);
+	w->armed = false;
+}
+
 /* --- the queue --- */
 
 /* Dispatcher: request `id` arrives. False when stopped instead. */
@@ -386,18 +508,22 @@ static bool queue_pop(struct worker *w, uint64_t *id, bool *cancel)
 
 /* --- serving a request --- */
 
-/* Spends a duration drawn from t (scaled), unless --no-sleep. */
-static void simulate(struct worker *w, struct req *r, const struct dist *t)
+/* Spends a duration drawn from t (scaled) with the stream `rng`, unless --no-sleep. */
+static void pause_dist(const struct config *c, uint64_t *rng, const struct dist *t)
 {
-	const struct config *c = &w->d->cfg;
 	double ns;
 
 	if (c->no_sleep)
 		return;
-	ns = t->median_ns * exp(t->sigma * rng_normal(&r->time));
+	ns = t->median_ns * exp(t->sigma * rng_normal(rng));
 	if (ns > t->median_ns * CAP_MEDIANS)
 		ns = t->median_ns * CAP_MEDIANS;
 	pause_ns(ns * c->scale);
+}
+
+static void simulate(struct worker *w, struct req *r, const struct dist *t)
+{
+	pause_dist(&w->d->cfg, &r->time, t);
 }
 
 /* A span on the request's track. */
@@ -501,9 +627,75 @@ static void cancel(struct worker *w, uint64_t id)
 	w->cancelled++;
 }
 
+/* --- --longjmp: a malformed request, and a parser that jumps out of its open spans --- */
+
+/* How many levels under parse_request the parser of request `id` opens before it finds the
+ * error; 0: the request is well formed. From the seed and id only, like the request's shape. */
+static uint32_t malformed(const struct demo *d, uint64_t id)
+{
+	uint64_t s;
+
+	if (!(d->cfg.longjmp_p > 0))
+		return 0;
+	s = stream(d->cfg.seed, id, 4);
+	if (!(rng_unit(&s) < d->cfg.longjmp_p))
+		return 0;
+	return rng_range(&s, 1, PARSE_LEVELS_MAX);
+}
+
+/*
+ * A recursive-descent parser, fields holding values holding fields: `level` more levels to
+ * open, and the innermost finds the error. The scopes' cleanups never run: longjmp skips
+ * them, so each records its BEGIN only. No level returns.
+ */
+static void parse_value(struct worker *w, uint32_t level);
+
+static void parse_field(struct worker *w, uint32_t level)
+{
+	RP_SCOPE(w->d->id.parse_field);
+
+	w->emitted++; /* the BEGIN; there is no END */
+	if (level > 1)
+		parse_value(w, level - 1);
+	longjmp(w->on_error, 1);
+}
+
+static void parse_value(struct worker *w, uint32_t level)
+{
+	RP_SCOPE(w->d->id.parse_value);
+
+	w->emitted++;
+	if (level > 1)
+		parse_field(w, level - 1);
+	longjmp(w->on_error, 1);
+}
+
+static void parse_request(struct worker *w, uint32_t levels)
+{
+	RP_SCOPE(w->d->id.parse);
+
+	w->emitted++;
+	parse_field(w, levels);
+}
+
+/* The worker's error handler: the parser of request `id` jumps back here from its innermost
+ * level, past 1 + levels open spans; the request is answered with an error. */
+static void reject(struct worker *w, uint64_t id, uint32_t levels)
+{
+	const struct names *n = &w->d->id;
+
+	if (setjmp(w->on_error) == 0)
+		parse_request(w, levels);
+	ev_async_end(w, n->queue, id, QUEUE_SPAN);
+	ev_instant(w, n->rejected);
+	ev_async_end(w, n->request, id, ROOT_SPAN);
+	w->rejected++;
+}
+
 static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
+	uint32_t levels;
 	uint64_t id;
 	bool cancelled;
 
@@ -511,9 +703,79 @@ static void *worker_main(void *arg)
 	while (queue_pop(w, &id, &cancelled)) {
 		if (cancelled)
 			cancel(w, id);
+		else if ((levels = malformed(w->d, id)) != 0)
+			reject(w, id, levels);
 		else
 			serve(w, id);
 		flush(w);
+		arm_alarm(w);
+	}
+	disarm_alarm(w);
+	return NULL;
+}
+
+/* --- --churn: short-lived threads --- */
+
+/* A short thread: a task of CHURN_STEPS steps, 20 records, then it exits. */
+static void *short_main(void *arg)
+{
+	struct worker *k = arg;
+	const struct names *n = &k->d->id;
+
+	ev_begin(k, n->task);
+	for (uint32_t i = 0; i < CHURN_STEPS; i++) {
+		ev_begin(k, n->task_step);
+		pause_dist(&k->d->cfg, &k->rng, &task_step_t);
+		ev_end(k, n->task_step);
+	}
+	ev_end(k, n->task);
+	return NULL;
+}
+
+/* Joins short thread k and adds its counts to the spawner's. */
+static void reap_kid(struct worker *w, struct worker *k)
+{
+	pthread_join(k->thread, NULL);
+	k->running = false;
+	w->emitted += k->emitted;
+	flush(w);
+}
+
+/*
+ * The spawner: keeps cfg.churn short threads alive until the stop, replacing the oldest as
+ * soon as it exits (a blocking join: the spawner waits while they run). A thread that cannot
+ * start is said once on stderr; its slot is tried again on the next round.
+ */
+static void *spawner_main(void *arg)
+{
+	struct worker *w = arg;
+	struct demo *d = w->d;
+	uint32_t n = d->cfg.churn;
+	bool said = false;
+
+	for (uint32_t i = 0; !stop_wanted(d, mono_ns()); i = (i + 1) % n) {
+		struct worker *k = &d->kids[i];
+		int err;
+
+		if (k->running)
+			reap_kid(w, k);
+		k->emitted = 0;
+		k->rng = stream(d->cfg.seed, ++w->threads, 5);
+		err = pthread_create(&k->thread, NULL, short_main, k);
+		if (err == 0) {
+			k->running = true;
+			continue;
+		}
+		w->threads--;
+		if (!said)
+			fprintf(stderr, "ringprof-demo: cannot start a short thread: %s\n",
+				strerror(err));
+		said = true;
+		pause_ns(1e6);
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		if (d->kids[i].running)
+			reap_kid(w, &d->kids[i]);
 	}
 	return NULL;
 }
@@ -561,7 +823,9 @@ static void dispatch(struct demo *d, struct worker *w)
 		if (!queue_push(w, ++id))
 			break;
 		flush(w);
+		arm_alarm(w);
 	}
+	disarm_alarm(w);
 	request_stop(d);
 }
 
@@ -626,6 +890,18 @@ static int set_option(struct config *cfg, const char *opt, const char *v)
 		return bad_value(opt, v, "an unsigned 64-bit integer");
 	if (strcmp(opt, "time-scale") == 0 && !parse_double(v, 0, 1e3, &cfg->scale))
 		return bad_value(opt, v, "a factor in [0, 1000]");
+	if (strcmp(opt, "signal-us") == 0) {
+		if (!parse_u64(v, SIGNAL_US_MAX, &u) || (u != 0 && u < SIGNAL_US_MIN))
+			return bad_value(opt, v, "microseconds in [10, 10000000] (0: none)");
+		cfg->signal_us = (uint32_t)u;
+	}
+	if (strcmp(opt, "longjmp") == 0 && !parse_double(v, 0, 1, &cfg->longjmp_p))
+		return bad_value(opt, v, "a probability in [0, 1]");
+	if (strcmp(opt, "churn") == 0) {
+		if (!parse_u64(v, MAX_THREADS, &u))
+			return bad_value(opt, v, "a thread count in [0, 1024]");
+		cfg->churn = (uint32_t)u;
+	}
 	return 0;
 }
 
@@ -650,6 +926,9 @@ static int parse_args(int argc, char **argv, struct config *cfg)
 		{ "distinct-names", required_argument, NULL, 'v' },
 		{ "seed", required_argument, NULL, 'v' },
 		{ "time-scale", required_argument, NULL, 'v' },
+		{ "signal-us", required_argument, NULL, 'v' },
+		{ "longjmp", required_argument, NULL, 'v' },
+		{ "churn", required_argument, NULL, 'v' },
 		{ "no-sleep", no_argument, NULL, 'n' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
@@ -704,6 +983,20 @@ static void intern_names(struct demo *d)
 	n->cancelled = rp_intern("request_cancelled", "REQUEST", __FILE__, __LINE__);
 	for (size_t i = 0; i < NTOOLS; i++)
 		n->tools[i] = rp_intern(tools[i].name, "TOOL", __FILE__, __LINE__);
+	if (d->cfg.signal_us != 0) {
+		n->sig_handler = rp_intern("signal_handler", "SIGNAL", __FILE__, __LINE__);
+		n->sig_tick = rp_intern("signal_tick", "SIGNAL", __FILE__, __LINE__);
+	}
+	if (d->cfg.longjmp_p > 0) {
+		n->parse = rp_intern("parse_request", "FUNCTION", __FILE__, __LINE__);
+		n->parse_field = rp_intern("parse_field", "FUNCTION", __FILE__, __LINE__);
+		n->parse_value = rp_intern("parse_value", "FUNCTION", __FILE__, __LINE__);
+		n->rejected = rp_intern("request_rejected", "REQUEST", __FILE__, __LINE__);
+	}
+	if (d->cfg.churn != 0) {
+		n->task = rp_intern("short_task", "FUNCTION", __FILE__, __LINE__);
+		n->task_step = rp_intern("task_step", "FUNCTION", __FILE__, __LINE__);
+	}
 }
 
 static int init_sync(struct demo *d)
@@ -722,17 +1015,28 @@ static int init_sync(struct demo *d)
 	return 0;
 }
 
+/* n zeroed workers of d; NULL without memory. */
+static struct worker *new_workers(struct demo *d, uint32_t n)
+{
+	size_t size = n * sizeof(struct worker);
+	struct worker *w = aligned_alloc(_Alignof(struct worker), size);
+
+	if (w == NULL)
+		return NULL;
+	memset(w, 0, size);
+	for (uint32_t i = 0; i < n; i++)
+		w[i].d = d;
+	return w;
+}
+
 /* Allocations and synchronisation; -errno. */
 static int setup(struct demo *d)
 {
-	size_t size = (d->cfg.threads + 1) * sizeof(struct worker);
-
-	d->workers = aligned_alloc(_Alignof(struct worker), size);
+	d->workers = new_workers(d, d->cfg.threads + 2);
 	if (d->workers == NULL)
 		return -ENOMEM;
-	memset(d->workers, 0, size);
-	for (uint32_t i = 0; i <= d->cfg.threads; i++)
-		d->workers[i].d = d;
+	if (d->cfg.churn != 0 && (d->kids = new_workers(d, d->cfg.churn)) == NULL)
+		return -ENOMEM;
 	if (d->cfg.distinct != 0) {
 		d->tool_ids = malloc(d->cfg.distinct * sizeof(*d->tool_ids));
 		if (d->tool_ids == NULL)
@@ -759,7 +1063,7 @@ static void start_recording(const struct demo *d)
 			strerror(-err));
 }
 
-static void install_signals(void)
+static void install_signals(const struct config *cfg)
 {
 	struct sigaction sa;
 
@@ -768,6 +1072,13 @@ static void install_signals(void)
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	if (cfg->signal_us != 0) {
+		/* SA_RESTART: the application's own calls go on; clock_nanosleep does not
+		 * restart, and pause_ns loops on EINTR. */
+		sa.sa_handler = on_alarm;
+		sa.sa_flags = SA_RESTART;
+		sigaction(SIGALRM, &sa, NULL);
+	}
 }
 
 /* Starts the workers, dispatches, joins; -errno if a thread could not start. */
@@ -789,39 +1100,77 @@ static int run(struct demo *d)
 			break;
 		}
 	}
+	if (err == 0 && d->cfg.churn != 0) {
+		struct worker *s = &d->workers[d->cfg.threads + 1];
+
+		err = pthread_create(&s->thread, NULL, spawner_main, s);
+		if (err != 0)
+			fprintf(stderr, "ringprof-demo: cannot start the spawner: %s\n",
+				strerror(err));
+		else
+			s->running = true;
+	}
 	if (err == 0)
 		dispatch(d, &d->workers[d->cfg.threads]);
 	request_stop(d);
 	for (uint32_t i = 0; i < started; i++)
 		pthread_join(d->workers[i].thread, NULL);
+	if (d->workers[d->cfg.threads + 1].running)
+		pthread_join(d->workers[d->cfg.threads + 1].thread, NULL);
 	return -err;
 }
 
-/* What the producer itself counted as dropped: ring full, and no ring. */
-static void producer_drops(uint64_t *full, uint64_t *noring)
+/* What the producer itself counted as dropped: ring full, no ring, and records a signal
+ * handler made inside a recording call (wire 1.2; 0 from a library that does not count them). */
+static void producer_drops(uint64_t *full, uint64_t *noring, uint64_t *reentrant)
 {
 	const struct rp_wire_header *h = rp_segment_header();
 	const struct rp_wire_ring *r;
 
-	*full = *noring = 0;
+	*full = *noring = *reentrant = 0;
 	if (h == NULL)
 		return;
 	r = (const struct rp_wire_ring *)((const char *)h + h->ring_desc_offset);
-	for (uint32_t i = 0; i < h->ring_count; i++)
+	for (uint32_t i = 0; i < h->ring_count; i++) {
 		*full += __atomic_load_n(&r[i].dropped, __ATOMIC_RELAXED);
+		*reentrant += __atomic_load_n(&r[i].reentrant, __ATOMIC_RELAXED);
+	}
 	*noring = __atomic_load_n(&h->noring_dropped, __ATOMIC_RELAXED);
+}
+
+/* The lines of the options that stress the producer, each only when its option is on. */
+static void stress_summary(const struct demo *d, uint64_t reentrant)
+{
+	uint64_t signals = 0, calls = 0, rejected = 0;
+
+	for (uint32_t i = 0; i <= d->cfg.threads; i++) {
+		signals += d->workers[i].signals;
+		calls += d->workers[i].sig_emitted;
+		rejected += d->workers[i].rejected;
+	}
+	if (d->cfg.signal_us != 0)
+		fprintf(stderr,
+			"ringprof-demo: %" PRIu64 " signals handled (%" PRIu64
+			" recording calls); producer refused %" PRIu64 " (reentrant)\n",
+			signals, calls, reentrant);
+	if (d->cfg.longjmp_p > 0)
+		fprintf(stderr, "ringprof-demo: %" PRIu64 " requests rejected by a longjmp\n",
+			rejected);
+	if (d->cfg.churn != 0)
+		fprintf(stderr, "ringprof-demo: %" PRIu64 " short threads\n",
+			d->workers[d->cfg.threads + 1].threads);
 }
 
 static void summary(const struct demo *d, uint64_t emitted, double secs)
 {
-	uint64_t served = 0, cancelled = 0, calls = 0, full, noring;
+	uint64_t served = 0, cancelled = 0, calls = 0, full, noring, reentrant;
 
 	for (uint32_t i = 0; i <= d->cfg.threads; i++) {
 		served += d->workers[i].served;
 		cancelled += d->workers[i].cancelled;
 		calls += d->workers[i].tool_calls;
 	}
-	producer_drops(&full, &noring);
+	producer_drops(&full, &noring, &reentrant);
 	fprintf(stderr,
 		"ringprof-demo: %" PRIu64 " requests served, %" PRIu64 " cancelled, %" PRIu64
 		" tool calls in %.3f s\n",
@@ -830,6 +1179,7 @@ static void summary(const struct demo *d, uint64_t emitted, double secs)
 		"ringprof-demo: %" PRIu64 " events (%.0f/s); producer dropped %" PRIu64
 		" (ring full) + %" PRIu64 " (no ring)\n",
 		emitted, secs > 0 ? (double)emitted / secs : 0.0, full, noring);
+	stress_summary(d, reentrant);
 }
 
 int main(int argc, char **argv)
@@ -846,16 +1196,18 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
-	install_signals();
+	install_signals(&d.cfg);
 	start_recording(&d);
 	intern_names(&d);
 	err = run(&d);
-	for (uint32_t i = 0; i <= d.cfg.threads; i++)
-		emitted += d.workers[i].emitted;
+	/* Every thread joined, the dispatcher's handler blocked: the counts are final. */
+	for (uint32_t i = 0; i <= d.cfg.threads + 1; i++)
+		emitted += d.workers[i].emitted + d.workers[i].sig_emitted;
 	if (!d.cfg.quiet)
 		summary(&d, emitted, (double)(mono_ns() - d.start_ns) / 1e9);
 	printf("emitted: %" PRIu64 "\n", emitted);
 	free(d.tool_ids);
+	free(d.kids);
 	free(d.workers);
 	return err ? 1 : 0;
 }
