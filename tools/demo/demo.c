@@ -106,8 +106,10 @@ static const char usage[] =
 	"                      dispatcher, whose handler records a signal_handler span and\n"
 	"                      a signal_tick instant (default 0: none)\n"
 	"  --longjmp P         a request is malformed with probability P (from --seed): its\n"
-	"                      parser opens 2..9 nested spans and longjmps out of them, and\n"
-	"                      the request is rejected (default 0)\n"
+	"                      parser opens 2..9 nested spans and longjmps out of them, to\n"
+	"                      inside handle_request or to the worker loop, where a\n"
+	"                      reject_request span follows; the request is rejected\n"
+	"                      (default 0)\n"
 	"  --churn N           beside the workers, keep N short-lived threads coming and\n"
 	"                      going, 20 records each (default 0)\n"
 	"  --quiet             nothing on stderr but errors\n"
@@ -161,7 +163,7 @@ struct names {
 	uint32_t tools[NTOOLS];
 	/* Interned only when their option is on. */
 	uint32_t sig_handler, sig_tick;		/* --signal-us */
-	uint32_t parse, parse_field, parse_value, rejected;	/* --longjmp */
+	uint32_t parse, parse_field, parse_value, reject, rejected; /* --longjmp */
 	uint32_t task, task_step;		/* --churn */
 };
 
@@ -630,8 +632,9 @@ static void cancel(struct worker *w, uint64_t id)
 /* --- --longjmp: a malformed request, and a parser that jumps out of its open spans --- */
 
 /* How many levels under parse_request the parser of request `id` opens before it finds the
- * error; 0: the request is well formed. From the seed and id only, like the request's shape. */
-static uint32_t malformed(const struct demo *d, uint64_t id)
+ * error, 0: the request is well formed; and *in_handle, where it is parsed. From the seed
+ * and id only, like the request's shape. */
+static uint32_t malformed(const struct demo *d, uint64_t id, bool *in_handle)
 {
 	uint64_t s;
 
@@ -640,17 +643,19 @@ static uint32_t malformed(const struct demo *d, uint64_t id)
 	s = stream(d->cfg.seed, id, 4);
 	if (!(rng_unit(&s) < d->cfg.longjmp_p))
 		return 0;
+	*in_handle = rng_next(&s) & 1;
 	return rng_range(&s, 1, PARSE_LEVELS_MAX);
 }
 
 /*
  * A recursive-descent parser, fields holding values holding fields: `level` more levels to
  * open, and the innermost finds the error. The scopes' cleanups never run: longjmp skips
- * them, so each records its BEGIN only. No level returns.
+ * them, so each records its BEGIN only. No level returns. Not inlined: each level has a
+ * frame of its own, deeper than its caller's.
  */
 static void parse_value(struct worker *w, uint32_t level);
 
-static void parse_field(struct worker *w, uint32_t level)
+static __attribute__((noinline)) void parse_field(struct worker *w, uint32_t level)
 {
 	RP_SCOPE(w->d->id.parse_field);
 
@@ -660,7 +665,7 @@ static void parse_field(struct worker *w, uint32_t level)
 	longjmp(w->on_error, 1);
 }
 
-static void parse_value(struct worker *w, uint32_t level)
+static __attribute__((noinline)) void parse_value(struct worker *w, uint32_t level)
 {
 	RP_SCOPE(w->d->id.parse_value);
 
@@ -670,7 +675,7 @@ static void parse_value(struct worker *w, uint32_t level)
 	longjmp(w->on_error, 1);
 }
 
-static void parse_request(struct worker *w, uint32_t levels)
+static __attribute__((noinline)) void parse_request(struct worker *w, uint32_t levels)
 {
 	RP_SCOPE(w->d->id.parse);
 
@@ -678,18 +683,45 @@ static void parse_request(struct worker *w, uint32_t levels)
 	parse_field(w, levels);
 }
 
-/* The worker's error handler: the parser of request `id` jumps back here from its innermost
- * level, past 1 + levels open spans; the request is answered with an error. */
-static void reject(struct worker *w, uint64_t id, uint32_t levels)
+/* The request's spans, closed with an error. */
+static void rejected(struct worker *w, uint64_t id)
 {
 	const struct names *n = &w->d->id;
 
+	ev_async_end(w, n->request, id, ROOT_SPAN);
+	ev_instant(w, n->rejected);
+	w->rejected++;
+}
+
+/*
+ * A malformed request; the parser jumps back to the error handler here, past 1 + levels
+ * open spans, and the request is answered with an error. Two places, as servers have them:
+ *  - in_handle: inside handle_request, an END below the levels cut (the producer and the
+ *    engine re-align by its name);
+ *  - else in the worker loop itself, with no span open, then a reject_request scope in this
+ *    frame, shallower than every level cut (a scope re-aligns by its frame).
+ */
+static void reject(struct worker *w, uint64_t id, uint32_t levels, bool in_handle)
+{
+	const struct names *n = &w->d->id;
+
+	ev_async_end(w, n->queue, id, QUEUE_SPAN);
+	if (in_handle) {
+		ev_begin(w, n->handle);
+		if (setjmp(w->on_error) == 0)
+			parse_request(w, levels);
+		rejected(w, id);
+		ev_end(w, n->handle);
+		return;
+	}
 	if (setjmp(w->on_error) == 0)
 		parse_request(w, levels);
-	ev_async_end(w, n->queue, id, QUEUE_SPAN);
-	ev_instant(w, n->rejected);
-	ev_async_end(w, n->request, id, ROOT_SPAN);
-	w->rejected++;
+	{
+		RP_SCOPE(n->reject);
+
+		w->emitted += 2; /* the begin above and the end at the scope's exit */
+		rejected(w, id);
+	}
 }
 
 static void *worker_main(void *arg)
@@ -697,14 +729,14 @@ static void *worker_main(void *arg)
 	struct worker *w = arg;
 	uint32_t levels;
 	uint64_t id;
-	bool cancelled;
+	bool cancelled, in_handle;
 
 	prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL); /* sleeps of 50 us and up, on time */
 	while (queue_pop(w, &id, &cancelled)) {
 		if (cancelled)
 			cancel(w, id);
-		else if ((levels = malformed(w->d, id)) != 0)
-			reject(w, id, levels);
+		else if ((levels = malformed(w->d, id, &in_handle)) != 0)
+			reject(w, id, levels, in_handle);
 		else
 			serve(w, id);
 		flush(w);
@@ -991,6 +1023,7 @@ static void intern_names(struct demo *d)
 		n->parse = rp_intern("parse_request", "FUNCTION", __FILE__, __LINE__);
 		n->parse_field = rp_intern("parse_field", "FUNCTION", __FILE__, __LINE__);
 		n->parse_value = rp_intern("parse_value", "FUNCTION", __FILE__, __LINE__);
+		n->reject = rp_intern("reject_request", "FUNCTION", __FILE__, __LINE__);
 		n->rejected = rp_intern("request_rejected", "REQUEST", __FILE__, __LINE__);
 	}
 	if (d->cfg.churn != 0) {
