@@ -138,6 +138,9 @@ void rp_engine_span_close(void *ctx, const struct rp_track *k, const struct rp_s
 	struct rp_rec_span *s;
 
 	rp_analyses_close(&e->an, sp);
+	/* The auto async expiry follows the longest request that ended as it should. */
+	if (k->kind == RP_TRACK_ASYNC && normal && sp->depth == 0 && dur > e->async_max_ns)
+		e->async_max_ns = dur;
 	if (normal)
 		rp_device_span(e->dev, &e->names, k, (uint32_t)(k - e->tracks.t), sp);
 	step = rp_steps_span(&e->steps, sp->name, dur);
@@ -334,6 +337,15 @@ __attribute__((noinline, cold)) static bool resync(struct rp_engine *e, struct r
 	return used;
 }
 
+/* An async track's record: when it was opened (its first BEGIN) and last heard of,
+ * for the expiry (rp_engine_expire()). Before the record is applied. */
+static inline void async_touch(struct rp_track *k, uint64_t t)
+{
+	if (k->depth == 0 && k->skipped == 0)
+		k->born = t;
+	k->last = t;
+}
+
 /* BEGIN and END, each inlined at its case of dispatch(): no flag to test. */
 static inline __attribute__((always_inline)) void span_begin(struct rp_engine *e,
 							     struct rp_source *s, uint32_t src,
@@ -347,6 +359,8 @@ static inline __attribute__((always_inline)) void span_begin(struct rp_engine *e
 		return;
 	if (kind == RP_TRACK_THREAD && __builtin_expect(after_drop(ev), 0))
 		resync(e, s, tr, ev);
+	if (kind == RP_TRACK_ASYNC)
+		async_touch(&e->tracks.t[tr], ev->ts);
 	rp_track_begin(&e->tracks, tr, ev->name, ev->ts, ev->arg, &s->counts);
 }
 
@@ -365,6 +379,8 @@ static inline __attribute__((always_inline)) void span_end(struct rp_engine *e,
 	}
 	if (lost && resync(e, s, tr, ev))
 		return;
+	if (kind == RP_TRACK_ASYNC)
+		async_touch(&e->tracks.t[tr], ev->ts);
 	rp_track_end(&e->tracks, tr, ev->name, ev->ts, ev->arg, &s->counts);
 	if (kind == RP_TRACK_THREAD) /* links of frames closed abnormally are stale */
 		rp_device_track_end(e->dev, tr, e->tracks.t[tr].depth);
@@ -376,8 +392,10 @@ __attribute__((noinline)) static void child_begin(struct rp_engine *e, struct rp
 {
 	uint32_t tr = rp_tracks_get(&e->tracks, src, RP_TRACK_ASYNC, ev->track, &s->counts);
 
-	if (tr != RP_NONE)
-		rp_track_child_begin(&e->tracks, tr, ev->name, ev->ts, ev->arg, &s->counts);
+	if (tr == RP_NONE)
+		return;
+	async_touch(&e->tracks.t[tr], ev->ts);
+	rp_track_child_begin(&e->tracks, tr, ev->name, ev->ts, ev->arg, &s->counts);
 }
 
 __attribute__((noinline)) static void child_end(struct rp_engine *e, struct rp_source *s,
@@ -385,10 +403,12 @@ __attribute__((noinline)) static void child_end(struct rp_engine *e, struct rp_s
 {
 	uint32_t tr = rp_tracks_find(&e->tracks, src, RP_TRACK_ASYNC, ev->track);
 
-	if (tr == RP_NONE)
+	if (tr == RP_NONE) {
 		s->counts.anomalies[RP_ANOM_END_UNMATCHED]++;
-	else
-		rp_track_child_end(&e->tracks, tr, ev->ts, ev->arg, &s->counts);
+		return;
+	}
+	async_touch(&e->tracks.t[tr], ev->ts);
+	rp_track_child_end(&e->tracks, tr, ev->ts, ev->arg, &s->counts);
 }
 
 __attribute__((noinline)) static void counter_event(struct rp_engine *e, struct rp_source *s,
@@ -503,6 +523,73 @@ void rp_engine_close_thread(struct rp_engine *e, uint32_t src, uint64_t thread, 
 		rp_track_close(&e->tracks, tr, t, why, &e->src[src].counts);
 }
 
+void rp_engine_source_dropped(struct rp_engine *e, uint32_t src, uint64_t t)
+{
+	if (t > e->src[src].drop_t)
+		e->src[src].drop_t = t;
+	e->drops_seen = true;
+}
+
+uint64_t rp_engine_async_expire_ns(const struct rp_engine *e)
+{
+	uint64_t x = e->cfg.async_expire_ns;
+
+	if (x != 0)
+		return x;
+	x = e->async_max_ns > UINT64_MAX / 4 ? UINT64_MAX - 1 : 4 * e->async_max_ns;
+	return x > RP_EXPIRE_AUTO_MIN_NS ? x : RP_EXPIRE_AUTO_MIN_NS;
+}
+
+/* An async track open across a drop of its source: its END may be lost. */
+static bool suspect(const struct rp_engine *e, const struct rp_track *k)
+{
+	uint64_t d = e->src[k->src].drop_t;
+
+	return k->kind == RP_TRACK_ASYNC && d != 0 && k->born < d;
+}
+
+void rp_engine_expire(struct rp_engine *e, uint64_t now)
+{
+	uint64_t x = rp_engine_async_expire_ns(e), step;
+
+	if (!e->drops_seen || x == RP_EXPIRE_NEVER || now < e->expire_next)
+		return;
+	step = x / 8 > 1000000 ? x / 8 : 1000000;
+	e->expire_next = now > UINT64_MAX - step ? UINT64_MAX : now + step;
+	rp_analyses_clock(&e->an, now); /* the windows first, as a close does */
+	e->an.t_hi = now > e->an.t_hi ? now : e->an.t_hi;
+	for (uint32_t i = 0; i < e->tracks.n; i++) {
+		struct rp_track *k = &e->tracks.t[i];
+		uint64_t stale;
+
+		if (!suspect(e, k) || k->last > now || now - k->last < x)
+			continue;
+		stale = now - k->last;
+		e->expiry.spans += rp_track_expire(&e->tracks, i, now, &e->src[k->src].counts);
+		e->expiry.requests++;
+		if (stale > e->expiry.stale_max_ns)
+			e->expiry.stale_max_ns = stale;
+	}
+}
+
+/* The expiry as reported: what was expired, and the suspects open now. */
+static void expiry_report(const struct rp_engine *e, struct rp_report *r)
+{
+	uint64_t x = rp_engine_async_expire_ns(e);
+
+	r->expiry = e->expiry;
+	r->expiry.expire_ns = x == RP_EXPIRE_NEVER ? 0 : x;
+	for (uint32_t i = 0; e->drops_seen && i < e->tracks.n; i++) {
+		const struct rp_track *k = &e->tracks.t[i];
+
+		if (!suspect(e, k))
+			continue;
+		r->expiry.suspect_requests++;
+		for (uint32_t j = 0; j < k->depth; j++)
+			r->expiry.suspect_spans += !k->f[j].lost;
+	}
+}
+
 void rp_engine_close_source(struct rp_engine *e, uint32_t src, uint64_t t, int why)
 {
 	rp_analyses_clock(&e->an, t);
@@ -518,7 +605,7 @@ static uint32_t *name_map(const struct rp_engine *e, uint32_t *n_out)
 	if (map == NULL)
 		return NULL;
 	for (uint32_t i = 0; i < e->names.n; i++)
-		map[i] = e->stats.fn[i].calls ? 0 : RP_NONE;
+		map[i] = e->stats.fn[i].calls || e->stats.fn[i].drop_lost ? 0 : RP_NONE;
 	for (uint32_t i = 1; i < e->stats.n_nodes; i++)
 		map[e->stats.nodes[i].name] = 0;
 	for (uint32_t i = 0; i < e->names.n; i++)
@@ -543,7 +630,7 @@ static int copy_fns(const struct rp_engine *e, const uint32_t *map, struct rp_re
 			.file = strdup(ne->file), .line = ne->line, .calls = f->calls,
 			.primitive_calls = f->primitive_calls, .self_ns = f->self_ns,
 			.cum_ns = f->cum_ns, .total_ns = f->total_ns, .min_ns = f->min_ns,
-			.max_ns = f->max_ns,
+			.max_ns = f->max_ns, .drop_lost = f->drop_lost,
 		};
 		if (!o->name || !o->category || !o->file)
 			return -ENOMEM;
@@ -719,6 +806,7 @@ int rp_engine_report_at(const struct rp_engine *e, uint64_t now_ns, struct rp_re
 	if ((err = export_report(e, map, r)) != 0)
 		goto out;
 	copy_graph(e, map, r);
+	expiry_report(e, r);
 	r->n_edges = e->stats.n_edges;
 	r->n_nodes = e->stats.n_nodes;
 out:

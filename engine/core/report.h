@@ -21,7 +21,7 @@
 #include <stdint.h>
 
 #define RP_REPORT_VERSION_MAJOR 1 /* readers reject another major */
-#define RP_REPORT_VERSION_MINOR 2 /* readers skip fields they do not know */
+#define RP_REPORT_VERSION_MINOR 3 /* readers skip fields they do not know */
 
 #define RP_NONE UINT32_MAX /* "no index" (the CCT root's parent, ...) */
 
@@ -118,6 +118,8 @@ struct rp_report_fn {
 	 * calls for which it was known; the mean is sum / count. 1.1 */
 	uint64_t midpoint_sum, midpoint_count;
 	struct rp_report_sketch dur;	/* the duration sketch (ns) 1.2 */
+	uint64_t drop_lost;	/* its spans a producer's drop cut (RP_ANOM_DROP_LOST whose
+				   BEGIN arrived): in none of the figures above 1.3 */
 };
 
 /* caller -> callee, indices into fns; the same figures, for calls made from caller. */
@@ -364,6 +366,22 @@ struct rp_report_device {
 					   did not end normally */
 };
 
+/*
+ * Async requests whose END a drop may have cut (engine.h, rp_engine_expire()): a
+ * request open across a producer's drop and idle for expire_ns is closed as lost.
+ * Until then it counts as open: the concurrency sweeps ("overall") may overstate
+ * the level by at most spans + suspect_spans ("roots": requests + suspect_requests),
+ * each for at most max(stale_max_ns, expire_ns). 1.3
+ */
+struct rp_report_expiry {
+	uint64_t expire_ns;	/* the idle time in force; 0: no expiry */
+	uint64_t requests;	/* async tracks closed as lost by the expiry */
+	uint64_t spans;		/* their open spans (each also under drop_lost) */
+	uint64_t stale_max_ns;	/* the longest one stayed open after its last record */
+	uint64_t suspect_requests; /* open now, across a drop: may have lost their END */
+	uint64_t suspect_spans;	/* their open spans */
+};
+
 struct rp_report {
 	uint32_t version_major;
 	uint32_t version_minor;
@@ -400,6 +418,7 @@ struct rp_report {
 					   in the "[other]" phase 1.2 */
 	struct rp_report_recorder recorder; /* the flight recorder 1.2 */
 	struct rp_report_device device;	/* device idle time 1.2 */
+	struct rp_report_expiry expiry;	/* async requests closed after drops 1.3 */
 };
 
 void rp_report_device_free(struct rp_report_device *d);
