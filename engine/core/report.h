@@ -44,8 +44,9 @@ enum rp_anomaly {
 				   counts it for the bottleneck lists) 1.2 */
 	RP_ANOM_COUNTER_CAP,	/* a counter name past the counter cap: not kept 1.2 */
 	RP_ANOM_DROP_LOST,	/* spans a producer's drop cut: open while records of
-				   their thread were lost, or whose BEGIN was lost; not
-				   in the statistics (docs/live.md) */
+				   their thread were lost, or whose BEGIN was lost, or
+				   async ones expired after a drop (rp_engine_expire());
+				   not in the statistics (docs/live.md) */
 	RP_ANOM_LEVEL_CAP,	/* a piece of time at a concurrency level past
 				   --max-window-level in a window: counted at the cap
 				   (the mean stays exact, max and percentiles are capped) */
@@ -381,6 +382,22 @@ struct rp_report_expiry {
 	uint64_t suspect_requests; /* open now, across a drop: may have lost their END */
 	uint64_t suspect_spans;	/* their open spans */
 };
+
+/*
+ * The bound the expiry leaves (report.h above): at most *@spans open spans too many
+ * at any time ("overall"; requests for "roots"), each for at most *@ns;
+ * UINT64_MAX: suspects are open and nothing expires them (no expiry). Both 0: none.
+ */
+static inline void rp_report_expiry_bound(const struct rp_report_expiry *x, uint64_t *spans,
+					  uint64_t *ns)
+{
+	*spans = x->spans + x->suspect_spans;
+	*ns = x->stale_max_ns > x->expire_ns ? x->stale_max_ns : x->expire_ns;
+	if (x->suspect_spans > 0 && x->expire_ns == 0)
+		*ns = UINT64_MAX;
+	if (*spans == 0)
+		*ns = 0;
+}
 
 struct rp_report {
 	uint32_t version_major;
