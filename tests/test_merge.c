@@ -529,7 +529,7 @@ static void test_merge_expiry(void **state)
 		in[i].expiry = (struct rp_report_expiry){
 			.expire_ns = 1000 + 10 * (i % 2), .requests = i + 1, .spans = 2 * i + 1,
 			.stale_max_ns = 500 * (NIN - i), .suspect_requests = i,
-			.suspect_spans = 3 * i,
+			.suspect_spans = 3 * i, .peak_spans = 5 + i,
 		};
 	}
 	merge_all(&m, in, NIN);
@@ -537,6 +537,7 @@ static void test_merge_expiry(void **state)
 	assert_int_equal(m.expiry.stale_max_ns, 500 * NIN);
 	assert_int_equal(m.expiry.requests, NIN * (NIN + 1) / 2);
 	assert_int_equal(m.expiry.spans, NIN * NIN);
+	assert_int_equal(m.expiry.peak_spans, 5 * NIN + NIN * (NIN - 1) / 2);
 	assert_int_equal(m.expiry.suspect_requests, NIN * (NIN - 1) / 2);
 	assert_int_equal(m.expiry.suspect_spans, 3 * NIN * (NIN - 1) / 2);
 	for (uint32_t i = 0; i < NIN; i++)

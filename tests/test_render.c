@@ -365,7 +365,8 @@ struct want_fn {
 static void check_fn(yajl_val o, const struct rp_report_fn *f, const struct want_fn *w)
 {
 	static const char *const keys[] = { "name",	"category", "file",   "line",
-					    "calls",	"drop_lost", "primitive_calls", "self_ns",
+					    "calls",	"drop_lost",	      "primitive_calls",
+					    "self_ns",
 					    "cum_ns",	"min_ns",   "max_ns", "mean_ns",
 					    "p50_ns",	"p90_ns",   "p95_ns", "p99_ns",
 					    "midpoint_concurrency_mean" };
@@ -455,15 +456,17 @@ static void check_edge(yajl_val o, const struct rp_report_edge *e, const char *c
 	assert_u64(o, "cum_ns", e->cum_ns);
 }
 
-/* async_expiry: the counts, and the bound (spans and suspects, each for the longer
- * of the stale time and the expiry; null with suspects and no expiry). */
+/* async_expiry: the counts, and the bound (the most suspect spans open at a sweep or
+ * now, each for the longer of the stale time and the expiry; null with suspects and
+ * no expiry). */
 static void check_expiry(yajl_val o, const struct rp_report_expiry *x)
 {
 	static const char *const keys[] = { "expire_ns",	"requests",
 					    "spans",		"stale_max_ns",
 					    "suspect_requests", "suspect_spans",
-					    "overstated_max",	"overstated_ns" };
-	uint64_t n = x->spans + x->suspect_spans;
+					    "peak_spans",	"overstated_max",
+					    "overstated_ns" };
+	uint64_t n = x->peak_spans > x->suspect_spans ? x->peak_spans : x->suspect_spans;
 	uint64_t ns = x->stale_max_ns > x->expire_ns ? x->stale_max_ns : x->expire_ns;
 
 	assert_keys(o, keys, ARRAY_SIZE(keys));
@@ -473,6 +476,7 @@ static void check_expiry(yajl_val o, const struct rp_report_expiry *x)
 	assert_u64(o, "stale_max_ns", x->stale_max_ns);
 	assert_u64(o, "suspect_requests", x->suspect_requests);
 	assert_u64(o, "suspect_spans", x->suspect_spans);
+	assert_u64(o, "peak_spans", x->peak_spans);
 	assert_u64(o, "overstated_max", n);
 	if (x->suspect_spans > 0 && x->expire_ns == 0)
 		assert_true(YAJL_IS_NULL(field(o, "overstated_ns")));
@@ -611,7 +615,8 @@ static void test_render_json_big_values_exact(void **state)
 	r.fns[0].drop_lost = UINT64_MAX;
 	r.expiry = (struct rp_report_expiry){ .expire_ns = 1000000000, .requests = 7,
 					      .spans = 9, .stale_max_ns = UINT64_MAX - 1,
-					      .suspect_requests = 2, .suspect_spans = 3 };
+					      .suspect_requests = 2, .suspect_spans = 3,
+					      .peak_spans = 12 };
 	text = render_mem(rp_render_json, &r);
 	o = check_top(&r, text, "trace");
 
@@ -628,7 +633,8 @@ static void test_render_json_big_values_exact(void **state)
 	assert_non_null(strstr(text, "\"self_ns\":9007199254740993,"));
 	assert_non_null(strstr(text, "\"pid\":-1,"));
 	assert_non_null(strstr(text, "\"drop_lost\":18446744073709551615,"));
-	assert_non_null(strstr(text, "\"overstated_max\":12,\"overstated_ns\":18446744073709551614}"));
+	assert_non_null(
+		strstr(text, "\"overstated_max\":12,\"overstated_ns\":18446744073709551614}"));
 	assert_non_null(strstr(text, "\"p95_ns\":18446744073709551614,"
 				     "\"p99_ns\":18446744073709551615,"));
 	assert_non_null(strstr(text, "\"by_category\":{}\n  },\n"));
@@ -654,13 +660,15 @@ static void test_render_text_drops_marked(void **state)
 	r.fns[0].drop_lost = 42;
 	r.expiry = (struct rp_report_expiry){ .expire_ns = 1000000000, .requests = 7,
 					      .spans = 9, .stale_max_ns = 1000500000,
-					      .suspect_requests = 2, .suspect_spans = 3 };
+					      .suspect_requests = 2, .suspect_spans = 3,
+					      .peak_spans = 12 };
 	text = text_mem(&r, 0);
 	assert_non_null(strstr(text, " small  (+42 cut by drops)\n"));
 	assert_non_null(strstr(text, "(+N cut by drops): N more calls of that name"));
 	assert_non_null(strstr(text, "\nasync expiry 1000.000 ms: 7 requests (9 spans) expired "
 				     "after drops, 2 open across a drop\n  concurrency may be "
-				     "overstated by at most 12 spans for at most 1000.500 ms each\n"));
+				     "overstated by at most 12 spans at a time, each for at most "
+				     "1000.500 ms\n"));
 	free(text);
 	r.expiry = (struct rp_report_expiry){ .suspect_requests = 2, .suspect_spans = 3 };
 	text = text_mem(&r, 0);

@@ -530,7 +530,7 @@ static void build_1_2(struct rp_report *r, const struct shape *sh)
 	rnd_device(&r->device, sh);
 	r->expiry = (struct rp_report_expiry){ .expire_ns = rnd_u64(), .requests = rnd_u64(),
 		.spans = rnd_u64(), .stale_max_ns = rnd_u64(), .suspect_requests = rnd_u64(),
-		.suspect_spans = rnd_u64() };
+		.suspect_spans = rnd_u64(), .peak_spans = rnd_u64() };
 }
 
 static void rnd_header(struct rp_report *r)
@@ -1105,7 +1105,8 @@ static bool same_1_2(const struct rp_report *a, const struct rp_report *b, char 
 	       u_eq(a->expiry.suspect_requests, b->expiry.suspect_requests, what,
 		    "expiry.suspect_requests", 0) &&
 	       u_eq(a->expiry.suspect_spans, b->expiry.suspect_spans, what,
-		    "expiry.suspect_spans", 0);
+		    "expiry.suspect_spans", 0) &&
+	       u_eq(a->expiry.peak_spans, b->expiry.peak_spans, what, "expiry.peak_spans", 0);
 }
 
 /* True if @b (decoded) holds exactly what @a (built) does; else @what says where not.
@@ -1653,13 +1654,14 @@ static void ref_sections_1_2(msgpack_packer *pk, const struct rp_report *r,
 	if (!has_1_3(o))
 		return;
 	key(pk, "async_expiry");
-	msgpack_pack_map(pk, 6);
+	msgpack_pack_map(pk, 7);
 	kv_u64(pk, "expire_ns", r->expiry.expire_ns);
 	kv_u64(pk, "requests", r->expiry.requests);
 	kv_u64(pk, "spans", r->expiry.spans);
 	kv_u64(pk, "stale_max_ns", r->expiry.stale_max_ns);
 	kv_u64(pk, "suspect_requests", r->expiry.suspect_requests);
 	kv_u64(pk, "suspect_spans", r->expiry.suspect_spans);
+	kv_u64(pk, "peak_spans", r->expiry.peak_spans);
 }
 
 static void ref_fn(msgpack_packer *pk, const struct rp_report_fn *f, const struct ref_opts *o,
@@ -1774,7 +1776,8 @@ static void ref_pack(msgpack_sbuffer *sb, const struct rp_report *r, const struc
 
 	msgpack_sbuffer_init(sb);
 	msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
-	msgpack_pack_map(&pk, (o->v1_0 ? 7 : o->v1_1 ? 8 : o->v1_2 ? 16 : 17) + (o->extras ? 4 : 0));
+	msgpack_pack_map(&pk,
+			 (o->v1_0 ? 7 : o->v1_1 ? 8 : o->v1_2 ? 16 : 17) + (o->extras ? 4 : 0));
 	key(&pk, "version");
 	msgpack_pack_array(&pk, 2);
 	msgpack_pack_uint32(&pk, o->major);

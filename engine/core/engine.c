@@ -138,9 +138,6 @@ void rp_engine_span_close(void *ctx, const struct rp_track *k, const struct rp_s
 	struct rp_rec_span *s;
 
 	rp_analyses_close(&e->an, sp);
-	/* The auto async expiry follows the longest request that ended as it should. */
-	if (k->kind == RP_TRACK_ASYNC && normal && sp->depth == 0 && dur > e->async_max_ns)
-		e->async_max_ns = dur;
 	if (normal)
 		rp_device_span(e->dev, &e->names, k, (uint32_t)(k - e->tracks.t), sp);
 	step = rp_steps_span(&e->steps, sp->name, dur);
@@ -338,11 +335,17 @@ __attribute__((noinline, cold)) static bool resync(struct rp_engine *e, struct r
 }
 
 /* An async track's record: when it was opened (its first BEGIN) and last heard of,
- * for the expiry (rp_engine_expire()). Before the record is applied. */
-static inline void async_touch(struct rp_track *k, uint64_t t)
+ * for the expiry (rp_engine_expire()); and the longest silence a request has kept
+ * and still spoken after (the auto expiry), unless its source reported drops since
+ * its previous record (the records between may be lost: the gap proves nothing).
+ * Before the record is applied. */
+static inline void async_touch(struct rp_engine *e, struct rp_track *k, uint64_t t)
 {
 	if (k->depth == 0 && k->skipped == 0)
 		k->born = t;
+	else if (t > k->last && t - k->last > e->async_gap_ns &&
+		 e->src[k->src].drop_t <= k->last)
+		e->async_gap_ns = t - k->last;
 	k->last = t;
 }
 
@@ -360,7 +363,7 @@ static inline __attribute__((always_inline)) void span_begin(struct rp_engine *e
 	if (kind == RP_TRACK_THREAD && __builtin_expect(after_drop(ev), 0))
 		resync(e, s, tr, ev);
 	if (kind == RP_TRACK_ASYNC)
-		async_touch(&e->tracks.t[tr], ev->ts);
+		async_touch(e, &e->tracks.t[tr], ev->ts);
 	rp_track_begin(&e->tracks, tr, ev->name, ev->ts, ev->arg, &s->counts);
 }
 
@@ -380,7 +383,7 @@ static inline __attribute__((always_inline)) void span_end(struct rp_engine *e,
 	if (lost && resync(e, s, tr, ev))
 		return;
 	if (kind == RP_TRACK_ASYNC)
-		async_touch(&e->tracks.t[tr], ev->ts);
+		async_touch(e, &e->tracks.t[tr], ev->ts);
 	rp_track_end(&e->tracks, tr, ev->name, ev->ts, ev->arg, &s->counts);
 	if (kind == RP_TRACK_THREAD) /* links of frames closed abnormally are stale */
 		rp_device_track_end(e->dev, tr, e->tracks.t[tr].depth);
@@ -394,7 +397,7 @@ __attribute__((noinline)) static void child_begin(struct rp_engine *e, struct rp
 
 	if (tr == RP_NONE)
 		return;
-	async_touch(&e->tracks.t[tr], ev->ts);
+	async_touch(e, &e->tracks.t[tr], ev->ts);
 	rp_track_child_begin(&e->tracks, tr, ev->name, ev->ts, ev->arg, &s->counts);
 }
 
@@ -407,7 +410,7 @@ __attribute__((noinline)) static void child_end(struct rp_engine *e, struct rp_s
 		s->counts.anomalies[RP_ANOM_END_UNMATCHED]++;
 		return;
 	}
-	async_touch(&e->tracks.t[tr], ev->ts);
+	async_touch(e, &e->tracks.t[tr], ev->ts);
 	rp_track_child_end(&e->tracks, tr, ev->ts, ev->arg, &s->counts);
 }
 
@@ -536,7 +539,7 @@ uint64_t rp_engine_async_expire_ns(const struct rp_engine *e)
 
 	if (x != 0)
 		return x;
-	x = e->async_max_ns > UINT64_MAX / 4 ? UINT64_MAX - 1 : 4 * e->async_max_ns;
+	x = e->async_gap_ns > UINT64_MAX / 4 ? UINT64_MAX - 1 : 4 * e->async_gap_ns;
 	return x > RP_EXPIRE_AUTO_MIN_NS ? x : RP_EXPIRE_AUTO_MIN_NS;
 }
 
@@ -550,7 +553,7 @@ static bool suspect(const struct rp_engine *e, const struct rp_track *k)
 
 void rp_engine_expire(struct rp_engine *e, uint64_t now)
 {
-	uint64_t x = rp_engine_async_expire_ns(e), step;
+	uint64_t x = rp_engine_async_expire_ns(e), step, peak = 0;
 
 	if (!e->drops_seen || x == RP_EXPIRE_NEVER || now < e->expire_next)
 		return;
@@ -562,7 +565,11 @@ void rp_engine_expire(struct rp_engine *e, uint64_t now)
 		struct rp_track *k = &e->tracks.t[i];
 		uint64_t stale;
 
-		if (!suspect(e, k) || k->last > now || now - k->last < x)
+		if (!suspect(e, k))
+			continue;
+		for (uint32_t j = 0; j < k->depth; j++) /* the bound: see report.h */
+			peak += !k->f[j].lost;
+		if (k->last > now || now - k->last < x)
 			continue;
 		stale = now - k->last;
 		e->expiry.spans += rp_track_expire(&e->tracks, i, now, &e->src[k->src].counts);
@@ -570,6 +577,8 @@ void rp_engine_expire(struct rp_engine *e, uint64_t now)
 		if (stale > e->expiry.stale_max_ns)
 			e->expiry.stale_max_ns = stale;
 	}
+	if (peak > e->expiry.peak_spans)
+		e->expiry.peak_spans = peak;
 }
 
 /* The expiry as reported: what was expired, and the suspects open now. */

@@ -51,12 +51,13 @@ struct rp_engine_cfg {
 	struct rp_device_cfg dev;  /* device idle time (device.h) */
 	/* An async request open across a producer's drop (its END may be lost) is
 	 * closed as lost once idle this long (rp_engine_expire()). 0: auto, the longer
-	 * of 1 s and 4 x the longest async request that ended so far; RP_EXPIRE_NEVER:
-	 * kept open, as before 1.3. */
+	 * of 100 ms and 4 x the longest silence an async request kept and then spoke
+	 * again after (a BEGIN-to-END request's: its duration); RP_EXPIRE_NEVER: kept
+	 * open, as before 1.3. */
 	uint64_t async_expire_ns;
 };
 #define RP_EXPIRE_NEVER UINT64_MAX
-#define RP_EXPIRE_AUTO_MIN_NS 1000000000ull	/* the auto expiry's floor: 1 s */
+#define RP_EXPIRE_AUTO_MIN_NS 100000000ull	/* the auto expiry's floor: 100 ms */
 
 /* Defaults: 65536 names, 16384 tracks, 256 frames, 262144 nodes, 1024 sources,
  * 4096 sketches, 256 names per sub-window, 1024 counters, top 10, 255 levels, windows
@@ -101,10 +102,10 @@ struct rp_engine {
 	uint64_t progress_events;	/* trace events parsed by importers so far, for
 					   progress displays */
 	struct rp_device *dev;		/* device idle time */
-	/* Async expiry (rp_engine_expire()): the longest async request that ended
-	 * normally (the auto expiry), when the next sweep is due, a source has lost
-	 * records, and what was expired (report.h). */
-	uint64_t async_max_ns, expire_next;
+	/* Async expiry (rp_engine_expire()): the longest gap between two records of
+	 * an async request (the auto expiry), when the next sweep is due, a source has
+	 * lost records, and what was expired (report.h). */
+	uint64_t async_gap_ns, expire_next;
 	bool drops_seen;
 	struct rp_report_expiry expiry;
 };

@@ -370,9 +370,11 @@ struct rp_report_device {
 /*
  * Async requests whose END a drop may have cut (engine.h, rp_engine_expire()): a
  * request open across a producer's drop and idle for expire_ns is closed as lost.
- * Until then it counts as open: the concurrency sweeps ("overall") may overstate
- * the level by at most spans + suspect_spans ("roots": requests + suspect_requests),
- * each for at most max(stale_max_ns, expire_ns). 1.3
+ * Until then it counts as open. A span that overstates the level at some time (its
+ * END was lost) is still open, and suspect, at the next sweep after the drop is
+ * reported, so the sweeps ("overall", "roots" alike) overstate the level by at most
+ * max(peak_spans, suspect_spans) at any time, each span for at most
+ * max(stale_max_ns, expire_ns). 1.3
  */
 struct rp_report_expiry {
 	uint64_t expire_ns;	/* the idle time in force; 0: no expiry */
@@ -381,17 +383,18 @@ struct rp_report_expiry {
 	uint64_t stale_max_ns;	/* the longest one stayed open after its last record */
 	uint64_t suspect_requests; /* open now, across a drop: may have lost their END */
 	uint64_t suspect_spans;	/* their open spans */
+	uint64_t peak_spans;	/* the most suspect spans open at a sweep */
 };
 
 /*
- * The bound the expiry leaves (report.h above): at most *@spans open spans too many
- * at any time ("overall"; requests for "roots"), each for at most *@ns;
+ * The bound the expiry leaves (above): at most *@spans open spans too many at any
+ * time, each for at most *@ns;
  * UINT64_MAX: suspects are open and nothing expires them (no expiry). Both 0: none.
  */
 static inline void rp_report_expiry_bound(const struct rp_report_expiry *x, uint64_t *spans,
 					  uint64_t *ns)
 {
-	*spans = x->spans + x->suspect_spans;
+	*spans = x->peak_spans > x->suspect_spans ? x->peak_spans : x->suspect_spans;
 	*ns = x->stale_max_ns > x->expire_ns ? x->stale_max_ns : x->expire_ns;
 	if (x->suspect_spans > 0 && x->expire_ns == 0)
 		*ns = UINT64_MAX;

@@ -1323,6 +1323,7 @@ static void merge_expiry(struct ctx *c)
 	d->spans = sat(d->spans, s->spans);
 	d->suspect_requests = sat(d->suspect_requests, s->suspect_requests);
 	d->suspect_spans = sat(d->suspect_spans, s->suspect_spans);
+	d->peak_spans = sat(d->peak_spans, s->peak_spans); /* the inputs' at once, at most */
 }
 
 int rp_report_merge(struct rp_report *dst, const struct rp_report *src, char *why, size_t whylen)

@@ -461,6 +461,7 @@ static const struct field caps_fields[] = {
 static const struct field expiry_fields[] = {
 	EXP(expire_ns),	       EXP(requests),	      EXP(spans),
 	EXP(stale_max_ns),     EXP(suspect_requests), EXP(suspect_spans),
+	EXP(peak_spans),
 };
 
 static const struct table source_table = TABLE(source_fields, struct rp_report_source);

@@ -473,7 +473,8 @@ static const char usage[] =
 	"  --step-name P     spans whose name starts with P are steps too\n"
 	"  --async-expire-ms N|auto|off  an async request open across a producer's drop\n"
 	"                    (its END may be lost) is closed as lost after N ms idle\n"
-	"                    (default auto: max(1000, 4 x the longest request seen))\n"
+	"                    (default auto: max(100, 4 x the longest silence of a request\n"
+	"                    that then went on))\n"
 	RP_CLI_CAP_USAGE
 	"SIGUSR1 writes a snapshot (or: ringprof snapshot); SIGINT/SIGTERM a final one.\n";
 
@@ -557,8 +558,8 @@ static int parse(int argc, char **argv, struct daemon *d, struct rp_engine_cfg *
 			break;
 		case 'E':
 			if (parse_expire(optarg, &cfg->async_expire_ns) != 0)
-				return rp_cli_error(2, "--async-expire-ms %s: a positive number, auto "
-						    "or off", optarg);
+				return rp_cli_error(2, "--async-expire-ms %s: N > 0, auto or off",
+						    optarg);
 			break;
 		case 'h': fputs(usage, stdout); exit(0);
 		case 'c':

@@ -12,8 +12,8 @@
  * Layout (one key per line at the top, one array element per line):
  *   {"events", "dropped", "late", "truncated", "anomalies" {kind: n, every kind},
  *    "async_expiry" {"expire_ns", "requests", "spans", "stale_max_ns",
- *                    "suspect_requests", "suspect_spans", "overstated_max",
- *                    "overstated_ns"},
+ *                    "suspect_requests", "suspect_spans", "peak_spans",
+ *                    "overstated_max", "overstated_ns"},
  *    "time_range_ns" [t_first, t_last], "clock",
  *    "caps" {"max_names", "max_tracks", "max_depth", "max_cct_nodes", "max_sources",
  *            "max_sketch_names", "max_window_names", "max_counters", "topk",
@@ -246,6 +246,7 @@ static void put_expiry(FILE *out, const struct rp_report_expiry *x)
 	put_u64(out, ",", "stale_max_ns", x->stale_max_ns);
 	put_u64(out, ",", "suspect_requests", x->suspect_requests);
 	put_u64(out, ",", "suspect_spans", x->suspect_spans);
+	put_u64(out, ",", "peak_spans", x->peak_spans);
 	put_u64(out, ",", "overstated_max", spans);
 	put_key(out, ",", "overstated_ns");
 	if (ns == UINT64_MAX)

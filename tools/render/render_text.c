@@ -158,7 +158,7 @@ static void print_expiry(FILE *out, const struct rp_report_expiry *x)
 			     " spans, for as long as they stay open\n", spans);
 	else
 		fprintf(out, "  concurrency may be overstated by at most %" PRIu64
-			     " spans for at most %s ms each\n", spans, fmt_ms(b, ns));
+			     " spans at a time, each for at most %s ms\n", spans, fmt_ms(b, ns));
 }
 
 /* Totals, then every non-zero anomaly kind, or "nothing lost". */
