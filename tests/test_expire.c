@@ -390,6 +390,44 @@ static void test_expire_tree_track(void **state)
 	rp_engine_close(e);
 }
 
+/* When its source ends, a suspect request is lost (its END may be), not cut at the
+ * end with a made-up duration; with the expiry off it is cut, as before. */
+static void test_expire_source_end(void **state)
+{
+	static const uint64_t expire[2] = { EXPIRE, RP_EXPIRE_NEVER };
+
+	(void)state;
+	for (int k = 0; k < 2; k++) {
+		struct rp_engine_cfg cfg;
+		struct rp_engine *e;
+		struct rp_report r;
+		uint32_t name;
+		int src;
+
+		rp_engine_cfg_default(&cfg);
+		cfg.async_expire_ns = expire[k];
+		assert_int_equal(rp_engine_open(&cfg, &e), 0);
+		src = rp_engine_add_source(e, "p", 1, 0);
+		name = rp_engine_name(e, (uint32_t)src, "req", "", "", 0);
+		for (uint64_t id = 1; id <= 2; id++) /* 2 begins after the drop: not suspect */
+			rp_engine_event(e, (uint32_t)src, 0,
+					&(struct rp_event){ .ts = id * 2 * MS, .name = name,
+							    .kind = RP_EV_ASYNC_BEGIN,
+							    .track = id, .arg = 1 });
+		rp_engine_source_dropped(e, (uint32_t)src, 3 * MS);
+		rp_engine_close_source(e, (uint32_t)src, 10 * MS, RP_ANOM_KIND_COUNT);
+		assert_int_equal(rp_engine_report(e, &r), 0);
+		assert_int_equal(r.expiry.requests, k == 0 ? 1 : 0);
+		assert_int_equal(r.anomalies[RP_ANOM_DROP_LOST], k == 0 ? 1 : 0);
+		assert_int_equal(r.truncated, k == 0 ? 1 : 2);
+		assert_int_equal(fn_of(&r, "req")->calls, k == 0 ? 1 : 2);
+		assert_int_equal(fn_of(&r, "req")->drop_lost, k == 0 ? 1 : 0);
+		assert_int_equal(r.conc[0].now, 0);
+		rp_report_free(&r);
+		rp_engine_close(e);
+	}
+}
+
 /* The auto expiry: the longer of 100 ms and 4 x the longest gap between two records
  * of a request (here its BEGIN and END; a track's first BEGIN starts no gap). */
 static void test_expire_auto(void **state)
@@ -425,6 +463,7 @@ int main(void)
 		cmocka_unit_test(test_expire_never_keeps_them_open),
 		cmocka_unit_test(test_expire_needs_a_drop),
 		cmocka_unit_test(test_expire_tree_track),
+		cmocka_unit_test(test_expire_source_end),
 		cmocka_unit_test(test_expire_auto),
 	};
 

@@ -551,6 +551,18 @@ static bool suspect(const struct rp_engine *e, const struct rp_track *k)
 	return k->kind == RP_TRACK_ASYNC && d != 0 && k->born < d;
 }
 
+/* Suspect track @tr closed as lost at @now, counted in e->expiry. */
+static void expire_track(struct rp_engine *e, uint32_t tr, uint64_t now)
+{
+	struct rp_track *k = &e->tracks.t[tr];
+	uint64_t stale = now > k->last ? now - k->last : 0;
+
+	e->expiry.spans += rp_track_expire(&e->tracks, tr, now, &e->src[k->src].counts);
+	e->expiry.requests++;
+	if (stale > e->expiry.stale_max_ns)
+		e->expiry.stale_max_ns = stale;
+}
+
 void rp_engine_expire(struct rp_engine *e, uint64_t now)
 {
 	uint64_t x = rp_engine_async_expire_ns(e), step, peak = 0;
@@ -563,19 +575,13 @@ void rp_engine_expire(struct rp_engine *e, uint64_t now)
 	e->an.t_hi = now > e->an.t_hi ? now : e->an.t_hi;
 	for (uint32_t i = 0; i < e->tracks.n; i++) {
 		struct rp_track *k = &e->tracks.t[i];
-		uint64_t stale;
 
 		if (!suspect(e, k))
 			continue;
 		for (uint32_t j = 0; j < k->depth; j++) /* the bound: see report.h */
 			peak += !k->f[j].lost;
-		if (k->last > now || now - k->last < x)
-			continue;
-		stale = now - k->last;
-		e->expiry.spans += rp_track_expire(&e->tracks, i, now, &e->src[k->src].counts);
-		e->expiry.requests++;
-		if (stale > e->expiry.stale_max_ns)
-			e->expiry.stale_max_ns = stale;
+		if (k->last <= now && now - k->last >= x)
+			expire_track(e, i, now);
 	}
 	if (peak > e->expiry.peak_spans)
 		e->expiry.peak_spans = peak;
@@ -603,6 +609,12 @@ void rp_engine_close_source(struct rp_engine *e, uint32_t src, uint64_t t, int w
 {
 	rp_analyses_clock(&e->an, t);
 	e->an.t_hi = t > e->an.t_hi ? t : e->an.t_hi;
+	/* Its suspect requests may have lost their END: lost, not cut at its end (a
+	 * made-up duration), unless the expiry is off. */
+	for (uint32_t i = 0; e->src[src].drop_t && i < e->tracks.n; i++)
+		if (e->tracks.t[i].src == src && suspect(e, &e->tracks.t[i]) &&
+		    rp_engine_async_expire_ns(e) != RP_EXPIRE_NEVER)
+			expire_track(e, i, t);
 	rp_tracks_close_src(&e->tracks, src, t, why, &e->src[src].counts);
 }
 
