@@ -389,7 +389,7 @@ static uint32_t table(const struct top *t, FILE *out, uint32_t first, unsigned l
 		int room = width - (p90 ? 64 : 55);
 
 		/* "!": drops cut some of this name's calls (its row is short by them) */
-		fprintf(out, "%9" PRIu64 "%c %9.1f %6.1f %6.1f %8s ", x->calls,
+		fprintf(out, "%10" PRIu64 "%c%9.1f %6.1f %6.1f %8s ", x->calls,
 			x->fn->drop_lost ? '!' : ' ',
 			range ? (double)x->calls * 1e9 / (double)range : 0.0,
 			total_self ? 100.0 * (double)x->self_ns / (double)total_self : 0.0,
