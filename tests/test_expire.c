@@ -18,16 +18,16 @@
 #include "engine.h"
 #include "support.h"
 
-#define MS	   1000000ull
-#define EXPIRE	   (50 * MS)
-#define SWEEP	   (10 * MS)	/* the tick: expiry sweeps every 10 ms of event time */
-#define T_DROP	   (125 * MS)	/* when the source reports its drops */
-#define N_REQ	   600
-#define MAX_CHG	   (4 * N_REQ)
+#define MS	1000000ull
+#define EXPIRE	(50 * MS)
+#define SWEEP	(10 * MS)  /* the tick: expiry sweeps every 10 ms of event time */
+#define T_DROP	(125 * MS) /* when the source reports its drops */
+#define N_REQ	600
+#define MAX_CHG (4 * N_REQ)
 
 struct req {
-	uint64_t b, e;		/* its BEGIN and (real) END */
-	bool lost;		/* its END was dropped */
+	uint64_t b, e; /* its BEGIN and (real) END */
+	bool lost;     /* its END was dropped */
 };
 
 static struct req rq[N_REQ];
@@ -193,8 +193,11 @@ static struct rp_engine *feed(uint64_t expire_ns)
 	}
 	qsort(evs, n, sizeof(*evs), cmp_ev);
 	for (uint32_t i = 0; i < n; i++) {
-		struct rp_event ev = { .ts = evs[i].t, .name = name, .kind = evs[i].kind,
-				       .track = 1000 + evs[i].req, .arg = 1 };
+		struct rp_event ev = { .ts = evs[i].t,
+				       .name = name,
+				       .kind = evs[i].kind,
+				       .track = 1000 + evs[i].req,
+				       .arg = 1 };
 
 		while (next_sweep <= evs[i].t) { /* the drain tick, in event time */
 			if (!told && next_sweep > T_DROP) {
@@ -315,9 +318,10 @@ static void test_expire_needs_a_drop(void **state)
 	assert_int_equal(rp_engine_open(&cfg, &e), 0);
 	src = rp_engine_add_source(e, "p", 1, 0);
 	name = rp_engine_name(e, (uint32_t)src, "req", "", "", 0);
-	rp_engine_event(e, (uint32_t)src, 0,
-			&(struct rp_event){ .ts = MS, .name = name, .kind = RP_EV_ASYNC_BEGIN,
-					    .track = 7, .arg = 1 });
+	rp_engine_event(
+		e, (uint32_t)src, 0,
+		&(struct rp_event){
+			.ts = MS, .name = name, .kind = RP_EV_ASYNC_BEGIN, .track = 7, .arg = 1 });
 	rp_engine_expire(e, 1000 * MS);
 	/* A drop reported before it began: not suspect either. */
 	rp_engine_source_dropped(e, (uint32_t)src, MS / 2);
@@ -357,12 +361,17 @@ static void test_expire_tree_track(void **state)
 	req = rp_engine_name(e, (uint32_t)src, "request", "", "", 0);
 	task = rp_engine_name(e, (uint32_t)src, "task", "", "", 0);
 	rp_engine_event(e, (uint32_t)src, 0,
-			&(struct rp_event){ .ts = MS, .name = req, .kind = RP_EV_CHILD_BEGIN,
-					    .track = 9, .arg = RP_CHILD_ARG(0, 1) });
+			&(struct rp_event){ .ts = MS,
+					    .name = req,
+					    .kind = RP_EV_CHILD_BEGIN,
+					    .track = 9,
+					    .arg = RP_CHILD_ARG(0, 1) });
 	for (uint32_t k = 0; k < 2; k++)
 		rp_engine_event(e, (uint32_t)src, 0,
-				&(struct rp_event){ .ts = 2 * MS, .name = task,
-						    .kind = RP_EV_CHILD_BEGIN, .track = 9,
+				&(struct rp_event){ .ts = 2 * MS,
+						    .name = task,
+						    .kind = RP_EV_CHILD_BEGIN,
+						    .track = 9,
 						    .arg = RP_CHILD_ARG(1, 2 + k) });
 	rp_engine_source_dropped(e, (uint32_t)src, 3 * MS);
 	rp_engine_expire(e, 51 * MS); /* 49 ms idle: not yet */
@@ -411,9 +420,11 @@ static void test_expire_source_end(void **state)
 		name = rp_engine_name(e, (uint32_t)src, "req", "", "", 0);
 		for (uint64_t id = 1; id <= 2; id++) /* 2 begins after the drop: not suspect */
 			rp_engine_event(e, (uint32_t)src, 0,
-					&(struct rp_event){ .ts = id * 2 * MS, .name = name,
+					&(struct rp_event){ .ts = id * 2 * MS,
+							    .name = name,
 							    .kind = RP_EV_ASYNC_BEGIN,
-							    .track = id, .arg = 1 });
+							    .track = id,
+							    .arg = 1 });
 		rp_engine_source_dropped(e, (uint32_t)src, 3 * MS);
 		rp_engine_close_source(e, (uint32_t)src, 10 * MS, RP_ANOM_KIND_COUNT);
 		assert_int_equal(rp_engine_report(e, &r), 0);
@@ -441,17 +452,24 @@ static void test_expire_auto(void **state)
 	assert_int_equal(rp_engine_async_expire_ns(e), RP_EXPIRE_AUTO_MIN_NS);
 	src = rp_engine_add_source(e, "p", 1, 0);
 	name = rp_engine_name(e, (uint32_t)src, "req", "", "", 0);
+	rp_engine_event(
+		e, (uint32_t)src, 0,
+		&(struct rp_event){
+			.ts = MS, .name = name, .kind = RP_EV_ASYNC_BEGIN, .track = 7, .arg = 1 });
 	rp_engine_event(e, (uint32_t)src, 0,
-			&(struct rp_event){ .ts = MS, .name = name, .kind = RP_EV_ASYNC_BEGIN,
-					    .track = 7, .arg = 1 });
-	rp_engine_event(e, (uint32_t)src, 0,
-			&(struct rp_event){ .ts = 701 * MS, .name = name, .kind = RP_EV_ASYNC_END,
-					    .track = 7, .arg = 1 });
+			&(struct rp_event){ .ts = 701 * MS,
+					    .name = name,
+					    .kind = RP_EV_ASYNC_END,
+					    .track = 7,
+					    .arg = 1 });
 	assert_int_equal(rp_engine_async_expire_ns(e), 2800 * MS);
 	/* A new request long after: its first BEGIN starts no gap. */
 	rp_engine_event(e, (uint32_t)src, 0,
-			&(struct rp_event){ .ts = 9000 * MS, .name = name,
-					    .kind = RP_EV_ASYNC_BEGIN, .track = 7, .arg = 1 });
+			&(struct rp_event){ .ts = 9000 * MS,
+					    .name = name,
+					    .kind = RP_EV_ASYNC_BEGIN,
+					    .track = 7,
+					    .arg = 1 });
 	assert_int_equal(rp_engine_async_expire_ns(e), 2800 * MS);
 	rp_engine_close(e);
 }
