@@ -123,6 +123,7 @@ static void fn_from(struct rp_report_fn *f, uint32_t j, const uint64_t *v, uint3
 	f->max_ns = max;
 	f->midpoint_sum = 3ull * n;
 	f->midpoint_count = n;
+	f->drop_lost = n / 3;
 	sketch_of(&f->dur, v, n);
 	f->p50_ns = q_ns(&f->dur, 0.5);
 	f->p90_ns = q_ns(&f->dur, 0.9);
@@ -461,7 +462,7 @@ static void test_merge_functions_exact(void **state)
 	assert_int_equal(m.n_fns, NNAMES);
 	for (uint32_t j = 0; j < NNAMES; j++) {
 		const struct rp_report_fn *f = &m.fns[find_fn(&m, j)];
-		uint64_t calls = 0, prim = 0, total = 0, cum = 0, self = 0;
+		uint64_t calls = 0, prim = 0, total = 0, cum = 0, self = 0, lost = 0;
 		uint32_t n = 0;
 		struct rp_report_sketch want;
 
@@ -473,6 +474,7 @@ static void test_merge_functions_exact(void **state)
 				u[n++] = raw.v[i][j][k];
 			}
 			calls += raw.n[i][j];
+			lost += raw.n[i][j] / 3;
 			prim += raw.n[i][j] - raw.n[i][j] / 4;
 			total += s;
 			cum += s - s / 8;
@@ -488,6 +490,7 @@ static void test_merge_functions_exact(void **state)
 		assert_int_equal(f->max_ns, u[n - 1]);
 		assert_int_equal(f->midpoint_sum, 3 * calls);
 		assert_int_equal(f->midpoint_count, calls);
+		assert_int_equal(f->drop_lost, lost);
 		assert_string_equal(f->category, names[j].cat);
 		assert_int_equal(f->line, names[j].line);
 		for (int q = 0; q < 4; q++) {
@@ -508,6 +511,35 @@ static void test_merge_functions_exact(void **state)
 		rp_report_sketch_free(&want);
 	}
 	free(u);
+	for (uint32_t i = 0; i < NIN; i++)
+		rp_report_free(&in[i]);
+	rp_report_free(&m);
+}
+
+/* Async expiry: counts add; the expiry and the longest stale time are the largest, so
+ * the bound holds for every input. */
+static void test_merge_expiry(void **state)
+{
+	struct rp_report in[NIN], m;
+
+	(void)state;
+	fill_raw(&raw, 5);
+	for (uint32_t i = 0; i < NIN; i++) {
+		build_input(&in[i], &raw, i);
+		in[i].expiry = (struct rp_report_expiry){
+			.expire_ns = 1000 + 10 * (i % 2), .requests = i + 1, .spans = 2 * i + 1,
+			.stale_max_ns = 500 * (NIN - i), .suspect_requests = i,
+			.suspect_spans = 3 * i, .peak_spans = 5 + i,
+		};
+	}
+	merge_all(&m, in, NIN);
+	assert_int_equal(m.expiry.expire_ns, NIN > 1 ? 1010 : 1000);
+	assert_int_equal(m.expiry.stale_max_ns, 500 * NIN);
+	assert_int_equal(m.expiry.requests, NIN * (NIN + 1) / 2);
+	assert_int_equal(m.expiry.spans, NIN * NIN);
+	assert_int_equal(m.expiry.peak_spans, 5 * NIN + NIN * (NIN - 1) / 2);
+	assert_int_equal(m.expiry.suspect_requests, NIN * (NIN - 1) / 2);
+	assert_int_equal(m.expiry.suspect_spans, 3 * NIN * (NIN - 1) / 2);
 	for (uint32_t i = 0; i < NIN; i++)
 		rp_report_free(&in[i]);
 	rp_report_free(&m);
@@ -1270,6 +1302,7 @@ int main(void)
 		cmocka_unit_test(test_merge_steps),
 		cmocka_unit_test(test_merge_recorder),
 		cmocka_unit_test(test_merge_device),
+		cmocka_unit_test(test_merge_expiry),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

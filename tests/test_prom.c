@@ -177,7 +177,8 @@ static struct rp_report_fn small_fns[] = {
 	  .p50_ns = 500000000,
 	  .p90_ns = 800000000,
 	  .p95_ns = 850000000,
-	  .p99_ns = 900000000 },
+	  .p99_ns = 900000000,
+	  .drop_lost = 3 },
 };
 
 static const char small_expected[] =
@@ -240,6 +241,10 @@ static const char small_expected[] =
 	"# HELP ringprof_span_cum_seconds_total Cumulative time per name (cProfile cumtime).\n"
 	"# TYPE ringprof_span_cum_seconds_total counter\n"
 	"ringprof_span_cum_seconds_total{name=\"decode\",category=\"LLM\"} 2.000000001\n"
+	"# HELP ringprof_span_drop_lost_total Spans per name a producer's drop cut: in none of "
+	"the figures above.\n"
+	"# TYPE ringprof_span_drop_lost_total counter\n"
+	"ringprof_span_drop_lost_total{name=\"decode\",category=\"LLM\"} 3\n"
 	"# HELP ringprof_cap The engine's configured caps (0: not set).\n"
 	"# TYPE ringprof_cap gauge\n"
 	"ringprof_cap{cap=\"max_names\"} 100\n"
@@ -420,10 +425,12 @@ static void test_prom_escaping_and_parse(void **state)
 				   "name=dup|category=C|location=b.c:20|quantile=0.5")));
 	assert_true(value_of(v, n, "ringprof_concurrency_percentile",
 			     "scope=roots|percentile=99") == 2);
-	/* 4 quantiles + sum + count for the 3 called names; 3 counters x 4 names;
+	/* 4 quantiles + sum + count for the 3 called names; 4 counters x 4 names;
 	 * 4 totals, 11 anomalies, 2 gauges, window; conc 3 x (4 + 2); 1 counter; 9 caps and
 	 * the memory bound. */
-	assert_int_equal(n, 3 * 6 + 3 * 4 + 4 + RP_ANOM_KIND_COUNT + 2 + 1 + 3 * 6 + 1 + 9 + 1);
+	assert_int_equal(n, 3 * 6 + 4 * 4 + 4 + RP_ANOM_KIND_COUNT + 2 + 1 + 3 * 6 + 1 + 9 + 1);
+	assert_true(value_of(v, n, "ringprof_span_drop_lost_total",
+			     "name=dup|category=C|location=b.c:20") == 0);
 	free(text);
 	free(copy);
 }

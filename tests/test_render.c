@@ -365,7 +365,8 @@ struct want_fn {
 static void check_fn(yajl_val o, const struct rp_report_fn *f, const struct want_fn *w)
 {
 	static const char *const keys[] = { "name",	"category", "file",   "line",
-					    "calls",	"primitive_calls",    "self_ns",
+					    "calls",	"drop_lost",	      "primitive_calls",
+					    "self_ns",
 					    "cum_ns",	"min_ns",   "max_ns", "mean_ns",
 					    "p50_ns",	"p90_ns",   "p95_ns", "p99_ns",
 					    "midpoint_concurrency_mean" };
@@ -377,6 +378,7 @@ static void check_fn(yajl_val o, const struct rp_report_fn *f, const struct want
 	assert_jstr(field(o, "file"), w->file);
 	assert_u64(o, "line", f->line);
 	assert_u64(o, "calls", f->calls);
+	assert_u64(o, "drop_lost", f->drop_lost);
 	assert_u64(o, "primitive_calls", f->primitive_calls);
 	assert_u64(o, "self_ns", f->self_ns);
 	assert_u64(o, "cum_ns", f->cum_ns);
@@ -454,11 +456,40 @@ static void check_edge(yajl_val o, const struct rp_report_edge *e, const char *c
 	assert_u64(o, "cum_ns", e->cum_ns);
 }
 
+/* async_expiry: the counts, and the bound (the most suspect spans open at a sweep or
+ * now, each for the longer of the stale time and the expiry; null with suspects and
+ * no expiry). */
+static void check_expiry(yajl_val o, const struct rp_report_expiry *x)
+{
+	static const char *const keys[] = { "expire_ns",	"requests",
+					    "spans",		"stale_max_ns",
+					    "suspect_requests", "suspect_spans",
+					    "peak_spans",	"overstated_max",
+					    "overstated_ns" };
+	uint64_t n = x->peak_spans > x->suspect_spans ? x->peak_spans : x->suspect_spans;
+	uint64_t ns = x->stale_max_ns > x->expire_ns ? x->stale_max_ns : x->expire_ns;
+
+	assert_keys(o, keys, ARRAY_SIZE(keys));
+	assert_u64(o, "expire_ns", x->expire_ns);
+	assert_u64(o, "requests", x->requests);
+	assert_u64(o, "spans", x->spans);
+	assert_u64(o, "stale_max_ns", x->stale_max_ns);
+	assert_u64(o, "suspect_requests", x->suspect_requests);
+	assert_u64(o, "suspect_spans", x->suspect_spans);
+	assert_u64(o, "peak_spans", x->peak_spans);
+	assert_u64(o, "overstated_max", n);
+	if (x->suspect_spans > 0 && x->expire_ns == 0)
+		assert_true(YAJL_IS_NULL(field(o, "overstated_ns")));
+	else
+		assert_u64(o, "overstated_ns", n ? ns : 0);
+}
+
 /* Everything but sources, functions and edges, which the callers check. */
 static yajl_val check_top(const struct rp_report *r, const char *text, const char *clock)
 {
 	static const char *const keys[] = { "events",	     "dropped", "late",	 "truncated",
-					    "anomalies",     "time_range_ns",	"clock",
+					    "anomalies",     "async_expiry",	"time_range_ns",
+					    "clock",
 					    "caps",	     "concurrency",	"steps",
 					    "recorder",	     "sources",		"functions",
 					    "edges",	     "categories",	"counters",
@@ -477,6 +508,7 @@ static yajl_val check_top(const struct rp_report *r, const char *text, const cha
 	assert_u64(o, "late", r->late);
 	assert_u64(o, "truncated", r->truncated);
 	check_anomalies(field(o, "anomalies"), r->anomalies);
+	check_expiry(field(o, "async_expiry"), &r->expiry);
 	range = field(o, "time_range_ns");
 	assert_true(YAJL_IS_ARRAY(range) && range->u.array.len == 2);
 	assert_true(json_u64(range->u.array.values[0]) == r->t_first);
@@ -577,8 +609,16 @@ static void test_render_json_big_values_exact(void **state)
 	static const char *const means[] = { "18446744073709551.615", "0.999" };
 	static const char *const flags[] = { "dead", "file", "0x10" };
 	struct rp_report r = big_report();
-	char *text = render_mem(rp_render_json, &r);
-	yajl_val o = check_top(&r, text, "trace"), a;
+	char *text;
+	yajl_val o, a;
+
+	r.fns[0].drop_lost = UINT64_MAX;
+	r.expiry = (struct rp_report_expiry){ .expire_ns = 1000000000, .requests = 7,
+					      .spans = 9, .stale_max_ns = UINT64_MAX - 1,
+					      .suspect_requests = 2, .suspect_spans = 3,
+					      .peak_spans = 12 };
+	text = render_mem(rp_render_json, &r);
+	o = check_top(&r, text, "trace");
 
 	(void)state;
 	a = array_of(o, "sources", 1);
@@ -592,14 +632,51 @@ static void test_render_json_big_values_exact(void **state)
 	assert_non_null(strstr(text, "\"cum_ns\":18446744073709551615,"));
 	assert_non_null(strstr(text, "\"self_ns\":9007199254740993,"));
 	assert_non_null(strstr(text, "\"pid\":-1,"));
+	assert_non_null(strstr(text, "\"drop_lost\":18446744073709551615,"));
+	assert_non_null(
+		strstr(text, "\"overstated_max\":12,\"overstated_ns\":18446744073709551614}"));
 	assert_non_null(strstr(text, "\"p95_ns\":18446744073709551614,"
 				     "\"p99_ns\":18446744073709551615,"));
 	assert_non_null(strstr(text, "\"by_category\":{}\n  },\n"));
 	assert_non_null(strstr(text, "\"max\":4294967295,\"mean\":18446744073709551.615,"
 				     "\"observed_ns\":18446744073709551615,\"now\":0}"));
 	check_no_analyses(o, &r, text);
+	r.fns[0].drop_lost = 0; /* big_fns is shared */
 	yajl_tree_free(o);
 	free(text);
+}
+
+/* A row with spans cut by drops says so, and the header gives the expiry's bound. */
+static void test_render_text_drops_marked(void **state)
+{
+	struct rp_report r = big_report();
+	char *text;
+
+	(void)state;
+	text = text_mem(&r, 0);
+	assert_null(strstr(text, "cut by drops"));
+	assert_null(strstr(text, "async expiry"));
+	free(text);
+	r.fns[0].drop_lost = 42;
+	r.expiry = (struct rp_report_expiry){ .expire_ns = 1000000000, .requests = 7,
+					      .spans = 9, .stale_max_ns = 1000500000,
+					      .suspect_requests = 2, .suspect_spans = 3,
+					      .peak_spans = 12 };
+	text = text_mem(&r, 0);
+	assert_non_null(strstr(text, " small  (+42 cut by drops)\n"));
+	assert_non_null(strstr(text, "(+N cut by drops): N more calls of that name"));
+	assert_non_null(strstr(text, "\nasync expiry 1000.000 ms: 7 requests (9 spans) expired "
+				     "after drops, 2 open across a drop\n  concurrency may be "
+				     "overstated by at most 12 spans at a time, each for at most "
+				     "1000.500 ms\n"));
+	free(text);
+	r.expiry = (struct rp_report_expiry){ .suspect_requests = 2, .suspect_spans = 3 };
+	text = text_mem(&r, 0);
+	assert_non_null(strstr(text, "\nasync expiry off: 2 requests open across a drop\n"
+				     "  concurrency may be overstated by at most 3 spans, for as "
+				     "long as they stay open\n"));
+	free(text);
+	r.fns[0].drop_lost = 0; /* big_fns is shared */
 }
 
 static void test_render_json_empty_report(void **state)
@@ -1904,6 +1981,7 @@ int main(void)
 		cmocka_unit_test(test_render_json_tricky_round_trips),
 		cmocka_unit_test(test_render_json_big_values_exact),
 		cmocka_unit_test(test_render_json_empty_report),
+		cmocka_unit_test(test_render_text_drops_marked),
 		cmocka_unit_test(test_render_bad_edge_refused),
 		cmocka_unit_test(test_render_json_full_report),
 		cmocka_unit_test(test_render_rate_exact),

@@ -170,6 +170,7 @@ static void rnd_fn(struct rp_report_fn *f, size_t str_max)
 	f->p99_ns = rnd_u64();
 	f->midpoint_sum = rnd_u64();
 	f->midpoint_count = rnd_u64();
+	f->drop_lost = rnd_u64();
 }
 
 static void rnd_conc(struct rp_report_conc *c, size_t str_max)
@@ -527,6 +528,9 @@ static void build_1_2(struct rp_report *r, const struct shape *sh)
 	if (sh->sources > 0)
 		rnd_recorder(&r->recorder, sh);
 	rnd_device(&r->device, sh);
+	r->expiry = (struct rp_report_expiry){ .expire_ns = rnd_u64(), .requests = rnd_u64(),
+		.spans = rnd_u64(), .stale_max_ns = rnd_u64(), .suspect_requests = rnd_u64(),
+		.suspect_spans = rnd_u64(), .peak_spans = rnd_u64() };
 }
 
 static void rnd_header(struct rp_report *r)
@@ -732,7 +736,8 @@ static bool fn_eq(const struct rp_report_fn *x, const struct rp_report_fn *y, ui
 	       u_eq(x->p95_ns, y->p95_ns, what, "fn.p95_ns", i) &&
 	       u_eq(x->p99_ns, y->p99_ns, what, "fn.p99_ns", i) &&
 	       u_eq(x->midpoint_sum, y->midpoint_sum, what, "fn.midpoint_sum", i) &&
-	       u_eq(x->midpoint_count, y->midpoint_count, what, "fn.midpoint_count", i);
+	       u_eq(x->midpoint_count, y->midpoint_count, what, "fn.midpoint_count", i) &&
+	       u_eq(x->drop_lost, y->drop_lost, what, "fn.drop_lost", i);
 }
 
 static bool conc_eq(const struct rp_report_conc *x, const struct rp_report_conc *y, uint32_t i,
@@ -1092,7 +1097,16 @@ static bool same_1_2(const struct rp_report *a, const struct rp_report *b, char 
 		if (!window_eq(&a->windows[i], &b->windows[i], i, what))
 			return false;
 	return steps_eq(a, b, what) && recorder_eq(&a->recorder, &b->recorder, what) &&
-	       device_eq(&a->device, &b->device, what);
+	       device_eq(&a->device, &b->device, what) &&
+	       u_eq(a->expiry.expire_ns, b->expiry.expire_ns, what, "expiry.expire_ns", 0) &&
+	       u_eq(a->expiry.requests, b->expiry.requests, what, "expiry.requests", 0) &&
+	       u_eq(a->expiry.spans, b->expiry.spans, what, "expiry.spans", 0) &&
+	       u_eq(a->expiry.stale_max_ns, b->expiry.stale_max_ns, what, "expiry.stale", 0) &&
+	       u_eq(a->expiry.suspect_requests, b->expiry.suspect_requests, what,
+		    "expiry.suspect_requests", 0) &&
+	       u_eq(a->expiry.suspect_spans, b->expiry.suspect_spans, what,
+		    "expiry.suspect_spans", 0) &&
+	       u_eq(a->expiry.peak_spans, b->expiry.peak_spans, what, "expiry.peak_spans", 0);
 }
 
 /* True if @b (decoded) holds exactly what @a (built) does; else @what says where not.
@@ -1139,13 +1153,19 @@ struct ref_opts {
 	bool minus_one; /* -1 instead of nil for "no index" */
 	bool v1_0;	/* as a 1.0 writer: none of the keys 1.1 and 1.2 added */
 	bool v1_1;	/* as a 1.1 writer: none of the keys 1.2 added */
+	bool v1_2;	/* as a 1.2 writer: none of the keys 1.3 added */
 };
 
-static const struct ref_opts plain = { .major = 1, .minor = 2 };
+static const struct ref_opts plain = { .major = 1, .minor = 3 };
 
 static bool has_1_2(const struct ref_opts *o)
 {
 	return !o->v1_0 && !o->v1_1;
+}
+
+static bool has_1_3(const struct ref_opts *o)
+{
+	return has_1_2(o) && !o->v1_2;
 }
 
 static void key(msgpack_packer *pk, const char *k)
@@ -1631,12 +1651,23 @@ static void ref_sections_1_2(msgpack_packer *pk, const struct rp_report *r,
 	ref_steps(pk, r, o);
 	ref_recorder(pk, &r->recorder, o);
 	ref_device(pk, &r->device, o);
+	if (!has_1_3(o))
+		return;
+	key(pk, "async_expiry");
+	msgpack_pack_map(pk, 7);
+	kv_u64(pk, "expire_ns", r->expiry.expire_ns);
+	kv_u64(pk, "requests", r->expiry.requests);
+	kv_u64(pk, "spans", r->expiry.spans);
+	kv_u64(pk, "stale_max_ns", r->expiry.stale_max_ns);
+	kv_u64(pk, "suspect_requests", r->expiry.suspect_requests);
+	kv_u64(pk, "suspect_spans", r->expiry.suspect_spans);
+	kv_u64(pk, "peak_spans", r->expiry.peak_spans);
 }
 
 static void ref_fn(msgpack_packer *pk, const struct rp_report_fn *f, const struct ref_opts *o,
 		   uint32_t i)
 {
-	msgpack_pack_map(pk, (o->v1_0 ? 11 : o->v1_1 ? 17 : 18) + o->extras);
+	msgpack_pack_map(pk, (o->v1_0 ? 11 : o->v1_1 ? 17 : o->v1_2 ? 18 : 19) + o->extras);
 	kv_str(pk, "name", f->name);
 	kv_str(pk, "category", f->category);
 	kv_str(pk, "file", f->file);
@@ -1660,6 +1691,8 @@ static void ref_fn(msgpack_packer *pk, const struct rp_report_fn *f, const struc
 	kv_u64(pk, "midpoint_count", f->midpoint_count);
 	if (has_1_2(o))
 		ref_sketch(pk, "dur", &f->dur, o);
+	if (has_1_3(o))
+		kv_u64(pk, "drop_lost", f->drop_lost);
 }
 
 static void ref_edge(msgpack_packer *pk, const struct rp_report_edge *e, const struct ref_opts *o)
@@ -1743,7 +1776,8 @@ static void ref_pack(msgpack_sbuffer *sb, const struct rp_report *r, const struc
 
 	msgpack_sbuffer_init(sb);
 	msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
-	msgpack_pack_map(&pk, (o->v1_0 ? 7 : o->v1_1 ? 8 : 16) + (o->extras ? 4 : 0));
+	msgpack_pack_map(&pk,
+			 (o->v1_0 ? 7 : o->v1_1 ? 8 : o->v1_2 ? 16 : 17) + (o->extras ? 4 : 0));
 	key(&pk, "version");
 	msgpack_pack_array(&pk, 2);
 	msgpack_pack_uint32(&pk, o->major);
@@ -1876,7 +1910,7 @@ static void test_snapshot_encode_matches_schema(void **state)
 		ref_pack(&sb, &a, &plain);
 		assert_int_equal(m.len, sb.size);
 		assert_memory_equal(m.data, sb.data, m.len);
-		assert_memory_equal(m.data, "\xde\x00\x10\xa7version\x92\x01\x02", 14); /* first */
+		assert_memory_equal(m.data, "\xde\x00\x11\xa7version\x92\x01\x03", 14); /* first */
 		msgpack_sbuffer_destroy(&sb);
 		rp_membuf_free(&m);
 		rp_report_free(&a);
@@ -1923,11 +1957,21 @@ static void test_snapshot_minor_version_accepted(void **state)
 	decode_variant(&small, &o);
 }
 
+/* What a 1.2 writer could say of @r: no drop_lost per name, no async expiry. */
+static void as_1_2(struct rp_report *r)
+{
+	for (uint32_t i = 0; i < r->n_fns; i++)
+		r->fns[i].drop_lost = 0;
+	r->expiry = (struct rp_report_expiry){ 0 };
+	r->version_minor = 2;
+}
+
 /* What a 1.1 writer could say of @r: no sketches, no 1.2 caps or sections. */
 static void as_1_1(struct rp_report *r)
 {
 	struct rp_report_caps *c = &r->caps;
 
+	as_1_2(r);
 	for (uint32_t i = 0; i < r->n_fns; i++)
 		rp_report_sketch_free(&r->fns[i].dur);
 	for (uint32_t i = 0; i < r->n_cats; i++) {
@@ -2009,6 +2053,34 @@ static void test_snapshot_1_0_read(void **state)
 		assert_int_equal(b.n_conc, 0);
 		assert_null(b.conc);
 		as_1_0(&a);
+		assert_same(&a, &b);
+		rp_report_free(&a);
+		rp_report_free(&b);
+		msgpack_sbuffer_destroy(&sb);
+	}
+}
+
+/* A 1.2 file (no 1.3 keys) reads with drop_lost 0 in every row and no expiry. */
+static void test_snapshot_1_2_read(void **state)
+{
+	static const struct ref_opts v12[] = {
+		{ .major = 1, .minor = 2, .v1_2 = true },
+		{ .major = 1, .minor = 2, .v1_2 = true, .extras = true },
+	};
+	struct rp_report a, b;
+	msgpack_sbuffer sb;
+
+	(void)state;
+	for (size_t i = 0; i < ARRAY_SIZE(v12); i++) {
+		build(&a, 31 + i, i ? &small : &big);
+		assert_true(a.n_fns > 0);
+		ref_pack(&sb, &a, &v12[i]);
+		decode_ok(sb.data, sb.size, &b);
+		assert_int_equal(b.version_minor, 2);
+		for (uint32_t k = 0; k < b.n_fns; k++)
+			assert_int_equal(b.fns[k].drop_lost, 0);
+		assert_int_equal(b.expiry.requests + b.expiry.expire_ns, 0);
+		as_1_2(&a);
 		assert_same(&a, &b);
 		rp_report_free(&a);
 		rp_report_free(&b);
@@ -2100,7 +2172,7 @@ static void test_snapshot_seeds_decode(void **state)
 	char dir[4096], path[4400], why[RP_WHY_MAX];
 	const char *slash = strrchr(__FILE__, '/');
 	struct dirent **names;
-	unsigned old = 0, v11 = 0, v12 = 0, seen = 0;
+	unsigned old = 0, v11 = 0, v12 = 0, v13 = 0, seen = 0;
 	int k;
 
 	(void)state;
@@ -2147,9 +2219,21 @@ static void test_snapshot_seeds_decode(void **state)
 			assert_true(r.fns[2].p99_ns == UINT64_MAX);
 			assert_int_equal(r.fns[1].midpoint_count, 3);
 		}
-		ours = r.version_minor == RP_REPORT_VERSION_MINOR && strstr(path, "v1_2") != NULL;
+		if (r.version_minor < 3) { /* no 1.3 keys: they read as 0 */
+			for (uint32_t j = 0; j < r.n_fns; j++)
+				assert_int_equal(r.fns[j].drop_lost, 0);
+			assert_int_equal(r.expiry.requests | r.expiry.spans | r.expiry.expire_ns |
+						 r.expiry.suspect_spans,
+					 0);
+		}
+		ours = r.version_minor == RP_REPORT_VERSION_MINOR && strstr(path, "v1_3") != NULL;
+		v13 += ours; /* v1_3.msgpack: written by the 1.3 encoder (--write-seed) */
 		if (ours) {
-			v12++; /* v1_2.msgpack: written by the 1.2 encoder (--write-seed) */
+			assert_true(r.fns[0].drop_lost != 0 || r.fns[1].drop_lost != 0);
+			assert_true(r.expiry.requests != 0 || r.expiry.spans != 0);
+		}
+		if (r.version_minor == 2 && strstr(path, "v1_2") != NULL) {
+			v12++; /* v1_2.msgpack: written by the 1.2 encoder */
 			assert_true(r.n_windows == 2 && r.n_counters == 2 && r.n_cats == 2);
 			assert_true(r.fns[0].dur.alpha > 0 || r.fns[1].dur.alpha > 0);
 			assert_true(r.bottlenecks.n_slowest == 3 && r.windows[1].top.n_by_cum == 3);
@@ -2177,6 +2261,7 @@ static void test_snapshot_seeds_decode(void **state)
 	assert_true(old >= 2); /* empty.msgpack, small.msgpack */
 	assert_int_equal(v11, 1);
 	assert_int_equal(v12, 1);
+	assert_int_equal(v13, 1);
 }
 
 static void test_snapshot_major_version_rejected(void **state)
@@ -3842,6 +3927,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_snapshot_minus_one_is_nil),
 		cmocka_unit_test(test_snapshot_minor_version_accepted),
 		cmocka_unit_test(test_snapshot_1_0_read),
+		cmocka_unit_test(test_snapshot_1_2_read),
 		cmocka_unit_test(test_snapshot_1_1_read),
 		cmocka_unit_test(test_snapshot_1_1_fields_round_trip),
 		cmocka_unit_test(test_snapshot_seeds_decode),

@@ -334,6 +334,21 @@ __attribute__((noinline, cold)) static bool resync(struct rp_engine *e, struct r
 	return used;
 }
 
+/* An async track's record: when it was opened (its first BEGIN) and last heard of,
+ * for the expiry (rp_engine_expire()); and the longest silence a request has kept
+ * and still spoken after (the auto expiry), unless its source reported drops since
+ * its previous record (the records between may be lost: the gap proves nothing).
+ * Before the record is applied. */
+static inline void async_touch(struct rp_engine *e, struct rp_track *k, uint64_t t)
+{
+	if (k->depth == 0 && k->skipped == 0)
+		k->born = t;
+	else if (t > k->last && t - k->last > e->async_gap_ns &&
+		 e->src[k->src].drop_t <= k->last)
+		e->async_gap_ns = t - k->last;
+	k->last = t;
+}
+
 /* BEGIN and END, each inlined at its case of dispatch(): no flag to test. */
 static inline __attribute__((always_inline)) void span_begin(struct rp_engine *e,
 							     struct rp_source *s, uint32_t src,
@@ -347,6 +362,8 @@ static inline __attribute__((always_inline)) void span_begin(struct rp_engine *e
 		return;
 	if (kind == RP_TRACK_THREAD && __builtin_expect(after_drop(ev), 0))
 		resync(e, s, tr, ev);
+	if (kind == RP_TRACK_ASYNC)
+		async_touch(e, &e->tracks.t[tr], ev->ts);
 	rp_track_begin(&e->tracks, tr, ev->name, ev->ts, ev->arg, &s->counts);
 }
 
@@ -365,6 +382,8 @@ static inline __attribute__((always_inline)) void span_end(struct rp_engine *e,
 	}
 	if (lost && resync(e, s, tr, ev))
 		return;
+	if (kind == RP_TRACK_ASYNC)
+		async_touch(e, &e->tracks.t[tr], ev->ts);
 	rp_track_end(&e->tracks, tr, ev->name, ev->ts, ev->arg, &s->counts);
 	if (kind == RP_TRACK_THREAD) /* links of frames closed abnormally are stale */
 		rp_device_track_end(e->dev, tr, e->tracks.t[tr].depth);
@@ -376,8 +395,10 @@ __attribute__((noinline)) static void child_begin(struct rp_engine *e, struct rp
 {
 	uint32_t tr = rp_tracks_get(&e->tracks, src, RP_TRACK_ASYNC, ev->track, &s->counts);
 
-	if (tr != RP_NONE)
-		rp_track_child_begin(&e->tracks, tr, ev->name, ev->ts, ev->arg, &s->counts);
+	if (tr == RP_NONE)
+		return;
+	async_touch(e, &e->tracks.t[tr], ev->ts);
+	rp_track_child_begin(&e->tracks, tr, ev->name, ev->ts, ev->arg, &s->counts);
 }
 
 __attribute__((noinline)) static void child_end(struct rp_engine *e, struct rp_source *s,
@@ -385,10 +406,12 @@ __attribute__((noinline)) static void child_end(struct rp_engine *e, struct rp_s
 {
 	uint32_t tr = rp_tracks_find(&e->tracks, src, RP_TRACK_ASYNC, ev->track);
 
-	if (tr == RP_NONE)
+	if (tr == RP_NONE) {
 		s->counts.anomalies[RP_ANOM_END_UNMATCHED]++;
-	else
-		rp_track_child_end(&e->tracks, tr, ev->ts, ev->arg, &s->counts);
+		return;
+	}
+	async_touch(e, &e->tracks.t[tr], ev->ts);
+	rp_track_child_end(&e->tracks, tr, ev->ts, ev->arg, &s->counts);
 }
 
 __attribute__((noinline)) static void counter_event(struct rp_engine *e, struct rp_source *s,
@@ -503,10 +526,95 @@ void rp_engine_close_thread(struct rp_engine *e, uint32_t src, uint64_t thread, 
 		rp_track_close(&e->tracks, tr, t, why, &e->src[src].counts);
 }
 
+void rp_engine_source_dropped(struct rp_engine *e, uint32_t src, uint64_t t)
+{
+	if (t > e->src[src].drop_t)
+		e->src[src].drop_t = t;
+	e->drops_seen = true;
+}
+
+uint64_t rp_engine_async_expire_ns(const struct rp_engine *e)
+{
+	uint64_t x = e->cfg.async_expire_ns;
+
+	if (x != 0)
+		return x;
+	x = e->async_gap_ns > UINT64_MAX / 4 ? UINT64_MAX - 1 : 4 * e->async_gap_ns;
+	return x > RP_EXPIRE_AUTO_MIN_NS ? x : RP_EXPIRE_AUTO_MIN_NS;
+}
+
+/* An async track open across a drop of its source: its END may be lost. */
+static bool suspect(const struct rp_engine *e, const struct rp_track *k)
+{
+	uint64_t d = e->src[k->src].drop_t;
+
+	return k->kind == RP_TRACK_ASYNC && d != 0 && k->born < d;
+}
+
+/* Suspect track @tr closed as lost at @now, counted in e->expiry. */
+static void expire_track(struct rp_engine *e, uint32_t tr, uint64_t now)
+{
+	struct rp_track *k = &e->tracks.t[tr];
+	uint64_t stale = now > k->last ? now - k->last : 0;
+
+	e->expiry.spans += rp_track_expire(&e->tracks, tr, now, &e->src[k->src].counts);
+	e->expiry.requests++;
+	if (stale > e->expiry.stale_max_ns)
+		e->expiry.stale_max_ns = stale;
+}
+
+void rp_engine_expire(struct rp_engine *e, uint64_t now)
+{
+	uint64_t x = rp_engine_async_expire_ns(e), step, peak = 0;
+
+	if (!e->drops_seen || x == RP_EXPIRE_NEVER || now < e->expire_next)
+		return;
+	step = x / 8 > 1000000 ? x / 8 : 1000000;
+	e->expire_next = now > UINT64_MAX - step ? UINT64_MAX : now + step;
+	rp_analyses_clock(&e->an, now); /* the windows first, as a close does */
+	e->an.t_hi = now > e->an.t_hi ? now : e->an.t_hi;
+	for (uint32_t i = 0; i < e->tracks.n; i++) {
+		struct rp_track *k = &e->tracks.t[i];
+
+		if (!suspect(e, k))
+			continue;
+		for (uint32_t j = 0; j < k->depth; j++) /* the bound: see report.h */
+			peak += !k->f[j].lost;
+		if (k->last <= now && now - k->last >= x)
+			expire_track(e, i, now);
+	}
+	if (peak > e->expiry.peak_spans)
+		e->expiry.peak_spans = peak;
+}
+
+/* The expiry as reported: what was expired, and the suspects open now. */
+static void expiry_report(const struct rp_engine *e, struct rp_report *r)
+{
+	uint64_t x = rp_engine_async_expire_ns(e);
+
+	r->expiry = e->expiry;
+	r->expiry.expire_ns = x == RP_EXPIRE_NEVER ? 0 : x;
+	for (uint32_t i = 0; e->drops_seen && i < e->tracks.n; i++) {
+		const struct rp_track *k = &e->tracks.t[i];
+
+		if (!suspect(e, k))
+			continue;
+		r->expiry.suspect_requests++;
+		for (uint32_t j = 0; j < k->depth; j++)
+			r->expiry.suspect_spans += !k->f[j].lost;
+	}
+}
+
 void rp_engine_close_source(struct rp_engine *e, uint32_t src, uint64_t t, int why)
 {
 	rp_analyses_clock(&e->an, t);
 	e->an.t_hi = t > e->an.t_hi ? t : e->an.t_hi;
+	/* Its suspect requests may have lost their END: lost, not cut at its end (a
+	 * made-up duration), unless the expiry is off. */
+	for (uint32_t i = 0; e->src[src].drop_t && i < e->tracks.n; i++)
+		if (e->tracks.t[i].src == src && suspect(e, &e->tracks.t[i]) &&
+		    rp_engine_async_expire_ns(e) != RP_EXPIRE_NEVER)
+			expire_track(e, i, t);
 	rp_tracks_close_src(&e->tracks, src, t, why, &e->src[src].counts);
 }
 
@@ -518,7 +626,7 @@ static uint32_t *name_map(const struct rp_engine *e, uint32_t *n_out)
 	if (map == NULL)
 		return NULL;
 	for (uint32_t i = 0; i < e->names.n; i++)
-		map[i] = e->stats.fn[i].calls ? 0 : RP_NONE;
+		map[i] = e->stats.fn[i].calls || e->stats.fn[i].drop_lost ? 0 : RP_NONE;
 	for (uint32_t i = 1; i < e->stats.n_nodes; i++)
 		map[e->stats.nodes[i].name] = 0;
 	for (uint32_t i = 0; i < e->names.n; i++)
@@ -543,7 +651,7 @@ static int copy_fns(const struct rp_engine *e, const uint32_t *map, struct rp_re
 			.file = strdup(ne->file), .line = ne->line, .calls = f->calls,
 			.primitive_calls = f->primitive_calls, .self_ns = f->self_ns,
 			.cum_ns = f->cum_ns, .total_ns = f->total_ns, .min_ns = f->min_ns,
-			.max_ns = f->max_ns,
+			.max_ns = f->max_ns, .drop_lost = f->drop_lost,
 		};
 		if (!o->name || !o->category || !o->file)
 			return -ENOMEM;
@@ -719,6 +827,7 @@ int rp_engine_report_at(const struct rp_engine *e, uint64_t now_ns, struct rp_re
 	if ((err = export_report(e, map, r)) != 0)
 		goto out;
 	copy_graph(e, map, r);
+	expiry_report(e, r);
 	r->n_edges = e->stats.n_edges;
 	r->n_nodes = e->stats.n_nodes;
 out:

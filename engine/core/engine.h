@@ -49,7 +49,15 @@ struct rp_engine_cfg {
 	bool torch_nesting;	/* Chrome import: self times as torch's key_averages()
 				 * (import_chrome.h) */
 	struct rp_device_cfg dev;  /* device idle time (device.h) */
+	/* An async request open across a producer's drop (its END may be lost) is
+	 * closed as lost once idle this long (rp_engine_expire()). 0: auto, the longer
+	 * of 100 ms and 4 x the longest silence an async request kept and then spoke
+	 * again after (a BEGIN-to-END request's: its duration); RP_EXPIRE_NEVER: kept
+	 * open, as before 1.3. */
+	uint64_t async_expire_ns;
 };
+#define RP_EXPIRE_NEVER UINT64_MAX
+#define RP_EXPIRE_AUTO_MIN_NS 100000000ull	/* the auto expiry's floor: 100 ms */
 
 /* Defaults: 65536 names, 16384 tracks, 256 frames, 262144 nodes, 1024 sources,
  * 4096 sketches, 256 names per sub-window, 1024 counters, top 10, 255 levels, windows
@@ -72,6 +80,8 @@ struct rp_source {
 	struct rp_report_source rep;	/* counters as reported; rep.name owned here */
 	struct rp_counts counts;	/* what the stack machine counts */
 	uint64_t finished;		/* 0 while live; else its order of finishing */
+	uint64_t drop_t;		/* when its drops were last seen to grow (event
+					   clock); 0: never (rp_engine_source_dropped) */
 };
 
 struct rp_engine {
@@ -92,6 +102,12 @@ struct rp_engine {
 	uint64_t progress_events;	/* trace events parsed by importers so far, for
 					   progress displays */
 	struct rp_device *dev;		/* device idle time */
+	/* Async expiry (rp_engine_expire()): the longest gap between two records of
+	 * an async request (the auto expiry), when the next sweep is due, a source has
+	 * lost records, and what was expired (report.h). */
+	uint64_t async_gap_ns, expire_next;
+	bool drops_seen;
+	struct rp_report_expiry expiry;
 };
 
 /** rp_engine_open() - make an engine with @cfg (NULL: defaults). 0, -EINVAL (see
@@ -137,6 +153,29 @@ void rp_engine_event_at(struct rp_engine *e, uint32_t src, uint64_t thread,
 /** rp_engine_close_thread() - a thread track ended (exit, ring reuse): close it. */
 void rp_engine_close_thread(struct rp_engine *e, uint32_t src, uint64_t thread, uint64_t t,
 			    int why);
+
+/**
+ * rp_engine_source_dropped() - @src's producer was seen to have lost more records
+ * at @t (the event clock: CLOCK_MONOTONIC ns for live producers): an async request
+ * of @src opened before @t may have lost its END (its track is "suspect").
+ */
+void rp_engine_source_dropped(struct rp_engine *e, uint32_t src, uint64_t t);
+
+/**
+ * rp_engine_async_expire_ns() - the async expiry in force (cfg.async_expire_ns, or
+ * the auto value now); RP_EXPIRE_NEVER: none.
+ */
+uint64_t rp_engine_async_expire_ns(const struct rp_engine *e);
+
+/**
+ * rp_engine_expire() - the expiry sweep, as of @now (the event clock, at least the
+ * newest event processed): every suspect async track idle (no record) for the
+ * expiry or longer is closed as lost at @now (rp_track_expire(): its spans leave
+ * the concurrency sweeps then). Does nothing until a source lost records, nor more
+ * often than every expiry / 8 (at least 1 ms) of @now: one pass over the track
+ * slots each time, none per event. Counted in e->expiry (report.h).
+ */
+void rp_engine_expire(struct rp_engine *e, uint64_t now);
 
 /** rp_engine_close_source() - close every track of @src at @t (see rp_track_close). */
 void rp_engine_close_source(struct rp_engine *e, uint32_t src, uint64_t t, int why);

@@ -21,7 +21,7 @@
 #include <stdint.h>
 
 #define RP_REPORT_VERSION_MAJOR 1 /* readers reject another major */
-#define RP_REPORT_VERSION_MINOR 2 /* readers skip fields they do not know */
+#define RP_REPORT_VERSION_MINOR 3 /* readers skip fields they do not know */
 
 #define RP_NONE UINT32_MAX /* "no index" (the CCT root's parent, ...) */
 
@@ -44,8 +44,9 @@ enum rp_anomaly {
 				   counts it for the bottleneck lists) 1.2 */
 	RP_ANOM_COUNTER_CAP,	/* a counter name past the counter cap: not kept 1.2 */
 	RP_ANOM_DROP_LOST,	/* spans a producer's drop cut: open while records of
-				   their thread were lost, or whose BEGIN was lost; not
-				   in the statistics (docs/live.md) */
+				   their thread were lost, or whose BEGIN was lost, or
+				   async ones expired after a drop (rp_engine_expire());
+				   not in the statistics (docs/live.md) */
 	RP_ANOM_LEVEL_CAP,	/* a piece of time at a concurrency level past
 				   --max-window-level in a window: counted at the cap
 				   (the mean stays exact, max and percentiles are capped) */
@@ -118,6 +119,8 @@ struct rp_report_fn {
 	 * calls for which it was known; the mean is sum / count. 1.1 */
 	uint64_t midpoint_sum, midpoint_count;
 	struct rp_report_sketch dur;	/* the duration sketch (ns) 1.2 */
+	uint64_t drop_lost;	/* its spans a producer's drop cut (RP_ANOM_DROP_LOST whose
+				   BEGIN arrived): in none of the figures above 1.3 */
 };
 
 /* caller -> callee, indices into fns; the same figures, for calls made from caller. */
@@ -364,6 +367,41 @@ struct rp_report_device {
 					   did not end normally */
 };
 
+/*
+ * Async requests whose END a drop may have cut (engine.h, rp_engine_expire()): a
+ * request open across a producer's drop and idle for expire_ns is closed as lost.
+ * Until then it counts as open. A span that overstates the level at some time (its
+ * END was lost) is still open, and suspect, at the next sweep after the drop is
+ * reported, so the sweeps ("overall", "roots" alike) overstate the level by at most
+ * max(peak_spans, suspect_spans) at any time, each span for at most
+ * max(stale_max_ns, expire_ns). 1.3
+ */
+struct rp_report_expiry {
+	uint64_t expire_ns;	/* the idle time in force; 0: no expiry */
+	uint64_t requests;	/* async tracks closed as lost by the expiry */
+	uint64_t spans;		/* their open spans (each also under drop_lost) */
+	uint64_t stale_max_ns;	/* the longest one stayed open after its last record */
+	uint64_t suspect_requests; /* open now, across a drop: may have lost their END */
+	uint64_t suspect_spans;	/* their open spans */
+	uint64_t peak_spans;	/* the most suspect spans open at a sweep */
+};
+
+/*
+ * The bound the expiry leaves (above): at most *@spans open spans too many at any
+ * time, each for at most *@ns;
+ * UINT64_MAX: suspects are open and nothing expires them (no expiry). Both 0: none.
+ */
+static inline void rp_report_expiry_bound(const struct rp_report_expiry *x, uint64_t *spans,
+					  uint64_t *ns)
+{
+	*spans = x->peak_spans > x->suspect_spans ? x->peak_spans : x->suspect_spans;
+	*ns = x->stale_max_ns > x->expire_ns ? x->stale_max_ns : x->expire_ns;
+	if (x->suspect_spans > 0 && x->expire_ns == 0)
+		*ns = UINT64_MAX;
+	if (*spans == 0)
+		*ns = 0;
+}
+
 struct rp_report {
 	uint32_t version_major;
 	uint32_t version_minor;
@@ -400,6 +438,7 @@ struct rp_report {
 					   in the "[other]" phase 1.2 */
 	struct rp_report_recorder recorder; /* the flight recorder 1.2 */
 	struct rp_report_device device;	/* device idle time 1.2 */
+	struct rp_report_expiry expiry;	/* async requests closed after drops 1.3 */
 };
 
 void rp_report_device_free(struct rp_report_device *d);

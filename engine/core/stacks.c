@@ -225,6 +225,7 @@ static void lose(struct rp_tracks *ts, struct rp_track *k, uint32_t i, uint64_t 
 
 	if (!f->lost) {
 		c->anomalies[RP_ANOM_DROP_LOST]++;
+		ts->stats->fn[f->name].drop_lost++; /* its row says what it misses */
 		if (ts->hook_ctx)
 			rp_engine_span_lost(ts->hook_ctx, f->name, i, t);
 		f->lost = 1;
@@ -473,8 +474,10 @@ void rp_track_close(struct rp_tracks *ts, uint32_t tr, uint64_t t, int why,
 		bool lost = k->f[k->depth - 1].lost;
 
 		/* The last frame of a tree has no open descendants: they come after it. */
-		if (k->tree)
+		if (k->tree && !lost)
 			tree_pop(ts, k, k->depth - 1, t, c, false);
+		else if (k->tree) /* counted when it was lost */
+			k->depth--;
 		else
 			pop(ts, k, t, c, false);
 		if (lost)
@@ -486,6 +489,31 @@ void rp_track_close(struct rp_tracks *ts, uint32_t tr, uint64_t t, int why,
 	}
 	k->skipped = 0;
 	release(ts, tr);
+}
+
+uint32_t rp_track_expire(struct rp_tracks *ts, uint32_t tr, uint64_t t, struct rp_counts *c)
+{
+	struct rp_track *k = &ts->t[tr];
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < k->depth; i++) {
+		struct rp_frame *f = &k->f[i];
+
+		if (f->lost)
+			continue;
+		/* The level its open hook saw: a tree frame's, or its stack index. */
+		if (ts->hook_ctx)
+			rp_engine_span_lost(ts->hook_ctx, f->name, k->tree ? tree_level(k, i) : i,
+					    t);
+		c->anomalies[RP_ANOM_DROP_LOST]++;
+		ts->stats->fn[f->name].drop_lost++;
+		f->lost = 1;
+		n++;
+	}
+	k->depth = 0;
+	k->skipped = 0;
+	release(ts, tr);
+	return n;
 }
 
 void rp_tracks_close_src(struct rp_tracks *ts, uint32_t src, uint64_t t, int why,

@@ -26,6 +26,11 @@
  * unknown); frames whose BEGIN was lost are put back as lost placeholders, so the
  * depth matches the producer's. Lost frames keep their place (CCT node "[lost]")
  * as the parents of spans opened after the drop, which are exact.
+ * An async track cannot resync (its records carry no depth): an END a drop cut
+ * leaves its request open. The engine closes such a track as lost once it has been
+ * idle past an expiry (rp_track_expire(), engine.h: rp_engine_expire()).
+ * Every span a drop cut also counts in its name's row (rp_fn_stats.drop_lost) when
+ * its name is known (its BEGIN arrived).
  * Memory: max_tracks tracks, each with at most max_depth frames (48 bytes each).
  */
 #ifndef RP_ENGINE_STACKS_H
@@ -80,6 +85,9 @@ struct rp_track {
 	uint32_t depth, cap;	/* frames in use, allocated */
 	uint32_t skipped;	/* BEGINs past the depth cap awaiting their END */
 	struct rp_frame *f;
+	/* Async tracks (the engine keeps them, engine.c): the time of the first BEGIN
+	 * since the track was made, and of its newest record. */
+	uint64_t born, last;
 };
 
 struct rp_tracks {
@@ -212,6 +220,14 @@ bool rp_track_resync(struct rp_tracks *ts, uint32_t tr, bool is_end, uint32_t de
  */
 void rp_track_close(struct rp_tracks *ts, uint32_t tr, uint64_t t, int why,
 		    struct rp_counts *c);
+
+/**
+ * rp_track_expire() - an async track whose END a drop may have cut, idle too long
+ * (engine.c): every open frame is lost at @t (RP_ANOM_DROP_LOST, its name's
+ * drop_lost, out of the concurrency sweeps at @t), and the track is freed.
+ * @return the frames lost.
+ */
+uint32_t rp_track_expire(struct rp_tracks *ts, uint32_t tr, uint64_t t, struct rp_counts *c);
 
 /** rp_tracks_close_src() - rp_track_close() on every track of source @src. */
 void rp_tracks_close_src(struct rp_tracks *ts, uint32_t src, uint64_t t, int why,

@@ -17,6 +17,7 @@
 
 struct rp_fn_stats {
 	uint64_t calls, primitive_calls, self_ns, cum_ns, total_ns, min_ns, max_ns;
+	uint64_t drop_lost;	/* its spans a drop cut (stacks.h): not in the figures */
 };
 
 struct rp_edge_stats {

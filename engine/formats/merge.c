@@ -45,6 +45,8 @@
  *  - device: counts add; timelines (points, idle, phases) dropped once two inputs
  *    have device data; ranked: the best scores of the union, each an input's own
  *    z-score (not comparable across inputs: a shortlist) (merge_device).
+ *  - expiry (async requests closed after drops): counts add; expire_ns and
+ *    stale_max_ns are the largest, so the bound they give holds for every input.
  */
 #include <errno.h>
 #include <math.h>
@@ -393,6 +395,7 @@ static int fn_add(struct ctx *c, struct rp_report_fn *o, const struct rp_report_
 	o->total_ns = sat(o->total_ns, f->total_ns);
 	o->midpoint_sum = sat(o->midpoint_sum, f->midpoint_sum);
 	o->midpoint_count = sat(o->midpoint_count, f->midpoint_count);
+	o->drop_lost = sat(o->drop_lost, f->drop_lost);
 	return 0;
 }
 
@@ -1309,6 +1312,20 @@ static int merge_device(struct ctx *c)
 	return 0;
 }
 
+static void merge_expiry(struct ctx *c)
+{
+	struct rp_report_expiry *d = &c->d->expiry;
+	const struct rp_report_expiry *s = &c->s->expiry;
+
+	d->expire_ns = s->expire_ns > d->expire_ns ? s->expire_ns : d->expire_ns;
+	d->stale_max_ns = s->stale_max_ns > d->stale_max_ns ? s->stale_max_ns : d->stale_max_ns;
+	d->requests = sat(d->requests, s->requests);
+	d->spans = sat(d->spans, s->spans);
+	d->suspect_requests = sat(d->suspect_requests, s->suspect_requests);
+	d->suspect_spans = sat(d->suspect_spans, s->suspect_spans);
+	d->peak_spans = sat(d->peak_spans, s->peak_spans); /* the inputs' at once, at most */
+}
+
 int rp_report_merge(struct rp_report *dst, const struct rp_report *src, char *why, size_t whylen)
 {
 	struct ctx c = {
@@ -1344,6 +1361,8 @@ int rp_report_merge(struct rp_report *dst, const struct rp_report *src, char *wh
 		err = merge_recorder(&c);
 	if (!err)
 		err = merge_device(&c);
+	if (!err)
+		merge_expiry(&c);
 	free(c.fmap);
 	free(c.at);
 	dst->version_major = RP_REPORT_VERSION_MAJOR;

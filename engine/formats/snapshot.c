@@ -173,6 +173,7 @@ static const struct field fn_fields[] = {
 	FN(midpoint_sum, F_U64, false),
 	FN(midpoint_count, F_U64, false),
 	KEYED("dur", F_SKETCH, false, offsetof(struct rp_report_fn, dur), &sketch_table),
+	FN(drop_lost, F_U64, false), /* 1.3 */
 };
 
 static const struct field edge_fields[] = {
@@ -455,6 +456,14 @@ static const struct field caps_fields[] = {
 	CAP(max_window_level),
 };
 
+/* 1.3 */
+#define EXP(m) FIELD(struct rp_report_expiry, m, F_U64, false)
+static const struct field expiry_fields[] = {
+	EXP(expire_ns),	       EXP(requests),	      EXP(spans),
+	EXP(stale_max_ns),     EXP(suspect_requests), EXP(suspect_spans),
+	EXP(peak_spans),
+};
+
 static const struct table source_table = TABLE(source_fields, struct rp_report_source);
 static const struct table fn_table = TABLE(fn_fields, struct rp_report_fn);
 static const struct table edge_table = TABLE(edge_fields, struct rp_report_edge);
@@ -463,6 +472,7 @@ static const struct table cat_table = TABLE(cat_fields, struct rp_report_cat);
 static const struct table counter_table = TABLE(counter_fields, struct rp_report_counter);
 static const struct table window_table = TABLE(window_fields, struct rp_report_window);
 static const struct table caps_table = TABLE(caps_fields, struct rp_report_caps);
+static const struct table expiry_table = TABLE(expiry_fields, struct rp_report_expiry);
 
 #define REP(m, t) FIELD(struct rp_report, m, t, false)
 static const struct field header_fields[] = {
@@ -501,6 +511,7 @@ static const struct field top_fields[] = {
 	REP(steps_folded, F_U64),
 	KEYED("recorder", F_REC, false, offsetof(struct rp_report, recorder), &recorder_table),
 	KEYED("device", F_REC, false, offsetof(struct rp_report, device), &device_table),
+	KEYED("async_expiry", F_REC, false, offsetof(struct rp_report, expiry), &expiry_table),
 };
 static const struct table top_table = TABLE(top_fields, struct rp_report);
 

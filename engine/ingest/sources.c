@@ -14,6 +14,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <ringprof/ringprof.h> /* rp_ticks_to_ns */
@@ -70,10 +71,12 @@ struct rp_live {
 	uint64_t forced;	/* merges forced past the watermark by a full buffer */
 	uint64_t dropped_seen;	/* producer drops as of the last drop report */
 	uint64_t dropped_said;	/* ... and as of the last line about them */
+	uint64_t dropped_eng;	/* ... as of the last rp_engine_source_dropped() */
 	bool dead;		/* the process went without marking its segment EXITED */
 	bool ended;		/* the process is gone (died or exited): drain all it
 				   left, whatever the watermark, then finish */
 	bool pinned;		/* a doorbell wait holds its futex word */
+	bool mark_drop;		/* notice_drops(): its drop count moved */
 	bool finished;		/* gone from live[], kept mapped for the wait */
 	uint32_t *snap;		/* per ring: our head when the pending snapshot was taken */
 	bool snap_taken;
@@ -1050,6 +1053,37 @@ static int check_ends(struct rp_sources *ss)
 	return newly_dead;
 }
 
+static uint64_t producer_drops(const struct rp_live *l);
+
+/*
+ * A source whose producer lost records since the last drain: the engine is told,
+ * with the time now (read after the counters, so every record a counted drop
+ * refused was due before it), that its async requests open before then may have
+ * lost their END (engine.h: rp_engine_source_dropped(), the async expiry).
+ */
+static void notice_drops(struct rp_sources *ss)
+{
+	struct timespec now;
+	bool moved = false;
+
+	for (uint32_t i = 0; i < ss->n_live; i++) {
+		struct rp_live *l = ss->live[i];
+		uint64_t d = producer_drops(l);
+
+		l->mark_drop = d > l->dropped_eng;
+		moved |= l->mark_drop;
+		l->dropped_eng = d;
+	}
+	if (!moved)
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	for (uint32_t i = 0; i < ss->n_live; i++)
+		if (ss->live[i]->mark_drop)
+			rp_engine_source_dropped(ss->e, ss->live[i]->src,
+						 (uint64_t)now.tv_sec * 1000000000u +
+							 (uint64_t)now.tv_nsec);
+}
+
 /*
  * Copy, then merge a slice, and again until nothing is due: the rings are emptied
  * every RP_SOURCES_SLICE records processed, so a long backlog in the analysis never
@@ -1062,6 +1096,7 @@ uint64_t rp_sources_drain(struct rp_sources *ss, uint64_t watermark)
 	uint64_t n = 0, got, force;
 	unsigned slices = 0;
 
+	notice_drops(ss);
 	do {
 		/* At most 64 slices a call (but everything for a final drain): an engine
 		 * slower than its producers still returns to its loop and is called again. */
@@ -1077,6 +1112,7 @@ uint64_t rp_sources_drain(struct rp_sources *ss, uint64_t watermark)
 		evacuate(ss);
 		end_tracks(ss);
 	} while (check_ends(ss) > 0);
+	rp_engine_expire(ss->e, ss->e->t_merged);
 	return n;
 }
 

@@ -470,8 +470,31 @@ static const char usage[] =
 	"  --client-request-ms N  close a connection whose request is not whole N ms\n"
 	"                    after it began (HTTP: after the connect; default 3000)\n"
 	"  --step-category C spans of category C are steps (default \"step\"; \"\": none)\n"
-	"  --step-name P     spans whose name starts with P are steps too\n" RP_CLI_CAP_USAGE
+	"  --step-name P     spans whose name starts with P are steps too\n"
+	"  --async-expire-ms N|auto|off  an async request open across a producer's drop\n"
+	"                    (its END may be lost) is closed as lost after N ms idle\n"
+	"                    (default auto: max(100, 4 x the longest silence of a request\n"
+	"                    that then went on))\n"
+	RP_CLI_CAP_USAGE
 	"SIGUSR1 writes a snapshot (or: ringprof snapshot); SIGINT/SIGTERM a final one.\n";
+
+/* --async-expire-ms: N ms (> 0), "auto" (0 in the config) or "off" (never). */
+static int parse_expire(const char *s, uint64_t *ns)
+{
+	char *end;
+	unsigned long long v;
+
+	if (strcmp(s, "auto") == 0 || strcmp(s, "off") == 0) {
+		*ns = s[0] == 'a' ? 0 : RP_EXPIRE_NEVER;
+		return 0;
+	}
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s || *end || v == 0 || v > UINT64_MAX / 1000000u)
+		return -EINVAL;
+	*ns = v * 1000000u;
+	return 0;
+}
 
 static int parse(int argc, char **argv, struct daemon *d, struct rp_engine_cfg *cfg,
 		 const char **dir, bool *force_poll)
@@ -486,6 +509,7 @@ static int parse(int argc, char **argv, struct daemon *d, struct rp_engine_cfg *
 		{ "max-clients", 1, NULL, 'M' }, { "client-idle-ms", 1, NULL, 'I' },
 		{ "max-http-clients", 1, NULL, 'H' }, { "client-request-ms", 1, NULL, 'R' },
 		{ "step-category", 1, NULL, 'S' }, { "step-name", 1, NULL, 'X' }, /* export */
+		{ "async-expire-ms", 1, NULL, 'E' },
 		{ NULL, 0, NULL, 0 }
 	};
 	const char *session = NULL;
@@ -531,6 +555,11 @@ static int parse(int argc, char **argv, struct daemon *d, struct rp_engine_cfg *
 			d->srv_opts.max_clients = (unsigned)strtoul(optarg, NULL, 10);
 			if (d->srv_opts.max_clients == 0 || d->srv_opts.max_clients > 4096)
 				return rp_cli_error(2, "--max-clients %s: 1 to 4096", optarg);
+			break;
+		case 'E':
+			if (parse_expire(optarg, &cfg->async_expire_ns) != 0)
+				return rp_cli_error(2, "--async-expire-ms %s: N > 0, auto or off",
+						    optarg);
 			break;
 		case 'h': fputs(usage, stdout); exit(0);
 		case 'c':

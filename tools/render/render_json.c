@@ -11,6 +11,9 @@
  *
  * Layout (one key per line at the top, one array element per line):
  *   {"events", "dropped", "late", "truncated", "anomalies" {kind: n, every kind},
+ *    "async_expiry" {"expire_ns", "requests", "spans", "stale_max_ns",
+ *                    "suspect_requests", "suspect_spans", "peak_spans",
+ *                    "overstated_max", "overstated_ns"},
  *    "time_range_ns" [t_first, t_last], "clock",
  *    "caps" {"max_names", "max_tracks", "max_depth", "max_cct_nodes", "max_sources",
  *            "max_sketch_names", "max_window_names", "max_counters", "topk",
@@ -18,9 +21,10 @@
  *    "concurrency" {"overall" DIST, "roots" DIST, "by_category" {category: DIST}},
  *    "sources" [{"name", "pid", "flags" [words], "events", "dropped", "late",
  *                "truncated", "names_dropped", "resyncs", "anomalies" {...}}],
- *    "functions" [{"name", "category", "file", "line", "calls", "primitive_calls",
- *                  "self_ns", "cum_ns", "min_ns", "max_ns", "mean_ns", "p50_ns",
- *                  "p90_ns", "p95_ns", "p99_ns", "midpoint_concurrency_mean"}],
+ *    "functions" [{"name", "category", "file", "line", "calls", "drop_lost",
+ *                  "primitive_calls", "self_ns", "cum_ns", "min_ns", "max_ns",
+ *                  "mean_ns", "p50_ns", "p90_ns", "p95_ns", "p99_ns",
+ *                  "midpoint_concurrency_mean"}],
  *    "edges" [{"caller", "callee", "calls", "primitive_calls", "self_ns", "cum_ns"}],
  *    "categories" {category: {"calls", "self_ns", "total_ns", "p50_ns", "p90_ns",
  *                             "p95_ns", "p99_ns"}},
@@ -50,6 +54,10 @@
  * Functions come in the text report's order: cum_ns descending, self_ns descending,
  * then name, category, file, line ascending (byte order). A window's functions come
  * in its text order too: cum_ns, self_ns, calls descending, then name.
+ * drop_lost: the name's spans a drop cut (in none of its figures). async_expiry: the
+ * async requests closed after drops (report.h) and the bound on concurrency they
+ * leave: at most overstated_max open spans too many, each for at most overstated_ns
+ * (null: unbounded, no expiry; both 0: none).
  * Edges come in the report's order and name their ends. mean_ns is total_ns / calls
  * rounded down, 0 for no calls.
  * The p*_ns quantiles are 0 when the name has no sketch. midpoint_concurrency_mean is
@@ -163,6 +171,7 @@ static void put_fn(FILE *out, const struct rp_report_fn *f)
 	rp_render_json_str(out, f->file);
 	put_u64(out, ",", "line", f->line);
 	put_u64(out, ",", "calls", f->calls);
+	put_u64(out, ",", "drop_lost", f->drop_lost);
 	put_u64(out, ",", "primitive_calls", f->primitive_calls);
 	if ((int64_t)f->self_ns < 0) /* torch nesting only (report.h) */
 		fprintf(out, ",\"self_ns\":%" PRId64, (int64_t)f->self_ns);
@@ -224,6 +233,29 @@ static void put_edge(FILE *out, const struct rp_report *r, const struct rp_repor
 	fputc('}', out);
 }
 
+/* Async requests expired after drops, and the bound on concurrency they leave. */
+static void put_expiry(FILE *out, const struct rp_report_expiry *x)
+{
+	uint64_t spans, ns;
+
+	rp_report_expiry_bound(x, &spans, &ns);
+	put_key(out, ",\n  ", "async_expiry");
+	put_u64(out, "{", "expire_ns", x->expire_ns);
+	put_u64(out, ",", "requests", x->requests);
+	put_u64(out, ",", "spans", x->spans);
+	put_u64(out, ",", "stale_max_ns", x->stale_max_ns);
+	put_u64(out, ",", "suspect_requests", x->suspect_requests);
+	put_u64(out, ",", "suspect_spans", x->suspect_spans);
+	put_u64(out, ",", "peak_spans", x->peak_spans);
+	put_u64(out, ",", "overstated_max", spans);
+	put_key(out, ",", "overstated_ns");
+	if (ns == UINT64_MAX)
+		fputs("null", out);
+	else
+		fprintf(out, "%" PRIu64, ns);
+	fputc('}', out);
+}
+
 static void put_totals(FILE *out, const struct rp_report *r)
 {
 	put_u64(out, "{\n  ", "events", r->events);
@@ -231,6 +263,7 @@ static void put_totals(FILE *out, const struct rp_report *r)
 	put_u64(out, ",\n  ", "late", r->late);
 	put_u64(out, ",\n  ", "truncated", r->truncated);
 	put_anomalies(out, ",\n  ", r->anomalies);
+	put_expiry(out, &r->expiry);
 	put_key(out, ",\n  ", "time_range_ns");
 	fprintf(out, "[%" PRIu64 ",%" PRIu64 "]", r->t_first, r->t_last);
 	put_key(out, ",\n  ", "clock");

@@ -9,6 +9,7 @@
  *   ringprof_sources, ringprof_time_range_seconds                         gauges
  *   ringprof_span_duration_seconds{name,category,quantile} + _sum, _count summary
  *   ringprof_span_calls_total, _self_seconds_total, _cum_seconds_total    counters
+ *   ringprof_span_drop_lost_total{name,category} (spans drops cut, 1.3)    counter
  *   ringprof_concurrency_percentile{scope,percentile}, _max, _mean        gauges
  *   ringprof_value_last{name,category} (rp_counter() series)              gauge
  *   ringprof_cap{cap} (counts), ringprof_memory_bound_bytes               gauges
@@ -233,16 +234,19 @@ static int durations(const struct rp_report *r, FILE *out, const struct rp_repor
 static void span_counters(const struct rp_report *r, FILE *out, const struct rp_report_fn **order,
 			  const bool *located)
 {
-	static const char *const names[3] = { "ringprof_span_calls_total",
+	static const char *const names[4] = { "ringprof_span_calls_total",
 					      "ringprof_span_self_seconds_total",
-					      "ringprof_span_cum_seconds_total" };
-	static const char *const helps[3] = { "Completed calls per name.",
-					      "Self time per name (cProfile tottime).",
-					      "Cumulative time per name (cProfile cumtime)." };
+					      "ringprof_span_cum_seconds_total",
+					      "ringprof_span_drop_lost_total" };
+	static const char *const helps[4] = {
+		"Completed calls per name.", "Self time per name (cProfile tottime).",
+		"Cumulative time per name (cProfile cumtime).",
+		"Spans per name a producer's drop cut: in none of the figures above."
+	};
 	unsigned k;
 	uint32_t i;
 
-	for (k = 0; k < 3; k++) {
+	for (k = 0; k < 4; k++) {
 		head(out, names[k], "counter", helps[k]);
 		for (i = 0; i < r->n_fns; i++) {
 			const struct rp_report_fn *f = order[i];
@@ -250,8 +254,8 @@ static void span_counters(const struct rp_report *r, FILE *out, const struct rp_
 			fputs(names[k], out);
 			fn_labels(out, f, located[f - r->fns]);
 			fputs("} ", out);
-			if (k == 0)
-				fprintf(out, "%" PRIu64, f->calls);
+			if (k == 0 || k == 3)
+				fprintf(out, "%" PRIu64, k == 0 ? f->calls : f->drop_lost);
 			else
 				put_seconds(out, k == 1 && (int64_t)f->self_ns < 0
 							 ? 0 /* torch nesting: a counter is >= 0 */

@@ -12,7 +12,9 @@
  * report has its data, so a 1.1 snapshot renders as before: the all-time bottleneck
  * lists (a "±error" beside an entry that Space-Saving may overstate), the slowest
  * spans, one block per rolling window, the categories and the counters. --limit
- * bounds the rows of every table.
+ * bounds the rows of every table. A row whose name had spans cut by drops (1.3)
+ * ends with "(+N cut by drops)", and the header says what the async expiry closed
+ * and the bound it leaves on the concurrency lines.
  *
  * Names are printed so that a row stays one line: control characters as C escapes
  * (\n, \t, \r, \xNN) and ill-formed UTF-8 as U+FFFD (rp_render_utf8_next()).
@@ -132,6 +134,33 @@ static void print_source(FILE *out, const struct rp_report_source *s)
 		s->events, s->dropped, s->late, s->truncated, s->names_dropped, s->resyncs);
 }
 
+/*
+ * Async requests a drop may have left open (report.h), when there are any: what the
+ * expiry closed and the bound on the concurrency lines that follow.
+ */
+static void print_expiry(FILE *out, const struct rp_report_expiry *x)
+{
+	char a[32], b[32];
+	uint64_t spans, ns;
+
+	rp_report_expiry_bound(x, &spans, &ns);
+	if (spans == 0)
+		return;
+	if (x->expire_ns)
+		fprintf(out, "async expiry %s ms: %" PRIu64 " requests (%" PRIu64
+			     " spans) expired after drops, %" PRIu64 " open across a drop\n",
+			fmt_ms(a, x->expire_ns), x->requests, x->spans, x->suspect_requests);
+	else
+		fprintf(out, "async expiry off: %" PRIu64 " requests open across a drop\n",
+			x->suspect_requests);
+	if (ns == UINT64_MAX)
+		fprintf(out, "  concurrency may be overstated by at most %" PRIu64
+			     " spans, for as long as they stay open\n", spans);
+	else
+		fprintf(out, "  concurrency may be overstated by at most %" PRIu64
+			     " spans at a time, each for at most %s ms\n", spans, fmt_ms(b, ns));
+}
+
 /* Totals, then every non-zero anomaly kind, or "nothing lost". */
 static void print_losses(FILE *out, const struct rp_report *r)
 {
@@ -151,6 +180,7 @@ static void print_losses(FILE *out, const struct rp_report *r)
 		if (r->anomalies[k])
 			fprintf(out, "  %s %" PRIu64, rp_anomaly_names[k], r->anomalies[k]);
 	fputc('\n', out);
+	print_expiry(out, &r->expiry);
 }
 
 /* The columns @s takes once put_name() has escaped it: code points, not bytes. */
@@ -285,6 +315,8 @@ static void print_row(FILE *out, const struct rp_report_fn *f, uint64_t total_se
 		if (f->line)
 			fprintf(out, ":%" PRIu32, f->line);
 	}
+	if (f->drop_lost) /* the row is short by these */
+		fprintf(out, "  (+%" PRIu64 " cut by drops)", f->drop_lost);
 	fputc('\n', out);
 }
 
@@ -304,6 +336,12 @@ static void print_table(FILE *out, const struct rp_report *r,
 		"name [category] file:line");
 	for (uint32_t i = 0; i < rows; i++)
 		print_row(out, order[i], total_self);
+	for (uint32_t i = 0; i < r->n_fns; i++)
+		if (r->fns[i].drop_lost) {
+			fputs("(+N cut by drops): N more calls of that name a drop cut, in none "
+			      "of its figures\n", out);
+			break;
+		}
 }
 
 /* Rows shown of @n: all, or the first @limit. */

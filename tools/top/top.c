@@ -307,7 +307,7 @@ static void header(const struct top *t, FILE *out)
 			caps += r->anomalies[k];
 	if (r->dropped || r->anomalies[RP_ANOM_DROP_LOST]) /* first: figures miss these */
 		fprintf(out, "LOST: %" PRIu64 " records dropped (full rings), %" PRIu64
-			     " spans cut by drops; see docs/live.md\n",
+			     " spans cut by drops (rows with \"!\"); see docs/live.md\n",
 			r->dropped, r->anomalies[RP_ANOM_DROP_LOST]);
 	fprintf(out,
 		"ringprof top - session %s   events %" PRIu64 " over %" PRIu64 ".%01" PRIu64
@@ -388,7 +388,9 @@ static uint32_t table(const struct top *t, FILE *out, uint32_t first, unsigned l
 		const struct row *x = &v[i];
 		int room = width - (p90 ? 64 : 55);
 
-		fprintf(out, "%10" PRIu64 " %9.1f %6.1f %6.1f %8s ", x->calls,
+		/* "!": drops cut some of this name's calls (its row is short by them) */
+		fprintf(out, "%10" PRIu64 "%c%9.1f %6.1f %6.1f %8s ", x->calls,
+			x->fn->drop_lost ? '!' : ' ',
 			range ? (double)x->calls * 1e9 / (double)range : 0.0,
 			total_self ? 100.0 * (double)x->self_ns / (double)total_self : 0.0,
 			total_self ? 100.0 * (double)x->cum_ns / (double)total_self : 0.0,
