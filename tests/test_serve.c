@@ -624,7 +624,8 @@ static void test_serve_top_escapes_names(void **state)
 	out[len] = '\0';
 	assert_int_equal(pclose(p), 0);
 	for (size_t i = 0; i < len; i++)
-		if (((unsigned char)out[i] < 0x20 && out[i] != '\n') || (unsigned char)out[i] == 0xff ||
+		if (((unsigned char)out[i] < 0x20 && out[i] != '\n') ||
+		    (unsigned char)out[i] == 0xff ||
 		    (i + 1 < len && memcmp(out + i, "\xc2\x9b", 2) == 0))
 			fail_msg("byte 0x%02x at %zu of top's frame:\n%s", (unsigned char)out[i], i,
 				 out);

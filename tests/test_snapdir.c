@@ -39,8 +39,8 @@ static pid_t start_engine(const char *session, const char *dir, const char *err)
 	if (pid == 0) {
 		if (freopen(err, "w", stderr) == NULL)
 			_exit(126);
-		execl(bin, "ringprof", "run", "--session", session, "--snapshot-dir", dir, "--quiet",
-		      (char *)NULL);
+		execl(bin, "ringprof", "run", "--session", session, "--snapshot-dir", dir,
+		      "--quiet", (char *)NULL);
 		_exit(127);
 	}
 	engine = pid;
@@ -201,8 +201,7 @@ static void test_snapdir_stale_temps_removed(void **state)
 			fail_msg("%s %s", p[i], exists(p[i]) ? "left" : "removed");
 	msg = slurp(err);
 	print_message("    %s", msg);
-	if (strstr(msg, "removed 2 temporary snapshot files of dead writers (1024 bytes)") ==
-	    NULL)
+	if (strstr(msg, "removed 2 temporary snapshot files of dead writers (1024 bytes)") == NULL)
 		fail_msg("no count in: %s", msg);
 	free(msg);
 }
@@ -232,8 +231,10 @@ static void test_snapdir_snapshot_failure_reported(void **state)
 			session);
 	print_message("    %s", out);
 	assert_int_equal(rc, 1);
-	snprintf(want, sizeof(want), "could not write its snapshot: %s/ringprof-%s.msgpack: %s "
-		 "(errno %d)", dir, session, strerror(ENOENT), ENOENT);
+	snprintf(want, sizeof(want),
+		 "could not write its snapshot: %s/ringprof-%s.msgpack: %s "
+		 "(errno %d)",
+		 dir, session, strerror(ENOENT), ENOENT);
 	if (strstr(out, want) == NULL)
 		fail_msg("no \"%s\" in: %s", want, out);
 	assert_true((uint64_t)time(NULL) - t0 < 4); /* told, not timed out */

@@ -629,8 +629,10 @@ static void test_sources_restart_gap_bounded(void **state)
 	bool found = false;
 	for (uint32_t i = 0; i < r.n_sources; i++)
 		if (r.sources[i].pid == pid) {
+			const uint64_t *an = r.sources[i].anomalies;
+
 			print_message("    restart_gap %llu, resyncs %llu\n",
-				      (unsigned long long)r.sources[i].anomalies[RP_ANOM_RESTART_GAP],
+				      (unsigned long long)an[RP_ANOM_RESTART_GAP],
 				      (unsigned long long)r.sources[i].resyncs);
 			assert_int_equal(r.sources[i].anomalies[RP_ANOM_RESTART_GAP], want_gap);
 			assert_int_equal(r.sources[i].resyncs, want_resyncs);

@@ -57,11 +57,12 @@ int rp_cli_check_caps(const struct rp_engine_cfg *cfg);
 
 /*
  * The engine marker: "/ringprof.<session>.engine" holds the engine's pid, then the
- * snapshot path, then why its last snapshot write failed (if one did); the engine holds a POSIX write lock on it for its whole life.
- * rp_cli_read_marker() answers 0 only when the marker is ours (our uid) and its pid
- * is the process the kernel says holds that lock, with our uid; else -ENOENT (none),
- * -ESRCH (stale: nobody holds the lock), -EPERM (another user's), -ESTALE (the pid
- * is not the holder), -EINVAL (malformed). rp_cli_marker_strerror() says which.
+ * snapshot path, then why its last snapshot write failed (if one did); the engine
+ * holds a POSIX write lock on it for its whole life. rp_cli_read_marker() answers 0
+ * only when the marker is ours (our uid) and its pid is the process the kernel says
+ * holds that lock, with our uid; else -ENOENT (none), -ESRCH (stale: nobody holds the
+ * lock), -EPERM (another user's), -ESTALE (the pid is not the holder), -EINVAL
+ * (malformed). rp_cli_marker_strerror() says which.
  */
 int rp_cli_read_marker(const char *session, int32_t *pid, char *snap_path, size_t n);
 const char *rp_cli_marker_strerror(int err);

@@ -325,8 +325,8 @@ static int cmd_snapshot(int argc, char **argv)
 		/* A write of ours failed: the engine said why (run.c, note_failure()). */
 		if (rp_cli_marker_failure(session, &failed, why, sizeof(why)) == 0 &&
 		    failed != failed0)
-			return rp_cli_error(1, "engine pid %d could not write its snapshot: %s", pid,
-					    why);
+			return rp_cli_error(1, "engine pid %d could not write its snapshot: %s",
+					    pid, why);
 		if (stat(path, &now) == 0 && (now.st_ino != before.st_ino ||
 					      now.st_mtim.tv_nsec != before.st_mtim.tv_nsec ||
 					      now.st_mtim.tv_sec != before.st_mtim.tv_sec)) {

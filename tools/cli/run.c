@@ -14,9 +14,10 @@
  *   - the live socket <snapshot dir>/ringprof-<session>.sock (mode 0600; `ringprof
  *     top`) and, with --prometheus, an HTTP /metrics listener (tools/server/serve.c).
  * The engine announces itself in /dev/shm/ringprof.<session>.engine (its pid, then
- * the snapshot path, then why its last snapshot write failed) and holds a write lock on it while it runs: one consumer per
- * session, enforced by the kernel (lock_marker()). Producers check the lock at exit
- * and `ringprof snapshot` signals only its holder (docs/operations.md).
+ * the snapshot path, then why its last snapshot write failed) and holds a write lock
+ * on it while it runs: one consumer per session, enforced by the kernel
+ * (lock_marker()). Producers check the lock at exit and `ringprof snapshot` signals
+ * only its holder (docs/operations.md).
  */
 #include <errno.h>
 #include <fcntl.h>
