@@ -1863,6 +1863,49 @@ static void test_render_folded_hand_built(void **state)
 	free(got);
 }
 
+/* Bytes a terminal obeys, in any name: none reaches folded or text output raw. */
+static void assert_no_terminal_bytes(const char *out)
+{
+	for (const char *p = out; *p; p++)
+		if (((unsigned char)*p < 0x20 && *p != '\n') || (unsigned char)*p == 0x7f ||
+		    (unsigned char)*p == 0xff || memcmp(p, "\xc2\x9b", 2) == 0)
+			fail_msg("byte 0x%02x at %td of:\n%s", (unsigned char)*p, p - out, out);
+}
+
+static void test_render_names_escaped_for_terminals(void **state)
+{
+	struct rp_report_fn fns[] = {
+		{ .name = "ev\x1b[2J", .category = "c\x07" }, { .name = "bad\xff;x" },
+		{ .name = "c1\xc2\x9b\x7f" }, { .name = "tab\tq \xc3\xa9" },
+	};
+	struct rp_report_node nodes[] = {
+		{ RP_NONE, RP_NONE, 0, 0, 0 }, { 0, 0, 1, 10, 60 }, { 1, 1, 1, 20, 50 },
+		{ 2, 2, 1, 30, 30 }, { 0, 3, 1, 5, 5 },
+	};
+	struct rp_report r = { .fns = fns, .n_fns = ARRAY_SIZE(fns), .nodes = nodes,
+			       .n_nodes = ARRAY_SIZE(nodes) };
+	char *got;
+
+	(void)state;
+	for (unsigned i = 0; i < ARRAY_SIZE(fns); i++)
+		fns[i].calls = 1;
+	got = folded_mem(&r);
+	/* ';' stays '_', escapes as the text report's, valid UTF-8 and spaces kept */
+	assert_string_equal(got, "ev\\x1b[2J 10\n"
+				 "ev\\x1b[2J;bad\xef\xbf\xbd_x 20\n"
+				 "ev\\x1b[2J;bad\xef\xbf\xbd_x;c1\\xc2\\x9b\\x7f 30\n"
+				 "tab\\tq \xc3\xa9 5\n");
+	free(got);
+	got = text_mem(&r, 0);
+	assert_no_terminal_bytes(got);
+	assert_non_null(strstr(got, "ev\\x1b[2J"));
+	assert_non_null(strstr(got, "c\\x07"));
+	assert_non_null(strstr(got, "bad\xef\xbf\xbd;x"));
+	assert_non_null(strstr(got, "c1\\xc2\\x9b\\x7f"));
+	assert_non_null(strstr(got, "tab\\tq \xc3\xa9"));
+	free(got);
+}
+
 /* A parent that is not an earlier node (a loop) is refused before anything is written. */
 static void test_render_folded_bad_parent_refused(void **state)
 {
@@ -1979,6 +2022,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_render_json_tricky_round_trips),
+		cmocka_unit_test(test_render_names_escaped_for_terminals),
 		cmocka_unit_test(test_render_json_big_values_exact),
 		cmocka_unit_test(test_render_json_empty_report),
 		cmocka_unit_test(test_render_text_drops_marked),

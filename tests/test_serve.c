@@ -600,6 +600,39 @@ static void test_serve_top_once(void **state)
 	assert_non_null(strstr(out, "no engine answers"));
 }
 
+/* Names from a producer reach the terminal escaped (issue 20): no ESC, BEL, C1 control
+ * or ill-formed byte of a name in top's frame, but its escaped text. */
+static void test_serve_top_escapes_names(void **state)
+{
+	uint32_t evil = rp_intern("ev\x1b[2J\xff\xc2\x9b", "c\x07", "test_serve.c", 3);
+	char cmd[1024], out[16384];
+	struct rp_report r;
+	size_t len;
+	FILE *p;
+
+	(void)state;
+	rp_begin(evil);
+	rp_end(evil);
+	emit(1); /* alpha, beta after it: caught up means evil is in too */
+	fetch_caught_up(&r);
+	rp_report_free(&r);
+	snprintf(cmd, sizeof(cmd), "%s top --session %s --dir %s --once --filter ev", bin, session,
+		 dir);
+	p = popen(cmd, "r");
+	assert_non_null(p);
+	len = fread(out, 1, sizeof(out) - 1, p);
+	out[len] = '\0';
+	assert_int_equal(pclose(p), 0);
+	for (size_t i = 0; i < len; i++)
+		if (((unsigned char)out[i] < 0x20 && out[i] != '\n') ||
+		    (unsigned char)out[i] == 0xff ||
+		    (i + 1 < len && memcmp(out + i, "\xc2\x9b", 2) == 0))
+			fail_msg("byte 0x%02x at %zu of top's frame:\n%s", (unsigned char)out[i], i,
+				 out);
+	if (strstr(out, "ev\\x1b[2J\xef\xbf\xbd\\xc2\\x9b [c\\x07]") == NULL)
+		fail_msg("no escaped name in:\n%s", out);
+}
+
 static void test_serve_non_loopback_refused(void **state)
 {
 	char cmd[1024], out[1024];
@@ -631,6 +664,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_serve_http_metrics),
 		cmocka_unit_test(test_serve_http_errors),
 		cmocka_unit_test(test_serve_top_once),
+		cmocka_unit_test(test_serve_top_escapes_names),
 		cmocka_unit_test(test_serve_non_loopback_refused),
 	};
 

@@ -13,6 +13,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 
@@ -577,6 +578,80 @@ static void test_sources_refused_segments_are_shown(void **state)
 	shm_unlink(foreign);
 }
 
+/*
+ * The restart gap from the words a previous engine left, checked (issue 20: 207 M
+ * from a 64-slot ring): a snap_head ahead of c_head, or a c_head that is no consumer
+ * index, counts no gap; a true gap counts in full, even past the ring's capacity.
+ */
+static void test_sources_restart_gap_bounded(void **state)
+{
+	int p[2], fd, status;
+	char c, name[96];
+	struct rp_report r;
+	struct stat st;
+	pid_t pid;
+
+	(void)state;
+	assert_int_equal(pipe(p), 0);
+	pid = child_with_open_spans(p[1], NULL); /* its records on its ring 0 */
+	assert_int_equal(read(p[0], &c, 1), 1);
+	snprintf(name, sizeof(name), RP_WIRE_NAME_FMT ".0", getenv("RINGPROF_SESSION"), pid);
+	fd = shm_open(name, O_RDWR, 0);
+	assert_true(fd >= 0);
+	assert_int_equal(fstat(fd, &st), 0);
+	struct rp_wire_header *h = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE,
+					MAP_SHARED, fd, 0);
+	assert_true(h != MAP_FAILED);
+	close(fd);
+	assert_true(h->ring_count >= 4);
+	uint32_t cap = h->ring_capacity, far = 3 * cap + 5;
+	struct rp_wire_ring *w = (struct rp_wire_ring *)((char *)h + h->ring_desc_offset);
+
+	uint32_t tail = w[0].ring.p_tail;
+
+	assert_true(tail >= 3 && tail < cap);
+	/* ring 0: a previous engine read all its records, its last snapshot held all
+	 * but 2: gap 2 */
+	w[0].ring.c_head = tail;
+	w[0].snap_head = tail - 2;
+	/* ring 1: snap_head 5 ahead of c_head (stale or hostile): a resync, no gap */
+	w[1].snap_head = 5;
+	/* ring 2: c_head 1000 past p_tail 0, no consumer's: the drain resyncs it */
+	w[2].ring.c_head = 1000;
+	/* ring 3: 3 ring-fulls and 5 read since the last snapshot: all count */
+	w[3].snap_head = 0u - far;
+	uint64_t want_gap = 2 + far, want_resyncs = 2;
+
+	open_engine();
+	assert_true(rp_sources_scan(&ss) >= 1);
+	rp_sources_drain(&ss, UINT64_MAX);
+	report(&r);
+	bool found = false;
+	for (uint32_t i = 0; i < r.n_sources; i++)
+		if (r.sources[i].pid == pid) {
+			const uint64_t *an = r.sources[i].anomalies;
+
+			print_message("    restart_gap %llu, resyncs %llu\n",
+				      (unsigned long long)an[RP_ANOM_RESTART_GAP],
+				      (unsigned long long)r.sources[i].resyncs);
+			assert_int_equal(r.sources[i].anomalies[RP_ANOM_RESTART_GAP], want_gap);
+			assert_int_equal(r.sources[i].resyncs, want_resyncs);
+			assert_int_equal(r.sources[i].events, 0); /* all read before us */
+			found = true;
+		}
+	assert_true(found);
+	assert_true(ss.restart_gap >= want_gap); /* and earlier tests' engines' on ours */
+	rp_report_free(&r);
+	munmap(h, (size_t)st.st_size);
+	kill(pid, SIGKILL);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	rp_sources_drain(&ss, UINT64_MAX);
+	close_engine();
+	shm_unlink(name);
+	close(p[0]);
+	close(p[1]);
+}
+
 int main(void)
 {
 	/* The default exit path is under test here, not the suite's cleanup mode. */
@@ -593,6 +668,7 @@ int main(void)
 		cmocka_unit_test(test_sources_records_after_exit_mark_kept),
 		cmocka_unit_test(test_sources_accounting_under_drops),
 		cmocka_unit_test(test_sources_refused_segments_are_shown),
+		cmocka_unit_test(test_sources_restart_gap_bounded),
 	};
 
 	setenv("RINGPROF_CLOCK", "monotonic", 1);

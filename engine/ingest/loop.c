@@ -27,14 +27,18 @@
  * io_uring backend use its futex fallback even where IORING_OP_FUTEX_WAIT exists.
  */
 #include <assert.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -442,6 +446,73 @@ static int write_prepare(struct loop_write *w, const char *path, const void *buf
 	w->step = 0;
 	w->tmp_exists = false;
 	return 0;
+}
+
+/* The pid in @rest, what follows "<base>.tmp.": "<pid>" or "<pid>.<n>.<8 hex>"; 0
+ * when @rest is neither. */
+static long temp_pid(const char *rest)
+{
+	const char *p = rest;
+	long pid = 0;
+	size_t hex;
+
+	for (; *p >= '0' && *p <= '9' && pid < (1L << 30); p++)
+		pid = pid * 10 + (*p - '0');
+	if (p == rest || pid <= 0 || pid >= (1L << 30))
+		return 0;
+	if (*p == '\0')
+		return pid;
+	if (*p++ != '.' || !(*p >= '0' && *p <= '9'))
+		return 0;
+	p += strspn(p, "0123456789");
+	if (*p++ != '.')
+		return 0;
+	hex = strspn(p, "0123456789abcdef");
+	return hex == 8 && p[8] == '\0' ? pid : 0;
+}
+
+int rp_loop_clean_temps(const char *path, uint64_t *bytes)
+{
+	const char *slash = strrchr(path, '/');
+	char dir[PATH_MAX], prefix[NAME_MAX + 8];
+	struct dirent *e;
+	DIR *d;
+	int n = 0;
+
+	if (bytes != NULL)
+		*bytes = 0;
+	if (slash == NULL)
+		snprintf(dir, sizeof(dir), ".");
+	else
+		snprintf(dir, sizeof(dir), "%.*s", slash == path ? 1 : (int)(slash - path), path);
+	if (snprintf(prefix, sizeof(prefix), "%s.tmp.", slash ? slash + 1 : path) >=
+	    (int)sizeof(prefix))
+		return -ENAMETOOLONG;
+	d = opendir(dir);
+	if (d == NULL)
+		return -errno;
+	while ((e = readdir(d)) != NULL) {
+		struct stat st;
+		long pid;
+
+		if (strncmp(e->d_name, prefix, strlen(prefix)) != 0)
+			continue;
+		pid = temp_pid(e->d_name + strlen(prefix));
+		/* ESRCH only: EPERM means it runs (as another user) */
+		if (pid == 0 || pid == (long)getpid() || kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+			continue;
+		/* no symlink followed, nobody else's file removed */
+		if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+		    !S_ISREG(st.st_mode) || st.st_uid != geteuid())
+			continue;
+		if (unlinkat(dirfd(d), e->d_name, 0) != 0)
+			continue;
+		n++;
+		if (bytes != NULL)
+			*bytes += (uint64_t)st.st_size;
+	}
+	closedir(d);
+	return n;
 }
 
 int rp_loop_write_file(struct rp_loop *l, const char *path, const void *buf, size_t len,

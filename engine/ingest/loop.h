@@ -78,6 +78,16 @@ int rp_loop_futex_wait(struct rp_loop *l, uint32_t *word, uint32_t val, uint64_t
 int rp_loop_write_file(struct rp_loop *l, const char *path, const void *buf, size_t len,
 		       rp_loop_fn fn, void *ctx);
 
+/**
+ * rp_loop_clean_temps() - remove the temporary files a writer of @path left when it
+ * died mid-write (SIGKILL between create and rename): "<path>.tmp.<pid>" (one-shot
+ * writers, rp_snapshot_write_file) and "<path>.tmp.<pid>.<n>.<8 hex>" (this loop),
+ * and only those that are regular files of our uid whose <pid> no longer runs.
+ * @bytes: if not NULL, set to the bytes they held.
+ * @return how many were removed, or -errno when the directory cannot be read.
+ */
+int rp_loop_clean_temps(const char *path, uint64_t *bytes);
+
 /*
  * Socket operations, one-shot: @fn(ctx, res) once, res = the accepted fd (accept),
  * the byte count (recv: 0 = the peer closed; send: 1..len, maybe short) or -errno.

@@ -241,18 +241,51 @@ static struct rp_wire_ring *wring(const struct rp_live *l, uint32_t r)
  * after the last snapshot it wrote (snap_head) are in no report, if it died; they
  * are counted as restart_gap on this source. snap_head moves at each snapshot we
  * write (rp_sources_snapshot_written()).
+ *
+ * Both words are in shared memory, so a ring's pair is checked before it counts.
+ * The ring's capacity is no bound: an engine reads a ring over and over between two
+ * snapshots (they are written only on request and at exit), so a true gap may be
+ * many times the ring. What a consumer's own indices do bound:
+ *   - c_head is at most capacity - 1 behind p_tail; else it is not a consumer index
+ *     and the first drain counts it as a resync and skips to p_tail;
+ *   - snap_head is a past value of c_head: c_head - snap_head, in serial-number
+ *     arithmetic (mod 2^32), is below 2^31. A snap_head ahead of c_head (a stale word
+ *     or a hostile one) is counted as a resync of that ring, never as a gap.
+ * docs/operations.md, "Engine restarts and the restart gap".
  */
+static uint64_t ring_gap(struct rp_live *l, uint32_t r)
+{
+	const struct rp_wire_ring *w = wring(l, r);
+	uint32_t head = l->seg->rings[r].head; /* c_head, read at open */
+	uint32_t tail = __atomic_load_n(&w->ring.p_tail, __ATOMIC_RELAXED);
+	uint32_t snap = __atomic_load_n(&w->snap_head, __ATOMIC_RELAXED);
+
+	if (tail - head > l->seg->v.ring_capacity - 1)
+		return 0; /* the drain's resync counts it */
+	if (head - snap >= UINT32_C(1) << 31) {
+		l->seg->rings[r].resyncs++;
+		return UINT64_MAX;
+	}
+	return head - snap;
+}
+
 static void restart_gap(struct rp_sources *ss, struct rp_live *l)
 {
-	uint64_t gap = 0;
+	uint64_t gap = 0, bad = 0;
 
 	/* snap_head stays until a snapshot of ours holds this count: if we die
 	 * first, our successor counts our part and the dead one's together. */
 	for (uint32_t r = 0; r < l->seg->v.ring_count; r++) {
-		uint32_t snap = __atomic_load_n(&wring(l, r)->snap_head, __ATOMIC_RELAXED);
+		uint64_t g = ring_gap(l, r);
 
-		gap += (uint32_t)(l->seg->rings[r].head - snap);
+		if (g == UINT64_MAX)
+			bad++;
+		else
+			gap += g;
 	}
+	if (bad)
+		say(ss, "%s: %" PRIu64 " rings' snap_head ahead of c_head; counted as resyncs, "
+			"not as a restart gap", l->seg->name, bad);
 	if (gap == 0)
 		return;
 	ss->e->src[l->src].counts.anomalies[RP_ANOM_RESTART_GAP] += gap;

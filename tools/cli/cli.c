@@ -4,6 +4,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -213,6 +214,35 @@ int rp_cli_read_marker(const char *session, int32_t *pid, char *snap_path, size_
 		return -ESTALE;
 	*pid = m.pid;
 	snprintf(snap_path, n, "%s", buf + sizeof(m));
+	return 0;
+}
+
+int rp_cli_marker_failure(const char *session, unsigned *count, char *why, size_t n)
+{
+	char name[96], buf[sizeof(struct rp_wire_engine) + 2 * PATH_MAX + 256];
+	const char *path, *tail, *end;
+	ssize_t got;
+	int fd;
+
+	*count = 0;
+	why[0] = '\0';
+	snprintf(name, sizeof(name), RP_WIRE_ENGINE_FMT, session);
+	fd = shm_open(name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW, 0);
+	if (fd < 0)
+		return -errno;
+	got = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (got < (ssize_t)sizeof(struct rp_wire_engine))
+		return 0;
+	buf[got] = '\0';
+	end = buf + got;
+	path = buf + sizeof(struct rp_wire_engine);
+	tail = path + strlen(path) + 1;
+	/* "failures <n>: <why>", whole only with its NUL (a write may be under way) */
+	if (tail >= end || memchr(tail, '\0', (size_t)(end - tail)) == NULL ||
+	    sscanf(tail, "failures %u: ", count) != 1 || strchr(tail, ':') == NULL)
+		return 0;
+	snprintf(why, n, "%s", strchr(tail, ':') + 2);
 	return 0;
 }
 

@@ -57,14 +57,23 @@ int rp_cli_check_caps(const struct rp_engine_cfg *cfg);
 
 /*
  * The engine marker: "/ringprof.<session>.engine" holds the engine's pid, then the
- * snapshot path; the engine holds a POSIX write lock on it for its whole life.
- * rp_cli_read_marker() answers 0 only when the marker is ours (our uid) and its pid
- * is the process the kernel says holds that lock, with our uid; else -ENOENT (none),
- * -ESRCH (stale: nobody holds the lock), -EPERM (another user's), -ESTALE (the pid
- * is not the holder), -EINVAL (malformed). rp_cli_marker_strerror() says which.
+ * snapshot path, then why its last snapshot write failed (if one did); the engine
+ * holds a POSIX write lock on it for its whole life. rp_cli_read_marker() answers 0
+ * only when the marker is ours (our uid) and its pid is the process the kernel says
+ * holds that lock, with our uid; else -ENOENT (none), -ESRCH (stale: nobody holds the
+ * lock), -EPERM (another user's), -ESTALE (the pid is not the holder), -EINVAL
+ * (malformed). rp_cli_marker_strerror() says which.
  */
 int rp_cli_read_marker(const char *session, int32_t *pid, char *snap_path, size_t n);
 const char *rp_cli_marker_strerror(int err);
+
+/*
+ * rp_cli_marker_failure() - the engine's failed snapshot writes since it started
+ * (*@count) and why the last one failed (@why, "path: reason (errno N)"), as it
+ * wrote them after the path in its marker; 0 and "" when none. Read the marker with
+ * rp_cli_read_marker() first: this one trusts it. @return 0 or -errno.
+ */
+int rp_cli_marker_failure(const char *session, unsigned *count, char *why, size_t n);
 
 /* The pid holding @fd's record lock (F_GETLK), 0 if none, or -errno. */
 pid_t rp_cli_marker_holder(int fd);

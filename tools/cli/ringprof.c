@@ -296,7 +296,8 @@ static int cmd_snapshot(int argc, char **argv)
 	const char *session = NULL, *out = NULL;
 	char kept[PATH_MAX + 64];
 	bool keep = false;
-	char path[PATH_MAX];
+	char path[PATH_MAX], why[PATH_MAX + 128];
+	unsigned failed0 = 0, failed = 0;
 	uint64_t timeout = 5000, t0;
 	struct stat before = { 0 }, now;
 	int32_t pid;
@@ -314,11 +315,18 @@ static int cmd_snapshot(int argc, char **argv)
 	}
 	if ((session = rp_cli_session(session)) == NULL)
 		return 2;
+	rp_cli_marker_failure(session, &failed0, why, sizeof(why));
 	if ((err = signal_engine(session, &pid, path, sizeof(path), &before)) != 0)
 		return rp_cli_error(1, "session \"%s\": %s", session,
 				    rp_cli_marker_strerror(err));
 	for (t0 = mono_ms(); mono_ms() - t0 < timeout;) {
 		struct timespec ms = { 0, 5000000 };
+
+		/* A write of ours failed: the engine said why (run.c, note_failure()). */
+		if (rp_cli_marker_failure(session, &failed, why, sizeof(why)) == 0 &&
+		    failed != failed0)
+			return rp_cli_error(1, "engine pid %d could not write its snapshot: %s",
+					    pid, why);
 		if (stat(path, &now) == 0 && (now.st_ino != before.st_ino ||
 					      now.st_mtim.tv_nsec != before.st_mtim.tv_nsec ||
 					      now.st_mtim.tv_sec != before.st_mtim.tv_sec)) {
@@ -330,6 +338,10 @@ static int cmd_snapshot(int argc, char **argv)
 		}
 		nanosleep(&ms, NULL);
 	}
+	if (why[0] != '\0') /* an older failure: the engine may still be failing */
+		return rp_cli_error(1, "engine pid %d wrote no snapshot to %s within %llu ms "
+				    "(its last failed write: %s)", pid, path,
+				    (unsigned long long)timeout, why);
 	return rp_cli_error(1, "engine pid %d wrote no snapshot to %s within %llu ms", pid,
 			    path, (unsigned long long)timeout);
 }

@@ -14,9 +14,10 @@
  *   - the live socket <snapshot dir>/ringprof-<session>.sock (mode 0600; `ringprof
  *     top`) and, with --prometheus, an HTTP /metrics listener (tools/server/serve.c).
  * The engine announces itself in /dev/shm/ringprof.<session>.engine (its pid, then
- * the snapshot path) and holds a write lock on it while it runs: one consumer per
- * session, enforced by the kernel (lock_marker()). Producers check the lock at exit
- * and `ringprof snapshot` signals only its holder (docs/operations.md).
+ * the snapshot path, then why its last snapshot write failed) and holds a write lock
+ * on it while it runs: one consumer per session, enforced by the kernel
+ * (lock_marker()). Producers check the lock at exit and `ringprof snapshot` signals
+ * only its holder (docs/operations.md).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -61,6 +62,7 @@ struct daemon {
 	struct rp_membuf snap;	/* the snapshot being written */
 	bool writing, again, exiting;
 	unsigned snapshots;
+	unsigned snap_failures;		/* writes that failed, told in the marker */
 	uint64_t snap_started;
 	uint64_t processed;
 	uint64_t ticks;
@@ -185,6 +187,29 @@ static int start_serving(struct daemon *d)
 
 static void write_snapshot(struct daemon *d);
 
+/*
+ * Why the last snapshot write failed, for `ringprof snapshot` to print (it finds no
+ * new file, and only we know why): after the path in the marker, "failures <n>:
+ * <path>: <strerror> (errno <e>)", NUL-terminated; <n> counts failed writes since we
+ * started, so the asker tells a failure of its own request from an older one. A
+ * failure to update the marker is only logged: the snapshot's failure is.
+ */
+static void note_failure(struct daemon *d, int err)
+{
+	char line[PATH_MAX + 128];
+	off_t at = (off_t)(sizeof(struct rp_wire_engine) + strlen(d->snap_path) + 1);
+	int n;
+
+	n = snprintf(line, sizeof(line), "failures %u: %s: %s (errno %d)", ++d->snap_failures,
+		     d->snap_path, strerror(-err), -err);
+	if (n < 0 || (size_t)n >= sizeof(line))
+		n = (int)sizeof(line) - 1;
+	line[n] = '\0';
+	if (d->marker_fd >= 0 && pwrite(d->marker_fd, line, (size_t)n + 1, at) != n + 1)
+		rp_cli_error(0, "/dev/shm%s: cannot record the snapshot failure: %s", d->marker,
+			     strerror(errno));
+}
+
 static void on_written(void *ctx, int res)
 {
 	struct daemon *d = ctx;
@@ -192,8 +217,10 @@ static void on_written(void *ctx, int res)
 	d->writing = false;
 	/* ok: what it holds is safe, a successor counts only what follows */
 	rp_sources_snapshot_written(&d->ss, res >= 0);
-	if (res < 0)
+	if (res < 0) {
 		rp_cli_error(0, "snapshot %s: %s", d->snap_path, strerror(-res));
+		note_failure(d, res);
+	}
 	else if (!d->quiet)
 		fprintf(stderr, "ringprof: snapshot %u written to %s (%zu bytes, %.1f ms)\n",
 			d->snapshots, d->snap_path, d->snap.len,
@@ -230,6 +257,7 @@ static void write_snapshot(struct daemon *d)
 	if (err) {
 		rp_sources_snapshot_written(&d->ss, false);
 		rp_cli_error(0, "snapshot: %s", strerror(-err));
+		note_failure(d, err);
 		if (d->exiting)
 			rp_loop_stop(d->loop);
 		return;
@@ -608,9 +636,25 @@ static int check_dir(const char *dir)
 				    "snapshots; pick another --snapshot-dir", dir,
 				    (unsigned)st.st_uid, (unsigned)geteuid());
 	if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0 && (st.st_mode & S_ISVTX) == 0)
-		return rp_cli_error(1, "%s: writable by others and not sticky: pick another "
-				    "--snapshot-dir", dir);
+		return rp_cli_error(1, "%s: writable by others and not sticky (mode %04o): pick "
+				    "another --snapshot-dir", dir, (unsigned)(st.st_mode & 07777));
 	return 0;
+}
+
+/* A predecessor killed mid-write left its temporary file beside the snapshot; with
+ * the session's lock held, no other engine writes there. Said even with --quiet:
+ * the space was gone until now. */
+static void clean_temps(struct daemon *d)
+{
+	uint64_t bytes;
+	int n = rp_loop_clean_temps(d->snap_path, &bytes);
+
+	if (n > 0)
+		fprintf(stderr, "ringprof: removed %d temporary snapshot file%s of dead "
+			"writers (%llu bytes)\n", n, n == 1 ? "" : "s", (unsigned long long)bytes);
+	else if (n < 0)
+		rp_cli_error(0, "%s: cannot look for stale temporary files: %s", d->snap_path,
+			     strerror(-n));
 }
 
 int rp_cmd_run(int argc, char **argv)
@@ -640,6 +684,8 @@ int rp_cmd_run(int argc, char **argv)
 		return rp_cli_error(1, "out of memory");
 	block_signals(&blocked);
 	err = write_marker(&d);
+	if (err == 0)
+		clean_temps(&d);
 	if (err == 0)
 		err = start(&d, force_poll);
 	if (err == 0)

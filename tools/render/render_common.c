@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
  * What several renderers share, below all of them so that the call graph between the
- * render_*.c files has no cycle: the UTF-8 reader and the JSON string writer (names
- * come from other processes and trace files and may hold any byte), the display
+ * render_*.c files has no cycle: the UTF-8 reader, the JSON string writer and the
+ * escaping of names for a terminal or a line of text (names come from other
+ * processes and trace files and may hold any byte: an ESC would drive the reader's
+ * terminal, a newline would cut a row), the display
  * orders of the functions and of a window's rows (the text and JSON reports, the
  * Prometheus exposition and `top` list names in the same order), and the exact
  * decimal rate. Nothing here calls into another render_*.c file.
@@ -90,6 +92,75 @@ void rp_render_json_str(FILE *out, const char *s)
 			fwrite(s, 1, n, out);
 	}
 	fputc('"', out);
+}
+
+size_t rp_render_safe_char(const char *s, char buf[16], size_t *cols)
+{
+	unsigned char c = (unsigned char)*s, c1 = (unsigned char)s[1];
+	bool valid;
+	size_t n = rp_render_utf8_next(s, &valid);
+
+	if (!valid) {
+		*cols = 1;
+		memcpy(buf, "\xef\xbf\xbd", 4); /* U+FFFD */
+	} else if (c == '\n' || c == '\t' || c == '\r') {
+		*cols = 2;
+		snprintf(buf, 16, "\\%c", c == '\n' ? 'n' : c == '\t' ? 't' : 'r');
+	} else if (c < 0x20 || c == 0x7f) {
+		*cols = 4;
+		snprintf(buf, 16, "\\x%02x", c);
+	} else if (c == 0xc2 && c1 >= 0x80 && c1 <= 0x9f) { /* C1: 0x9b is a CSI */
+		*cols = 8;
+		snprintf(buf, 16, "\\xc2\\x%02x", c1);
+	} else {
+		*cols = 1;
+		memcpy(buf, s, n);
+		buf[n] = '\0';
+	}
+	return n;
+}
+
+size_t rp_render_safe_str(FILE *out, const char *s, size_t room)
+{
+	char buf[16];
+	size_t w = 0, cols;
+
+	for (size_t n; s && *s; s += n) {
+		n = rp_render_safe_char(s, buf, &cols);
+		if (cols > room - w)
+			break;
+		fputs(buf, out);
+		w += cols;
+	}
+	return w;
+}
+
+size_t rp_render_safe_width(const char *s)
+{
+	char buf[16];
+	size_t w = 0, cols;
+
+	for (size_t n; s && *s; s += n) {
+		n = rp_render_safe_char(s, buf, &cols);
+		w += cols;
+	}
+	return w;
+}
+
+char *rp_render_safe_buf(char *dst, size_t cap, const char *s)
+{
+	char buf[16];
+	size_t len = 0, cols;
+
+	dst[0] = '\0';
+	for (size_t n; s && *s; s += n) {
+		n = rp_render_safe_char(s, buf, &cols);
+		if (strlen(buf) >= cap - len)
+			break;
+		memcpy(dst + len, buf, strlen(buf) + 1);
+		len += strlen(buf);
+	}
+	return dst;
 }
 
 /*

@@ -128,9 +128,15 @@ void rp_render_device_text(const struct rp_report *r, FILE *out)
 	for (uint32_t i = 0; i < d->n_ranked; i++) {
 		const struct rp_report_dev_span *s = &d->ranked[i];
 
-		fprintf(out, "  %8.3f %6.2f%% %10.3f %10.3f %3" PRIu32 "  %s%s%s%s\n",
+		fprintf(out, "  %8.3f %6.2f%% %10.3f %10.3f %3" PRIu32 "  ",
 			fin(s->score), 100.0 * fin(s->idle_fraction), ms_signed(s->self_ns),
-			ms(s->dur_ns), s->queue_depth, s->name, s->source[0] ? "  [" : "",
-			s->source, s->source[0] ? "]" : "");
+			ms(s->dur_ns), s->queue_depth);
+		rp_render_safe_str(out, s->name, SIZE_MAX);
+		if (s->source[0]) {
+			fputs("  [", out);
+			rp_render_safe_str(out, s->source, SIZE_MAX);
+			fputc(']', out);
+		}
+		fputc('\n', out);
 	}
 }

@@ -11,7 +11,10 @@
  * files, and the values add up to the report's total self time.
  *
  * A name is written as it is but for the three bytes that would break the format:
- * ';' (the separator), '\n' and '\r' (the line) each become '_'. "[other]" nodes (the
+ * ';' (the separator), '\n' and '\r' (the line) each become '_'; and since folded
+ * files are read in terminals too and names come from other processes, the other
+ * control characters become C escapes and ill-formed UTF-8 U+FFFD, as in the text
+ * report (rp_render_safe_char()). "[other]" nodes (the
  * CCT cap hit) keep their name; a node naming no function (an index out of range)
  * is written "?". Spaces are fine: the readers split at the last one.
  */
@@ -27,9 +30,18 @@ static void put_frame(FILE *out, const struct rp_report *r, uint32_t fn)
 {
 	const struct rp_report_fn *f = rp_render_fn_at(r, fn);
 	const char *s = f && f->name ? f->name : f ? "" : "?";
+	char buf[16];
+	size_t n, cols;
 
-	for (; *s; s++)
-		fputc(*s == ';' || *s == '\n' || *s == '\r' ? '_' : *s, out);
+	for (; *s; s += n) {
+		if (*s == ';' || *s == '\n' || *s == '\r') {
+			fputc('_', out);
+			n = 1;
+			continue;
+		}
+		n = rp_render_safe_char(s, buf, &cols);
+		fputs(buf, out);
+	}
 }
 
 /*

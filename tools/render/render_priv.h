@@ -32,6 +32,28 @@ size_t rp_render_utf8_next(const char *s, bool *valid);
 void rp_render_json_str(FILE *out, const char *s);
 
 /*
+ * rp_render_safe_char() - the character at @s (*s != 0) as printable text on one line,
+ * into @buf (NUL-terminated): '\n', '\t', '\r' as C escapes, the other C0 controls and
+ * DEL as \xNN, the C1 controls (U+0080-U+009F, which terminals may obey: U+009B is a
+ * CSI) as \xc2\xNN, ill-formed UTF-8 as U+FFFD, anything else as is (render_common.c).
+ * @cols: set to the columns it takes (a character counts one).
+ * Return: the bytes of @s it stands for.
+ */
+size_t rp_render_safe_char(const char *s, char buf[16], size_t *cols);
+
+/* rp_render_safe_str() - @s through rp_render_safe_char(), at most @room columns (a
+ * character or escape that would pass them is left out, whole). NULL writes nothing.
+ * Return: the columns written. */
+size_t rp_render_safe_str(FILE *out, const char *s, size_t room);
+
+/* rp_render_safe_width() - the columns rp_render_safe_str() takes for all of @s. */
+size_t rp_render_safe_width(const char *s);
+
+/* rp_render_safe_buf() - @s through rp_render_safe_char() into @dst, cut (whole
+ * characters) to fit @cap > 0 bytes. Return: @dst. */
+char *rp_render_safe_buf(char *dst, size_t cap, const char *s);
+
+/*
  * rp_render_fn_order() - r->fns in display order: cum desc, self desc, then name,
  * category, file, line (render_common.c).
  * Return: a malloc'ed array of r->n_fns pointers into r->fns (the caller frees it),

@@ -60,8 +60,11 @@ void rp_render_steps_text(const struct rp_report *r, FILE *out)
 		"min", "max", "p50", "p95", "p99");
 	for (uint32_t i = 0; i < r->n_steps; i++) {
 		const struct rp_report_step_phase *p = &r->steps[i];
+		char name[21];
 
-		fprintf(out, "  %-20.20s %10" PRIu64, p->name[0] ? p->name : "(none)", p->count);
+		fprintf(out, "  %-20s %10" PRIu64,
+			rp_render_safe_buf(name, sizeof(name), p->name[0] ? p->name : "(none)"),
+			p->count);
 		put_ms(out, mean_ns(p));
 		put_ms(out, p->min_ns);
 		put_ms(out, p->max_ns);

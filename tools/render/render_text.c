@@ -16,8 +16,9 @@
  * ends with "(+N cut by drops)", and the header says what the async expiry closed
  * and the bound it leaves on the concurrency lines.
  *
- * Names are printed so that a row stays one line: control characters as C escapes
- * (\n, \t, \r, \xNN) and ill-formed UTF-8 as U+FFFD (rp_render_utf8_next()).
+ * Names are printed so that a row stays one line and drives no terminal: control
+ * characters as C escapes (\n, \t, \r, \xNN; C1 controls \xc2\xNN) and ill-formed
+ * UTF-8 as U+FFFD (rp_render_safe_char()).
  *
  * Every figure is formatted from integers (nanoseconds split into whole and
  * fractional parts), so the output is exact and the same on every machine; only the
@@ -45,22 +46,7 @@ static const char *str_or_empty(const char *s)
 /* @s on one line, readable: see the top of the file. NULL prints nothing. */
 static void put_name(FILE *out, const char *s)
 {
-	bool valid;
-	size_t n;
-
-	for (; s && *s; s += n) {
-		unsigned char c = (unsigned char)*s;
-
-		n = rp_render_utf8_next(s, &valid);
-		if (!valid)
-			fputs("\xef\xbf\xbd", out); /* U+FFFD */
-		else if (c == '\n' || c == '\t' || c == '\r')
-			fprintf(out, "\\%c", c == '\n' ? 'n' : c == '\t' ? 't' : 'r');
-		else if (c < 0x20 || c == 0x7f)
-			fprintf(out, "\\x%02x", c);
-		else
-			fwrite(s, 1, n, out);
-	}
+	rp_render_safe_str(out, s, SIZE_MAX);
 }
 
 static int cmp_u64_desc(uint64_t a, uint64_t b)
@@ -186,24 +172,7 @@ static void print_losses(FILE *out, const struct rp_report *r)
 /* The columns @s takes once put_name() has escaped it: code points, not bytes. */
 static size_t name_width(const char *s)
 {
-	size_t w = 0;
-	bool valid;
-	size_t n;
-
-	for (; s && *s; s += n) {
-		unsigned char c = (unsigned char)*s;
-
-		n = rp_render_utf8_next(s, &valid);
-		if (!valid || c >= 0x80)
-			w += 1; /* one U+FFFD or one character */
-		else if (c == '\n' || c == '\t' || c == '\r')
-			w += 2;
-		else if (c < 0x20 || c == 0x7f)
-			w += 4;
-		else
-			w += 1;
-	}
-	return w;
+	return rp_render_safe_width(s);
 }
 
 /* The label of conc[i]: "overall", "roots", then the category's own name. */

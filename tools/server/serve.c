@@ -553,7 +553,9 @@ void rp_serve_tick(struct rp_serve *s)
 
 /* --- opening --- */
 
-/* Refuse a directory another user could swap the socket in. */
+/* Refuse a directory another user could swap the socket in: as for the snapshots
+ * (docs/operations.md), ours or root's, and not writable by others unless sticky
+ * (like /tmp: there only the socket's owner may remove or rename it). */
 static int check_dir(const char *path, char why[RP_WHY_MAX])
 {
 	char dir[PATH_MAX];
@@ -570,9 +572,11 @@ static int check_dir(const char *path, char why[RP_WHY_MAX])
 		snprintf(why, RP_WHY_MAX, "%.100s: %s", dir, strerror(errno));
 		return -errno;
 	}
-	if (st.st_uid != geteuid() || (st.st_mode & 022) != 0) {
-		snprintf(why, RP_WHY_MAX, "%.100s: not ours alone (owner %u, mode %03o)", dir,
-			 (unsigned)st.st_uid, (unsigned)(st.st_mode & 0777));
+	if ((st.st_uid != geteuid() && st.st_uid != 0) ||
+	    ((st.st_mode & 022) != 0 && (st.st_mode & S_ISVTX) == 0)) {
+		snprintf(why, RP_WHY_MAX, "%.80s: not ours or root's, or shared and not sticky "
+			 "(owner %u, mode %04o)", dir, (unsigned)st.st_uid,
+			 (unsigned)(st.st_mode & 07777));
 		return -EPERM;
 	}
 	return 0;

@@ -39,6 +39,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "render_priv.h" /* rp_render_safe_*: names may hold ESC and bad UTF-8 */
 #include "serve.h"
 #include "snapshot.h"
 
@@ -227,17 +228,12 @@ static int row_cmp(const void *a, const void *b)
 	return strcmp(x->fn->name ? x->fn->name : "", y->fn->name ? y->fn->name : "");
 }
 
-/* A name on one line: control characters as '?', cut to @room columns (UTF-8 aware:
- * a continuation byte takes no column). */
+/* A name on one line, cut to @room columns: control characters escaped and bad
+ * UTF-8 as U+FFFD (rp_render_safe_char()), so that a name from a producer or a trace
+ * file cannot drive the terminal. */
 static void put_cut(FILE *out, const char *s, int room)
 {
-	for (int col = 0; s && *s; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		if ((c & 0xc0) != 0x80 && col++ >= room)
-			break;
-		fputc(c < 0x20 || c == 0x7f ? '?' : c, out);
-	}
+	rp_render_safe_str(out, s, room > 0 ? (size_t)room : 0);
 }
 
 /* Does @s contain @needle, ignoring ASCII case? An empty needle matches all. */
@@ -301,6 +297,7 @@ static void header(const struct top *t, FILE *out)
 	const struct rp_report *r = &t->cur;
 	uint64_t span = r->t_last > r->t_first ? r->t_last - r->t_first : 0, caps = 0;
 	const struct rp_report_window *w = window_of(t);
+	char wname[48];
 
 	for (int k = 0; k < RP_ANOM_KIND_COUNT; k++)
 		if (strstr(rp_anomaly_names[k], "_cap") != NULL)
@@ -327,7 +324,8 @@ static void header(const struct top *t, FILE *out)
 		"dropped %" PRIu64 "   late %" PRIu64 "   truncated %" PRIu64 "   caps hit %" PRIu64
 		"   sources %" PRIu32 "\nwindow %s   sort %s   view %s%s",
 		r->dropped, r->late, r->truncated, caps, r->n_sources,
-		w ? (w->name ? w->name : "?") : "all", sort_names[t->sort], view_names[t->view],
+		rp_render_safe_buf(wname, sizeof(wname), w ? (w->name ? w->name : "?") : "all"),
+		sort_names[t->sort], view_names[t->view],
 		t->filter[0] ? "   filter " : "");
 	put_cut(out, t->filter, 40);
 	fputc('\n', out);
@@ -351,12 +349,14 @@ static void conc_lines(const struct top *t, FILE *out)
 	const struct rp_report_window *w = window_of(t);
 	const struct rp_report_conc *c = w && w->n_conc ? w->conc : t->cur.conc;
 	uint32_t n = w && w->n_conc ? w->n_conc : t->cur.n_conc;
+	char name[48];
 
 	for (uint32_t i = 0; i < n && i < 2; i++) /* "now" from the all-time rows */
 		fprintf(out,
 			"concurrency %-7s now %" PRIu32 "  p50 %" PRIu32 "  p90 %" PRIu32
 			"  p99 %" PRIu32 "  max %" PRIu32 "  mean %" PRIu64 ".%03" PRIu64 "\n",
-			c[i].name ? c[i].name : "?", i < t->cur.n_conc ? t->cur.conc[i].now : 0,
+			rp_render_safe_buf(name, sizeof(name), c[i].name ? c[i].name : "?"),
+			i < t->cur.n_conc ? t->cur.conc[i].now : 0,
 			c[i].p50, c[i].p90, c[i].p99, c[i].max, c[i].mean_milli / 1000,
 			c[i].mean_milli % 1000);
 	if (n == 0)
@@ -487,7 +487,7 @@ static uint32_t threads_view(const struct top *t, FILE *out, uint32_t first, uns
 	for (uint32_t i = 0; i < rec->n_tracks; i++) {
 		const struct rp_report_rtrack *k = &rec->tracks[v[i].track];
 		const char *name = v[i].top_fn < r->n_fns ? r->fns[v[i].top_fn].name : "?";
-		char label[40], pid[16];
+		char label[40], pid[16], safe[24];
 
 		if (v[i].spans == 0 || (!matches(name, t->filter) && !matches(k->tid, t->filter)))
 			continue;
@@ -496,11 +496,12 @@ static uint32_t threads_view(const struct top *t, FILE *out, uint32_t first, uns
 		if (k->kind == 2)
 			snprintf(label, sizeof(label), "request %" PRIu64, k->id);
 		else if (k->tid && k->tid[0])
-			snprintf(label, sizeof(label), "tid %.20s", k->tid);
+			snprintf(label, sizeof(label), "tid %s",
+				 rp_render_safe_buf(safe, 21, k->tid));
 		else
 			snprintf(label, sizeof(label), "thread %" PRIu64, k->id);
 		if (k->pid && k->pid[0])
-			snprintf(pid, sizeof(pid), "%.15s", k->pid);
+			rp_render_safe_buf(pid, sizeof(pid), k->pid);
 		else if (k->source < r->n_sources && r->sources[k->source].pid > 0)
 			snprintf(pid, sizeof(pid), "%" PRId32, r->sources[k->source].pid);
 		else
@@ -580,9 +581,12 @@ static void steps(const struct top *t, FILE *out, unsigned room)
 
 	for (uint32_t i = 0; i < r->n_steps && i < room; i++) {
 		const struct rp_report_step_phase *p = &r->steps[i];
+		char name[48];
 
 		fprintf(out, "%ssteps %-10s n %-8" PRIu64 " p50", i ? "" : "\n",
-			p->name && p->name[0] ? p->name : "(none)", p->count);
+			rp_render_safe_buf(name, sizeof(name),
+					   p->name && p->name[0] ? p->name : "(none)"),
+			p->count);
 		ms(out, p->p50_ns, 10);
 		fputs(" p95", out);
 		ms(out, p->p95_ns, 10);
