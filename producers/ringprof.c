@@ -995,10 +995,12 @@ void rp_shutdown(void)
 		shm_unlink(proc.path); /* asked for: no engine, nothing kept */
 	} else if (!running) {
 		/* Kept for an engine that does not run: only what it needs, and a bounded
-		 * number of such segments, so repeated runs cannot fill /dev/shm. This
-		 * thread is done too (what it records from here on is counted as
-		 * dropped), so its ring is given back with the others'. */
-		if (rp_thread_state.hdr == h)
+		 * number of such segments, so repeated runs cannot fill /dev/shm. With
+		 * no consumer alive either, this thread is done too (what it records
+		 * from here on is counted as dropped), so its ring is given back with
+		 * the others'. */
+		if (rp_thread_state.hdr == h &&
+		    (consumer == 0 || (kill(consumer, 0) < 0 && errno == ESRCH)))
 			retire_thread(&rp_thread_state);
 		release_unused(h);
 		cap_kept(h->session);

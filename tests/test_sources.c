@@ -577,6 +577,78 @@ static void test_sources_refused_segments_are_shown(void **state)
 	shm_unlink(foreign);
 }
 
+static pid_t dead_pid(void)
+{
+	pid_t pid = fork();
+
+	if (pid == 0)
+		_exit(0);
+	assert_int_equal(waitpid(pid, NULL, 0), pid);
+	return pid;
+}
+
+/* @name made a malformed segment (junk where the header should be). */
+static void junk_segment(const char *name)
+{
+	uint64_t junk[512] = { UINT64_C(0x1122334455667788) };
+	int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
+
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, junk, sizeof(junk)), sizeof(junk));
+	close(fd);
+}
+
+/* Issue 20: refused segments are removed once their producer is gone (they used to
+ * stay for ever, eating /dev/shm), never while it lives; counted, and said. */
+static void test_sources_refused_segments_removed_when_dead(void **state)
+{
+	char dead[96], live[96], foreign[96];
+	const char *sess = getenv("RINGPROF_SESSION");
+	pid_t gone = dead_pid(), alive = fork();
+	uint64_t removed = 1;
+	int fd;
+
+	(void)state;
+	if (alive == 0) {
+		pause();
+		_exit(0);
+	}
+	snprintf(dead, sizeof(dead), RP_WIRE_NAME_FMT ".0", sess, (int)gone);
+	snprintf(live, sizeof(live), RP_WIRE_NAME_FMT ".0", sess, (int)alive);
+	snprintf(foreign, sizeof(foreign), RP_WIRE_NAME_FMT ".1", sess, (int)gone);
+	junk_segment(dead);
+	junk_segment(live);
+	rp_init();
+	fd = shm_open(foreign, O_RDWR | O_CREAT | O_EXCL, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, rp_segment_header(), 4096), 4096);
+	if (fchown(fd, 65534, 65534) == 0)
+		removed = 2; /* root: another uid's, stale: removed too */
+	close(fd);
+	open_engine();
+	log_lines[0] = '\0';
+	ss.log = log_capture;
+	rp_sources_scan(&ss);
+	assert_int_equal(ss.refused_removed, removed);
+	assert_false(exists(dead));
+	assert_true(exists(live)); /* its producer lives: never removed */
+	assert_int_equal(exists(foreign), removed == 1);
+	kill(alive, SIGKILL);
+	assert_int_equal(waitpid(alive, NULL, 0), alive);
+	rp_sources_scan(&ss); /* looked at again: now gone */
+	assert_false(exists(live));
+	assert_int_equal(ss.refused_removed, removed + 1);
+	{
+		char want[160];
+
+		snprintf(want, sizeof(want), "%s: refused, and its producer is gone: removed", live);
+		if (strstr(log_lines, want) == NULL)
+			fail_msg("no \"%s\" in:\n%s", want, log_lines);
+	}
+	close_engine();
+	shm_unlink(foreign);
+}
+
 int main(void)
 {
 	/* The default exit path is under test here, not the suite's cleanup mode. */
@@ -593,6 +665,7 @@ int main(void)
 		cmocka_unit_test(test_sources_records_after_exit_mark_kept),
 		cmocka_unit_test(test_sources_accounting_under_drops),
 		cmocka_unit_test(test_sources_refused_segments_are_shown),
+		cmocka_unit_test(test_sources_refused_segments_removed_when_dead),
 	};
 
 	setenv("RINGPROF_CLOCK", "monotonic", 1);
