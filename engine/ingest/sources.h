@@ -30,7 +30,10 @@
  *
  * Tracks: a thread track is (ring, owner generation), so a ring reused by another
  * thread starts a new track; a retired, drained ring or a replaced generation closes
- * its track, open spans counted as truncated.
+ * its track, open spans counted as truncated. In a 1.2 segment a record's generation
+ * is the one its ring's owner marks (RP_EV_THREAD) say: a thread may take over a
+ * retired ring undrained, and the old owner's track closes at the mark (its spans
+ * lost if the mark says it lost records, else truncated).
  *
  * Ends: a producer that exited normally is closed once its rings are drained; a dead
  * one (pidfd readable, or its pid gone) is drained, its open spans closed as
