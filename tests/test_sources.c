@@ -138,6 +138,50 @@ static void test_sources_ring_reuse_is_a_new_track(void **state)
 	close_engine();
 }
 
+static void *thread_pattern_now(void *arg)
+{
+	(void)arg;
+	emit_pattern(rp_now());
+	return NULL;
+}
+
+/* Issue 20, part 4: with no ring free or drained, a new thread takes a retired ring
+ * over undrained, after an owner mark that tells the engine whose records are whose:
+ * 3 threads a ring, read in one drain, every span exact, every track closed. */
+static void test_sources_takeover_keeps_every_thread(void **state)
+{
+	struct rp_wire_header *h;
+	struct rp_report r;
+	const unsigned n = 24;
+	uint64_t noring0, claims0;
+
+	(void)state;
+	rp_init();
+	h = rp_segment_header();
+	open_engine();
+	rp_sources_scan(&ss);
+	rp_sources_drain(&ss, UINT64_MAX);
+	noring0 = h->noring_dropped;
+	claims0 = h->rings_claimed;
+	for (unsigned i = 0; i < n; i++)
+		on_thread(thread_pattern_now, NULL); /* no drain in between */
+	assert_int_equal(h->noring_dropped, noring0);
+	assert_int_equal(h->rings_claimed - claims0, n);
+	rp_sources_drain(&ss, UINT64_MAX);
+	report(&r);
+	assert_int_equal(fn(&r, "a")->calls, n);
+	assert_int_equal(fn(&r, "a")->self_ns, 70 * n);
+	assert_int_equal(fn(&r, "b")->calls, 2 * n);
+	assert_int_equal(fn(&r, "b")->cum_ns, 30 * n);
+	assert_int_equal(r.truncated, 0);
+	for (unsigned k = 0; k < RP_ANOM_KIND_COUNT; k++)
+		if (r.anomalies[k] != 0 && k != RP_ANOM_RESTART_GAP) /* earlier tests' engines */
+			fail_msg("%s: %llu", rp_anomaly_names[k], (unsigned long long)r.anomalies[k]);
+	assert_int_equal(eng->tracks.live, 0); /* every owner's track closed */
+	rp_report_free(&r);
+	close_engine();
+}
+
 /* Instants at base, base + 1, ... on this thread's ring. */
 struct run_arg {
 	uint64_t base, n;
@@ -656,6 +700,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_sources_exact_statistics),
 		cmocka_unit_test(test_sources_ring_reuse_is_a_new_track),
+		cmocka_unit_test(test_sources_takeover_keeps_every_thread),
 		cmocka_unit_test(test_sources_watermark_and_late),
 		cmocka_unit_test(test_sources_final_drain_takes_all),
 		cmocka_unit_test(test_sources_in_place_merge_exactly),
