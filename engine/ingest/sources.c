@@ -549,11 +549,11 @@ static void owner_mark(struct rp_sources *ss, struct rp_live *l, uint32_t ring,
 static inline __attribute__((always_inline)) void process(struct rp_sources *ss, struct rp_live *l,
 							uint32_t ring, struct rp_bev *b)
 {
-	if (__builtin_expect(b->ev.kind == RP_EV_THREAD, 0) && l->marks) {
-		owner_mark(ss, l, ring, b);
-		return;
-	}
 	if (__builtin_expect(b->gen != l->buf[ring].trk, 0)) { /* a new owner's first record */
+		if (b->ev.kind == RP_EV_THREAD && l->marks) { /* (a mark's gen is new) */
+			owner_mark(ss, l, ring, b);
+			return;
+		}
 		close_track(ss, l, ring);
 		l->buf[ring].trk = b->gen;
 	}
@@ -674,6 +674,10 @@ static void copy_ring(struct rp_sources *ss, struct rp_live *l, uint32_t ring, b
 	if (info.gen != b->gen_now && info.tid > 0)
 		label_track(ss, l, ring, info.gen, info.tid);
 	b->gen_now = info.gen;
+	/* (an owner mark taken as the look-ahead moved `cur` past the record at the
+	 * head, which is read again below: back before it) */
+	if (b->look_ok && b->look.ev.kind == RP_EV_THREAD && l->marks)
+		b->cur = b->look.gen - 1;
 	if (!l->marks)
 		b->cur = info.gen;
 	else if (info.gen != b->cur)
