@@ -9,7 +9,10 @@
  *    a ring are counted (nospace_dropped, rings_nospace: the oracle is the claim
  *    arithmetic), events read + dropped == emitted, and stderr says it once;
  *  - 20 runs of the 4-thread demo with no engine, then a 24-thread flood, then the
- *    demo again: every run exits 0, and at most RINGPROF_KEEP_MAX segments stay.
+ *    demo again: every run exits 0, and at most RINGPROF_KEEP_MAX segments stay;
+ *  - a real engine (`ringprof run`) and an 8-thread flood in a /dev/shm with room
+ *    for one ring: events + dropped == emitted in its snapshot, the no-space
+ *    counters in the source's row (json) and said in the text report.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -20,6 +23,8 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/wait.h>
+#include <time.h>
+#include <yajl/yajl_tree.h>
 
 #include "support.h"
 
@@ -27,7 +32,7 @@
 #define FLOOD	300000u		/* records per thread: 2.3 rings' worth */
 #define RETRY	1024u		/* a thread with no ring claims again every 1024 events */
 
-static char demo[600];
+static char demo[600], bin[600];
 
 /* Bytes free in /dev/shm. */
 static uint64_t shm_free(void)
@@ -188,6 +193,77 @@ static void test_nospace_repeated_runs_without_engine(void **state)
 				    "--quiet --threads 4 --duration 0.2 --rate 300 "
 				    "--time-scale 0.05 >/dev/null 2>&1", sess, demo), 0);
 	assert_true(segments(sess) <= 8);
+	rp_test_sh(NULL, NULL, "rm -f /dev/shm/ringprof.%s.*", sess);
+}
+
+static uint64_t json_u64(yajl_val v, const char *key)
+{
+	const char *path[] = { key, NULL };
+	yajl_val x = yajl_tree_get(v, path, yajl_t_number);
+
+	assert_non_null(x);
+	return strtoull(YAJL_GET_NUMBER(x), NULL, 10);
+}
+
+static void test_nospace_engine_counts_every_event(void **state)
+{
+	const char *sess = "t_nospace_eng";
+	const char *spath[] = { "sources", NULL };
+	char dir[64] = "/tmp/rp_nospace_XXXXXX", filler[64], *out, *path, *json, err[256];
+	struct timespec ms = { 0, 10000000 };
+	unsigned long long emitted = 0;
+	uint64_t events = 0, dropped = 0, nospace = 0, claims = 0;
+	yajl_val root, src;
+	pid_t eng;
+	int st;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	eng = fork();
+	if (eng == 0) {
+		execl(bin, "ringprof", "run", "--session", sess, "--snapshot-dir", dir, "--quiet",
+		      (char *)NULL);
+		_exit(127);
+	}
+	for (int i = 0; i < 500 && rp_test_sh(NULL, NULL, "%s snapshot --session %s "
+					      ">/dev/null 2>&1", bin, sess) != 0; i++)
+		nanosleep(&ms, NULL);
+	fill_shm(filler, UINT64_C(6) << 20); /* the segment's 1.7 MB and one ring */
+	assert_int_equal(rp_test_sh(&out, NULL, "RINGPROF_SESSION=%s RINGPROF_NO_ENGINE= %s "
+				    "--quiet --threads 8 --no-sleep --duration 0.5", sess, demo), 0);
+	unlink(filler);
+	assert_int_equal(sscanf(out, "emitted: %llu", &emitted), 1);
+	free(out);
+	assert_int_equal(rp_test_sh(&path, NULL, "%s snapshot --session %s", bin, sess), 0);
+	path[strcspn(path, "\n")] = '\0';
+	assert_int_equal(rp_test_sh(&json, NULL, "%s report %s --format json", bin, path), 0);
+	root = yajl_tree_parse(json, err, sizeof(err));
+	assert_non_null(root);
+	src = yajl_tree_get(root, spath, yajl_t_array);
+	for (size_t i = 0; i < YAJL_GET_ARRAY(src)->len; i++) {
+		yajl_val s = YAJL_GET_ARRAY(src)->values[i];
+
+		events += json_u64(s, "events");
+		dropped += json_u64(s, "dropped");
+		nospace += json_u64(s, "nospace_dropped");
+		claims += json_u64(s, "rings_nospace");
+	}
+	print_message("    emitted %llu: events %llu, dropped %llu (%llu for want of room, %llu "
+		      "claims refused)\n", emitted, (unsigned long long)events,
+		      (unsigned long long)dropped, (unsigned long long)nospace,
+		      (unsigned long long)claims);
+	assert_int_equal(events + dropped, emitted);
+	assert_true(claims > 0 && nospace > 0 && nospace <= dropped);
+	assert_int_equal(rp_test_sh(&out, NULL, "%s report %s", bin, path), 0);
+	assert_non_null(strstr(out, "no room in /dev/shm:"));
+	free(out);
+	yajl_tree_free(root);
+	free(json);
+	free(path);
+	kill(eng, SIGTERM);
+	assert_int_equal(waitpid(eng, &st, 0), eng);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	rp_test_sh(NULL, NULL, "rm -rf %s", dir);
 }
 
 /* Re-executes this binary in a private mount namespace over a 64 MB tmpfs. */
@@ -216,6 +292,7 @@ int main(int argc, char **argv)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_nospace_flooding_threads_exit_cleanly),
 		cmocka_unit_test(test_nospace_repeated_runs_without_engine),
+		cmocka_unit_test(test_nospace_engine_counts_every_event),
 	};
 	const char *b = getenv("RP_BIN_DIR");
 
@@ -223,5 +300,6 @@ int main(int argc, char **argv)
 	if (getenv("RP_NOSPACE_INNER") == NULL)
 		return enter_namespace(argv);
 	snprintf(demo, sizeof(demo), "%s/ringprof-demo", b ? b : "../tools");
+	snprintf(bin, sizeof(bin), "%s/ringprof", b ? b : "../tools");
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
