@@ -182,6 +182,91 @@ static void test_sources_takeover_keeps_every_thread(void **state)
 	close_engine();
 }
 
+static void *lose_after_span(void *arg)
+{
+	uint32_t a = rp_intern("a", "FUNCTION", "x.c", 1), tick = rp_intern("tick", NULL, NULL, 0);
+
+	(void)arg;
+	for (int i = 0; i < 5; i++)
+		rp_instant(tick);
+	rp_begin(a);
+	for (int i = 0; i < 20; i++) /* 9 fit in a 16-slot ring, 11 are lost */
+		rp_instant(tick);
+	return NULL; /* exits with `a` open and records lost after it */
+}
+
+static void *one_b(void *arg)
+{
+	uint32_t b = rp_intern("b", "LLM", NULL, 0);
+	uint64_t t = rp_now();
+
+	(void)arg;
+	rp_emit_at(t + 10, RP_EV_BEGIN, 0, b, 0, 0);
+	rp_emit_at(t + 40, RP_EV_END, 0, b, 0, 0);
+	return NULL;
+}
+
+/* The child of test_sources_takeover_carries_prev_lost, a fresh process (a fork
+ * child would keep this one's geometry): one 16-slot ring; the first thread fills it
+ * and loses records after its last span record; a reader here frees 5 slots; the
+ * second thread takes the ring over undrained. The segment stays (RINGPROF_KEEP). */
+static int prev_lost_child(void)
+{
+	struct rp_event ev[5];
+	struct rp_segment *s;
+	char why[RP_WHY_MAX];
+	pthread_t th;
+
+	if (rp_init() != 0)
+		return 1;
+	pthread_create(&th, NULL, lose_after_span, NULL);
+	pthread_join(th, NULL);
+	if (rp_segment_attach(rp_segment_header(), rp_segment_header()->segment_size, &s, why) !=
+		    0 ||
+	    rp_segment_drain(s, 0, ev, 5, NULL) != 5)
+		return 2;
+	rp_test_ring(s, 0)->snap_head = rp_test_ring(s, 0)->ring.c_head; /* read: no gap */
+	pthread_create(&th, NULL, one_b, NULL);
+	pthread_join(th, NULL);
+	return rp_dropped() == 11 && rp_test_ring(s, 0)->gen == 2 ? 0 : 3;
+}
+
+/* The owner mark carries the old owner's loss (RP_THREAD_PREV_LOST): a span it left
+ * open is lost (drop_lost), not truncated, and the new owner's spans are exact; the
+ * engine reads the ring after the child is gone. */
+static void test_sources_takeover_carries_prev_lost(void **state)
+{
+	struct rp_report r;
+	int status;
+	pid_t pid = fork();
+
+	(void)state;
+	if (pid == 0) {
+		setenv("RINGPROF_RINGS", "1", 1);
+		setenv("RINGPROF_RING_EVENTS", "16", 1);
+		setenv("RINGPROF_KEEP", "1", 1);
+		execl("/proc/self/exe", "test_sources", "--prev-lost-child", (char *)NULL);
+		_exit(127);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	open_engine();
+	rp_sources_scan(&ss);
+	rp_sources_drain(&ss, UINT64_MAX);
+	report(&r);
+	for (uint32_t i = 0; i < r.n_sources; i++)
+		if (r.sources[i].pid == pid) {
+			assert_int_equal(r.sources[i].events, 10 + 2); /* a, 9 ticks; b's two */
+			assert_int_equal(r.sources[i].dropped, 11);
+			assert_int_equal(r.sources[i].anomalies[RP_ANOM_DROP_LOST], 1);
+			assert_int_equal(r.sources[i].truncated, 0);
+		}
+	assert_int_equal(fn(&r, "b")->calls, 1);
+	assert_int_equal(fn(&r, "b")->cum_ns, 30);
+	rp_report_free(&r);
+	close_engine();
+}
+
 /* Instants at base, base + 1, ... on this thread's ring. */
 struct run_arg {
 	uint64_t base, n;
@@ -693,14 +778,17 @@ static void test_sources_refused_segments_removed_when_dead(void **state)
 	shm_unlink(foreign);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+	if (argc == 2 && strcmp(argv[1], "--prev-lost-child") == 0)
+		return prev_lost_child();
 	/* The default exit path is under test here, not the suite's cleanup mode. */
 	unsetenv("RINGPROF_NO_ENGINE");
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_sources_exact_statistics),
 		cmocka_unit_test(test_sources_ring_reuse_is_a_new_track),
 		cmocka_unit_test(test_sources_takeover_keeps_every_thread),
+		cmocka_unit_test(test_sources_takeover_carries_prev_lost),
 		cmocka_unit_test(test_sources_watermark_and_late),
 		cmocka_unit_test(test_sources_final_drain_takes_all),
 		cmocka_unit_test(test_sources_in_place_merge_exactly),
