@@ -216,6 +216,7 @@ static int prev_lost_child(void)
 	struct rp_segment *s;
 	char why[RP_WHY_MAX];
 	pthread_t th;
+	bool ok;
 
 	if (rp_init() != 0)
 		return 1;
@@ -228,7 +229,9 @@ static int prev_lost_child(void)
 	rp_test_ring(s, 0)->snap_head = rp_test_ring(s, 0)->ring.c_head; /* read: no gap */
 	pthread_create(&th, NULL, one_b, NULL);
 	pthread_join(th, NULL);
-	return rp_dropped() == 11 && rp_test_ring(s, 0)->gen == 2 ? 0 : 3;
+	ok = rp_dropped() == 11 && rp_test_ring(s, 0)->gen == 2;
+	rp_segment_close(s);
+	return ok ? 0 : 3;
 }
 
 /* The owner mark carries the old owner's loss (RP_THREAD_PREV_LOST): a span it left
