@@ -15,6 +15,7 @@
  * the child's segment starts with a copy of the parent's name table, so ids cached
  * by the program before fork() stay valid in the child.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -41,9 +42,19 @@
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23
 #endif
+#ifndef FALLOC_FL_KEEP_SIZE
+#define FALLOC_FL_KEEP_SIZE 0x01
+#endif
+#ifndef FALLOC_FL_PUNCH_HOLE
+#define FALLOC_FL_PUNCH_HOLE 0x02
+#endif
 
 __thread struct rp_thread rp_thread_state __attribute__((tls_model("initial-exec")));
 uint32_t rp_clock_source;
+
+/* This thread has no ring because /dev/shm had no room for one: its drops are
+ * nospace_dropped too, until a claim succeeds. */
+static __thread uint8_t nospace __attribute__((tls_model("initial-exec")));
 
 enum proc_state { PROC_NEW, PROC_ON, PROC_OFF };
 
@@ -63,13 +74,18 @@ static struct {
 	struct rp_wire_header *inherited; /* after fork: the parent's segment */
 	bool shut;
 	char path[96];
+	int fd;				/* the segment's file: pages are reserved with
+					   fallocate at claim time (reserve()); -1 none */
+	bool names_frozen;		/* exit released the name table's free pages */
 	struct rp_clock_cfg clock;
 	uint32_t exit_wait_ms;
+	uint32_t keep_max;		/* RINGPROF_KEEP_MAX: kept segments per session */
 	bool keep;
 	bool discard;			/* RINGPROF_NO_ENGINE=discard */
 } proc = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
 	.once = PTHREAD_ONCE_INIT,
+	.fd = -1,
 };
 
 /* One line on stderr, once per process, so the host program is told but not
@@ -143,6 +159,7 @@ static bool read_config(struct rp_layout_cfg *cfg, char *session)
 	cfg->arena_size = env_u64("RINGPROF_NAME_BYTES", 1u << 20, 64, RP_WIRE_MAX_ARENA);
 	proc.exit_wait_ms = (uint32_t)env_u64("RINGPROF_EXIT_WAIT_MS", 250, 0, 600000);
 	proc.keep = env_u64("RINGPROF_KEEP", 0, 0, 1) == 1;
+	proc.keep_max = (uint32_t)env_u64("RINGPROF_KEEP_MAX", 8, 0, 4096);
 	s = getenv("RINGPROF_NO_ENGINE");
 	proc.discard = s != NULL && strcmp(s, "discard") == 0;
 	s = getenv("RINGPROF_CLOCK");
@@ -191,12 +208,50 @@ static void fill_header(struct rp_wire_header *h, const struct rp_layout *l,
 	}
 }
 
+/*
+ * Allocates the file's pages in [off, off + len) now, so that no later store to them
+ * can fault: a tmpfs page is otherwise allocated at its first touch, and with
+ * /dev/shm full that touch is a SIGBUS in the host. tmpfs undoes the pages a failed
+ * fallocate allocated, so a refusal leaves nothing charged. EINTR (a signal during a
+ * large allocation) is retried; a file system without fallocate (not tmpfs) leaves
+ * the pages to their first touch, as before. @return 0 or -errno.
+ */
+static int reserve(int fd, uint64_t off, uint64_t len)
+{
+	for (int i = 0; i < 16; i++) {
+		if (fallocate(fd, 0, (off_t)off, (off_t)len) == 0)
+			return 0;
+		if (errno == EOPNOTSUPP)
+			return 0;
+		if (errno != EINTR)
+			return -errno;
+	}
+	return -EINTR;
+}
+
+/* Gives back the file's whole pages inside [off, off + len) (they read as zeros). */
+static void release(int fd, uint64_t off, uint64_t len)
+{
+	uint64_t lo = (off + 4095) & ~UINT64_C(4095), hi = (off + len) & ~UINT64_C(4095);
+
+	if (hi > lo)
+		fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)lo,
+			  (off_t)(hi - lo));
+}
+
+/* Sizes the file, reserves what is written without a claim (the header and ring
+ * descriptors, the name table and arena; the rings' pages come with their claims),
+ * maps it. */
 static int map_segment(int fd, const struct rp_layout *l, struct rp_wire_header **out)
 {
 	void *p;
+	int err;
 
 	if (ftruncate(fd, (off_t)l->segment_size) < 0)
 		return -errno;
+	if ((err = reserve(fd, 0, l->ring_data_offset)) != 0 ||
+	    (err = reserve(fd, l->name_table_offset, l->segment_size - l->name_table_offset)) != 0)
+		return err;
 	p = mmap(NULL, l->segment_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (p == MAP_FAILED)
 		return -errno;
@@ -345,14 +400,19 @@ static int create_segment(void)
 	else
 		rp_clock_calibrate(&proc.clock, &clk);
 	proc.clk = clk;
+	if (proc.fd >= 0) { /* a fork child: the parent's file is not ours to reserve in */
+		close(proc.fd);
+		proc.fd = -1;
+	}
 	if ((err = create_shm(session, &fd)) != 0)
 		return err;
 	err = map_segment(fd, &proc.lay, &h);
-	close(fd);
 	if (err) {
+		close(fd);
 		shm_unlink(proc.path);
 		return err;
 	}
+	proc.fd = fd; /* kept (close-on-exec) for the rings' reservations */
 	fill_header(h, &proc.lay, session, &clk);
 	proc.hdr = h;
 	if (proc.inherited != NULL)
@@ -392,7 +452,10 @@ int rp_init(void)
 	pthread_mutex_lock(&proc.lock);
 	if (proc.state == PROC_NEW) {
 		err = create_segment();
-		if (err < 0)
+		if (err == -ENOSPC || err == -ENOMEM)
+			say("cannot create the shared-memory segment %s: /dev/shm is full; recording "
+			    "is off (see docs/operations.md, /dev/shm space)", proc.path);
+		else if (err < 0)
 			say("cannot create the shared-memory segment %s: %s; recording is off",
 			    proc.path, strerror(-err));
 		if (err != 0)
@@ -426,7 +489,7 @@ uint32_t rp_intern(const char *name, const char *category, const char *file, uin
 		}
 	}
 	id = proc.nnames;
-	if (id >= proc.lay.name_capacity)
+	if (id >= proc.lay.name_capacity || proc.names_frozen)
 		goto full;
 	struct rp_wire_name *e = &proc.names[id];
 	uint64_t mark = proc.arena_used;
@@ -455,43 +518,128 @@ static bool ring_drained(const struct rp_wire_ring *r)
 	       __atomic_load_n(&r->ring.p_tail, __ATOMIC_RELAXED);
 }
 
-/* Claims a free ring, or a retired one the consumer has drained; -1 if none. */
-static int claim_ring(struct rp_wire_header *h)
+/* Records a retired ring can still take (its owner is gone: only the consumer moves
+ * it, and only towards more room); 0 when full or when c_head is implausible. */
+static uint32_t ring_room(const struct rp_wire_ring *r)
 {
-	for (uint32_t i = 0; i < proc.lay.ring_count; i++) {
-		struct rp_wire_ring *r = rp_layout_ring(&proc.lay, h, i);
-		uint32_t st = __atomic_load_n(&r->state, __ATOMIC_RELAXED);
+	uint32_t mask = proc.lay.ring_capacity - 1;
+	uint32_t used = __atomic_load_n(&r->ring.p_tail, __ATOMIC_RELAXED) -
+			__atomic_load_n(&r->ring.c_head, __ATOMIC_ACQUIRE);
 
-		if (st == RP_RING_ACTIVE || (st == RP_RING_RETIRED && !ring_drained(r)))
-			continue;
-		/* Acquire: the previous owner's stores and the consumer's c_head before
-		 * we take over the ring. */
-		if (__atomic_compare_exchange_n(&r->state, &st, RP_RING_ACTIVE, false,
-						__ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
-			return (int)i;
+	return used < mask ? mask - used : 0;
+}
+
+/*
+ * Claims a ring: a free one, or a retired one the consumer has drained (as 1.1 did);
+ * failing those, the retired ring with the most room, undrained (*over: a take-over,
+ * whose records start with an owner mark, setup_thread()), so that thread churn
+ * loses nothing while an engine lags or none runs. *prev: the state it had.
+ * @return its index, or -1 if every ring is owned or full.
+ */
+static int claim_ring(struct rp_wire_header *h, uint32_t *prev, bool *over)
+{
+	for (int pass = 0; pass < 4; pass++) {
+		uint32_t best_room = 0;
+		int best = -1;
+
+		for (uint32_t i = 0; i < proc.lay.ring_count; i++) {
+			struct rp_wire_ring *r = rp_layout_ring(&proc.lay, h, i);
+			uint32_t st = __atomic_load_n(&r->state, __ATOMIC_RELAXED), room;
+
+			if (st == RP_RING_ACTIVE)
+				continue;
+			if (st == RP_RING_FREE || ring_drained(r)) {
+				/* Acquire: the previous owner's stores and the consumer's
+				 * c_head before we take over the ring. */
+				if (__atomic_compare_exchange_n(&r->state, &st, RP_RING_ACTIVE,
+								false, __ATOMIC_ACQUIRE,
+								__ATOMIC_RELAXED)) {
+					*prev = st;
+					*over = false;
+					return (int)i;
+				}
+				continue;
+			}
+			if ((room = ring_room(r)) > best_room) {
+				best_room = room;
+				best = (int)i;
+			}
+		}
+		if (best < 0)
+			return -1;
+		struct rp_wire_ring *r = rp_layout_ring(&proc.lay, h, (uint32_t)best);
+		uint32_t st = RP_RING_RETIRED;
+
+		/* Acquire, as above: the dead owner's records and lost_at_retire. */
+		if (!__atomic_compare_exchange_n(&r->state, &st, RP_RING_ACTIVE, false,
+						 __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+			continue; /* another thread took it: look again */
+		if (ring_room(r) > 0) { /* room only grows while retired; an ABA could not */
+			*prev = RP_RING_RETIRED;
+			*over = true;
+			return best;
+		}
+		__atomic_store_n(&r->state, RP_RING_RETIRED, __ATOMIC_RELEASE);
 	}
 	return -1;
 }
 
-static void setup_thread(struct rp_thread *t, struct rp_wire_header *h, int idx)
+/* The ring's pages, allocated before its first record can touch them (reserve()). */
+static int reserve_ring(uint32_t idx)
+{
+	uint64_t bytes = (uint64_t)proc.lay.ring_capacity * sizeof(struct rp_event);
+
+	return reserve(proc.fd, proc.lay.ring_data_offset + (uint64_t)idx * bytes, bytes);
+}
+
+/*
+ * A take-over: the ring still holds its dead owner's unread records, so the new
+ * owner says in band where its own begin (RP_EV_THREAD, wire.h), and publishes it
+ * before the new generation: a consumer that reads the new `gen` finds the mark in
+ * the ring (or has read it already).
+ */
+static void put_owner_mark(struct rp_wire_ring *r, struct rp_event *slots, struct rp_thread *t,
+			   uint32_t gen, int32_t tid, bool tsc)
+{
+	/* Written by the dead owner before its RETIRED (release); our claim acquired. */
+	uint8_t lost = __atomic_load_n(&r->lost_at_retire, __ATOMIC_RELAXED) ? RP_THREAD_PREV_LOST
+									      : 0;
+
+	slots[t->tail & t->mask] = (struct rp_event){ .ts = rp_clock_read(tsc),
+						      .kind = RP_EV_THREAD,
+						      .flags = lost,
+						      .track = gen,
+						      .arg = (uint32_t)tid };
+	t->tail++;
+	/* Release: the mark before the index that publishes it (and both before the
+	 * generation, stored with release after this). */
+	__atomic_store_n(&r->ring.p_tail, t->tail, __ATOMIC_RELEASE);
+}
+
+static void setup_thread(struct rp_thread *t, struct rp_wire_header *h, int idx, bool over)
 {
 	struct rp_wire_ring *r = rp_layout_ring(&proc.lay, h, (uint32_t)idx);
 	struct rp_event *slots = rp_layout_slots(&proc.lay, h, (uint32_t)idx);
+	int32_t tid = (int32_t)syscall(SYS_gettid);
+	uint32_t gen = r->gen + 1; /* ours alone since the claim */
 
-	r->tid = (int32_t)syscall(SYS_gettid);
+	t->tail = __atomic_load_n(&r->ring.p_tail, __ATOMIC_RELAXED);
+	t->head = __atomic_load_n(&r->ring.c_head, __ATOMIC_RELAXED);
+	t->mask = proc.lay.ring_capacity - 1;
+	if (over)
+		put_owner_mark(r, slots, t, gen, tid, rp_clock_source == RP_CLOCK_TSC);
+	r->tid = tid;
 	r->lost_at_retire = 0;
 	r->claimed_ticks = rp_clock_read(rp_clock_source == RP_CLOCK_TSC);
 	/* The owner fields before the generation: a consumer that sees a new `gen`
 	 * (after it read p_tail) sees who owns the ring. */
-	__atomic_store_n(&r->gen, r->gen + 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&r->gen, gen, __ATOMIC_RELEASE);
 	__atomic_fetch_add(&h->rings_claimed, 1, __ATOMIC_RELAXED);
-	t->tail = __atomic_load_n(&r->ring.p_tail, __ATOMIC_RELAXED);
-	t->head = __atomic_load_n(&r->ring.c_head, __ATOMIC_RELAXED);
-	t->mask = proc.lay.ring_capacity - 1;
 	t->ring = r;
 	t->hdr = h;
 	t->tsc = rp_clock_source == RP_CLOCK_TSC;
-	/* Fault the ring's pages in now, not on the first lap of the fast path. */
+	/* Map the ring's pages now, not on the first lap of the fast path. They are
+	 * allocated already (reserve_ring()), so this cannot fail for want of room. */
 	madvise((void *)((uintptr_t)slots & ~(uintptr_t)4095),
 		(size_t)proc.lay.ring_capacity * sizeof(struct rp_event) + 4096,
 		MADV_POPULATE_WRITE);
@@ -499,10 +647,36 @@ static void setup_thread(struct rp_thread *t, struct rp_wire_header *h, int idx)
 	pthread_setspecific(proc.key, t);
 }
 
+/* Said once per process: a full /dev/shm is the operator's to fix. */
+static void say_nospace(int err)
+{
+	static int said;
+
+	if (__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
+		return;
+	fprintf(stderr, "ringprof: no room in /dev/shm for a thread's ring (%u KB: %s); its "
+			"events are dropped and counted (nospace_dropped). Free space, or use "
+			"smaller or fewer rings (RINGPROF_RING_EVENTS, RINGPROF_RINGS); with no "
+			"engine running, exited programs' segments stay there for one (at most "
+			"RINGPROF_KEEP_MAX=%u per session; docs/operations.md)\n",
+		(unsigned)((uint64_t)proc.lay.ring_capacity * sizeof(struct rp_event) >> 10),
+		strerror(-err), proc.keep_max);
+}
+
+/* An event of this thread not recorded for want of a ring. */
+static void drop_noring(struct rp_wire_header *h)
+{
+	__atomic_fetch_add(&h->noring_dropped, 1, __ATOMIC_RELAXED);
+	if (nospace)
+		__atomic_fetch_add(&h->nospace_dropped, 1, __ATOMIC_RELAXED);
+}
+
 bool rp_thread_attach(struct rp_thread *t)
 {
 	struct rp_wire_header *h;
-	int idx;
+	uint32_t prev;
+	bool over;
+	int idx, err;
 
 	if (rp_init() != 0) {
 		t->off = 1;
@@ -516,18 +690,30 @@ bool rp_thread_attach(struct rp_thread *t)
 	if (t->noring_retry != 0) {
 		t->lost = RP_SPAN_AFTER_DROP;
 		t->noring_retry--;
-		__atomic_fetch_add(&h->noring_dropped, 1, __ATOMIC_RELAXED);
+		drop_noring(h);
 		return false;
 	}
-	idx = claim_ring(h);
+	idx = claim_ring(h, &prev, &over);
+	nospace = 0;
+	if (idx >= 0 && (err = reserve_ring((uint32_t)idx)) != 0) {
+		/* No room for its pages: undo the claim (nothing was written), no ring. */
+		struct rp_wire_ring *r = rp_layout_ring(&proc.lay, h, (uint32_t)idx);
+
+		__atomic_store_n(&r->state, prev, __ATOMIC_RELEASE);
+		__atomic_fetch_add(&h->rings_nospace, 1, __ATOMIC_RELAXED);
+		nospace = 1;
+		say_nospace(err);
+		idx = -1;
+	}
 	if (idx < 0) {
-		/* Every ring is owned: drop, and look again only every 1024 events. */
+		/* Every ring is owned, or no room: drop, and look again only every 1024
+		 * events. */
 		t->noring_retry = 1023;
 		t->lost = RP_SPAN_AFTER_DROP;
-		__atomic_fetch_add(&h->noring_dropped, 1, __ATOMIC_RELAXED);
+		drop_noring(h);
 		return false;
 	}
-	setup_thread(t, h, idx);
+	setup_thread(t, h, idx, over);
 	return true;
 }
 
@@ -634,6 +820,142 @@ static void wait_for_drain(struct rp_wire_header *h)
 	}
 }
 
+/*
+ * No engine runs and the segment stays for one: give back every page that holds no
+ * unread record, so that what an engine-less program leaves in /dev/shm is what it
+ * recorded, not the size of its rings. Only rings whose owner is gone are touched,
+ * each held (ACTIVE) meanwhile so that no thread takes it over between our look and
+ * the punch (a taker reserves its pages again before writing); a live thread's ring
+ * is left as it is (it may still write). The name table and arena keep their used
+ * part; a name interned after this is answered with id 0 (names_dropped).
+ */
+static void release_unused(struct rp_wire_header *h)
+{
+	uint64_t bytes = (uint64_t)proc.lay.ring_capacity * sizeof(struct rp_event);
+	uint32_t mask = proc.lay.ring_capacity - 1;
+
+	for (uint32_t i = 0; i < proc.lay.ring_count; i++) {
+		struct rp_wire_ring *r = rp_layout_ring(&proc.lay, h, i);
+		uint64_t base = proc.lay.ring_data_offset + (uint64_t)i * bytes, a, b;
+		uint32_t st = RP_RING_RETIRED, tail, head;
+
+		/* Acquire: the owner's records before we look at the indices. */
+		if (!__atomic_compare_exchange_n(&r->state, &st, RP_RING_ACTIVE, false,
+						 __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+			continue;
+		tail = __atomic_load_n(&r->ring.p_tail, __ATOMIC_RELAXED);
+		head = __atomic_load_n(&r->ring.c_head, __ATOMIC_ACQUIRE);
+		a = (uint64_t)(head & mask) * sizeof(struct rp_event);
+		b = (uint64_t)(tail & mask) * sizeof(struct rp_event);
+		if (tail == head) {
+			release(proc.fd, base, bytes);
+		} else if (tail - head <= mask) { /* else c_head is implausible: keep all */
+			if (a < b) { /* unread: [a, b) */
+				release(proc.fd, base, a);
+				release(proc.fd, base + b, bytes - b);
+			} else { /* unread: [a, end) and [0, b) */
+				release(proc.fd, base + b, a - b);
+			}
+		}
+		/* Release: the punch before another thread may claim the ring. */
+		__atomic_store_n(&r->state, RP_RING_RETIRED, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_lock(&proc.lock); /* rp_intern() writes the table under it */
+	proc.names_frozen = true;
+	release(proc.fd, proc.lay.name_table_offset + (uint64_t)proc.nnames * sizeof(struct rp_wire_name),
+		(uint64_t)(proc.lay.name_capacity - proc.nnames) * sizeof(struct rp_wire_name));
+	release(proc.fd, proc.lay.name_arena_offset + proc.arena_used,
+		proc.lay.name_arena_size - proc.arena_used);
+	pthread_mutex_unlock(&proc.lock);
+}
+
+/* A segment of the session kept in /dev/shm by a producer that is gone. */
+struct kept {
+	char name[80];
+	uint64_t created;	/* CLOCK_REALTIME ns, from its header */
+};
+
+static int kept_cmp(const void *x, const void *y)
+{
+	const struct kept *a = x, *b = y;
+
+	return a->created < b->created ? -1 : a->created > b->created;
+}
+
+/* @name (in /dev/shm) is a segment of a producer that is gone, of our uid, with a
+ * header: its creation time in *created. */
+static bool kept_segment(DIR *d, const char *name, const char *rest, uint64_t *created)
+{
+	struct rp_wire_header hd;
+	struct stat st;
+	char *end;
+	long pid = strtol(rest, &end, 10);
+	int fd;
+	bool ok;
+
+	if (*end != '.' || pid <= 0 || pid > INT32_MAX || pid == (long)getpid())
+		return false;
+	if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) /* alive, or not ours to judge */
+		return false;
+	fd = openat(dirfd(d), name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	if (fd < 0)
+		return false;
+	ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
+	     pread(fd, &hd, sizeof(hd), 0) == (ssize_t)sizeof(hd) && hd.magic == RP_WIRE_MAGIC;
+	close(fd);
+	*created = hd.created_realtime_ns;
+	return ok;
+}
+
+/*
+ * With no engine running, at most RINGPROF_KEEP_MAX segments of the session stay in
+ * /dev/shm waiting for one: ours, which is about to stay, and those of this uid whose
+ * producer is gone; the oldest beyond the cap are removed, unread records and all,
+ * and said. A live producer's segment is never touched, nor another user's, nor one
+ * without a valid header (the engine judges those).
+ */
+static void cap_kept(const char *session)
+{
+	char prefix[64], name[96];
+	struct kept *k = NULL;
+	uint32_t n = 0, cap = 0, removed = 0, keep = proc.keep_max - 1;
+	DIR *d = opendir("/dev/shm");
+
+	if (d == NULL)
+		return;
+	snprintf(prefix, sizeof(prefix), RP_WIRE_NAME_PREFIX "%s.", session);
+	for (struct dirent *de; (de = readdir(d)) != NULL;) {
+		uint64_t created;
+
+		if (strncmp(de->d_name, prefix, strlen(prefix)) != 0 ||
+		    strlen(de->d_name) >= sizeof(k->name) || strcmp(de->d_name, proc.path + 1) == 0 ||
+		    !kept_segment(d, de->d_name, de->d_name + strlen(prefix), &created))
+			continue;
+		if (n == cap) {
+			struct kept *p = cap < 65536 ? realloc(k, (cap ? cap * 2 : 16) * sizeof(*k))
+						     : NULL;
+			if (p == NULL)
+				break;
+			k = p;
+			cap = cap ? cap * 2 : 16;
+		}
+		snprintf(k[n].name, sizeof(k[n].name), "%s", de->d_name);
+		k[n++].created = created;
+	}
+	closedir(d);
+	if (n > keep)
+		qsort(k, n, sizeof(*k), kept_cmp);
+	for (uint32_t i = 0; n - i > keep; i++) {
+		snprintf(name, sizeof(name), "/%s", k[i].name);
+		removed += shm_unlink(name) == 0;
+	}
+	if (removed > 0)
+		fprintf(stderr, "ringprof: removed the %u oldest segments of session %s that no "
+				"engine read (RINGPROF_KEEP_MAX=%u; docs/operations.md)\n",
+			removed, session, proc.keep_max);
+	free(k);
+}
+
 void rp_shutdown(void)
 {
 	struct rp_wire_header *h;
@@ -667,10 +989,22 @@ void rp_shutdown(void)
 	consumer = __atomic_load_n(&h->consumer_pid, __ATOMIC_RELAXED);
 	if (proc.keep)
 		return;
-	if (all_drained(h) && (consumer == 0 || consumer == getpid() || all_snapshotted(h)))
+	if (all_drained(h) && (consumer == 0 || consumer == getpid() || all_snapshotted(h))) {
 		shm_unlink(proc.path); /* (a consumer in this process goes with it) */
-	else if (!running && proc.discard)
+	} else if (!running && (proc.discard || proc.keep_max == 0)) {
 		shm_unlink(proc.path); /* asked for: no engine, nothing kept */
+	} else if (!running) {
+		/* Kept for an engine that does not run: only what it needs, and a bounded
+		 * number of such segments, so repeated runs cannot fill /dev/shm. With
+		 * no consumer alive either, this thread is done too (what it records
+		 * from here on is counted as dropped), so its ring is given back with
+		 * the others'. */
+		if (rp_thread_state.hdr == h &&
+		    (consumer == 0 || (kill(consumer, 0) < 0 && errno == ESRCH)))
+			retire_thread(&rp_thread_state);
+		release_unused(h);
+		cap_kept(h->session);
+	}
 }
 
 const char *rp_segment_path(void)
@@ -717,6 +1051,7 @@ static void on_fork_child(void)
 {
 	pthread_mutex_init(&proc.lock, NULL);
 	memset(&rp_thread_state, 0, sizeof(rp_thread_state));
+	nospace = 0;
 	if (proc.state == PROC_ON) {
 		proc.inherited = proc.hdr;
 		proc.hdr = NULL;

@@ -329,7 +329,8 @@ static void check_source(yajl_val o, const struct rp_report_source *s, const cha
 {
 	static const char *const keys[] = { "name",	 "pid",		  "flags",   "events",
 					    "dropped",	 "late",	  "truncated",
-					    "names_dropped", "resyncs", "anomalies" };
+					    "names_dropped", "nospace_dropped", "rings_nospace",
+					    "resyncs", "anomalies" };
 
 	assert_keys(o, keys, ARRAY_SIZE(keys));
 	assert_jstr(field(o, "name"), name);
@@ -341,6 +342,8 @@ static void check_source(yajl_val o, const struct rp_report_source *s, const cha
 	assert_u64(o, "late", s->late);
 	assert_u64(o, "truncated", s->truncated);
 	assert_u64(o, "names_dropped", s->names_dropped);
+	assert_u64(o, "nospace_dropped", s->nospace_dropped);
+	assert_u64(o, "rings_nospace", s->rings_nospace);
 	assert_u64(o, "resyncs", s->resyncs);
 	check_anomalies(field(o, "anomalies"), s->anomalies);
 }

@@ -139,6 +139,138 @@ static void test_sources_ring_reuse_is_a_new_track(void **state)
 	close_engine();
 }
 
+static void *thread_pattern_now(void *arg)
+{
+	(void)arg;
+	emit_pattern(rp_now());
+	return NULL;
+}
+
+/* Issue 20, part 4: with no ring free or drained, a new thread takes a retired ring
+ * over undrained, after an owner mark that tells the engine whose records are whose:
+ * 3 threads a ring, read in one drain, every span exact, every track closed. */
+static void test_sources_takeover_keeps_every_thread(void **state)
+{
+	struct rp_wire_header *h;
+	struct rp_report r;
+	const unsigned n = 24;
+	uint64_t noring0, claims0;
+
+	(void)state;
+	rp_init();
+	h = rp_segment_header();
+	open_engine();
+	rp_sources_scan(&ss);
+	rp_sources_drain(&ss, UINT64_MAX);
+	noring0 = h->noring_dropped;
+	claims0 = h->rings_claimed;
+	for (unsigned i = 0; i < n; i++)
+		on_thread(thread_pattern_now, NULL); /* no drain in between */
+	assert_int_equal(h->noring_dropped, noring0);
+	assert_int_equal(h->rings_claimed - claims0, n);
+	rp_sources_drain(&ss, UINT64_MAX);
+	report(&r);
+	assert_int_equal(fn(&r, "a")->calls, n);
+	assert_int_equal(fn(&r, "a")->self_ns, 70 * n);
+	assert_int_equal(fn(&r, "b")->calls, 2 * n);
+	assert_int_equal(fn(&r, "b")->cum_ns, 30 * n);
+	assert_int_equal(r.truncated, 0);
+	for (unsigned k = 0; k < RP_ANOM_KIND_COUNT; k++)
+		if (r.anomalies[k] != 0 && k != RP_ANOM_RESTART_GAP) /* earlier tests' engines */
+			fail_msg("%s: %llu", rp_anomaly_names[k], (unsigned long long)r.anomalies[k]);
+	assert_int_equal(eng->tracks.live, 0); /* every owner's track closed */
+	rp_report_free(&r);
+	close_engine();
+}
+
+static void *lose_after_span(void *arg)
+{
+	uint32_t a = rp_intern("a", "FUNCTION", "x.c", 1), tick = rp_intern("tick", NULL, NULL, 0);
+
+	(void)arg;
+	for (int i = 0; i < 5; i++)
+		rp_instant(tick);
+	rp_begin(a);
+	for (int i = 0; i < 20; i++) /* 9 fit in a 16-slot ring, 11 are lost */
+		rp_instant(tick);
+	return NULL; /* exits with `a` open and records lost after it */
+}
+
+static void *one_b(void *arg)
+{
+	uint32_t b = rp_intern("b", "LLM", NULL, 0);
+	uint64_t t = rp_now();
+
+	(void)arg;
+	rp_emit_at(t + 10, RP_EV_BEGIN, 0, b, 0, 0);
+	rp_emit_at(t + 40, RP_EV_END, 0, b, 0, 0);
+	return NULL;
+}
+
+/* The child of test_sources_takeover_carries_prev_lost, a fresh process (a fork
+ * child would keep this one's geometry): one 16-slot ring; the first thread fills it
+ * and loses records after its last span record; a reader here frees 5 slots; the
+ * second thread takes the ring over undrained. The segment stays (RINGPROF_KEEP). */
+static int prev_lost_child(void)
+{
+	struct rp_event ev[5];
+	struct rp_segment *s;
+	char why[RP_WHY_MAX];
+	pthread_t th;
+	bool ok;
+
+	if (rp_init() != 0)
+		return 1;
+	pthread_create(&th, NULL, lose_after_span, NULL);
+	pthread_join(th, NULL);
+	if (rp_segment_attach(rp_segment_header(), rp_segment_header()->segment_size, &s, why) !=
+		    0 ||
+	    rp_segment_drain(s, 0, ev, 5, NULL) != 5)
+		return 2;
+	rp_test_ring(s, 0)->snap_head = rp_test_ring(s, 0)->ring.c_head; /* read: no gap */
+	pthread_create(&th, NULL, one_b, NULL);
+	pthread_join(th, NULL);
+	ok = rp_dropped() == 11 && rp_test_ring(s, 0)->gen == 2;
+	rp_segment_close(s);
+	return ok ? 0 : 3;
+}
+
+/* The owner mark carries the old owner's loss (RP_THREAD_PREV_LOST): a span it left
+ * open is lost (drop_lost), not truncated, and the new owner's spans are exact; the
+ * engine reads the ring after the child is gone. */
+static void test_sources_takeover_carries_prev_lost(void **state)
+{
+	struct rp_report r;
+	int status;
+	pid_t pid = fork();
+
+	(void)state;
+	if (pid == 0) {
+		setenv("RINGPROF_RINGS", "1", 1);
+		setenv("RINGPROF_RING_EVENTS", "16", 1);
+		setenv("RINGPROF_KEEP", "1", 1);
+		execl("/proc/self/exe", "test_sources", "--prev-lost-child", (char *)NULL);
+		_exit(127);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	open_engine();
+	rp_sources_scan(&ss);
+	rp_sources_drain(&ss, UINT64_MAX);
+	report(&r);
+	for (uint32_t i = 0; i < r.n_sources; i++)
+		if (r.sources[i].pid == pid) {
+			assert_int_equal(r.sources[i].events, 10 + 2); /* a, 9 ticks; b's two */
+			assert_int_equal(r.sources[i].dropped, 11);
+			assert_int_equal(r.sources[i].anomalies[RP_ANOM_DROP_LOST], 1);
+			assert_int_equal(r.sources[i].truncated, 0);
+		}
+	assert_int_equal(fn(&r, "b")->calls, 1);
+	assert_int_equal(fn(&r, "b")->cum_ns, 30);
+	rp_report_free(&r);
+	close_engine();
+}
+
 /* Instants at base, base + 1, ... on this thread's ring. */
 struct run_arg {
 	uint64_t base, n;
@@ -652,13 +784,89 @@ static void test_sources_restart_gap_bounded(void **state)
 	close(p[1]);
 }
 
-int main(void)
+static pid_t dead_pid(void)
 {
+	pid_t pid = fork();
+
+	if (pid == 0)
+		_exit(0);
+	assert_int_equal(waitpid(pid, NULL, 0), pid);
+	return pid;
+}
+
+/* @name made a malformed segment (junk where the header should be). */
+static void junk_segment(const char *name)
+{
+	uint64_t junk[512] = { UINT64_C(0x1122334455667788) };
+	int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
+
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, junk, sizeof(junk)), sizeof(junk));
+	close(fd);
+}
+
+/* Issue 20: refused segments are removed once their producer is gone (they used to
+ * stay for ever, eating /dev/shm), never while it lives; counted, and said. */
+static void test_sources_refused_segments_removed_when_dead(void **state)
+{
+	char dead[96], live[96], foreign[96];
+	const char *sess = getenv("RINGPROF_SESSION");
+	pid_t gone = dead_pid(), alive = fork();
+	uint64_t removed = 1;
+	int fd;
+
+	(void)state;
+	if (alive == 0) {
+		pause();
+		_exit(0);
+	}
+	snprintf(dead, sizeof(dead), RP_WIRE_NAME_FMT ".0", sess, (int)gone);
+	snprintf(live, sizeof(live), RP_WIRE_NAME_FMT ".0", sess, (int)alive);
+	snprintf(foreign, sizeof(foreign), RP_WIRE_NAME_FMT ".1", sess, (int)gone);
+	junk_segment(dead);
+	junk_segment(live);
+	rp_init();
+	fd = shm_open(foreign, O_RDWR | O_CREAT | O_EXCL, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, rp_segment_header(), 4096), 4096);
+	if (fchown(fd, 65534, 65534) == 0)
+		removed = 2; /* root: another uid's, stale: removed too */
+	close(fd);
+	open_engine();
+	log_lines[0] = '\0';
+	ss.log = log_capture;
+	rp_sources_scan(&ss);
+	assert_int_equal(ss.refused_removed, removed);
+	assert_false(exists(dead));
+	assert_true(exists(live)); /* its producer lives: never removed */
+	assert_int_equal(exists(foreign), removed == 1);
+	kill(alive, SIGKILL);
+	assert_int_equal(waitpid(alive, NULL, 0), alive);
+	rp_sources_scan(&ss); /* looked at again: now gone */
+	assert_false(exists(live));
+	assert_int_equal(ss.refused_removed, removed + 1);
+	{
+		char want[160];
+
+		snprintf(want, sizeof(want), "%s: refused, and its producer is gone: removed", live);
+		if (strstr(log_lines, want) == NULL)
+			fail_msg("no \"%s\" in:\n%s", want, log_lines);
+	}
+	close_engine();
+	shm_unlink(foreign);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 2 && strcmp(argv[1], "--prev-lost-child") == 0)
+		return prev_lost_child();
 	/* The default exit path is under test here, not the suite's cleanup mode. */
 	unsetenv("RINGPROF_NO_ENGINE");
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_sources_exact_statistics),
 		cmocka_unit_test(test_sources_ring_reuse_is_a_new_track),
+		cmocka_unit_test(test_sources_takeover_keeps_every_thread),
+		cmocka_unit_test(test_sources_takeover_carries_prev_lost),
 		cmocka_unit_test(test_sources_watermark_and_late),
 		cmocka_unit_test(test_sources_final_drain_takes_all),
 		cmocka_unit_test(test_sources_in_place_merge_exactly),
@@ -669,6 +877,7 @@ int main(void)
 		cmocka_unit_test(test_sources_accounting_under_drops),
 		cmocka_unit_test(test_sources_refused_segments_are_shown),
 		cmocka_unit_test(test_sources_restart_gap_bounded),
+		cmocka_unit_test(test_sources_refused_segments_removed_when_dead),
 	};
 
 	setenv("RINGPROF_CLOCK", "monotonic", 1);

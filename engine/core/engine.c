@@ -220,6 +220,8 @@ static void fold_source(struct rp_engine *e, uint32_t i)
 	f->rep.late += s->rep.late;
 	f->rep.truncated += s->rep.truncated;
 	f->rep.names_dropped += s->rep.names_dropped;
+	f->rep.nospace_dropped += s->rep.nospace_dropped;
+	f->rep.rings_nospace += s->rep.rings_nospace;
 	f->rep.resyncs += s->rep.resyncs;
 	f->rep.forced += s->rep.forced;
 	f->rep.ring_hwm = s->rep.ring_hwm > f->rep.ring_hwm ? s->rep.ring_hwm : f->rep.ring_hwm;

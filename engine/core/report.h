@@ -69,6 +69,9 @@ struct rp_report_source {
 	uint64_t truncated;	/* spans closed because the producer died or the span
 				   above an END_MISMATCH was closed */
 	uint64_t names_dropped;	/* rp_intern() answers of id 0 in the producer */
+	uint64_t nospace_dropped; /* of `dropped`: events of threads whose ring found no
+				     room in /dev/shm (wire 1.2) */
+	uint64_t rings_nospace;	/* ring claims refused for want of room in /dev/shm */
 	uint64_t resyncs;	/* implausible ring indices skipped */
 	uint64_t anomalies[RP_ANOM_KIND_COUNT];
 	/* Live sources: the highest backlog any of its rings had at a drain (a lower

@@ -154,6 +154,7 @@ int rp_segment_validate(const void *base, size_t size, struct rp_segment_view *o
 		.ring_capacity = h.ring_capacity,
 		.name_capacity = h.name_capacity,
 		.pid = h.pid,
+		.version_minor = h.version_minor,
 		.segment_size = h.segment_size,
 		.ring_desc_offset = h.ring_desc_offset,
 		.ring_data_offset = h.ring_data_offset,

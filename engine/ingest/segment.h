@@ -26,6 +26,7 @@ struct rp_segment_view {
 	uint32_t ring_capacity;
 	uint32_t name_capacity;
 	int32_t pid;
+	uint32_t version_minor;	/* 2 and above: owner marks (RP_EV_THREAD) in rings */
 	uint64_t segment_size;
 	uint64_t ring_desc_offset;
 	uint64_t ring_data_offset;

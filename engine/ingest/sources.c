@@ -45,6 +45,8 @@ struct rp_rbuf {
 	uint32_t cap, head, n;
 	uint32_t hwm;		/* most records held at once */
 	uint32_t gen_now;	/* the ring's owner generation at the last copy */
+	uint32_t cur;		/* generation of the next record taken from the ring:
+				   gen_now, or (1.2) as the owner marks in it say */
 	uint32_t state;		/* and its state (enum rp_ring_state) */
 	uint32_t trk;		/* generation of the engine's open track; 0 none */
 	uint32_t hint;		/* its engine track slot, found last (engine.h) */
@@ -72,6 +74,8 @@ struct rp_live {
 	uint64_t dropped_seen;	/* producer drops as of the last drop report */
 	uint64_t dropped_said;	/* ... and as of the last line about them */
 	uint64_t dropped_eng;	/* ... as of the last rp_engine_source_dropped() */
+	bool marks;		/* wire 1.2: owner marks (RP_EV_THREAD) give the generation
+				   of the records after them */
 	bool dead;		/* the process went without marking its segment EXITED */
 	bool ended;		/* the process is gone (died or exited): drain all it
 				   left, whatever the watermark, then finish */
@@ -166,6 +170,9 @@ void rp_sources_free(struct rp_sources *ss)
 	for (uint32_t i = 0; i < ss->n_seen; i++)
 		free(ss->seen[i]);
 	free(ss->seen);
+	for (uint32_t i = 0; i < ss->n_refused_live; i++)
+		free(ss->refused_live[i]);
+	free(ss->refused_live);
 	free(ss->live);
 	free(ss->heap);
 	memset(ss, 0, sizeof(*ss));
@@ -214,6 +221,7 @@ static struct rp_live *live_new(struct rp_segment *seg)
 	if (l == NULL)
 		return NULL;
 	l->seg = seg;
+	l->marks = seg->v.version_minor >= 2;
 	l->buf = calloc(rings, sizeof(*l->buf));
 	l->snap = calloc(rings, sizeof(*l->snap));
 	l->pidfd = (int)syscall(SYS_pidfd_open, seg->v.pid, 0);
@@ -355,6 +363,61 @@ static bool creator_gone(const struct rp_sources *ss, const char *name)
 	       st.st_uid == geteuid();
 }
 
+/* The pid in "/ringprof.<session>.<pid>.<n>" no longer runs (whoever owns the file). */
+static bool producer_gone(const struct rp_sources *ss, const char *name)
+{
+	const char *p = name + 1 + strlen(RP_WIRE_NAME_PREFIX) + strlen(ss->session) + 1;
+	char *end;
+	long pid;
+
+	if (strlen(name) <= (size_t)(p - name))
+		return false;
+	pid = strtol(p, &end, 10);
+	return *end == '.' && pid > 0 && pid <= INT32_MAX && kill((pid_t)pid, 0) < 0 &&
+	       errno == ESRCH;
+}
+
+/*
+ * A refused segment (another uid, a malformed header, another ABI major) is nobody's
+ * to read, and takes /dev/shm space that producers need: it is removed once its
+ * producer is gone, and counted; while that lives it is looked at again at each scan
+ * (true: keep it on that list). Another uid's file in a sticky /dev/shm can only be
+ * removed by its owner or root: then it stays, and is looked at no more.
+ */
+static bool reap_refused(struct rp_sources *ss, const char *name)
+{
+	if (!producer_gone(ss, name))
+		return true;
+	if (shm_unlink(name) == 0) {
+		ss->refused_removed++;
+		say(ss, "%s: refused, and its producer is gone: removed", name);
+	}
+	return false;
+}
+
+/* Refused segments whose producer was alive: removed once it is gone. */
+static void reap_refused_live(struct rp_sources *ss)
+{
+	for (uint32_t i = ss->n_refused_live; i-- > 0;) {
+		if (reap_refused(ss, ss->refused_live[i]))
+			continue;
+		free(ss->refused_live[i]);
+		ss->refused_live[i] = ss->refused_live[--ss->n_refused_live];
+	}
+}
+
+static void refused_live_add(struct rp_sources *ss, const char *name)
+{
+	char **p, *dup;
+
+	if (ss->n_refused_live >= SEEN_MAX ||
+	    (p = realloc(ss->refused_live, (ss->n_refused_live + 1) * sizeof(*p))) == NULL)
+		return;
+	ss->refused_live = p;
+	if ((dup = strdup(name)) != NULL)
+		ss->refused_live[ss->n_refused_live++] = dup;
+}
+
 static int attach(struct rp_sources *ss, const char *name)
 {
 	char why[RP_WHY_MAX];
@@ -379,6 +442,9 @@ static int attach(struct rp_sources *ss, const char *name)
 		ss->refused++;
 		say(ss, "refused %s", why);
 		remember(ss, name);
+		if ((err == -EACCES || err == -EINVAL || err == -EPROTONOSUPPORT) &&
+		    reap_refused(ss, name))
+			refused_live_add(ss, name);
 		/* A row of its own, so reports show it (it has no events). */
 		src = rp_engine_add_source(ss->e, name, 0, RP_SRC_REFUSED);
 		if (src >= 0)
@@ -414,6 +480,7 @@ int rp_sources_scan(struct rp_sources *ss)
 
 	if (d == NULL)
 		return -errno;
+	reap_refused_live(ss);
 	ss->pending = 0;
 	snprintf(prefix, sizeof(prefix), RP_WIRE_NAME_PREFIX "%s.", ss->session);
 	for (struct dirent *de; (de = readdir(d)) != NULL;) {
@@ -469,14 +536,12 @@ static uint64_t thread_id(uint32_t ring, uint32_t gen)
 	return (uint64_t)ring << 32 | gen;
 }
 
-/* The ring's engine track ends: its owner changed, or retired and all is processed. */
-static void close_track(struct rp_sources *ss, struct rp_live *l, uint32_t ring)
+/* The ring's engine track ends; @lost: records were lost after the newest one we
+ * have, so the open spans may have ended unseen: lost, not truncated (counted, not in
+ * the statistics). */
+static void close_track_as(struct rp_sources *ss, struct rp_live *l, uint32_t ring, bool lost)
 {
 	struct rp_rbuf *b = &l->buf[ring];
-
-	/* Records lost after the newest one we have: the open spans may have ended
-	 * unseen, so they are lost, not truncated (counted, not in the statistics). */
-	bool lost = b->state == RP_RING_RETIRED ? b->retire_lost : b->dropped_now > b->dropped_rec;
 
 	if (b->trk != 0)
 		rp_engine_close_thread(ss->e, l->src, thread_id(ring, b->trk), l->last_ts,
@@ -484,11 +549,47 @@ static void close_track(struct rp_sources *ss, struct rp_live *l, uint32_t ring)
 	b->trk = 0;
 }
 
+/* The ring's engine track ends: its owner changed, or retired and all is processed. */
+static void close_track(struct rp_sources *ss, struct rp_live *l, uint32_t ring)
+{
+	struct rp_rbuf *b = &l->buf[ring];
+
+	close_track_as(ss, l, ring,
+		       b->state == RP_RING_RETIRED ? b->retire_lost : b->dropped_now > b->dropped_rec);
+}
+
+/* Names the thread track (@ring, @gen) by its OS thread id, for exports. */
+static void label_track(struct rp_sources *ss, struct rp_live *l, uint32_t ring, uint32_t gen,
+			int32_t tid)
+{
+	char pid[16], t[16];
+
+	snprintf(pid, sizeof(pid), "%d", (int)l->seg->v.pid);
+	snprintf(t, sizeof(t), "%d", (int)tid);
+	rp_recorder_label(&ss->e->rec, l->src, thread_id(ring, gen), pid, t);
+}
+
+/* 1.2: a new owner took the ring over undrained (wire.h, RP_EV_THREAD): the previous
+ * owner's track ends here, lost or truncated as the mark says, and the new one's
+ * begins. The mark is not an event of either. */
+static void owner_mark(struct rp_sources *ss, struct rp_live *l, uint32_t ring,
+		       const struct rp_bev *b)
+{
+	close_track_as(ss, l, ring, (b->ev.flags & RP_THREAD_PREV_LOST) != 0);
+	l->buf[ring].trk = b->gen;
+	if ((int64_t)b->ev.arg > 0 && b->ev.arg <= INT32_MAX)
+		label_track(ss, l, ring, b->gen, (int32_t)b->ev.arg);
+}
+
 /* One record, ours (a buffer's or the copy of one in place): its name is mapped in it. */
 static inline __attribute__((always_inline)) void process(struct rp_sources *ss, struct rp_live *l,
 							uint32_t ring, struct rp_bev *b)
 {
 	if (__builtin_expect(b->gen != l->buf[ring].trk, 0)) { /* a new owner's first record */
+		if (b->ev.kind == RP_EV_THREAD && l->marks) { /* (a mark's gen is new) */
+			owner_mark(ss, l, ring, b);
+			return;
+		}
 		close_track(ss, l, ring);
 		l->buf[ring].trk = b->gen;
 	}
@@ -548,7 +649,9 @@ static inline void take(struct rp_live *l, struct rp_rbuf *b, const struct rp_ev
 {
 	d->ev = *src;
 	d->ev.ts = rp_ticks_to_ns(&l->seg->v.clock, d->ev.ts);
-	d->gen = b->gen_now;
+	if (__builtin_expect(d->ev.kind == RP_EV_THREAD, 0) && l->marks)
+		b->cur = (uint32_t)d->ev.track; /* the mark and what follows: the new owner's */
+	d->gen = b->cur;
 	if (__builtin_expect(b->mark_lost, 0) &&
 	    (d->ev.kind == RP_EV_BEGIN || d->ev.kind == RP_EV_END) &&
 	    (d->ev.flags & RP_SPAN_DEPTH)) {
@@ -564,6 +667,34 @@ static inline void take(struct rp_live *l, struct rp_rbuf *b, const struct rp_ev
  * records: the next span record is marked as after a drop, so the stack re-aligns
  * there as it does for the producer's own drops.
  */
+/*
+ * 1.2: the generation of the ring's next record, when the descriptor's (@gen, read
+ * after the producer index) is not the one we follow: a new owner either claimed the
+ * ring drained (every record in it is then @gen's: 1.1's rule) or took it over
+ * undrained, and then its mark is in the ring, published before the generation, so a
+ * second look at the index (after an acquire of the generation) finds it: the records
+ * before the first mark are the generation before it.
+ */
+static uint32_t first_gen(struct rp_live *l, uint32_t ring, uint32_t gen)
+{
+	const struct rp_wire_ring *r =
+		(const struct rp_wire_ring *)((const char *)l->seg->base + l->seg->v.ring_desc_offset) +
+		ring;
+	uint32_t n;
+
+	__atomic_load_n(&r->gen, __ATOMIC_ACQUIRE); /* pairs with the producer's release */
+	n = __atomic_load_n(&r->ring.p_tail, __ATOMIC_ACQUIRE) - l->seg->rings[ring].head;
+	if (n > l->seg->v.ring_capacity - 1)
+		return gen; /* implausible: the next avail resyncs */
+	for (uint32_t k = 0; k < n; k++) {
+		const struct rp_event *e = rp_segment_peek(l->seg, ring, k);
+
+		if (__atomic_load_n(&e->kind, __ATOMIC_RELAXED) == RP_EV_THREAD)
+			return (uint32_t)__atomic_load_n(&e->track, __ATOMIC_RELAXED) - 1;
+	}
+	return gen;
+}
+
 static void copy_ring(struct rp_sources *ss, struct rp_live *l, uint32_t ring, bool all)
 {
 	struct rp_rbuf *b = &l->buf[ring];
@@ -576,14 +707,17 @@ static void copy_ring(struct rp_sources *ss, struct rp_live *l, uint32_t ring, b
 	if (l->seg->rings[ring].resyncs != resyncs)
 		b->mark_lost = true;
 	/* A new owner: exports name its track by the OS thread id (once per claim). */
-	if (info.gen != b->gen_now && info.tid > 0) {
-		char pid[16], tid[16];
-
-		snprintf(pid, sizeof(pid), "%d", (int)l->seg->v.pid);
-		snprintf(tid, sizeof(tid), "%d", (int)info.tid);
-		rp_recorder_label(&ss->e->rec, l->src, thread_id(ring, info.gen), pid, tid);
-	}
+	if (info.gen != b->gen_now && info.tid > 0)
+		label_track(ss, l, ring, info.gen, info.tid);
 	b->gen_now = info.gen;
+	/* (an owner mark taken as the look-ahead moved `cur` past the record at the
+	 * head, which is read again below: back before it) */
+	if (b->look_ok && b->look.ev.kind == RP_EV_THREAD && l->marks)
+		b->cur = b->look.gen - 1;
+	if (!l->marks)
+		b->cur = info.gen;
+	else if (info.gen != b->cur)
+		b->cur = first_gen(l, ring, info.gen);
 	b->state = info.state;
 	b->short_copy = false;
 	b->avail = 0;
@@ -914,8 +1048,10 @@ static void end_tracks(struct rp_sources *ss)
 		for (uint32_t r = 0; r < l->seg->v.ring_count; r++) {
 			struct rp_rbuf *b = &l->buf[r];
 
+			/* (1.2: the generation of the next record, not the descriptor's:
+			 * a new owner's mark may not be read yet) */
 			if (b->trk != 0 && b->n == 0 &&
-			    (b->gen_now != b->trk ||
+			    ((l->marks ? b->cur : b->gen_now) != b->trk ||
 			     (b->state == RP_RING_RETIRED &&
 			      rp_segment_ring_pending(l->seg, r) == 0)))
 				close_track(ss, l, r);
@@ -972,6 +1108,10 @@ static void update_one(struct rp_sources *ss, struct rp_live *l)
 		rep->buffer_hwm = l->buf[r].hwm > rep->buffer_hwm ? l->buf[r].hwm : rep->buffer_hwm;
 	}
 	rep->names_dropped = __atomic_load_n(&h->names_dropped, __ATOMIC_RELAXED);
+	if (l->marks) { /* 1.2 counters; zero in older headers' reserved words */
+		rep->nospace_dropped = __atomic_load_n(&h->nospace_dropped, __ATOMIC_RELAXED);
+		rep->rings_nospace = __atomic_load_n(&h->rings_nospace, __ATOMIC_RELAXED);
+	}
 	if (__atomic_load_n(&h->state, __ATOMIC_ACQUIRE) == RP_SEG_EXITED)
 		rep->flags |= RP_SRC_EXITED;
 	if (l->dead)

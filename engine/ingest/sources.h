@@ -6,7 +6,10 @@
  * Discovery: rp_sources_scan() looks at /dev/shm for "ringprof.<session>.*" (at start,
  * and whenever inotify reports a new file). A segment still being created (magic 0)
  * is retried at the next scan; a malformed one or one owned by another uid is
- * refused once, with a one-line reason, and counted.
+ * refused once, with a one-line reason, and counted. A refused segment whose producer
+ * (the pid in its name) is gone is removed, and counted (refused_removed): nobody
+ * will ever read it, and it takes /dev/shm space; one whose producer lives is looked
+ * at again at each scan, never removed while it lives.
  *
  * Draining: records already due (older than the watermark) are merged in place,
  * read once out of the ring and released as they are processed, so that a backlog
@@ -27,7 +30,10 @@
  *
  * Tracks: a thread track is (ring, owner generation), so a ring reused by another
  * thread starts a new track; a retired, drained ring or a replaced generation closes
- * its track, open spans counted as truncated.
+ * its track, open spans counted as truncated. In a 1.2 segment a record's generation
+ * is the one its ring's owner marks (RP_EV_THREAD) say: a thread may take over a
+ * retired ring undrained, and the old owner's track closes at the mark (its spans
+ * lost if the mark says it lost records, else truncated).
  *
  * Ends: a producer that exited normally is closed once its rings are drained; a dead
  * one (pidfd readable, or its pid gone) is drained, its open spans closed as
@@ -72,6 +78,9 @@ struct rp_sources {
 	char **seen;			/* names refused or finished: not retried */
 	uint32_t n_seen, cap_seen;
 	uint64_t refused;		/* segments refused (uid, malformed) */
+	uint64_t refused_removed;	/* ... and removed once their producer was gone */
+	char **refused_live;		/* refused, producer alive: looked at each scan */
+	uint32_t n_refused_live;
 	uint64_t truncated;		/* segments whose file shrank while attached */
 	uint64_t restart_gap;		/* records a previous engine read and wrote in
 					   no snapshot (RP_ANOM_RESTART_GAP) */

@@ -95,7 +95,8 @@ RP_API void rp_doorbell_check(struct rp_thread *t);
  *
  * Reads the environment (RINGPROF, RINGPROF_SESSION, RINGPROF_RINGS,
  * RINGPROF_RING_EVENTS, RINGPROF_NAMES, RINGPROF_NAME_BYTES, RINGPROF_CLOCK,
- * RINGPROF_CALIBRATE_US, RINGPROF_EXIT_WAIT_MS, RINGPROF_KEEP, RINGPROF_NO_ENGINE;
+ * RINGPROF_CALIBRATE_US, RINGPROF_EXIT_WAIT_MS, RINGPROF_KEEP, RINGPROF_KEEP_MAX,
+ * RINGPROF_NO_ENGINE;
  * see docs/environment.md and docs/operations.md).
  * Idempotent and thread-safe. On failure the library turns itself off (every call
  * becomes a no-op) and says why once on stderr; the host program goes on.
@@ -113,7 +114,9 @@ RP_API int rp_init(void);
  * segment's name if nothing in it is still needed: no record unread, and no engine
  * still to write a snapshot of what it read (docs/operations.md, the exit path);
  * else the engine removes it. RINGPROF_KEEP=1 keeps it; RINGPROF_NO_ENGINE=discard
- * unlinks it when no engine runs, unread records and all. The mapping stays, so
+ * unlinks it when no engine runs, unread records and all. Kept with no engine
+ * running, it holds only the pages of unread records, and at most RINGPROF_KEEP_MAX
+ * segments of the session stay (the oldest beyond are removed). The mapping stays, so
  * threads that still record during exit write harmlessly. Idempotent.
  */
 RP_API void rp_shutdown(void);

@@ -244,15 +244,19 @@ struct rp_wire_spsc {
 enum rp_ring_state {
 	RP_RING_FREE = 0,	/* never claimed */
 	RP_RING_ACTIVE = 1,	/* owned by thread `tid`, generation `gen` */
-	RP_RING_RETIRED = 2,	/* its thread exited; drain it, then it may be reused */
+	RP_RING_RETIRED = 2,	/* its thread exited; reused once drained, or (1.2) taken
+				   over undrained after an owner mark */
 };
 
 /*
  * A ring descriptor. Line 0 is written by the producer on claim, retire and drop
  * (and `hwm` by the consumer, only when it grows);
  * lines 1-3 are the ck_ring itself (c_head: consumer line; p_tail: producer line;
- * size/mask). A new owner claims a ring only when it is drained (c_head == p_tail),
- * so every record in a ring belongs to the generation `gen` read after p_tail.
+ * size/mask). A new owner claims a free ring, or a retired one when it is drained
+ * (c_head == p_tail): every record in it then belongs to the generation `gen` read
+ * after p_tail. 1.2: failing those, it takes a retired ring over undrained, writing
+ * an owner mark (RP_EV_THREAD) that it publishes before it stores the new `gen`; a
+ * record's generation is then the one the last mark before it names.
  */
 struct rp_wire_ring {
 	uint32_t state;		/* enum rp_ring_state */

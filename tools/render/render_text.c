@@ -118,6 +118,9 @@ static void print_source(FILE *out, const struct rp_report_source *s)
 		"  events %" PRIu64 "  dropped %" PRIu64 "  late %" PRIu64 "  truncated %" PRIu64
 		"  names_dropped %" PRIu64 "  resyncs %" PRIu64 "\n",
 		s->events, s->dropped, s->late, s->truncated, s->names_dropped, s->resyncs);
+	if (s->rings_nospace > 0) /* /dev/shm was full: the operator's to fix */
+		fprintf(out, "    no room in /dev/shm: %" PRIu64 " ring claims refused, %" PRIu64
+			" of the dropped events\n", s->rings_nospace, s->nospace_dropped);
 }
 
 /*
