@@ -59,8 +59,7 @@ static bool rd_field(struct rd *r, uint32_t *field, unsigned *wire, uint64_t *v,
 	*field = (uint32_t)(k >> 3);
 	*wire = k & 7;
 	switch (*wire) {
-	case 0:
-		return rd_varint(r, v);
+	case 0: return rd_varint(r, v);
 	case 2:
 		if (!rd_varint(r, &n) || n > (uint64_t)(r->end - r->p))
 			return false;
@@ -68,8 +67,7 @@ static bool rd_field(struct rd *r, uint32_t *field, unsigned *wire, uint64_t *v,
 		sub->end = r->p + n;
 		r->p += n;
 		return true;
-	default:
-		return false; /* the writer never uses fixed32/64 or groups */
+	default: return false; /* the writer never uses fixed32/64 or groups */
 	}
 }
 
@@ -88,8 +86,8 @@ static void rd_repeated(unsigned wire, uint64_t v, struct rd *sub, uint64_t *a, 
 	}
 }
 
-#define MAXD  64 /* deepest stack of the workloads */
-#define MAXL  4
+#define MAXD 64 /* deepest stack of the workloads */
+#define MAXL 4
 
 struct dsample {
 	uint64_t loc[MAXD], val[4], key[MAXL], str[MAXL], num[MAXL];
@@ -180,8 +178,8 @@ static void rd_function(struct rd m, struct dfn *fn)
 
 	memset(fn, 0, sizeof(*fn));
 	while (rd_field(&m, &f, &w, &v, &sub)) {
-		uint64_t *at[] = { NULL, &fn->id, &fn->name, &fn->system_name, &fn->filename,
-				   &fn->start_line };
+		uint64_t *at[] = { NULL,	  &fn->id,	  &fn->name, &fn->system_name,
+				   &fn->filename, &fn->start_line };
 		if (f >= 1 && f <= 5)
 			*at[f] = v;
 	}
@@ -370,11 +368,20 @@ static void test_pprof_writer_matches_spec(void **state)
 	static const uint64_t packed[] = { 3, 270, 86942 };
 	/* the encoding documentation's examples: 150 in field 1, "testing" in field 2,
 	 * [3, 270, 86942] packed in field 4 */
-	static const uint8_t want[] = { 0x08, 0x96, 0x01, 0x12, 0x07, 't',  'e',  's',
-					't',  'i',  'n',  'g',	0x22, 0x06, 0x03, 0x8e,
-					0x02, 0x9e, 0xa7, 0x05 };
-	static const uint64_t edge[] = { 0, 1, 127, 128, 16383, 16384, (1ull << 35) - 1,
-					 1ull << 63, UINT64_MAX, (uint64_t)-1ll,
+	static const uint8_t want[] = {
+		0x08, 0x96, 0x01, 0x12, 0x07, 't',  'e',  's',	't',  'i',
+		'n',  'g',  0x22, 0x06, 0x03, 0x8e, 0x02, 0x9e, 0xa7, 0x05
+	};
+	static const uint64_t edge[] = { 0,
+					 1,
+					 127,
+					 128,
+					 16383,
+					 16384,
+					 (1ull << 35) - 1,
+					 1ull << 63,
+					 UINT64_MAX,
+					 (uint64_t)-1ll,
 					 (uint64_t)INT64_MIN };
 	struct rp_pb b, m;
 	struct rd r, sub, in;
@@ -445,8 +452,8 @@ static struct span spans[MAXSPANS];
 static int nspans;
 static uint32_t rng = 11;
 
-static const char *const names[NAMES] = { "prefill", "decode_step", "attn", "mlp",
-					  "tool_call", "retry", "sample" };
+static const char *const names[NAMES] = { "prefill",   "decode_step", "attn",  "mlp",
+					  "tool_call", "retry",	      "sample" };
 static const char *const cats[NAMES] = { "LLM", "LLM", "LLM", "LLM", "TOOL", "TOOL", "" };
 
 static uint32_t rnd(uint32_t n)
@@ -526,10 +533,13 @@ static void engine_report(struct rp_report *r)
 	assert_true(src >= 0);
 	for (int i = 0; i < NAMES; i++)
 		ids[i] = rp_engine_name(e, (uint32_t)src, names[i], cats[i],
-					i == 6 ? "" : "serve.py", i == 6 ? 0 : 10u * (unsigned)i + 1);
+					i == 6 ? "" : "serve.py",
+					i == 6 ? 0 : 10u * (unsigned)i + 1);
 	for (int k = 0; k < nevs; k++) {
 		const struct span *s = &spans[evs[k].span];
-		struct rp_event ev = { .ts = evs[k].ts, .name = ids[s->name], .track = s->track,
+		struct rp_event ev = { .ts = evs[k].ts,
+				       .name = ids[s->name],
+				       .track = s->track,
 				       .arg = (uint64_t)evs[k].span + 1 };
 
 		if (s->async)
@@ -628,21 +638,37 @@ static void test_pprof_flat_cum_match_engine(void **state)
 static void test_pprof_odd_reports(void **state)
 {
 	struct rp_report_fn fns[] = {
-		{ .name = "bad\xff" "name", .category = "C\xc3", .file = "x\xfe.py", .line = 3,
-		  .calls = 2, .self_ns = (uint64_t)-5ll, .cum_ns = 10 },
-		{ .name = "ok", .category = "", .file = "", .calls = 1, .self_ns = 15,
+		{ .name = "bad\xff"
+			  "name",
+		  .category = "C\xc3",
+		  .file = "x\xfe.py",
+		  .line = 3,
+		  .calls = 2,
+		  .self_ns = (uint64_t)-5ll,
+		  .cum_ns = 10 },
+		{ .name = "ok",
+		  .category = "",
+		  .file = "",
+		  .calls = 1,
+		  .self_ns = 15,
 		  .cum_ns = 15 },
 	};
 	struct rp_report_node nodes[] = {
 		{ RP_NONE, RP_NONE, 0, 0, 0 },
-		{ 0, 1, 1, 15, 20 },	/* ok */
+		{ 0, 1, 1, 15, 20 },		/* ok */
 		{ 1, 0, 2, (uint64_t)-5ll, 5 }, /* ok;bad: torch nesting, self < 0 */
-		{ 1, 77, 3, 10, 10 },	/* ok;? */
-		{ 0, 1, 0, 0, 0 },	/* nothing: no sample */
+		{ 1, 77, 3, 10, 10 },		/* ok;? */
+		{ 0, 1, 0, 0, 0 },		/* nothing: no sample */
 	};
 	struct rp_report_source srcs[] = { { .name = "a", .pid = 1 }, { .name = "b", .pid = 2 } };
-	struct rp_report r = { .version_major = 1, .clock = "trace", .fns = fns, .n_fns = 2,
-			       .nodes = nodes, .n_nodes = 5, .sources = srcs, .n_sources = 2 };
+	struct rp_report r = { .version_major = 1,
+			       .clock = "trace",
+			       .fns = fns,
+			       .n_fns = 2,
+			       .nodes = nodes,
+			       .n_nodes = 5,
+			       .sources = srcs,
+			       .n_sources = 2 };
 	char *buf = NULL;
 	size_t len = 0;
 	struct dprof d;
@@ -709,9 +735,10 @@ static void write_trace(const char *path)
 	assert_non_null(f);
 	fputs("[", f);
 	for (int i = 0; i < nspans; i++)
-		fprintf(f, "%s{\"name\":\"%s\",\"cat\":\"%s\",\"ph\":\"X\",\"ts\":%" PRIu64
-			",\"dur\":%" PRIu64 ",\"pid\":1,\"tid\":%" PRIu64 "}\n", i ? "," : "",
-			names[spans[i].name], cats[spans[i].name], spans[i].start,
+		fprintf(f,
+			"%s{\"name\":\"%s\",\"cat\":\"%s\",\"ph\":\"X\",\"ts\":%" PRIu64
+			",\"dur\":%" PRIu64 ",\"pid\":1,\"tid\":%" PRIu64 "}\n",
+			i ? "," : "", names[spans[i].name], cats[spans[i].name], spans[i].start,
 			spans[i].end - spans[i].start, spans[i].track);
 	fputs("]\n", f);
 	assert_int_equal(fclose(f), 0);
@@ -728,14 +755,20 @@ static void test_pprof_cli_refuses_terminal(void **state)
 	make_workload(2, 0);
 	write_trace(trace);
 	/* stdout a terminal: one line, exit 2, no gzip bytes on it */
-	assert_int_equal(rp_test_sh(&out, NULL, "/usr/bin/script -qec '%s/ringprof analyze %s "
-				    "--format pprof' /dev/null", bindir(), trace), 2);
+	assert_int_equal(rp_test_sh(&out, NULL,
+				    "/usr/bin/script -qec '%s/ringprof analyze %s "
+				    "--format pprof' /dev/null",
+				    bindir(), trace),
+			 2);
 	assert_non_null(strstr(out, "--format pprof: binary output not written to a terminal"));
 	assert_null(strchr(out, '\x1f'));
 	free(out);
 	/* a pipe is fine */
-	assert_int_equal(rp_test_sh(&out, NULL, "%s/ringprof analyze %s --format pprof | "
-				    "gzip -t && echo ok", bindir(), trace), 0);
+	assert_int_equal(rp_test_sh(&out, NULL,
+				    "%s/ringprof analyze %s --format pprof | "
+				    "gzip -t && echo ok",
+				    bindir(), trace),
+			 0);
 	assert_string_equal(out, "ok\n");
 	free(out);
 	unlink(trace);
@@ -794,12 +827,17 @@ static size_t go_top_matches_json(const char *trace)
 
 	rp_test_temp_path(prof, ".pb.gz");
 	assert_int_equal(rp_test_sh(NULL, NULL, "%s/ringprof analyze %s --format pprof -o %s",
-				    bindir(), trace, prof), 0);
-	assert_int_equal(rp_test_sh(&json, NULL, "%s/ringprof analyze %s --format json",
-				    bindir(), trace), 0);
+				    bindir(), trace, prof),
+			 0);
+	assert_int_equal(
+		rp_test_sh(&json, NULL, "%s/ringprof analyze %s --format json", bindir(), trace),
+		0);
 	n = json_wants(json, w, 512);
-	assert_int_equal(rp_test_sh(&top, NULL, "PPROF_TMPDIR=/tmp go tool pprof -top "
-				    "-nodecount=1000 -nodefraction=0 -unit=ns %s", prof), 0);
+	assert_int_equal(rp_test_sh(&top, NULL,
+				    "PPROF_TMPDIR=/tmp go tool pprof -top "
+				    "-nodecount=1000 -nodefraction=0 -unit=ns %s",
+				    prof),
+			 0);
 	print_message("go tool pprof -top of %s:\n%.1500s\n", trace, top);
 	for (line = strtok_r(top, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		long long flat, cum;
@@ -824,7 +862,7 @@ static size_t go_top_matches_json(const char *trace)
 		assert_int_equal(cum, w[j].cum);
 		rows++;
 	}
-	for (size_t j = 0; j < n; j++)	/* every function with time has a row */
+	for (size_t j = 0; j < n; j++) /* every function with time has a row */
 		if (!w[j].seen && (w[j].self || w[j].cum))
 			fail_msg("%s: in the JSON report, not in pprof's top", w[j].name);
 	free(json);

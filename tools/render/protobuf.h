@@ -20,7 +20,7 @@
 struct rp_pb {
 	uint8_t *buf;
 	size_t len, cap;
-	int err;	/* 0, or -ENOMEM once an allocation failed */
+	int err; /* 0, or -ENOMEM once an allocation failed */
 };
 
 /* Wire types (the low 3 bits of a field's key). */

@@ -11,12 +11,13 @@
  * the self time under its outermost nodes, which is the report's cum_ns, the durations
  * of its primitive calls; flat calls are its calls. wall is the default sample type.
  * Each function of the report is one Function (name, system name, file, start line)
- * and one Location (a Line with that function and line); no Mapping, no addresses:
- * the profile is symbolized already. The display name is "name [category]" (just the
- * name without a category), as the text report writes it, and the bare name is the
- * system name; pprof's default granularity joins functions by display name, so two
- * functions that differ only in file or line show as one unless -lines (or
- * -filefunctions) is asked. Labels: "category" (the leaf's, when it has one), and
+ * and one Location (a Line with that function and line, no address), all in one Mapping
+ * "ringprof" that says functions, files and lines are there: pprof then neither tries
+ * to symbolize the profile nor complains of a missing binary. The display name is
+ * "name [category]" (just the name without a category), as the text report writes it,
+ * and the bare name is the system name; pprof's default granularity joins functions
+ * by display name, so two functions that differ only in file or line show as one
+ * unless -lines (or -filefunctions) is asked. Labels: "category" (the leaf's, when it has one), and
  * "source" and "pid" when the report has one source, since the CCT mixes the sources'
  * paths (the host, once reports carry one, belongs there too). Comments (go tool pprof
  * -comments) carry what the report lost: dropped, late, truncated and each anomaly.
@@ -26,7 +27,7 @@
  *
  * Why a hand-written writer (protobuf.c) and not protobuf-c: the profile is written,
  * never read, by this one file; its wire format takes varints, length-delimited fields
- * and packed varints, 130 lines. protobuf-c would add a compiler (protoc-c) to the
+ * and packed varints, about 100 lines. protobuf-c would add a compiler (protoc-c) to the
  * build, generated code and a runtime library for that one message. The writer's
  * output is read back by an independent decoder in tests/test_pprof.c and by the real
  * `go tool pprof` there.
@@ -51,35 +52,57 @@
 
 /* profile.proto field numbers. */
 enum {
-	PROFILE_SAMPLE_TYPE = 1, PROFILE_SAMPLE = 2, PROFILE_MAPPING = 3, PROFILE_LOCATION = 4, PROFILE_FUNCTION = 5,
-	PROFILE_STRING_TABLE = 6, PROFILE_TIME_NANOS = 9, PROFILE_DURATION_NANOS = 10,
-	PROFILE_PERIOD_TYPE = 11, PROFILE_PERIOD = 12, PROFILE_COMMENT = 13,
+	PROFILE_SAMPLE_TYPE = 1,
+	PROFILE_SAMPLE = 2,
+	PROFILE_MAPPING = 3,
+	PROFILE_LOCATION = 4,
+	PROFILE_FUNCTION = 5,
+	PROFILE_STRING_TABLE = 6,
+	PROFILE_TIME_NANOS = 9,
+	PROFILE_DURATION_NANOS = 10,
+	PROFILE_PERIOD_TYPE = 11,
+	PROFILE_PERIOD = 12,
+	PROFILE_COMMENT = 13,
 	PROFILE_DEFAULT_SAMPLE_TYPE = 14,
-	VALUETYPE_TYPE = 1, VALUETYPE_UNIT = 2,
-	SAMPLE_LOCATION_ID = 1, SAMPLE_VALUE = 2, SAMPLE_LABEL = 3,
-	LABEL_KEY = 1, LABEL_STR = 2, LABEL_NUM = 3,
-	MAPPING_ID = 1, MAPPING_FILENAME = 5, MAPPING_HAS_FUNCTIONS = 7, MAPPING_HAS_FILENAMES = 8,
+	VALUETYPE_TYPE = 1,
+	VALUETYPE_UNIT = 2,
+	SAMPLE_LOCATION_ID = 1,
+	SAMPLE_VALUE = 2,
+	SAMPLE_LABEL = 3,
+	LABEL_KEY = 1,
+	LABEL_STR = 2,
+	LABEL_NUM = 3,
+	MAPPING_ID = 1,
+	MAPPING_FILENAME = 5,
+	MAPPING_HAS_FUNCTIONS = 7,
+	MAPPING_HAS_FILENAMES = 8,
 	MAPPING_HAS_LINE_NUMBERS = 9,
-	LOCATION_ID = 1, LOCATION_MAPPING_ID = 2, LOCATION_LINE = 4,
-	LINE_FUNCTION_ID = 1, LINE_LINE = 2,
-	FUNCTION_ID = 1, FUNCTION_NAME = 2, FUNCTION_SYSTEM_NAME = 3, FUNCTION_FILENAME = 4,
+	LOCATION_ID = 1,
+	LOCATION_MAPPING_ID = 2,
+	LOCATION_LINE = 4,
+	LINE_FUNCTION_ID = 1,
+	LINE_LINE = 2,
+	FUNCTION_ID = 1,
+	FUNCTION_NAME = 2,
+	FUNCTION_SYSTEM_NAME = 3,
+	FUNCTION_FILENAME = 4,
 	FUNCTION_START_LINE = 5,
 };
 
 /* The string table: index 0 is "", equal strings share an index (open addressing). */
 struct strtab {
-	char **s;		/* owned, repaired copies */
+	char **s; /* owned, repaired copies */
 	uint32_t n, cap;
-	uint32_t *slot;		/* index + 1 per slot, 0 free */
-	uint32_t nslot;		/* a power of two, at least twice n */
+	uint32_t *slot; /* index + 1 per slot, 0 free */
+	uint32_t nslot; /* a power of two, at least twice n */
 	int err;
 };
 
 struct pprof {
 	const struct rp_report *r;
 	struct strtab st;
-	struct rp_pb prof, msg, sub;	/* the profile; scratch for nested messages */
-	uint64_t *stack;		/* n_nodes location ids */
+	struct rp_pb prof, msg, sub; /* the profile; scratch for nested messages */
+	uint64_t *stack;	     /* n_nodes location ids */
 };
 
 static uint64_t hash_str(const char *s)
@@ -286,7 +309,8 @@ static void put_comments(struct pprof *p)
 {
 	const struct rp_report *r = p->r;
 
-	put_comment(p, "ringprof report %" PRIu32 ".%" PRIu32 ", clock %s, events %" PRIu64
+	put_comment(p,
+		    "ringprof report %" PRIu32 ".%" PRIu32 ", clock %s, events %" PRIu64
 		    ", dropped %" PRIu64 ", late %" PRIu64 ", truncated %" PRIu64,
 		    r->version_major, r->version_minor, r->clock ? r->clock : "?", r->events,
 		    r->dropped, r->late, r->truncated);
@@ -295,9 +319,9 @@ static void put_comments(struct pprof *p)
 			put_comment(p, "anomaly %s: %" PRIu64, rp_anomaly_names[k],
 				    r->anomalies[k]);
 	for (uint32_t i = 0; i < r->n_sources; i++)
-		put_comment(p, "source %.300s pid %" PRId32 " events %" PRIu64
-			    " dropped %" PRIu64, r->sources[i].name ? r->sources[i].name : "",
-			    r->sources[i].pid, r->sources[i].events, r->sources[i].dropped);
+		put_comment(p, "source %.300s pid %" PRId32 " events %" PRIu64 " dropped %" PRIu64,
+			    r->sources[i].name ? r->sources[i].name : "", r->sources[i].pid,
+			    r->sources[i].events, r->sources[i].dropped);
 }
 
 static void put_profile(struct pprof *p)
@@ -342,8 +366,8 @@ static int gzip_write(FILE *out, const uint8_t *buf, size_t len)
 	z_stream z = { 0 };
 	int zr;
 
-	if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8,
-			 Z_DEFAULT_STRATEGY) != Z_OK)
+	if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) !=
+	    Z_OK)
 		return -ENOMEM;
 	z.next_in = (Bytef *)buf;
 	do {
@@ -356,9 +380,8 @@ static int gzip_write(FILE *out, const uint8_t *buf, size_t len)
 			z.next_out = chunk;
 			z.avail_out = sizeof(chunk);
 			zr = deflate(&z, flush);
-			if (zr == Z_STREAM_ERROR ||
-			    fwrite(chunk, 1, sizeof(chunk) - z.avail_out, out) !=
-				    sizeof(chunk) - z.avail_out) {
+			if (zr == Z_STREAM_ERROR || fwrite(chunk, 1, sizeof(chunk) - z.avail_out,
+							   out) != sizeof(chunk) - z.avail_out) {
 				deflateEnd(&z);
 				return -EIO;
 			}
