@@ -68,8 +68,9 @@ static const char usage[] =
 	"\n"
 	"  --format F           text, json, pstats, folded (collapsed stacks), prom\n"
 	"                       (Prometheus text; --window W), chrome (Chrome trace of the\n"
-	"                       flight recorder), gantt (SVG) or msgpack (a snapshot, as\n"
-	"                       `ringprof report` reads)\n"
+	"                       flight recorder), gantt (SVG), msgpack (a snapshot, as\n"
+	"                       `ringprof report` reads) or pprof (gzipped profile.proto\n"
+	"                       for go tool pprof, Pyroscope, Parca; needs -o or a pipe)\n"
 	"  --from NS --to NS    chrome/gantt: spans overlapping [from, to] (report clock, ns)\n"
 	"  --steps A:B          chrome/gantt: the time range of recorded steps A..B (0-based)\n"
 	"  --gantt-rows N       gantt: tracks drawn (default 200)\n"
@@ -569,6 +570,8 @@ static int emit(const struct rp_report *r, const char *format, const char *out, 
 		if (err == 0 && rp_render_chrome_warning(r, warn, sizeof(warn)))
 			fprintf(stderr, "ringprof: warning: %s\n", warn);
 	}
+	else if (strcmp(format, "pprof") == 0) /* gzipped profile.proto (docs/outputs.md) */
+		err = rp_render_pprof(r, m);
 	else if (strcmp(format, "msgpack") == 0) /* a snapshot (docs/snapshot.md) */
 		err = rp_snapshot_encode(r, stream_sink, m);
 	else
@@ -672,8 +675,8 @@ static int apply_steps(const struct rp_report *r, struct xopts *x)
 	return 0;
 }
 
-static const char *const formats[] = { "text",	 "json",  "pstats", "folded",
-				       "prom",	 "chrome", "gantt", "msgpack" };
+static const char *const formats[] = { "text",	 "json",  "pstats", "folded", "prom",
+				       "chrome", "gantt", "msgpack", "pprof" };
 
 static bool known_format(const char *f)
 {
@@ -766,8 +769,13 @@ static int cmd_render(int argc, char **argv, bool analyze)
 	}
 	if (!known_format(format))
 		return rp_cli_error(2, "--format %s: use text, json, pstats, folded, prom, chrome, "
-				    "gantt or msgpack%s", format,
+				    "gantt, msgpack or pprof%s", format,
 				    analyze ? " (aiq, aiq-text: agent-toolkit traces)" : "");
+	/* gzip data on a terminal is noise that may leave it in a strange state (gzip(1)
+	 * refuses likewise); -o says where it goes */
+	if (strcmp(format, "pprof") == 0 && out == NULL && isatty(STDOUT_FILENO))
+		return rp_cli_error(2, "--format pprof: binary output not written to a terminal "
+				    "(use -o FILE.pb.gz, or a pipe)");
 	if (analyze) {
 		if (load_trace(argv[optind], &cfg, &r, x.progress == 1, input) != 0)
 			return 1;

@@ -77,6 +77,18 @@ int rp_render_pstats(const struct rp_report *r, FILE *out);
 int rp_render_folded(const struct rp_report *r, FILE *out);
 
 /**
+ * rp_render_pprof() - the gzipped profile.proto of pprof (go tool pprof, Pyroscope,
+ * Parca): sample types "calls" (count) and "wall" (nanoseconds, the default), one
+ * sample per CCT node with calls or self time, its stack the node's path (leaf first),
+ * so that pprof's flat is the report's self_ns and its cum the report's cum_ns; one
+ * Function and Location per function ("name [category]", file, line); labels
+ * "category", and "source"/"pid" when the report has one source. See render_pprof.c.
+ * Return: 0; -EINVAL (nothing written) if a node's parent is not an earlier node or
+ * RP_NONE; -ENOMEM; -EIO.
+ */
+int rp_render_pprof(const struct rp_report *r, FILE *out);
+
+/**
  * rp_render_prom() - the Prometheus text exposition (format 0.0.4) of @r: totals,
  * anomalies by kind, a per-name duration summary (quantiles 0.5/0.9/0.95/0.99, _sum,
  * _count), per-name calls/self/cum counters, concurrency gauges, counters' last
