@@ -75,7 +75,31 @@ struct rp_thread {
 					   until the next span record carries it */
 	uint16_t depth;			/* open spans: rp_begin minus rp_end, counted
 					   whether recorded or not; modulo 2^16 */
+	/* Since wire 1.2 (docs/producer.md, "Signals" and "Self-healing nesting"). */
+	uint8_t busy;			/* inside a recording call: a signal handler that
+					   records now is counted (reentrant), not run */
+	uint8_t pad;
+	uint16_t scap;			/* shadow levels this thread may use; 0: none */
+	struct rp_shadow *shadow;	/* its ring's slice of private memory */
+	uintptr_t ftop;			/* the innermost known frame among the open
+					   spans; UINTPTR_MAX: none */
 };
+
+/*
+ * The shadow of one open span level: its name and the thread's ftop before it
+ * opened. Private memory of the library (never shared, never TLS), one slice of
+ * RP_SHADOW levels per ring; deeper levels are counted in depth, not shadowed.
+ */
+struct rp_shadow {
+	uint32_t name;			/* RP_SHADOW_UNKNOWN: opened before the thread had
+					   its slice (a ring claimed late) */
+	uint32_t obj;			/* a scope's identity in its frame (its address's
+					   low bits | 1); 0: not a scope */
+	uintptr_t below;
+};
+
+#define RP_SHADOW		128u
+#define RP_SHADOW_UNKNOWN	UINT32_MAX
 
 /* A producer wakes a sleeping consumer when its ring is this fraction full (1/8):
  * early enough that the rest of the ring covers the consumer's wake-up latency
@@ -89,6 +113,9 @@ RP_API extern __thread struct rp_thread rp_thread_state
 RP_API bool rp_thread_attach(struct rp_thread *t);
 RP_API bool rp_ring_refresh(struct rp_thread *t);
 RP_API void rp_doorbell_check(struct rp_thread *t);
+RP_API void rp_reentrant(struct rp_thread *t);
+RP_API void rp_heal_frame(struct rp_thread *t, uintptr_t probe, uint32_t name, uint32_t obj);
+RP_API uint16_t rp_heal_name(struct rp_thread *t, uint32_t name);
 
 /**
  * rp_init() - create this process's segment now rather than on the first event.
@@ -152,7 +179,8 @@ RP_API struct rp_wire_header *rp_segment_header(void);
 
 /**
  * rp_dropped() - events this process could not record so far: full rings, threads
- * that found no free ring or recorded after their ring was retired at thread exit.
+ * that found no free ring or recorded after their ring was retired at thread exit,
+ * and records of signal handlers that interrupted a recording call (reentrant).
  * Events + rp_dropped() = recording calls made (while the library is on).
  */
 RP_API uint64_t rp_dropped(void);
@@ -244,17 +272,72 @@ static inline void rp_commit(struct rp_thread *t)
  * whether or not the record is written (a reader re-aligns its stack with it after a
  * drop), modulo 2^16: more ENDs than BEGINs read as depths above RP_DEPTH_MAX, which
  * a reader does not trust, and the count comes back by itself.
+ *
+ * The shadow (levels below t->scap) heals the count after an unbalanced exit
+ * (longjmp): an END whose name is not the top one pops down to that name's level
+ * (rp_heal_name), as the engine's stack does, and the END carries the healed depth;
+ * an END whose name is not open at all leaves the depth alone. @frame, when not 0,
+ * is the opening function's frame (its CFA): the innermost known one is t->ftop.
  */
-static inline uint16_t rp_depth_step(struct rp_thread *t, uint8_t kind)
+static inline uint16_t rp_span_push(struct rp_thread *t, uint32_t name, uintptr_t frame,
+				    uint32_t obj)
 {
 	uint16_t d = t->depth;
 
-	if (kind == RP_EV_BEGIN) {
-		t->depth = (uint16_t)(d + 1);
-		return d;
+	if (RP_LIKELY(d < t->scap)) {
+		t->shadow[d].name = name;
+		t->shadow[d].obj = obj;
+		t->shadow[d].below = t->ftop;
+		/* min(): a frame rp_heal_frame() did not trust (not on this thread's
+		 * stack) never makes ftop shallower. */
+		if (frame != 0 && frame < t->ftop)
+			t->ftop = frame;
 	}
-	t->depth = (uint16_t)(d - 1);
-	return (uint16_t)(d - 1);
+	t->depth = (uint16_t)(d + 1);
+	return d;
+}
+
+static inline uint16_t rp_span_pop(struct rp_thread *t, uint32_t name)
+{
+	uint16_t d = (uint16_t)(t->depth - 1);
+
+	if (RP_LIKELY(d < t->scap)) {
+		if (RP_UNLIKELY(t->shadow[d].name != name))
+			return rp_heal_name(t, name);
+		t->ftop = t->shadow[d].below;
+	}
+	t->depth = d;
+	return d;
+}
+
+/*
+ * Async-signal safety. A recording call sets t->busy for its whole run (slow paths
+ * included) and clears it after its last store; a signal handler that records on
+ * this thread meanwhile finds it set and only counts its record (the ring's
+ * `reentrant`), so the ring, the indices, the depth and the shadow are never seen
+ * half-updated nor changed under the interrupted call. Same thread only: compiler
+ * barriers suffice, no instruction.
+ */
+static inline bool rp_enter(struct rp_thread *t)
+{
+	if (RP_UNLIKELY(__atomic_load_n(&t->busy, __ATOMIC_RELAXED))) {
+		rp_reentrant(t);
+		return false;
+	}
+	__atomic_store_n(&t->busy, 1, __ATOMIC_RELAXED);
+	/* busy is set before any store of this call to the thread state or the ring:
+	 * a handler that runs after it sees it; one that runs before finds it clear
+	 * and the state whole. */
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	return true;
+}
+
+static inline void rp_leave(struct rp_thread *t)
+{
+	/* Every store of this call (record, indices, depth, shadow) before busy is
+	 * cleared: a handler that finds it clear finds them done. */
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	__atomic_store_n(&t->busy, 0, __ATOMIC_RELAXED);
 }
 
 /* Fills the record; span records get their depth and, the first after a drop, the
@@ -273,6 +356,48 @@ static inline void rp_record(struct rp_thread *t, struct rp_event *e, uint64_t t
 	rp_commit(t);
 }
 
+/* How a span record heals by frame (docs/producer.md): not at all (rp_begin, rp_end:
+ * frame unknown), a scope's (pops levels strictly deeper than @probe, and at a BEGIN
+ * the level of the very same scope object at @probe's frame: that activation is
+ * gone), or a ringprof-auto entry (also the level of the same name at @probe's
+ * frame: a call at the same stack depth as an open one means that one is gone). */
+enum { RP_HEAL_NONE, RP_HEAL_SCOPE, RP_HEAL_AUTO };
+
+/*
+ * The one recording path. @now: stamp with the clock (else @ts). @frame: the frame
+ * a BEGIN opens in (stored); @probe: frames strictly below it are left (levels
+ * opened there are popped first). Constants at every inlined call site: the tests
+ * on @kind, @now and @heal fold away.
+ */
+static inline void rp_emit_full(bool now, uint64_t ts, uint8_t kind, uint8_t flags, uint32_t name,
+				uint64_t track, uint64_t arg, int heal, uintptr_t frame,
+				uintptr_t probe, uint32_t obj)
+{
+	struct rp_thread *t = &rp_thread_state;
+	struct rp_event *e;
+	uint16_t depth = 0;
+
+	if (!rp_enter(t))
+		return;
+	e = rp_slot(t); /* first: a thread attaching gets its shadow here */
+	if (kind == RP_EV_BEGIN || kind == RP_EV_END) {
+		/* A BEGIN at the frame of the innermost known level takes the slow
+		 * path: the same scope object or ringprof-auto name there is gone. */
+		if (heal != RP_HEAL_NONE &&
+		    RP_UNLIKELY(kind == RP_EV_BEGIN ? t->ftop <= probe : t->ftop < probe))
+			rp_heal_frame(t, probe,
+				      heal == RP_HEAL_AUTO && kind == RP_EV_BEGIN ? name
+										: RP_SHADOW_UNKNOWN,
+				      kind == RP_EV_BEGIN ? obj : 0);
+		depth = kind == RP_EV_BEGIN ? rp_span_push(t, name, frame, obj)
+					    : rp_span_pop(t, name);
+	}
+	if (RP_LIKELY(e != NULL))
+		rp_record(t, e, now ? rp_clock_read(t->tsc) : ts, kind, flags, name, track, arg,
+			  depth);
+	rp_leave(t);
+}
+
 /**
  * rp_emit_at() - record one event with an explicit timestamp (in rp_now() ticks).
  * For replaying or bridging events whose time was taken elsewhere.
@@ -280,26 +405,38 @@ static inline void rp_record(struct rp_thread *t, struct rp_event *e, uint64_t t
 static inline void rp_emit_at(uint64_t ts, uint8_t kind, uint8_t flags, uint32_t name,
 			      uint64_t track, uint64_t arg)
 {
-	struct rp_thread *t = &rp_thread_state;
-	uint16_t depth = kind == RP_EV_BEGIN || kind == RP_EV_END ? rp_depth_step(t, kind) : 0;
-	struct rp_event *e = rp_slot(t);
-
-	if (RP_UNLIKELY(e == NULL))
-		return;
-	rp_record(t, e, ts, kind, flags, name, track, arg, depth);
+	rp_emit_full(false, ts, kind, flags, name, track, arg, RP_HEAL_NONE, 0, 0, 0);
 }
 
 /** rp_emit() - record one event stamped now. */
 static inline void rp_emit(uint8_t kind, uint8_t flags, uint32_t name, uint64_t track,
 			   uint64_t arg)
 {
-	struct rp_thread *t = &rp_thread_state;
-	uint16_t depth = kind == RP_EV_BEGIN || kind == RP_EV_END ? rp_depth_step(t, kind) : 0;
-	struct rp_event *e = rp_slot(t);
+	rp_emit_full(true, 0, kind, flags, name, track, arg, RP_HEAL_NONE, 0, 0, 0);
+}
 
-	if (RP_UNLIKELY(e == NULL))
-		return;
-	rp_record(t, e, rp_clock_read(t->tsc), kind, flags, name, track, arg, depth);
+/**
+ * rp_begin_frame() - rp_begin() of a span that ends in the function that opens it
+ * (a scope), with that function's frame: @frame, its CFA (__builtin_dwarf_cfa()),
+ * and @local, the address of the scope object in that frame. Levels opened in
+ * frames strictly deeper are popped first: their functions were left without their
+ * END (longjmp); so is a level of this same object in this frame (an earlier call
+ * of this function, left the same way). Frames off this thread's stack never heal.
+ */
+static inline void rp_begin_frame(uint32_t name, uintptr_t frame, uintptr_t local)
+{
+	rp_emit_full(true, 0, RP_EV_BEGIN, 0, name, 0, 0, RP_HEAL_SCOPE, frame, frame,
+		     (uint32_t)local | 1u);
+}
+
+/**
+ * rp_end_frame() - rp_end() from inside the function that opened the span: @local,
+ * the address of any object of that function's frame (the scope itself). Levels
+ * opened in deeper frames (at or below @local) are popped first.
+ */
+static inline void rp_end_frame(uint32_t name, uintptr_t local)
+{
+	rp_emit_full(true, 0, RP_EV_END, 0, name, 0, 0, RP_HEAL_SCOPE, 0, local + 1, 0);
 }
 
 /** rp_begin() - open span @name on this thread's stack. */
@@ -368,10 +505,19 @@ static inline void rp_link(uint32_t name, uint8_t side, uint64_t span, uint64_t 
 }
 
 /* Scope: RP_SCOPE(id) records rp_begin(id) now and rp_end(id) when the enclosing
- * block is left, however it is left (cleanup attribute). */
+ * block is left, however it is left (cleanup attribute). Both carry the function's
+ * frame (its CFA, and the scope's own address): after a longjmp out of scopes the
+ * next scope of a shallower function heals the thread's nesting. */
 struct rp_scope {
 	uint32_t name;
 };
+
+static inline struct rp_scope rp_scope_enter_frame(uint32_t name, uintptr_t frame,
+						  const struct rp_scope *s)
+{
+	rp_begin_frame(name, frame, (uintptr_t)s);
+	return (struct rp_scope){ name };
+}
 
 static inline struct rp_scope rp_scope_enter(uint32_t name)
 {
@@ -381,7 +527,7 @@ static inline struct rp_scope rp_scope_enter(uint32_t name)
 
 static inline void rp_scope_leave(struct rp_scope *s)
 {
-	rp_end(s->name);
+	rp_end_frame(s->name, (uintptr_t)s);
 }
 
 #define RP_CONCAT_(a, b) a##b
@@ -389,7 +535,9 @@ static inline void rp_scope_leave(struct rp_scope *s)
 
 #define RP_SCOPE(id)                                                                   \
 	struct rp_scope RP_CONCAT(rp_scope_, __LINE__)                                 \
-		__attribute__((cleanup(rp_scope_leave), unused)) = rp_scope_enter(id)
+		__attribute__((cleanup(rp_scope_leave), unused)) =                     \
+			rp_scope_enter_frame(id, (uintptr_t)__builtin_dwarf_cfa(),       \
+					     &RP_CONCAT(rp_scope_, __LINE__))
 
 /*
  * RP_SCOPE_NAMED("decode", "LLM"): intern (name, category, __FILE__, __LINE__) on

@@ -259,22 +259,33 @@ NO_INSTR static inline uint32_t lookup(uintptr_t fn)
 RP_API NO_INSTR void __cyg_profile_func_enter(void *fn, void *site);
 RP_API NO_INSTR void __cyg_profile_func_exit(void *fn, void *site);
 
+/*
+ * The hooks' own CFA is the instrumented function's stack pointer at the call: the
+ * same at its entry and exit, strictly lower in anything it calls. A record from a
+ * shallower one pops the levels of functions left by longjmp (ringprof.h); an entry
+ * at the very frame of an open level of the same name pops it too (that call is
+ * gone: two live calls never share a stack pointer, but for a function inlined into
+ * itself, which is then read as gone). Functions inlined into their caller share its
+ * frame under other names: kept.
+ */
 void __cyg_profile_func_enter(void *fn, void *site)
 {
 	uint32_t v = lookup((uintptr_t)fn);
+	uintptr_t frame = (uintptr_t)__builtin_dwarf_cfa();
 
 	(void)site;
 	if (RP_LIKELY(!(v & V_SKIP)))
-		rp_begin(v & V_ID);
+		rp_emit_full(true, 0, RP_EV_BEGIN, 0, v & V_ID, 0, 0, RP_HEAL_AUTO, frame, frame, 0);
 }
 
 void __cyg_profile_func_exit(void *fn, void *site)
 {
 	uint32_t v = lookup((uintptr_t)fn);
+	uintptr_t frame = (uintptr_t)__builtin_dwarf_cfa();
 
 	(void)site;
 	if (RP_LIKELY(!(v & V_SKIP)))
-		rp_end(v & V_ID);
+		rp_emit_full(true, 0, RP_EV_END, 0, v & V_ID, 0, 0, RP_HEAL_AUTO, 0, frame, 0);
 }
 
 /** rp_auto_cache_full() - calls recorded under the shared overflow name so far. */

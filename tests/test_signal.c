@@ -1,0 +1,126 @@
+// SPDX-License-Identifier: MIT
+/*
+ * A signal handler that records, on the thread it interrupts. The main thread
+ * records PAIRS begin/end pairs (3 M; RP_TEST_SIGNAL_PAIRS for fewer, e.g. under
+ * ASan) while a 50 us SIGALRM (setitimer) handler records a span of its own each
+ * time it runs. A handler that lands inside a recording call must record nothing
+ * and be counted in its ring's `reentrant` (ringprof.h, rp_enter): so no record is
+ * corrupted (no bad_event), every main-thread span is counted exactly, each handler
+ * span is either counted or reentrant (both its records are), and records read +
+ * dropped + reentrant == records emitted.
+ */
+#include <signal.h>
+#include <sys/time.h>
+
+#include "sources.h"
+#include "support.h"
+
+static uint32_t id_main, id_handler;
+static volatile sig_atomic_t handled;
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+	rp_begin(id_handler);
+	rp_end(id_handler);
+	handled = handled + 1;
+}
+
+static const struct rp_report_fn *fn_of(const struct rp_report *r, const char *name)
+{
+	for (uint32_t i = 0; i < r->n_fns; i++)
+		if (strcmp(r->fns[i].name, name) == 0)
+			return &r->fns[i];
+	return NULL;
+}
+
+static uint32_t own_ring_index(void)
+{
+	const struct rp_thread *t = &rp_thread_state;
+	const char *base = (const char *)t->hdr + t->hdr->ring_desc_offset;
+
+	return (uint32_t)(t->ring - (const struct rp_wire_ring *)base);
+}
+
+static void test_signal_handler_records_never_corrupt(void **state)
+{
+	const char *env = getenv("RP_TEST_SIGNAL_PAIRS");
+	uint64_t pairs = env ? strtoull(env, NULL, 10) : 3000000, reentrant, dropped;
+	struct itimerval it = { { 0, 50 }, { 0, 50 } }, off = { { 0, 0 }, { 0, 0 } };
+	struct sigaction sa = { .sa_handler = on_alarm, .sa_flags = SA_RESTART };
+	const struct rp_report_fn *fm, *fh;
+	struct rp_engine *eng;
+	struct rp_sources ss;
+	struct rp_report r;
+	struct rp_wire_ring *ring;
+	uint64_t hcalls;
+
+	(void)state;
+	ring = rp_test_ring(rp_test_open_self(), own_ring_index());
+	assert_int_equal(rp_engine_open(NULL, &eng), 0);
+	assert_int_equal(rp_sources_init(&ss, eng, getenv("RINGPROF_SESSION")), 0);
+	assert_int_equal(rp_sources_scan(&ss), 1);
+	rp_sources_drain(&ss, UINT64_MAX);
+	sigemptyset(&sa.sa_mask);
+	assert_int_equal(sigaction(SIGALRM, &sa, NULL), 0);
+	assert_int_equal(setitimer(ITIMER_REAL, &it, NULL), 0);
+	for (uint64_t i = 0; i < pairs; i++) {
+		rp_begin(id_main);
+		rp_end(id_main);
+		if (i % 4096 == 4095)
+			rp_sources_drain(&ss, UINT64_MAX);
+	}
+	assert_int_equal(setitimer(ITIMER_REAL, &off, NULL), 0);
+	signal(SIGALRM, SIG_IGN);
+	rp_sources_drain(&ss, UINT64_MAX);
+	rp_sources_update(&ss);
+	assert_int_equal(rp_engine_report(eng, &r), 0);
+	reentrant = __atomic_load_n(&ring->reentrant, __ATOMIC_RELAXED);
+	dropped = __atomic_load_n(&ring->dropped, __ATOMIC_RELAXED);
+	fm = fn_of(&r, "main_work");
+	fh = fn_of(&r, "in_handler");
+	hcalls = fh ? fh->calls : 0;
+	print_message("    %llu pairs, %llu handler runs: main_work %llu calls, in_handler %llu, "
+		      "reentrant %llu, dropped %llu, bad_event %llu, end_mismatch %llu\n",
+		      (unsigned long long)pairs, (unsigned long long)handled,
+		      (unsigned long long)(fm ? fm->calls : 0), (unsigned long long)hcalls,
+		      (unsigned long long)reentrant, (unsigned long long)dropped,
+		      (unsigned long long)r.anomalies[RP_ANOM_BAD_EVENT],
+		      (unsigned long long)r.anomalies[RP_ANOM_END_MISMATCH]);
+	assert_int_equal(r.anomalies[RP_ANOM_BAD_EVENT], 0);
+	assert_int_equal(r.anomalies[RP_ANOM_END_MISMATCH], 0);
+	assert_int_equal(r.anomalies[RP_ANOM_END_UNMATCHED], 0);
+	assert_int_equal(r.anomalies[RP_ANOM_DEPTH_CAP], 0);
+	assert_int_equal(r.truncated, 0);
+	assert_int_equal(dropped, 0); /* the ring is drained often enough */
+	assert_non_null(fm);
+	assert_int_equal(fm->calls, pairs);
+	/* A handler's two records are both read or both reentrant. */
+	assert_int_equal(reentrant % 2, 0);
+	assert_int_equal(hcalls + reentrant / 2, (uint64_t)handled);
+	assert_int_equal(rp_dropped(), reentrant);
+	/* In a loop that spends most of its time recording, handlers land inside. */
+	if (handled >= 200)
+		assert_true(reentrant > 0);
+	rp_report_free(&r);
+	rp_sources_free(&ss);
+	rp_engine_close(eng);
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	id_main = rp_intern("main_work", "T", NULL, 0);
+	id_handler = rp_intern("in_handler", "T", NULL, 0);
+	rp_instant(id_main); /* claims this thread's ring */
+	return id_main == 0 || id_handler == 0 ? -1 : 0;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_signal_handler_records_never_corrupt),
+	};
+
+	return cmocka_run_group_tests(tests, setup, NULL);
+}
