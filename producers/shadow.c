@@ -112,19 +112,16 @@ static bool on_stack(const struct bounds *b, uintptr_t x)
 	return x >= b->lo && x < b->hi;
 }
 
-/* The top level (opened at frame @probe) is gone: a new activation of it began. */
-static bool same_level(const struct rp_shadow *s, uint32_t name, uint32_t obj)
-{
-	return (name != RP_SHADOW_UNKNOWN && s->name == name) || (obj != 0 && s->obj == obj);
-}
-
 /*
  * A span record from a frame @probe: pop the levels whose frame is strictly deeper
- * (ftop < probe), then those at @probe itself that are the same ringprof-auto
- * function (@name) or the same scope object (@obj) as the new BEGIN. Only on this
- * thread's stack, and only while the levels are shadowed.
+ * (ftop < probe), then at @probe itself a level of the same opener (@obj, not 0) as
+ * the new BEGIN: the same scope object, or the same entry hook call site, in the
+ * same frame, is a new activation of it (two live ones never share a frame), while
+ * other scopes of the function, and functions inlined into it (their hooks are
+ * called from its frame, at other sites), are kept. Only on this thread's stack,
+ * and only while the levels are shadowed.
  */
-void rp_heal_frame(struct rp_thread *t, uintptr_t probe, uint32_t name, uint32_t obj)
+void rp_heal_frame(struct rp_thread *t, uintptr_t probe, uint32_t obj)
 {
 	uint16_t d = t->depth;
 	const struct bounds *b;
@@ -136,7 +133,7 @@ void rp_heal_frame(struct rp_thread *t, uintptr_t probe, uint32_t name, uint32_t
 		return;
 	while (d > 0 && on_stack(b, t->ftop) &&
 	       (t->ftop < probe ||
-		(t->ftop == probe && same_level(&t->shadow[d - 1], name, obj)))) {
+		(t->ftop == probe && obj != 0 && t->shadow[d - 1].obj == obj))) {
 		d--;
 		t->ftop = t->shadow[d].below;
 	}

@@ -93,8 +93,9 @@ struct rp_thread {
 struct rp_shadow {
 	uint32_t name;			/* RP_SHADOW_UNKNOWN: opened before the thread had
 					   its slice (a ring claimed late) */
-	uint32_t obj;			/* a scope's identity in its frame (its address's
-					   low bits | 1); 0: not a scope */
+	uint32_t obj;			/* identity of the opener in its frame (a scope's
+					   address, a ringprof-auto hook's return
+					   address: low bits | 1); 0: none */
 	uintptr_t below;
 };
 
@@ -114,7 +115,7 @@ RP_API bool rp_thread_attach(struct rp_thread *t);
 RP_API bool rp_ring_refresh(struct rp_thread *t);
 RP_API void rp_doorbell_check(struct rp_thread *t);
 RP_API void rp_reentrant(struct rp_thread *t);
-RP_API void rp_heal_frame(struct rp_thread *t, uintptr_t probe, uint32_t name, uint32_t obj);
+RP_API void rp_heal_frame(struct rp_thread *t, uintptr_t probe, uint32_t obj);
 RP_API uint16_t rp_heal_name(struct rp_thread *t, uint32_t name);
 
 /**
@@ -357,11 +358,10 @@ static inline void rp_record(struct rp_thread *t, struct rp_event *e, uint64_t t
 }
 
 /* How a span record heals by frame (docs/producer.md): not at all (rp_begin, rp_end:
- * frame unknown), a scope's (pops levels strictly deeper than @probe, and at a BEGIN
- * the level of the very same scope object at @probe's frame: that activation is
- * gone), or a ringprof-auto entry (also the level of the same name at @probe's
- * frame: a call at the same stack depth as an open one means that one is gone). */
-enum { RP_HEAL_NONE, RP_HEAL_SCOPE, RP_HEAL_AUTO };
+ * frame unknown), or as a scope or a ringprof-auto hook: levels strictly deeper than
+ * @probe are popped, and at a BEGIN the level opened by the very same opener (@obj)
+ * at @probe's frame: that activation is gone. */
+enum { RP_HEAL_NONE, RP_HEAL_FRAME };
 
 /*
  * The one recording path. @now: stamp with the clock (else @ts). @frame: the frame
@@ -385,10 +385,7 @@ static inline void rp_emit_full(bool now, uint64_t ts, uint8_t kind, uint8_t fla
 		 * path: the same scope object or ringprof-auto name there is gone. */
 		if (heal != RP_HEAL_NONE &&
 		    RP_UNLIKELY(kind == RP_EV_BEGIN ? t->ftop <= probe : t->ftop < probe))
-			rp_heal_frame(t, probe,
-				      heal == RP_HEAL_AUTO && kind == RP_EV_BEGIN ? name
-										: RP_SHADOW_UNKNOWN,
-				      kind == RP_EV_BEGIN ? obj : 0);
+			rp_heal_frame(t, probe, kind == RP_EV_BEGIN ? obj : 0);
 		depth = kind == RP_EV_BEGIN ? rp_span_push(t, name, frame, obj)
 					    : rp_span_pop(t, name);
 	}
@@ -425,7 +422,7 @@ static inline void rp_emit(uint8_t kind, uint8_t flags, uint32_t name, uint64_t 
  */
 static inline void rp_begin_frame(uint32_t name, uintptr_t frame, uintptr_t local)
 {
-	rp_emit_full(true, 0, RP_EV_BEGIN, 0, name, 0, 0, RP_HEAL_SCOPE, frame, frame,
+	rp_emit_full(true, 0, RP_EV_BEGIN, 0, name, 0, 0, RP_HEAL_FRAME, frame, frame,
 		     (uint32_t)local | 1u);
 }
 
@@ -436,7 +433,7 @@ static inline void rp_begin_frame(uint32_t name, uintptr_t frame, uintptr_t loca
  */
 static inline void rp_end_frame(uint32_t name, uintptr_t local)
 {
-	rp_emit_full(true, 0, RP_EV_END, 0, name, 0, 0, RP_HEAL_SCOPE, 0, local + 1, 0);
+	rp_emit_full(true, 0, RP_EV_END, 0, name, 0, 0, RP_HEAL_FRAME, 0, local + 1, 0);
 }
 
 /** rp_begin() - open span @name on this thread's stack. */
