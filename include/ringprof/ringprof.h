@@ -12,7 +12,9 @@
  * thread-local load, a fullness check against a cached consumer index, a clock read,
  * one 32-byte record store and a release store of the producer index. They never
  * block, allocate, take a lock, make a syscall or touch errno. A full ring drops the
- * record and counts it. With RINGPROF=0 every call returns after two loads.
+ * record and counts it. With RINGPROF=0 every call returns after a few loads and
+ * stores. Every call is safe in a signal handler (rp_enter) and keeps a private
+ * shadow of the open spans that heals the nesting after a longjmp (rp_span_push).
  *
  * The slow paths (creating the segment on the first event or at rp_init, claiming
  * a ring for a new thread, interning, waking a sleeping consumer) are out of line in
