@@ -571,22 +571,30 @@ void rp_doorbell_check(struct rp_thread *t)
 }
 
 /*
- * A signal handler recorded on a thread that was inside a recording call (ringprof.h,
- * rp_enter): the record is counted, nothing else touched. Handlers nest, so an
- * atomic add. Before the thread has a ring the header's noring count takes it.
+ * A recording call found t->busy set (ringprof.h, rp_enter). Normally a signal
+ * handler recorded on a thread that was inside a recording call: the record is
+ * counted, nothing else touched (false). Handlers nest, so an atomic add. Before the
+ * thread has a ring the header's noring count takes it. But a call at or above the
+ * holder's stack pointer, on the thread's own stack, cannot be a handler running
+ * over it: a handler left the holder by siglongjmp. Then this call takes over
+ * (true): what the holder left half done is at worst one unpublished record
+ * (rp_commit stores the private index first) or one level's shadow.
  */
-void rp_reentrant(struct rp_thread *t)
+bool rp_reentrant(struct rp_thread *t, uintptr_t sp)
 {
 	struct rp_wire_ring *r = __atomic_load_n(&t->ring, __ATOMIC_RELAXED);
 	struct rp_wire_header *h;
 
+	if (sp >= __atomic_load_n(&t->busy, __ATOMIC_RELAXED) && rp_shadow_on_stack(t, sp))
+		return true;
 	if (r != NULL) {
 		__atomic_fetch_add(&r->reentrant, 1, __ATOMIC_RELAXED);
-		return;
+		return false;
 	}
 	h = rp_segment_header();
 	if (h != NULL && !t->off)
 		__atomic_fetch_add(&h->noring_dropped, 1, __ATOMIC_RELAXED);
+	return false;
 }
 
 /* pthread key destructor: the thread is exiting. */
@@ -597,7 +605,7 @@ static void retire_thread(void *arg)
 	if (t == NULL || t->ring == NULL)
 		return;
 	/* A signal handler recording meanwhile is counted, not run (ringprof.h). */
-	__atomic_store_n(&t->busy, 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&t->busy, rp_stack_pointer(), __ATOMIC_RELAXED);
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	/* A reader closing this thread's stack must know whether its last records
 	 * were lost (then the open spans are, rather than cut at exit). */

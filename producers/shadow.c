@@ -112,6 +112,11 @@ static bool on_stack(const struct bounds *b, uintptr_t x)
 	return x >= b->lo && x < b->hi;
 }
 
+bool rp_shadow_on_stack(const struct rp_thread *t, uintptr_t sp)
+{
+	return t->scap != 0 && on_stack(bounds_of(t), sp);
+}
+
 /*
  * A span record from a frame @probe: pop the levels whose frame is strictly deeper
  * (ftop < probe), then at @probe itself a level of the same opener (@obj, not 0) as

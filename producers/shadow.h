@@ -19,6 +19,9 @@ int rp_shadow_alloc(uint32_t rings);
 void rp_shadow_attach(struct rp_thread *t, uint32_t idx);
 void rp_shadow_detach(struct rp_thread *t);
 
+/* @sp lies on this thread's own stack (known once it has a ring). */
+bool rp_shadow_on_stack(const struct rp_thread *t, uintptr_t sp);
+
 static inline void rp_shadow_none(struct rp_thread *t)
 {
 	if (t->scap == 0)

@@ -8,14 +8,18 @@
  * corrupted (no bad_event), every main-thread span is counted exactly, each handler
  * span is either counted or reentrant (both its records are), and records read +
  * dropped + reentrant == records emitted.
+ * A handler that leaves a recording call it interrupted by siglongjmp must not stop
+ * the thread's recording: the next call, above the abandoned one's stack pointer,
+ * takes over, and every later span is counted.
  */
+#include <setjmp.h>
 #include <signal.h>
 #include <sys/time.h>
 
 #include "sources.h"
 #include "support.h"
 
-static uint32_t id_main, id_handler;
+static uint32_t id_main, id_handler, id_after;
 static volatile sig_atomic_t handled;
 
 static void on_alarm(int sig)
@@ -24,6 +28,20 @@ static void on_alarm(int sig)
 	rp_begin(id_handler);
 	rp_end(id_handler);
 	handled = handled + 1;
+}
+
+static sigjmp_buf jump_env;
+static volatile sig_atomic_t jumped;
+
+/* Leaves the interrupted code by siglongjmp, once, when it is inside a recording
+ * call (the state a handler sees: busy set). */
+static void jump_out(int sig)
+{
+	(void)sig;
+	if (!jumped && __atomic_load_n(&rp_thread_state.busy, __ATOMIC_RELAXED) != 0) {
+		jumped = 1;
+		siglongjmp(jump_env, 1);
+	}
 }
 
 static const struct rp_report_fn *fn_of(const struct rp_report *r, const char *name)
@@ -99,11 +117,66 @@ static void test_signal_handler_records_never_corrupt(void **state)
 	rp_engine_close(eng);
 }
 
+static void test_signal_siglongjmp_out_of_a_recording_call(void **state)
+{
+	const uint64_t after = 10000;
+	struct itimerval it = { { 0, 50 }, { 0, 50 } }, off = { { 0, 0 }, { 0, 0 } };
+	struct sigaction sa = { .sa_handler = jump_out };
+	const struct rp_report_fn *fa;
+	struct rp_engine *eng;
+	struct rp_sources ss;
+	struct rp_report r;
+	uint64_t reentrant0 = __atomic_load_n(&rp_thread_state.ring->reentrant, __ATOMIC_RELAXED);
+
+	(void)state;
+	assert_int_equal(rp_engine_open(NULL, &eng), 0);
+	assert_int_equal(rp_sources_init(&ss, eng, getenv("RINGPROF_SESSION")), 0);
+	assert_int_equal(rp_sources_scan(&ss), 1);
+	rp_sources_drain(&ss, UINT64_MAX);
+	sigemptyset(&sa.sa_mask);
+	assert_int_equal(sigaction(SIGALRM, &sa, NULL), 0);
+	jumped = 0;
+	if (sigsetjmp(jump_env, 1) == 0) {
+		assert_int_equal(setitimer(ITIMER_REAL, &it, NULL), 0);
+		for (uint64_t i = 0; !jumped; i++) { /* until a tick lands inside a call */
+			rp_begin(id_main);
+			rp_end(id_main);
+			if (i % 4096 == 4095)
+				rp_sources_drain(&ss, UINT64_MAX);
+		}
+	}
+	assert_int_equal(setitimer(ITIMER_REAL, &off, NULL), 0);
+	signal(SIGALRM, SIG_IGN);
+	assert_true(jumped);
+	for (uint64_t i = 0; i < after; i++) {
+		rp_begin(id_after);
+		rp_end(id_after);
+	}
+	rp_sources_drain(&ss, UINT64_MAX);
+	rp_sources_update(&ss);
+	assert_int_equal(rp_engine_report(eng, &r), 0);
+	fa = fn_of(&r, "after_jump");
+	print_message("    after the jump: after_jump %llu calls, reentrant %llu, busy %s\n",
+		      (unsigned long long)(fa ? fa->calls : 0),
+		      (unsigned long long)(rp_thread_state.ring->reentrant - reentrant0),
+		      rp_thread_state.busy ? "set" : "clear");
+	assert_int_equal(rp_thread_state.busy, 0);
+	assert_int_equal(rp_thread_state.ring->reentrant, reentrant0);
+	assert_int_equal(r.anomalies[RP_ANOM_BAD_EVENT], 0);
+	assert_int_equal(r.anomalies[RP_ANOM_DEPTH_CAP], 0);
+	assert_non_null(fa);
+	assert_int_equal(fa->calls, after);
+	rp_report_free(&r);
+	rp_sources_free(&ss);
+	rp_engine_close(eng);
+}
+
 static int setup(void **state)
 {
 	(void)state;
 	id_main = rp_intern("main_work", "T", NULL, 0);
 	id_handler = rp_intern("in_handler", "T", NULL, 0);
+	id_after = rp_intern("after_jump", "T", NULL, 0);
 	rp_instant(id_main); /* claims this thread's ring */
 	return id_main == 0 || id_handler == 0 ? -1 : 0;
 }
@@ -112,6 +185,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_signal_handler_records_never_corrupt),
+		cmocka_unit_test(test_signal_siglongjmp_out_of_a_recording_call),
 	};
 
 	return cmocka_run_group_tests(tests, setup, NULL);

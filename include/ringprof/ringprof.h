@@ -78,13 +78,14 @@ struct rp_thread {
 	uint16_t depth;			/* open spans: rp_begin minus rp_end, counted
 					   whether recorded or not; modulo 2^16 */
 	/* Since wire 1.2 (docs/producer.md, "Signals" and "Self-healing nesting"). */
-	uint8_t busy;			/* inside a recording call: a signal handler that
-					   records now is counted (reentrant), not run */
-	uint8_t pad;
 	uint16_t scap;			/* shadow levels this thread may use; 0: none */
+	uint16_t pad;
 	struct rp_shadow *shadow;	/* its ring's slice of private memory */
 	uintptr_t ftop;			/* the innermost known frame among the open
 					   spans; UINTPTR_MAX: none */
+	uintptr_t busy;			/* inside a recording call (its stack pointer;
+					   0: not): a signal handler that records now
+					   is counted (reentrant), not run */
 };
 
 /*
@@ -116,7 +117,7 @@ RP_API extern __thread struct rp_thread rp_thread_state
 RP_API bool rp_thread_attach(struct rp_thread *t);
 RP_API bool rp_ring_refresh(struct rp_thread *t);
 RP_API void rp_doorbell_check(struct rp_thread *t);
-RP_API void rp_reentrant(struct rp_thread *t);
+RP_API bool rp_reentrant(struct rp_thread *t, uintptr_t sp);
 RP_API void rp_heal_frame(struct rp_thread *t, uintptr_t probe, uint32_t obj);
 RP_API uint16_t rp_heal_name(struct rp_thread *t, uint32_t name);
 
@@ -258,10 +259,13 @@ static inline void rp_commit(struct rp_thread *t)
 {
 	uint32_t tail = t->tail + 1;
 
+	/* The private index first: a call abandoned between the two (a signal handler
+	 * that left it by siglongjmp: rp_reentrant) leaves its record written, and
+	 * the next commit publishes it. */
+	t->tail = tail;
 	/* Release: the record's stores before the index that publishes it; pairs with
 	 * the consumer's acquire load of p_tail. A plain mov on x86. */
 	__atomic_store_n(&t->ring->ring.p_tail, tail, __ATOMIC_RELEASE);
-	t->tail = tail;
 	/* A plain load, no fence: a doorbell missed by this race costs the consumer
 	 * at most one of its timed waits, never an event. */
 	if (RP_UNLIKELY(__atomic_load_n(&t->hdr->consumer_sleeping, __ATOMIC_RELAXED)) &&
@@ -313,21 +317,41 @@ static inline uint16_t rp_span_pop(struct rp_thread *t, uint32_t name)
 	return d;
 }
 
+/* The stack pointer here, in the caller's frame once inlined (not a frame pointer:
+ * nothing forces one on the caller). */
+static inline uintptr_t rp_stack_pointer(void)
+{
+	uintptr_t sp;
+
+#if defined(__x86_64__)
+	__asm__("movq %%rsp, %0" : "=r"(sp));
+#elif defined(__aarch64__)
+	__asm__("mov %0, sp" : "=r"(sp));
+#else
+	sp = (uintptr_t)__builtin_frame_address(0);
+#endif
+	return sp;
+}
+
 /*
- * Async-signal safety. A recording call sets t->busy for its whole run (slow paths
- * included) and clears it after its last store; a signal handler that records on
- * this thread meanwhile finds it set and only counts its record (the ring's
- * `reentrant`), so the ring, the indices, the depth and the shadow are never seen
- * half-updated nor changed under the interrupted call. Same thread only: compiler
- * barriers suffice, no instruction.
+ * Async-signal safety. A recording call sets t->busy (to its stack pointer) for its
+ * whole run (slow paths included) and clears it after its last store; a signal
+ * handler that records on this thread meanwhile finds it set and only counts its
+ * record (the ring's `reentrant`), so the ring, the indices, the depth and the
+ * shadow are never seen half-updated nor changed under the interrupted call. Same
+ * thread only: compiler barriers suffice, no instruction. A handler runs below the
+ * interrupted call's stack pointer; a call that finds busy set at or below its own
+ * (on the thread's stack) follows a handler that left the holder by siglongjmp, and
+ * takes over (rp_reentrant).
  */
 static inline bool rp_enter(struct rp_thread *t)
 {
-	if (RP_UNLIKELY(__atomic_load_n(&t->busy, __ATOMIC_RELAXED))) {
-		rp_reentrant(t);
+	uintptr_t sp = rp_stack_pointer();
+
+	if (RP_UNLIKELY(__atomic_load_n(&t->busy, __ATOMIC_RELAXED) != 0) &&
+	    !rp_reentrant(t, sp))
 		return false;
-	}
-	__atomic_store_n(&t->busy, 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&t->busy, sp, __ATOMIC_RELAXED);
 	/* busy is set before any store of this call to the thread state or the ring:
 	 * a handler that runs after it sees it; one that runs before finds it clear
 	 * and the state whole. */
