@@ -292,9 +292,7 @@ static inline uint16_t rp_span_push(struct rp_thread *t, uint32_t name, uintptr_
 	uint16_t d = t->depth;
 
 	if (RP_LIKELY(d < t->scap)) {
-		t->shadow[d].name = name;
-		t->shadow[d].obj = obj;
-		t->shadow[d].below = t->ftop;
+		t->shadow[d] = (struct rp_shadow){ .name = name, .obj = obj, .below = t->ftop };
 		/* min(): a frame rp_heal_frame() did not trust (not on this thread's
 		 * stack) never makes ftop shallower. */
 		if (frame != 0 && frame < t->ftop)
