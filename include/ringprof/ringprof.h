@@ -53,6 +53,10 @@ extern "C" {
 #define RP_API __attribute__((visibility("default")))
 #endif
 
+/* The fast path: inlined whatever the compiler's size heuristics say, so that the
+ * constant arguments of each call site fold (and a scope's cleanup is no call). */
+#define RP_INLINE	static inline __attribute__((always_inline))
+
 #define RP_LIKELY(x)	__builtin_expect(!!(x), 1)
 #define RP_UNLIKELY(x)	__builtin_expect(!!(x), 0)
 
@@ -205,7 +209,7 @@ RP_API uint64_t rp_clock_monotonic(void);
  * while the library's clock is the TSC; on other targets the library never is. */
 RP_API uint64_t rp_clock_tsc(void);
 
-static inline uint64_t rp_clock_read(bool tsc)
+RP_INLINE uint64_t rp_clock_read(bool tsc)
 {
 #ifdef RP_HAVE_RDTSC
 	if (RP_LIKELY(tsc))
@@ -241,7 +245,7 @@ static inline uint64_t rp_ticks_to_ns(const struct rp_wire_clock *c, uint64_t ti
  * The slot for the next record, or NULL when the event is not recorded (off, no
  * ring, ring full: each counted where it must be).
  */
-static inline struct rp_event *rp_slot(struct rp_thread *t)
+RP_INLINE struct rp_event *rp_slot(struct rp_thread *t)
 {
 	if (RP_UNLIKELY(t->slots == NULL)) {
 		if (t->off || !rp_thread_attach(t))
@@ -255,7 +259,7 @@ static inline struct rp_event *rp_slot(struct rp_thread *t)
 	return &t->slots[t->tail & t->mask];
 }
 
-static inline void rp_commit(struct rp_thread *t)
+RP_INLINE void rp_commit(struct rp_thread *t)
 {
 	uint32_t tail = t->tail + 1;
 
@@ -286,7 +290,7 @@ static inline void rp_commit(struct rp_thread *t)
  * an END whose name is not open at all leaves the depth alone. @frame, when not 0,
  * is the opening function's frame (its CFA): the innermost known one is t->ftop.
  */
-static inline uint16_t rp_span_push(struct rp_thread *t, uint32_t name, uintptr_t frame,
+RP_INLINE uint16_t rp_span_push(struct rp_thread *t, uint32_t name, uintptr_t frame,
 				    uint32_t obj)
 {
 	uint16_t d = t->depth;
@@ -302,7 +306,7 @@ static inline uint16_t rp_span_push(struct rp_thread *t, uint32_t name, uintptr_
 	return d;
 }
 
-static inline uint16_t rp_span_pop(struct rp_thread *t, uint32_t name)
+RP_INLINE uint16_t rp_span_pop(struct rp_thread *t, uint32_t name)
 {
 	uint16_t d = (uint16_t)(t->depth - 1);
 
@@ -317,7 +321,7 @@ static inline uint16_t rp_span_pop(struct rp_thread *t, uint32_t name)
 
 /* The stack pointer here, in the caller's frame once inlined (not a frame pointer:
  * nothing forces one on the caller). */
-static inline uintptr_t rp_stack_pointer(void)
+RP_INLINE uintptr_t rp_stack_pointer(void)
 {
 	uintptr_t sp;
 
@@ -342,7 +346,7 @@ static inline uintptr_t rp_stack_pointer(void)
  * (on the thread's stack) follows a handler that left the holder by siglongjmp, and
  * takes over (rp_reentrant).
  */
-static inline bool rp_enter(struct rp_thread *t)
+RP_INLINE bool rp_enter(struct rp_thread *t)
 {
 	uintptr_t sp = rp_stack_pointer();
 
@@ -357,7 +361,7 @@ static inline bool rp_enter(struct rp_thread *t)
 	return true;
 }
 
-static inline void rp_leave(struct rp_thread *t)
+RP_INLINE void rp_leave(struct rp_thread *t)
 {
 	/* Every store of this call (record, indices, depth, shadow) before busy is
 	 * cleared: a handler that finds it clear finds them done. */
@@ -367,7 +371,7 @@ static inline void rp_leave(struct rp_thread *t)
 
 /* Fills the record; span records get their depth and, the first after a drop, the
  * mark. @kind is a constant at every inlined call site, so the test folds away. */
-static inline void rp_record(struct rp_thread *t, struct rp_event *e, uint64_t ts, uint8_t kind,
+RP_INLINE void rp_record(struct rp_thread *t, struct rp_event *e, uint64_t ts, uint8_t kind,
 			     uint8_t flags, uint32_t name, uint64_t track, uint64_t arg,
 			     uint16_t depth)
 {
@@ -387,15 +391,28 @@ static inline void rp_record(struct rp_thread *t, struct rp_event *e, uint64_t t
  * at @probe's frame: that activation is gone. */
 enum { RP_HEAL_NONE, RP_HEAL_FRAME };
 
+/* A BEGIN from frame @probe finds a level to pop: one of a deeper frame, or the top
+ * one at this frame made by this very opener @obj (ringprof.h, rp_begin_frame). The
+ * second test runs only for a scope inside another scope of its function. */
+RP_INLINE bool rp_left_frame(const struct rp_thread *t, uintptr_t probe, uint32_t obj)
+{
+	uint16_t d = (uint16_t)(t->depth - 1);
+
+	if (RP_LIKELY(t->ftop > probe))
+		return false;
+	return t->ftop < probe || (d < t->scap && t->shadow[d].obj == obj);
+}
+
 /*
  * The one recording path. @now: stamp with the clock (else @ts). @frame: the frame
  * a BEGIN opens in (stored); @probe: frames strictly below it are left (levels
  * opened there are popped first). Constants at every inlined call site: the tests
- * on @kind, @now and @heal fold away.
+ * on @kind, @now and @heal fold away (always inlined: the compiler would otherwise
+ * keep one generic out-of-line copy for a scope's cleanup).
  */
-static inline void rp_emit_full(bool now, uint64_t ts, uint8_t kind, uint8_t flags, uint32_t name,
-				uint64_t track, uint64_t arg, int heal, uintptr_t frame,
-				uintptr_t probe, uint32_t obj)
+RP_INLINE void
+rp_emit_full(bool now, uint64_t ts, uint8_t kind, uint8_t flags, uint32_t name, uint64_t track,
+	     uint64_t arg, int heal, uintptr_t frame, uintptr_t probe, uint32_t obj)
 {
 	struct rp_thread *t = &rp_thread_state;
 	struct rp_event *e;
@@ -405,10 +422,9 @@ static inline void rp_emit_full(bool now, uint64_t ts, uint8_t kind, uint8_t fla
 		return;
 	e = rp_slot(t); /* first: a thread attaching gets its shadow here */
 	if (kind == RP_EV_BEGIN || kind == RP_EV_END) {
-		/* A BEGIN at the frame of the innermost known level takes the slow
-		 * path: the same scope object or ringprof-auto name there is gone. */
 		if (heal != RP_HEAL_NONE &&
-		    RP_UNLIKELY(kind == RP_EV_BEGIN ? t->ftop <= probe : t->ftop < probe))
+		    RP_UNLIKELY(kind == RP_EV_BEGIN ? rp_left_frame(t, probe, obj)
+						    : t->ftop < probe))
 			rp_heal_frame(t, probe, kind == RP_EV_BEGIN ? obj : 0);
 		depth = kind == RP_EV_BEGIN ? rp_span_push(t, name, frame, obj)
 					    : rp_span_pop(t, name);
@@ -423,14 +439,14 @@ static inline void rp_emit_full(bool now, uint64_t ts, uint8_t kind, uint8_t fla
  * rp_emit_at() - record one event with an explicit timestamp (in rp_now() ticks).
  * For replaying or bridging events whose time was taken elsewhere.
  */
-static inline void rp_emit_at(uint64_t ts, uint8_t kind, uint8_t flags, uint32_t name,
+RP_INLINE void rp_emit_at(uint64_t ts, uint8_t kind, uint8_t flags, uint32_t name,
 			      uint64_t track, uint64_t arg)
 {
 	rp_emit_full(false, ts, kind, flags, name, track, arg, RP_HEAL_NONE, 0, 0, 0);
 }
 
 /** rp_emit() - record one event stamped now. */
-static inline void rp_emit(uint8_t kind, uint8_t flags, uint32_t name, uint64_t track,
+RP_INLINE void rp_emit(uint8_t kind, uint8_t flags, uint32_t name, uint64_t track,
 			   uint64_t arg)
 {
 	rp_emit_full(true, 0, kind, flags, name, track, arg, RP_HEAL_NONE, 0, 0, 0);
@@ -444,7 +460,7 @@ static inline void rp_emit(uint8_t kind, uint8_t flags, uint32_t name, uint64_t 
  * END (longjmp); so is a level of this same object in this frame (an earlier call
  * of this function, left the same way). Frames off this thread's stack never heal.
  */
-static inline void rp_begin_frame(uint32_t name, uintptr_t frame, uintptr_t local)
+RP_INLINE void rp_begin_frame(uint32_t name, uintptr_t frame, uintptr_t local)
 {
 	rp_emit_full(true, 0, RP_EV_BEGIN, 0, name, 0, 0, RP_HEAL_FRAME, frame, frame,
 		     (uint32_t)local | 1u);
@@ -455,31 +471,31 @@ static inline void rp_begin_frame(uint32_t name, uintptr_t frame, uintptr_t loca
  * the address of any object of that function's frame (the scope itself). Levels
  * opened in deeper frames (at or below @local) are popped first.
  */
-static inline void rp_end_frame(uint32_t name, uintptr_t local)
+RP_INLINE void rp_end_frame(uint32_t name, uintptr_t local)
 {
 	rp_emit_full(true, 0, RP_EV_END, 0, name, 0, 0, RP_HEAL_FRAME, 0, local + 1, 0);
 }
 
 /** rp_begin() - open span @name on this thread's stack. */
-static inline void rp_begin(uint32_t name)
+RP_INLINE void rp_begin(uint32_t name)
 {
 	rp_emit(RP_EV_BEGIN, 0, name, 0, 0);
 }
 
 /** rp_end() - close the innermost open span @name on this thread. */
-static inline void rp_end(uint32_t name)
+RP_INLINE void rp_end(uint32_t name)
 {
 	rp_emit(RP_EV_END, 0, name, 0, 0);
 }
 
 /** rp_instant() - a point event. */
-static inline void rp_instant(uint32_t name)
+RP_INLINE void rp_instant(uint32_t name)
 {
 	rp_emit(RP_EV_INSTANT, 0, name, 0, 0);
 }
 
 /** rp_counter() - a counter sample (queue length, tokens, bytes, ...). */
-static inline void rp_counter(uint32_t name, int64_t value)
+RP_INLINE void rp_counter(uint32_t name, int64_t value)
 {
 	rp_emit(RP_EV_COUNTER, 0, name, 0, (uint64_t)value);
 }
@@ -488,13 +504,13 @@ static inline void rp_counter(uint32_t name, int64_t value)
  * rp_async_begin() - open span @span on track @track (a request, an agent example):
  * work that is not nested per thread and may end on another thread.
  */
-static inline void rp_async_begin(uint32_t name, uint64_t track, uint64_t span)
+RP_INLINE void rp_async_begin(uint32_t name, uint64_t track, uint64_t span)
 {
 	rp_emit(RP_EV_ASYNC_BEGIN, 0, name, track, span);
 }
 
 /** rp_async_end() - close span @span on track @track. */
-static inline void rp_async_end(uint32_t name, uint64_t track, uint64_t span)
+RP_INLINE void rp_async_end(uint32_t name, uint64_t track, uint64_t span)
 {
 	rp_emit(RP_EV_ASYNC_END, 0, name, track, span);
 }
@@ -504,13 +520,13 @@ static inline void rp_async_end(uint32_t name, uint64_t track, uint64_t span)
  * child of its open span @parent (0: at the track's top level). Children open at
  * the same time are siblings, not nested (a request's concurrent tasks).
  */
-static inline void rp_child_begin(uint32_t name, uint64_t track, uint32_t parent, uint32_t span)
+RP_INLINE void rp_child_begin(uint32_t name, uint64_t track, uint32_t parent, uint32_t span)
 {
 	rp_emit(RP_EV_CHILD_BEGIN, 0, name, track, RP_CHILD_ARG(parent, span));
 }
 
 /** rp_child_end() - close span @span of track @track. */
-static inline void rp_child_end(uint32_t name, uint64_t track, uint32_t span)
+RP_INLINE void rp_child_end(uint32_t name, uint64_t track, uint32_t span)
 {
 	rp_emit(RP_EV_CHILD_END, 0, name, track, span);
 }
@@ -520,7 +536,7 @@ static inline void rp_child_end(uint32_t name, uint64_t track, uint32_t span)
  * record the same @correlation id, with @side RP_LINK_LAUNCH or RP_LINK_DEVICE.
  * @span: the span the link belongs to, or 0 for this thread's innermost open span.
  */
-static inline void rp_link(uint32_t name, uint8_t side, uint64_t span, uint64_t correlation)
+RP_INLINE void rp_link(uint32_t name, uint8_t side, uint64_t span, uint64_t correlation)
 {
 	rp_emit(RP_EV_LINK, side, name, span, correlation);
 }
@@ -533,20 +549,20 @@ struct rp_scope {
 	uint32_t name;
 };
 
-static inline struct rp_scope rp_scope_enter_frame(uint32_t name, uintptr_t frame,
+RP_INLINE struct rp_scope rp_scope_enter_frame(uint32_t name, uintptr_t frame,
 						  const struct rp_scope *s)
 {
 	rp_begin_frame(name, frame, (uintptr_t)s);
 	return (struct rp_scope){ name };
 }
 
-static inline struct rp_scope rp_scope_enter(uint32_t name)
+RP_INLINE struct rp_scope rp_scope_enter(uint32_t name)
 {
 	rp_begin(name);
 	return (struct rp_scope){ name };
 }
 
-static inline void rp_scope_leave(struct rp_scope *s)
+RP_INLINE void rp_scope_leave(struct rp_scope *s)
 {
 	rp_end_frame(s->name, (uintptr_t)s);
 }
