@@ -291,7 +291,7 @@ RP_INLINE void rp_commit(struct rp_thread *t)
  * is the opening function's frame (its CFA): the innermost known one is t->ftop.
  */
 RP_INLINE uint16_t rp_span_push(struct rp_thread *t, uint32_t name, uintptr_t frame,
-				    uint32_t obj)
+				uint32_t obj)
 {
 	uint16_t d = t->depth;
 
@@ -372,8 +372,8 @@ RP_INLINE void rp_leave(struct rp_thread *t)
 /* Fills the record; span records get their depth and, the first after a drop, the
  * mark. @kind is a constant at every inlined call site, so the test folds away. */
 RP_INLINE void rp_record(struct rp_thread *t, struct rp_event *e, uint64_t ts, uint8_t kind,
-			     uint8_t flags, uint32_t name, uint64_t track, uint64_t arg,
-			     uint16_t depth)
+			 uint8_t flags, uint32_t name, uint64_t track, uint64_t arg,
+			 uint16_t depth)
 {
 	if (kind == RP_EV_BEGIN || kind == RP_EV_END) {
 		flags = (uint8_t)((flags & ~(RP_SPAN_DEPTH | RP_SPAN_AFTER_DROP)) | RP_SPAN_DEPTH |
@@ -440,14 +440,14 @@ rp_emit_full(bool now, uint64_t ts, uint8_t kind, uint8_t flags, uint32_t name, 
  * For replaying or bridging events whose time was taken elsewhere.
  */
 RP_INLINE void rp_emit_at(uint64_t ts, uint8_t kind, uint8_t flags, uint32_t name,
-			      uint64_t track, uint64_t arg)
+			  uint64_t track, uint64_t arg)
 {
 	rp_emit_full(false, ts, kind, flags, name, track, arg, RP_HEAL_NONE, 0, 0, 0);
 }
 
 /** rp_emit() - record one event stamped now. */
 RP_INLINE void rp_emit(uint8_t kind, uint8_t flags, uint32_t name, uint64_t track,
-			   uint64_t arg)
+		       uint64_t arg)
 {
 	rp_emit_full(true, 0, kind, flags, name, track, arg, RP_HEAL_NONE, 0, 0, 0);
 }
@@ -550,7 +550,7 @@ struct rp_scope {
 };
 
 RP_INLINE struct rp_scope rp_scope_enter_frame(uint32_t name, uintptr_t frame,
-						  const struct rp_scope *s)
+					      const struct rp_scope *s)
 {
 	rp_begin_frame(name, frame, (uintptr_t)s);
 	return (struct rp_scope){ name };
