@@ -14,6 +14,9 @@
  *     its stack with that depth after a drop: so one record is dropped before the
  *     spans that follow).
  * Then AFTER spans, each counted. The model: per jump DEPTH frames cut, one heal.
+ * With the engine's depth cap below DEPTH (CAP), the BEGINs past it are counted
+ * under depth_cap when they open, and the cut takes them first: per jump CAP frames
+ * truncated, DEPTH - CAP depth_cap, and still every later span counted.
  */
 #include <setjmp.h>
 
@@ -23,6 +26,7 @@
 #define JUMPS	300
 #define DEPTH	21
 #define AFTER	10000
+#define CAP	8
 
 static uint32_t id_nest, id_plain, id_outer, id_after;
 static jmp_buf jb;
@@ -71,12 +75,17 @@ struct run {
 	struct rp_report r;
 };
 
-static void open_engine(struct run *x)
+static void open_engine_cfg(struct run *x, const struct rp_engine_cfg *cfg)
 {
-	assert_int_equal(rp_engine_open(NULL, &x->eng), 0);
+	assert_int_equal(rp_engine_open(cfg, &x->eng), 0);
 	assert_int_equal(rp_sources_init(&x->ss, x->eng, getenv("RINGPROF_SESSION")), 0);
 	assert_int_equal(rp_sources_scan(&x->ss), 1);
 	rp_sources_drain(&x->ss, UINT64_MAX);
+}
+
+static void open_engine(struct run *x)
+{
+	open_engine_cfg(x, NULL);
 }
 
 static void read_report(struct run *x)
@@ -173,6 +182,37 @@ static void test_longjmp_plain_heals_by_name(void **state)
 	close_engine(&x);
 }
 
+static void test_longjmp_cut_past_the_depth_cap(void **state)
+{
+	volatile int jumps = 0;
+	struct rp_engine_cfg cfg;
+	const struct rp_report_fn *a, *n;
+	struct run x;
+
+	(void)state;
+	rp_engine_cfg_default(&cfg);
+	cfg.max_depth = CAP;
+	open_engine_cfg(&x, &cfg);
+	if (setjmp(jb) != 0)
+		jumps++;
+	if (jumps < JUMPS)
+		nest_scopes(1);
+	AFTER_SPANS();
+	read_report(&x);
+	a = fn_of(&x.r, "after");
+	n = fn_of(&x.r, "nest");
+	assert_int_equal(x.r.anomalies[RP_ANOM_BAD_EVENT], 0);
+	assert_int_equal(x.r.anomalies[RP_ANOM_DEPTH_CAP], (uint64_t)JUMPS * (DEPTH - CAP));
+	assert_int_equal(x.r.anomalies[RP_ANOM_END_UNMATCHED], 0);
+	assert_int_equal(x.r.anomalies[RP_ANOM_END_MISMATCH], JUMPS);
+	assert_int_equal(x.r.truncated, (uint64_t)JUMPS * CAP);
+	assert_non_null(a);
+	assert_int_equal(a->calls, AFTER);
+	assert_non_null(n);
+	assert_int_equal(n->calls, (uint64_t)JUMPS * CAP);
+	close_engine(&x);
+}
+
 static int setup(void **state)
 {
 	(void)state;
@@ -187,6 +227,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_longjmp_scopes_heal_by_frame),
 		cmocka_unit_test(test_longjmp_plain_heals_by_name),
+		cmocka_unit_test(test_longjmp_cut_past_the_depth_cap),
 	};
 
 	(void)id_nest;
