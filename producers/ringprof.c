@@ -38,6 +38,7 @@
 #include "clock.h"
 #include "layout.h"
 #include "ring_ck.h"
+#include "shadow.h"
 
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23
@@ -404,6 +405,8 @@ static int create_segment(void)
 		close(proc.fd);
 		proc.fd = -1;
 	}
+	if (rp_shadow_alloc(cfg.ring_count) != 0)
+		say("no memory for the span shadows; nesting does not heal after longjmp");
 	if ((err = create_shm(session, &fd)) != 0)
 		return err;
 	err = map_segment(fd, &proc.lay, &h);
@@ -643,6 +646,7 @@ static void setup_thread(struct rp_thread *t, struct rp_wire_header *h, int idx,
 	madvise((void *)((uintptr_t)slots & ~(uintptr_t)4095),
 		(size_t)proc.lay.ring_capacity * sizeof(struct rp_event) + 4096,
 		MADV_POPULATE_WRITE);
+	rp_shadow_attach(t, (uint32_t)idx);
 	t->slots = slots;
 	pthread_setspecific(proc.key, t);
 }
@@ -678,6 +682,7 @@ bool rp_thread_attach(struct rp_thread *t)
 	bool over;
 	int idx, err;
 
+	rp_shadow_none(t); /* until a ring is claimed: nothing to heal with */
 	if (rp_init() != 0) {
 		t->off = 1;
 		return false;
@@ -751,6 +756,33 @@ void rp_doorbell_check(struct rp_thread *t)
 	futex_wake(&h->doorbell);
 }
 
+/*
+ * A recording call found t->busy set (ringprof.h, rp_enter). Normally a signal
+ * handler recorded on a thread that was inside a recording call: the record is
+ * counted, nothing else touched (false). Handlers nest, so an atomic add. Before the
+ * thread has a ring the header's noring count takes it. But a call at or above the
+ * holder's stack pointer, on the thread's own stack, cannot be a handler running
+ * over it: a handler left the holder by siglongjmp. Then this call takes over
+ * (true): what the holder left half done is at worst one unpublished record
+ * (rp_commit stores the private index first) or one level's shadow.
+ */
+bool rp_reentrant(struct rp_thread *t, uintptr_t sp)
+{
+	struct rp_wire_ring *r = __atomic_load_n(&t->ring, __ATOMIC_RELAXED);
+	struct rp_wire_header *h;
+
+	if (sp >= __atomic_load_n(&t->busy, __ATOMIC_RELAXED) && rp_shadow_on_stack(t, sp))
+		return true;
+	if (r != NULL) {
+		__atomic_fetch_add(&r->reentrant, 1, __ATOMIC_RELAXED);
+		return false;
+	}
+	h = rp_segment_header();
+	if (h != NULL && !t->off)
+		__atomic_fetch_add(&h->noring_dropped, 1, __ATOMIC_RELAXED);
+	return false;
+}
+
 /* pthread key destructor: the thread is exiting. */
 static void retire_thread(void *arg)
 {
@@ -758,6 +790,9 @@ static void retire_thread(void *arg)
 
 	if (t == NULL || t->ring == NULL)
 		return;
+	/* A signal handler recording meanwhile is counted, not run (ringprof.h). */
+	__atomic_store_n(&t->busy, rp_stack_pointer(), __ATOMIC_RELAXED);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	/* A reader closing this thread's stack must know whether its last records
 	 * were lost (then the open spans are, rather than cut at exit). */
 	__atomic_store_n(&t->ring->lost_at_retire, t->lost ? 1u : 0u, __ATOMIC_RELAXED);
@@ -766,6 +801,9 @@ static void retire_thread(void *arg)
 	t->slots = NULL;
 	t->ring = NULL;
 	t->exited = 1; /* later events (other TLS destructors) are dropped, counted */
+	rp_shadow_detach(t);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	__atomic_store_n(&t->busy, 0, __ATOMIC_RELAXED);
 }
 
 /* An engine runs when someone holds the marker's lock (run.c takes it for the
@@ -1025,8 +1063,12 @@ uint64_t rp_dropped(void)
 	if (h == NULL)
 		return 0;
 	n = __atomic_load_n(&h->noring_dropped, __ATOMIC_RELAXED);
-	for (uint32_t i = 0; i < proc.lay.ring_count; i++)
-		n += __atomic_load_n(&rp_layout_ring(&proc.lay, h, i)->dropped, __ATOMIC_RELAXED);
+	for (uint32_t i = 0; i < proc.lay.ring_count; i++) {
+		const struct rp_wire_ring *r = rp_layout_ring(&proc.lay, h, i);
+
+		n += __atomic_load_n(&r->dropped, __ATOMIC_RELAXED) +
+		     __atomic_load_n(&r->reentrant, __ATOMIC_RELAXED);
+	}
 	return n;
 }
 

@@ -10,7 +10,8 @@
  *     it lives in), checked against the sources;
  *   - prog_scopes (ringprof.hpp): RAII scopes left by return, break, an exception
  *     and the end of a block nest exactly; async scopes moved across threads end
- *     once; counter samples arrive.
+ *     once; counter samples arrive;
+ *   - prog_longjmp: calls made after longjmps out of traced calls are all counted.
  * Every event the programs emitted is accounted for: none dropped.
  */
 #include <signal.h>
@@ -326,6 +327,26 @@ static void test_auto_cxx_scopes_nest(void **state)
 	yajl_tree_free(root);
 }
 
+/* longjmp out of J x D traced calls, then N calls: each counted, no depth cap (the
+ * nesting heals at the next call of a shallower frame: producers/shadow.c). */
+static void test_auto_longjmp_heals(void **state)
+{
+	const int J = 300, D = 21, N = 10000;
+	const char *cap[] = { "anomalies", "depth_cap", NULL };
+	char args[64];
+	yajl_val root, v;
+
+	(void)state;
+	snprintf(args, sizeof(args), "prog_longjmp %d %d %d", J, D, N);
+	root = run_program("longjmp", "", args);
+	assert_int_equal(calls(root, "work"), N);
+	assert_int_equal(calls(root, "dive"), (uint64_t)J * D); /* truncated where cut */
+	assert_int_equal(calls(root, "main"), 1);
+	v = yajl_tree_get(root, cap, yajl_t_number);
+	assert_true(v == NULL || YAJL_GET_INTEGER(v) == 0);
+	yajl_tree_free(root);
+}
+
 static int setup(void **state)
 {
 	const char *b = getenv("RP_BIN_DIR"), *p = getenv("RP_AUTO_DIR"),
@@ -355,6 +376,7 @@ int main(void)
 		cmocka_unit_test(test_auto_call_tree_exact),
 		cmocka_unit_test(test_auto_exclude_filter),
 		cmocka_unit_test(test_auto_cxx_scopes_nest),
+		cmocka_unit_test(test_auto_longjmp_heals),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

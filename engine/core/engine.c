@@ -351,6 +351,33 @@ static inline void async_touch(struct rp_engine *e, struct rp_track *k, uint64_t
 	k->last = t;
 }
 
+/*
+ * A span record whose depth is below the thread's stack (counting the BEGINs the
+ * depth cap skipped): the producer healed its nesting (a longjmp left frames open;
+ * its shadow popped them, producers/shadow.c), so the frames above that depth are
+ * cut here too, as truncated under one end_mismatch, at this record's time. @want:
+ * the stack depth before the record (its depth, + 1 for an END). Producers before
+ * wire 1.2 never heal, so their depth is never below the stack but after an END the
+ * engine could not match, which this counts the same way.
+ */
+static inline bool below_stack(const struct rp_engine *e, uint32_t tr, const struct rp_event *ev,
+			       uint32_t want)
+{
+	const struct rp_track *k = &e->tracks.t[tr];
+
+	return (ev->flags & RP_SPAN_DEPTH) && want < k->depth + k->skipped;
+}
+
+__attribute__((noinline, cold)) static void realign(struct rp_engine *e, struct rp_source *s,
+						    uint32_t tr, const struct rp_event *ev,
+						    uint32_t want)
+{
+	if (ev->depth > RP_DEPTH_MAX)
+		return;
+	rp_track_cut(&e->tracks, tr, want, ev->ts, &s->counts);
+	rp_device_track_end(e->dev, tr, e->tracks.t[tr].depth); /* links of cut frames */
+}
+
 /* BEGIN and END, each inlined at its case of dispatch(): no flag to test. */
 static inline __attribute__((always_inline)) void span_begin(struct rp_engine *e,
 							     struct rp_source *s, uint32_t src,
@@ -364,6 +391,8 @@ static inline __attribute__((always_inline)) void span_begin(struct rp_engine *e
 		return;
 	if (kind == RP_TRACK_THREAD && __builtin_expect(after_drop(ev), 0))
 		resync(e, s, tr, ev);
+	else if (kind == RP_TRACK_THREAD && __builtin_expect(below_stack(e, tr, ev, ev->depth), 0))
+		realign(e, s, tr, ev, ev->depth);
 	if (kind == RP_TRACK_ASYNC)
 		async_touch(e, &e->tracks.t[tr], ev->ts);
 	rp_track_begin(&e->tracks, tr, ev->name, ev->ts, ev->arg, &s->counts);
@@ -384,6 +413,9 @@ static inline __attribute__((always_inline)) void span_end(struct rp_engine *e,
 	}
 	if (lost && resync(e, s, tr, ev))
 		return;
+	if (kind == RP_TRACK_THREAD && !lost &&
+	    __builtin_expect(below_stack(e, tr, ev, ev->depth + 1u), 0))
+		realign(e, s, tr, ev, ev->depth + 1u);
 	if (kind == RP_TRACK_ASYNC)
 		async_touch(e, &e->tracks.t[tr], ev->ts);
 	rp_track_end(&e->tracks, tr, ev->name, ev->ts, ev->arg, &s->counts);

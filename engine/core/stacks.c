@@ -273,6 +273,24 @@ bool rp_track_resync(struct rp_tracks *ts, uint32_t tr, bool is_end, uint32_t de
 	return true;
 }
 
+void rp_track_cut(struct rp_tracks *ts, uint32_t tr, uint32_t want, uint64_t t,
+		  struct rp_counts *c)
+{
+	struct rp_track *k = &ts->t[tr];
+	uint32_t extra, sk;
+
+	if (k->depth + k->skipped <= want)
+		return;
+	extra = k->depth + k->skipped - want;
+	c->anomalies[RP_ANOM_END_MISMATCH]++;
+	sk = extra < k->skipped ? extra : k->skipped; /* the skipped BEGINs are the top */
+	k->skipped -= sk;
+	for (extra -= sk; extra > 0; extra--) {
+		c->truncated += !k->f[k->depth - 1].lost;
+		pop(ts, k, t, c, false);
+	}
+}
+
 /* The innermost open frame an END closes, or -1. */
 static int find_open(const struct rp_track *k, uint32_t name, uint64_t span)
 {

@@ -9,6 +9,9 @@
  *   END with no matching open span  -> ignored (RP_ANOM_END_UNMATCHED);
  *   BEGIN past max_depth            -> not pushed; its END is ignored too
  *                                     (RP_ANOM_DEPTH_CAP);
+ *   a thread's span record of depth -> the frames above it close as truncated
+ *   below the stack (the producer      (RP_ANOM_END_MISMATCH, once: rp_track_cut)
+ *   healed after a longjmp)
  *   a new track past max_tracks     -> its events are dropped (RP_ANOM_TRACK_CAP).
  * Tree tracks (RP_EV_CHILD_BEGIN/END: a request whose tasks run at once) hold their
  * open frames as a tree rather than a stack: each frame names its parent, children
@@ -210,6 +213,16 @@ void rp_track_child_end(struct rp_tracks *ts, uint32_t tr, uint64_t t, uint64_t 
  */
 bool rp_track_resync(struct rp_tracks *ts, uint32_t tr, bool is_end, uint32_t depth, uint64_t t,
 		     struct rp_counts *c);
+
+/**
+ * rp_track_cut() - a thread's producer healed its nesting (a longjmp): the stack is
+ * cut to @want frames, counting the BEGINs the depth cap skipped first (never
+ * counted), then popping frames at time @t as truncated (lost ones are not counted
+ * again); one RP_ANOM_END_MISMATCH for the cut. Nothing when the stack holds no
+ * more than @want.
+ */
+void rp_track_cut(struct rp_tracks *ts, uint32_t tr, uint32_t want, uint64_t t,
+		  struct rp_counts *c);
 
 /**
  * rp_track_close() - close every open frame at time @t and free the track.

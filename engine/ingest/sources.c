@@ -1094,7 +1094,10 @@ static void update_one(struct rp_sources *ss, struct rp_live *l)
 	uint64_t dropped = __atomic_load_n(&h->noring_dropped, __ATOMIC_RELAXED), resyncs = 0;
 
 	for (uint32_t r = 0; r < l->seg->v.ring_count; r++) {
-		dropped += __atomic_load_n(&rings[r].dropped, __ATOMIC_RELAXED);
+		/* reentrant (1.2; zero padding before): records of signal handlers that
+		 * interrupted a recording call, dropped whole (spans stay aligned) */
+		dropped += __atomic_load_n(&rings[r].dropped, __ATOMIC_RELAXED) +
+			   __atomic_load_n(&rings[r].reentrant, __ATOMIC_RELAXED);
 		resyncs += l->seg->rings[r].resyncs;
 	}
 	rep->dropped = dropped;
@@ -1319,7 +1322,8 @@ static uint64_t producer_drops(const struct rp_live *l)
 	uint64_t n = __atomic_load_n(&h->noring_dropped, __ATOMIC_RELAXED);
 
 	for (uint32_t r = 0; r < l->seg->v.ring_count; r++)
-		n += __atomic_load_n(&rings[r].dropped, __ATOMIC_RELAXED);
+		n += __atomic_load_n(&rings[r].dropped, __ATOMIC_RELAXED) +
+		     __atomic_load_n(&rings[r].reentrant, __ATOMIC_RELAXED);
 	return n;
 }
 

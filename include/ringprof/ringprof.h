@@ -12,7 +12,9 @@
  * thread-local load, a fullness check against a cached consumer index, a clock read,
  * one 32-byte record store and a release store of the producer index. They never
  * block, allocate, take a lock, make a syscall or touch errno. A full ring drops the
- * record and counts it. With RINGPROF=0 every call returns after two loads.
+ * record and counts it. With RINGPROF=0 every call returns after a few loads and
+ * stores. Every call is safe in a signal handler (rp_enter) and keeps a private
+ * shadow of the open spans that heals the nesting after a longjmp (rp_span_push).
  *
  * The slow paths (creating the segment on the first event or at rp_init, claiming
  * a ring for a new thread, interning, waking a sleeping consumer) are out of line in
@@ -51,6 +53,10 @@ extern "C" {
 #define RP_API __attribute__((visibility("default")))
 #endif
 
+/* The fast path: inlined whatever the compiler's size heuristics say, so that the
+ * constant arguments of each call site fold (and a scope's cleanup is no call). */
+#define RP_INLINE	static inline __attribute__((always_inline))
+
 #define RP_LIKELY(x)	__builtin_expect(!!(x), 1)
 #define RP_UNLIKELY(x)	__builtin_expect(!!(x), 0)
 
@@ -75,7 +81,33 @@ struct rp_thread {
 					   until the next span record carries it */
 	uint16_t depth;			/* open spans: rp_begin minus rp_end, counted
 					   whether recorded or not; modulo 2^16 */
+	/* Since wire 1.2 (docs/producer.md, "Signals" and "Self-healing nesting"). */
+	uint16_t scap;			/* shadow levels this thread may use; 0: none */
+	uint16_t pad;
+	struct rp_shadow *shadow;	/* its ring's slice of private memory */
+	uintptr_t ftop;			/* the innermost known frame among the open
+					   spans; UINTPTR_MAX: none */
+	uintptr_t busy;			/* inside a recording call (its stack pointer;
+					   0: not): a signal handler that records now
+					   is counted (reentrant), not run */
 };
+
+/*
+ * The shadow of one open span level: its name and the thread's ftop before it
+ * opened. Private memory of the library (never shared, never TLS), one slice of
+ * RP_SHADOW levels per ring; deeper levels are counted in depth, not shadowed.
+ */
+struct rp_shadow {
+	uint32_t name;			/* RP_SHADOW_UNKNOWN: opened before the thread had
+					   its slice (a ring claimed late) */
+	uint32_t obj;			/* identity of the opener in its frame (a scope's
+					   address, a ringprof-auto hook's return
+					   address: low bits | 1); 0: none */
+	uintptr_t below;
+};
+
+#define RP_SHADOW		128u
+#define RP_SHADOW_UNKNOWN	UINT32_MAX
 
 /* A producer wakes a sleeping consumer when its ring is this fraction full (1/8):
  * early enough that the rest of the ring covers the consumer's wake-up latency
@@ -89,6 +121,9 @@ RP_API extern __thread struct rp_thread rp_thread_state
 RP_API bool rp_thread_attach(struct rp_thread *t);
 RP_API bool rp_ring_refresh(struct rp_thread *t);
 RP_API void rp_doorbell_check(struct rp_thread *t);
+RP_API bool rp_reentrant(struct rp_thread *t, uintptr_t sp);
+RP_API void rp_heal_frame(struct rp_thread *t, uintptr_t probe, uint32_t obj);
+RP_API uint16_t rp_heal_name(struct rp_thread *t, uint32_t name);
 
 /**
  * rp_init() - create this process's segment now rather than on the first event.
@@ -155,7 +190,8 @@ RP_API struct rp_wire_header *rp_segment_header(void);
 
 /**
  * rp_dropped() - events this process could not record so far: full rings, threads
- * that found no free ring or recorded after their ring was retired at thread exit.
+ * that found no free ring or recorded after their ring was retired at thread exit,
+ * and records of signal handlers that interrupted a recording call (reentrant).
  * Events + rp_dropped() = recording calls made (while the library is on).
  */
 RP_API uint64_t rp_dropped(void);
@@ -176,7 +212,7 @@ RP_API uint64_t rp_clock_monotonic(void);
  * while the library's clock is the TSC; on other targets the library never is. */
 RP_API uint64_t rp_clock_tsc(void);
 
-static inline uint64_t rp_clock_read(bool tsc)
+RP_INLINE uint64_t rp_clock_read(bool tsc)
 {
 #ifdef RP_HAVE_RDTSC
 	if (RP_LIKELY(tsc))
@@ -212,7 +248,7 @@ static inline uint64_t rp_ticks_to_ns(const struct rp_wire_clock *c, uint64_t ti
  * The slot for the next record, or NULL when the event is not recorded (off, no
  * ring, ring full: each counted where it must be).
  */
-static inline struct rp_event *rp_slot(struct rp_thread *t)
+RP_INLINE struct rp_event *rp_slot(struct rp_thread *t)
 {
 	if (RP_UNLIKELY(t->slots == NULL)) {
 		if (t->off || !rp_thread_attach(t))
@@ -226,14 +262,17 @@ static inline struct rp_event *rp_slot(struct rp_thread *t)
 	return &t->slots[t->tail & t->mask];
 }
 
-static inline void rp_commit(struct rp_thread *t)
+RP_INLINE void rp_commit(struct rp_thread *t)
 {
 	uint32_t tail = t->tail + 1;
 
+	/* The private index first: a call abandoned between the two (a signal handler
+	 * that left it by siglongjmp: rp_reentrant) leaves its record written, and
+	 * the next commit publishes it. */
+	t->tail = tail;
 	/* Release: the record's stores before the index that publishes it; pairs with
 	 * the consumer's acquire load of p_tail. A plain mov on x86. */
 	__atomic_store_n(&t->ring->ring.p_tail, tail, __ATOMIC_RELEASE);
-	t->tail = tail;
 	/* A plain load, no fence: a doorbell missed by this race costs the consumer
 	 * at most one of its timed waits, never an event. */
 	if (RP_UNLIKELY(__atomic_load_n(&t->hdr->consumer_sleeping, __ATOMIC_RELAXED)) &&
@@ -247,24 +286,97 @@ static inline void rp_commit(struct rp_thread *t)
  * whether or not the record is written (a reader re-aligns its stack with it after a
  * drop), modulo 2^16: more ENDs than BEGINs read as depths above RP_DEPTH_MAX, which
  * a reader does not trust, and the count comes back by itself.
+ *
+ * The shadow (levels below t->scap) heals the count after an unbalanced exit
+ * (longjmp): an END whose name is not the top one pops down to that name's level
+ * (rp_heal_name), as the engine's stack does, and the END carries the healed depth;
+ * an END whose name is not open at all leaves the depth alone. @frame, when not 0,
+ * is the opening function's frame (its CFA): the innermost known one is t->ftop.
  */
-static inline uint16_t rp_depth_step(struct rp_thread *t, uint8_t kind)
+RP_INLINE uint16_t rp_span_push(struct rp_thread *t, uint32_t name, uintptr_t frame,
+				uint32_t obj)
 {
 	uint16_t d = t->depth;
 
-	if (kind == RP_EV_BEGIN) {
-		t->depth = (uint16_t)(d + 1);
-		return d;
+	if (RP_LIKELY(d < t->scap)) {
+		t->shadow[d] = (struct rp_shadow){ .name = name, .obj = obj, .below = t->ftop };
+		/* min(): a frame rp_heal_frame() did not trust (not on this thread's
+		 * stack) never makes ftop shallower. */
+		if (frame != 0 && frame < t->ftop)
+			t->ftop = frame;
 	}
-	t->depth = (uint16_t)(d - 1);
-	return (uint16_t)(d - 1);
+	t->depth = (uint16_t)(d + 1);
+	return d;
+}
+
+RP_INLINE uint16_t rp_span_pop(struct rp_thread *t, uint32_t name)
+{
+	uint16_t d = (uint16_t)(t->depth - 1);
+
+	if (RP_LIKELY(d < t->scap)) {
+		if (RP_UNLIKELY(t->shadow[d].name != name))
+			return rp_heal_name(t, name);
+		t->ftop = t->shadow[d].below;
+	}
+	t->depth = d;
+	return d;
+}
+
+/* The stack pointer here, in the caller's frame once inlined (not a frame pointer:
+ * nothing forces one on the caller). */
+RP_INLINE uintptr_t rp_stack_pointer(void)
+{
+	uintptr_t sp;
+
+#if defined(__x86_64__)
+	__asm__("movq %%rsp, %0" : "=r"(sp));
+#elif defined(__aarch64__)
+	__asm__("mov %0, sp" : "=r"(sp));
+#else
+	sp = (uintptr_t)__builtin_frame_address(0);
+#endif
+	return sp;
+}
+
+/*
+ * Async-signal safety. A recording call sets t->busy (to its stack pointer) for its
+ * whole run (slow paths included) and clears it after its last store; a signal
+ * handler that records on this thread meanwhile finds it set and only counts its
+ * record (the ring's `reentrant`), so the ring, the indices, the depth and the
+ * shadow are never seen half-updated nor changed under the interrupted call. Same
+ * thread only: compiler barriers suffice, no instruction. A handler runs below the
+ * interrupted call's stack pointer; a call that finds busy set at or below its own
+ * (on the thread's stack) follows a handler that left the holder by siglongjmp, and
+ * takes over (rp_reentrant).
+ */
+RP_INLINE bool rp_enter(struct rp_thread *t)
+{
+	uintptr_t sp = rp_stack_pointer();
+
+	if (RP_UNLIKELY(__atomic_load_n(&t->busy, __ATOMIC_RELAXED) != 0) &&
+	    !rp_reentrant(t, sp))
+		return false;
+	__atomic_store_n(&t->busy, sp, __ATOMIC_RELAXED);
+	/* busy is set before any store of this call to the thread state or the ring:
+	 * a handler that runs after it sees it; one that runs before finds it clear
+	 * and the state whole. */
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	return true;
+}
+
+RP_INLINE void rp_leave(struct rp_thread *t)
+{
+	/* Every store of this call (record, indices, depth, shadow) before busy is
+	 * cleared: a handler that finds it clear finds them done. */
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	__atomic_store_n(&t->busy, 0, __ATOMIC_RELAXED);
 }
 
 /* Fills the record; span records get their depth and, the first after a drop, the
  * mark. @kind is a constant at every inlined call site, so the test folds away. */
-static inline void rp_record(struct rp_thread *t, struct rp_event *e, uint64_t ts, uint8_t kind,
-			     uint8_t flags, uint32_t name, uint64_t track, uint64_t arg,
-			     uint16_t depth)
+RP_INLINE void rp_record(struct rp_thread *t, struct rp_event *e, uint64_t ts, uint8_t kind,
+			 uint8_t flags, uint32_t name, uint64_t track, uint64_t arg,
+			 uint16_t depth)
 {
 	if (kind == RP_EV_BEGIN || kind == RP_EV_END) {
 		flags = (uint8_t)((flags & ~(RP_SPAN_DEPTH | RP_SPAN_AFTER_DROP)) | RP_SPAN_DEPTH |
@@ -276,55 +388,117 @@ static inline void rp_record(struct rp_thread *t, struct rp_event *e, uint64_t t
 	rp_commit(t);
 }
 
+/* How a span record heals by frame (docs/producer.md): not at all (rp_begin, rp_end:
+ * frame unknown), or as a scope or a ringprof-auto hook: levels strictly deeper than
+ * @probe are popped, and at a BEGIN the level opened by the very same opener (@obj)
+ * at @probe's frame: that activation is gone. */
+enum { RP_HEAL_NONE, RP_HEAL_FRAME };
+
+/* A BEGIN from frame @probe finds a level to pop: one of a deeper frame, or the top
+ * one at this frame made by this very opener @obj (ringprof.h, rp_begin_frame). The
+ * second test runs only for a scope inside another scope of its function. */
+RP_INLINE bool rp_left_frame(const struct rp_thread *t, uintptr_t probe, uint32_t obj)
+{
+	uint16_t d = (uint16_t)(t->depth - 1);
+
+	if (RP_LIKELY(t->ftop > probe))
+		return false;
+	return t->ftop < probe || (d < t->scap && t->shadow[d].obj == obj);
+}
+
+/*
+ * The one recording path. @now: stamp with the clock (else @ts). @frame: the frame
+ * a BEGIN opens in (stored); @probe: frames strictly below it are left (levels
+ * opened there are popped first). Constants at every inlined call site: the tests
+ * on @kind, @now and @heal fold away (always inlined: the compiler would otherwise
+ * keep one generic out-of-line copy for a scope's cleanup).
+ */
+RP_INLINE void
+rp_emit_full(bool now, uint64_t ts, uint8_t kind, uint8_t flags, uint32_t name, uint64_t track,
+	     uint64_t arg, int heal, uintptr_t frame, uintptr_t probe, uint32_t obj)
+{
+	struct rp_thread *t = &rp_thread_state;
+	struct rp_event *e;
+	uint16_t depth = 0;
+
+	if (!rp_enter(t))
+		return;
+	e = rp_slot(t); /* first: a thread attaching gets its shadow here */
+	if (kind == RP_EV_BEGIN || kind == RP_EV_END) {
+		if (heal != RP_HEAL_NONE &&
+		    RP_UNLIKELY(kind == RP_EV_BEGIN ? rp_left_frame(t, probe, obj)
+						    : t->ftop < probe))
+			rp_heal_frame(t, probe, kind == RP_EV_BEGIN ? obj : 0);
+		depth = kind == RP_EV_BEGIN ? rp_span_push(t, name, frame, obj)
+					    : rp_span_pop(t, name);
+	}
+	if (RP_LIKELY(e != NULL))
+		rp_record(t, e, now ? rp_clock_read(t->tsc) : ts, kind, flags, name, track, arg,
+			  depth);
+	rp_leave(t);
+}
+
 /**
  * rp_emit_at() - record one event with an explicit timestamp (in rp_now() ticks).
  * For replaying or bridging events whose time was taken elsewhere.
  */
-static inline void rp_emit_at(uint64_t ts, uint8_t kind, uint8_t flags, uint32_t name,
-			      uint64_t track, uint64_t arg)
+RP_INLINE void rp_emit_at(uint64_t ts, uint8_t kind, uint8_t flags, uint32_t name,
+			  uint64_t track, uint64_t arg)
 {
-	struct rp_thread *t = &rp_thread_state;
-	uint16_t depth = kind == RP_EV_BEGIN || kind == RP_EV_END ? rp_depth_step(t, kind) : 0;
-	struct rp_event *e = rp_slot(t);
-
-	if (RP_UNLIKELY(e == NULL))
-		return;
-	rp_record(t, e, ts, kind, flags, name, track, arg, depth);
+	rp_emit_full(false, ts, kind, flags, name, track, arg, RP_HEAL_NONE, 0, 0, 0);
 }
 
 /** rp_emit() - record one event stamped now. */
-static inline void rp_emit(uint8_t kind, uint8_t flags, uint32_t name, uint64_t track,
-			   uint64_t arg)
+RP_INLINE void rp_emit(uint8_t kind, uint8_t flags, uint32_t name, uint64_t track,
+		       uint64_t arg)
 {
-	struct rp_thread *t = &rp_thread_state;
-	uint16_t depth = kind == RP_EV_BEGIN || kind == RP_EV_END ? rp_depth_step(t, kind) : 0;
-	struct rp_event *e = rp_slot(t);
+	rp_emit_full(true, 0, kind, flags, name, track, arg, RP_HEAL_NONE, 0, 0, 0);
+}
 
-	if (RP_UNLIKELY(e == NULL))
-		return;
-	rp_record(t, e, rp_clock_read(t->tsc), kind, flags, name, track, arg, depth);
+/**
+ * rp_begin_frame() - rp_begin() of a span that ends in the function that opens it
+ * (a scope), with that function's frame: @frame, its CFA (__builtin_dwarf_cfa()),
+ * and @local, the address of the scope object in that frame. Levels opened in
+ * frames strictly deeper are popped first: their functions were left without their
+ * END (longjmp); so is a level of this same object in this frame (an earlier call
+ * of this function, left the same way). Frames off this thread's stack never heal.
+ */
+RP_INLINE void rp_begin_frame(uint32_t name, uintptr_t frame, uintptr_t local)
+{
+	rp_emit_full(true, 0, RP_EV_BEGIN, 0, name, 0, 0, RP_HEAL_FRAME, frame, frame,
+		     (uint32_t)local | 1u);
+}
+
+/**
+ * rp_end_frame() - rp_end() from inside the function that opened the span: @local,
+ * the address of any object of that function's frame (the scope itself). Levels
+ * opened in deeper frames (at or below @local) are popped first.
+ */
+RP_INLINE void rp_end_frame(uint32_t name, uintptr_t local)
+{
+	rp_emit_full(true, 0, RP_EV_END, 0, name, 0, 0, RP_HEAL_FRAME, 0, local + 1, 0);
 }
 
 /** rp_begin() - open span @name on this thread's stack. */
-static inline void rp_begin(uint32_t name)
+RP_INLINE void rp_begin(uint32_t name)
 {
 	rp_emit(RP_EV_BEGIN, 0, name, 0, 0);
 }
 
 /** rp_end() - close the innermost open span @name on this thread. */
-static inline void rp_end(uint32_t name)
+RP_INLINE void rp_end(uint32_t name)
 {
 	rp_emit(RP_EV_END, 0, name, 0, 0);
 }
 
 /** rp_instant() - a point event. */
-static inline void rp_instant(uint32_t name)
+RP_INLINE void rp_instant(uint32_t name)
 {
 	rp_emit(RP_EV_INSTANT, 0, name, 0, 0);
 }
 
 /** rp_counter() - a counter sample (queue length, tokens, bytes, ...). */
-static inline void rp_counter(uint32_t name, int64_t value)
+RP_INLINE void rp_counter(uint32_t name, int64_t value)
 {
 	rp_emit(RP_EV_COUNTER, 0, name, 0, (uint64_t)value);
 }
@@ -333,13 +507,13 @@ static inline void rp_counter(uint32_t name, int64_t value)
  * rp_async_begin() - open span @span on track @track (a request, an agent example):
  * work that is not nested per thread and may end on another thread.
  */
-static inline void rp_async_begin(uint32_t name, uint64_t track, uint64_t span)
+RP_INLINE void rp_async_begin(uint32_t name, uint64_t track, uint64_t span)
 {
 	rp_emit(RP_EV_ASYNC_BEGIN, 0, name, track, span);
 }
 
 /** rp_async_end() - close span @span on track @track. */
-static inline void rp_async_end(uint32_t name, uint64_t track, uint64_t span)
+RP_INLINE void rp_async_end(uint32_t name, uint64_t track, uint64_t span)
 {
 	rp_emit(RP_EV_ASYNC_END, 0, name, track, span);
 }
@@ -349,13 +523,13 @@ static inline void rp_async_end(uint32_t name, uint64_t track, uint64_t span)
  * child of its open span @parent (0: at the track's top level). Children open at
  * the same time are siblings, not nested (a request's concurrent tasks).
  */
-static inline void rp_child_begin(uint32_t name, uint64_t track, uint32_t parent, uint32_t span)
+RP_INLINE void rp_child_begin(uint32_t name, uint64_t track, uint32_t parent, uint32_t span)
 {
 	rp_emit(RP_EV_CHILD_BEGIN, 0, name, track, RP_CHILD_ARG(parent, span));
 }
 
 /** rp_child_end() - close span @span of track @track. */
-static inline void rp_child_end(uint32_t name, uint64_t track, uint32_t span)
+RP_INLINE void rp_child_end(uint32_t name, uint64_t track, uint32_t span)
 {
 	rp_emit(RP_EV_CHILD_END, 0, name, track, span);
 }
@@ -365,26 +539,35 @@ static inline void rp_child_end(uint32_t name, uint64_t track, uint32_t span)
  * record the same @correlation id, with @side RP_LINK_LAUNCH or RP_LINK_DEVICE.
  * @span: the span the link belongs to, or 0 for this thread's innermost open span.
  */
-static inline void rp_link(uint32_t name, uint8_t side, uint64_t span, uint64_t correlation)
+RP_INLINE void rp_link(uint32_t name, uint8_t side, uint64_t span, uint64_t correlation)
 {
 	rp_emit(RP_EV_LINK, side, name, span, correlation);
 }
 
 /* Scope: RP_SCOPE(id) records rp_begin(id) now and rp_end(id) when the enclosing
- * block is left, however it is left (cleanup attribute). */
+ * block is left, however it is left (cleanup attribute). Both carry the function's
+ * frame (its CFA, and the scope's own address): after a longjmp out of scopes the
+ * next scope of a shallower function heals the thread's nesting. */
 struct rp_scope {
 	uint32_t name;
 };
 
-static inline struct rp_scope rp_scope_enter(uint32_t name)
+RP_INLINE struct rp_scope rp_scope_enter_frame(uint32_t name, uintptr_t frame,
+					      const struct rp_scope *s)
+{
+	rp_begin_frame(name, frame, (uintptr_t)s);
+	return (struct rp_scope){ name };
+}
+
+RP_INLINE struct rp_scope rp_scope_enter(uint32_t name)
 {
 	rp_begin(name);
 	return (struct rp_scope){ name };
 }
 
-static inline void rp_scope_leave(struct rp_scope *s)
+RP_INLINE void rp_scope_leave(struct rp_scope *s)
 {
-	rp_end(s->name);
+	rp_end_frame(s->name, (uintptr_t)s);
 }
 
 #define RP_CONCAT_(a, b) a##b
@@ -392,7 +575,9 @@ static inline void rp_scope_leave(struct rp_scope *s)
 
 #define RP_SCOPE(id)                                                                   \
 	struct rp_scope RP_CONCAT(rp_scope_, __LINE__)                                 \
-		__attribute__((cleanup(rp_scope_leave), unused)) = rp_scope_enter(id)
+		__attribute__((cleanup(rp_scope_leave), unused)) =                     \
+			rp_scope_enter_frame(id, (uintptr_t)__builtin_dwarf_cfa(),       \
+					     &RP_CONCAT(rp_scope_, __LINE__))
 
 /*
  * RP_SCOPE_NAMED("decode", "LLM"): intern (name, category, __FILE__, __LINE__) on

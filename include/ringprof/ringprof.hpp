@@ -11,7 +11,8 @@
  * is rp_begin() and its destructor rp_end(), so the cost per scope is the C cost.
  * Nothing throws, allocates or uses RTTI: it builds with -fno-exceptions -fno-rtti,
  * C++11 and later. A scope unwound by an exception still closes (a destructor); a
- * longjmp past it does not (as for any RAII object).
+ * longjmp past it does not (as for any RAII object), but the thread's nesting heals
+ * at the next scope or END of a shallower function (docs/cpp.md).
  *
  * The call-site cache of RINGPROF_SCOPE is the C header's (rp_scope_id): a relaxed
  * load per pass, no function-local static guard, so no libstdc++ dependence and no
@@ -36,13 +37,19 @@ inline uint32_t intern(const char *name, const char *category = "", const char *
 /** Scope - a span on this thread's stack for the lifetime of the object. */
 class Scope {
 public:
-	explicit Scope(uint32_t name) noexcept : name_(name)
+	/* @frame: the CFA of the function that makes the scope (a default argument is
+	 * evaluated in the caller), so that after a longjmp out of scopes the next
+	 * scope of a shallower function heals the nesting (ringprof.h, rp_begin_frame).
+	 * A Scope must end in the function that made it (on its stack, as RAII does). */
+	explicit Scope(uint32_t name,
+		       uintptr_t frame = (uintptr_t)__builtin_dwarf_cfa()) noexcept
+		: name_(name)
 	{
-		rp_begin(name_);
+		rp_begin_frame(name_, frame, (uintptr_t)this);
 	}
 	~Scope()
 	{
-		rp_end(name_);
+		rp_end_frame(name_, (uintptr_t)this);
 	}
 	Scope(const Scope &) = delete;
 	Scope &operator=(const Scope &) = delete;

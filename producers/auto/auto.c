@@ -259,22 +259,36 @@ NO_INSTR static inline uint32_t lookup(uintptr_t fn)
 RP_API NO_INSTR void __cyg_profile_func_enter(void *fn, void *site);
 RP_API NO_INSTR void __cyg_profile_func_exit(void *fn, void *site);
 
+/*
+ * The hooks' own CFA is the instrumented function's stack pointer at the call: the
+ * same at its entry and exit, strictly lower in anything it calls. A record from a
+ * shallower one pops the levels of functions left by longjmp (ringprof.h). An entry
+ * at the very frame of an open level from the same hook call site (the return
+ * address) pops it too: that function was entered again at the same depth, so the
+ * open call is gone. A function inlined into its caller (itself included, as gcc
+ * does with recursive ones) calls the hook from the caller's frame but at another
+ * site: kept.
+ */
 void __cyg_profile_func_enter(void *fn, void *site)
 {
 	uint32_t v = lookup((uintptr_t)fn);
+	uintptr_t frame = (uintptr_t)__builtin_dwarf_cfa();
+	uint32_t at = (uint32_t)(uintptr_t)__builtin_return_address(0) | 1u;
 
 	(void)site;
 	if (RP_LIKELY(!(v & V_SKIP)))
-		rp_begin(v & V_ID);
+		rp_emit_full(true, 0, RP_EV_BEGIN, 0, v & V_ID, 0, 0, RP_HEAL_FRAME, frame, frame,
+			     at);
 }
 
 void __cyg_profile_func_exit(void *fn, void *site)
 {
 	uint32_t v = lookup((uintptr_t)fn);
+	uintptr_t frame = (uintptr_t)__builtin_dwarf_cfa();
 
 	(void)site;
 	if (RP_LIKELY(!(v & V_SKIP)))
-		rp_end(v & V_ID);
+		rp_emit_full(true, 0, RP_EV_END, 0, v & V_ID, 0, 0, RP_HEAL_FRAME, 0, frame, 0);
 }
 
 /** rp_auto_cache_full() - calls recorded under the shared overflow name so far. */
