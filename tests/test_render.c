@@ -329,7 +329,7 @@ static void check_source(yajl_val o, const struct rp_report_source *s, const cha
 {
 	static const char *const keys[] = { "name",	 "pid",		  "flags",   "events",
 					    "dropped",	 "late",	  "truncated",
-					    "names_dropped", "nospace_dropped", "rings_nospace",
+					    "names_dropped", "nospace_dropped", "rings_nospace", "reentrant",
 					    "resyncs", "anomalies" };
 
 	assert_keys(o, keys, ARRAY_SIZE(keys));
@@ -343,6 +343,7 @@ static void check_source(yajl_val o, const struct rp_report_source *s, const cha
 	assert_u64(o, "truncated", s->truncated);
 	assert_u64(o, "names_dropped", s->names_dropped);
 	assert_u64(o, "nospace_dropped", s->nospace_dropped);
+	assert_u64(o, "reentrant", s->reentrant);
 	assert_u64(o, "rings_nospace", s->rings_nospace);
 	assert_u64(o, "resyncs", s->resyncs);
 	check_anomalies(field(o, "anomalies"), s->anomalies);

@@ -151,6 +151,7 @@ static void rnd_source(struct rp_report_source *s, size_t str_max)
 	/* derived, not drawn: the random stream (and the committed seed's other values)
 	 * stays as it was before these fields */
 	s->nospace_dropped = s->dropped >> 3;
+	s->reentrant = s->dropped >> 4;
 	s->rings_nospace = s->late >> 5;
 	rnd_anomalies(s->anomalies);
 }
@@ -719,6 +720,7 @@ static bool source_eq(const struct rp_report_source *x, const struct rp_report_s
 	       u_eq(x->buffer_hwm, y->buffer_hwm, what, "buffer_hwm", i) &&
 	       u_eq(x->forced, y->forced, what, "forced", i) &&
 	       u_eq(x->nospace_dropped, y->nospace_dropped, what, "nospace_dropped", i) &&
+	       u_eq(x->reentrant, y->reentrant, what, "reentrant", i) &&
 	       u_eq(x->rings_nospace, y->rings_nospace, what, "rings_nospace", i) &&
 	       anom_eq(x->anomalies, y->anomalies, what, "source", i);
 }
@@ -1303,7 +1305,7 @@ static void ref_totals(msgpack_packer *pk, const struct rp_report *r, const stru
 static void ref_source(msgpack_packer *pk, const struct rp_report_source *s,
 		       const struct ref_opts *o)
 {
-	msgpack_pack_map(pk, 16 + o->extras);
+	msgpack_pack_map(pk, 17 + o->extras);
 	kv_str(pk, "name", s->name);
 	key(pk, "pid");
 	msgpack_pack_int32(pk, s->pid);
@@ -1321,6 +1323,7 @@ static void ref_source(msgpack_packer *pk, const struct rp_report_source *s,
 	kv_u64(pk, "forced", s->forced);
 	kv_u64(pk, "nospace_dropped", s->nospace_dropped);
 	kv_u64(pk, "rings_nospace", s->rings_nospace);
+	kv_u64(pk, "reentrant", s->reentrant);
 	if (o->extras)
 		extra(pk, 1);
 }

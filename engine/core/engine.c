@@ -221,6 +221,7 @@ static void fold_source(struct rp_engine *e, uint32_t i)
 	f->rep.truncated += s->rep.truncated;
 	f->rep.names_dropped += s->rep.names_dropped;
 	f->rep.nospace_dropped += s->rep.nospace_dropped;
+	f->rep.reentrant += s->rep.reentrant;
 	f->rep.rings_nospace += s->rep.rings_nospace;
 	f->rep.resyncs += s->rep.resyncs;
 	f->rep.forced += s->rep.forced;

@@ -72,6 +72,8 @@ struct rp_report_source {
 	uint64_t nospace_dropped; /* of `dropped`: events of threads whose ring found no
 				     room in /dev/shm (wire 1.2) */
 	uint64_t rings_nospace;	/* ring claims refused for want of room in /dev/shm */
+	uint64_t reentrant;	/* of `dropped`: records of signal handlers that
+				   interrupted a recording call of their thread */
 	uint64_t resyncs;	/* implausible ring indices skipped */
 	uint64_t anomalies[RP_ANOM_KIND_COUNT];
 	/* Live sources: the highest backlog any of its rings had at a drain (a lower

@@ -150,7 +150,8 @@ static const struct field source_fields[] = {
 	SRC(anomalies, F_ANOM, false),
 	SRC(ring_hwm, F_U64, false),   SRC(ring_capacity, F_U64, false), SRC(buffer_hwm, F_U64, false),
 	SRC(forced, F_U64, false),
-	SRC(nospace_dropped, F_U64, false), SRC(rings_nospace, F_U64, false), /* 1.2 */
+	SRC(nospace_dropped, F_U64, false), SRC(rings_nospace, F_U64, false), /* 1.3 */
+	SRC(reentrant, F_U64, false),
 };
 
 #define FN(m, t, req) FIELD(struct rp_report_fn, m, t, req)

@@ -284,6 +284,12 @@ int rp_segment_attach(void *base, size_t size, struct rp_segment **out, char why
 		uint32_t hwm = __atomic_load_n(&ring_desc(s, i)->hwm, __ATOMIC_RELAXED);
 
 		s->rings[i].head = __atomic_load_n(&ring_desc(s, i)->ring.c_head, __ATOMIC_RELAXED);
+		if (s->v.version_minor >= 2) { /* consumer words: zero padding before */
+			s->rings[i].marks = __atomic_load_n(&ring_desc(s, i)->marks_read,
+							    __ATOMIC_RELAXED);
+			s->rings[i].snap_marks = __atomic_load_n(&ring_desc(s, i)->snap_marks,
+								 __ATOMIC_RELAXED);
+		}
 		/* an earlier consumer's mark, kept (a display figure: only clamped) */
 		s->rings[i].hwm = hwm < s->v.ring_capacity ? hwm : s->v.ring_capacity - 1;
 	}
@@ -405,10 +411,36 @@ uint32_t rp_segment_avail(struct rp_segment *s, uint32_t ring, struct rp_ring_in
 	return n;
 }
 
+/*
+ * 1.2: the owner marks among records [c->head, c->head + n), still in the ring (the
+ * producer reuses no slot before c_head passes it). A successor engine subtracts the
+ * marks a dead engine read after its last snapshot from the restart gap, which
+ * counts events: marks are none.
+ */
+static uint32_t count_marks(const struct rp_segment *s, uint32_t ring, uint32_t n)
+{
+	uint32_t m = 0;
+
+	for (uint32_t k = 0; k < n; k++)
+		m += rp_segment_peek(s, ring, k)->kind == RP_EV_THREAD;
+	return m;
+}
+
 void rp_segment_consume(struct rp_segment *s, uint32_t ring, uint32_t n)
 {
 	struct rp_ring_cursor *c = &s->rings[ring];
 
+	if (s->v.version_minor >= 2) {
+		uint32_t m = count_marks(s, ring, n);
+
+		/* Before c_head: an engine killed between the two stores leaves the
+		 * count ahead by this batch's marks, never behind (docs/operations.md). */
+		if (m != 0) {
+			c->marks += m;
+			__atomic_store_n(&ring_desc(s, ring)->marks_read, c->marks,
+					 __ATOMIC_RELAXED);
+		}
+	}
 	c->head += n;
 	c->received += n;
 	/* Release: our reads of the slots complete before the producer may reuse them. */

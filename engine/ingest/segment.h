@@ -62,6 +62,9 @@ struct rp_ring_cursor {
 	uint64_t received;	/* records drained since open */
 	uint64_t resyncs;	/* implausible producer indices seen */
 	uint32_t hwm;		/* highest backlog seen (mirrored to the descriptor) */
+	uint32_t marks;		/* 1.2: owner marks consumed, every consumer's (mirrored
+				   to marks_read); read at open */
+	uint32_t snap_marks;	/* 1.2: the descriptor's snap_marks, read at open */
 };
 
 struct rp_segment {

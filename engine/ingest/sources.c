@@ -83,6 +83,7 @@ struct rp_live {
 	bool mark_drop;		/* notice_drops(): its drop count moved */
 	bool finished;		/* gone from live[], kept mapped for the wait */
 	uint32_t *snap;		/* per ring: our head when the pending snapshot was taken */
+	uint32_t *snap_mk;	/* ... and the owner marks before that head (1.2) */
 	bool snap_taken;
 	struct rp_live *next_zombie;
 };
@@ -150,6 +151,7 @@ static void live_free(struct rp_sources *ss, struct rp_live *l)
 	free(l->names);
 	free(l->buf);
 	free(l->snap);
+	free(l->snap_mk);
 	free(l);
 }
 
@@ -224,15 +226,17 @@ static struct rp_live *live_new(struct rp_segment *seg)
 	l->marks = seg->v.version_minor >= 2;
 	l->buf = calloc(rings, sizeof(*l->buf));
 	l->snap = calloc(rings, sizeof(*l->snap));
+	l->snap_mk = calloc(rings, sizeof(*l->snap_mk));
 	l->pidfd = (int)syscall(SYS_pidfd_open, seg->v.pid, 0);
 	/* No such process: a producer that died before we came (a stale segment). */
 	l->ended = l->pidfd < 0 && errno == ESRCH;
 	l->dead = l->ended && ((const struct rp_wire_header *)seg->base)->state != RP_SEG_EXITED;
-	if (l->buf == NULL || l->snap == NULL) {
+	if (l->buf == NULL || l->snap == NULL || l->snap_mk == NULL) {
 		if (l->pidfd >= 0)
 			close(l->pidfd);
 		free(l->buf);
 		free(l->snap);
+		free(l->snap_mk);
 		free(l);
 		return NULL;
 	}
@@ -259,6 +263,9 @@ static struct rp_wire_ring *wring(const struct rp_live *l, uint32_t r)
  *   - snap_head is a past value of c_head: c_head - snap_head, in serial-number
  *     arithmetic (mod 2^32), is below 2^31. A snap_head ahead of c_head (a stale word
  *     or a hostile one) is counted as a resync of that ring, never as a gap.
+ * 1.2: owner marks are records but no events: the marks consumed since that snapshot
+ * (marks_read - snap_marks, consumer-written too) are not in the gap; more marks than
+ * records is no consumer's pair either.
  * docs/operations.md, "Engine restarts and the restart gap".
  */
 static uint64_t ring_gap(struct rp_live *l, uint32_t r)
@@ -273,6 +280,15 @@ static uint64_t ring_gap(struct rp_live *l, uint32_t r)
 	if (head - snap >= UINT32_C(1) << 31) {
 		l->seg->rings[r].resyncs++;
 		return UINT64_MAX;
+	}
+	if (l->marks) { /* owner marks are no events: not in the gap (1.2) */
+		uint32_t marks = l->seg->rings[r].marks - l->seg->rings[r].snap_marks;
+
+		if (marks > head - snap) { /* more marks than records: no consumer's */
+			l->seg->rings[r].resyncs++;
+			return UINT64_MAX;
+		}
+		return (uint64_t)(head - snap) - marks;
 	}
 	return head - snap;
 }
@@ -302,6 +318,17 @@ static void restart_gap(struct rp_sources *ss, struct rp_live *l)
 		"snapshots (restart_gap)", l->seg->name, gap);
 }
 
+/* Owner marks among the records a ring's buffer holds (taken out of the ring, not
+ * yet in any report): a snapshot's marks are those consumed, less these. */
+static uint32_t buffered_marks(const struct rp_rbuf *b)
+{
+	uint32_t m = 0;
+
+	for (uint32_t k = 0; k < b->n; k++)
+		m += b->ev[(b->head + k) & (b->cap - 1)].ev.kind == RP_EV_THREAD;
+	return m;
+}
+
 void rp_sources_snapshot_taken(struct rp_sources *ss)
 {
 	for (struct rp_unlink *u = ss->unlinks; u != NULL; u = u->next)
@@ -311,8 +338,10 @@ void rp_sources_snapshot_taken(struct rp_sources *ss)
 
 		/* What the snapshot holds: the records taken from the ring, less those
 		 * still waiting in its buffer (eager draining takes them early). */
-		for (uint32_t r = 0; r < l->seg->v.ring_count; r++)
+		for (uint32_t r = 0; r < l->seg->v.ring_count; r++) {
 			l->snap[r] = l->seg->rings[r].head - l->buf[r].n;
+			l->snap_mk[r] = l->seg->rings[r].marks - buffered_marks(&l->buf[r]);
+		}
 		l->snap_taken = true;
 	}
 }
@@ -341,8 +370,12 @@ void rp_sources_snapshot_written(struct rp_sources *ss, bool ok)
 	for (uint32_t i = 0; i < ss->n_live; i++) {
 		struct rp_live *l = ss->live[i];
 
-		for (uint32_t r = 0; l->snap_taken && r < l->seg->v.ring_count; r++)
+		for (uint32_t r = 0; l->snap_taken && r < l->seg->v.ring_count; r++) {
+			if (l->marks) /* zero padding in older descriptors: not ours to write */
+				__atomic_store_n(&wring(l, r)->snap_marks, l->snap_mk[r],
+						 __ATOMIC_RELAXED);
 			__atomic_store_n(&wring(l, r)->snap_head, l->snap[r], __ATOMIC_RELAXED);
+		}
 		l->snap_taken = false;
 	}
 }
@@ -1092,15 +1125,17 @@ static void update_one(struct rp_sources *ss, struct rp_live *l)
 	const struct rp_wire_ring *rings =
 		(const struct rp_wire_ring *)((const char *)l->seg->base + l->seg->v.ring_desc_offset);
 	uint64_t dropped = __atomic_load_n(&h->noring_dropped, __ATOMIC_RELAXED), resyncs = 0;
+	uint64_t reentrant = 0;
 
 	for (uint32_t r = 0; r < l->seg->v.ring_count; r++) {
 		/* reentrant (1.2; zero padding before): records of signal handlers that
 		 * interrupted a recording call, dropped whole (spans stay aligned) */
-		dropped += __atomic_load_n(&rings[r].dropped, __ATOMIC_RELAXED) +
-			   __atomic_load_n(&rings[r].reentrant, __ATOMIC_RELAXED);
+		reentrant += __atomic_load_n(&rings[r].reentrant, __ATOMIC_RELAXED);
+		dropped += __atomic_load_n(&rings[r].dropped, __ATOMIC_RELAXED);
 		resyncs += l->seg->rings[r].resyncs;
 	}
-	rep->dropped = dropped;
+	rep->dropped = dropped + reentrant;
+	rep->reentrant = reentrant;
 	rep->resyncs = resyncs;
 	rep->ring_capacity = l->seg->v.ring_capacity;
 	rep->forced = l->forced;

@@ -274,7 +274,12 @@ struct rp_wire_ring {
 				   never touch it */
 	uint64_t reentrant;	/* 1.2: records refused because a signal handler made
 				   them while its thread was inside a recording call */
-	uint8_t pad0[RP_WIRE_CACHELINE - 48];
+	uint32_t marks_read;	/* consumer-written (1.2): owner marks (RP_EV_THREAD)
+				   consumers took out of this ring so far, stored
+				   before each c_head store */
+	uint32_t snap_marks;	/* consumer-written (1.2): marks_read as of snap_head:
+				   the restart gap counts records, not marks */
+	uint8_t pad0[RP_WIRE_CACHELINE - 56];
 	struct rp_wire_spsc ring; /* ck_ring_init(&ring, ring_capacity) */
 	uint8_t pad1[4 * RP_WIRE_CACHELINE - RP_WIRE_CACHELINE - sizeof(struct rp_wire_spsc)];
 };
@@ -323,6 +328,7 @@ RP_WIRE_ASSERT(offsetof(struct rp_wire_header, doorbell) == 256, "doorbell line 
 RP_WIRE_ASSERT(sizeof(struct rp_wire_header) == 320, "header is 5 cache lines");
 RP_WIRE_ASSERT(offsetof(struct rp_wire_header, nospace_dropped) == 240, "1.2 counters at 240");
 RP_WIRE_ASSERT(offsetof(struct rp_wire_ring, reentrant) == 40, "reentrant at 40");
+RP_WIRE_ASSERT(offsetof(struct rp_wire_ring, marks_read) == 48, "marks_read at 48");
 RP_WIRE_ASSERT(sizeof(struct rp_wire_spsc) <= 3 * RP_WIRE_CACHELINE, "ring fits 3 lines");
 RP_WIRE_ASSERT(offsetof(struct rp_wire_spsc, c_head) == 0, "ring c_head first");
 RP_WIRE_ASSERT(offsetof(struct rp_wire_spsc, p_tail) == RP_WIRE_CACHELINE,

@@ -20,7 +20,7 @@
  *            "memory_bound", "subwindows", "max_window_level"},
  *    "concurrency" {"overall" DIST, "roots" DIST, "by_category" {category: DIST}},
  *    "sources" [{"name", "pid", "flags" [words], "events", "dropped", "late",
- *                "truncated", "names_dropped", "nospace_dropped", "rings_nospace",
+ *                "truncated", "names_dropped", "nospace_dropped", "rings_nospace", "reentrant",
  *                "resyncs", "anomalies" {...}}],
  *    "functions" [{"name", "category", "file", "line", "calls", "drop_lost",
  *                  "primitive_calls", "self_ns", "cum_ns", "min_ns", "max_ns",
@@ -150,6 +150,7 @@ static void put_source(FILE *out, const struct rp_report_source *s)
 	put_u64(out, ",", "names_dropped", s->names_dropped);
 	put_u64(out, ",", "nospace_dropped", s->nospace_dropped);
 	put_u64(out, ",", "rings_nospace", s->rings_nospace);
+	put_u64(out, ",", "reentrant", s->reentrant);
 	put_u64(out, ",", "resyncs", s->resyncs);
 	put_anomalies(out, ",", s->anomalies);
 	fputc('}', out);

@@ -121,6 +121,9 @@ static void print_source(FILE *out, const struct rp_report_source *s)
 	if (s->rings_nospace > 0) /* /dev/shm was full: the operator's to fix */
 		fprintf(out, "    no room in /dev/shm: %" PRIu64 " ring claims refused, %" PRIu64
 			" of the dropped events\n", s->rings_nospace, s->nospace_dropped);
+	if (s->reentrant > 0) /* recorded from a signal handler inside a recording call */
+		fprintf(out, "    reentrant: %" PRIu64 " of the dropped events were made by signal"
+			" handlers inside a recording call of their thread\n", s->reentrant);
 }
 
 /*
