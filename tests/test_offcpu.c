@@ -152,7 +152,7 @@ static void test_offcpu_attribution_matches_brute_force(void **state)
 	}
 	e->offcpu.state = RP_OFFCPU_ON;
 	assert_int_equal(rp_engine_report(e, &r), 0);
-	assert_int_equal(rep.late + rep.unpaired + rep.lost, 0);
+	assert_int_equal(rep.late + rep.unpaired + rep.lost + rep.overflow, 0);
 	assert_int_equal(e->offcpu.total_ns, total);
 	assert_int_equal(r.offcpu.total_ns, total);
 	assert_int_equal(r.sources[0].offcpu_idle_ns, idle);
@@ -190,27 +190,34 @@ static void test_offcpu_attribution_matches_brute_force(void **state)
 	rp_engine_close(e);
 }
 
-/* A full queue of pending intervals merges the newest two: the total stays. */
-static void test_offcpu_queue_overflow_keeps_the_sum(void **state)
+/* The queue grows to its cap, then leaves intervals out, counted with their time. A
+ * switch-in without its switch-out is not used. */
+static void test_offcpu_queue_overflow_counted(void **state)
 {
 	struct rp_report_offcpu rep = { 0 };
 	struct rp_offcpu o = { .rep = &rep, .on = true };
 	struct rp_offcpu_ring w;
-	uint64_t sum = 0, got = 0, ns;
+	uint64_t kept = 0, out = 0, got = 0, ns, n = RP_OFFCPU_PENDING_MAX + 1000, popped = 0;
 
 	(void)state;
 	rp_offcpu_ring_init(&w);
-	for (uint64_t i = 0; i < 3 * RP_OFFCPU_PENDING; i++) {
+	for (uint64_t i = 0; i < n; i++) {
 		rp_offcpu_switch(&o, &w, true, 100 * i + 10);
-		rp_offcpu_switch(&o, &w, false, 100 * i + 10 + i);
-		sum += i;
+		rp_offcpu_switch(&o, &w, false, 100 * i + 10 + i % 90);
+		*(i < RP_OFFCPU_PENDING_MAX ? &kept : &out) += i % 90;
 	}
-	rp_offcpu_switch(&o, &w, false, 100000); /* a switch-in without its out */
-	assert_int_equal(rep.unpaired, 2 * RP_OFFCPU_PENDING + 1);
+	rp_offcpu_switch(&o, &w, false, 100 * n + 50); /* a switch-in without its out */
+	assert_int_equal(rep.unpaired, 1);
+	assert_int_equal(rep.overflow, 1000);
+	assert_int_equal(rep.overflow_ns, out);
+	assert_int_equal(w.cap, RP_OFFCPU_PENDING_MAX);
 	assert_false(rp_offcpu_ring_pop(&o, &w, 10, &ns)); /* in = 10: due after it */
-	while (rp_offcpu_ring_pop(&o, &w, UINT64_MAX, &ns))
+	while (rp_offcpu_ring_pop(&o, &w, UINT64_MAX, &ns)) {
 		got += ns;
-	assert_int_equal(got, sum);
+		popped++;
+	}
+	assert_int_equal(popped, RP_OFFCPU_PENDING_MAX);
+	assert_int_equal(got, kept);
 	rp_offcpu_ring_close(&o, &w);
 }
 
@@ -374,7 +381,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_offcpu_attribution_matches_brute_force),
-		cmocka_unit_test(test_offcpu_queue_overflow_keeps_the_sum),
+		cmocka_unit_test(test_offcpu_queue_overflow_counted),
 		cmocka_unit_test(test_offcpu_sleep_and_spin_live),
 	};
 	int rc;

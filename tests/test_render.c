@@ -492,7 +492,7 @@ static void check_expiry(yajl_val o, const struct rp_report_expiry *x)
 static void check_offcpu(yajl_val o, const struct rp_report_offcpu *x)
 {
 	static const char *const keys[] = { "state",	"threads",  "watched",
-					    "refused",	"lost",	    "unpaired",
+					    "refused",	"lost",	    "unpaired", "overflow", "overflow_ns",
 					    "late",	"intervals", "total_ns" };
 	static const char *const states[] = { "unknown", "on", "refused" };
 
@@ -503,6 +503,8 @@ static void check_offcpu(yajl_val o, const struct rp_report_offcpu *x)
 	assert_u64(o, "refused", x->refused);
 	assert_u64(o, "lost", x->lost);
 	assert_u64(o, "unpaired", x->unpaired);
+	assert_u64(o, "overflow", x->overflow);
+	assert_u64(o, "overflow_ns", x->overflow_ns);
 	assert_u64(o, "late", x->late);
 	assert_u64(o, "intervals", x->intervals);
 	assert_u64(o, "total_ns", x->total_ns);

@@ -537,7 +537,7 @@ static void build_1_2(struct rp_report *r, const struct shape *sh)
 		.suspect_spans = rnd_u64(), .peak_spans = rnd_u64() };
 	r->offcpu = (struct rp_report_offcpu){ .state = rnd_u32(), .threads = rnd_u32(),
 		.watched = rnd_u64(), .refused = rnd_u64(), .lost = rnd_u64(),
-		.unpaired = rnd_u64(), .late = rnd_u64(), .intervals = rnd_u64(),
+		.unpaired = rnd_u64(), .overflow = rnd_u64(), .overflow_ns = rnd_u64(), .late = rnd_u64(), .intervals = rnd_u64(),
 		.total_ns = rnd_u64() };
 }
 
@@ -1678,13 +1678,15 @@ static void ref_sections_1_2(msgpack_packer *pk, const struct rp_report *r,
 	kv_u64(pk, "suspect_spans", r->expiry.suspect_spans);
 	kv_u64(pk, "peak_spans", r->expiry.peak_spans);
 	key(pk, "offcpu");
-	msgpack_pack_map(pk, 9);
+	msgpack_pack_map(pk, 11);
 	kv_u64(pk, "state", r->offcpu.state);
 	kv_u64(pk, "threads", r->offcpu.threads);
 	kv_u64(pk, "watched", r->offcpu.watched);
 	kv_u64(pk, "refused", r->offcpu.refused);
 	kv_u64(pk, "lost", r->offcpu.lost);
 	kv_u64(pk, "unpaired", r->offcpu.unpaired);
+	kv_u64(pk, "overflow", r->offcpu.overflow);
+	kv_u64(pk, "overflow_ns", r->offcpu.overflow_ns);
 	kv_u64(pk, "late", r->offcpu.late);
 	kv_u64(pk, "intervals", r->offcpu.intervals);
 	kv_u64(pk, "total_ns", r->offcpu.total_ns);

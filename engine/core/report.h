@@ -427,6 +427,9 @@ struct rp_report_offcpu {
 	uint64_t lost;		/* switch records the kernel lost (ring full): the
 				   intervals they held are missing */
 	uint64_t unpaired;	/* switch records without their pair (after a loss) */
+	uint64_t overflow;	/* intervals left out: their thread's queue was full
+				   (the engine far behind its records) */
+	uint64_t overflow_ns;	/* their sum: off-CPU time missing from the spans */
 	uint64_t late;		/* intervals read after a later record of their thread
 				   was processed: added to the span open then */
 	uint64_t intervals;	/* off-CPU intervals attributed */

@@ -193,6 +193,7 @@ static inline __attribute__((always_inline)) void pop_inline(struct rp_tracks *t
 	/* off_ns shares its place with busy_since: only thread frames have one */
 	if (k->kind == RP_TRACK_THREAD) {
 		call.offcpu_ns = f->off_ns;
+		call.offcpu_self_ns = f->off_self;
 		if (k->depth)
 			k->f[k->depth - 1].off_ns += f->off_ns;
 	}
@@ -290,8 +291,7 @@ bool rp_track_offcpu(struct rp_tracks *ts, uint32_t tr, uint64_t ns)
 	 * ancestor takes it, as that one's self time takes the span's wall time. */
 	f = &k->f[k->depth - 1];
 	f->off_ns += ns;
-	ts->stats->fn[f->name].offcpu_ns += ns;
-	ts->stats->nodes[f->node].offcpu_ns += ns;
+	f->off_self += ns;
 	return true;
 }
 

@@ -54,6 +54,7 @@ struct rp_call {
 	uint64_t dur_ns;
 	uint64_t self_ns;
 	uint64_t offcpu_ns;	/* off-CPU time inside it, children's included */
+	uint64_t offcpu_self_ns; /* ... while it was the innermost span */
 	bool primitive;		/* the name was not open below it on the track */
 };
 
@@ -125,6 +126,8 @@ static inline bool rp_stats_add(struct rp_stats *s, const struct rp_call *c)
 	n->calls++;
 	n->self_ns += c->self_ns;
 	n->total_ns += c->dur_ns;
+	f->offcpu_ns += c->offcpu_self_ns;
+	n->offcpu_ns += c->offcpu_self_ns;
 	if (c->primitive) {
 		f->primitive_calls++;
 		f->cum_ns += c->dur_ns;

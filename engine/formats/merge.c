@@ -1343,6 +1343,8 @@ static void merge_offcpu(struct ctx *c)
 	d->refused = sat(d->refused, s->refused);
 	d->lost = sat(d->lost, s->lost);
 	d->unpaired = sat(d->unpaired, s->unpaired);
+	d->overflow = sat(d->overflow, s->overflow);
+	d->overflow_ns = sat(d->overflow_ns, s->overflow_ns);
 	d->late = sat(d->late, s->late);
 	d->intervals = sat(d->intervals, s->intervals);
 	d->total_ns = sat(d->total_ns, s->total_ns);

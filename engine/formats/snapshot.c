@@ -473,6 +473,7 @@ static const struct field expiry_fields[] = {
 static const struct field offcpu_fields[] = {
 	OFF(state, F_U32),    OFF(threads, F_U32),   OFF(watched, F_U64),
 	OFF(refused, F_U64),  OFF(lost, F_U64),	     OFF(unpaired, F_U64),
+	OFF(overflow, F_U64), OFF(overflow_ns, F_U64),
 	OFF(late, F_U64),     OFF(intervals, F_U64), OFF(total_ns, F_U64),
 };
 

@@ -146,25 +146,36 @@ void rp_offcpu_ring_close(struct rp_offcpu *o, struct rp_offcpu_ring *w)
 	rp_offcpu_ring_init(w);
 }
 
-/* Appends [out, in]; a full queue merges its newest two (offcpu.h). */
+/* Room for one more interval: the queue doubles up to RP_OFFCPU_PENDING_MAX. */
+static bool room(struct rp_offcpu_ring *w)
+{
+	uint32_t cap = w->cap ? 2 * w->cap : RP_OFFCPU_PENDING;
+	struct rp_offcpu_iv *q;
+
+	if (w->n < w->cap)
+		return true;
+	if (cap > RP_OFFCPU_PENDING_MAX || (q = malloc(cap * sizeof(*q))) == NULL)
+		return false;
+	for (uint32_t k = 0; k < w->n; k++) /* unwrapped into the new one */
+		q[k] = w->q[(w->head + k) % w->cap];
+	free(w->q);
+	w->q = q;
+	w->cap = cap;
+	w->head = 0;
+	return true;
+}
+
+/* Appends [out, in]; a full queue leaves it out (offcpu.h). */
 static void push(struct rp_offcpu *o, struct rp_offcpu_ring *w, uint64_t out, uint64_t in)
 {
-	struct rp_offcpu_iv *last;
-
 	if (in < w->last_ts) /* a record after it was processed already */
 		o->rep->late++;
-	if (w->n == RP_OFFCPU_PENDING) {
-		uint64_t len;
-
-		last = &w->q[(w->head + w->n - 1) % RP_OFFCPU_PENDING];
-		/* one interval of both lengths, ending at the newer's in */
-		len = (last->in - last->out) + (in - out);
-		last->out = in - len < in ? in - len : 0;
-		last->in = in;
-		o->rep->unpaired++;
+	if (!room(w)) {
+		o->rep->overflow++;
+		o->rep->overflow_ns += in - out;
 		return;
 	}
-	w->q[(w->head + w->n) % RP_OFFCPU_PENDING] = (struct rp_offcpu_iv){ .out = out, .in = in };
+	w->q[(w->head + w->n) % w->cap] = (struct rp_offcpu_iv){ .out = out, .in = in };
 	if (w->n++ == 0)
 		w->next = in;
 }
@@ -187,10 +198,7 @@ void rp_offcpu_switch(struct rp_offcpu *o, struct rp_offcpu_ring *w, bool out, u
 		w->out = 0;
 		return;
 	}
-	if (w->q == NULL && (w->q = calloc(RP_OFFCPU_PENDING, sizeof(*w->q))) == NULL)
-		o->rep->unpaired++; /* no memory: the interval is not kept */
-	else
-		push(o, w, w->out, t);
+	push(o, w, w->out, t);
 	w->out = 0;
 }
 
@@ -203,7 +211,7 @@ bool rp_offcpu_ring_pop(struct rp_offcpu *o, struct rp_offcpu_ring *w, uint64_t 
 		return false;
 	iv = &w->q[w->head];
 	*ns = iv->in - iv->out;
-	w->head = (w->head + 1) % RP_OFFCPU_PENDING;
+	w->head = (w->head + 1) % w->cap;
 	w->n--;
 	w->next = w->n ? w->q[w->head].in : UINT64_MAX;
 	return true;

@@ -22,9 +22,10 @@
  *
  * Attribution, exact by construction: a thread records nothing while it is switched
  * out, so each interval [out, in] lies between two consecutive records of its ring.
- * The intervals wait in a small queue (RP_OFFCPU_PENDING; a full queue merges its
- * newest two, which land on the same frame unless a record falls between them, and
- * counts them in unpaired); before the engine processes a record with ts > in
+ * The intervals wait in a queue per ring (RP_OFFCPU_PENDING, doubled as needed up to
+ * RP_OFFCPU_PENDING_MAX: the engine's backlog of that thread's records; a full one
+ * leaves new intervals out, counted in overflow: their time is missing, rather than
+ * put on a span that was not open then); before the engine processes a record with ts > in
  * (rp_offcpu_ring_due, one compare per record against a cached bound), each due
  * interval's length goes to the span innermost on the thread then
  * (rp_engine_offcpu()). An interval read after a later record of the thread was
@@ -40,8 +41,10 @@
 
 #include "report.h"
 
-#define RP_OFFCPU_PAGES	  2u	 /* data pages per perf ring (plus one header page) */
-#define RP_OFFCPU_PENDING 64u	 /* intervals waiting per ring */
+#define RP_OFFCPU_PAGES	  4u	 /* data pages per perf ring (plus one header page):
+				    680 switch records between two reads */
+#define RP_OFFCPU_PENDING 64u	 /* intervals waiting per ring, at first */
+#define RP_OFFCPU_PENDING_MAX 16384u /* ... at most (256 KiB) */
 #define RP_OFFCPU_THREADS 256u	 /* perf fds open at once, by default */
 
 enum rp_offcpu_mode { RP_OFFCPU_MODE_OFF, RP_OFFCPU_MODE_AUTO, RP_OFFCPU_MODE_ON };
@@ -51,7 +54,7 @@ struct rp_offcpu_iv {
 };
 
 /* One producer ring's watcher: its owner's perf fd, and the intervals not yet used
- * (q: RP_OFFCPU_PENDING entries, allocated at its first interval, 1 KiB). */
+ * (q: cap entries, allocated at its first interval; freed with the ring). */
 struct rp_offcpu_ring {
 	uint64_t next;		/* the first pending interval's in; UINT64_MAX: none */
 	uint64_t last_ts;	/* the newest record of the ring processed */
@@ -61,7 +64,7 @@ struct rp_offcpu_ring {
 	uint64_t out;		/* a switch-out awaiting its switch-in; 0: none */
 	bool fresh;		/* no record since the fd was opened */
 	struct rp_offcpu_iv *q;
-	uint32_t head, n;
+	uint32_t head, n, cap;
 };
 
 struct rp_offcpu {

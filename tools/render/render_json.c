@@ -14,8 +14,8 @@
  *    "async_expiry" {"expire_ns", "requests", "spans", "stale_max_ns",
  *                    "suspect_requests", "suspect_spans", "peak_spans",
  *                    "overstated_max", "overstated_ns"},
- *    "offcpu" {"state", "threads", "watched", "refused", "lost", "unpaired", "late",
- *              "intervals", "total_ns"},
+ *    "offcpu" {"state", "threads", "watched", "refused", "lost", "unpaired", "overflow",
+ *              "overflow_ns", "late", "intervals", "total_ns"},
  *    "time_range_ns" [t_first, t_last], "clock",
  *    "caps" {"max_names", "max_tracks", "max_depth", "max_cct_nodes", "max_sources",
  *            "max_sketch_names", "max_window_names", "max_counters", "topk",
@@ -279,6 +279,8 @@ static void put_offcpu(FILE *out, const struct rp_report_offcpu *o)
 	put_u64(out, ",", "refused", o->refused);
 	put_u64(out, ",", "lost", o->lost);
 	put_u64(out, ",", "unpaired", o->unpaired);
+	put_u64(out, ",", "overflow", o->overflow);
+	put_u64(out, ",", "overflow_ns", o->overflow_ns);
 	put_u64(out, ",", "late", o->late);
 	put_u64(out, ",", "intervals", o->intervals);
 	put_u64(out, ",", "total_ns", o->total_ns);

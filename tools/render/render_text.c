@@ -320,6 +320,9 @@ static void print_offcpu(FILE *out, const struct rp_report *r)
 	if (o->lost || o->unpaired)
 		fprintf(out, ", %" PRIu64 " switch records lost, %" PRIu64 " unpaired", o->lost,
 			o->unpaired);
+	if (o->overflow)
+		fprintf(out, ", %" PRIu64 " intervals (%s ms) left out: the engine fell behind",
+			o->overflow, fmt_ms(tot, o->overflow_ns));
 	fputc('\n', out);
 }
 
