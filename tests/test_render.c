@@ -698,8 +698,8 @@ static void test_render_text_offcpu_column(void **state)
 	assert_non_null(strstr(text, "  self%   off-cpu ms       cum ms"));
 	assert_non_null(strstr(text, "        1.500 "));
 	assert_non_null(strstr(text, "off-cpu ms: the part of self ms its thread was switched "
-				     "out (context switches); 5.000 ms in all, 3.000 ms with no "
-				     "span open; 2 threads watched\n"));
+				     "out (context switches); 5.000 ms in all, 3.000 ms of it with "
+				     "no span open; 2 threads watched\n"));
 	free(text);
 	r.fns[1].offcpu_ns = 0; /* big_fns is shared */
 }

@@ -313,7 +313,7 @@ static void print_offcpu(FILE *out, const struct rp_report *r)
 		idle_ns = add_sat(idle_ns, r->sources[i].offcpu_idle_ns);
 	fprintf(out,
 		"off-cpu ms: the part of self ms its thread was switched out (context switches);"
-		" %s ms in all, %s ms with no span open; %" PRIu64 " threads watched",
+		" %s ms in all, %s ms of it with no span open; %" PRIu64 " threads watched",
 		fmt_ms(tot, o->total_ns), fmt_ms(idle, idle_ns), o->watched);
 	if (o->refused)
 		fprintf(out, ", %" PRIu64 " not (--offcpu-threads)", o->refused);
