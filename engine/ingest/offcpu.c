@@ -214,6 +214,14 @@ bool rp_offcpu_ring_pop(struct rp_offcpu *o, struct rp_offcpu_ring *w, uint64_t 
 	w->head = (w->head + 1) % w->cap;
 	w->n--;
 	w->next = w->n ? w->q[w->head].in : UINT64_MAX;
+	if (w->n == 0 && (w->fd < 0 || w->cap > RP_OFFCPU_PENDING)) {
+		/* memory follows the backlog: a grown queue goes once empty, and an
+		 * unwatched ring's at once */
+		free(w->q);
+		w->q = NULL;
+		w->cap = 0;
+		w->head = 0;
+	}
 	return true;
 }
 

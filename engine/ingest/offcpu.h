@@ -54,7 +54,9 @@ struct rp_offcpu_iv {
 };
 
 /* One producer ring's watcher: its owner's perf fd, and the intervals not yet used
- * (q: cap entries, allocated at its first interval; freed with the ring). */
+ * (q: cap entries, allocated at its first interval, freed when empty if it grew or
+ * its ring is no longer watched: queues exist for watched rings and rings with
+ * intervals pending). */
 struct rp_offcpu_ring {
 	uint64_t next;		/* the first pending interval's in; UINT64_MAX: none */
 	uint64_t last_ts;	/* the newest record of the ring processed */
