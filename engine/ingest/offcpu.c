@@ -73,7 +73,7 @@ int rp_offcpu_init(struct rp_offcpu *o, int mode, uint32_t max_threads,
 			fclose(f);
 		snprintf(why, n,
 			 "off-cpu time: not measured, perf_event_open refused (%s; "
-			 "perf_event_paranoid %d, at most 2 needed)",
+			 "perf_event_paranoid %d: 2 or less lets a user watch their own threads)",
 			 strerror(-err), paranoid);
 		rep->state = RP_OFFCPU_REFUSED;
 		return mode == RP_OFFCPU_MODE_ON ? err : 0;
