@@ -124,6 +124,8 @@ static void fn_from(struct rp_report_fn *f, uint32_t j, const uint64_t *v, uint3
 	f->midpoint_sum = 3ull * n;
 	f->midpoint_count = n;
 	f->drop_lost = n / 3;
+	f->offcpu_ns = sum / 5;
+	f->offcpu_cum_ns = sum / 4;
 	sketch_of(&f->dur, v, n);
 	f->p50_ns = q_ns(&f->dur, 0.5);
 	f->p90_ns = q_ns(&f->dur, 0.9);
@@ -462,7 +464,7 @@ static void test_merge_functions_exact(void **state)
 	assert_int_equal(m.n_fns, NNAMES);
 	for (uint32_t j = 0; j < NNAMES; j++) {
 		const struct rp_report_fn *f = &m.fns[find_fn(&m, j)];
-		uint64_t calls = 0, prim = 0, total = 0, cum = 0, self = 0, lost = 0;
+		uint64_t calls = 0, prim = 0, total = 0, cum = 0, self = 0, lost = 0, off = 0, off_cum = 0;
 		uint32_t n = 0;
 		struct rp_report_sketch want;
 
@@ -475,6 +477,8 @@ static void test_merge_functions_exact(void **state)
 			}
 			calls += raw.n[i][j];
 			lost += raw.n[i][j] / 3;
+			off += s / 5;
+			off_cum += s / 4;
 			prim += raw.n[i][j] - raw.n[i][j] / 4;
 			total += s;
 			cum += s - s / 8;
@@ -491,6 +495,8 @@ static void test_merge_functions_exact(void **state)
 		assert_int_equal(f->midpoint_sum, 3 * calls);
 		assert_int_equal(f->midpoint_count, calls);
 		assert_int_equal(f->drop_lost, lost);
+		assert_int_equal(f->offcpu_ns, off);
+		assert_int_equal(f->offcpu_cum_ns, off_cum);
 		assert_string_equal(f->category, names[j].cat);
 		assert_int_equal(f->line, names[j].line);
 		for (int q = 0; q < 4; q++) {
@@ -517,7 +523,7 @@ static void test_merge_functions_exact(void **state)
 }
 
 /* Async expiry: counts add; the expiry and the longest stale time are the largest, so
- * the bound holds for every input. */
+ * the bound holds for every input. Off-CPU's counts add too. */
 static void test_merge_expiry(void **state)
 {
 	struct rp_report in[NIN], m;
@@ -532,7 +538,18 @@ static void test_merge_expiry(void **state)
 			.suspect_spans = 3 * i, .peak_spans = 5 + i,
 		};
 	}
+	in[NIN - 1].offcpu = (struct rp_report_offcpu){ .state = RP_OFFCPU_REFUSED };
+	for (uint32_t i = 0; i + 1 < NIN; i++)
+		in[i].offcpu = (struct rp_report_offcpu){ .state = i ? RP_OFFCPU_ON : 0,
+			.threads = 1, .watched = 2, .refused = 3, .lost = 4, .unpaired = 5,
+			.overflow = 6, .overflow_ns = 7, .late = 8, .intervals = 9, .total_ns = 10 };
 	merge_all(&m, in, NIN);
+	/* off-CPU: counts add; measured if any input measured it */
+	assert_int_equal(m.offcpu.state, NIN > 2 ? RP_OFFCPU_ON : RP_OFFCPU_REFUSED);
+	assert_int_equal(m.offcpu.threads + m.offcpu.watched + m.offcpu.refused + m.offcpu.lost +
+				 m.offcpu.unpaired + m.offcpu.overflow + m.offcpu.overflow_ns +
+				 m.offcpu.late + m.offcpu.intervals + m.offcpu.total_ns,
+			 55 * (NIN - 1));
 	assert_int_equal(m.expiry.expire_ns, NIN > 1 ? 1010 : 1000);
 	assert_int_equal(m.expiry.stale_max_ns, 500 * NIN);
 	assert_int_equal(m.expiry.requests, NIN * (NIN + 1) / 2);

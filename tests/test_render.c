@@ -330,7 +330,7 @@ static void check_source(yajl_val o, const struct rp_report_source *s, const cha
 	static const char *const keys[] = { "name",	 "pid",		  "flags",   "events",
 					    "dropped",	 "late",	  "truncated",
 					    "names_dropped", "nospace_dropped", "rings_nospace", "reentrant",
-					    "resyncs", "anomalies" };
+					    "resyncs", "anomalies", "offcpu_idle_ns" };
 
 	assert_keys(o, keys, ARRAY_SIZE(keys));
 	assert_jstr(field(o, "name"), name);
@@ -347,6 +347,7 @@ static void check_source(yajl_val o, const struct rp_report_source *s, const cha
 	assert_u64(o, "rings_nospace", s->rings_nospace);
 	assert_u64(o, "resyncs", s->resyncs);
 	check_anomalies(field(o, "anomalies"), s->anomalies);
+	assert_u64(o, "offcpu_idle_ns", s->offcpu_idle_ns);
 }
 
 /* A JSON number written exactly as @raw (not an integer: a fraction or exponent). */
@@ -371,7 +372,8 @@ static void check_fn(yajl_val o, const struct rp_report_fn *f, const struct want
 	static const char *const keys[] = { "name",	"category", "file",   "line",
 					    "calls",	"drop_lost",	      "primitive_calls",
 					    "self_ns",
-					    "cum_ns",	"min_ns",   "max_ns", "mean_ns",
+					    "cum_ns",	"offcpu_ns", "offcpu_cum_ns",
+					    "min_ns",   "max_ns", "mean_ns",
 					    "p50_ns",	"p90_ns",   "p95_ns", "p99_ns",
 					    "midpoint_concurrency_mean" };
 	yajl_val mid;
@@ -386,6 +388,8 @@ static void check_fn(yajl_val o, const struct rp_report_fn *f, const struct want
 	assert_u64(o, "primitive_calls", f->primitive_calls);
 	assert_u64(o, "self_ns", f->self_ns);
 	assert_u64(o, "cum_ns", f->cum_ns);
+	assert_u64(o, "offcpu_ns", f->offcpu_ns);
+	assert_u64(o, "offcpu_cum_ns", f->offcpu_cum_ns);
 	assert_u64(o, "min_ns", f->min_ns);
 	assert_u64(o, "max_ns", f->max_ns);
 	assert_u64(o, "mean_ns", w->mean_ns);
@@ -488,12 +492,33 @@ static void check_expiry(yajl_val o, const struct rp_report_expiry *x)
 		assert_u64(o, "overstated_ns", n ? ns : 0);
 }
 
+static void check_offcpu(yajl_val o, const struct rp_report_offcpu *x)
+{
+	static const char *const keys[] = { "state",	"threads",  "watched",
+					    "refused",	"lost",	    "unpaired", "overflow", "overflow_ns",
+					    "late",	"intervals", "total_ns" };
+	static const char *const states[] = { "unknown", "on", "refused" };
+
+	assert_keys(o, keys, ARRAY_SIZE(keys));
+	assert_jstr(field(o, "state"), x->state < 3 ? states[x->state] : "unknown");
+	assert_u64(o, "threads", x->threads);
+	assert_u64(o, "watched", x->watched);
+	assert_u64(o, "refused", x->refused);
+	assert_u64(o, "lost", x->lost);
+	assert_u64(o, "unpaired", x->unpaired);
+	assert_u64(o, "overflow", x->overflow);
+	assert_u64(o, "overflow_ns", x->overflow_ns);
+	assert_u64(o, "late", x->late);
+	assert_u64(o, "intervals", x->intervals);
+	assert_u64(o, "total_ns", x->total_ns);
+}
+
 /* Everything but sources, functions and edges, which the callers check. */
 static yajl_val check_top(const struct rp_report *r, const char *text, const char *clock)
 {
 	static const char *const keys[] = { "events",	     "dropped", "late",	 "truncated",
-					    "anomalies",     "async_expiry",	"time_range_ns",
-					    "clock",
+					    "anomalies",     "async_expiry",	"offcpu",
+					    "time_range_ns", "clock",
 					    "caps",	     "concurrency",	"steps",
 					    "recorder",	     "sources",		"functions",
 					    "edges",	     "categories",	"counters",
@@ -513,6 +538,7 @@ static yajl_val check_top(const struct rp_report *r, const char *text, const cha
 	assert_u64(o, "truncated", r->truncated);
 	check_anomalies(field(o, "anomalies"), r->anomalies);
 	check_expiry(field(o, "async_expiry"), &r->expiry);
+	check_offcpu(field(o, "offcpu"), &r->offcpu);
 	range = field(o, "time_range_ns");
 	assert_true(YAJL_IS_ARRAY(range) && range->u.array.len == 2);
 	assert_true(json_u64(range->u.array.values[0]) == r->t_first);
@@ -648,6 +674,37 @@ static void test_render_json_big_values_exact(void **state)
 	r.fns[0].drop_lost = 0; /* big_fns is shared */
 	yajl_tree_free(o);
 	free(text);
+}
+
+/* The off-CPU column shows only where it was measured; a refusal is said in a line. */
+static void test_render_text_offcpu_column(void **state)
+{
+	struct rp_report r = big_report();
+	struct rp_report_source src = { .name = "p", .offcpu_idle_ns = 3000000 };
+	char *text;
+
+	(void)state;
+	text = text_mem(&r, 0);
+	assert_null(strstr(text, "off-cpu"));
+	free(text);
+	r.offcpu = (struct rp_report_offcpu){ .state = RP_OFFCPU_REFUSED };
+	text = text_mem(&r, 0);
+	assert_null(strstr(text, "off-cpu ms"));
+	assert_non_null(strstr(text, "off-cpu: not measured, the kernel refused"));
+	free(text);
+	r.offcpu = (struct rp_report_offcpu){ .state = RP_OFFCPU_ON, .watched = 2,
+					      .total_ns = 5000000 };
+	r.sources = &src;
+	r.n_sources = 1;
+	r.fns[1].offcpu_ns = 1500000;
+	text = text_mem(&r, 0);
+	assert_non_null(strstr(text, "  self%   off-cpu ms       cum ms"));
+	assert_non_null(strstr(text, "        1.500 "));
+	assert_non_null(strstr(text, "off-cpu ms: the part of self ms its thread was switched "
+				     "out (context switches); 5.000 ms in all, 3.000 ms of it with "
+				     "no span open; 2 threads watched\n"));
+	free(text);
+	r.fns[1].offcpu_ns = 0; /* big_fns is shared */
 }
 
 /* A row with spans cut by drops says so, and the header gives the expiry's bound. */
@@ -2030,6 +2087,7 @@ int main(void)
 		cmocka_unit_test(test_render_json_big_values_exact),
 		cmocka_unit_test(test_render_json_empty_report),
 		cmocka_unit_test(test_render_text_drops_marked),
+		cmocka_unit_test(test_render_text_offcpu_column),
 		cmocka_unit_test(test_render_bad_edge_refused),
 		cmocka_unit_test(test_render_json_full_report),
 		cmocka_unit_test(test_render_rate_exact),

@@ -153,6 +153,7 @@ static void rnd_source(struct rp_report_source *s, size_t str_max)
 	s->nospace_dropped = s->dropped >> 3;
 	s->reentrant = s->dropped >> 4;
 	s->rings_nospace = s->late >> 5;
+	s->offcpu_idle_ns = rnd_u64();
 	rnd_anomalies(s->anomalies);
 }
 
@@ -176,6 +177,8 @@ static void rnd_fn(struct rp_report_fn *f, size_t str_max)
 	f->midpoint_sum = rnd_u64();
 	f->midpoint_count = rnd_u64();
 	f->drop_lost = rnd_u64();
+	f->offcpu_ns = rnd_u64();
+	f->offcpu_cum_ns = rnd_u64();
 }
 
 static void rnd_conc(struct rp_report_conc *c, size_t str_max)
@@ -210,6 +213,7 @@ static void rnd_node(struct rp_report_node *n, uint32_t i, uint32_t n_fns)
 	n->calls = rnd_u64();
 	n->self_ns = rnd_u64();
 	n->total_ns = rnd_u64();
+	n->offcpu_ns = rnd_u64();
 }
 
 static void *xcalloc(size_t n, size_t size)
@@ -536,6 +540,10 @@ static void build_1_2(struct rp_report *r, const struct shape *sh)
 	r->expiry = (struct rp_report_expiry){ .expire_ns = rnd_u64(), .requests = rnd_u64(),
 		.spans = rnd_u64(), .stale_max_ns = rnd_u64(), .suspect_requests = rnd_u64(),
 		.suspect_spans = rnd_u64(), .peak_spans = rnd_u64() };
+	r->offcpu = (struct rp_report_offcpu){ .state = rnd_u32(), .threads = rnd_u32(),
+		.watched = rnd_u64(), .refused = rnd_u64(), .lost = rnd_u64(),
+		.unpaired = rnd_u64(), .overflow = rnd_u64(), .overflow_ns = rnd_u64(), .late = rnd_u64(), .intervals = rnd_u64(),
+		.total_ns = rnd_u64() };
 }
 
 static void rnd_header(struct rp_report *r)
@@ -722,6 +730,7 @@ static bool source_eq(const struct rp_report_source *x, const struct rp_report_s
 	       u_eq(x->nospace_dropped, y->nospace_dropped, what, "nospace_dropped", i) &&
 	       u_eq(x->reentrant, y->reentrant, what, "reentrant", i) &&
 	       u_eq(x->rings_nospace, y->rings_nospace, what, "rings_nospace", i) &&
+	       u_eq(x->offcpu_idle_ns, y->offcpu_idle_ns, what, "offcpu_idle_ns", i) &&
 	       anom_eq(x->anomalies, y->anomalies, what, "source", i);
 }
 
@@ -745,7 +754,9 @@ static bool fn_eq(const struct rp_report_fn *x, const struct rp_report_fn *y, ui
 	       u_eq(x->p99_ns, y->p99_ns, what, "fn.p99_ns", i) &&
 	       u_eq(x->midpoint_sum, y->midpoint_sum, what, "fn.midpoint_sum", i) &&
 	       u_eq(x->midpoint_count, y->midpoint_count, what, "fn.midpoint_count", i) &&
-	       u_eq(x->drop_lost, y->drop_lost, what, "fn.drop_lost", i);
+	       u_eq(x->drop_lost, y->drop_lost, what, "fn.drop_lost", i) &&
+	       u_eq(x->offcpu_ns, y->offcpu_ns, what, "fn.offcpu_ns", i) &&
+	       u_eq(x->offcpu_cum_ns, y->offcpu_cum_ns, what, "fn.offcpu_cum_ns", i);
 }
 
 static bool conc_eq(const struct rp_report_conc *x, const struct rp_report_conc *y, uint32_t i,
@@ -781,7 +792,8 @@ static bool node_eq(const struct rp_report_node *x, const struct rp_report_node 
 	       u_eq(x->fn, y->fn, what, "node.fn", i) &&
 	       u_eq(x->calls, y->calls, what, "node.calls", i) &&
 	       u_eq(x->self_ns, y->self_ns, what, "node.self_ns", i) &&
-	       u_eq(x->total_ns, y->total_ns, what, "node.total_ns", i);
+	       u_eq(x->total_ns, y->total_ns, what, "node.total_ns", i) &&
+	       u_eq(x->offcpu_ns, y->offcpu_ns, what, "node.offcpu_ns", i);
 }
 
 /* Doubles compare by their bits: -0.0 is not 0.0 for a byte-exact writer. */
@@ -1114,7 +1126,8 @@ static bool same_1_2(const struct rp_report *a, const struct rp_report *b, char 
 		    "expiry.suspect_requests", 0) &&
 	       u_eq(a->expiry.suspect_spans, b->expiry.suspect_spans, what,
 		    "expiry.suspect_spans", 0) &&
-	       u_eq(a->expiry.peak_spans, b->expiry.peak_spans, what, "expiry.peak_spans", 0);
+	       u_eq(a->expiry.peak_spans, b->expiry.peak_spans, what, "expiry.peak_spans", 0) &&
+	       memcmp(&a->offcpu, &b->offcpu, sizeof(a->offcpu)) == 0;
 }
 
 /* True if @b (decoded) holds exactly what @a (built) does; else @what says where not.
@@ -1305,7 +1318,7 @@ static void ref_totals(msgpack_packer *pk, const struct rp_report *r, const stru
 static void ref_source(msgpack_packer *pk, const struct rp_report_source *s,
 		       const struct ref_opts *o)
 {
-	msgpack_pack_map(pk, 17 + o->extras);
+	msgpack_pack_map(pk, 17 + has_1_3(o) + o->extras);
 	kv_str(pk, "name", s->name);
 	key(pk, "pid");
 	msgpack_pack_int32(pk, s->pid);
@@ -1324,6 +1337,8 @@ static void ref_source(msgpack_packer *pk, const struct rp_report_source *s,
 	kv_u64(pk, "nospace_dropped", s->nospace_dropped);
 	kv_u64(pk, "rings_nospace", s->rings_nospace);
 	kv_u64(pk, "reentrant", s->reentrant);
+	if (has_1_3(o))
+		kv_u64(pk, "offcpu_idle_ns", s->offcpu_idle_ns);
 	if (o->extras)
 		extra(pk, 1);
 }
@@ -1673,12 +1688,25 @@ static void ref_sections_1_2(msgpack_packer *pk, const struct rp_report *r,
 	kv_u64(pk, "suspect_requests", r->expiry.suspect_requests);
 	kv_u64(pk, "suspect_spans", r->expiry.suspect_spans);
 	kv_u64(pk, "peak_spans", r->expiry.peak_spans);
+	key(pk, "offcpu");
+	msgpack_pack_map(pk, 11);
+	kv_u64(pk, "state", r->offcpu.state);
+	kv_u64(pk, "threads", r->offcpu.threads);
+	kv_u64(pk, "watched", r->offcpu.watched);
+	kv_u64(pk, "refused", r->offcpu.refused);
+	kv_u64(pk, "lost", r->offcpu.lost);
+	kv_u64(pk, "unpaired", r->offcpu.unpaired);
+	kv_u64(pk, "overflow", r->offcpu.overflow);
+	kv_u64(pk, "overflow_ns", r->offcpu.overflow_ns);
+	kv_u64(pk, "late", r->offcpu.late);
+	kv_u64(pk, "intervals", r->offcpu.intervals);
+	kv_u64(pk, "total_ns", r->offcpu.total_ns);
 }
 
 static void ref_fn(msgpack_packer *pk, const struct rp_report_fn *f, const struct ref_opts *o,
 		   uint32_t i)
 {
-	msgpack_pack_map(pk, (o->v1_0 ? 11 : o->v1_1 ? 17 : o->v1_2 ? 18 : 19) + o->extras);
+	msgpack_pack_map(pk, (o->v1_0 ? 11 : o->v1_1 ? 17 : o->v1_2 ? 18 : 21) + o->extras);
 	kv_str(pk, "name", f->name);
 	kv_str(pk, "category", f->category);
 	kv_str(pk, "file", f->file);
@@ -1702,8 +1730,11 @@ static void ref_fn(msgpack_packer *pk, const struct rp_report_fn *f, const struc
 	kv_u64(pk, "midpoint_count", f->midpoint_count);
 	if (has_1_2(o))
 		ref_sketch(pk, "dur", &f->dur, o);
-	if (has_1_3(o))
-		kv_u64(pk, "drop_lost", f->drop_lost);
+	if (!has_1_3(o))
+		return;
+	kv_u64(pk, "drop_lost", f->drop_lost);
+	kv_u64(pk, "offcpu_ns", f->offcpu_ns);
+	kv_u64(pk, "offcpu_cum_ns", f->offcpu_cum_ns);
 }
 
 static void ref_edge(msgpack_packer *pk, const struct rp_report_edge *e, const struct ref_opts *o)
@@ -1721,12 +1752,14 @@ static void ref_edge(msgpack_packer *pk, const struct rp_report_edge *e, const s
 
 static void ref_node(msgpack_packer *pk, const struct rp_report_node *n, const struct ref_opts *o)
 {
-	msgpack_pack_map(pk, 5 + o->extras);
+	msgpack_pack_map(pk, 5 + has_1_3(o) + o->extras);
 	kv_ref(pk, "parent", n->parent, o);
 	kv_ref(pk, "fn", n->fn, o);
 	kv_u64(pk, "calls", n->calls);
 	kv_u64(pk, "self_ns", n->self_ns);
 	kv_u64(pk, "total_ns", n->total_ns);
+	if (has_1_3(o))
+		kv_u64(pk, "offcpu_ns", n->offcpu_ns);
 	if (o->extras)
 		extra(pk, 0);
 }
@@ -1788,7 +1821,7 @@ static void ref_pack(msgpack_sbuffer *sb, const struct rp_report *r, const struc
 	msgpack_sbuffer_init(sb);
 	msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
 	msgpack_pack_map(&pk,
-			 (o->v1_0 ? 7 : o->v1_1 ? 8 : o->v1_2 ? 16 : 17) + (o->extras ? 4 : 0));
+			 (o->v1_0 ? 7 : o->v1_1 ? 8 : o->v1_2 ? 16 : 18) + (o->extras ? 4 : 0));
 	key(&pk, "version");
 	msgpack_pack_array(&pk, 2);
 	msgpack_pack_uint32(&pk, o->major);
@@ -1921,7 +1954,7 @@ static void test_snapshot_encode_matches_schema(void **state)
 		ref_pack(&sb, &a, &plain);
 		assert_int_equal(m.len, sb.size);
 		assert_memory_equal(m.data, sb.data, m.len);
-		assert_memory_equal(m.data, "\xde\x00\x11\xa7version\x92\x01\x03", 14); /* first */
+		assert_memory_equal(m.data, "\xde\x00\x12\xa7version\x92\x01\x03", 14); /* first */
 		msgpack_sbuffer_destroy(&sb);
 		rp_membuf_free(&m);
 		rp_report_free(&a);
@@ -1972,8 +2005,13 @@ static void test_snapshot_minor_version_accepted(void **state)
 static void as_1_2(struct rp_report *r)
 {
 	for (uint32_t i = 0; i < r->n_fns; i++)
-		r->fns[i].drop_lost = 0;
+		r->fns[i].drop_lost = r->fns[i].offcpu_ns = r->fns[i].offcpu_cum_ns = 0;
+	for (uint32_t i = 0; i < r->n_nodes; i++)
+		r->nodes[i].offcpu_ns = 0;
+	for (uint32_t i = 0; i < r->n_sources; i++)
+		r->sources[i].offcpu_idle_ns = 0;
 	r->expiry = (struct rp_report_expiry){ 0 };
+	r->offcpu = (struct rp_report_offcpu){ 0 };
 	r->version_minor = 2;
 }
 
@@ -2071,7 +2109,8 @@ static void test_snapshot_1_0_read(void **state)
 	}
 }
 
-/* A 1.2 file (no 1.3 keys) reads with drop_lost 0 in every row and no expiry. */
+/* A 1.2 file (no 1.3 keys) reads with drop_lost and off-CPU 0 in every row and no
+ * expiry. */
 static void test_snapshot_1_2_read(void **state)
 {
 	static const struct ref_opts v12[] = {
@@ -2089,8 +2128,9 @@ static void test_snapshot_1_2_read(void **state)
 		decode_ok(sb.data, sb.size, &b);
 		assert_int_equal(b.version_minor, 2);
 		for (uint32_t k = 0; k < b.n_fns; k++)
-			assert_int_equal(b.fns[k].drop_lost, 0);
+			assert_int_equal(b.fns[k].drop_lost + b.fns[k].offcpu_ns, 0);
 		assert_int_equal(b.expiry.requests + b.expiry.expire_ns, 0);
+		assert_int_equal(b.offcpu.state + b.offcpu.total_ns + b.nodes[0].offcpu_ns, 0);
 		as_1_2(&a);
 		assert_same(&a, &b);
 		rp_report_free(&a);
@@ -2242,6 +2282,7 @@ static void test_snapshot_seeds_decode(void **state)
 		if (ours) {
 			assert_true(r.fns[0].drop_lost != 0 || r.fns[1].drop_lost != 0);
 			assert_true(r.expiry.requests != 0 || r.expiry.spans != 0);
+			assert_true(r.fns[0].offcpu_ns != 0 && r.offcpu.total_ns != 0);
 		}
 		if (r.version_minor == 2 && strstr(path, "v1_2") != NULL) {
 			v12++; /* v1_2.msgpack: written by the 1.2 encoder */

@@ -225,6 +225,7 @@ static void fold_source(struct rp_engine *e, uint32_t i)
 	f->rep.rings_nospace += s->rep.rings_nospace;
 	f->rep.resyncs += s->rep.resyncs;
 	f->rep.forced += s->rep.forced;
+	f->rep.offcpu_idle_ns += s->rep.offcpu_idle_ns;
 	f->rep.ring_hwm = s->rep.ring_hwm > f->rep.ring_hwm ? s->rep.ring_hwm : f->rep.ring_hwm;
 	f->rep.buffer_hwm =
 		s->rep.buffer_hwm > f->rep.buffer_hwm ? s->rep.buffer_hwm : f->rep.buffer_hwm;
@@ -653,6 +654,17 @@ void rp_engine_close_source(struct rp_engine *e, uint32_t src, uint64_t t, int w
 	rp_tracks_close_src(&e->tracks, src, t, why, &e->src[src].counts);
 }
 
+void rp_engine_offcpu(struct rp_engine *e, uint32_t src, uint64_t thread, uint64_t ns,
+		      uint32_t *hint)
+{
+	uint32_t tr = rp_tracks_find_at(&e->tracks, hint, src, RP_TRACK_THREAD, thread);
+
+	e->offcpu.intervals++;
+	e->offcpu.total_ns += ns;
+	if (tr == RP_NONE || !rp_track_offcpu(&e->tracks, tr, ns))
+		e->src[src].rep.offcpu_idle_ns += ns;
+}
+
 /* Which names the report lists: called, or the name of a CCT node. */
 static uint32_t *name_map(const struct rp_engine *e, uint32_t *n_out)
 {
@@ -687,6 +699,7 @@ static int copy_fns(const struct rp_engine *e, const uint32_t *map, struct rp_re
 			.primitive_calls = f->primitive_calls, .self_ns = f->self_ns,
 			.cum_ns = f->cum_ns, .total_ns = f->total_ns, .min_ns = f->min_ns,
 			.max_ns = f->max_ns, .drop_lost = f->drop_lost,
+			.offcpu_ns = f->offcpu_ns, .offcpu_cum_ns = f->offcpu_cum_ns,
 		};
 		if (!o->name || !o->category || !o->file)
 			return -ENOMEM;
@@ -708,7 +721,7 @@ static void copy_graph(const struct rp_engine *e, const uint32_t *map, struct rp
 		const struct rp_cct_node *s = &e->stats.nodes[i];
 		r->nodes[i] = (struct rp_report_node){
 			.parent = s->parent, .fn = i ? map[s->name] : RP_NONE, .calls = s->calls,
-			.self_ns = s->self_ns, .total_ns = s->total_ns,
+			.self_ns = s->self_ns, .total_ns = s->total_ns, .offcpu_ns = s->offcpu_ns,
 		};
 	}
 }
@@ -863,6 +876,7 @@ int rp_engine_report_at(const struct rp_engine *e, uint64_t now_ns, struct rp_re
 		goto out;
 	copy_graph(e, map, r);
 	expiry_report(e, r);
+	r->offcpu = e->offcpu;
 	r->n_edges = e->stats.n_edges;
 	r->n_nodes = e->stats.n_nodes;
 out:

@@ -108,6 +108,7 @@ struct rp_engine {
 	uint64_t async_gap_ns, expire_next;
 	bool drops_seen;
 	struct rp_report_expiry expiry;
+	struct rp_report_offcpu offcpu;	/* off-CPU: kept by its feeder (offcpu.h) */
 };
 
 /** rp_engine_open() - make an engine with @cfg (NULL: defaults). 0, -EINVAL (see
@@ -149,6 +150,15 @@ void rp_engine_event(struct rp_engine *e, uint32_t src, uint64_t thread,
  */
 void rp_engine_event_at(struct rp_engine *e, uint32_t src, uint64_t thread,
 			const struct rp_event *ev, uint32_t *hint);
+
+/**
+ * rp_engine_offcpu() - thread @thread of @src was off-CPU for @ns (ingest/offcpu.h):
+ * added to its innermost open span, or to the source's offcpu_idle_ns when none is
+ * open. Called before the thread's first record after the interval. @hint as in
+ * rp_engine_event_at().
+ */
+void rp_engine_offcpu(struct rp_engine *e, uint32_t src, uint64_t thread, uint64_t ns,
+		      uint32_t *hint);
 
 /** rp_engine_close_thread() - a thread track ended (exit, ring reuse): close it. */
 void rp_engine_close_thread(struct rp_engine *e, uint32_t src, uint64_t thread, uint64_t t,

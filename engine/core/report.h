@@ -80,6 +80,7 @@ struct rp_report_source {
 	 * bound of the true high-water mark) and their capacity; the most records one
 	 * of the engine's per-ring buffers held; merges a full buffer forced. */
 	uint64_t ring_hwm, ring_capacity, buffer_hwm, forced;
+	uint64_t offcpu_idle_ns; /* its threads' off-CPU time with no span open 1.3 */
 };
 #define RP_SRC_EXITED	0x1u	/* the producer exited normally */
 #define RP_SRC_DEAD	0x2u	/* the producer died (pidfd) */
@@ -126,6 +127,10 @@ struct rp_report_fn {
 	struct rp_report_sketch dur;	/* the duration sketch (ns) 1.2 */
 	uint64_t drop_lost;	/* its spans a producer's drop cut (RP_ANOM_DROP_LOST whose
 				   BEGIN arrived): in none of the figures above 1.3 */
+	/* Off-CPU time (struct rp_report_offcpu): its thread was descheduled while it
+	 * was the innermost open span (a part of self_ns), and inside its primitive
+	 * calls (a part of cum_ns). 0 when not measured. 1.3 */
+	uint64_t offcpu_ns, offcpu_cum_ns;
 };
 
 /* caller -> callee, indices into fns; the same figures, for calls made from caller. */
@@ -146,6 +151,7 @@ struct rp_report_node {
 	uint64_t calls;
 	uint64_t self_ns;
 	uint64_t total_ns;	/* sum of durations of the calls at this node */
+	uint64_t offcpu_ns;	/* off-CPU time with this node innermost (in self_ns) 1.3 */
 };
 
 /* A concurrency distribution (engine/analyses/sweep.c): open spans over the observed range,
@@ -407,6 +413,34 @@ static inline void rp_report_expiry_bound(const struct rp_report_expiry *x, uint
 		*ns = 0;
 }
 
+/*
+ * Off-CPU time (engine/ingest/offcpu.h): context switches of the producers' threads
+ * (perf_event_open), each interval [switched out, switched in] added to the span
+ * innermost on its thread then. 1.3
+ */
+enum rp_offcpu_state {
+	RP_OFFCPU_UNKNOWN = 0,	/* not measured: off, or not a live session */
+	RP_OFFCPU_ON = 1,	/* measured for the threads counted below */
+	RP_OFFCPU_REFUSED = 2,	/* the kernel refused it (the engine log says why) */
+};
+
+struct rp_report_offcpu {
+	uint32_t state;		/* enum rp_offcpu_state */
+	uint32_t threads;	/* producer threads watched now */
+	uint64_t watched;	/* threads ever watched */
+	uint64_t refused;	/* threads not watched: the cap, or the kernel said no */
+	uint64_t lost;		/* switch records the kernel lost (ring full): the
+				   intervals they held are missing */
+	uint64_t unpaired;	/* switch records without their pair (after a loss) */
+	uint64_t overflow;	/* intervals left out: their thread's queue was full
+				   (the engine far behind its records) */
+	uint64_t overflow_ns;	/* their sum: off-CPU time missing from the spans */
+	uint64_t late;		/* intervals read after a later record of their thread
+				   was processed: added to the span open then */
+	uint64_t intervals;	/* off-CPU intervals attributed */
+	uint64_t total_ns;	/* their sum (spans' and idle) */
+};
+
 struct rp_report {
 	uint32_t version_major;
 	uint32_t version_minor;
@@ -444,6 +478,7 @@ struct rp_report {
 	struct rp_report_recorder recorder; /* the flight recorder 1.2 */
 	struct rp_report_device device;	/* device idle time 1.2 */
 	struct rp_report_expiry expiry;	/* async requests closed after drops 1.3 */
+	struct rp_report_offcpu offcpu;	/* off-CPU time, how it was measured 1.3 */
 };
 
 void rp_report_device_free(struct rp_report_device *d);

@@ -190,6 +190,13 @@ static inline __attribute__((always_inline)) void pop_inline(struct rp_tracks *t
 
 	for (uint32_t i = 0; i < k->depth && call.primitive; i++)
 		call.primitive = k->f[i].name != f->name;
+	/* off_ns shares its place with busy_since: only thread frames have one */
+	if (k->kind == RP_TRACK_THREAD) {
+		call.offcpu_ns = f->off_ns;
+		call.offcpu_self_ns = f->off_self;
+		if (k->depth)
+			k->f[k->depth - 1].off_ns += f->off_ns;
+	}
 	if (k->depth)
 		k->f[k->depth - 1].child_ns += dur;
 	if (!rp_stats_add(ts->stats, &call))
@@ -289,6 +296,21 @@ void rp_track_cut(struct rp_tracks *ts, uint32_t tr, uint32_t want, uint64_t t,
 		c->truncated += !k->f[k->depth - 1].lost;
 		pop(ts, k, t, c, false);
 	}
+}
+
+bool rp_track_offcpu(struct rp_tracks *ts, uint32_t tr, uint64_t ns)
+{
+	struct rp_track *k = &ts->t[tr];
+	struct rp_frame *f;
+
+	if (k->kind != RP_TRACK_THREAD || k->depth == 0)
+		return false;
+	/* A BEGIN past the depth cap is innermost, unrecorded: its nearest recorded
+	 * ancestor takes it, as that one's self time takes the span's wall time. */
+	f = &k->f[k->depth - 1];
+	f->off_ns += ns;
+	f->off_self += ns;
+	return true;
 }
 
 /* The innermost open frame an END closes, or -1. */

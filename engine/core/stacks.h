@@ -34,7 +34,10 @@
  * idle past an expiry (rp_track_expire(), engine.h: rp_engine_expire()).
  * Every span a drop cut also counts in its name's row (rp_fn_stats.drop_lost) when
  * its name is known (its BEGIN arrived).
- * Memory: max_tracks tracks, each with at most max_depth frames (48 bytes each).
+ * Off-CPU time (rp_track_offcpu) goes to a thread track's innermost open frame, and
+ * to the statistics when it closes, so that a frame a drop cut takes its off-CPU time
+ * away with it, as its self time.
+ * Memory: max_tracks tracks, each with at most max_depth frames (56 bytes each).
  */
 #ifndef RP_ENGINE_STACKS_H
 #define RP_ENGINE_STACKS_H
@@ -63,7 +66,12 @@ struct rp_frame {
 	uint32_t up;		/* index of the parent frame; RP_NONE: a top-level frame */
 	uint32_t kids : 31;	/* open children */
 	uint32_t lost : 1;	/* 1: cut by a drop (rp_track_resync); not counted */
-	uint64_t busy_since;	/* when kids last went from 0 to 1 */
+	union {
+		uint64_t busy_since;	/* tree frames: when kids last went from 0 to 1 */
+		uint64_t off_ns;	/* thread tracks: off-CPU time inside it so far,
+					   its closed children's included (offcpu.h) */
+	};
+	uint64_t off_self;	/* thread tracks: off-CPU time while it was innermost */
 };
 
 /* A span just closed, as the close hook sees it (what exemplars need). */
@@ -223,6 +231,15 @@ bool rp_track_resync(struct rp_tracks *ts, uint32_t tr, bool is_end, uint32_t de
  */
 void rp_track_cut(struct rp_tracks *ts, uint32_t tr, uint32_t want, uint64_t t,
 		  struct rp_counts *c);
+
+/**
+ * rp_track_offcpu() - thread track @tr was off-CPU for @ns (ingest/offcpu.h): added to
+ * its innermost open frame (off_self: its name's and CCT node's offcpu_ns when it
+ * closes; off_ns, which its ancestors inherit as it closes, for offcpu_cum_ns).
+ * @return false when no span is open (a lost frame or a BEGIN past the depth cap take
+ * it too).
+ */
+bool rp_track_offcpu(struct rp_tracks *ts, uint32_t tr, uint64_t ns);
 
 /**
  * rp_track_close() - close every open frame at time @t and free the track.

@@ -18,6 +18,10 @@
 struct rp_fn_stats {
 	uint64_t calls, primitive_calls, self_ns, cum_ns, total_ns, min_ns, max_ns;
 	uint64_t drop_lost;	/* its spans a drop cut (stacks.h): not in the figures */
+	/* Off-CPU time (ingest/offcpu.h): while it was the innermost open span of a
+	 * descheduled thread (in self_ns too), and inside its primitive calls
+	 * (children's included; in cum_ns too). */
+	uint64_t offcpu_ns, offcpu_cum_ns;
 };
 
 struct rp_edge_stats {
@@ -28,6 +32,7 @@ struct rp_edge_stats {
 struct rp_cct_node {
 	uint32_t parent, name;
 	uint64_t calls, self_ns, total_ns;
+	uint64_t offcpu_ns;	/* off-CPU time with this node innermost (fn's offcpu_ns) */
 };
 
 struct rp_stats {
@@ -48,6 +53,8 @@ struct rp_call {
 	uint32_t node;		/* its CCT node */
 	uint64_t dur_ns;
 	uint64_t self_ns;
+	uint64_t offcpu_ns;	/* off-CPU time inside it, children's included */
+	uint64_t offcpu_self_ns; /* ... while it was the innermost span */
 	bool primitive;		/* the name was not open below it on the track */
 };
 
@@ -119,9 +126,12 @@ static inline bool rp_stats_add(struct rp_stats *s, const struct rp_call *c)
 	n->calls++;
 	n->self_ns += c->self_ns;
 	n->total_ns += c->dur_ns;
+	f->offcpu_ns += c->offcpu_self_ns;
+	n->offcpu_ns += c->offcpu_self_ns;
 	if (c->primitive) {
 		f->primitive_calls++;
 		f->cum_ns += c->dur_ns;
+		f->offcpu_cum_ns += c->offcpu_ns;
 	}
 	if (c->caller == RP_NONE)
 		return true;

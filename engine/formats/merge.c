@@ -47,6 +47,8 @@
  *    z-score (not comparable across inputs: a shortlist) (merge_device).
  *  - expiry (async requests closed after drops): counts add; expire_ns and
  *    stale_max_ns are the largest, so the bound they give holds for every input.
+ *  - off-CPU: the functions' and nodes' times and the counts add; measured (state
+ *    on) if any input measured it, else refused if any was refused.
  */
 #include <errno.h>
 #include <math.h>
@@ -396,6 +398,8 @@ static int fn_add(struct ctx *c, struct rp_report_fn *o, const struct rp_report_
 	o->midpoint_sum = sat(o->midpoint_sum, f->midpoint_sum);
 	o->midpoint_count = sat(o->midpoint_count, f->midpoint_count);
 	o->drop_lost = sat(o->drop_lost, f->drop_lost);
+	o->offcpu_ns = sat(o->offcpu_ns, f->offcpu_ns);
+	o->offcpu_cum_ns = sat(o->offcpu_cum_ns, f->offcpu_cum_ns);
 	return 0;
 }
 
@@ -552,6 +556,7 @@ static int merge_cct(struct ctx *c)
 		o->calls = sat(o->calls, n->calls);
 		o->self_ns = sat(o->self_ns, n->self_ns);
 		o->total_ns = sat(o->total_ns, n->total_ns);
+		o->offcpu_ns = sat(o->offcpu_ns, n->offcpu_ns);
 	}
 	err = 0;
 out:
@@ -1326,6 +1331,25 @@ static void merge_expiry(struct ctx *c)
 	d->peak_spans = sat(d->peak_spans, s->peak_spans); /* the inputs' at once, at most */
 }
 
+static void merge_offcpu(struct ctx *c)
+{
+	struct rp_report_offcpu *d = &c->d->offcpu;
+	const struct rp_report_offcpu *s = &c->s->offcpu;
+
+	if (s->state == RP_OFFCPU_ON || (s->state == RP_OFFCPU_REFUSED && d->state != RP_OFFCPU_ON))
+		d->state = s->state;
+	d->threads = d->threads + s->threads < d->threads ? UINT32_MAX : d->threads + s->threads;
+	d->watched = sat(d->watched, s->watched);
+	d->refused = sat(d->refused, s->refused);
+	d->lost = sat(d->lost, s->lost);
+	d->unpaired = sat(d->unpaired, s->unpaired);
+	d->overflow = sat(d->overflow, s->overflow);
+	d->overflow_ns = sat(d->overflow_ns, s->overflow_ns);
+	d->late = sat(d->late, s->late);
+	d->intervals = sat(d->intervals, s->intervals);
+	d->total_ns = sat(d->total_ns, s->total_ns);
+}
+
 int rp_report_merge(struct rp_report *dst, const struct rp_report *src, char *why, size_t whylen)
 {
 	struct ctx c = {
@@ -1363,6 +1387,8 @@ int rp_report_merge(struct rp_report *dst, const struct rp_report *src, char *wh
 		err = merge_device(&c);
 	if (!err)
 		merge_expiry(&c);
+	if (!err)
+		merge_offcpu(&c);
 	free(c.fmap);
 	free(c.at);
 	dst->version_major = RP_REPORT_VERSION_MAJOR;

@@ -152,6 +152,7 @@ static const struct field source_fields[] = {
 	SRC(forced, F_U64, false),
 	SRC(nospace_dropped, F_U64, false), SRC(rings_nospace, F_U64, false), /* 1.3 */
 	SRC(reentrant, F_U64, false),
+	SRC(offcpu_idle_ns, F_U64, false), /* 1.3 */
 };
 
 #define FN(m, t, req) FIELD(struct rp_report_fn, m, t, req)
@@ -176,6 +177,8 @@ static const struct field fn_fields[] = {
 	FN(midpoint_count, F_U64, false),
 	KEYED("dur", F_SKETCH, false, offsetof(struct rp_report_fn, dur), &sketch_table),
 	FN(drop_lost, F_U64, false), /* 1.3 */
+	FN(offcpu_ns, F_U64, false), /* 1.3 */
+	FN(offcpu_cum_ns, F_U64, false),
 };
 
 static const struct field edge_fields[] = {
@@ -192,6 +195,7 @@ static const struct field edge_fields[] = {
 static const struct field node_fields[] = {
 	NODE(parent, F_REF, true),   NODE(fn, F_REF, true),	   NODE(calls, F_U64, false),
 	NODE(self_ns, F_U64, false), NODE(total_ns, F_U64, false),
+	NODE(offcpu_ns, F_U64, false), /* 1.3 */
 };
 
 /* 1.1 */
@@ -466,6 +470,15 @@ static const struct field expiry_fields[] = {
 	EXP(peak_spans),
 };
 
+/* 1.3 */
+#define OFF(m, t) FIELD(struct rp_report_offcpu, m, t, false)
+static const struct field offcpu_fields[] = {
+	OFF(state, F_U32),    OFF(threads, F_U32),   OFF(watched, F_U64),
+	OFF(refused, F_U64),  OFF(lost, F_U64),	     OFF(unpaired, F_U64),
+	OFF(overflow, F_U64), OFF(overflow_ns, F_U64),
+	OFF(late, F_U64),     OFF(intervals, F_U64), OFF(total_ns, F_U64),
+};
+
 static const struct table source_table = TABLE(source_fields, struct rp_report_source);
 static const struct table fn_table = TABLE(fn_fields, struct rp_report_fn);
 static const struct table edge_table = TABLE(edge_fields, struct rp_report_edge);
@@ -475,6 +488,7 @@ static const struct table counter_table = TABLE(counter_fields, struct rp_report
 static const struct table window_table = TABLE(window_fields, struct rp_report_window);
 static const struct table caps_table = TABLE(caps_fields, struct rp_report_caps);
 static const struct table expiry_table = TABLE(expiry_fields, struct rp_report_expiry);
+static const struct table offcpu_table = TABLE(offcpu_fields, struct rp_report_offcpu);
 
 #define REP(m, t) FIELD(struct rp_report, m, t, false)
 static const struct field header_fields[] = {
@@ -514,6 +528,7 @@ static const struct field top_fields[] = {
 	KEYED("recorder", F_REC, false, offsetof(struct rp_report, recorder), &recorder_table),
 	KEYED("device", F_REC, false, offsetof(struct rp_report, device), &device_table),
 	KEYED("async_expiry", F_REC, false, offsetof(struct rp_report, expiry), &expiry_table),
+	KEYED("offcpu", F_REC, false, offsetof(struct rp_report, offcpu), &offcpu_table),
 };
 static const struct table top_table = TABLE(top_fields, struct rp_report);
 

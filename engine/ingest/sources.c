@@ -60,6 +60,10 @@ struct rp_rbuf {
 	bool look_ok;		/* look holds the next of them (copied once) */
 	bool mark_lost;		/* the next span record comes after a resync */
 	struct rp_bev look;
+	/* Off-CPU (offcpu.h): the owner watched (its generation and state then), and
+	 * its intervals. */
+	uint32_t off_gen, off_state;
+	struct rp_offcpu_ring off;
 };
 
 struct rp_live {
@@ -107,6 +111,16 @@ static void say(struct rp_sources *ss, const char *fmt, ...)
 	ss->log(ss->log_ctx, line);
 }
 
+int rp_sources_offcpu(struct rp_sources *ss, int mode, uint32_t max_threads)
+{
+	char why[192];
+	int err = rp_offcpu_init(&ss->off, mode, max_threads, &ss->e->offcpu, why, sizeof(why));
+
+	if (why[0])
+		say(ss, "%s", why);
+	return err;
+}
+
 int rp_sources_init(struct rp_sources *ss, struct rp_engine *e, const char *session)
 {
 	memset(ss, 0, sizeof(*ss));
@@ -146,6 +160,7 @@ static void live_free(struct rp_sources *ss, struct rp_live *l)
 	for (uint32_t r = 0; l->buf != NULL && r < l->seg->v.ring_count; r++) {
 		ss->buf_events -= l->buf[r].cap;
 		bev_free(l->buf[r].ev, l->buf[r].cap);
+		rp_offcpu_ring_close(&ss->off, &l->buf[r].off);
 	}
 	rp_segment_close(l->seg);
 	free(l->names);
@@ -240,6 +255,8 @@ static struct rp_live *live_new(struct rp_segment *seg)
 		free(l);
 		return NULL;
 	}
+	for (uint32_t r = 0; r < rings; r++)
+		rp_offcpu_ring_init(&l->buf[r].off);
 	return l;
 }
 
@@ -569,26 +586,47 @@ static uint64_t thread_id(uint32_t ring, uint32_t gen)
 	return (uint64_t)ring << 32 | gen;
 }
 
+/* Off-CPU intervals of @ring due before a record at @ts (UINT64_MAX: all) go to the
+ * thread's innermost span, or its source's idle time (offcpu.h). */
+__attribute__((noinline, cold)) static void offcpu_due(struct rp_sources *ss, struct rp_live *l,
+							uint32_t ring, uint64_t ts)
+{
+	struct rp_rbuf *b = &l->buf[ring];
+	uint64_t ns;
+
+	/* trk 0 (generations start at 1): no track, nothing open, idle time */
+	while (rp_offcpu_ring_pop(&ss->off, &b->off, ts, &ns))
+		rp_engine_offcpu(ss->e, l->src, thread_id(ring, b->trk), ns, &b->hint);
+}
+
 /* The ring's engine track ends; @lost: records were lost after the newest one we
  * have, so the open spans may have ended unseen: lost, not truncated (counted, not in
- * the statistics). */
-static void close_track_as(struct rp_sources *ss, struct rp_live *l, uint32_t ring, bool lost)
+ * the statistics). @all: its thread is gone (retired, or its process ended): the
+ * off-CPU intervals still pending came after its last record, so its open spans take
+ * them first. At an owner change they wait for the next owner's records (nothing open
+ * there yet). */
+static void close_track_as(struct rp_sources *ss, struct rp_live *l, uint32_t ring, bool lost,
+			   bool all)
 {
 	struct rp_rbuf *b = &l->buf[ring];
 
+	if (all && b->off.n > 0)
+		offcpu_due(ss, l, ring, UINT64_MAX);
 	if (b->trk != 0)
 		rp_engine_close_thread(ss->e, l->src, thread_id(ring, b->trk), l->last_ts,
 				       lost ? RP_ANOM_DROP_LOST : RP_ANOM_KIND_COUNT);
 	b->trk = 0;
 }
 
-/* The ring's engine track ends: its owner changed, or retired and all is processed. */
-static void close_track(struct rp_sources *ss, struct rp_live *l, uint32_t ring)
+/* The ring's engine track ends: its owner changed, or retired and all is processed
+ * (@all: close_track_as()). */
+static void close_track(struct rp_sources *ss, struct rp_live *l, uint32_t ring, bool all)
 {
 	struct rp_rbuf *b = &l->buf[ring];
 
 	close_track_as(ss, l, ring,
-		       b->state == RP_RING_RETIRED ? b->retire_lost : b->dropped_now > b->dropped_rec);
+		       b->state == RP_RING_RETIRED ? b->retire_lost : b->dropped_now > b->dropped_rec,
+		       all);
 }
 
 /* Names the thread track (@ring, @gen) by its OS thread id, for exports. */
@@ -608,7 +646,7 @@ static void label_track(struct rp_sources *ss, struct rp_live *l, uint32_t ring,
 static void owner_mark(struct rp_sources *ss, struct rp_live *l, uint32_t ring,
 		       const struct rp_bev *b)
 {
-	close_track_as(ss, l, ring, (b->ev.flags & RP_THREAD_PREV_LOST) != 0);
+	close_track_as(ss, l, ring, (b->ev.flags & RP_THREAD_PREV_LOST) != 0, false);
 	l->buf[ring].trk = b->gen;
 	if ((int64_t)b->ev.arg > 0 && b->ev.arg <= INT32_MAX)
 		label_track(ss, l, ring, b->gen, (int32_t)b->ev.arg);
@@ -623,9 +661,12 @@ static inline __attribute__((always_inline)) void process(struct rp_sources *ss,
 			owner_mark(ss, l, ring, b);
 			return;
 		}
-		close_track(ss, l, ring);
+		close_track(ss, l, ring, false);
 		l->buf[ring].trk = b->gen;
 	}
+	/* Its thread was switched out before it: that time goes first (offcpu.h). */
+	if (__builtin_expect(rp_offcpu_ring_due(&l->buf[ring].off, b->ev.ts), 0))
+		offcpu_due(ss, l, ring, b->ev.ts);
 	b->ev.name = map_name(ss, l, b->ev.name);
 	if (b->ev.ts > l->last_ts)
 		l->last_ts = b->ev.ts;
@@ -694,6 +735,22 @@ static inline void take(struct rp_live *l, struct rp_rbuf *b, const struct rp_ev
 }
 
 /*
+ * Off-CPU: the ring's owner is watched from its claim to its retirement; its switch
+ * records are read right after the ring's producer index (offcpu.h), so every record
+ * read from this index on finds the switches before it already read.
+ */
+static void offcpu_read(struct rp_sources *ss, struct rp_rbuf *b, const struct rp_ring_info *info)
+{
+	if (info->gen != b->off_gen || info->state != b->off_state) {
+		b->off_gen = info->gen;
+		b->off_state = info->state;
+		rp_offcpu_ring_owner(&ss->off, &b->off,
+				     info->state == RP_RING_ACTIVE ? info->tid : 0);
+	}
+	rp_offcpu_ring_read(&ss->off, &b->off);
+}
+
+/*
  * Looks at one ring: a ring at risk (or @all) has its records taken into its buffer
  * and released at once; the others' stay, read in place by the merge after the
  * buffer's (b->avail). A ring the producer's index made us skip (a resync) lost
@@ -739,6 +796,8 @@ static void copy_ring(struct rp_sources *ss, struct rp_live *l, uint32_t ring, b
 	n = rp_segment_avail(l->seg, ring, &info);
 	if (l->seg->rings[ring].resyncs != resyncs)
 		b->mark_lost = true;
+	if (ss->off.on)
+		offcpu_read(ss, b, &info);
 	/* A new owner: exports name its track by the OS thread id (once per claim). */
 	if (info.gen != b->gen_now && info.tid > 0)
 		label_track(ss, l, ring, info.gen, info.tid);
@@ -1087,7 +1146,7 @@ static void end_tracks(struct rp_sources *ss)
 			    ((l->marks ? b->cur : b->gen_now) != b->trk ||
 			     (b->state == RP_RING_RETIRED &&
 			      rp_segment_ring_pending(l->seg, r) == 0)))
-				close_track(ss, l, r);
+				close_track(ss, l, r, (l->marks ? b->cur : b->gen_now) == b->trk);
 			if (b->n == 0 && b->cap > RP_SOURCES_KEEP) {
 				/* a burst's buffer goes back once empty: memory follows
 				 * the backlog, not its peak */
@@ -1206,7 +1265,8 @@ static void finish(struct rp_sources *ss, uint32_t i)
 		l->buf[r].dropped_now = info.dropped;
 		l->buf[r].state = info.state;
 		l->buf[r].retire_lost = info.lost_at_retire;
-		close_track(ss, l, r);
+		rp_offcpu_ring_read(&ss->off, &l->buf[r].off);
+		close_track(ss, l, r, true);
 	}
 	if (ss->defer_unlink)
 		release_pages(l->seg);

@@ -46,6 +46,7 @@
 #include <stdint.h>
 
 #include "engine.h"
+#include "offcpu.h"
 #include "segment.h"
 
 struct rp_live;	/* one attached segment */
@@ -100,10 +101,19 @@ struct rp_sources {
 	void (*pidfd_added)(void *ctx, int pidfd);
 	void (*pidfd_removed)(void *ctx, int pidfd);
 	void *hook_ctx;
+	struct rp_offcpu off;		/* off-CPU time (rp_sources_offcpu) */
 };
 
 /** rp_sources_init() - @session's sources feeding @e. @return 0 or -errno. */
 int rp_sources_init(struct rp_sources *ss, struct rp_engine *e, const char *session);
+
+/**
+ * rp_sources_offcpu() - measure the producers' off-CPU time (offcpu.h), @mode an
+ * enum rp_offcpu_mode, at most @max_threads threads at once: probes the kernel, says
+ * in one line (ss->log) when it refuses. @return 0, or -errno when @mode is
+ * RP_OFFCPU_MODE_ON and it refuses. Off until called.
+ */
+int rp_sources_offcpu(struct rp_sources *ss, int mode, uint32_t max_threads);
 
 /** rp_sources_free() - detach everything (no unlink). */
 void rp_sources_free(struct rp_sources *ss);

@@ -70,6 +70,8 @@ struct daemon {
 	struct rp_serve *srv;		/* the live socket and /metrics; NULL: none */
 	struct rp_serve_opts srv_opts;
 	char sock_path[PATH_MAX];
+	int offcpu;			/* enum rp_offcpu_mode (--offcpu) */
+	unsigned offcpu_threads;	/* --offcpu-threads */
 };
 
 static uint64_t mono_ns(void)
@@ -467,6 +469,8 @@ static int start(struct daemon *d, bool force_poll)
 	d->ss.pidfd_added = pidfd_added;
 	d->ss.pidfd_removed = pidfd_removed;
 	d->ss.hook_ctx = d;
+	if (rp_sources_offcpu(&d->ss, d->offcpu, d->offcpu_threads) != 0)
+		return rp_cli_error(-EPERM, "--offcpu on: the kernel refused (see above)");
 	rp_sources_scan(&d->ss);
 	printf("ringprof: engine for session \"%s\", pid %d, %s loop; snapshots go to %s\n",
 	       d->session, (int)getpid(), rp_loop_backend(d->loop), d->snap_path);
@@ -503,6 +507,10 @@ static const char usage[] =
 	"                    (its END may be lost) is closed as lost after N ms idle\n"
 	"                    (default auto: max(100, 4 x the longest silence of a request\n"
 	"                    that then went on))\n"
+	"  --offcpu auto|on|off  off-CPU time per function from the producers' context\n"
+	"                    switches (perf_event_open; default auto: where the kernel\n"
+	"                    allows it; on: fail where it does not)\n"
+	"  --offcpu-threads N  producer threads watched at once (default 256)\n"
 	RP_CLI_CAP_USAGE
 	"SIGUSR1 writes a snapshot (or: ringprof snapshot); SIGINT/SIGTERM a final one.\n";
 
@@ -538,6 +546,7 @@ static int parse(int argc, char **argv, struct daemon *d, struct rp_engine_cfg *
 		{ "max-http-clients", 1, NULL, 'H' }, { "client-request-ms", 1, NULL, 'R' },
 		{ "step-category", 1, NULL, 'S' }, { "step-name", 1, NULL, 'X' }, /* export */
 		{ "async-expire-ms", 1, NULL, 'E' },
+		{ "offcpu", 1, NULL, 'O' }, { "offcpu-threads", 1, NULL, 'T' },
 		{ NULL, 0, NULL, 0 }
 	};
 	const char *session = NULL;
@@ -588,6 +597,21 @@ static int parse(int argc, char **argv, struct daemon *d, struct rp_engine_cfg *
 			if (parse_expire(optarg, &cfg->async_expire_ns) != 0)
 				return rp_cli_error(2, "--async-expire-ms %s: N > 0, auto or off",
 						    optarg);
+			break;
+		case 'O':
+			if (strcmp(optarg, "auto") == 0)
+				d->offcpu = RP_OFFCPU_MODE_AUTO;
+			else if (strcmp(optarg, "on") == 0)
+				d->offcpu = RP_OFFCPU_MODE_ON;
+			else if (strcmp(optarg, "off") == 0)
+				d->offcpu = RP_OFFCPU_MODE_OFF;
+			else
+				return rp_cli_error(2, "--offcpu %s: auto, on or off", optarg);
+			break;
+		case 'T':
+			d->offcpu_threads = (unsigned)strtoul(optarg, NULL, 10);
+			if (d->offcpu_threads == 0 || d->offcpu_threads > 65536)
+				return rp_cli_error(2, "--offcpu-threads %s: 1 to 65536", optarg);
 			break;
 		case 'h': fputs(usage, stdout); exit(0);
 		case 'c':
@@ -660,7 +684,8 @@ static void clean_temps(struct daemon *d)
 int rp_cmd_run(int argc, char **argv)
 {
 	static struct daemon d = { .tick_ns = 10000000, .delay_ns = 20000000, .sfd = -1,
-				   .ifd = -1, .marker_fd = -1 };
+				   .ifd = -1, .marker_fd = -1, .offcpu = RP_OFFCPU_MODE_AUTO,
+				   .offcpu_threads = RP_OFFCPU_THREADS };
 	struct rp_engine_cfg cfg;
 	const char *dir = "/tmp/ringprof";
 	bool force_poll = false;

@@ -14,6 +14,8 @@
  *    "async_expiry" {"expire_ns", "requests", "spans", "stale_max_ns",
  *                    "suspect_requests", "suspect_spans", "peak_spans",
  *                    "overstated_max", "overstated_ns"},
+ *    "offcpu" {"state", "threads", "watched", "refused", "lost", "unpaired", "overflow",
+ *              "overflow_ns", "late", "intervals", "total_ns"},
  *    "time_range_ns" [t_first, t_last], "clock",
  *    "caps" {"max_names", "max_tracks", "max_depth", "max_cct_nodes", "max_sources",
  *            "max_sketch_names", "max_window_names", "max_counters", "topk",
@@ -21,9 +23,10 @@
  *    "concurrency" {"overall" DIST, "roots" DIST, "by_category" {category: DIST}},
  *    "sources" [{"name", "pid", "flags" [words], "events", "dropped", "late",
  *                "truncated", "names_dropped", "nospace_dropped", "rings_nospace", "reentrant",
- *                "resyncs", "anomalies" {...}}],
+ *                "resyncs", "anomalies" {...}, "offcpu_idle_ns"}],
  *    "functions" [{"name", "category", "file", "line", "calls", "drop_lost",
- *                  "primitive_calls", "self_ns", "cum_ns", "min_ns", "max_ns",
+ *                  "primitive_calls", "self_ns", "cum_ns", "offcpu_ns",
+ *                  "offcpu_cum_ns", "min_ns", "max_ns",
  *                  "mean_ns", "p50_ns", "p90_ns", "p95_ns", "p99_ns",
  *                  "midpoint_concurrency_mean"}],
  *    "edges" [{"caller", "callee", "calls", "primitive_calls", "self_ns", "cum_ns"}],
@@ -59,6 +62,10 @@
  * async requests closed after drops (report.h) and the bound on concurrency they
  * leave: at most overstated_max open spans too many, each for at most overstated_ns
  * (null: unbounded, no expiry; both 0: none).
+ * offcpu: how off-CPU time was measured (report.h), "state" one of "unknown", "on",
+ * "refused"; a function's offcpu_ns is the part of self_ns its thread spent
+ * descheduled, offcpu_cum_ns that of cum_ns; a source's offcpu_idle_ns, its threads'
+ * with no span open.
  * Edges come in the report's order and name their ends. mean_ns is total_ns / calls
  * rounded down, 0 for no calls.
  * The p*_ns quantiles are 0 when the name has no sketch. midpoint_concurrency_mean is
@@ -153,6 +160,7 @@ static void put_source(FILE *out, const struct rp_report_source *s)
 	put_u64(out, ",", "reentrant", s->reentrant);
 	put_u64(out, ",", "resyncs", s->resyncs);
 	put_anomalies(out, ",", s->anomalies);
+	put_u64(out, ",", "offcpu_idle_ns", s->offcpu_idle_ns);
 	fputc('}', out);
 }
 
@@ -182,6 +190,8 @@ static void put_fn(FILE *out, const struct rp_report_fn *f)
 	else
 		put_u64(out, ",", "self_ns", f->self_ns);
 	put_u64(out, ",", "cum_ns", f->cum_ns);
+	put_u64(out, ",", "offcpu_ns", f->offcpu_ns);
+	put_u64(out, ",", "offcpu_cum_ns", f->offcpu_cum_ns);
 	put_u64(out, ",", "min_ns", f->min_ns);
 	put_u64(out, ",", "max_ns", f->max_ns);
 	put_u64(out, ",", "mean_ns", f->calls ? f->total_ns / f->calls : 0);
@@ -260,6 +270,26 @@ static void put_expiry(FILE *out, const struct rp_report_expiry *x)
 	fputc('}', out);
 }
 
+static void put_offcpu(FILE *out, const struct rp_report_offcpu *o)
+{
+	static const char *const states[] = { "unknown", "on", "refused" };
+
+	put_key(out, ",\n  ", "offcpu");
+	put_key(out, "{", "state");
+	rp_render_json_str(out, o->state < 3 ? states[o->state] : "unknown");
+	put_u64(out, ",", "threads", o->threads);
+	put_u64(out, ",", "watched", o->watched);
+	put_u64(out, ",", "refused", o->refused);
+	put_u64(out, ",", "lost", o->lost);
+	put_u64(out, ",", "unpaired", o->unpaired);
+	put_u64(out, ",", "overflow", o->overflow);
+	put_u64(out, ",", "overflow_ns", o->overflow_ns);
+	put_u64(out, ",", "late", o->late);
+	put_u64(out, ",", "intervals", o->intervals);
+	put_u64(out, ",", "total_ns", o->total_ns);
+	fputc('}', out);
+}
+
 static void put_totals(FILE *out, const struct rp_report *r)
 {
 	put_u64(out, "{\n  ", "events", r->events);
@@ -268,6 +298,7 @@ static void put_totals(FILE *out, const struct rp_report *r)
 	put_u64(out, ",\n  ", "truncated", r->truncated);
 	put_anomalies(out, ",\n  ", r->anomalies);
 	put_expiry(out, &r->expiry);
+	put_offcpu(out, &r->offcpu);
 	put_key(out, ",\n  ", "time_range_ns");
 	fprintf(out, "[%" PRIu64 ",%" PRIu64 "]", r->t_first, r->t_last);
 	put_key(out, ",\n  ", "clock");

@@ -259,10 +259,53 @@ static char *fmt_self_ms(char buf[32], uint64_t ns)
 	return buf;
 }
 
-static void print_row(FILE *out, const struct rp_report_fn *f, uint64_t total_self)
+/* Off-CPU time is shown when it was measured (or a merged input has some). */
+static bool offcpu_known(const struct rp_report *r)
+{
+	if (r->offcpu.state == RP_OFFCPU_ON)
+		return true;
+	for (uint32_t i = 0; i < r->n_fns; i++)
+		if (r->fns[i].offcpu_ns)
+			return true;
+	return false;
+}
+
+/* How off-CPU time was measured, one line (or none: not a live session, or off). */
+static void print_offcpu(FILE *out, const struct rp_report *r)
+{
+	const struct rp_report_offcpu *o = &r->offcpu;
+	char tot[32], idle[32];
+	uint64_t idle_ns = 0;
+
+	if (o->state == RP_OFFCPU_REFUSED) {
+		fputs("off-cpu: not measured, the kernel refused perf_event_open (the engine "
+		      "log says why)\n", out);
+		return;
+	}
+	if (!offcpu_known(r))
+		return;
+	for (uint32_t i = 0; i < r->n_sources; i++)
+		idle_ns = add_sat(idle_ns, r->sources[i].offcpu_idle_ns);
+	fprintf(out,
+		"off-cpu ms: the part of self ms its thread was switched out (context switches);"
+		" %s ms in all, %s ms of it with no span open; %" PRIu64 " threads watched",
+		fmt_ms(tot, o->total_ns), fmt_ms(idle, idle_ns), o->watched);
+	if (o->refused)
+		fprintf(out, ", %" PRIu64 " not (--offcpu-threads)", o->refused);
+	if (o->lost || o->unpaired)
+		fprintf(out, ", %" PRIu64 " switch records lost, %" PRIu64 " unpaired", o->lost,
+			o->unpaired);
+	if (o->overflow)
+		fprintf(out, ", %" PRIu64 " intervals (%s ms) left out: the engine fell behind",
+			o->overflow, fmt_ms(tot, o->overflow_ns));
+	fputc('\n', out);
+}
+
+/* @off: the off-CPU column is shown (offcpu_known()). */
+static void print_row(FILE *out, const struct rp_report_fn *f, uint64_t total_self, bool off)
 {
 	char calls[48], self[32], pct[32], cum[32], per[32] = "-", lo[32] = "-", hi[32] = "-";
-	char p50[32] = "-", p99[32] = "-";
+	char p50[32] = "-", p99[32] = "-", offcpu[32];
 
 	if (f->primitive_calls)
 		fmt_us(per, div_round(f->cum_ns, f->primitive_calls));
@@ -274,10 +317,12 @@ static void print_row(FILE *out, const struct rp_report_fn *f, uint64_t total_se
 		fmt_us(p50, f->p50_ns);
 		fmt_us(p99, f->p99_ns);
 	}
-	fprintf(out, "%15s %12s %6s %12s %12s %12s %12s %12s %12s  ", fmt_calls(calls, f),
-		fmt_self_ms(self, f->self_ns),
-		fmt_pct(pct, (int64_t)f->self_ns < 0 ? 0 : f->self_ns, total_self),
-		fmt_ms(cum, f->cum_ns), per, lo, hi, p50, p99);
+	fprintf(out, "%15s %12s %6s ", fmt_calls(calls, f), fmt_self_ms(self, f->self_ns),
+		fmt_pct(pct, (int64_t)f->self_ns < 0 ? 0 : f->self_ns, total_self));
+	if (off)
+		fprintf(out, "%12s ", fmt_ms(offcpu, f->offcpu_ns));
+	fprintf(out, "%12s %12s %12s %12s %12s %12s  ", fmt_ms(cum, f->cum_ns), per, lo, hi, p50,
+		p99);
 	put_name(out, f->name);
 	if (f->category && f->category[0]) {
 		fputs(" [", out);
@@ -300,23 +345,27 @@ static void print_table(FILE *out, const struct rp_report *r,
 {
 	uint32_t rows = limit && limit < r->n_fns ? limit : r->n_fns;
 	uint64_t total_self = 0;
+	bool off = offcpu_known(r);
 
 	for (uint32_t i = 0; i < r->n_fns; i++)
 		if ((int64_t)r->fns[i].self_ns > 0)
 			total_self = add_sat(total_self, r->fns[i].self_ns);
 	fprintf(out, "\nfunctions %" PRIu32 " of %" PRIu32 ", by cum time, then self time\n",
 		rows, r->n_fns);
-	fprintf(out, "%15s %12s %6s %12s %12s %12s %12s %12s %12s  %s\n", "calls", "self ms",
-		"self%", "cum ms", "cum/call us", "min us", "max us", "p50 us", "p99 us",
-		"name [category] file:line");
+	fprintf(out, "%15s %12s %6s ", "calls", "self ms", "self%");
+	if (off)
+		fprintf(out, "%12s ", "off-cpu ms");
+	fprintf(out, "%12s %12s %12s %12s %12s %12s  %s\n", "cum ms", "cum/call us", "min us",
+		"max us", "p50 us", "p99 us", "name [category] file:line");
 	for (uint32_t i = 0; i < rows; i++)
-		print_row(out, order[i], total_self);
+		print_row(out, order[i], total_self, off);
 	for (uint32_t i = 0; i < r->n_fns; i++)
 		if (r->fns[i].drop_lost) {
 			fputs("(+N cut by drops): N more calls of that name a drop cut, in none "
 			      "of its figures\n", out);
 			break;
 		}
+	print_offcpu(out, r);
 }
 
 /* Rows shown of @n: all, or the first @limit. */

@@ -363,15 +363,16 @@ static void conc_lines(const struct top *t, FILE *out)
 		fputs("concurrency -\n", out);
 }
 
-/* The names table. Columns: calls, rate/s, self%, cum%, p50, [p90 from 100 columns
- * on], p99, then the name, which gets the rest of the line. @first: the first row
+/* The names table. Columns: calls, rate/s, self%, [off%: the part of the name's
+ * self time its thread was switched out, all time, where measured], cum%, p50, [p90
+ * from 100 columns on], p99, then the name, which gets the rest of the line. @first: the first row
  * shown (scrolling), @limit rows at most (0: all). */
 static uint32_t table(const struct top *t, FILE *out, uint32_t first, unsigned limit, int width)
 {
 	const struct rp_report_window *w = window_of(t);
 	const struct rp_report *r = &t->cur;
 	uint64_t range = covered_ns(r, w), total_self = 0;
-	bool p90 = width >= 100;
+	bool p90 = width >= 100, off = r->offcpu.state == RP_OFFCPU_ON;
 	uint32_t n, i;
 	struct row *v = rows_of(t, w, &n);
 	char a[16], b[16], c[16];
@@ -380,19 +381,27 @@ static uint32_t table(const struct top *t, FILE *out, uint32_t first, unsigned l
 		return 0;
 	for (i = 0; i < n; i++)
 		total_self += v[i].self_ns;
-	fprintf(out, "%10s %9s %6s %6s %8s ", "calls", "rate/s", "self%", "cum%", "p50");
+	fprintf(out, "%10s %9s %6s ", "calls", "rate/s", "self%");
+	if (off)
+		fprintf(out, "%6s ", "off%");
+	fprintf(out, "%6s %8s ", "cum%", "p50");
 	if (p90)
 		fprintf(out, "%8s ", "p90");
 	fprintf(out, "%8s  %s\n", "p99", "name [category]");
 	for (i = first; i < n && (limit == 0 || i < first + limit); i++) {
 		const struct row *x = &v[i];
-		int room = width - (p90 ? 64 : 55);
+		int room = width - (p90 ? 64 : 55) - (off ? 7 : 0);
 
 		/* "!": drops cut some of this name's calls (its row is short by them) */
-		fprintf(out, "%10" PRIu64 "%c%9.1f %6.1f %6.1f %8s ", x->calls,
-			x->fn->drop_lost ? '!' : ' ',
+		fprintf(out, "%10" PRIu64 "%c%9.1f %6.1f ", x->calls, x->fn->drop_lost ? '!' : ' ',
 			range ? (double)x->calls * 1e9 / (double)range : 0.0,
-			total_self ? 100.0 * (double)x->self_ns / (double)total_self : 0.0,
+			total_self ? 100.0 * (double)x->self_ns / (double)total_self : 0.0);
+		if (off)
+			fprintf(out, "%6.1f ", x->fn->self_ns && (int64_t)x->fn->self_ns > 0
+					       ? 100.0 * (double)x->fn->offcpu_ns /
+							 (double)x->fn->self_ns
+					       : 0.0);
+		fprintf(out, "%6.1f %8s ",
 			total_self ? 100.0 * (double)x->cum_ns / (double)total_self : 0.0,
 			dur(a, x->p50));
 		if (p90)
