@@ -29,6 +29,13 @@
  * RINGPROF_AUTO_EXCLUDE and RINGPROF_AUTO_INCLUDE hold comma-separated fnmatch(3)
  * patterns on the demangled name (include first: when set, only matching names).
  *
+ * The lookup's time is not its caller's: a constructor (before main) creates the
+ * segment and reads the symbol tables of the objects loaded then, so a miss is a
+ * binary search, the demangling and the DWARF line lookup; and each miss records its
+ * own span, "[ringprof-auto: resolve]", from before the lookup to after it, so the
+ * function that made the call is charged none of it (its self time is what it did)
+ * and the total the lookups cost is one row of the report.
+ *
  * Resolving calls libc (dladdr, malloc, fnmatch) and the library's slow paths; an
  * instrumented function reached from there (a user's malloc, say) would re-enter
  * the hooks: a per-thread flag makes such nested misses record nothing.
@@ -64,6 +71,7 @@ static uint64_t cache_full;	/* lookups that found no slot (counted, shown as a n
 static pthread_mutex_t resolve_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t first_miss_once = PTHREAD_ONCE_INIT;
 static __thread uint8_t resolving __attribute__((tls_model("initial-exec")));
+static uint32_t resolve_id;	/* "[ringprof-auto: resolve]"; 0 before the constructor */
 
 /* The filter, from the environment on the first resolve (under resolve_lock). */
 static struct {
@@ -227,6 +235,7 @@ NO_INSTR static __attribute__((noinline)) uint32_t miss(uintptr_t fn)
 	}
 	resolving = 1;
 	pthread_once(&first_miss_once, first_miss);
+	uint64_t t0 = rp_now(); /* before the lock: waiting for another resolve counts */
 	pthread_mutex_lock(&resolve_lock);
 	v = resolve(fn);
 	pthread_mutex_unlock(&resolve_lock);
@@ -235,6 +244,14 @@ NO_INSTR static __attribute__((noinline)) uint32_t miss(uintptr_t fn)
 		v = (v & V_SKIP) ? v : overflow_value();
 	}
 	resolving = 0;
+	/* The lookup as a span of its own, a child of the caller (before @fn's BEGIN,
+	 * or inside @fn on an exit that missed); stamped after the fact, like a span
+	 * replayed from elsewhere. */
+	uint32_t rid = __atomic_load_n(&resolve_id, __ATOMIC_RELAXED);
+	if (rid != 0) {
+		rp_emit_at(t0, RP_EV_BEGIN, 0, rid, 0, 0);
+		rp_emit(RP_EV_END, 0, rid, 0, 0);
+	}
 	return v;
 }
 
@@ -320,4 +337,24 @@ NO_INSTR static void first_miss(void)
 {
 	rp_init();
 	pthread_atfork(fork_prepare, fork_release, fork_release);
+}
+
+/*
+ * Before main (and before the constructors of the program's own objects, which load
+ * after this library): the segment, its clock and the symbol tables, none of which
+ * a first call should pay for. Recording off (RINGPROF=0): nothing read.
+ */
+NO_INSTR __attribute__((constructor)) static void auto_init(void)
+{
+	resolving = 1;
+	pthread_once(&first_miss_once, first_miss);
+	if (rp_segment_path() != NULL) {
+		pthread_mutex_lock(&resolve_lock);
+		rp_symtab_preload();
+		rp_srcline_preload();
+		pthread_mutex_unlock(&resolve_lock);
+		__atomic_store_n(&resolve_id, rp_intern("[ringprof-auto: resolve]", "FUNCTION",
+							NULL, 0) & V_ID, __ATOMIC_RELAXED);
+	}
+	resolving = 0;
 }
