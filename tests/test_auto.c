@@ -12,6 +12,9 @@
  *     and the end of a block nest exactly; async scopes moved across threads end
  *     once; counter samples arrive;
  *   - prog_longjmp: calls made after longjmps out of traced calls are all counted;
+ *   - prog_sort (std::sort over a vector): RINGPROF_AUTO_EXCLUDE='std::*,__gnu_cxx::*'
+ *     leaves out every standard-library template, those whose demangled names start
+ *     with a return type included, and nothing else;
  *   - prog_firstcall: the first call of each of 2,000 functions (a name lookup) costs
  *     its caller no self time: main's matches that of the same calls made warm.
  * Every event the programs emitted is accounted for: none dropped.
@@ -281,6 +284,63 @@ static void test_auto_exclude_filter(void **state)
 	yajl_tree_free(root);
 }
 
+/* Contains "std::" or "__gnu_cxx::" anywhere: in this program, a standard library
+ * function, or one whose parameters are (app::sum). */
+static bool mentions_std(const char *name)
+{
+	return strstr(name, "std::") || strstr(name, "__gnu_cxx::");
+}
+
+/*
+ * Patterns match the qualified name too: 'std::*,__gnu_cxx::*' leaves out every
+ * function of the standard library, "void std::__sort<...>(...)" and
+ * "__gnu_cxx::__normal_iterator<...> std::__unguarded_partition<...>(...)" among
+ * them; every other function of the unfiltered run stays, with its calls; app::sum,
+ * whose parameter is a std::vector, stays. An include pattern without the
+ * parameter list ('app::make') matches "app::make(int)".
+ */
+static void test_auto_exclude_qualified(void **state)
+{
+	const char *sum = "app::sum(std::vector<int, std::allocator<int> > const&)";
+	yajl_val all, some, fns;
+	size_t kept = 0, with_return_type = 0, n;
+
+	(void)state;
+	all = run_program("qall", "", "prog_sort 300");
+	some = run_program("qexcl", "RINGPROF_AUTO_EXCLUDE='std::*,__gnu_cxx::*'", "prog_sort 300");
+	fns = json_arr(all, "functions");
+	n = YAJL_GET_ARRAY(fns)->len;
+	for (size_t i = 0; i < n; i++) {
+		yajl_val f = YAJL_GET_ARRAY(fns)->values[i];
+		const char *name = json_str(f, "name");
+		bool expect_kept = !mentions_std(name) || strcmp(name, sum) == 0;
+		yajl_val g = fn_row(some, name);
+		if (expect_kept != (g != NULL))
+			print_message("    %s: %s\n", expect_kept ? "lost" : "kept", name);
+		assert_int_equal(expect_kept, g != NULL);
+		if (g && strcmp(name, "[ringprof-auto: resolve]") != 0)
+			assert_int_equal(json_u64(g, "calls"), json_u64(f, "calls"));
+		kept += expect_kept;
+		with_return_type += !expect_kept && strncmp(name, "std::", 5) != 0 &&
+				    strncmp(name, "__gnu_cxx::", 11) != 0;
+	}
+	print_message("    %zu of %zu names excluded, %zu of them after a return type\n",
+		      n - kept, n, with_return_type);
+	assert_int_equal(YAJL_GET_ARRAY(json_arr(some, "functions"))->len, kept);
+	assert_true(with_return_type >= 5); /* void std::sort<...>, std::__sort<...>, ... */
+	assert_non_null(fn_row(some, sum));
+	assert_int_equal(calls(some, "app::make(int)"), 1);
+	yajl_tree_free(some);
+
+	some = run_program("qincl", "RINGPROF_AUTO_INCLUDE='app::make,main'", "prog_sort 300");
+	assert_int_equal(calls(some, "app::make(int)"), 1);
+	assert_int_equal(calls(some, "main"), 1);
+	assert_null(fn_row(some, sum));
+	assert_int_equal(edge_calls(some, "main", "app::make(int)"), 1);
+	yajl_tree_free(some);
+	yajl_tree_free(all);
+}
+
 static void test_auto_cxx_scopes_nest(void **state)
 {
 	const int A = 4, B = 5, T = 3;
@@ -417,6 +477,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_auto_call_tree_exact),
 		cmocka_unit_test(test_auto_exclude_filter),
+		cmocka_unit_test(test_auto_exclude_qualified),
 		cmocka_unit_test(test_auto_cxx_scopes_nest),
 		cmocka_unit_test(test_auto_longjmp_heals),
 		cmocka_unit_test(test_auto_first_call_off_caller_clock),

@@ -27,7 +27,12 @@
  * A runtime filter, read once from the environment, decides per address at resolve
  * time, so a filtered-out function costs the lookup and one branch per call:
  * RINGPROF_AUTO_EXCLUDE and RINGPROF_AUTO_INCLUDE hold comma-separated fnmatch(3)
- * patterns on the demangled name (include first: when set, only matching names).
+ * patterns (include first: when set, only matching names). A pattern matches a
+ * function when it matches its demangled name or its qualified name: the demangled
+ * name without a leading return type and the parameter list after it, template
+ * arguments kept ("void std::__adjust_heap<It, long>(It, long)" is also
+ * "std::__adjust_heap<It, long>", which 'std::*' matches; 'ns::f' matches
+ * "ns::f(int)").
  *
  * The lookup's time is not its caller's: a constructor (before main) creates the
  * segment and reads the symbol tables of the objects loaded then, so a miss is a
@@ -108,16 +113,79 @@ NO_INSTR static bool matches_any(const char *name, int which)
 	return false;
 }
 
+/* At "operator" the keyword (not "operators" or "my_operator")? */
+NO_INSTR static bool at_operator(const char *name, size_t i)
+{
+	char c = name[i + 8];
+
+	return strncmp(name + i, "operator", 8) == 0 && (i == 0 || name[i - 1] == ':' ||
+		name[i - 1] == ' ') && !(c == '_' || (c >= 'a' && c <= 'z') ||
+		(c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'));
+}
+
+/*
+ * The qualified function name inside the demangled @name, as [*start, *start + len):
+ * it starts after the last space outside brackets before the parameter list (what
+ * precedes it is the return type) and ends at that list, the first '(' outside
+ * brackets other than "(anonymous namespace)". An operator's symbol ("operator<",
+ * "operator()", "operator new") is part of the name, and a space after "operator"
+ * starts no new one. A name with no parameter list (C) is all qualified name.
+ */
+NO_INSTR static size_t qualified(const char *name, const char **start)
+{
+	static const char anon[] = "(anonymous namespace)";
+	size_t i = 0, from = 0;
+	int depth = 0;
+	bool op = false;
+
+	while (name[i]) {
+		char c = name[i];
+		if (depth == 0 && !op && at_operator(name, i)) {
+			op = true; /* its symbol: skipped, brackets and all */
+			i += 8;
+			if (strncmp(name + i, "()", 2) == 0)
+				i += 2;
+			while (name[i] && strchr("<>=!+-*/%^&|~,[]", name[i]))
+				i++;
+			continue;
+		}
+		if (c == '(' && depth == 0) {
+			if (strncmp(name + i, anon, sizeof(anon) - 1) != 0)
+				break;
+			i += sizeof(anon) - 1;
+			continue;
+		}
+		if (c == '<' || c == '(' || c == '[' || c == '{')
+			depth++;
+		else if ((c == '>' || c == ')' || c == ']' || c == '}') && depth > 0)
+			depth--;
+		else if (c == ' ' && depth == 0 && !op)
+			from = i + 1;
+		i++;
+	}
+	*start = name + from;
+	return i - from;
+}
+
 NO_INSTR static bool wanted(const char *name)
 {
+	const char *q;
+	size_t len = qualified(name, &q);
+	char *qual = NULL;
+
 	if (!filter.read) {
 		split_patterns("RINGPROF_AUTO_INCLUDE", 0);
 		split_patterns("RINGPROF_AUTO_EXCLUDE", 1);
 		filter.read = true;
 	}
-	if (filter.n[0] && !matches_any(name, 0))
-		return false;
-	return !matches_any(name, 1);
+	if (!filter.n[0] && !filter.n[1])
+		return true;
+	if (len > 0 && (q != name || name[len] != '\0'))
+		qual = strndup(q, len); /* no memory: the full name alone */
+	bool in = !filter.n[0] || matches_any(name, 0) || (qual && matches_any(qual, 0));
+	bool out = in && (matches_any(name, 1) || (qual && matches_any(qual, 1)));
+	free(qual);
+	return in && !out;
 }
 
 /* A C++ name demangled (malloc'ed), or NULL: not mangled, or no C++ runtime here. */
