@@ -28,6 +28,7 @@
 #include "support.h"
 
 static char bin[600], progdir[512], srcdir[512], tmpdir[256];
+static char *last_text; /* the text report of run_program()'s last snapshot */
 static pid_t engine;
 
 #define run(out, ...) rp_test_sh(out, NULL, __VA_ARGS__)
@@ -162,6 +163,8 @@ static yajl_val run_program(const char *suffix, const char *env, const char *pro
 	assert_int_equal(run(&path, "%s snapshot --session %s", bin, session), 0);
 	path[strcspn(path, "\n")] = '\0';
 	assert_int_equal(run(&json, "%s report %s --format json", bin, path), 0);
+	free(last_text);
+	assert_int_equal(run(&last_text, "%s report %s --format text", bin, path), 0);
 	stop_engine();
 	root = yajl_tree_parse(json, err, sizeof(err));
 	assert_non_null(root);
@@ -449,6 +452,47 @@ static void test_auto_first_call_off_caller_clock(void **state)
 	yajl_tree_free(root);
 }
 
+/*
+ * Caps name their knobs: with ringprof-auto the name arena defaults to 8 MiB (room
+ * for demangled C++); RINGPROF_NAMES=1000 against prog_firstcall's 2,002 functions
+ * drops the names past the table (id 0 and the resolve row take two entries), and
+ * the text report says which variables to raise and their values; every engine cap
+ * hit (window_cap here: 2,000 names in one window) names its `ringprof run` option.
+ */
+static void test_auto_caps_name_knobs(void **state)
+{
+	const uint64_t N = 2000, cap = 1000;
+	char want[256];
+	yajl_val root, srcs, an;
+
+	(void)state;
+	root = run_program("knobs", "RINGPROF_NAMES=1000", "prog_firstcall");
+	srcs = json_arr(root, "sources");
+	assert_int_equal(YAJL_GET_ARRAY(srcs)->len, 1);
+	assert_int_equal(json_u64(YAJL_GET_ARRAY(srcs)->values[0], "names_dropped"),
+			 N + 2 - (cap - 2));
+	snprintf(want, sizeof(want), "    names_dropped %llu: recorded as [overflow]; raise "
+		 "RINGPROF_NAME_BYTES (now 8388608, ", (unsigned long long)(N + 2 - (cap - 2)));
+	if (!strstr(last_text, want))
+		print_message("%s", last_text);
+	assert_non_null(strstr(last_text, want));
+	assert_non_null(strstr(last_text, " used) or RINGPROF_NAMES (now 1000, 1000 used)\n"));
+
+	an = yajl_tree_get(root, (const char *[]){ "anomalies", NULL }, yajl_t_object);
+	assert_non_null(an);
+	for (size_t i = 0; i < YAJL_GET_OBJECT(an)->len; i++) {
+		const char *k = YAJL_GET_OBJECT(an)->keys[i];
+		uint64_t n = (uint64_t)YAJL_GET_INTEGER(YAJL_GET_OBJECT(an)->values[i]);
+		if (n == 0 || strlen(k) < 4 || strcmp(k + strlen(k) - 4, "_cap") != 0)
+			continue;
+		snprintf(want, sizeof(want), "\n  %s %llu: raise ringprof run --max-", k,
+			 (unsigned long long)n);
+		print_message("    %s %llu: knob named\n", k, (unsigned long long)n);
+		assert_non_null(strstr(last_text, want));
+	}
+	yajl_tree_free(root);
+}
+
 static int setup(void **state)
 {
 	const char *b = getenv("RP_BIN_DIR"), *p = getenv("RP_AUTO_DIR"),
@@ -469,6 +513,7 @@ static int teardown(void **state)
 		kill(engine, SIGKILL);
 		waitpid(engine, NULL, 0);
 	}
+	free(last_text);
 	return getenv("RP_KEEP_TMP") ? 0 : run(NULL, "rm -rf %s", tmpdir);
 }
 
@@ -481,6 +526,7 @@ int main(void)
 		cmocka_unit_test(test_auto_cxx_scopes_nest),
 		cmocka_unit_test(test_auto_longjmp_heals),
 		cmocka_unit_test(test_auto_first_call_off_caller_clock),
+		cmocka_unit_test(test_auto_caps_name_knobs),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

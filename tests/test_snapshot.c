@@ -152,6 +152,10 @@ static void rnd_source(struct rp_report_source *s, size_t str_max)
 	 * stays as it was before these fields */
 	s->nospace_dropped = s->dropped >> 3;
 	s->rings_nospace = s->late >> 5;
+	s->name_capacity = s->events >> 40;
+	s->names_used = s->name_capacity >> 1;
+	s->name_bytes = s->truncated >> 30;
+	s->name_bytes_used = s->name_bytes >> 2;
 	rnd_anomalies(s->anomalies);
 }
 
@@ -720,6 +724,10 @@ static bool source_eq(const struct rp_report_source *x, const struct rp_report_s
 	       u_eq(x->forced, y->forced, what, "forced", i) &&
 	       u_eq(x->nospace_dropped, y->nospace_dropped, what, "nospace_dropped", i) &&
 	       u_eq(x->rings_nospace, y->rings_nospace, what, "rings_nospace", i) &&
+	       u_eq(x->names_used, y->names_used, what, "names_used", i) &&
+	       u_eq(x->name_capacity, y->name_capacity, what, "name_capacity", i) &&
+	       u_eq(x->name_bytes_used, y->name_bytes_used, what, "name_bytes_used", i) &&
+	       u_eq(x->name_bytes, y->name_bytes, what, "name_bytes", i) &&
 	       anom_eq(x->anomalies, y->anomalies, what, "source", i);
 }
 
@@ -1303,7 +1311,7 @@ static void ref_totals(msgpack_packer *pk, const struct rp_report *r, const stru
 static void ref_source(msgpack_packer *pk, const struct rp_report_source *s,
 		       const struct ref_opts *o)
 {
-	msgpack_pack_map(pk, 16 + o->extras);
+	msgpack_pack_map(pk, 20 + o->extras);
 	kv_str(pk, "name", s->name);
 	key(pk, "pid");
 	msgpack_pack_int32(pk, s->pid);
@@ -1321,6 +1329,10 @@ static void ref_source(msgpack_packer *pk, const struct rp_report_source *s,
 	kv_u64(pk, "forced", s->forced);
 	kv_u64(pk, "nospace_dropped", s->nospace_dropped);
 	kv_u64(pk, "rings_nospace", s->rings_nospace);
+	kv_u64(pk, "names_used", s->names_used);
+	kv_u64(pk, "name_capacity", s->name_capacity);
+	kv_u64(pk, "name_bytes_used", s->name_bytes_used);
+	kv_u64(pk, "name_bytes", s->name_bytes);
 	if (o->extras)
 		extra(pk, 1);
 }

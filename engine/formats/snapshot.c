@@ -151,6 +151,8 @@ static const struct field source_fields[] = {
 	SRC(ring_hwm, F_U64, false),   SRC(ring_capacity, F_U64, false), SRC(buffer_hwm, F_U64, false),
 	SRC(forced, F_U64, false),
 	SRC(nospace_dropped, F_U64, false), SRC(rings_nospace, F_U64, false), /* 1.2 */
+	SRC(names_used, F_U64, false), SRC(name_capacity, F_U64, false),
+	SRC(name_bytes_used, F_U64, false), SRC(name_bytes, F_U64, false),
 };
 
 #define FN(m, t, req) FIELD(struct rp_report_fn, m, t, req)
