@@ -425,31 +425,35 @@ static void test_auto_longjmp_heals(void **state)
 static void test_auto_first_call_off_caller_clock(void **state)
 {
 	const uint64_t N = 2000;
-	yajl_val root, r;
-	uint64_t main_self, warm_self, lookups = 0;
+	bool within = false;
 
 	(void)state;
-	root = run_program("first", "", "prog_firstcall");
-	assert_int_equal(calls(root, "main"), 1);
-	assert_int_equal(calls(root, "warm"), 1);
-	assert_int_equal(calls(root, "fn_0000"), 2);
-	assert_int_equal(calls(root, "fn_1999"), 2);
-	assert_int_equal(edge_calls(root, "main", "fn_1234"), 1);
-	assert_int_equal(edge_calls(root, "warm", "fn_1234"), 1);
-	main_self = json_u64(fn_row(root, "main"), "self_ns");
-	warm_self = json_u64(fn_row(root, "warm"), "self_ns");
-	r = fn_row(root, "[ringprof-auto: resolve]");
-	if (r) {
+	/* Up to three runs: a preemption during main's 0.3 ms (8 ms seen on a loaded
+	 * machine) is not the lookups; charged to main, they miss the bound every time. */
+	for (int attempt = 0; attempt < 3 && !within; attempt++) {
+		yajl_val root = run_program("first", "", "prog_firstcall"), r;
+		uint64_t main_self, warm_self, lookups = 0;
+
+		assert_int_equal(calls(root, "main"), 1);
+		assert_int_equal(calls(root, "warm"), 1);
+		assert_int_equal(calls(root, "fn_0000"), 2);
+		assert_int_equal(calls(root, "fn_1999"), 2);
+		assert_int_equal(edge_calls(root, "main", "fn_1234"), 1);
+		assert_int_equal(edge_calls(root, "warm", "fn_1234"), 1);
+		main_self = json_u64(fn_row(root, "main"), "self_ns");
+		warm_self = json_u64(fn_row(root, "warm"), "self_ns");
+		r = fn_row(root, "[ringprof-auto: resolve]");
+		assert_non_null(r);
 		/* main, warm and the 2,000 (a C runtime function may add a few) */
 		assert_true(json_u64(r, "calls") >= N + 2);
 		lookups = json_u64(r, "cum_ns") - json_u64(r, "max_ns");
+		print_message("    main self %llu ns, warm self %llu ns, lookups %llu ns "
+			      "(slowest left out)\n", (unsigned long long)main_self,
+			      (unsigned long long)warm_self, (unsigned long long)lookups);
+		within = main_self <= 2 * warm_self + N * 400 + lookups / 4;
+		yajl_tree_free(root);
 	}
-	print_message("    main self %llu ns, warm self %llu ns, lookups %llu ns (slowest left out)\n",
-		      (unsigned long long)main_self, (unsigned long long)warm_self,
-		      (unsigned long long)lookups);
-	assert_non_null(r);
-	assert_true(main_self <= 2 * warm_self + N * 400 + lookups / 4);
-	yajl_tree_free(root);
+	assert_true(within);
 }
 
 /*
