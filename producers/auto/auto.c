@@ -116,11 +116,14 @@ NO_INSTR static bool matches_any(const char *name, int which)
 /* At "operator" the keyword (not "operators" or "my_operator")? */
 NO_INSTR static bool at_operator(const char *name, size_t i)
 {
-	char c = name[i + 8];
+	char c;
 
-	return strncmp(name + i, "operator", 8) == 0 && (i == 0 || name[i - 1] == ':' ||
-		name[i - 1] == ' ') && !(c == '_' || (c >= 'a' && c <= 'z') ||
-		(c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'));
+	if (strncmp(name + i, "operator", 8) != 0 || (i > 0 && name[i - 1] != ':' &&
+						       name[i - 1] != ' '))
+		return false;
+	c = name[i + 8]; /* within the string: the 8 bytes before it are not its NUL */
+	return !(c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		 (c >= '0' && c <= '9'));
 }
 
 /*

@@ -8,7 +8,7 @@
  */
 #include <stdio.h>
 
-#define FN(p) int fn_##p(int x); __attribute__((noinline)) int fn_##p(int x) { return x * 3 + 1; }
+#define FN(p) unsigned fn_##p(unsigned x); __attribute__((noinline)) unsigned fn_##p(unsigned x) { return x * 3 + 1; }
 #define FN10(p) FN(p##0) FN(p##1) FN(p##2) FN(p##3) FN(p##4) \
 		FN(p##5) FN(p##6) FN(p##7) FN(p##8) FN(p##9)
 #define FN100(p) FN10(p##0) FN10(p##1) FN10(p##2) FN10(p##3) FN10(p##4) \
@@ -28,8 +28,8 @@
 FN1000(0)
 FN1000(1)
 
-int warm(int s);
-__attribute__((noinline)) int warm(int s)
+unsigned warm(unsigned s);
+__attribute__((noinline)) unsigned warm(unsigned s)
 {
 	CALL1000(0)
 	CALL1000(1)
@@ -38,11 +38,11 @@ __attribute__((noinline)) int warm(int s)
 
 int main(void)
 {
-	int s = 1;
+	unsigned s = 1;
 
 	CALL1000(0)
 	CALL1000(1)
 	s = warm(s);
-	printf("%d\n", s);
+	printf("%u\n", s);
 	return 0;
 }
