@@ -820,6 +820,7 @@ static struct rp_report text_report(void)
 	"sources 1\n"                                                                      \
 	"  demo  pid 4242  exited  events 120  dropped 3  late 1  truncated 2"             \
 	"  names_dropped 0  resyncs 0\n"                                                   \
+	"    dropped 3: full rings; raise RINGPROF_RING_EVENTS or exclude the busiest names\n" \
 	"events 120  dropped 3  late 1  truncated 2\n"
 /* Names padded to the longest, "FUNCTION". */
 #define TEXT_CONC                                                                          \
@@ -887,6 +888,42 @@ static void test_render_text_limit_cuts_rows(void **state)
 	free(more);
 }
 
+/* Every cap hit names its knob: engine caps their `ringprof run` option and value,
+ * the producer's name table both variables with their values and use. */
+static void test_render_text_caps_name_knobs(void **state)
+{
+	struct rp_report_source src = { .name = "demo", .pid = 7, .events = 5,
+					.names_dropped = 9, .names_used = 100, .name_capacity = 100,
+					.name_bytes_used = 700, .name_bytes = 4096,
+					.dropped = 6, .nospace_dropped = 2, .ring_capacity = 1024 };
+	struct rp_report r = {
+		.version_major = 1, .t_first = 5, .t_last = 5, .clock = "trace", .events = 5,
+		.caps = { .max_names = 11, .max_depth = 12, .max_cct_nodes = 13,
+			  .max_window_names = 14, .max_counters = 15, .max_window_level = 16 },
+		.anomalies = { [RP_ANOM_DEPTH_CAP] = 1, [RP_ANOM_TRACK_CAP] = 2,
+			       [RP_ANOM_NAME_CAP] = 3, [RP_ANOM_CCT_CAP] = 4,
+			       [RP_ANOM_WINDOW_CAP] = 5, [RP_ANOM_COUNTER_CAP] = 6,
+			       [RP_ANOM_LEVEL_CAP] = 7 },
+		.sources = &src, .n_sources = 1 };
+	char *text = text_mem(&r, 0);
+
+	(void)state;
+	assert_non_null(strstr(text, "\n    dropped 4: full rings; raise RINGPROF_RING_EVENTS "
+				     "(now 1024) or exclude the busiest names\n"
+				     "    names_dropped 9: recorded as [overflow]; raise "
+				     "RINGPROF_NAME_BYTES (now 4096, 700 used) or RINGPROF_NAMES "
+				     "(now 100, 100 used)\n"));
+	assert_non_null(strstr(text, "\n  depth_cap 1: raise ringprof run --max-depth (now 12)\n"
+				     "  track_cap 2: raise ringprof run --max-tracks\n"
+				     "  name_cap 3: raise ringprof run --max-names (now 11)\n"
+				     "  cct_cap 4: raise ringprof run --max-cct-nodes (now 13)\n"
+				     "  window_cap 5: raise ringprof run --max-window-names (now 14)\n"
+				     "  counter_cap 6: raise ringprof run --max-counters (now 15)\n"
+				     "  window_level_cap 7: raise ringprof run --max-window-level "
+				     "(now 16)\n"));
+	free(text);
+}
+
 static void test_render_text_nothing_lost(void **state)
 {
 	struct rp_report_source src = { .name = "demo", .pid = 7, .events = 5 };
@@ -916,8 +953,11 @@ static void test_render_text_names_stay_on_one_line(void **state)
 	(void)state;
 	for (const char *p = text; *p; p++)
 		lines += *p == '\n';
-	/* 3 + 2 sources + totals, anomalies, blank, 2; one per distribution */
-	assert_int_equal(lines, 10 + r.n_conc + r.n_fns);
+	/* 3 + 2 sources (the first's drops and names_dropped with their knobs) + totals,
+	 * anomalies, blank, 2; one per distribution */
+	assert_int_equal(lines, 12 + r.n_conc + r.n_fns);
+	assert_non_null(strstr(text, "\n    names_dropped 4: recorded as [overflow]; raise "
+				     "RINGPROF_NAME_BYTES or RINGPROF_NAMES\n"));
 	assert_non_null(strstr(text, "  q\"b\\s\\nt\\x01\\x7f [LLM] app.py:10\n"));
 	assert_non_null(strstr(text, "  q\"b\\s\\nt\\x01\\x7f [FUNCTION] app.py:10\n"));
 	assert_non_null(strstr(text, "  " BAD_FIXED " [TOOL] " BADFILE_FIXED ":7\n"));
@@ -2094,6 +2134,7 @@ int main(void)
 		cmocka_unit_test(test_render_text_exact),
 		cmocka_unit_test(test_render_text_limit_cuts_rows),
 		cmocka_unit_test(test_render_text_nothing_lost),
+		cmocka_unit_test(test_render_text_caps_name_knobs),
 		cmocka_unit_test(test_render_text_names_stay_on_one_line),
 		cmocka_unit_test(test_render_text_full_report),
 		cmocka_unit_test(test_render_text_full_report_limit),

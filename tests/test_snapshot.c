@@ -154,6 +154,10 @@ static void rnd_source(struct rp_report_source *s, size_t str_max)
 	s->reentrant = s->dropped >> 4;
 	s->rings_nospace = s->late >> 5;
 	s->offcpu_idle_ns = rnd_u64();
+	s->name_capacity = s->events >> 40;
+	s->names_used = s->name_capacity >> 1;
+	s->name_bytes = s->truncated >> 30;
+	s->name_bytes_used = s->name_bytes >> 2;
 	rnd_anomalies(s->anomalies);
 }
 
@@ -731,6 +735,10 @@ static bool source_eq(const struct rp_report_source *x, const struct rp_report_s
 	       u_eq(x->reentrant, y->reentrant, what, "reentrant", i) &&
 	       u_eq(x->rings_nospace, y->rings_nospace, what, "rings_nospace", i) &&
 	       u_eq(x->offcpu_idle_ns, y->offcpu_idle_ns, what, "offcpu_idle_ns", i) &&
+	       u_eq(x->names_used, y->names_used, what, "names_used", i) &&
+	       u_eq(x->name_capacity, y->name_capacity, what, "name_capacity", i) &&
+	       u_eq(x->name_bytes_used, y->name_bytes_used, what, "name_bytes_used", i) &&
+	       u_eq(x->name_bytes, y->name_bytes, what, "name_bytes", i) &&
 	       anom_eq(x->anomalies, y->anomalies, what, "source", i);
 }
 
@@ -1318,7 +1326,7 @@ static void ref_totals(msgpack_packer *pk, const struct rp_report *r, const stru
 static void ref_source(msgpack_packer *pk, const struct rp_report_source *s,
 		       const struct ref_opts *o)
 {
-	msgpack_pack_map(pk, 17 + has_1_3(o) + o->extras);
+	msgpack_pack_map(pk, 21 + has_1_3(o) + o->extras);
 	kv_str(pk, "name", s->name);
 	key(pk, "pid");
 	msgpack_pack_int32(pk, s->pid);
@@ -1339,6 +1347,10 @@ static void ref_source(msgpack_packer *pk, const struct rp_report_source *s,
 	kv_u64(pk, "reentrant", s->reentrant);
 	if (has_1_3(o))
 		kv_u64(pk, "offcpu_idle_ns", s->offcpu_idle_ns);
+	kv_u64(pk, "names_used", s->names_used);
+	kv_u64(pk, "name_capacity", s->name_capacity);
+	kv_u64(pk, "name_bytes_used", s->name_bytes_used);
+	kv_u64(pk, "name_bytes", s->name_bytes);
 	if (o->extras)
 		extra(pk, 1);
 }

@@ -231,6 +231,12 @@ static void fold_source(struct rp_engine *e, uint32_t i)
 		s->rep.buffer_hwm > f->rep.buffer_hwm ? s->rep.buffer_hwm : f->rep.buffer_hwm;
 	if (s->rep.ring_capacity > f->rep.ring_capacity)
 		f->rep.ring_capacity = s->rep.ring_capacity;
+	if (s->rep.names_dropped > 0) { /* the name table of one that dropped names */
+		f->rep.name_capacity = s->rep.name_capacity;
+		f->rep.name_bytes = s->rep.name_bytes;
+		f->rep.names_used = s->rep.names_used;
+		f->rep.name_bytes_used = s->rep.name_bytes_used;
+	}
 	f->rep.flags |= s->rep.flags;
 	f->counts.truncated += s->counts.truncated;
 	for (int k = 0; k < RP_ANOM_KIND_COUNT; k++)

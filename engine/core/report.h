@@ -81,6 +81,10 @@ struct rp_report_source {
 	 * of the engine's per-ring buffers held; merges a full buffer forced. */
 	uint64_t ring_hwm, ring_capacity, buffer_hwm, forced;
 	uint64_t offcpu_idle_ns; /* its threads' off-CPU time with no span open 1.3 */
+	/* The producer's name table, so that names_dropped can say which to raise:
+	 * entries published and their cap (RINGPROF_NAMES), arena bytes used and its
+	 * size (RINGPROF_NAME_BYTES). 0: not known (older snapshots). */
+	uint64_t names_used, name_capacity, name_bytes_used, name_bytes;
 };
 #define RP_SRC_EXITED	0x1u	/* the producer exited normally */
 #define RP_SRC_DEAD	0x2u	/* the producer died (pidfd) */

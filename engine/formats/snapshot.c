@@ -153,6 +153,8 @@ static const struct field source_fields[] = {
 	SRC(nospace_dropped, F_U64, false), SRC(rings_nospace, F_U64, false), /* 1.3 */
 	SRC(reentrant, F_U64, false),
 	SRC(offcpu_idle_ns, F_U64, false), /* 1.3 */
+	SRC(names_used, F_U64, false), SRC(name_capacity, F_U64, false),
+	SRC(name_bytes_used, F_U64, false), SRC(name_bytes, F_U64, false),
 };
 
 #define FN(m, t, req) FIELD(struct rp_report_fn, m, t, req)

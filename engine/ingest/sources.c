@@ -1205,6 +1205,15 @@ static void update_one(struct rp_sources *ss, struct rp_live *l)
 		rep->buffer_hwm = l->buf[r].hwm > rep->buffer_hwm ? l->buf[r].hwm : rep->buffer_hwm;
 	}
 	rep->names_dropped = __atomic_load_n(&h->names_dropped, __ATOMIC_RELAXED);
+	/* For display only; clamped to the validated geometry (the producer writes them). */
+	rep->name_capacity = l->seg->v.name_capacity;
+	rep->name_bytes = l->seg->v.name_arena_size;
+	rep->names_used = __atomic_load_n(&h->names_used, __ATOMIC_RELAXED);
+	rep->names_used = rep->names_used < rep->name_capacity ? rep->names_used
+							     : rep->name_capacity;
+	rep->name_bytes_used = __atomic_load_n(&h->arena_used, __ATOMIC_RELAXED);
+	rep->name_bytes_used = rep->name_bytes_used < rep->name_bytes ? rep->name_bytes_used
+								      : rep->name_bytes;
 	if (l->marks) { /* 1.2 counters; zero in older headers' reserved words */
 		rep->nospace_dropped = __atomic_load_n(&h->nospace_dropped, __ATOMIC_RELAXED);
 		rep->rings_nospace = __atomic_load_n(&h->rings_nospace, __ATOMIC_RELAXED);

@@ -27,7 +27,19 @@
  * A runtime filter, read once from the environment, decides per address at resolve
  * time, so a filtered-out function costs the lookup and one branch per call:
  * RINGPROF_AUTO_EXCLUDE and RINGPROF_AUTO_INCLUDE hold comma-separated fnmatch(3)
- * patterns on the demangled name (include first: when set, only matching names).
+ * patterns (include first: when set, only matching names). A pattern matches a
+ * function when it matches its demangled name or its qualified name: the demangled
+ * name without a leading return type and the parameter list after it, template
+ * arguments kept ("void std::__adjust_heap<It, long>(It, long)" is also
+ * "std::__adjust_heap<It, long>", which 'std::*' matches; 'ns::f' matches
+ * "ns::f(int)").
+ *
+ * The lookup's time is not its caller's: a constructor (before main) creates the
+ * segment and reads the symbol tables of the objects loaded then, so a miss is a
+ * binary search, the demangling and the DWARF line lookup; and each miss records its
+ * own span, "[ringprof-auto: resolve]", from before the lookup to after it, so the
+ * function that made the call is charged none of it (its self time is what it did)
+ * and the total the lookups cost is one row of the report.
  *
  * Resolving calls libc (dladdr, malloc, fnmatch) and the library's slow paths; an
  * instrumented function reached from there (a user's malloc, say) would re-enter
@@ -64,6 +76,7 @@ static uint64_t cache_full;	/* lookups that found no slot (counted, shown as a n
 static pthread_mutex_t resolve_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t first_miss_once = PTHREAD_ONCE_INIT;
 static __thread uint8_t resolving __attribute__((tls_model("initial-exec")));
+static uint32_t resolve_id;	/* "[ringprof-auto: resolve]"; 0 before the constructor */
 
 /* The filter, from the environment on the first resolve (under resolve_lock). */
 static struct {
@@ -100,16 +113,82 @@ NO_INSTR static bool matches_any(const char *name, int which)
 	return false;
 }
 
+/* At "operator" the keyword (not "operators" or "my_operator")? */
+NO_INSTR static bool at_operator(const char *name, size_t i)
+{
+	char c;
+
+	if (strncmp(name + i, "operator", 8) != 0 || (i > 0 && name[i - 1] != ':' &&
+						       name[i - 1] != ' '))
+		return false;
+	c = name[i + 8]; /* within the string: the 8 bytes before it are not its NUL */
+	return !(c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		 (c >= '0' && c <= '9'));
+}
+
+/*
+ * The qualified function name inside the demangled @name, as [*start, *start + len):
+ * it starts after the last space outside brackets before the parameter list (what
+ * precedes it is the return type) and ends at that list, the first '(' outside
+ * brackets other than "(anonymous namespace)". An operator's symbol ("operator<",
+ * "operator()", "operator new") is part of the name, and a space after "operator"
+ * starts no new one. A name with no parameter list (C) is all qualified name.
+ */
+NO_INSTR static size_t qualified(const char *name, const char **start)
+{
+	static const char anon[] = "(anonymous namespace)";
+	size_t i = 0, from = 0;
+	int depth = 0;
+	bool op = false;
+
+	while (name[i]) {
+		char c = name[i];
+		if (depth == 0 && !op && at_operator(name, i)) {
+			op = true; /* its symbol: skipped, brackets and all */
+			i += 8;
+			if (strncmp(name + i, "()", 2) == 0)
+				i += 2;
+			while (name[i] && strchr("<>=!+-*/%^&|~,[]", name[i]))
+				i++;
+			continue;
+		}
+		if (c == '(' && depth == 0) {
+			if (strncmp(name + i, anon, sizeof(anon) - 1) != 0)
+				break;
+			i += sizeof(anon) - 1;
+			continue;
+		}
+		if (c == '<' || c == '(' || c == '[' || c == '{')
+			depth++;
+		else if ((c == '>' || c == ')' || c == ']' || c == '}') && depth > 0)
+			depth--;
+		else if (c == ' ' && depth == 0 && !op)
+			from = i + 1;
+		i++;
+	}
+	*start = name + from;
+	return i - from;
+}
+
 NO_INSTR static bool wanted(const char *name)
 {
+	const char *q;
+	size_t len = qualified(name, &q);
+	char *qual = NULL;
+
 	if (!filter.read) {
 		split_patterns("RINGPROF_AUTO_INCLUDE", 0);
 		split_patterns("RINGPROF_AUTO_EXCLUDE", 1);
 		filter.read = true;
 	}
-	if (filter.n[0] && !matches_any(name, 0))
-		return false;
-	return !matches_any(name, 1);
+	if (!filter.n[0] && !filter.n[1])
+		return true;
+	if (len > 0 && (q != name || name[len] != '\0'))
+		qual = strndup(q, len); /* no memory: the full name alone */
+	bool in = !filter.n[0] || matches_any(name, 0) || (qual && matches_any(qual, 0));
+	bool out = in && (matches_any(name, 1) || (qual && matches_any(qual, 1)));
+	free(qual);
+	return in && !out;
 }
 
 /* A C++ name demangled (malloc'ed), or NULL: not mangled, or no C++ runtime here. */
@@ -227,6 +306,7 @@ NO_INSTR static __attribute__((noinline)) uint32_t miss(uintptr_t fn)
 	}
 	resolving = 1;
 	pthread_once(&first_miss_once, first_miss);
+	uint64_t t0 = rp_now(); /* before the lock: waiting for another resolve counts */
 	pthread_mutex_lock(&resolve_lock);
 	v = resolve(fn);
 	pthread_mutex_unlock(&resolve_lock);
@@ -235,6 +315,14 @@ NO_INSTR static __attribute__((noinline)) uint32_t miss(uintptr_t fn)
 		v = (v & V_SKIP) ? v : overflow_value();
 	}
 	resolving = 0;
+	/* The lookup as a span of its own, a child of the caller (before @fn's BEGIN,
+	 * or inside @fn on an exit that missed); stamped after the fact, like a span
+	 * replayed from elsewhere. */
+	uint32_t rid = __atomic_load_n(&resolve_id, __ATOMIC_RELAXED);
+	if (rid != 0) {
+		rp_emit_at(t0, RP_EV_BEGIN, 0, rid, 0, 0);
+		rp_emit(RP_EV_END, 0, rid, 0, 0);
+	}
 	return v;
 }
 
@@ -291,6 +379,15 @@ void __cyg_profile_func_exit(void *fn, void *site)
 		rp_emit_full(true, 0, RP_EV_END, 0, v & V_ID, 0, 0, RP_HEAL_FRAME, 0, frame, 0);
 }
 
+/*
+ * The name arena's default with ringprof-auto in the process (ringprof.c reads it,
+ * weakly): 8 MiB, 512 bytes for each of the 16,384 default entries, for demangled
+ * C++ names (~160 bytes on average) and their source paths. Its pages are reserved
+ * when the segment is created: about 1.7 ms and 7 MiB of /dev/shm more than 1 MiB.
+ */
+RP_API const uint64_t rp_auto_name_bytes;
+const uint64_t rp_auto_name_bytes = UINT64_C(8) << 20;
+
 /** rp_auto_cache_full() - calls recorded under the shared overflow name so far. */
 RP_API NO_INSTR uint64_t rp_auto_cache_full(void);
 uint64_t rp_auto_cache_full(void)
@@ -320,4 +417,24 @@ NO_INSTR static void first_miss(void)
 {
 	rp_init();
 	pthread_atfork(fork_prepare, fork_release, fork_release);
+}
+
+/*
+ * Before main (and before the constructors of the program's own objects, which load
+ * after this library): the segment, its clock and the symbol tables, none of which
+ * a first call should pay for. Recording off (RINGPROF=0): nothing read.
+ */
+NO_INSTR __attribute__((constructor)) static void auto_init(void)
+{
+	resolving = 1;
+	pthread_once(&first_miss_once, first_miss);
+	if (rp_segment_path() != NULL) {
+		pthread_mutex_lock(&resolve_lock);
+		rp_symtab_preload();
+		rp_srcline_preload();
+		pthread_mutex_unlock(&resolve_lock);
+		__atomic_store_n(&resolve_id, rp_intern("[ringprof-auto: resolve]", "FUNCTION",
+							NULL, 0) & V_ID, __ATOMIC_RELAXED);
+	}
+	resolving = 0;
 }

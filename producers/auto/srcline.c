@@ -56,6 +56,11 @@ static Dwfl_Module *module_of(uintptr_t addr)
 	return m;
 }
 
+void rp_srcline_preload(void)
+{
+	module_of(0);
+}
+
 const char *rp_srcline_name(uintptr_t addr)
 {
 	Dwfl_Module *m = module_of(addr);
@@ -81,6 +86,10 @@ int rp_srcline(uintptr_t addr, const char **file, uint32_t *line)
 }
 
 #else
+
+void rp_srcline_preload(void)
+{
+}
 
 const char *rp_srcline_name(uintptr_t addr)
 {

@@ -25,4 +25,7 @@ int rp_srcline(uintptr_t addr, const char **file, uint32_t *line);
  */
 const char *rp_srcline_name(uintptr_t addr);
 
+/* rp_srcline_preload() - begin the session and report the objects loaded now. */
+void rp_srcline_preload(void);
+
 #endif

@@ -164,6 +164,19 @@ static const struct fsym *find(const struct object *o, uintptr_t rel)
 	return rel < s->value + (s->size ? s->size : 1) ? s : NULL;
 }
 
+void rp_symtab_preload(void)
+{
+	struct link_map *lm = NULL;
+	void *self = dlopen(NULL, RTLD_NOW | RTLD_NOLOAD);
+
+	if (!self)
+		return;
+	if (dlinfo(self, RTLD_DI_LINKMAP, &lm) == 0)
+		for (; lm; lm = lm->l_next)
+			object_of(lm);
+	dlclose(self);
+}
+
 int rp_symtab_lookup(uintptr_t addr, struct rp_sym *out)
 {
 	struct link_map *lm = NULL;

@@ -25,4 +25,11 @@ struct rp_sym {
  */
 int rp_symtab_lookup(uintptr_t addr, struct rp_sym *out);
 
+/*
+ * rp_symtab_preload() - read the symbol tables of every object loaded now, so that
+ * a lookup in them is a binary search (objects loaded later are read on their first
+ * lookup). Not thread-safe: the caller serialises.
+ */
+void rp_symtab_preload(void);
+
 #endif

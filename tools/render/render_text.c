@@ -124,6 +124,25 @@ static void print_source(FILE *out, const struct rp_report_source *s)
 	if (s->reentrant > 0) /* recorded from a signal handler inside a recording call */
 		fprintf(out, "    reentrant: %" PRIu64 " of the dropped events were made by signal"
 			" handlers inside a recording call of their thread\n", s->reentrant);
+	if (s->dropped > s->nospace_dropped + s->reentrant) { /* full rings */
+		fprintf(out, "    dropped %" PRIu64 ": full rings; raise RINGPROF_RING_EVENTS",
+			s->dropped - s->nospace_dropped - s->reentrant);
+		if (s->ring_capacity)
+			fprintf(out, " (now %" PRIu64 ")", s->ring_capacity);
+		fputs(" or exclude the busiest names\n", out);
+	}
+	if (s->names_dropped > 0) { /* the used figures say which table filled */
+		fprintf(out, "    names_dropped %" PRIu64 ": recorded as [overflow]; raise "
+			"RINGPROF_NAME_BYTES", s->names_dropped);
+		if (s->name_bytes)
+			fprintf(out, " (now %" PRIu64 ", %" PRIu64 " used)", s->name_bytes,
+				s->name_bytes_used);
+		fputs(" or RINGPROF_NAMES", out);
+		if (s->name_capacity)
+			fprintf(out, " (now %" PRIu64 ", %" PRIu64 " used)", s->name_capacity,
+				s->names_used);
+		fputc('\n', out);
+	}
 }
 
 /*
@@ -153,7 +172,37 @@ static void print_expiry(FILE *out, const struct rp_report_expiry *x)
 			     " spans at a time, each for at most %s ms\n", spans, fmt_ms(b, ns));
 }
 
-/* Totals, then every non-zero anomaly kind, or "nothing lost". */
+/* Each engine cap that was hit, with the `ringprof run` option that raises it. */
+static void print_cap_knobs(FILE *out, const struct rp_report *r)
+{
+	const struct rp_report_caps *c = &r->caps;
+	const struct {
+		int kind;
+		const char *option;
+		uint64_t now;
+	} knobs[] = {
+		{ RP_ANOM_DEPTH_CAP, "--max-depth", c->max_depth },
+		{ RP_ANOM_TRACK_CAP, "--max-tracks", c->max_tracks },
+		{ RP_ANOM_NAME_CAP, "--max-names", c->max_names },
+		{ RP_ANOM_CCT_CAP, "--max-cct-nodes", c->max_cct_nodes },
+		{ RP_ANOM_WINDOW_CAP, "--max-window-names", c->max_window_names },
+		{ RP_ANOM_COUNTER_CAP, "--max-counters", c->max_counters },
+		{ RP_ANOM_LEVEL_CAP, "--max-window-level", c->max_window_level },
+	};
+
+	for (size_t i = 0; i < sizeof(knobs) / sizeof(knobs[0]); i++) {
+		uint64_t n = r->anomalies[knobs[i].kind];
+		if (n == 0)
+			continue;
+		fprintf(out, "  %s %" PRIu64 ": raise ringprof run %s", rp_anomaly_names[knobs[i].kind],
+			n, knobs[i].option);
+		if (knobs[i].now)
+			fprintf(out, " (now %" PRIu64 ")", knobs[i].now);
+		fputc('\n', out);
+	}
+}
+
+/* Totals, then every non-zero anomaly kind (a cap with its knob), or "nothing lost". */
 static void print_losses(FILE *out, const struct rp_report *r)
 {
 	bool lost = r->dropped || r->late || r->truncated;
@@ -172,6 +221,7 @@ static void print_losses(FILE *out, const struct rp_report *r)
 		if (r->anomalies[k])
 			fprintf(out, "  %s %" PRIu64, rp_anomaly_names[k], r->anomalies[k]);
 	fputc('\n', out);
+	print_cap_knobs(out, r);
 	print_expiry(out, &r->expiry);
 }
 
