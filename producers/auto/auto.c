@@ -348,14 +348,16 @@ RP_API NO_INSTR void __cyg_profile_func_enter(void *fn, void *site);
 RP_API NO_INSTR void __cyg_profile_func_exit(void *fn, void *site);
 
 /*
- * The hooks' own CFA is the instrumented function's stack pointer at the call: the
- * same at its entry and exit, strictly lower in anything it calls. A record from a
- * shallower one pops the levels of functions left by longjmp (ringprof.h). An entry
- * at the very frame of an open level from the same hook call site (the return
- * address) pops it too: that function was entered again at the same depth, so the
- * open call is gone. A function inlined into its caller (itself included, as gcc
- * does with recursive ones) calls the hook from the caller's frame but at another
- * site: kept.
+ * The hooks' own CFA is the instrumented function's stack pointer at the call:
+ * strictly lower in anything it calls. An entry from a shallower one pops the levels
+ * of functions left by longjmp (ringprof.h). An entry at the very frame of an open
+ * level from the same hook call site (the return address) pops it too: that function
+ * was entered again at the same depth, so the open call is gone. A function inlined
+ * into its caller (itself included, as gcc does with recursive ones) calls the hook
+ * from the caller's frame but at another site: kept.
+ * The exit hook heals by name only (the function it names is on the shadow): gcc -O2
+ * may call it after the epilogue freed the frame (80-112 bytes above the entry's CFA
+ * in std::sort's helpers), so its CFA says nothing about the levels above it.
  */
 void __cyg_profile_func_enter(void *fn, void *site)
 {
@@ -376,7 +378,7 @@ void __cyg_profile_func_exit(void *fn, void *site)
 
 	(void)site;
 	if (RP_LIKELY(!(v & V_SKIP)))
-		rp_emit_full(true, 0, RP_EV_END, 0, v & V_ID, 0, 0, RP_HEAL_FRAME, 0, frame, 0);
+		rp_emit_full(true, 0, RP_EV_END, 0, v & V_ID, 0, 0, RP_HEAL_NONE, 0, frame, 0);
 }
 
 /*
