@@ -418,7 +418,12 @@ static inline __attribute__((always_inline)) void span_end(struct rp_engine *e,
 		realign(e, s, tr, ev, ev->depth + 1u);
 	if (kind == RP_TRACK_ASYNC)
 		async_touch(e, &e->tracks.t[tr], ev->ts);
+	if (kind == RP_TRACK_THREAD && (ev->flags & RP_SPAN_SELF)) { /* docs/summaries.md */
+		e->tracks.end_self = ev->arg;
+		e->tracks.end_self_set = true;
+	}
 	rp_track_end(&e->tracks, tr, ev->name, ev->ts, ev->arg, &s->counts);
+	e->tracks.end_self_set = false;
 	if (kind == RP_TRACK_THREAD) /* links of frames closed abnormally are stale */
 		rp_device_track_end(e->dev, tr, e->tracks.t[tr].depth);
 }
@@ -459,6 +464,18 @@ __attribute__((noinline)) static void counter_event(struct rp_engine *e, struct 
 		s->counts.anomalies[RP_ANOM_COUNTER_CAP]++;
 }
 
+/* A producer's summary of short calls, or its data (docs/summaries.md). */
+__attribute__((noinline)) static void summary_event(struct rp_engine *e, struct rp_source *s,
+						    uint32_t src, uint64_t thread,
+						    const struct rp_event *ev, uint32_t *hint)
+{
+	uint32_t tr = rp_tracks_get_at(&e->tracks, hint, src, RP_TRACK_THREAD, thread,
+				       &s->counts);
+
+	if (tr != RP_NONE && !rp_track_summary(&e->tracks, tr, ev, &s->counts))
+		s->counts.anomalies[RP_ANOM_BAD_EVENT]++; /* no memory for it */
+}
+
 /* Every path ends in a call in tail position, so the hot path needs no frame. */
 static inline void dispatch(struct rp_engine *e, struct rp_source *s, uint32_t src,
 			    uint64_t thread, const struct rp_event *ev, uint32_t *hint)
@@ -487,6 +504,10 @@ static inline void dispatch(struct rp_engine *e, struct rp_source *s, uint32_t s
 		break;
 	case RP_EV_LINK:
 		device_link(e, s, src, thread, ev);
+		break;
+	case RP_EV_SUMMARY:
+	case RP_EV_SUMMARY_DATA:
+		summary_event(e, s, src, thread, ev, hint);
 		break;
 	case RP_EV_INSTANT:
 		break; /* counted */

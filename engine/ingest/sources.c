@@ -649,6 +649,15 @@ static inline void take(struct rp_live *l, struct rp_rbuf *b, const struct rp_ev
 {
 	d->ev = *src;
 	d->ev.ts = rp_ticks_to_ns(&l->seg->v.clock, d->ev.ts);
+	/* Lengths in ticks (1.2, docs/summaries.md): a producer-measured self time and
+	 * a summary's figures. */
+	if (__builtin_expect(d->ev.kind == RP_EV_END && (d->ev.flags & RP_SPAN_SELF), 0)) {
+		d->ev.arg = rp_ticks_len_ns(&l->seg->v.clock, d->ev.arg);
+	} else if (__builtin_expect(d->ev.kind == RP_EV_SUMMARY_DATA, 0) &&
+		   (d->ev.flags == RP_SUMDATA_TIMES || d->ev.flags == RP_SUMDATA_RANGE)) {
+		d->ev.track = rp_ticks_len_ns(&l->seg->v.clock, d->ev.track);
+		d->ev.arg = rp_ticks_len_ns(&l->seg->v.clock, d->ev.arg);
+	}
 	if (__builtin_expect(d->ev.kind == RP_EV_THREAD, 0) && l->marks)
 		b->cur = (uint32_t)d->ev.track; /* the mark and what follows: the new owner's */
 	d->gen = b->cur;
