@@ -360,34 +360,67 @@ void rp_sum_flush_all(struct rp_thread *t, uint64_t now)
 		flush_all(t, now, t->depth);
 }
 
+/* A call of pending level @d ends at @now: into its node. False: the table is full. */
+static bool fold(struct rp_thread *t, uint16_t d, uint64_t now)
+{
+	struct rp_sum *s = t->sum;
+	uint64_t dur = now - s->lv[d].start;
+	uint32_t n = rp_sum_resolve(t, d);
+	struct rp_sum_node *x;
+
+	if (n == RP_SUM_NONE)
+		return false;
+	x = &s->node[n];
+	x->count++;
+	x->total += dur;
+	x->self += dur - (s->lv[d].child < dur ? s->lv[d].child : dur);
+	x->min = dur < x->min ? dur : x->min;
+	x->max = dur > x->max ? dur : x->max;
+	if (d > 0)
+		s->lv[d - 1].child += dur;
+	if (d == t->spend)
+		__atomic_store_n(&t->ring->pending_ticks, 0, __ATOMIC_RELAXED);
+	return true;
+}
+
 /*
- * Levels [@to, @from) left without their END (healed after a longjmp): what was
- * folded under the written ones can hang from no level any more (the engine cuts
- * their frames), so it is discarded, counted as dropped records.
+ * Levels [@to, @from) left without their END at @now (healed after a longjmp). A
+ * pending one is folded as a call cut there, as the engine cuts an open span (its
+ * calls count, up to the cut). What was folded under a written one can hang from no
+ * level any more (the engine cuts its frame), so it is discarded, counted as
+ * dropped records.
  */
-static void cut(struct rp_thread *t, uint16_t to, uint16_t from)
+static void cut(struct rp_thread *t, uint16_t to, uint16_t from, uint64_t now)
 {
 	struct rp_sum *s = t->sum;
 
-	for (uint16_t l = to; l < from && l < t->scap; l++) {
+	if (from > t->scap)
+		from = (uint16_t)t->scap;
+	for (int l = (int)from - 1; l >= (int)to; l--) {
 		uint32_t a = s->lv[l].node;
 
-		if (l < t->spend && a != RP_SUM_NONE && s->node[a].parent == RP_SUM_NONE)
-			flush_below(t, a, l, 0, false);
-		s->lv[l].node = RP_SUM_NONE;
+		if (l >= t->spend) {
+			if (!fold(t, (uint16_t)l, now)) /* the table is full */
+				__atomic_store_n(&t->ring->dropped, t->ring->dropped + 3,
+						 __ATOMIC_RELAXED);
+		} else if (a != RP_SUM_NONE && s->node[a].parent == RP_SUM_NONE) {
+			flush_below(t, a, (uint16_t)l, 0, false);
+		}
 	}
+	for (uint16_t l = to; l < from; l++)
+		s->lv[l].node = RP_SUM_NONE;
 	if (t->spend > to)
 		t->spend = to;
 }
 
-/* Heals by frame as rp_emit_full() does, then drops the summary state of what went. */
-static void heal_frame(struct rp_thread *t, uintptr_t probe, uint32_t obj)
+/* Heals by frame as rp_emit_full() does, then settles the summaries of what went. */
+static void heal_frame(struct rp_thread *t, uintptr_t probe, uint32_t obj, uint64_t now)
 {
 	uint16_t before = t->depth;
 
 	rp_heal_frame(t, probe, obj);
 	if (t->depth < before)
-		cut(t, t->depth, before);
+		cut(t, t->depth, before, now);
 }
 
 static void push(struct rp_thread *t, uint32_t name, uintptr_t frame, uint32_t obj, uint64_t ts,
@@ -413,7 +446,7 @@ void rp_sum_begin_slow(struct rp_thread *t, uint32_t name, uintptr_t frame, uint
 		return;
 	}
 	if (rp_left_frame(t, frame, obj))
-		heal_frame(t, frame, obj);
+		heal_frame(t, frame, obj, rp_clock_read(t->tsc));
 	if (t->depth < t->scap) {
 		push(t, name, frame, obj, rp_clock_read(t->tsc), true);
 		return;
@@ -438,7 +471,7 @@ static void end_span(struct rp_thread *t, uint32_t name, uint64_t now, uint8_t f
 		return;
 	}
 	if (t->depth + 1u < before)
-		cut(t, (uint16_t)(t->depth + 1), before);
+		cut(t, (uint16_t)(t->depth + 1), before, now);
 	if (d >= t->scap) {
 		emit_pending(t, d);
 		span_record(t, now, RP_EV_END, flags, name, 0, 0, d);
@@ -447,24 +480,9 @@ static void end_span(struct rp_thread *t, uint32_t name, uint64_t now, uint8_t f
 	dur = now - s->lv[d].start;
 	if (d >= t->spend && dur < s->thr && now < s->next_flush && !s->lv[d].noself) {
 		/* healed by name onto a pending short call: folded as usual */
-		uint32_t n = rp_sum_resolve(t, d);
-
-		if (n == RP_SUM_NONE) { /* the table is full: all of it out, this one too */
-			flush_all(t, now, (uint16_t)(d + 1));
-		} else {
-			struct rp_sum_node *x = &s->node[n];
-
-			x->count++;
-			x->total += dur;
-			x->self += dur - s->lv[d].child;
-			x->min = dur < x->min ? dur : x->min;
-			x->max = dur > x->max ? dur : x->max;
-			if (d > 0)
-				s->lv[d - 1].child += dur;
-			if (d == t->spend)
-				__atomic_store_n(&t->ring->pending_ticks, 0, __ATOMIC_RELAXED);
+		if (fold(t, d, now))
 			return;
-		}
+		flush_all(t, now, (uint16_t)(d + 1)); /* the table is full: all out */
 	}
 	emit_pending(t, (uint16_t)(d + 1));
 	if (s->lv[d].node != RP_SUM_NONE)
@@ -492,7 +510,7 @@ void rp_sum_end_slow(struct rp_thread *t, uint32_t name, uintptr_t probe, uint64
 	/* Frames heal only an END that does not close the top level: the exit hook
 	 * may run from the caller's frame (a tail jump), above its own level's. */
 	if (t->ftop < probe && !(d < t->scap && t->shadow[d].name == name))
-		heal_frame(t, probe, 0);
+		heal_frame(t, probe, 0, now);
 	if (now >= t->sum->next_flush) /* periodic: every open level is written now */
 		flush_all(t, now, t->depth);
 	end_span(t, name, now, 0);
@@ -514,13 +532,13 @@ void rp_sum_record(struct rp_thread *t, struct rp_event *e, bool now, uint64_t t
 		ts = rp_clock_read(t->tsc);
 	if (kind == RP_EV_END) {
 		if (heal != RP_HEAL_NONE && t->ftop < probe)
-			heal_frame(t, probe, 0);
+			heal_frame(t, probe, 0, ts);
 		end_span(t, name, ts, flags);
 		return;
 	}
 	if (kind == RP_EV_BEGIN) {
 		if (heal != RP_HEAL_NONE && rp_left_frame(t, probe, obj))
-			heal_frame(t, probe, obj);
+			heal_frame(t, probe, obj, ts);
 		emit_pending(t, t->depth);
 		depth = t->depth;
 		push(t, name, frame, obj, ts, false);
