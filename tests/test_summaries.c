@@ -251,7 +251,7 @@ static void test_summaries_native_exact(void **state)
 	sent = json_u64(root, "events");
 	print_message("    %llu records for %llu calls, peak RSS %llu KiB\n",
 		      (unsigned long long)sent,
-		      (unsigned long long)(calls(root, "nat_a") * 2 * 8),
+		      (unsigned long long)(calls(root, "nat_a") * 8),
 		      (unsigned long long)rss);
 	assert_true(sent < calls(root, "nat_leaf") / 100);
 	assert_int_equal(anomaly(root, "bad_event"), 0);
