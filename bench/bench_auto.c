@@ -296,7 +296,7 @@ int main(int argc, char **argv)
 	unsigned long long dropped = 0;
 	struct figures c, w;
 	struct opts o;
-	struct sample s = { 0, 0, 0 };
+	struct sample s = { 0, 0, 0, 0 };
 	bool uftrace;
 	pid_t eng;
 	int err = 0;
