@@ -458,7 +458,8 @@ void rp_sum_begin_slow(struct rp_thread *t, uint32_t name, uintptr_t frame, uint
 }
 
 /* The END of a level that is written (now, if pending), closing at @now. */
-static void end_span(struct rp_thread *t, uint32_t name, uint64_t now, uint8_t flags)
+static void end_span(struct rp_thread *t, uint32_t name, uint64_t now, uint8_t flags,
+		     bool counted)
 {
 	struct rp_sum *s = t->sum;
 	uint16_t before = t->depth, d;
@@ -467,14 +468,16 @@ static void end_span(struct rp_thread *t, uint32_t name, uint64_t now, uint8_t f
 	d = rp_span_pop(t, name);
 	if (t->depth == before) { /* open nowhere: the engine counts it unmatched */
 		emit_pending(t, before);
-		span_record(t, now, RP_EV_END, flags, name, 0, 0, d);
+		if (!counted)
+			span_record(t, now, RP_EV_END, flags, name, 0, 0, d);
 		return;
 	}
 	if (t->depth + 1u < before)
 		cut(t, (uint16_t)(t->depth + 1), before, now);
 	if (d >= t->scap) {
 		emit_pending(t, d);
-		span_record(t, now, RP_EV_END, flags, name, 0, 0, d);
+		if (!counted)
+			span_record(t, now, RP_EV_END, flags, name, 0, 0, d);
 		return;
 	}
 	dur = now - s->lv[d].start;
@@ -490,7 +493,9 @@ static void end_span(struct rp_thread *t, uint32_t name, uint64_t now, uint8_t f
 	self = dur - (s->lv[d].child < dur ? s->lv[d].child : dur);
 	/* The last shadowed level's children are past the shadow, all written: the
 	 * engine's own sum of them is exact, no self time to send. */
-	if (!s->lv[d].noself && d + 1u < t->scap)
+	if (counted)
+		; /* dropped, counted already */
+	else if (!s->lv[d].noself && d + 1u < t->scap)
 		span_record(t, now, RP_EV_END, (uint8_t)(flags | RP_SPAN_SELF), name, 0, self,
 			    d);
 	else
@@ -513,7 +518,7 @@ void rp_sum_end_slow(struct rp_thread *t, uint32_t name, uintptr_t probe, uint64
 		heal_frame(t, probe, 0, now);
 	if (now >= t->sum->next_flush) /* periodic: every open level is written now */
 		flush_all(t, now, t->depth);
-	end_span(t, name, now, 0);
+	end_span(t, name, now, 0, false);
 }
 
 /*
@@ -525,15 +530,17 @@ void rp_sum_record(struct rp_thread *t, struct rp_event *e, bool now, uint64_t t
 		   uint8_t flags, uint32_t name, uint64_t track, uint64_t arg, int heal,
 		   uintptr_t frame, uintptr_t probe, uint32_t obj)
 {
+	/* @e NULL: the ring was full and rp_slot() counted this record dropped; the
+	 * pending BEGINs still go first (each counted if it finds no room either). */
+	bool counted = e == NULL;
 	uint16_t depth = 0;
 
-	(void)e; /* the slot is taken again after the pending records */
 	if (now)
 		ts = rp_clock_read(t->tsc);
 	if (kind == RP_EV_END) {
 		if (heal != RP_HEAL_NONE && t->ftop < probe)
 			heal_frame(t, probe, 0, ts);
-		end_span(t, name, ts, flags);
+		end_span(t, name, ts, flags, counted);
 		return;
 	}
 	if (kind == RP_EV_BEGIN) {
@@ -545,7 +552,8 @@ void rp_sum_record(struct rp_thread *t, struct rp_event *e, bool now, uint64_t t
 	} else {
 		emit_pending(t, t->depth);
 	}
-	span_record(t, ts, kind, flags, name, track, arg, depth);
+	if (!counted)
+		span_record(t, ts, kind, flags, name, track, arg, depth);
 }
 
 void rp_sum_exit(struct rp_thread *t)
