@@ -410,7 +410,7 @@ static int create_segment(void)
 	}
 	if (rp_shadow_alloc(cfg.ring_count) != 0)
 		say("no memory for the span shadows; nesting does not heal after longjmp");
-	if (rp_sum_alloc(cfg.ring_count, proc.summary_ns) != 0)
+	if (rp_sum_alloc(cfg.ring_count, proc.summary_ns, &proc.clk) != 0)
 		say("no memory for summaries (RINGPROF_SUMMARY_NS); every call is a span");
 	if ((err = create_shm(session, &fd)) != 0)
 		return err;

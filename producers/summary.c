@@ -58,9 +58,12 @@ static uint64_t ticks_to_ns(const struct rp_wire_clock *c, uint64_t ticks)
 	return (uint64_t)(((u128)ticks * c->mult) >> c->shift);
 }
 
-int rp_sum_alloc(uint32_t rings, uint64_t thr_ns)
+static const struct rp_wire_clock *clk; /* the process's; set once, before any thread */
+
+int rp_sum_alloc(uint32_t rings, uint64_t thr_ns, const struct rp_wire_clock *c)
 {
 	sm.thr_ns = thr_ns;
+	clk = c;
 	if (thr_ns == 0)
 		return 0;
 	if (sm.s != NULL && sm.rings == rings)
@@ -71,8 +74,6 @@ int rp_sum_alloc(uint32_t rings, uint64_t thr_ns)
 	return sm.s ? 0 : -ENOMEM;
 }
 
-static const struct rp_wire_clock *clk;
-
 void rp_sum_attach(struct rp_thread *t, uint32_t idx, const struct rp_wire_clock *c)
 {
 	struct rp_sum *s;
@@ -81,7 +82,6 @@ void rp_sum_attach(struct rp_thread *t, uint32_t idx, const struct rp_wire_clock
 	t->sum = NULL;
 	if (sm.s == NULL || idx >= sm.rings || t->scap == 0 || sm.thr_ns == 0)
 		return;
-	clk = c;
 	s = &sm.s[idx];
 	now = rp_clock_read(t->tsc);
 	s->thr_ns = sm.thr_ns;
@@ -298,7 +298,7 @@ static void adapt(struct rp_thread *t)
 	if (t->tail - t->head <= (t->mask + 1) / 2 || s->thr >= s->thr_max)
 		return;
 	s->thr = s->thr * 2 < s->thr_max ? s->thr * 2 : s->thr_max;
-	s->thr_ns = clk ? ticks_to_ns(clk, s->thr) : s->thr_ns * 2;
+	s->thr_ns = ticks_to_ns(clk, s->thr);
 	__atomic_store_n(&t->ring->summary_ns,
 			 s->thr_ns > UINT32_MAX ? UINT32_MAX : (uint32_t)s->thr_ns,
 			 __ATOMIC_RELAXED);

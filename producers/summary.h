@@ -14,9 +14,9 @@
 #define RP_SUM_THR_MAX_NS	(UINT64_C(10) * 1000 * 1000)
 #define RP_SUM_PERIOD_NS	(UINT64_C(100) * 1000 * 1000)
 
-/* Once per process with the segment; @thr_ns 0: off (nothing allocated). -ENOMEM:
- * summaries off, every call recorded as a span. */
-int rp_sum_alloc(uint32_t rings, uint64_t thr_ns);
+/* Once per process with the segment, with its clock (which outlives it); @thr_ns 0:
+ * off (nothing allocated). -ENOMEM: summaries off, every call recorded as a span. */
+int rp_sum_alloc(uint32_t rings, uint64_t thr_ns, const struct rp_wire_clock *c);
 
 /* At a ring claim, after rp_shadow_attach(): summaries on for @t if they are. */
 void rp_sum_attach(struct rp_thread *t, uint32_t idx, const struct rp_wire_clock *c);
