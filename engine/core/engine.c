@@ -691,6 +691,27 @@ static uint32_t *name_map(const struct rp_engine *e, uint32_t *n_out)
 	return map;
 }
 
+/*
+ * A function some of whose calls came in producers' summaries (docs/summaries.md):
+ * its sketch holds its long calls only, so its percentiles would describe them, not
+ * its calls: none are shown (0, as past the sketch cap), until summaries carry
+ * histograms.
+ */
+static void no_summarized_quantiles(const struct rp_engine *e, const uint32_t *map,
+				    struct rp_report *r)
+{
+	for (uint32_t i = 0; i < e->names.n; i++) {
+		struct rp_report_fn *o;
+
+		if (map[i] == RP_NONE || e->stats.fn[i].summarized == 0)
+			continue;
+		o = &r->fns[map[i]];
+		o->p50_ns = o->p90_ns = o->p95_ns = o->p99_ns = 0;
+		rp_report_sketch_free(&o->dur);
+		memset(&o->dur, 0, sizeof(o->dur));
+	}
+}
+
 static int copy_fns(const struct rp_engine *e, const uint32_t *map, struct rp_report *r)
 {
 	for (uint32_t i = 0; i < e->names.n; i++) {
@@ -881,6 +902,7 @@ int rp_engine_report_at(const struct rp_engine *e, uint64_t now_ns, struct rp_re
 		goto out;
 	if ((err = export_report(e, map, r)) != 0)
 		goto out;
+	no_summarized_quantiles(e, map, r);
 	copy_graph(e, map, r);
 	expiry_report(e, r);
 	r->n_edges = e->stats.n_edges;

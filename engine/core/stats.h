@@ -18,6 +18,8 @@
 struct rp_fn_stats {
 	uint64_t calls, primitive_calls, self_ns, cum_ns, total_ns, min_ns, max_ns;
 	uint64_t drop_lost;	/* its spans a drop cut (stacks.h): not in the figures */
+	uint64_t summarized;	/* its calls that came in producers' summaries (in the
+				   figures, not in its latency sketch) */
 };
 
 struct rp_edge_stats {
@@ -159,6 +161,7 @@ static inline bool rp_stats_add_sum(struct rp_stats *s, const struct rp_sum_call
 	if (c->max_ns > f->max_ns)
 		f->max_ns = c->max_ns;
 	f->calls += c->calls;
+	f->summarized += c->calls;
 	f->self_ns += c->self_ns;
 	f->total_ns += c->total_ns;
 	n->calls += c->calls;
