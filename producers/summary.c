@@ -23,8 +23,8 @@
  * first, so that every anchor is a written level) when it is full, and every
  * `period` ticks of a thread's ENDs; then it starts empty.
  *
- * A flush that finds its ring more than half full doubles the thread's threshold (up
- * to thr_max), counts it and publishes it in the ring descriptor (summary_ns,
+ * A flush, or a span's END, that finds its ring more than half full doubles the
+ * thread's threshold (up to thr_max), counts it and publishes it in the ring descriptor (summary_ns,
  * summary_raised): the engine's report says so. A flush with no room for all its
  * records writes none, and counts them dropped like any record refused.
  *
@@ -504,6 +504,10 @@ static void end_span(struct rp_thread *t, uint32_t name, uint64_t now, uint8_t f
 	if (d > 0)
 		s->lv[d - 1].child += dur;
 	t->spend = d;
+	/* More than half the ring written since the consumer index was last read: is
+	 * the ring that full? (adapt() reads it, so this is rare.) */
+	if (t->tail - t->head > (t->mask + 1) / 2)
+		adapt(t);
 }
 
 void rp_sum_end_slow(struct rp_thread *t, uint32_t name, uintptr_t probe, uint64_t now)

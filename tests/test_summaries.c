@@ -10,7 +10,8 @@
  *     =0) runs of the same deterministic program (it supplies the monotonic clock: a
  *     per-thread counter, so both runs see the same times): calls, primitive calls,
  *     self, cumulative, shortest and longest times of every function and the calls,
- *     self and cumulative times of every edge equal to the nanosecond.
+ *     self and cumulative times of every edge equal to the nanosecond;
+ *   - a ring too small for the threshold: the producer raises it, the engine says so.
  */
 #include <signal.h>
 #include <string.h>
@@ -21,6 +22,7 @@
 #include "support.h"
 
 static char bin[600], progdir[512], tmpdir[256];
+static bool loud; /* the engine's log lines in <tmpdir>/<session>.err */
 static pid_t engine;
 
 #define run(out, ...) rp_test_sh(out, NULL, __VA_ARGS__)
@@ -110,8 +112,8 @@ static void start_engine(const char *session)
 		snprintf(err, sizeof(err), "%s/%s.err", tmpdir, session);
 		if (freopen(err, "w", stderr) == NULL)
 			_exit(126);
-		execl(bin, "ringprof", "run", "--session", session, "--snapshot-dir", dir, "--quiet",
-		      (char *)NULL);
+		execl(bin, "ringprof", "run", "--session", session, "--snapshot-dir", dir,
+		      loud ? "--poll" : "--quiet", (char *)NULL);
 		_exit(127);
 	}
 	assert_true(engine > 0);
@@ -133,8 +135,8 @@ static void stop_engine(void)
 /* Runs @prog_args (from the programs' directory) with @env in session
  * <RINGPROF_SESSION>_@suffix under a fresh engine, its stdout in *@out; the json
  * report of a snapshot taken after it exited, which must show nothing dropped. */
-static yajl_val run_program(const char *suffix, const char *env, const char *prog_args,
-			    char **out)
+static yajl_val run_program_as(const char *suffix, const char *env, const char *prog_args,
+			       char **out, bool no_drops)
 {
 	char *path, *json, err[256], session[RP_WIRE_SESSION_MAX];
 	const char *base = getenv("RINGPROF_SESSION");
@@ -153,13 +155,19 @@ static yajl_val run_program(const char *suffix, const char *env, const char *pro
 	root = yajl_tree_parse(json, err, sizeof(err));
 	assert_non_null(root);
 	srcs = json_arr(root, "sources");
-	for (size_t i = 0; i < YAJL_GET_ARRAY(srcs)->len; i++)
+	for (size_t i = 0; i < YAJL_GET_ARRAY(srcs)->len && no_drops; i++)
 		assert_int_equal(json_u64(YAJL_GET_ARRAY(srcs)->values[i], "dropped"), 0);
 	free(json);
 	free(path);
 	return root;
 }
 
+
+static yajl_val run_program(const char *suffix, const char *env, const char *prog_args,
+			    char **out)
+{
+	return run_program_as(suffix, env, prog_args, out, true);
+}
 
 /* The program's own counts: "fn NAME N" and "edge A B N" lines. */
 struct want {
@@ -312,6 +320,33 @@ static void test_summaries_match_unsummarized(void **state)
 	yajl_tree_free(off);
 }
 
+/*
+ * A ring too small for the threshold asked for: the producer doubles it rather than
+ * keep dropping, and the engine says so (its log); the threshold seen in the ring
+ * descriptor is the raised one.
+ */
+static void test_summaries_threshold_adapts(void **state)
+{
+	char *out = NULL, *log = NULL, *session = NULL;
+	yajl_val root;
+
+	(void)state;
+	loud = true;
+	root = run_program_as("adapt", "RINGPROF_RING_EVENTS=1024 RINGPROF_SUMMARY_NS=20",
+			      "prog_native 400000 20", &out, false);
+	loud = false;
+	assert_int_equal(run(&session, "echo ${RINGPROF_SESSION:-t_sum}_adapt"), 0);
+	session[strcspn(session, "\n")] = '\0';
+	assert_int_equal(run(&log, "cat %s/%s.err", tmpdir, session), 0);
+	if (!strstr(log, "summary threshold raised to"))
+		print_message("    engine log: %s\n", log);
+	assert_non_null(strstr(log, "summary threshold raised to"));
+	free(out);
+	free(log);
+	free(session);
+	yajl_tree_free(root);
+}
+
 static int setup(void **state)
 {
 	const char *b = getenv("RP_BIN_DIR"), *p = getenv("RP_AUTO_DIR");
@@ -338,6 +373,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_summaries_native_exact),
 		cmocka_unit_test(test_summaries_match_unsummarized),
+		cmocka_unit_test(test_summaries_threshold_adapts),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
