@@ -98,6 +98,9 @@ size_t rp_engine_memory_bound(const struct rp_engine_cfg *cfg)
 	b += (size_t)cfg->max_tracks * (sizeof(struct rp_track) + 4 + CHUNK_OVERHEAD +
 					(size_t)cfg->max_depth * sizeof(struct rp_frame)) +
 	     slots_for(cfg->max_tracks) * 4 + (size_t)cfg->max_depth * sizeof(struct rp_frame);
+	/* a thread track's summaries being read (stacks.h: one path of max_depth) */
+	b += (size_t)cfg->max_tracks * (sizeof(struct rp_sum_in) + CHUNK_OVERHEAD +
+					(size_t)cfg->max_depth * sizeof(((struct rp_sum_in *)0)->path[0]));
 	/* sources: rows and their names (segment names are < 96 bytes) */
 	b += ((size_t)cfg->max_sources + 1) * (sizeof(struct rp_source) + 96 + CHUNK_OVERHEAD);
 	b += rp_analyses_memory_bound(&a) + rp_windows_memory_bound(&a.win);
