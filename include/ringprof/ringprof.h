@@ -54,8 +54,12 @@ extern "C" {
 #endif
 
 /* The fast path: inlined whatever the compiler's size heuristics say, so that the
- * constant arguments of each call site fold (and a scope's cleanup is no call). */
-#define RP_INLINE	static inline __attribute__((always_inline))
+ * constant arguments of each call site fold (and a scope's cleanup is no call).
+ * Never instrumented: code built with -finstrument-functions (ringprof-auto) gets
+ * hook calls for the functions inlined into it too, and a hook called from inside a
+ * recording call is refused (counted as reentrant). */
+#define RP_NO_INSTR	__attribute__((no_instrument_function))
+#define RP_INLINE	static inline __attribute__((always_inline)) RP_NO_INSTR
 
 #define RP_LIKELY(x)	__builtin_expect(!!(x), 1)
 #define RP_UNLIKELY(x)	__builtin_expect(!!(x), 0)
@@ -282,7 +286,7 @@ RP_INLINE uint64_t rp_clock_read(bool tsc)
 }
 
 /** rp_now() - the current time in the ticks events carry (initialises if needed). */
-static inline uint64_t rp_now(void)
+static inline RP_NO_INSTR uint64_t rp_now(void)
 {
 	if (RP_UNLIKELY(rp_clock_source == 0))
 		rp_init();
@@ -292,7 +296,7 @@ static inline uint64_t rp_now(void)
 /**
  * rp_ticks_to_ns() - convert ticks of @c to CLOCK_MONOTONIC nanoseconds.
  */
-static inline uint64_t rp_ticks_to_ns(const struct rp_wire_clock *c, uint64_t ticks)
+static inline RP_NO_INSTR uint64_t rp_ticks_to_ns(const struct rp_wire_clock *c, uint64_t ticks)
 {
 	/* 128-bit product: ticks far from the reference times a 32.32 mult. */
 	__extension__ __int128 d = (__extension__(__int128)(int64_t)(ticks - c->ref_ticks)) *
@@ -305,7 +309,7 @@ static inline uint64_t rp_ticks_to_ns(const struct rp_wire_clock *c, uint64_t ti
  * rp_ticks_len_ns() - a length of @ticks of @c in nanoseconds (a self time, a
  * summary's total: wire.h).
  */
-static inline uint64_t rp_ticks_len_ns(const struct rp_wire_clock *c, uint64_t ticks)
+static inline RP_NO_INSTR uint64_t rp_ticks_len_ns(const struct rp_wire_clock *c, uint64_t ticks)
 {
 	return (uint64_t)(((__extension__(unsigned __int128)ticks) * c->mult) >> c->shift);
 }
@@ -745,7 +749,7 @@ RP_INLINE void rp_scope_leave(struct rp_scope *s)
 	RP_SCOPE(rp_scope_id(&RP_CONCAT(rp_id_, __LINE__), name, category, __FILE__,   \
 			     __LINE__))
 
-static inline uint32_t rp_scope_id(uint32_t *cache, const char *name, const char *category,
+static inline RP_NO_INSTR uint32_t rp_scope_id(uint32_t *cache, const char *name, const char *category,
 				   const char *file, uint32_t line)
 {
 	uint32_t id = __atomic_load_n(cache, __ATOMIC_RELAXED);

@@ -7,7 +7,9 @@
  *
  * (8 calls of a few ns each: tens of millions of calls per second per thread), and
  * every W / S iterations one nat_slow(), which spins about 50 us around 1000
- * nat_leaf() calls: long calls among the short ones. The program counts what it
+ * nat_leaf() calls: long calls among the short ones. Each nat_slow() is inside a
+ * span of the C API ("api", rp_begin/rp_end) and followed by a counter sample: the
+ * records a thread writes beside its hooks' (docs/summaries.md). The program counts what it
  * calls (plain counters, not traced) and prints, at the end, every function's calls
  * ("fn NAME N"), every caller edge ("edge CALLER CALLEE N") and its peak RSS
  * ("rss_kib N"), for the test to compare with the engine's report.
@@ -25,11 +27,14 @@
 #include <sys/resource.h>
 #include <time.h>
 
+#include <ringprof/ringprof.h>
+
 #define NOINL __attribute__((noinline))
 
-enum { F_MAIN, F_WORKER, F_A, F_B, F_C, F_LEAF, F_SLOW, F_N };
+enum { F_MAIN, F_WORKER, F_A, F_B, F_C, F_LEAF, F_SLOW, F_API, F_N };
 static const char *const fname[F_N] = { "main", "nat_worker", "nat_a", "nat_b", "nat_c",
-					 "nat_leaf", "nat_slow" };
+					 "nat_leaf", "nat_slow", "api" };
+static uint32_t api_id, counter_id;
 
 static uint64_t calls[F_N], edges[F_N][F_N]; /* summed from the threads at the end */
 static __thread uint64_t my_calls[F_N], my_edges[F_N][F_N];
@@ -107,8 +112,14 @@ static __attribute__((no_instrument_function)) void run(int self)
 {
 	for (long i = 0; i < iters; i++) {
 		CALL(self, F_A, nat_a((uint64_t)i));
-		if (i % every == every - 1)
-			CALL(self, F_SLOW, nat_slow((uint64_t)i));
+		if (i % every == every - 1) {
+			my_calls[F_API]++;
+			my_edges[self][F_API]++;
+			rp_begin(api_id);
+			CALL(F_API, F_SLOW, nat_slow((uint64_t)i));
+			rp_end(api_id);
+			rp_counter(counter_id, i);
+		}
 	}
 }
 
@@ -144,6 +155,8 @@ int main(int argc, char **argv)
 	det = argc > 3 && strcmp(argv[3], "det") == 0;
 	every = iters / every > 0 ? iters / every : 1;
 	my_calls[F_MAIN]++;
+	api_id = rp_intern("api", "", NULL, 0);
+	counter_id = rp_intern("iteration", "", NULL, 0);
 	if (pthread_create(&th, NULL, nat_worker, NULL) != 0)
 		return 1;
 	run(F_MAIN);
