@@ -7,8 +7,11 @@
  *	plain		-O2, no instrumentation: the baseline
  *	ringprof	-O2 -finstrument-functions, linked with ringprof-auto, run while a
  *			`ringprof run` engine of this benchmark's own session drains it;
- *			one ring large enough for a whole run (RINGPROF_RING_EVENTS), so
- *			the figure is recording's, not a consumer's keeping up
+ *			every call a span (RINGPROF_SUMMARY_NS=0); one ring large enough
+ *			for a whole run (RINGPROF_RING_EVENTS), so the figure is
+ *			recording's, not a consumer's keeping up
+ *	summarized	the same build at ringprof-auto's defaults: calls under 10 us
+ *			folded into summaries at the source (docs/summaries.md)
  *	uftrace		-O2 -pg, run under `uftrace record` (Debian's uftrace; skipped,
  *			figures null, when it is not installed)
  *
@@ -25,6 +28,10 @@
  *	uftrace_vs_ringprof	uftrace_ns_per_call / ringprof_ns_per_call
  *	clock_floor_ns_per_call	two clock reads and two 32-byte stores, timed here:
  *				what stamping an entry and an exit costs any tracer
+ *	summarized_ns_per_call	(summarized time - plain time) / calls
+ *	{ringprof,summarized}_events_per_call	records written into the rings / calls
+ *	{ringprof,summarized}_engine_cpu_ns_per_mcall	the engine's CPU time (its
+ *				process clock, over the run and its drain) per million calls
  *
  * in thread CPU time (the headline) and, under "wall", in CLOCK_MONOTONIC time of
  * the same stretch (the slowdown the program sees, tracers' other threads competing
@@ -56,7 +63,7 @@ struct opts {
 
 struct sample {
 	double cpu_ns, wall_ns;
-	unsigned long long dropped;
+	unsigned long long dropped, sent;
 };
 
 static int cmp_double(const void *a, const void *b)
@@ -81,14 +88,14 @@ static uint64_t fib_calls(int n)
 static int run_one(const char *cmd, struct sample *out)
 {
 	char line[256] = "";
-	unsigned long long ns = 0, wall = 0, dropped = 0;
+	unsigned long long ns = 0, wall = 0, dropped = 0, sent = 0;
 	FILE *p = popen(cmd, "r");
 	bool got = false;
 
 	if (!p)
 		return -errno;
 	while (fgets(line, sizeof(line), p))
-		if (sscanf(line, "%llu %llu %llu", &ns, &wall, &dropped) == 3)
+		if (sscanf(line, "%llu %llu %llu %llu", &ns, &wall, &dropped, &sent) >= 3)
 			got = true;
 	if (pclose(p) != 0 || !got) {
 		fprintf(stderr, "bench_auto: `%s` failed\n", cmd);
@@ -97,6 +104,7 @@ static int run_one(const char *cmd, struct sample *out)
 	out->cpu_ns = (double)ns;
 	out->wall_ns = (double)wall;
 	out->dropped = dropped;
+	out->sent = sent;
 	return 0;
 }
 
@@ -185,14 +193,25 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	return 0;
 }
 
-enum { PLAIN, RP, UF, BUILDS };
+enum { PLAIN, RP, UF, SUM, BUILDS };
 
-static const char *const build_names[BUILDS] = { "plain", "ringprof", "uftrace" };
+static const char *const build_names[BUILDS] = { "plain", "ringprof", "uftrace", "summarized" };
 
 /* Per-call figures of one measure (cpu or wall) from the medians. */
 struct figures {
-	double plain, rp, uf, ratio;
+	double plain, rp, uf, ratio, sum;
 };
+
+/* The engine process's CPU time so far (ns); 0 if it cannot be read. */
+static double engine_cpu(pid_t eng)
+{
+	struct timespec ts;
+	clockid_t c;
+
+	if (clock_getcpuclockid(eng, &c) != 0 || clock_gettime(c, &ts) != 0)
+		return 0;
+	return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
 
 static struct figures per_call(double (*v)[MAX_RUNS], int runs, uint64_t calls, bool uftrace)
 {
@@ -203,14 +222,28 @@ static struct figures per_call(double (*v)[MAX_RUNS], int runs, uint64_t calls, 
 	f.rp = (median(v[RP], runs) - p) / (double)calls;
 	f.uf = uftrace ? (median(v[UF], runs) - p) / (double)calls : 0;
 	f.ratio = f.rp > 0 ? f.uf / f.rp : 0;
+	f.sum = (median(v[SUM], runs) - p) / (double)calls;
 	return f;
 }
 
+/* Records sent and engine CPU, per build (RP, SUM): medians over the runs. */
+struct side {
+	double events_per_call[BUILDS], engine_ns_per_mcall[BUILDS];
+	unsigned long long dropped[BUILDS];
+};
+
 static void print_json(const struct opts *o, uint64_t calls, double floor_ns,
 		       unsigned long long dropped, bool uftrace, const struct figures *c,
-		       const struct figures *w)
+		       const struct figures *w, const struct side *sd)
 {
-	printf("{\"calls\": %llu, \"runs\": %d, \"clock\": \"thread_cpu\", "
+	printf("{\"summarized_ns_per_call\": %.3f, \"summarized_dropped\": %llu, "
+	       "\"ringprof_events_per_call\": %.4f, \"summarized_events_per_call\": %.6f, "
+	       "\"ringprof_engine_cpu_ns_per_mcall\": %.0f, "
+	       "\"summarized_engine_cpu_ns_per_mcall\": %.0f, "
+	       "\"wall_summarized_ns_per_call\": %.3f,\n ",
+	       c->sum, sd->dropped[SUM], sd->events_per_call[RP], sd->events_per_call[SUM],
+	       sd->engine_ns_per_mcall[RP], sd->engine_ns_per_mcall[SUM], w->sum);
+	printf("\"calls\": %llu, \"runs\": %d, \"clock\": \"thread_cpu\", "
 	       "\"plain_ns_per_call\": %.3f, \"ringprof_ns_per_call\": %.3f, "
 	       "\"clock_floor_ns_per_call\": %.3f, \"ringprof_dropped\": %llu, ",
 	       (unsigned long long)calls, o->runs, c->plain, c->rp, floor_ns, dropped);
@@ -230,7 +263,7 @@ static void print_json(const struct opts *o, uint64_t calls, double floor_ns,
 
 static void print_table(const struct opts *o, uint64_t calls, double floor_ns,
 			unsigned long long dropped, bool uftrace, const struct figures *c,
-			const struct figures *w)
+			const struct figures *w, const struct side *sd)
 {
 	printf("bench_auto: %llu calls per run, medians of %d runs; ns per call\n",
 	       (unsigned long long)calls, o->runs);
@@ -245,16 +278,25 @@ static void print_table(const struct opts *o, uint64_t calls, double floor_ns,
 	}
 	printf("%-34s %10.3f %10s\n", "floor: 2 x (clock + 32B store)", floor_ns, "-");
 	printf("ringprof dropped %llu events%s\n", dropped, uftrace ? "" : "; uftrace not installed");
+	printf("%-34s %10.3f %10.3f\n", "summarized, above plain", c->sum, w->sum);
+	printf("%-34s %10s %10s\n", "", "every call", "summarized");
+	printf("%-34s %10.4f %10.6f\n", "records sent per call", sd->events_per_call[RP],
+	       sd->events_per_call[SUM]);
+	printf("%-34s %10.0f %10.0f\n", "engine CPU ns per million calls",
+	       sd->engine_ns_per_mcall[RP], sd->engine_ns_per_mcall[SUM]);
+	printf("summarized dropped %llu events\n", sd->dropped[SUM]);
 }
 
 int main(int argc, char **argv)
 {
-	static double cpu[BUILDS][MAX_RUNS], wall[BUILDS][MAX_RUNS];
+	static double cpu[BUILDS][MAX_RUNS], wall[BUILDS][MAX_RUNS], sent[BUILDS][MAX_RUNS],
+		eng_ns[BUILDS][MAX_RUNS];
+	struct side sd = { 0 };
 	char session[64], dir[] = "/tmp/bench_auto_XXXXXX", cmd[1024], args[96], rm[64];
 	unsigned long long dropped = 0;
 	struct figures c, w;
 	struct opts o;
-	struct sample s = { 0, 0, 0 };
+	struct sample s = { 0, 0, 0, 0 };
 	bool uftrace;
 	pid_t eng;
 	int err = 0;
@@ -290,24 +332,30 @@ int main(int argc, char **argv)
 		for (int b = 0; b < BUILDS && !err; b++) {
 			if (b == PLAIN)
 				snprintf(cmd, sizeof(cmd), "exec %s %s", WORKLOAD_PLAIN, args);
-			else if (b == RP)
+			else if (b == RP || b == SUM)
 				snprintf(cmd, sizeof(cmd),
-					 "RINGPROF_SESSION=%s RINGPROF_RINGS=2 "
+					 "RINGPROF_SESSION=%s RINGPROF_RINGS=2 %s"
 					 "RINGPROF_RING_EVENTS=%llu exec %s %s",
-					 session, (unsigned long long)ring, WORKLOAD_RP, args);
+					 session, b == RP ? "RINGPROF_SUMMARY_NS=0 " : "",
+					 (unsigned long long)ring, WORKLOAD_RP, args);
 			else if (uftrace)
 				snprintf(cmd, sizeof(cmd), "exec uftrace record -d %s/uftrace.data %s %s",
 					 dir, WORKLOAD_PG, args);
 			else
 				continue;
+			double e0 = engine_cpu(eng);
 			if ((err = run_one(cmd, &s)) != 0) {
 				fprintf(stderr, "bench_auto: the %s build failed\n", build_names[b]);
 				break;
 			}
 			cpu[b][r] = s.cpu_ns;
 			wall[b][r] = s.wall_ns;
+			sent[b][r] = (double)s.sent;
+			eng_ns[b][r] = engine_cpu(eng) - e0;
 			if (b == RP)
 				dropped += s.dropped;
+			if (b == SUM)
+				sd.dropped[SUM] += s.dropped;
 		}
 	}
 	kill(eng, SIGTERM);
@@ -319,9 +367,13 @@ int main(int argc, char **argv)
 	c = per_call(cpu, o.runs, calls, uftrace);
 	w = per_call(wall, o.runs, calls, uftrace);
 	double floor_ns = clock_floor_ns(calls);
+	for (int b = RP; b < BUILDS; b += SUM - RP) {
+		sd.events_per_call[b] = median(sent[b], o.runs) / (double)calls;
+		sd.engine_ns_per_mcall[b] = median(eng_ns[b], o.runs) / ((double)calls / 1e6);
+	}
 	if (o.json)
-		print_json(&o, calls, floor_ns, dropped, uftrace, &c, &w);
+		print_json(&o, calls, floor_ns, dropped, uftrace, &c, &w, &sd);
 	else
-		print_table(&o, calls, floor_ns, dropped, uftrace, &c, &w);
+		print_table(&o, calls, floor_ns, dropped, uftrace, &c, &w, &sd);
 	return 0;
 }

@@ -39,6 +39,7 @@
 #include "layout.h"
 #include "ring_ck.h"
 #include "shadow.h"
+#include "summary.h"
 
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23
@@ -79,6 +80,7 @@ static struct {
 					   fallocate at claim time (reserve()); -1 none */
 	bool names_frozen;		/* exit released the name table's free pages */
 	struct rp_clock_cfg clock;
+	uint64_t summary_ns;		/* RINGPROF_SUMMARY_NS (docs/summaries.md) */
 	uint32_t exit_wait_ms;
 	uint32_t keep_max;		/* RINGPROF_KEEP_MAX: kept segments per session */
 	bool keep;
@@ -175,6 +177,7 @@ static bool read_config(struct rp_layout_cfg *cfg, char *session)
 	s = getenv("RINGPROF_CLOCK");
 	proc.clock.want_tsc = !(s != NULL && strcmp(s, "monotonic") == 0);
 	proc.clock.calib_us = (uint32_t)env_u64("RINGPROF_CALIBRATE_US", 2000, 100, 1000000);
+	proc.summary_ns = env_u64("RINGPROF_SUMMARY_NS", rp_summary_default_ns, 0, UINT32_MAX);
 	return true;
 }
 
@@ -416,6 +419,8 @@ static int create_segment(void)
 	}
 	if (rp_shadow_alloc(cfg.ring_count) != 0)
 		say("no memory for the span shadows; nesting does not heal after longjmp");
+	if (rp_sum_alloc(cfg.ring_count, proc.summary_ns, &proc.clk) != 0)
+		say("no memory for summaries (RINGPROF_SUMMARY_NS); every call is a span");
 	if ((err = create_shm(session, &fd)) != 0)
 		return err;
 	err = map_segment(fd, &proc.lay, &h);
@@ -656,6 +661,7 @@ static void setup_thread(struct rp_thread *t, struct rp_wire_header *h, int idx,
 		(size_t)proc.lay.ring_capacity * sizeof(struct rp_event) + 4096,
 		MADV_POPULATE_WRITE);
 	rp_shadow_attach(t, (uint32_t)idx);
+	rp_sum_attach(t, (uint32_t)idx, &proc.clk);
 	t->slots = slots;
 	pthread_setspecific(proc.key, t);
 }
@@ -802,6 +808,7 @@ static void retire_thread(void *arg)
 	/* A signal handler recording meanwhile is counted, not run (ringprof.h). */
 	__atomic_store_n(&t->busy, rp_stack_pointer(), __ATOMIC_RELAXED);
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	rp_sum_exit(t); /* what it folded, before the ring goes */
 	/* A reader closing this thread's stack must know whether its last records
 	 * were lost (then the open spans are, rather than cut at exit). */
 	__atomic_store_n(&t->ring->lost_at_retire, t->lost ? 1u : 0u, __ATOMIC_RELAXED);
@@ -1003,6 +1010,19 @@ static void cap_kept(const char *session)
 	free(k);
 }
 
+/* The exiting thread's summaries are written (the others' are at their exit). */
+static void exit_summaries(void)
+{
+	struct rp_thread *t = &rp_thread_state;
+
+	if (t->sum == NULL || t->ring == NULL || !rp_enter(t))
+		return;
+	rp_sum_flush_all(t, rp_clock_read(t->tsc));
+	rp_leave(t);
+}
+
+uint64_t rp_summary_default_ns;
+
 void rp_shutdown(void)
 {
 	struct rp_wire_header *h;
@@ -1019,6 +1039,7 @@ void rp_shutdown(void)
 	}
 	proc.shut = true;
 	pthread_mutex_unlock(&proc.lock);
+	exit_summaries();
 	h->exit_ticks = rp_clock_read(rp_clock_source == RP_CLOCK_TSC);
 	/* Release: everything recorded so far before the state says exited. */
 	__atomic_store_n(&h->state, RP_SEG_EXITED, __ATOMIC_RELEASE);

@@ -98,6 +98,9 @@ size_t rp_engine_memory_bound(const struct rp_engine_cfg *cfg)
 	b += (size_t)cfg->max_tracks * (sizeof(struct rp_track) + 4 + CHUNK_OVERHEAD +
 					(size_t)cfg->max_depth * sizeof(struct rp_frame)) +
 	     slots_for(cfg->max_tracks) * 4 + (size_t)cfg->max_depth * sizeof(struct rp_frame);
+	/* a thread track's summaries being read (stacks.h: one path of max_depth) */
+	b += (size_t)cfg->max_tracks * (sizeof(struct rp_sum_in) + CHUNK_OVERHEAD +
+					(size_t)cfg->max_depth * sizeof(((struct rp_sum_in *)0)->path[0]));
 	/* sources: rows and their names (segment names are < 96 bytes) */
 	b += ((size_t)cfg->max_sources + 1) * (sizeof(struct rp_source) + 96 + CHUNK_OVERHEAD);
 	b += rp_analyses_memory_bound(&a) + rp_windows_memory_bound(&a.win);
@@ -426,7 +429,12 @@ static inline __attribute__((always_inline)) void span_end(struct rp_engine *e,
 		realign(e, s, tr, ev, ev->depth + 1u);
 	if (kind == RP_TRACK_ASYNC)
 		async_touch(e, &e->tracks.t[tr], ev->ts);
+	if (kind == RP_TRACK_THREAD && (ev->flags & RP_SPAN_SELF)) { /* docs/summaries.md */
+		e->tracks.end_self = ev->arg;
+		e->tracks.end_self_set = true;
+	}
 	rp_track_end(&e->tracks, tr, ev->name, ev->ts, ev->arg, &s->counts);
+	e->tracks.end_self_set = false;
 	if (kind == RP_TRACK_THREAD) /* links of frames closed abnormally are stale */
 		rp_device_track_end(e->dev, tr, e->tracks.t[tr].depth);
 }
@@ -467,6 +475,18 @@ __attribute__((noinline)) static void counter_event(struct rp_engine *e, struct 
 		s->counts.anomalies[RP_ANOM_COUNTER_CAP]++;
 }
 
+/* A producer's summary of short calls, or its data (docs/summaries.md). */
+__attribute__((noinline)) static void summary_event(struct rp_engine *e, struct rp_source *s,
+						    uint32_t src, uint64_t thread,
+						    const struct rp_event *ev, uint32_t *hint)
+{
+	uint32_t tr = rp_tracks_get_at(&e->tracks, hint, src, RP_TRACK_THREAD, thread,
+				       &s->counts);
+
+	if (tr != RP_NONE && !rp_track_summary(&e->tracks, tr, ev, &s->counts))
+		s->counts.anomalies[RP_ANOM_BAD_EVENT]++; /* no memory for it */
+}
+
 /* Every path ends in a call in tail position, so the hot path needs no frame. */
 static inline void dispatch(struct rp_engine *e, struct rp_source *s, uint32_t src,
 			    uint64_t thread, const struct rp_event *ev, uint32_t *hint)
@@ -495,6 +515,10 @@ static inline void dispatch(struct rp_engine *e, struct rp_source *s, uint32_t s
 		break;
 	case RP_EV_LINK:
 		device_link(e, s, src, thread, ev);
+		break;
+	case RP_EV_SUMMARY:
+	case RP_EV_SUMMARY_DATA:
+		summary_event(e, s, src, thread, ev, hint);
 		break;
 	case RP_EV_INSTANT:
 		break; /* counted */
@@ -689,6 +713,27 @@ static uint32_t *name_map(const struct rp_engine *e, uint32_t *n_out)
 	return map;
 }
 
+/*
+ * A function some of whose calls came in producers' summaries (docs/summaries.md):
+ * its sketch holds its long calls only, so its percentiles would describe them, not
+ * its calls: none are shown (0, as past the sketch cap), until summaries carry
+ * histograms.
+ */
+static void no_summarized_quantiles(const struct rp_engine *e, const uint32_t *map,
+				    struct rp_report *r)
+{
+	for (uint32_t i = 0; i < e->names.n; i++) {
+		struct rp_report_fn *o;
+
+		if (map[i] == RP_NONE || e->stats.fn[i].summarized == 0)
+			continue;
+		o = &r->fns[map[i]];
+		o->p50_ns = o->p90_ns = o->p95_ns = o->p99_ns = 0;
+		rp_report_sketch_free(&o->dur);
+		memset(&o->dur, 0, sizeof(o->dur));
+	}
+}
+
 static int copy_fns(const struct rp_engine *e, const uint32_t *map, struct rp_report *r)
 {
 	for (uint32_t i = 0; i < e->names.n; i++) {
@@ -880,6 +925,7 @@ int rp_engine_report_at(const struct rp_engine *e, uint64_t now_ns, struct rp_re
 		goto out;
 	if ((err = export_report(e, map, r)) != 0)
 		goto out;
+	no_summarized_quantiles(e, map, r);
 	copy_graph(e, map, r);
 	expiry_report(e, r);
 	r->offcpu = e->offcpu;

@@ -53,8 +53,10 @@ int rp_tracks_init(struct rp_tracks *ts, uint32_t max_tracks, uint32_t max_depth
 
 void rp_tracks_free(struct rp_tracks *ts)
 {
-	for (uint32_t i = 0; ts->t != NULL && i < ts->n; i++)
+	for (uint32_t i = 0; ts->t != NULL && i < ts->n; i++) {
 		free(ts->t[i].f);
+		free(ts->t[i].sum);
+	}
 	free(ts->t);
 	free(ts->free_slots);
 	free(ts->index);
@@ -99,6 +101,8 @@ uint32_t rp_tracks_get_slow(struct rp_tracks *ts, uint32_t src, uint8_t kind, ui
 	ts->t[slot].depth = 0;
 	ts->t[slot].skipped = 0;
 	ts->t[slot].tree = 0;
+	if (ts->t[slot].sum != NULL) /* a reused slot: no summary of its old track */
+		ts->t[slot].sum->want = ts->t[slot].sum->n = 0;
 	ts->index[i] = slot;
 	ts->live++;
 	return ts->last = slot;
@@ -175,7 +179,8 @@ void rp_track_begin(struct rp_tracks *ts, uint32_t tr, uint32_t name, uint64_t t
  * into rp_track_end()'s common case; pop() is the out-of-line copy for the rest. */
 static inline __attribute__((always_inline)) void pop_inline(struct rp_tracks *ts,
 							     struct rp_track *k, uint64_t t,
-							     struct rp_counts *c, bool normal)
+							     struct rp_counts *c, bool normal,
+							     const uint64_t *self)
 {
 	struct rp_frame *f = &k->f[--k->depth];
 	uint64_t dur = t > f->start ? t - f->start : 0;
@@ -187,6 +192,11 @@ static inline __attribute__((always_inline)) void pop_inline(struct rp_tracks *t
 		.self_ns = dur - (f->child_ns < dur ? f->child_ns : dur),
 		.primitive = true,
 	};
+
+	if (self != NULL) { /* measured by the producer: summarized children too */
+		call.self_ns = *self < dur ? *self : dur;
+		f->child_ns = dur - call.self_ns;
+	}
 
 	for (uint32_t i = 0; i < k->depth && call.primitive; i++)
 		call.primitive = k->f[i].name != f->name;
@@ -219,7 +229,7 @@ static void pop(struct rp_tracks *ts, struct rp_track *k, uint64_t t, struct rp_
 		k->depth--;
 		return;
 	}
-	pop_inline(ts, k, t, c, normal);
+	pop_inline(ts, k, t, c, normal, NULL);
 }
 
 /* Frame i becomes lost (counted once); it and its CCT node are "[lost]" now. */
@@ -353,10 +363,116 @@ void rp_track_end(struct rp_tracks *ts, uint32_t tr, uint32_t name, uint64_t t, 
 			c->truncated += !k->f[k->depth - 1].lost;
 			pop(ts, k, t, c, false);
 		}
-		pop_inline(ts, k, t, c, normal);
+		pop_inline(ts, k, t, c, normal, ts->end_self_set ? &ts->end_self : NULL);
 	}
+	ts->end_self_set = false;
 	if (k->kind == RP_TRACK_ASYNC && k->depth == 0 && k->skipped == 0)
 		release(ts, tr);
+}
+
+/* ---- summaries (docs/summaries.md) ---- */
+
+static struct rp_sum_in *sum_in(struct rp_tracks *ts, struct rp_track *k)
+{
+	if (k->sum == NULL) {
+		k->sum = calloc(1, sizeof(*k->sum) + (size_t)ts->max_depth * sizeof(k->sum->path[0]));
+		if (k->sum == NULL)
+			return NULL;
+	}
+	return k->sum;
+}
+
+/* The summary in s->cur has all its data: its calls go in. False: malformed. */
+static bool sum_apply(struct rp_tracks *ts, struct rp_track *k, struct rp_sum_in *s,
+		      struct rp_counts *c)
+{
+	const struct rp_event *ev = &s->cur;
+	uint32_t lv = (uint32_t)ev->track, root = ev->depth, parent, caller;
+	struct rp_sum_call call = { .name = ev->name, .calls = ev->arg, .total_ns = s->total,
+				    .self_ns = s->self, .min_ns = s->min, .max_ns = s->max,
+				    .primitive = true };
+	bool folded;
+
+	if (s->seen != (1u << RP_SUMDATA_TIMES | 1u << RP_SUMDATA_RANGE) ||
+	    s->self > s->total || (call.calls > 0 && s->min > s->max) ||
+	    (call.calls == 0 && s->total != 0) || s->max > s->total || lv >= ts->max_depth)
+		return false;
+	if (lv == 0) {
+		s->n = 0;
+		if (root == RP_SUMMARY_TOP) {
+			parent = 0;
+			caller = RP_NONE;
+		} else if (root < k->depth && !k->f[root].lost) {
+			parent = k->f[root].node;
+			caller = k->f[root].name;
+		} else {
+			return false;
+		}
+		s->root = root;
+	} else if (lv <= s->n && root == s->root) {
+		parent = s->path[lv - 1].node;
+		caller = s->path[lv - 1].name;
+	} else {
+		return false;
+	}
+	if (root != RP_SUMMARY_TOP)
+		for (uint32_t i = 0; i <= root && call.primitive; i++)
+			call.primitive = k->f[i].name != call.name;
+	for (uint32_t i = 0; i < lv && call.primitive; i++)
+		call.primitive = s->path[i].name != call.name;
+	call.caller = caller;
+	call.node = rp_stats_child(ts->stats, parent, call.name, &folded);
+	if (folded)
+		c->anomalies[RP_ANOM_CCT_CAP]++;
+	s->path[lv].node = call.node;
+	s->path[lv].name = call.name;
+	s->n = lv + 1;
+	if (!rp_stats_add_sum(ts->stats, &call))
+		c->anomalies[RP_ANOM_CCT_CAP]++;
+	return true;
+}
+
+bool rp_track_summary(struct rp_tracks *ts, uint32_t tr, const struct rp_event *ev,
+		      struct rp_counts *c)
+{
+	struct rp_track *k = &ts->t[tr];
+	struct rp_sum_in *s = sum_in(ts, k);
+
+	if (s == NULL)
+		return false;
+	if (ev->kind == RP_EV_SUMMARY) {
+		if (s->want > 0) /* the last one's data never came */
+			c->anomalies[RP_ANOM_BAD_EVENT]++;
+		s->cur = *ev;
+		s->want = ev->flags & RP_SUMMARY_DATA_MASK;
+		s->got = s->seen = 0;
+		if (s->want == 0) { /* a summary with no figures */
+			c->anomalies[RP_ANOM_BAD_EVENT]++;
+			s->n = 0;
+		}
+		return true;
+	}
+	if (s->want == 0) {
+		c->anomalies[RP_ANOM_BAD_EVENT]++;
+		return true;
+	}
+	if (ev->flags == RP_SUMDATA_TIMES) {
+		s->total = ev->track;
+		s->self = ev->arg;
+	} else if (ev->flags == RP_SUMDATA_RANGE) {
+		s->min = ev->track;
+		s->max = ev->arg;
+	} /* others: later additions, skipped */
+	if (ev->flags < 32)
+		s->seen |= 1u << ev->flags;
+	if (++s->got < s->want)
+		return true;
+	s->want = 0;
+	if (!sum_apply(ts, k, s, c)) {
+		c->anomalies[RP_ANOM_BAD_EVENT]++;
+		s->n = 0; /* what hangs from it is malformed too */
+	}
+	return true;
 }
 
 /* ---- tree tracks ---- */

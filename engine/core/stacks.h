@@ -45,6 +45,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <ringprof/wire.h>
+
 #include "report.h"
 #include "stats.h"
 
@@ -88,6 +90,19 @@ struct rp_span_info {
 	bool primitive;		/* the name was not open below it on its track */
 };
 
+/* A thread track's summaries being read (stacks.c, rp_track_summary): the record
+ * awaiting its data, and the path of the tree being written (wire.h: depth first). */
+struct rp_sum_in {
+	struct rp_event cur;	/* the SUMMARY whose data records are awaited */
+	uint64_t total, self, min, max;
+	uint32_t want, got;	/* data records it announced, and read so far */
+	uint32_t seen;		/* kinds of data read (1 << enum rp_summary_data) */
+	uint32_t n, root;	/* the path's length and the level it hangs from */
+	struct {
+		uint32_t node, name;
+	} path[];		/* max_depth */
+};
+
 struct rp_track {
 	uint64_t id;
 	uint32_t src;
@@ -99,6 +114,7 @@ struct rp_track {
 	/* Async tracks (the engine keeps them, engine.c): the time of the first BEGIN
 	 * since the track was made, and of its newest record. */
 	uint64_t born, last;
+	struct rp_sum_in *sum;	/* thread tracks with summaries; NULL until one */
 };
 
 struct rp_tracks {
@@ -118,6 +134,10 @@ struct rp_tracks {
 	 * none. */
 	void *hook_ctx;
 	uint32_t lost_name;	/* the name of lost frames ("[lost]"); RP_NONE: none */
+	/* The self time the next rp_track_end() gives the span its END closes (an END
+	 * with RP_SPAN_SELF: the producer measured it, summarized children and all). */
+	uint64_t end_self;
+	bool end_self_set;
 };
 
 /*
@@ -240,6 +260,19 @@ void rp_track_cut(struct rp_tracks *ts, uint32_t tr, uint32_t want, uint64_t t,
  * it too).
  */
 bool rp_track_offcpu(struct rp_tracks *ts, uint32_t tr, uint64_t ns);
+
+/**
+ * rp_track_summary() - a thread's RP_EV_SUMMARY or RP_EV_SUMMARY_DATA record (wire.h,
+ * docs/summaries.md): once a summary has its data, its calls are added under the
+ * open frame at its root level (or the summary of the level above it in the same
+ * tree): the CCT node, the function's row and the caller edge, primitive when its
+ * name is open neither below it on the track nor among its ancestors. Anything
+ * malformed (a data record with no summary, a summary whose data never came, a root
+ * level not open, a level with no parent, inconsistent figures) is counted as
+ * RP_ANOM_BAD_EVENT and leaves the statistics alone. @return false: out of memory.
+ */
+bool rp_track_summary(struct rp_tracks *ts, uint32_t tr, const struct rp_event *ev,
+		      struct rp_counts *c);
 
 /**
  * rp_track_close() - close every open frame at time @t and free the track.

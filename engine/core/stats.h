@@ -22,6 +22,8 @@ struct rp_fn_stats {
 	 * descheduled thread (in self_ns too), and inside its primitive calls
 	 * (children's included; in cum_ns too). */
 	uint64_t offcpu_ns, offcpu_cum_ns;
+	uint64_t summarized;	/* its calls that came in producers' summaries (in the
+				   figures, not in its latency sketch) */
 };
 
 struct rp_edge_stats {
@@ -143,6 +145,52 @@ static inline bool rp_stats_add(struct rp_stats *s, const struct rp_call *c)
 	if (c->primitive) {
 		e->primitive_calls++;
 		e->cum_ns += c->dur_ns;
+	}
+	return true;
+}
+
+/* Calls a producer summarized (docs/summaries.md): @calls of one name in one
+ * context, with their summed total and self times and the shortest and longest. */
+struct rp_sum_call {
+	uint32_t name, caller, node;	/* as in struct rp_call */
+	uint64_t calls, total_ns, self_ns, min_ns, max_ns;
+	bool primitive;
+};
+
+/* A summary, added as its calls one by one would be; false if its edge hit the cap. */
+static inline bool rp_stats_add_sum(struct rp_stats *s, const struct rp_sum_call *c)
+{
+	struct rp_fn_stats *f = &s->fn[c->name];
+	struct rp_cct_node *n = &s->nodes[c->node];
+	struct rp_edge_stats *e;
+
+	if (c->calls == 0)
+		return true;
+	if (f->calls == 0 || c->min_ns < f->min_ns)
+		f->min_ns = c->min_ns;
+	if (c->max_ns > f->max_ns)
+		f->max_ns = c->max_ns;
+	f->calls += c->calls;
+	f->summarized += c->calls;
+	f->self_ns += c->self_ns;
+	f->total_ns += c->total_ns;
+	n->calls += c->calls;
+	n->self_ns += c->self_ns;
+	n->total_ns += c->total_ns;
+	if (c->primitive) {
+		f->primitive_calls += c->calls;
+		f->cum_ns += c->total_ns;
+	}
+	if (c->caller == RP_NONE)
+		return true;
+	e = rp_stats_edge_get(s, c->caller, c->name);
+	if (e == NULL)
+		return false;
+	e->calls += c->calls;
+	e->self_ns += c->self_ns;
+	if (c->primitive) {
+		e->primitive_calls += c->calls;
+		e->cum_ns += c->total_ns;
 	}
 	return true;
 }

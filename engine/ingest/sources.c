@@ -78,6 +78,7 @@ struct rp_live {
 	uint64_t dropped_seen;	/* producer drops as of the last drop report */
 	uint64_t dropped_said;	/* ... and as of the last line about them */
 	uint64_t dropped_eng;	/* ... as of the last rp_engine_source_dropped() */
+	uint64_t sum_raised_said; /* summary thresholds raised, as last said */
 	bool marks;		/* wire 1.2: owner marks (RP_EV_THREAD) give the generation
 				   of the records after them */
 	bool dead;		/* the process went without marking its segment EXITED */
@@ -723,6 +724,15 @@ static inline void take(struct rp_live *l, struct rp_rbuf *b, const struct rp_ev
 {
 	d->ev = *src;
 	d->ev.ts = rp_ticks_to_ns(&l->seg->v.clock, d->ev.ts);
+	/* Lengths in ticks (1.2, docs/summaries.md): a producer-measured self time and
+	 * a summary's figures. */
+	if (__builtin_expect(d->ev.kind == RP_EV_END && (d->ev.flags & RP_SPAN_SELF), 0)) {
+		d->ev.arg = rp_ticks_len_ns(&l->seg->v.clock, d->ev.arg);
+	} else if (__builtin_expect(d->ev.kind == RP_EV_SUMMARY_DATA, 0) &&
+		   (d->ev.flags == RP_SUMDATA_TIMES || d->ev.flags == RP_SUMDATA_RANGE)) {
+		d->ev.track = rp_ticks_len_ns(&l->seg->v.clock, d->ev.track);
+		d->ev.arg = rp_ticks_len_ns(&l->seg->v.clock, d->ev.arg);
+	}
 	if (__builtin_expect(d->ev.kind == RP_EV_THREAD, 0) && l->marks)
 		b->cur = (uint32_t)d->ev.track; /* the mark and what follows: the new owner's */
 	d->gen = b->cur;
@@ -1365,6 +1375,63 @@ static void notice_drops(struct rp_sources *ss)
 }
 
 /*
+ * Summaries (docs/summaries.md): a producer thread inside a call whose BEGIN it has
+ * not written yet (it may still fold) publishes that call's start (pending_ticks,
+ * producer-written, untrusted). Its BEGIN will come with that time, behind records
+ * of other rings the merge may have passed: the watermark waits for it, for at most
+ * RP_SOURCES_PENDING_HOLD_NS (a thread blocked inside a short-looking call would hold
+ * every other one back; past that its records come late, and are counted so).
+ */
+#define RP_SOURCES_PENDING_HOLD_NS (UINT64_C(1000) * 1000 * 1000)
+
+static uint64_t pending_floor(struct rp_sources *ss, uint64_t watermark)
+{
+	if (watermark == UINT64_MAX)
+		return watermark; /* a final drain: everything */
+	for (uint32_t i = 0; i < ss->n_live; i++) {
+		struct rp_live *l = ss->live[i];
+
+		for (uint32_t r = 0; r < l->seg->v.ring_count; r++) {
+			const struct rp_wire_ring *d = wring(l, r);
+			uint64_t p = __atomic_load_n(&d->pending_ticks, __ATOMIC_RELAXED), ns;
+
+			if (p == 0 || __atomic_load_n(&d->state, __ATOMIC_RELAXED) != RP_RING_ACTIVE)
+				continue;
+			ns = rp_ticks_to_ns(&l->seg->v.clock, p);
+			if (ns < watermark && watermark - ns <= RP_SOURCES_PENDING_HOLD_NS)
+				watermark = ns;
+		}
+	}
+	return watermark;
+}
+
+/* A producer that raised its threshold for a full ring says so once per raise. */
+static void notice_summaries(struct rp_sources *ss)
+{
+	for (uint32_t i = 0; i < ss->n_live; i++) {
+		struct rp_live *l = ss->live[i];
+		uint64_t raised = 0;
+		uint32_t top = 0, threads = 0;
+
+		for (uint32_t r = 0; r < l->seg->v.ring_count; r++) {
+			const struct rp_wire_ring *d = wring(l, r);
+			uint32_t n = __atomic_load_n(&d->summary_raised, __ATOMIC_RELAXED);
+			uint32_t t = __atomic_load_n(&d->summary_ns, __ATOMIC_RELAXED);
+
+			raised += n;
+			threads += n > 0;
+			top = n > 0 && t > top ? t : top;
+		}
+		if (raised > l->sum_raised_said) {
+			say(ss, "%s: summary threshold raised to %u ns on %u threads (rings more "
+				"than half full at a flush; RINGPROF_SUMMARY_NS, RINGPROF_RING_EVENTS)",
+			    l->seg->name, top, threads);
+			l->sum_raised_said = raised;
+		}
+	}
+}
+
+/*
  * Copy, then merge a slice, and again until nothing is due: the rings are emptied
  * every RP_SOURCES_SLICE records processed, so a long backlog in the analysis never
  * keeps a producer's ring waiting. A full buffer that left records in a ring makes
@@ -1377,6 +1444,8 @@ uint64_t rp_sources_drain(struct rp_sources *ss, uint64_t watermark)
 	unsigned slices = 0;
 
 	notice_drops(ss);
+	notice_summaries(ss);
+	watermark = pending_floor(ss, watermark);
 	do {
 		/* At most 64 slices a call (but everything for a final drain): an engine
 		 * slower than its producers still returns to its loop and is called again. */

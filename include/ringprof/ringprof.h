@@ -54,8 +54,12 @@ extern "C" {
 #endif
 
 /* The fast path: inlined whatever the compiler's size heuristics say, so that the
- * constant arguments of each call site fold (and a scope's cleanup is no call). */
-#define RP_INLINE	static inline __attribute__((always_inline))
+ * constant arguments of each call site fold (and a scope's cleanup is no call).
+ * Never instrumented: code built with -finstrument-functions (ringprof-auto) gets
+ * hook calls for the functions inlined into it too, and a hook called from inside a
+ * recording call is refused (counted as reentrant). */
+#define RP_NO_INSTR	__attribute__((no_instrument_function))
+#define RP_INLINE	static inline __attribute__((always_inline)) RP_NO_INSTR
 
 #define RP_LIKELY(x)	__builtin_expect(!!(x), 1)
 #define RP_UNLIKELY(x)	__builtin_expect(!!(x), 0)
@@ -90,6 +94,10 @@ struct rp_thread {
 	uintptr_t busy;			/* inside a recording call (its stack pointer;
 					   0: not): a signal handler that records now
 					   is counted (reentrant), not run */
+	/* Summaries of short calls (docs/summaries.md); NULL: off for this thread. */
+	struct rp_sum *sum;		/* its ring's slice of private memory */
+	uint16_t spend;			/* levels below are written; from here up to
+					   min(depth, scap) their BEGINs are pending */
 };
 
 /*
@@ -109,6 +117,47 @@ struct rp_shadow {
 #define RP_SHADOW		128u
 #define RP_SHADOW_UNKNOWN	UINT32_MAX
 
+/*
+ * Summaries (docs/summaries.md). A level's summary state, beside its shadow: when it
+ * opened, its completed children's time, and its node in the thread's summary table
+ * (where its call folds if short; its children's nodes hang from it).
+ */
+struct rp_sum_level {
+	uint64_t start;			/* ticks */
+	uint64_t child;			/* ticks of completed children, summarized or not */
+	uint32_t node;			/* RP_SUM_NONE: not looked up yet */
+	uint32_t noself;		/* its start is not its BEGIN's (a level
+					   opened before the thread had its ring) */
+};
+
+/* A node: the calls of one name in one calling context since the last flush. */
+struct rp_sum_node {
+	uint64_t count, total, self, min, max;	/* ticks */
+	uint32_t name;
+	uint32_t parent;		/* node index; RP_SUM_NONE: a root anchor */
+	uint32_t kid, sib;		/* first child, next sibling; RP_SUM_NONE */
+	uint32_t pad;
+	uint16_t level;			/* root anchor: the open level it stands for */
+	uint8_t dead;			/* written or discarded: not in the table */
+	uint8_t mark;			/* in the subtree being flushed */
+};
+
+#define RP_SUM_NONE		UINT32_MAX
+#define RP_SUM_NODES		1024u	/* nodes per thread (docs/summaries.md) */
+
+/* A thread's summary state; private memory, one per ring (producers/summary.c). */
+struct rp_sum {
+	uint64_t thr;			/* the threshold, ticks: shorter calls fold */
+	uint64_t next_flush;		/* ticks: a fold at or after it flushes all */
+	struct rp_sum_level lv[RP_SHADOW];
+	uint64_t period;		/* ticks between periodic flushes */
+	uint64_t thr_max;		/* the cap of the threshold's doubling, ticks */
+	uint64_t thr_ns;		/* thr in ns, as published */
+	uint32_t used;			/* nodes allocated (bump; dead ones inside) */
+	uint32_t top;			/* root anchor of the track's root; RP_SUM_NONE */
+	struct rp_sum_node node[RP_SUM_NODES];
+};
+
 /* A producer wakes a sleeping consumer when its ring is this fraction full (1/8):
  * early enough that the rest of the ring covers the consumer's wake-up latency
  * (docs/live.md, the sizing rule). */
@@ -117,6 +166,10 @@ struct rp_shadow {
 RP_API extern __thread struct rp_thread rp_thread_state
 	__attribute__((tls_model("initial-exec")));
 
+/* RINGPROF_SUMMARY_NS when the environment has none: 0 (summaries off) unless a
+ * front end set it before the library starts (ringprof-auto: docs/summaries.md). */
+RP_API extern uint64_t rp_summary_default_ns;
+
 /* Out-of-line slow paths used by the inline functions below. */
 RP_API bool rp_thread_attach(struct rp_thread *t);
 RP_API bool rp_ring_refresh(struct rp_thread *t);
@@ -124,6 +177,14 @@ RP_API void rp_doorbell_check(struct rp_thread *t);
 RP_API bool rp_reentrant(struct rp_thread *t, uintptr_t sp);
 RP_API void rp_heal_frame(struct rp_thread *t, uintptr_t probe, uint32_t obj);
 RP_API uint16_t rp_heal_name(struct rp_thread *t, uint32_t name);
+RP_API void rp_sum_record(struct rp_thread *t, struct rp_event *e, bool now, uint64_t ts,
+			  uint8_t kind, uint8_t flags, uint32_t name, uint64_t track,
+			  uint64_t arg, int heal, uintptr_t frame, uintptr_t probe, uint32_t obj);
+RP_API uint32_t rp_sum_resolve(struct rp_thread *t, uint16_t d);
+RP_API void rp_sum_begin_slow(struct rp_thread *t, uint32_t name, uintptr_t frame,
+			      uint32_t obj);
+RP_API void rp_sum_end_slow(struct rp_thread *t, uint32_t name, uintptr_t probe, uint64_t now);
+RP_API void rp_sum_flush_all(struct rp_thread *t, uint64_t now);
 
 /**
  * rp_init() - create this process's segment now rather than on the first event.
@@ -225,7 +286,7 @@ RP_INLINE uint64_t rp_clock_read(bool tsc)
 }
 
 /** rp_now() - the current time in the ticks events carry (initialises if needed). */
-static inline uint64_t rp_now(void)
+static inline RP_NO_INSTR uint64_t rp_now(void)
 {
 	if (RP_UNLIKELY(rp_clock_source == 0))
 		rp_init();
@@ -235,13 +296,22 @@ static inline uint64_t rp_now(void)
 /**
  * rp_ticks_to_ns() - convert ticks of @c to CLOCK_MONOTONIC nanoseconds.
  */
-static inline uint64_t rp_ticks_to_ns(const struct rp_wire_clock *c, uint64_t ticks)
+static inline RP_NO_INSTR uint64_t rp_ticks_to_ns(const struct rp_wire_clock *c, uint64_t ticks)
 {
 	/* 128-bit product: ticks far from the reference times a 32.32 mult. */
 	__extension__ __int128 d = (__extension__(__int128)(int64_t)(ticks - c->ref_ticks)) *
 				   (__extension__(__int128)c->mult);
 
 	return c->ref_ns + (uint64_t)(int64_t)(d >> c->shift);
+}
+
+/**
+ * rp_ticks_len_ns() - a length of @ticks of @c in nanoseconds (a self time, a
+ * summary's total: wire.h).
+ */
+static inline RP_NO_INSTR uint64_t rp_ticks_len_ns(const struct rp_wire_clock *c, uint64_t ticks)
+{
+	return (uint64_t)(((__extension__(unsigned __int128)ticks) * c->mult) >> c->shift);
 }
 
 /*
@@ -424,6 +494,12 @@ rp_emit_full(bool now, uint64_t ts, uint8_t kind, uint8_t flags, uint32_t name, 
 	if (!rp_enter(t))
 		return;
 	e = rp_slot(t); /* first: a thread attaching gets its shadow here */
+	if (RP_UNLIKELY(t->sum != NULL)) { /* pending BEGINs, summaries: summary.c */
+		rp_sum_record(t, e, now, ts, kind, flags, name, track, arg, heal, frame, probe,
+			      obj);
+		rp_leave(t);
+		return;
+	}
 	if (kind == RP_EV_BEGIN || kind == RP_EV_END) {
 		if (heal != RP_HEAL_NONE &&
 		    RP_UNLIKELY(kind == RP_EV_BEGIN ? rp_left_frame(t, probe, obj)
@@ -435,6 +511,90 @@ rp_emit_full(bool now, uint64_t ts, uint8_t kind, uint8_t flags, uint32_t name, 
 	if (RP_LIKELY(e != NULL))
 		rp_record(t, e, now ? rp_clock_read(t->tsc) : ts, kind, flags, name, track, arg,
 			  depth);
+	rp_leave(t);
+}
+
+/*
+ * Summarized spans (docs/summaries.md): the entry points of ringprof-auto's hooks,
+ * with the healing of rp_begin_frame()/rp_end_frame(). A BEGIN writes nothing: it
+ * pushes a level. An END of a level still pending whose call lasted less than the
+ * threshold folds the call into the level's node; anything else (a long call, a
+ * level written already, a node to make, healing, a periodic flush) takes the slow
+ * path in producers/summary.c, which writes the pending BEGINs first. With
+ * summaries off for the thread (t->sum NULL) both are rp_emit_full().
+ */
+RP_INLINE void rp_sum_begin(uint32_t name, uintptr_t frame, uint32_t obj)
+{
+	struct rp_thread *t = &rp_thread_state;
+	struct rp_sum *s = t->sum;
+	uint16_t d;
+
+	if (RP_UNLIKELY(s == NULL)) {
+		rp_emit_full(true, 0, RP_EV_BEGIN, 0, name, 0, 0, RP_HEAL_FRAME, frame, frame,
+			     obj);
+		return;
+	}
+	if (!rp_enter(t))
+		return;
+	d = t->depth;
+	if (RP_LIKELY(d < t->scap && !rp_left_frame(t, frame, obj))) {
+		rp_span_push(t, name, frame, obj);
+		s->lv[d] = (struct rp_sum_level){ .start = rp_clock_read(t->tsc),
+						  .node = RP_SUM_NONE };
+		if (d == t->spend) /* the oldest pending BEGIN: merges wait for it */
+			__atomic_store_n(&t->ring->pending_ticks, s->lv[d].start,
+					 __ATOMIC_RELAXED);
+	} else {
+		rp_sum_begin_slow(t, name, frame, obj);
+	}
+	rp_leave(t);
+}
+
+RP_INLINE void rp_sum_end(uint32_t name, uintptr_t probe)
+{
+	struct rp_thread *t = &rp_thread_state;
+	struct rp_sum *s = t->sum;
+	uint64_t now, dur;
+	uint16_t d;
+
+	if (RP_UNLIKELY(s == NULL)) {
+		/* by name only: see rp_sum_end_slow() */
+		rp_emit_full(true, 0, RP_EV_END, 0, name, 0, 0, RP_HEAL_NONE, 0, probe, 0);
+		return;
+	}
+	if (!rp_enter(t))
+		return;
+	now = rp_clock_read(t->tsc);
+	d = (uint16_t)(t->depth - 1);
+	/* An END of the top level's name closes it, whatever its frame says: gcc calls
+	 * the exit hook by a tail jump, from the function's caller's frame. */
+	if (RP_LIKELY(d < t->scap && d >= t->spend && t->shadow[d].name == name)) {
+		struct rp_sum_level *lv = &s->lv[d];
+		uint32_t n = lv->node;
+
+		dur = now - lv->start;
+		if (RP_LIKELY(dur < s->thr) && now < s->next_flush &&
+		    (n != RP_SUM_NONE || (n = rp_sum_resolve(t, d)) != RP_SUM_NONE)) {
+			struct rp_sum_node *x = &s->node[n];
+
+			x->count++;
+			x->total += dur;
+			x->self += dur - lv->child;
+			if (dur < x->min)
+				x->min = dur;
+			if (dur > x->max)
+				x->max = dur;
+			if (d > 0)
+				s->lv[d - 1].child += dur;
+			if (d == t->spend) /* no BEGIN pending any more */
+				__atomic_store_n(&t->ring->pending_ticks, 0, __ATOMIC_RELAXED);
+			t->ftop = t->shadow[d].below;
+			t->depth = d;
+			rp_leave(t);
+			return;
+		}
+	}
+	rp_sum_end_slow(t, name, probe, now);
 	rp_leave(t);
 }
 
@@ -590,7 +750,7 @@ RP_INLINE void rp_scope_leave(struct rp_scope *s)
 	RP_SCOPE(rp_scope_id(&RP_CONCAT(rp_id_, __LINE__), name, category, __FILE__,   \
 			     __LINE__))
 
-static inline uint32_t rp_scope_id(uint32_t *cache, const char *name, const char *category,
+static inline RP_NO_INSTR uint32_t rp_scope_id(uint32_t *cache, const char *name, const char *category,
 				   const char *file, uint32_t line)
 {
 	uint32_t id = __atomic_load_n(cache, __ATOMIC_RELAXED);

@@ -107,7 +107,28 @@ enum rp_event_kind {
 	 * records after it the new owner's, whatever `gen` the descriptor shows when
 	 * the consumer reads it. flags: RP_THREAD_PREV_LOST. */
 	RP_EV_THREAD = 10,
-	RP_EV_KIND_MAX = 10,
+	/* 1.2: a producer's summary of short calls (docs/summaries.md): one calling
+	 * context's calls folded where they happened. name = the callee; depth = the
+	 * thread's open span its tree hangs from (its stack level), or RP_SUMMARY_TOP:
+	 * the track's root; track = k, its level in that tree: 0 hangs from the span,
+	 * k > 0 from the thread's last SUMMARY of level k - 1 (a tree is written
+	 * depth first); arg = calls; flags = how many RP_EV_SUMMARY_DATA records
+	 * follow it, at once (RP_SUMMARY_DATA_MASK). ts: the flush's time. */
+	RP_EV_SUMMARY = 11,
+	/* 1.2: a SUMMARY's figures; flags = enum rp_summary_data: which. Durations are
+	 * in clock ticks (a reader converts them as lengths: (ticks * mult) >> shift). */
+	RP_EV_SUMMARY_DATA = 12,
+	RP_EV_KIND_MAX = 12,
+};
+
+/* RP_EV_SUMMARY (1.2): flags and depth. */
+#define RP_SUMMARY_DATA_MASK	0x0fu	/* data records that follow */
+#define RP_SUMMARY_TOP		0xffffu	/* depth: hangs from the track's root */
+
+/* RP_EV_SUMMARY_DATA (1.2): flags, the figures the record holds (in track, arg). */
+enum rp_summary_data {
+	RP_SUMDATA_TIMES = 1,	/* track = total ticks, arg = self ticks */
+	RP_SUMDATA_RANGE = 2,	/* track = shortest call, arg = longest, in ticks */
 };
 
 /* rp_event.flags for RP_EV_THREAD: the previous owner lost records after its last
@@ -117,6 +138,11 @@ enum rp_event_kind {
 /* rp_event.flags for RP_EV_END, RP_EV_ASYNC_END and RP_EV_CHILD_END (1.2): the span
  * ended in error (rp_end_error() and friends); counted per name as errors. */
 #define RP_SPAN_ERROR		0x01u
+
+/* rp_event.flags for RP_EV_END (1.2): arg is the span's self time in clock ticks,
+ * which the producer measured (its children's summaries included): a reader uses it
+ * rather than the duration minus the children it saw (docs/summaries.md). */
+#define RP_SPAN_SELF		0x02u
 
 /* rp_event.flags for RP_EV_LINK: which side of the link this record is. */
 #define RP_LINK_LAUNCH	0x01u	/* CPU side: the launch (cudaLaunchKernel, ...) */
@@ -274,14 +300,21 @@ struct rp_wire_ring {
 				   never touch it */
 	uint64_t reentrant;	/* 1.2: records refused because a signal handler made
 				   them while its thread was inside a recording call */
-	uint32_t marks_read;	/* consumer-written (1.2): owner marks (RP_EV_THREAD)
-				   consumers took out of this ring so far, stored
-				   before each c_head store */
-	uint32_t snap_marks;	/* consumer-written (1.2): marks_read as of snap_head:
-				   the restart gap counts records, not marks */
-	uint8_t pad0[RP_WIRE_CACHELINE - 56];
+	/* 1.2, summaries (docs/summaries.md), producer-written: */
+	uint64_t pending_ticks;	/* start of the oldest open span whose BEGIN is not
+				   written yet (a reader's merge must not pass it);
+				   0: none */
+	uint32_t summary_ns;	/* the thread's current summary threshold; 0: off */
+	uint32_t summary_raised; /* times the producer doubled it (a full ring) */
 	struct rp_wire_spsc ring; /* ck_ring_init(&ring, ring_capacity) */
-	uint8_t pad1[4 * RP_WIRE_CACHELINE - RP_WIRE_CACHELINE - sizeof(struct rp_wire_spsc)];
+	/* 1.2, consumer-written, on the line of the ring's size and mask (read-only
+	 * after init: nobody's hot line): */
+	uint32_t marks_read;	/* owner marks (RP_EV_THREAD) consumers took out of
+				   this ring so far, stored before each c_head store */
+	uint32_t snap_marks;	/* marks_read as of snap_head: the restart gap
+				   counts records, not marks */
+	uint8_t pad1[4 * RP_WIRE_CACHELINE - RP_WIRE_CACHELINE - sizeof(struct rp_wire_spsc) -
+		     8];
 };
 
 /*
@@ -328,7 +361,8 @@ RP_WIRE_ASSERT(offsetof(struct rp_wire_header, doorbell) == 256, "doorbell line 
 RP_WIRE_ASSERT(sizeof(struct rp_wire_header) == 320, "header is 5 cache lines");
 RP_WIRE_ASSERT(offsetof(struct rp_wire_header, nospace_dropped) == 240, "1.2 counters at 240");
 RP_WIRE_ASSERT(offsetof(struct rp_wire_ring, reentrant) == 40, "reentrant at 40");
-RP_WIRE_ASSERT(offsetof(struct rp_wire_ring, marks_read) == 48, "marks_read at 48");
+RP_WIRE_ASSERT(offsetof(struct rp_wire_ring, pending_ticks) == 48, "summary words at 48");
+RP_WIRE_ASSERT(offsetof(struct rp_wire_ring, marks_read) == 200, "consumer marks at 200");
 RP_WIRE_ASSERT(sizeof(struct rp_wire_spsc) <= 3 * RP_WIRE_CACHELINE, "ring fits 3 lines");
 RP_WIRE_ASSERT(offsetof(struct rp_wire_spsc, c_head) == 0, "ring c_head first");
 RP_WIRE_ASSERT(offsetof(struct rp_wire_spsc, p_tail) == RP_WIRE_CACHELINE,

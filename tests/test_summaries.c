@@ -1,0 +1,381 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Summaries at the source (docs/summaries.md), on prog_native: a known call tree at
+ * a native call rate (two threads, tens of millions of calls per second, a few long
+ * calls among them, and C API spans and counters beside the hooks), built with
+ * ringprof-auto, under a live engine (RP_BIN_DIR):
+ *   - at the defaults: nothing dropped, every function's calls and every caller
+ *     edge equal to the counts the program kept itself, percentiles for the long
+ *     calls, the program's peak RSS under 128 MiB;
+ *   - summarized (the default threshold) against unsummarized (RINGPROF_SUMMARY_NS
+ *     =0) runs of the same deterministic program (it supplies the monotonic clock: a
+ *     per-thread counter, so both runs see the same times): calls, primitive calls,
+ *     self, cumulative, shortest and longest times of every function and the calls,
+ *     self and cumulative times of every edge equal to the nanosecond;
+ *   - a ring too small for the threshold: the producer raises it, the engine says so.
+ */
+#include <signal.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <yajl/yajl_tree.h>
+
+#include "support.h"
+
+static char bin[600], progdir[512], tmpdir[256];
+static bool loud; /* the engine's log lines in <tmpdir>/<session>.err */
+static pid_t engine;
+
+#define run(out, ...) rp_test_sh(out, NULL, __VA_ARGS__)
+
+static uint64_t json_u64(yajl_val v, const char *key)
+{
+	const char *path[] = { key, NULL };
+	yajl_val n = yajl_tree_get(v, path, yajl_t_number);
+
+	assert_non_null(n);
+	return (uint64_t)YAJL_GET_INTEGER(n);
+}
+
+static const char *json_str(yajl_val v, const char *key)
+{
+	const char *path[] = { key, NULL };
+	yajl_val s = yajl_tree_get(v, path, yajl_t_string);
+
+	return s ? YAJL_GET_STRING(s) : NULL;
+}
+
+static yajl_val json_arr(yajl_val root, const char *key)
+{
+	const char *path[] = { key, NULL };
+	yajl_val a = yajl_tree_get(root, path, yajl_t_array);
+
+	assert_non_null(a);
+	return a;
+}
+
+/* The function row named @name (one per name in these programs), or NULL. */
+static yajl_val fn_row(yajl_val root, const char *name)
+{
+	yajl_val fns = json_arr(root, "functions");
+
+	for (size_t i = 0; i < YAJL_GET_ARRAY(fns)->len; i++) {
+		yajl_val f = YAJL_GET_ARRAY(fns)->values[i];
+		const char *n = json_str(f, "name");
+		if (n && strcmp(n, name) == 0)
+			return f;
+	}
+	return NULL;
+}
+
+static uint64_t calls(yajl_val root, const char *name)
+{
+	yajl_val f = fn_row(root, name);
+
+	if (!f)
+		print_message("    no function row \"%s\"\n", name);
+	return f ? json_u64(f, "calls") : 0;
+}
+
+static uint64_t edge_calls(yajl_val root, const char *caller, const char *callee)
+{
+	yajl_val es = json_arr(root, "edges");
+	uint64_t n = 0;
+
+	for (size_t i = 0; i < YAJL_GET_ARRAY(es)->len; i++) {
+		yajl_val e = YAJL_GET_ARRAY(es)->values[i];
+		const char *a = json_str(e, "caller"), *b = json_str(e, "callee");
+		if (a && b && strcmp(a, caller) == 0 && strcmp(b, callee) == 0)
+			n += json_u64(e, "calls");
+	}
+	return n;
+}
+
+/* --- the engine --- */
+
+static void start_engine(const char *session)
+{
+	char name[128];
+	struct timespec ms = { 0, 10000000 };
+
+	/* A marker left by an engine killed in an earlier run would pass for ours. */
+	snprintf(name, sizeof(name), "/dev/shm/ringprof.%s.engine", session);
+	unlink(name);
+
+	if (engine > 0) { /* left by a test that failed half-way */
+		kill(engine, SIGKILL);
+		waitpid(engine, NULL, 0);
+	}
+	engine = fork();
+	if (engine == 0) {
+		char dir[300], err[400];
+		snprintf(dir, sizeof(dir), "%s/snaps", tmpdir);
+		snprintf(err, sizeof(err), "%s/%s.err", tmpdir, session);
+		if (freopen(err, "w", stderr) == NULL)
+			_exit(126);
+		execl(bin, "ringprof", "run", "--session", session, "--snapshot-dir", dir,
+		      loud ? "--poll" : "--quiet", (char *)NULL);
+		_exit(127);
+	}
+	assert_true(engine > 0);
+	for (int i = 0; i < 500 && access(name, F_OK) != 0; i++)
+		nanosleep(&ms, NULL);
+	assert_int_equal(access(name, F_OK), 0);
+}
+
+static void stop_engine(void)
+{
+	int st;
+
+	kill(engine, SIGTERM);
+	assert_int_equal(waitpid(engine, &st, 0), engine);
+	engine = 0;
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
+/* Runs @prog_args (from the programs' directory) with @env in session
+ * <RINGPROF_SESSION>_@suffix under a fresh engine, its stdout in *@out; the json
+ * report of a snapshot taken after it exited, which must show nothing dropped. */
+static yajl_val run_program_as(const char *suffix, const char *env, const char *prog_args,
+			       char **out, bool no_drops)
+{
+	char *path, *json, err[256], session[RP_WIRE_SESSION_MAX];
+	const char *base = getenv("RINGPROF_SESSION");
+	yajl_val root, srcs;
+
+	snprintf(session, sizeof(session), "%s_%s", base ? base : "t_sum", suffix);
+	assert_true(rp_wire_session_valid(session));
+
+	start_engine(session);
+	assert_int_equal(run(out, "RINGPROF_SESSION=%s %s %s/%s", session, env, progdir,
+			     prog_args), 0);
+	assert_int_equal(run(&path, "%s snapshot --session %s", bin, session), 0);
+	path[strcspn(path, "\n")] = '\0';
+	assert_int_equal(run(&json, "%s report %s --format json", bin, path), 0);
+	stop_engine();
+	root = yajl_tree_parse(json, err, sizeof(err));
+	assert_non_null(root);
+	srcs = json_arr(root, "sources");
+	for (size_t i = 0; i < YAJL_GET_ARRAY(srcs)->len && no_drops; i++)
+		assert_int_equal(json_u64(YAJL_GET_ARRAY(srcs)->values[i], "dropped"), 0);
+	free(json);
+	free(path);
+	return root;
+}
+
+
+static yajl_val run_program(const char *suffix, const char *env, const char *prog_args,
+			    char **out)
+{
+	return run_program_as(suffix, env, prog_args, out, true);
+}
+
+/* The program's own counts: "fn NAME N" and "edge A B N" lines. */
+struct want {
+	char kind[8], a[32], b[32];
+	uint64_t n;
+};
+
+static int parse_counts(char *out, struct want *w, int max, uint64_t *rss_kib)
+{
+	int n = 0;
+
+	for (char *save = NULL, *l = strtok_r(out, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+		struct want x = { 0 };
+		unsigned long long v;
+
+		if (sscanf(l, "fn %31s %llu", x.a, &v) == 2) {
+			strcpy(x.kind, "fn");
+		} else if (sscanf(l, "edge %31s %31s %llu", x.a, x.b, &v) == 3) {
+			strcpy(x.kind, "edge");
+		} else if (sscanf(l, "rss_kib %llu", &v) == 1) {
+			*rss_kib = v;
+			continue;
+		} else {
+			continue;
+		}
+		x.n = v;
+		if (n < max)
+			w[n++] = x;
+	}
+	return n;
+}
+
+static uint64_t u64_of(yajl_val row, const char *key)
+{
+	return row ? json_u64(row, key) : UINT64_MAX;
+}
+
+/* The edge row caller -> callee, or NULL. */
+static yajl_val edge_row(yajl_val root, const char *caller, const char *callee)
+{
+	yajl_val es = json_arr(root, "edges");
+
+	for (size_t i = 0; i < YAJL_GET_ARRAY(es)->len; i++) {
+		yajl_val e = YAJL_GET_ARRAY(es)->values[i];
+		const char *a = json_str(e, "caller"), *b = json_str(e, "callee");
+		if (a && b && strcmp(a, caller) == 0 && strcmp(b, callee) == 0)
+			return e;
+	}
+	return NULL;
+}
+
+static uint64_t anomaly(yajl_val root, const char *name)
+{
+	const char *path[] = { "anomalies", name, NULL };
+	yajl_val v = yajl_tree_get(root, path, yajl_t_number);
+
+	return v ? (uint64_t)YAJL_GET_INTEGER(v) : 0;
+}
+
+/* At the defaults: 2 x 4 M iterations of 8 calls, 2 x 20 long calls. */
+static void test_summaries_native_exact(void **state)
+{
+	struct want w[64];
+	uint64_t rss = 0, sent;
+	char *out = NULL;
+	yajl_val root, slow;
+	int n;
+
+	(void)state;
+	root = run_program("native", "", "prog_native 4000000 20", &out);
+	n = parse_counts(out, w, 64, &rss);
+	assert_true(n >= 12);
+	for (int i = 0; i < n; i++) {
+		uint64_t got = strcmp(w[i].kind, "fn") == 0 ? calls(root, w[i].a)
+						      : edge_calls(root, w[i].a, w[i].b);
+		if (got != w[i].n)
+			print_message("    %s %s %s: %llu, the program says %llu\n", w[i].kind,
+				      w[i].a, w[i].b, (unsigned long long)got,
+				      (unsigned long long)w[i].n);
+		assert_int_equal(got, w[i].n);
+	}
+	assert_int_equal(calls(root, "nat_leaf"), 2 * (4000000ull * 4 + 20 * 1000));
+	/* The long calls are spans: their percentiles are there, and they spin 50 us. */
+	slow = fn_row(root, "nat_slow");
+	assert_non_null(slow);
+	assert_true(json_u64(slow, "p50_ns") >= 45000);
+	assert_true(json_u64(slow, "p99_ns") >= json_u64(slow, "p50_ns"));
+	/* Summarized: far fewer records than calls (two per call unsummarized). */
+	sent = json_u64(root, "events");
+	print_message("    %llu records for %llu calls, peak RSS %llu KiB\n",
+		      (unsigned long long)sent,
+		      (unsigned long long)(calls(root, "nat_a") * 8),
+		      (unsigned long long)rss);
+	assert_true(sent < calls(root, "nat_leaf") / 10); /* 2 per call unsummarized */
+	assert_int_equal(anomaly(root, "bad_event"), 0);
+	assert_true(rss > 0 && rss < 128 * 1024);
+	free(out);
+	yajl_tree_free(root);
+}
+
+static const char *const fn_keys[] = { "calls", "primitive_calls", "self_ns", "cum_ns",
+				       "min_ns", "max_ns" };
+static const char *const edge_keys[] = { "calls", "primitive_calls", "self_ns", "cum_ns" };
+
+/* The same deterministic run summarized and not: every figure equal. */
+static void test_summaries_match_unsummarized(void **state)
+{
+	/* Rings that hold the unsummarized run whole: none of it dropped. */
+	const char *env = "RINGPROF_CLOCK=monotonic RINGPROF_RING_EVENTS=1048576";
+	char off_env[160], *out_on = NULL, *out_off = NULL;
+	struct want w[64];
+	uint64_t rss = 0, ev_on, ev_off;
+	yajl_val on, off;
+	int n;
+
+	(void)state;
+	snprintf(off_env, sizeof(off_env), "%s RINGPROF_SUMMARY_NS=0", env);
+	on = run_program("det_on", env, "prog_native 20000 10 det", &out_on);
+	off = run_program("det_off", off_env, "prog_native 20000 10 det", &out_off);
+	n = parse_counts(out_on, w, 64, &rss);
+	assert_true(n >= 12);
+	for (int i = 0; i < n; i++) {
+		bool fn = strcmp(w[i].kind, "fn") == 0;
+		yajl_val a = fn ? fn_row(on, w[i].a) : edge_row(on, w[i].a, w[i].b);
+		yajl_val b = fn ? fn_row(off, w[i].a) : edge_row(off, w[i].a, w[i].b);
+		const char *const *keys = fn ? fn_keys : edge_keys;
+		size_t nk = fn ? 6 : 4;
+
+		assert_non_null(a);
+		assert_non_null(b);
+		assert_int_equal(u64_of(a, "calls"), w[i].n);
+		for (size_t k = 0; k < nk; k++) {
+			if (u64_of(a, keys[k]) != u64_of(b, keys[k]))
+				print_message("    %s %s %s %s: %llu summarized, %llu not\n",
+					      w[i].kind, w[i].a, w[i].b, keys[k],
+					      (unsigned long long)u64_of(a, keys[k]),
+					      (unsigned long long)u64_of(b, keys[k]));
+			assert_int_equal(u64_of(a, keys[k]), u64_of(b, keys[k]));
+		}
+	}
+	ev_on = json_u64(on, "events");
+	ev_off = json_u64(off, "events");
+	print_message("    %llu records summarized, %llu not\n", (unsigned long long)ev_on,
+		      (unsigned long long)ev_off);
+	assert_true(ev_on * 100 < ev_off);
+	assert_int_equal(anomaly(on, "bad_event"), 0);
+	free(out_on);
+	free(out_off);
+	yajl_tree_free(on);
+	yajl_tree_free(off);
+}
+
+/*
+ * A ring too small for the threshold asked for: the producer doubles it rather than
+ * keep dropping, and the engine says so (its log); the threshold seen in the ring
+ * descriptor is the raised one.
+ */
+static void test_summaries_threshold_adapts(void **state)
+{
+	char *out = NULL, *log = NULL, *session = NULL;
+	yajl_val root;
+
+	(void)state;
+	loud = true;
+	root = run_program_as("adapt", "RINGPROF_RING_EVENTS=1024 RINGPROF_SUMMARY_NS=20",
+			      "prog_native 400000 20", &out, false);
+	loud = false;
+	assert_int_equal(run(&session, "echo ${RINGPROF_SESSION:-t_sum}_adapt"), 0);
+	session[strcspn(session, "\n")] = '\0';
+	assert_int_equal(run(&log, "cat %s/%s.err", tmpdir, session), 0);
+	if (!strstr(log, "summary threshold raised to"))
+		print_message("    engine log: %s\n", log);
+	assert_non_null(strstr(log, "summary threshold raised to"));
+	free(out);
+	free(log);
+	free(session);
+	yajl_tree_free(root);
+}
+
+static int setup(void **state)
+{
+	const char *b = getenv("RP_BIN_DIR"), *p = getenv("RP_AUTO_DIR");
+
+	(void)state;
+	snprintf(bin, sizeof(bin), "%s/ringprof", b ? b : "../tools");
+	snprintf(progdir, sizeof(progdir), "%s", p ? p : "auto");
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/rp_sum_XXXXXX");
+	return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	if (engine > 0) {
+		kill(engine, SIGKILL);
+		waitpid(engine, NULL, 0);
+	}
+	return getenv("RP_KEEP_TMP") ? 0 : run(NULL, "rm -rf %s", tmpdir);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_summaries_native_exact),
+		cmocka_unit_test(test_summaries_match_unsummarized),
+		cmocka_unit_test(test_summaries_threshold_adapts),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}

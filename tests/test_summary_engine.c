@@ -1,0 +1,187 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The engine's side of summaries (docs/summaries.md), fed records directly: a
+ * thread's summaries against the same calls sent as spans (the oracle: the engine's
+ * own figures for them), function rows, edges and CCT node for node; RP_SPAN_SELF;
+ * and every malformed summary counted as bad_event, the statistics untouched.
+ */
+#include <string.h>
+
+#include "engine.h"
+#include "support.h"
+
+enum { MAIN, F, G, H, NN };
+static const char *const names[NN] = { "main", "f", "g", "h" };
+static uint32_t ids[NN];
+
+static struct rp_engine *open_engine(void)
+{
+	struct rp_engine *e;
+
+	assert_int_equal(rp_engine_open(NULL, &e), 0);
+	assert_int_equal(rp_engine_add_source(e, "s", 1, 0), 0);
+	for (int i = 0; i < NN; i++)
+		ids[i] = rp_engine_name(e, 0, names[i], "", "", 0);
+	return e;
+}
+
+static void ev(struct rp_engine *e, uint64_t ts, uint8_t kind, uint8_t flags, int name,
+	       uint16_t depth, uint64_t track, uint64_t arg)
+{
+	struct rp_event x = { .ts = ts, .name = name < 0 ? 0 : ids[name], .kind = kind,
+			      .flags = flags, .depth = depth, .track = track, .arg = arg };
+
+	rp_engine_event(e, 0, 1, &x);
+}
+
+static void summary(struct rp_engine *e, uint64_t ts, int name, uint16_t root, uint64_t level,
+		    uint64_t calls, uint64_t total, uint64_t self, uint64_t min, uint64_t max)
+{
+	ev(e, ts, RP_EV_SUMMARY, 2, name, root, level, calls);
+	ev(e, ts, RP_EV_SUMMARY_DATA, RP_SUMDATA_TIMES, -1, 0, total, self);
+	ev(e, ts, RP_EV_SUMMARY_DATA, RP_SUMDATA_RANGE, -1, 0, min, max);
+}
+
+#define BEGIN(ts, n, d)	ev(e, ts, RP_EV_BEGIN, RP_SPAN_DEPTH, n, d, 0, 0)
+#define END(ts, n, d)	ev(e, ts, RP_EV_END, RP_SPAN_DEPTH, n, d, 0, 0)
+
+/*
+ * main [0, 1000) calls f three times: [10, 20) with g [12, 15), [30, 45) with g [31, 33)
+ * and g [40, 44), [100, 104) with f [101, 103) (recursion: not primitive), then h [900,
+ * 990) as a span. Sent once as spans, once with f's calls summarized under main.
+ */
+static void spans(struct rp_engine *e)
+{
+	BEGIN(0, MAIN, 0);
+	BEGIN(10, F, 1); BEGIN(12, G, 2); END(15, G, 2); END(20, F, 1);
+	BEGIN(30, F, 1); BEGIN(31, G, 2); END(33, G, 2); BEGIN(40, G, 2); END(44, G, 2);
+	END(45, F, 1);
+	BEGIN(100, F, 1); BEGIN(101, F, 2); END(103, F, 2); END(104, F, 1);
+	BEGIN(900, H, 1); END(990, H, 1);
+	END(1000, MAIN, 0);
+}
+
+static void summarized(struct rp_engine *e)
+{
+	BEGIN(0, MAIN, 0);
+	BEGIN(900, H, 1);
+	/* what main's short calls were, as the producer folds them (f under main, g and f
+	 * under f), written before the long call's BEGIN's successor, at its END */
+	END(990, H, 1);
+	summary(e, 1000, F, 0, 0, 3, 10 + 15 + 4, 10 - 3 + 15 - 6 + 4 - 2, 4, 15);
+	summary(e, 1000, G, 0, 1, 3, 3 + 2 + 4, 9, 2, 4);
+	summary(e, 1000, F, 0, 1, 1, 2, 2, 2, 2);
+	/* main's self: 1000 - 29 (f) - 90 (h), measured by the producer */
+	ev(e, 1000, RP_EV_END, RP_SPAN_DEPTH | RP_SPAN_SELF, MAIN, 0, 0, 1000 - 29 - 90);
+}
+
+static void test_summary_engine_matches_spans(void **state)
+{
+	struct rp_engine *a = open_engine(), *b;
+	struct rp_stats *x, *y;
+
+	(void)state;
+	spans(a);
+	b = open_engine();
+	summarized(b);
+	x = &a->stats;
+	y = &b->stats;
+	for (int i = 0; i < NN; i++) {
+		const struct rp_fn_stats *p = &x->fn[ids[i]], *q = &y->fn[ids[i]];
+
+		assert_int_equal(q->calls, p->calls);
+		assert_int_equal(q->primitive_calls, p->primitive_calls);
+		assert_int_equal(q->self_ns, p->self_ns);
+		assert_int_equal(q->cum_ns, p->cum_ns);
+		assert_int_equal(q->total_ns, p->total_ns);
+		assert_int_equal(q->min_ns, p->min_ns);
+		assert_int_equal(q->max_ns, p->max_ns);
+	}
+	assert_int_equal(x->fn[ids[F]].calls, 4);
+	assert_int_equal(x->fn[ids[F]].primitive_calls, 3);
+	assert_int_equal(y->n_edges, x->n_edges);
+	for (uint32_t i = 0; i < x->n_edges; i++) {
+		const struct rp_edge_stats *p = &x->edges[i];
+		const struct rp_edge_stats *q = rp_stats_edge(y, p->caller, p->callee);
+
+		assert_non_null(q);
+		assert_int_equal(q->calls, p->calls);
+		assert_int_equal(q->primitive_calls, p->primitive_calls);
+		assert_int_equal(q->self_ns, p->self_ns);
+		assert_int_equal(q->cum_ns, p->cum_ns);
+	}
+	/* The CCT: the same nodes (parent's name, name) with the same figures. */
+	assert_int_equal(y->n_nodes, x->n_nodes);
+	for (uint32_t i = 1; i < x->n_nodes; i++) {
+		const struct rp_cct_node *p = &x->nodes[i];
+		bool found = false;
+
+		for (uint32_t j = 1; j < y->n_nodes && !found; j++) {
+			const struct rp_cct_node *q = &y->nodes[j];
+
+			if (q->name != p->name ||
+			    y->nodes[q->parent].name != x->nodes[p->parent].name ||
+			    (q->parent == 0) != (p->parent == 0))
+				continue;
+			found = true;
+			assert_int_equal(q->calls, p->calls);
+			assert_int_equal(q->self_ns, p->self_ns);
+			assert_int_equal(q->total_ns, p->total_ns);
+		}
+		assert_true(found);
+	}
+	for (int k = 0; k < RP_ANOM_KIND_COUNT; k++)
+		assert_int_equal(b->src[0].counts.anomalies[k], 0);
+	rp_engine_close(a);
+	rp_engine_close(b);
+}
+
+/* Each malformed input: one bad_event, no figure of it anywhere. */
+static void test_summary_engine_rejects_malformed(void **state)
+{
+	struct rp_engine *e = open_engine();
+	uint64_t *bad = &e->src[0].counts.anomalies[RP_ANOM_BAD_EVENT];
+
+	(void)state;
+	BEGIN(0, MAIN, 0);
+	ev(e, 1, RP_EV_SUMMARY_DATA, RP_SUMDATA_TIMES, -1, 0, 5, 5); /* no summary */
+	assert_int_equal(*bad, 1);
+	summary(e, 2, F, 3, 0, 1, 5, 5, 5, 5); /* root level 3: not open */
+	assert_int_equal(*bad, 2);
+	summary(e, 3, F, 0, 2, 1, 5, 5, 5, 5); /* tree level 2 with no level 1 */
+	assert_int_equal(*bad, 3);
+	summary(e, 4, F, 0, 0, 1, 5, 6, 5, 5); /* self above total */
+	assert_int_equal(*bad, 4);
+	summary(e, 5, F, 0, 0, 2, 5, 5, 4, 3); /* min above max */
+	assert_int_equal(*bad, 5);
+	ev(e, 6, RP_EV_SUMMARY, 2, F, 0, 0, 1); /* its data never comes */
+	ev(e, 6, RP_EV_SUMMARY, 2, F, 0, 0, 1);
+	assert_int_equal(*bad, 6);
+	ev(e, 6, RP_EV_SUMMARY_DATA, RP_SUMDATA_TIMES, -1, 0, 5, 5);
+	ev(e, 6, RP_EV_SUMMARY_DATA, RP_SUMDATA_TIMES, -1, 0, 5, 5); /* no range */
+	assert_int_equal(*bad, 7);
+	summary(e, 7, G, RP_SUMMARY_TOP, 1, 1, 5, 5, 5, 5); /* level 1 under a bad one */
+	assert_int_equal(*bad, 8);
+	ev(e, 8, RP_EV_SUMMARY, 0, F, 0, 0, 1); /* no data announced */
+	assert_int_equal(*bad, 9);
+	assert_int_equal(e->stats.fn[ids[F]].calls, 0);
+	assert_int_equal(e->stats.fn[ids[G]].calls, 0);
+	/* and a good one still goes in */
+	summary(e, 9, F, 0, 0, 2, 6, 6, 3, 3);
+	assert_int_equal(*bad, 9);
+	assert_int_equal(e->stats.fn[ids[F]].calls, 2);
+	summary(e, 9, G, RP_SUMMARY_TOP, 0, 1, 1, 1, 1, 1); /* at the track's root */
+	assert_int_equal(e->stats.fn[ids[G]].calls, 1);
+	assert_int_equal(*bad, 9);
+	rp_engine_close(e);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_summary_engine_matches_spans),
+		cmocka_unit_test(test_summary_engine_rejects_malformed),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
