@@ -18,18 +18,19 @@
  * The duration histogram is what aggregates across hosts: classic buckets derived from the
  * name's all-time sketch (every call since the engine started), so the counts only grow and
  * sum by (le) over instances is the fleet's histogram. The layout is fixed (the same le
- * strings on every host): le = 2^(k/4) s for k = -80 .. 28, 0.954 us to 128 s, 108 bounds
- * and +Inf (the boundaries of native histogram schema 2). A sketch bucket (1% wide) goes
+ * strings on every host): le = 2^(k/8) s for k = -160 .. 56, 0.954 us to 128 s, 217 bounds
+ * and +Inf (the boundaries of native histogram schema 3). A sketch bucket (2% wide) goes
  * whole to the classic bucket its value falls in, so a bound is blurred by 1% at most.
- * histogram_quantile() interpolates linearly within a bucket of ratio 2^(1/4): its error is
- * at most 18.9% (every value at one end of the bucket), 0.37% for a density ~ 1/x across
- * the bucket (p = 0.5: 2^(1/8) vs 1 + (2^(1/4) - 1) / 2), and second order for any smooth
+ * histogram_quantile() interpolates linearly within a bucket of ratio 2^(1/8): its error is
+ * at most 9.05% (every value at one end of the bucket), 0.1% for a density ~ 1/x across
+ * the bucket (p = 0.5: 2^(1/16) vs 1 + (2^(1/8) - 1) / 2), and second order for any smooth
  * density. A name without a sketch (past max_sketch_names) has the +Inf bucket only.
  * Monotonic as long as the sketch never collapses, which a duration in ns cannot with the
  * default cap ([1, 2^64] ns fits).
  *
- * The duration summary (per instance only: quantiles do not add up) follows the client libraries' summaries: _sum and _count are
- * cumulative (every completed call since the engine started, so they never fall and
+ * The duration summary ringprof_span_duration_instance_seconds is per instance only
+ * (quantiles do not add up across hosts). It follows the client libraries' summaries:
+ * _sum and _count are cumulative (every completed call since the engine started, so they never fall and
  * rate() works), while the quantiles cover one rolling window of the report when
  * @window names one (as a client's max_age does), else all time. A live report's
  * windows end at the wall clock (rp_engine_report_at()), so with no traffic the
