@@ -234,15 +234,20 @@ static const char small_expected_2[] =
 	"# HELP ringprof_span_duration_instance_seconds Span durations of this instance only "
 	"(quantiles do not aggregate), since the engine started.\n"
 	"# TYPE ringprof_span_duration_instance_seconds summary\n"
-	"ringprof_span_duration_instance_seconds{name=\"decode\",category=\"LLM\",quantile=\"0.5\"} "
+	"ringprof_span_duration_instance_seconds{name=\"decode\",category=\"LLM\","
+	"quantile=\"0.5\"} "
 	"0.500000000\n"
-	"ringprof_span_duration_instance_seconds{name=\"decode\",category=\"LLM\",quantile=\"0.9\"} "
+	"ringprof_span_duration_instance_seconds{name=\"decode\",category=\"LLM\","
+	"quantile=\"0.9\"} "
 	"0.800000000\n"
-	"ringprof_span_duration_instance_seconds{name=\"decode\",category=\"LLM\",quantile=\"0.95\"} "
+	"ringprof_span_duration_instance_seconds{name=\"decode\",category=\"LLM\","
+	"quantile=\"0.95\"} "
 	"0.850000000\n"
-	"ringprof_span_duration_instance_seconds{name=\"decode\",category=\"LLM\",quantile=\"0.99\"} "
+	"ringprof_span_duration_instance_seconds{name=\"decode\",category=\"LLM\","
+	"quantile=\"0.99\"} "
 	"0.900000000\n"
-	"ringprof_span_duration_instance_seconds_sum{name=\"decode\",category=\"LLM\"} 2.000000001\n"
+	"ringprof_span_duration_instance_seconds_sum{name=\"decode\",category=\"LLM\"} "
+	"2.000000001\n"
 	"ringprof_span_duration_instance_seconds_count{name=\"decode\",category=\"LLM\"} 4\n"
 	"# HELP ringprof_span_calls_total Completed calls per name.\n"
 	"# TYPE ringprof_span_calls_total counter\n"
@@ -411,8 +416,9 @@ static void test_prom_escaping_and_parse(void **state)
 				     "location=\"a.c:10\"} 1\n"));
 	assert_non_null(strstr(text, "ringprof_span_calls_total{name=\"dup\",category=\"C\","
 				     "location=\"b.c:20\"} 3\n"));
-	assert_non_null(strstr(text, "ringprof_span_duration_instance_seconds{name=\"dup\",category=\"C\","
-				     "location=\"b.c:20\",quantile=\"0.99\"} NaN\n"));
+	assert_non_null(
+		strstr(text, "ringprof_span_duration_instance_seconds{name=\"dup\",category=\"C\","
+			     "location=\"b.c:20\",quantile=\"0.99\"} NaN\n"));
 	assert_non_null(strstr(
 		text, "ringprof_concurrency_percentile{scope=\"overall\",percentile=\"95\"} 3\n"));
 	assert_non_null(strstr(text, "ringprof_concurrency_mean{scope=\"roots\"} 1.001\n"));
@@ -443,7 +449,8 @@ static void test_prom_escaping_and_parse(void **state)
 	 * sketch: no finite bucket); 4 counters x 4 names;
 	 * 4 totals, 11 anomalies, 2 gauges, window; conc 3 x (4 + 2); 1 counter; 9 caps and
 	 * the memory bound. */
-	assert_int_equal(n, 3 * 6 + 3 * 3 + 4 * 4 + 4 + RP_ANOM_KIND_COUNT + 2 + 1 + 3 * 6 + 1 + 9 + 1);
+	assert_int_equal(n, 3 * 6 + 3 * 3 + 4 * 4 + 4 + RP_ANOM_KIND_COUNT + 2 + 1 + 3 * 6 + 1 + 9 +
+				    1);
 	assert_true(value_of(v, n, "ringprof_span_drop_lost_total",
 			     "name=dup|category=C|location=b.c:20") == 0);
 	free(text);
@@ -489,7 +496,8 @@ static void test_prom_window(void **state)
 	assert_true(strncmp(text, "# ringprof: no window \"5m\" in this report", 41) == 0);
 	assert_non_null(strstr(text, "ringprof_window_seconds 0.000000000\n"));
 	assert_non_null(strstr(text,
-			       "ringprof_span_duration_instance_seconds_count{name=\"dup\",category=\"C\","
+			       "ringprof_span_duration_instance_seconds_count{name=\"dup\","
+			       "category=\"C\","
 			       "location=\"b.c:20\"} 3\n"));
 	free(text);
 }
@@ -545,7 +553,8 @@ static void test_prom_histogram_buckets(void **state)
 			continue;
 		nb++;
 		assert_true(strncmp(v[i].labels, "name=x|category=C|le=", 21) == 0);
-		le = strcmp(v[i].labels + 21, "+Inf") == 0 ? INFINITY : strtod(v[i].labels + 21, NULL);
+		le = strcmp(v[i].labels + 21, "+Inf") == 0 ? INFINITY
+							   : strtod(v[i].labels + 21, NULL);
 		assert_true(le > prev_le); /* in order */
 		for (unsigned j = 0; j < nv; j++)
 			raw += vals[j] * 1e-9 <= le;

@@ -69,8 +69,7 @@ static double promql(int port, const char *q, const char *name)
 		       "'query=histogram_quantile(%s, sum by (le) "
 		       "(ringprof_span_duration_seconds_bucket{name=\"%s\"}))'",
 		       port, q, name) == 0 &&
-	    (v = strstr(out, "\"value\":[")) != NULL && (v = strchr(v, ',')) != NULL &&
-	    v[1] == '"')
+	    (v = strstr(out, "\"value\":[")) != NULL && (v = strchr(v, ',')) != NULL && v[1] == '"')
 		r = strtod(v + 2, NULL);
 	free(out);
 	return r;
@@ -108,8 +107,8 @@ static void test_prom_fleet_quantiles(void **state)
 	snprintf(eng, sizeof(eng), "%s/ringprof", bin_dir);
 	snprintf(demo, sizeof(demo), "%s/ringprof-demo", bin_dir);
 	for (int i = 0; i < 2; i++) {
-		char *eargv[] = { eng,	 "run",	       "--session", sess[i],	  "--snapshot-dir",
-				  dir,	 "--quiet",    "--prometheus", addr[i], NULL };
+		char *eargv[] = { eng, "run",	  "--session",	  sess[i], "--snapshot-dir",
+				  dir, "--quiet", "--prometheus", addr[i], NULL };
 
 		eport[i] = rp_test_free_port();
 		assert_true(eport[i] > 0);
@@ -149,9 +148,9 @@ static void test_prom_fleet_quantiles(void **state)
 		}
 	}
 	for (int i = 0; i < 2; i++) {
-		char *dargv[] = { demo,	    "--duration", "8",	   "--rate",
-				  "150",    "--seed",	  i ? "2" : "1", "--time-scale",
-				  i ? "2" : "1", "--quiet",	  NULL };
+		char *dargv[] = { demo,		 "--duration", "8",	      "--rate",
+				  "150",	 "--seed",     i ? "2" : "1", "--time-scale",
+				  i ? "2" : "1", "--quiet",    NULL };
 
 		d[i] = spawn(sess[i], dargv, "/dev/null");
 	}
@@ -174,10 +173,11 @@ static void test_prom_fleet_quantiles(void **state)
 		wait_ok(e[i]);
 	}
 	waitpid(p, NULL, 0);
-	assert_int_equal(rp_test_sh(NULL, NULL,
-				    "%s merge %s/ringprof-%s.msgpack %s/ringprof-%s.msgpack -o %s/m.msgpack",
-				    eng, dir, sess[0], dir, sess[1], dir),
-			 0);
+	assert_int_equal(
+		rp_test_sh(NULL, NULL,
+			   "%s merge %s/ringprof-%s.msgpack %s/ringprof-%s.msgpack -o %s/m.msgpack",
+			   eng, dir, sess[0], dir, sess[1], dir),
+		0);
 	assert_int_equal(rp_test_sh(&json, NULL, "%s report %s/m.msgpack --format json", eng, dir),
 			 0);
 	for (int n = 0; n < 2; n++)
@@ -204,7 +204,8 @@ int main(void)
 
 	if (access("/usr/bin/prometheus", X_OK) != 0 ||
 	    rp_test_sh(NULL, NULL, "command -v curl >/dev/null") != 0) {
-		fprintf(stderr, "prometheus or curl not found (Debian: prometheus, curl): skipped\n");
+		fprintf(stderr,
+			"prometheus or curl not found (Debian: prometheus, curl): skipped\n");
 		return 77;
 	}
 	if (b == NULL) {

@@ -30,8 +30,8 @@
  *
  * The duration summary ringprof_span_duration_instance_seconds is per instance only
  * (quantiles do not add up across hosts). It follows the client libraries' summaries:
- * _sum and _count are cumulative (every completed call since the engine started, so they never fall and
- * rate() works), while the quantiles cover one rolling window of the report when
+ * _sum and _count are cumulative (every completed call since the engine started, so they
+ * never fall and rate() works), while the quantiles cover one rolling window of the report when
  * @window names one (as a client's max_age does), else all time. A live report's
  * windows end at the wall clock (rp_engine_report_at()), so with no traffic the
  * window empties and its quantiles become NaN, as a client's do. Quantiles a name
@@ -263,9 +263,11 @@ static bool prom_counts(const struct rp_report_fn *f, const double *bound, uint6
 	/* Durations are >= 0: the zero bucket is under every le; no negative store. */
 	n[0] += k->zero;
 	for (uint32_t i = 0; i < k->n_pos; i++)
-		if (k->pos[i])
-			n[prom_bucket_of(bound, rp_sketch_bucket_value(&tmp, k->pos_lo +
-								   (int32_t)i))] += k->pos[i];
+		if (k->pos[i]) {
+			double v = rp_sketch_bucket_value(&tmp, k->pos_lo + (int32_t)i);
+
+			n[prom_bucket_of(bound, v)] += k->pos[i];
+		}
 	rp_sketch_fini(&tmp);
 	return true;
 }
@@ -337,7 +339,8 @@ static int durations(const struct rp_report *r, FILE *out, const struct rp_repor
 	if (w != NULL && row == NULL)
 		return -ENOMEM;
 	head(out, "ringprof_span_duration_instance_seconds", "summary",
-	     w ? "Span durations of this instance only (quantiles do not aggregate): quantiles over the rolling window ringprof_window_seconds, "
+	     w ? "Span durations of this instance only (quantiles do not aggregate): quantiles "
+		 "over the rolling window ringprof_window_seconds, "
 		 "_sum and _count since the engine started."
 	       : "Span durations of this instance only (quantiles do not aggregate), since the "
 		 "engine started.");
