@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * test_prom_fleet: fleet percentiles through a real Prometheus server. Two engines
- * (`ringprof run --prometheus`) each take a demo load, one at --time-scale 1, the other at
- * 2 (different latencies); a Prometheus (Debian's, /usr/bin/prometheus, temp config and
+ * (`ringprof run --prometheus`) each take a demo load (400 requests/s for 10 s, 8 workers),
+ * one at --time-scale 1, the other at 2 (different latencies); a Prometheus (Debian's, /usr/bin/prometheus, temp config and
  * data dir, 1 s scrape interval) scrapes both. Once the loads have ended and two scrapes
  * more have landed, its HTTP API answers
  *	histogram_quantile(q, sum by (le) (ringprof_span_duration_seconds_bucket{name=N}))
@@ -148,9 +148,10 @@ static void test_prom_fleet_quantiles(void **state)
 		}
 	}
 	for (int i = 0; i < 2; i++) {
-		char *dargv[] = { demo,		 "--duration", "8",	      "--rate",
-				  "150",	 "--seed",     i ? "2" : "1", "--time-scale",
-				  i ? "2" : "1", "--quiet",    NULL };
+		char *dargv[] = { demo,		 "--duration",	 "10",		"--rate",
+				  "400",	 "--threads",	 "8",		"--seed",
+				  i ? "2" : "1", "--time-scale", i ? "2" : "1", "--quiet",
+				  NULL };
 
 		d[i] = spawn(sess[i], dargv, "/dev/null");
 	}
