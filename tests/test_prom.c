@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "render.h"
+#include "sketch.h"
 
 /* Render @r to a malloc'ed string. */
 static char *prom(const struct rp_report *r, const char *window)
@@ -130,12 +131,13 @@ static unsigned check_exposition(char *text, struct sample **out)
 		if (!parse_sample(line, &samples[ns]))
 			fail_msg("not a sample line: \"%s\"", line);
 		snprintf(fam, sizeof(fam), "%s", samples[ns].name);
-		/* A summary's _sum and _count belong to its family. */
+		/* A summary's or histogram's _sum, _count (and _bucket) belong to its family. */
 		for (unsigned i = 0; i < nf; i++) {
 			size_t l = strlen(families[i]);
 
 			if (strncmp(fam, families[i], l) == 0 &&
 			    (fam[l] == '\0' || strcmp(fam + l, "_sum") == 0 ||
+			     strcmp(fam + l, "_bucket") == 0 ||
 			     strcmp(fam + l, "_count") == 0))
 				goto declared;
 		}
@@ -181,7 +183,8 @@ static struct rp_report_fn small_fns[] = {
 	  .drop_lost = 3 },
 };
 
-static const char small_expected[] =
+/* In two parts: C11 promises 4095 characters to a string literal. */
+static const char small_expected_1[] =
 	"# HELP ringprof_events_total Records received from producers.\n"
 	"# TYPE ringprof_events_total counter\n"
 	"ringprof_events_total 10\n"
@@ -219,19 +222,33 @@ static const char small_expected[] =
 	"# HELP ringprof_window_seconds Length of the window the duration summary covers "
 	"(0: all time).\n"
 	"# TYPE ringprof_window_seconds gauge\n"
-	"ringprof_window_seconds 0.000000000\n"
-	"# HELP ringprof_span_duration_seconds Span durations since the engine started.\n"
-	"# TYPE ringprof_span_duration_seconds summary\n"
-	"ringprof_span_duration_seconds{name=\"decode\",category=\"LLM\",quantile=\"0.5\"} "
-	"0.500000000\n"
-	"ringprof_span_duration_seconds{name=\"decode\",category=\"LLM\",quantile=\"0.9\"} "
-	"0.800000000\n"
-	"ringprof_span_duration_seconds{name=\"decode\",category=\"LLM\",quantile=\"0.95\"} "
-	"0.850000000\n"
-	"ringprof_span_duration_seconds{name=\"decode\",category=\"LLM\",quantile=\"0.99\"} "
-	"0.900000000\n"
+	"ringprof_window_seconds 0.000000000\n";
+
+static const char small_expected_2[] =
+	"# HELP ringprof_span_duration_seconds Span durations since the engine started "
+	"(aggregatable: sum by (le) across instances).\n"
+	"# TYPE ringprof_span_duration_seconds histogram\n"
+	"ringprof_span_duration_seconds_bucket{name=\"decode\",category=\"LLM\",le=\"+Inf\"} 4\n"
 	"ringprof_span_duration_seconds_sum{name=\"decode\",category=\"LLM\"} 2.000000001\n"
 	"ringprof_span_duration_seconds_count{name=\"decode\",category=\"LLM\"} 4\n"
+	"# HELP ringprof_span_duration_instance_seconds Span durations of this instance only "
+	"(quantiles do not aggregate), since the engine started.\n"
+	"# TYPE ringprof_span_duration_instance_seconds summary\n"
+	"ringprof_span_duration_instance_seconds{name=\"decode\",category=\"LLM\","
+	"quantile=\"0.5\"} "
+	"0.500000000\n"
+	"ringprof_span_duration_instance_seconds{name=\"decode\",category=\"LLM\","
+	"quantile=\"0.9\"} "
+	"0.800000000\n"
+	"ringprof_span_duration_instance_seconds{name=\"decode\",category=\"LLM\","
+	"quantile=\"0.95\"} "
+	"0.850000000\n"
+	"ringprof_span_duration_instance_seconds{name=\"decode\",category=\"LLM\","
+	"quantile=\"0.99\"} "
+	"0.900000000\n"
+	"ringprof_span_duration_instance_seconds_sum{name=\"decode\",category=\"LLM\"} "
+	"2.000000001\n"
+	"ringprof_span_duration_instance_seconds_count{name=\"decode\",category=\"LLM\"} 4\n"
 	"# HELP ringprof_span_calls_total Completed calls per name.\n"
 	"# TYPE ringprof_span_calls_total counter\n"
 	"ringprof_span_calls_total{name=\"decode\",category=\"LLM\"} 4\n"
@@ -270,13 +287,15 @@ static void test_prom_small_exact(void **state)
 			       .t_last = 3000000010ull,
 			       .fns = small_fns,
 			       .n_fns = 1 };
-	char *text;
+	char *text, *expected;
 
 	(void)state;
 	r.anomalies[RP_ANOM_DEPTH_CAP] = 7;
 	r.caps.max_names = 100;
 	text = prom(&r, NULL);
-	assert_string_equal(text, small_expected);
+	assert_true(asprintf(&expected, "%s%s", small_expected_1, small_expected_2) > 0);
+	assert_string_equal(text, expected);
+	free(expected);
 	free(text);
 }
 
@@ -397,8 +416,9 @@ static void test_prom_escaping_and_parse(void **state)
 				     "location=\"a.c:10\"} 1\n"));
 	assert_non_null(strstr(text, "ringprof_span_calls_total{name=\"dup\",category=\"C\","
 				     "location=\"b.c:20\"} 3\n"));
-	assert_non_null(strstr(text, "ringprof_span_duration_seconds{name=\"dup\",category=\"C\","
-				     "location=\"b.c:20\",quantile=\"0.99\"} NaN\n"));
+	assert_non_null(
+		strstr(text, "ringprof_span_duration_instance_seconds{name=\"dup\",category=\"C\","
+			     "location=\"b.c:20\",quantile=\"0.99\"} NaN\n"));
 	assert_non_null(strstr(
 		text, "ringprof_concurrency_percentile{scope=\"overall\",percentile=\"95\"} 3\n"));
 	assert_non_null(strstr(text, "ringprof_concurrency_mean{scope=\"roots\"} 1.001\n"));
@@ -406,29 +426,31 @@ static void test_prom_escaping_and_parse(void **state)
 	assert_non_null(
 		strstr(text, "ringprof_value_last{name=\"queue_len\",category=\"Q\"} -17\n"));
 	/* A name with no completed call has no summary. */
-	assert_null(strstr(text, "ringprof_span_duration_seconds_count{name=\"bad"));
+	assert_null(strstr(text, "ringprof_span_duration_instance_seconds_count{name=\"bad"));
 
 	n = check_exposition(copy, &v);
 	/* Values against the report. */
 	assert_true(value_of(v, n, "ringprof_events_total", "") == 123);
-	assert_true(value_of(v, n, "ringprof_span_duration_seconds_count",
+	assert_true(value_of(v, n, "ringprof_span_duration_instance_seconds_count",
 			     "name=say \"hi\"\\now\nx|category=T\"") == 2);
-	assert_true(fabs(value_of(v, n, "ringprof_span_duration_seconds_sum",
+	assert_true(fabs(value_of(v, n, "ringprof_span_duration_instance_seconds_sum",
 				  "name=say \"hi\"\\now\nx|category=T\"") -
 			 400e-9) < 1e-15);
-	assert_true(fabs(value_of(v, n, "ringprof_span_duration_seconds",
+	assert_true(fabs(value_of(v, n, "ringprof_span_duration_instance_seconds",
 				  "name=say \"hi\"\\now\nx|category=T\"|quantile=0.5") -
 			 150e-9) < 1e-15);
 	assert_true(value_of(v, n, "ringprof_span_self_seconds_total",
 			     "name=dup|category=C|location=b.c:20") == 9e-9);
-	assert_true(isnan(value_of(v, n, "ringprof_span_duration_seconds",
+	assert_true(isnan(value_of(v, n, "ringprof_span_duration_instance_seconds",
 				   "name=dup|category=C|location=b.c:20|quantile=0.5")));
 	assert_true(value_of(v, n, "ringprof_concurrency_percentile",
 			     "scope=roots|percentile=99") == 2);
-	/* 4 quantiles + sum + count for the 3 called names; 4 counters x 4 names;
+	/* 4 quantiles + sum + count for the 3 called names, and +Inf, sum, count (no
+	 * sketch: no finite bucket); 4 counters x 4 names;
 	 * 4 totals, 11 anomalies, 2 gauges, window; conc 3 x (4 + 2); 1 counter; 9 caps and
 	 * the memory bound. */
-	assert_int_equal(n, 3 * 6 + 4 * 4 + 4 + RP_ANOM_KIND_COUNT + 2 + 1 + 3 * 6 + 1 + 9 + 1);
+	assert_int_equal(n, 3 * 6 + 3 * 3 + 4 * 4 + 4 + RP_ANOM_KIND_COUNT + 2 + 1 + 3 * 6 + 1 + 9 +
+				    1);
 	assert_true(value_of(v, n, "ringprof_span_drop_lost_total",
 			     "name=dup|category=C|location=b.c:20") == 0);
 	free(text);
@@ -449,20 +471,20 @@ static void test_prom_window(void **state)
 	 * so rate() works), the quantiles are the window's: fn 0's, and NaN for the names
 	 * with no call in the window. */
 	for (unsigned i = 0; i < n; i++)
-		if (strcmp(v[i].name, "ringprof_span_duration_seconds_count") == 0)
+		if (strcmp(v[i].name, "ringprof_span_duration_instance_seconds_count") == 0)
 			summaries++;
 	assert_int_equal(summaries, 3);
-	assert_true(value_of(v, n, "ringprof_span_duration_seconds_count",
+	assert_true(value_of(v, n, "ringprof_span_duration_instance_seconds_count",
 			     "name=say \"hi\"\\now\nx|category=T\"") == 2);
-	assert_true(fabs(value_of(v, n, "ringprof_span_duration_seconds_sum",
+	assert_true(fabs(value_of(v, n, "ringprof_span_duration_instance_seconds_sum",
 				  "name=say \"hi\"\\now\nx|category=T\"") -
 			 400e-9) < 1e-15);
-	assert_true(fabs(value_of(v, n, "ringprof_span_duration_seconds",
+	assert_true(fabs(value_of(v, n, "ringprof_span_duration_instance_seconds",
 				  "name=say \"hi\"\\now\nx|category=T\"|quantile=0.99") -
 			 200e-9) < 1e-15);
-	assert_true(isnan(value_of(v, n, "ringprof_span_duration_seconds",
+	assert_true(isnan(value_of(v, n, "ringprof_span_duration_instance_seconds",
 				   "name=dup|category=C|location=a.c:10|quantile=0.5")));
-	assert_true(value_of(v, n, "ringprof_span_duration_seconds_count",
+	assert_true(value_of(v, n, "ringprof_span_duration_instance_seconds_count",
 			     "name=dup|category=C|location=b.c:20") == 3);
 	/* The counters stay all-time. */
 	assert_true(value_of(v, n, "ringprof_span_calls_total",
@@ -474,9 +496,85 @@ static void test_prom_window(void **state)
 	assert_true(strncmp(text, "# ringprof: no window \"5m\" in this report", 41) == 0);
 	assert_non_null(strstr(text, "ringprof_window_seconds 0.000000000\n"));
 	assert_non_null(strstr(text,
-			       "ringprof_span_duration_seconds_count{name=\"dup\",category=\"C\","
+			       "ringprof_span_duration_instance_seconds_count{name=\"dup\","
+			       "category=\"C\","
 			       "location=\"b.c:20\"} 3\n"));
 	free(text);
+}
+
+/* --- the histogram, against the raw values --- */
+
+/*
+ * Values placed between bounds (2^((k + 0.5) / 8) s, 4.4% from each, beyond the sketch's
+ * 1%), zeros, and values past the last bound (only in +Inf): a bucket's cumulative
+ * count must equal the number of raw values <= its printed le, counted by brute force.
+ */
+static void test_prom_histogram_buckets(void **state)
+{
+	static const double half_step = 1.0442737824274138; /* 2^(1/16) */
+	struct rp_report_fn fn = { .name = "x", .category = "C", .file = "" };
+	struct rp_report r = { .fns = &fn, .n_fns = 1 };
+	double vals[3000];
+	unsigned nv = 0, nb = 0, seed = 7;
+	struct rp_sketch k;
+	double prev_le = 0, prev = 0;
+	struct sample *v;
+	char *text, *copy;
+	unsigned n;
+
+	(void)state;
+	assert_int_equal(rp_sketch_init(&k, RP_SKETCH_ALPHA), 0);
+	for (; nv < 2990; nv++) {
+		int j;
+
+		seed = seed * 1103515245u + 12345u;
+		j = (int)((seed >> 8) % 240) - 170; /* k in [-170, 69]: past both ends */
+		vals[nv] = 1e9 * half_step;
+		for (int i = 0; i < (j < 0 ? -j : j); i++)
+			vals[nv] = j < 0 ? vals[nv] / 1.0905077326652576592
+					 : vals[nv] * 1.0905077326652576592;
+		vals[nv] = (double)(uint64_t)vals[nv]; /* ns, as the engine records */
+	}
+	for (; nv < 3000; nv++)
+		vals[nv] = 0;
+	for (unsigned i = 0; i < nv; i++) {
+		rp_sketch_add(&k, vals[i]);
+		fn.total_ns += (uint64_t)vals[i];
+	}
+	fn.calls = nv;
+	assert_int_equal(rp_report_sketch_from(&fn.dur, &k), 0);
+	text = prom(&r, NULL);
+	copy = strdup(text);
+	n = check_exposition(copy, &v);
+	for (unsigned i = 0; i < n; i++) {
+		double le, raw = 0;
+
+		if (strcmp(v[i].name, "ringprof_span_duration_seconds_bucket") != 0)
+			continue;
+		nb++;
+		assert_true(strncmp(v[i].labels, "name=x|category=C|le=", 21) == 0);
+		le = strcmp(v[i].labels + 21, "+Inf") == 0 ? INFINITY
+							   : strtod(v[i].labels + 21, NULL);
+		assert_true(le > prev_le); /* in order */
+		for (unsigned j = 0; j < nv; j++)
+			raw += vals[j] * 1e-9 <= le;
+		if (v[i].value != raw)
+			fail_msg("le=%s: %g, brute force %g", v[i].labels + 21, v[i].value, raw);
+		assert_true(v[i].value >= prev); /* cumulative */
+		prev_le = le;
+		prev = v[i].value;
+	}
+	/* 2^(k/8) s for k = -160 .. 56 and +Inf. */
+	assert_int_equal(nb, 217 + 1);
+	assert_true(prev == nv);
+	assert_true(value_of(v, n, "ringprof_span_duration_seconds_count", "name=x|category=C") ==
+		    nv);
+	assert_true(strstr(text, "le=\"9.53674e-07\"") != NULL); /* 2^-20 s */
+	assert_true(strstr(text, "le=\"128\"") != NULL);
+	free(text);
+	free(copy);
+	rp_report_sketch_free(&fn.dur);
+	rp_sketch_fini(&k);
 }
 
 static void test_prom_empty_report(void **state)
@@ -500,6 +598,7 @@ int main(void)
 		cmocka_unit_test(test_prom_small_exact),
 		cmocka_unit_test(test_prom_escaping_and_parse),
 		cmocka_unit_test(test_prom_window),
+		cmocka_unit_test(test_prom_histogram_buckets),
 		cmocka_unit_test(test_prom_empty_report),
 	};
 

@@ -7,8 +7,9 @@
  *
  * One scenario, end to end: `ringprof run --prometheus-window 10s` under the demo
  * (200 requests/s for 13 s); /metrics is scraped at 2, 7 and 12 s (three scrapes 5 s
- * apart under load): every scrape passes promtool, and every _count and _sum series
- * of a scrape is in the next one with a value at least as large. Then traffic stops:
+ * apart under load): every scrape passes promtool, and every _bucket, _count and _sum
+ * series of a scrape is in the next one with a value at least as large (histogram and
+ * summary). Then traffic stops:
  * 11 s later the 10 s window has emptied (every window quantile NaN, the wall clock
  * moved on without events) while _count and _sum keep their totals. Last, the final
  * snapshot through `ringprof report --format prom` passes promtool too.
@@ -96,10 +97,10 @@ struct series {
 	double v;
 };
 
-/* The samples of ringprof_span_duration_seconds@suffix ("": the quantiles). */
+/* The samples of ringprof_span_duration_@suffix ("instance_seconds": the quantiles). */
 static unsigned parse(const char *text, struct series **out, const char *suffix)
 {
-	size_t m = strlen("ringprof_span_duration_seconds"), k = strlen(suffix);
+	size_t m = strlen("ringprof_span_duration_"), k = strlen(suffix);
 	struct series *v = NULL;
 	unsigned n = 0, cap = 0;
 
@@ -108,7 +109,7 @@ static unsigned parse(const char *text, struct series **out, const char *suffix)
 
 		while (sp > line && *sp != ' ')
 			sp--;
-		if (strncmp(line, "ringprof_span_duration_seconds", m) == 0 &&
+		if (strncmp(line, "ringprof_span_duration_", m) == 0 &&
 		    strncmp(line + m, suffix, k) == 0 && line[m + k] == '{') {
 			assert_true((size_t)(sp - line) < sizeof(v->key));
 			if (n == cap) {
@@ -127,12 +128,14 @@ static unsigned parse(const char *text, struct series **out, const char *suffix)
 	return n;
 }
 
-/* Every _count/_sum series of @a is in @b with a value >= its value in @a. */
+/* Every histogram _bucket/_count/_sum series of @a is in @b with a value >= its value in
+ * @a, and the summary's _count/_sum too. */
 static void assert_non_decreasing(const char *a, const char *b)
 {
-	static const char *const sfx[2] = { "_count", "_sum" };
+	static const char *const sfx[5] = { "seconds_count", "seconds_sum", "seconds_bucket",
+					    "instance_seconds_count", "instance_seconds_sum" };
 
-	for (int k = 0; k < 2; k++) {
+	for (int k = 0; k < 5; k++) {
 		struct series *x, *y;
 		unsigned nx = parse(a, &x, sfx[k]), ny = parse(b, &y, sfx[k]);
 
@@ -154,7 +157,7 @@ static void assert_non_decreasing(const char *a, const char *b)
 static double sample(const char *text, const char *key)
 {
 	struct series *v;
-	unsigned n = parse(text, &v, "_count");
+	unsigned n = parse(text, &v, "seconds_count");
 	double r = -1;
 
 	for (unsigned i = 0; i < n; i++)
@@ -222,7 +225,7 @@ static void test_promtool_live_and_report(void **state)
 	s[3] = scrape();
 	assert_int_equal(promtool(s[3], "idle"), 0);
 	assert_non_decreasing(s[2], s[3]);
-	nq = parse(s[3], &q, "");
+	nq = parse(s[3], &q, "instance_seconds");
 	assert_true(nq > 0);
 	for (unsigned i = 0; i < nq; i++)
 		nan_q += isnan(q[i].v);

@@ -7,16 +7,31 @@
  *   ringprof_events_total, _dropped_total, _late_total, _truncated_total   counters
  *   ringprof_anomalies_total{kind}                                        counter
  *   ringprof_sources, ringprof_time_range_seconds                         gauges
- *   ringprof_span_duration_seconds{name,category,quantile} + _sum, _count summary
+ *   ringprof_span_duration_seconds_bucket{name,category,le} + _sum, _count histogram
+ *   ringprof_span_duration_instance_seconds{name,category,quantile} + _sum, _count summary
  *   ringprof_span_calls_total, _self_seconds_total, _cum_seconds_total    counters
  *   ringprof_span_drop_lost_total{name,category} (spans drops cut, 1.3)    counter
  *   ringprof_concurrency_percentile{scope,percentile}, _max, _mean        gauges
  *   ringprof_value_last{name,category} (rp_counter() series)              gauge
  *   ringprof_cap{cap} (counts), ringprof_memory_bound_bytes               gauges
  *
- * The duration summary follows the client libraries' summaries: _sum and _count are
- * cumulative (every completed call since the engine started, so they never fall and
- * rate() works), while the quantiles cover one rolling window of the report when
+ * The duration histogram is what aggregates across hosts: classic buckets derived from the
+ * name's all-time sketch (every call since the engine started), so the counts only grow and
+ * sum by (le) over instances is the fleet's histogram. The layout is fixed (the same le
+ * strings on every host): le = 2^(k/8) s for k = -160 .. 56, 0.954 us to 128 s, 217 bounds
+ * and +Inf (the boundaries of native histogram schema 3). A sketch bucket (2% wide) goes
+ * whole to the classic bucket its value falls in, so a bound is blurred by 1% at most.
+ * histogram_quantile() interpolates linearly within a bucket of ratio 2^(1/8): its error is
+ * at most 9.05% (every value at one end of the bucket), 0.1% for a density ~ 1/x across
+ * the bucket (p = 0.5: 2^(1/16) vs 1 + (2^(1/8) - 1) / 2), and second order for any smooth
+ * density. A name without a sketch (past max_sketch_names) has the +Inf bucket only.
+ * Monotonic as long as the sketch never collapses, which a duration in ns cannot with the
+ * default cap ([1, 2^64] ns fits).
+ *
+ * The duration summary ringprof_span_duration_instance_seconds is per instance only
+ * (quantiles do not add up across hosts). It follows the client libraries' summaries:
+ * _sum and _count are cumulative (every completed call since the engine started, so they
+ * never fall and rate() works), while the quantiles cover one rolling window of the report when
  * @window names one (as a client's max_age does), else all time. A live report's
  * windows end at the wall clock (rp_engine_report_at()), so with no traffic the
  * window empties and its quantiles become NaN, as a client's do. Quantiles a name
@@ -38,6 +53,7 @@
 
 #include "render.h"
 #include "render_priv.h"
+#include "sketch.h"
 
 static const char *const quantiles[4] = { "0.5", "0.9", "0.95", "0.99" };
 static const char *const percentiles[4] = { "50", "90", "95", "99" };
@@ -163,6 +179,14 @@ static const struct rp_report_window *find_window(const struct rp_report *r, con
 }
 
 /* One summary: 4 quantile lines, _sum, _count. @q NULL, or all 0 with a sum: NaN. */
+static void summary_line(FILE *out, const char *suffix, const struct rp_report_fn *f,
+			 bool located)
+{
+	fputs("ringprof_span_duration_instance_seconds", out);
+	fputs(suffix, out);
+	fn_labels(out, f, located);
+}
+
 static void summary(FILE *out, const struct rp_report_fn *f, bool located, const uint64_t *q,
 		    uint64_t sum_ns, uint64_t count)
 {
@@ -170,8 +194,7 @@ static void summary(FILE *out, const struct rp_report_fn *f, bool located, const
 	unsigned i;
 
 	for (i = 0; i < 4; i++) {
-		fputs("ringprof_span_duration_seconds", out);
-		fn_labels(out, f, located);
+		summary_line(out, "", f, located);
 		fprintf(out, ",quantile=\"%s\"} ", quantiles[i]);
 		if (none)
 			fputs("NaN", out);
@@ -179,13 +202,121 @@ static void summary(FILE *out, const struct rp_report_fn *f, bool located, const
 			put_seconds(out, q[i]);
 		fputc('\n', out);
 	}
-	fputs("ringprof_span_duration_seconds_sum", out);
-	fn_labels(out, f, located);
+	summary_line(out, "_sum", f, located);
 	fputs("} ", out);
 	put_seconds(out, sum_ns);
-	fputs("\nringprof_span_duration_seconds_count", out);
-	fn_labels(out, f, located);
+	fputc('\n', out);
+	summary_line(out, "_count", f, located);
 	fprintf(out, "} %" PRIu64 "\n", count);
+}
+
+/* The classic layout: le = 2^(k/8) s, k = RP_PROM_K_MIN .. RP_PROM_K_MAX (see the top). */
+#define RP_PROM_K_MIN	 (-160)
+#define RP_PROM_K_MAX	 56
+#define RP_PROM_N_BOUNDS (RP_PROM_K_MAX - RP_PROM_K_MIN + 1)
+
+/* bound[i]: le of bucket i in ns, 2^((i + K_MIN) / 8) s: a power of two times 2^(r/8). */
+static void prom_bounds(double *bound)
+{
+	static const double eighth[8] = { 1.0,
+					  1.0905077326652576592,
+					  1.1892071150027210667,
+					  1.2968395546510096659,
+					  1.4142135623730950488,
+					  1.5422108254079408237,
+					  1.6817928305074290861,
+					  1.8340080864093424635 };
+	double p2 = 1e9 / 1048576.0; /* 2^-20 s in ns: k = -160 */
+
+	for (int i = 0; i < RP_PROM_N_BOUNDS; i++) {
+		if (i > 0 && i % 8 == 0)
+			p2 *= 2;
+		bound[i] = p2 * eighth[i % 8];
+	}
+}
+
+/* The first classic bucket whose le (ns) is >= @v; RP_PROM_N_BOUNDS: +Inf. */
+static int prom_bucket_of(const double *bound, double v)
+{
+	int lo = 0, hi = RP_PROM_N_BOUNDS;
+
+	while (lo < hi) {
+		int mid = (lo + hi) / 2;
+
+		if (bound[mid] >= v)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return lo;
+}
+
+/* Fills @n[0 .. N_BOUNDS] (last: +Inf) from @f's sketch; false when it has none. */
+static bool prom_counts(const struct rp_report_fn *f, const double *bound, uint64_t *n)
+{
+	const struct rp_report_sketch *k = &f->dur;
+	struct rp_sketch tmp;
+
+	memset(n, 0, (RP_PROM_N_BOUNDS + 1) * sizeof(*n));
+	if (k->alpha == 0 || k->count == 0 || rp_sketch_init(&tmp, k->alpha) != 0)
+		return false;
+	/* Durations are >= 0: the zero bucket is under every le; no negative store. */
+	n[0] += k->zero;
+	for (uint32_t i = 0; i < k->n_pos; i++)
+		if (k->pos[i]) {
+			double v = rp_sketch_bucket_value(&tmp, k->pos_lo + (int32_t)i);
+
+			n[prom_bucket_of(bound, v)] += k->pos[i];
+		}
+	rp_sketch_fini(&tmp);
+	return true;
+}
+
+static void put_le(FILE *out, double le_ns)
+{
+	fprintf(out, "%.6g", le_ns * 1e-9);
+}
+
+/* ringprof_span_duration_seconds: all-time classic buckets, _sum, _count. */
+static void histograms(const struct rp_report *r, FILE *out, const struct rp_report_fn **order,
+		       const bool *located)
+{
+	double bound[RP_PROM_N_BOUNDS];
+	uint64_t n[RP_PROM_N_BOUNDS + 1];
+
+	prom_bounds(bound);
+	head(out, "ringprof_span_duration_seconds", "histogram",
+	     "Span durations since the engine started (aggregatable: sum by (le) across "
+	     "instances).");
+	for (uint32_t i = 0; i < r->n_fns; i++) {
+		const struct rp_report_fn *f = order[i];
+		bool loc = located[f - r->fns];
+		uint64_t cum = 0;
+
+		if (f->calls == 0)
+			continue;
+		if (prom_counts(f, bound, n)) {
+			for (int b = 0; b < RP_PROM_N_BOUNDS; b++) {
+				cum += n[b];
+				fputs("ringprof_span_duration_seconds_bucket", out);
+				fn_labels(out, f, loc);
+				fputs(",le=\"", out);
+				put_le(out, bound[b]);
+				/* Calls the sketch missed (dropped) count in +Inf only. */
+				fprintf(out, "\"} %" PRIu64 "\n", cum < f->calls ? cum : f->calls);
+			}
+		}
+		fputs("ringprof_span_duration_seconds_bucket", out);
+		fn_labels(out, f, loc);
+		fprintf(out, ",le=\"+Inf\"} %" PRIu64 "\n", f->calls);
+		fputs("ringprof_span_duration_seconds_sum", out);
+		fn_labels(out, f, loc);
+		fputs("} ", out);
+		put_seconds(out, f->total_ns);
+		fputs("\nringprof_span_duration_seconds_count", out);
+		fn_labels(out, f, loc);
+		fprintf(out, "} %" PRIu64 "\n", f->calls);
+	}
 }
 
 /* row[i]: @w's row of fns[i], or NULL when that name had no call in the window. */
@@ -207,10 +338,12 @@ static int durations(const struct rp_report *r, FILE *out, const struct rp_repor
 
 	if (w != NULL && row == NULL)
 		return -ENOMEM;
-	head(out, "ringprof_span_duration_seconds", "summary",
-	     w ? "Span durations: quantiles over the rolling window ringprof_window_seconds, "
+	head(out, "ringprof_span_duration_instance_seconds", "summary",
+	     w ? "Span durations of this instance only (quantiles do not aggregate): quantiles "
+		 "over the rolling window ringprof_window_seconds, "
 		 "_sum and _count since the engine started."
-	       : "Span durations since the engine started.");
+	       : "Span durations of this instance only (quantiles do not aggregate), since the "
+		 "engine started.");
 	for (uint32_t i = 0; i < r->n_fns; i++) {
 		const struct rp_report_fn *f = order[i];
 		const struct rp_report_wfn *x = row ? row[f - r->fns] : NULL;
@@ -362,6 +495,7 @@ int rp_render_prom(const struct rp_report *r, FILE *out, const char *window)
 	fputs("ringprof_window_seconds ", out);
 	put_seconds(out, w ? w->length_ns : 0);
 	fputc('\n', out);
+	histograms(r, out, order, located);
 	if (durations(r, out, w, order, located) != 0) {
 		free(order);
 		free(located);
