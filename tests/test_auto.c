@@ -465,7 +465,14 @@ static void test_auto_first_call_off_caller_clock(void **state)
 		within = main_self <= 2 * warm_self + N * 400 + lookups / 4;
 		yajl_tree_free(root);
 	}
+#if defined(__SANITIZE_THREAD__)
+	/* TSan's first touch of each function's code and shadow lands in main: a
+	 * bound on time means nothing there (the counts above still hold). */
+	(void)within;
+	skip();
+#else
 	assert_true(within);
+#endif
 }
 
 /*
