@@ -21,75 +21,13 @@
 #include <yajl/yajl_tree.h>
 
 #include "support.h"
+#include "report_json.h"
 
 static char bin[600], progdir[512], tmpdir[256];
 static bool loud; /* the engine's log lines in <tmpdir>/<session>.err */
 static pid_t engine;
 
 #define run(out, ...) rp_test_sh(out, NULL, __VA_ARGS__)
-
-static uint64_t json_u64(yajl_val v, const char *key)
-{
-	const char *path[] = { key, NULL };
-	yajl_val n = yajl_tree_get(v, path, yajl_t_number);
-
-	assert_non_null(n);
-	return (uint64_t)YAJL_GET_INTEGER(n);
-}
-
-static const char *json_str(yajl_val v, const char *key)
-{
-	const char *path[] = { key, NULL };
-	yajl_val s = yajl_tree_get(v, path, yajl_t_string);
-
-	return s ? YAJL_GET_STRING(s) : NULL;
-}
-
-static yajl_val json_arr(yajl_val root, const char *key)
-{
-	const char *path[] = { key, NULL };
-	yajl_val a = yajl_tree_get(root, path, yajl_t_array);
-
-	assert_non_null(a);
-	return a;
-}
-
-/* The function row named @name (one per name in these programs), or NULL. */
-static yajl_val fn_row(yajl_val root, const char *name)
-{
-	yajl_val fns = json_arr(root, "functions");
-
-	for (size_t i = 0; i < YAJL_GET_ARRAY(fns)->len; i++) {
-		yajl_val f = YAJL_GET_ARRAY(fns)->values[i];
-		const char *n = json_str(f, "name");
-		if (n && strcmp(n, name) == 0)
-			return f;
-	}
-	return NULL;
-}
-
-static uint64_t calls(yajl_val root, const char *name)
-{
-	yajl_val f = fn_row(root, name);
-
-	if (!f)
-		print_message("    no function row \"%s\"\n", name);
-	return f ? json_u64(f, "calls") : 0;
-}
-
-static uint64_t edge_calls(yajl_val root, const char *caller, const char *callee)
-{
-	yajl_val es = json_arr(root, "edges");
-	uint64_t n = 0;
-
-	for (size_t i = 0; i < YAJL_GET_ARRAY(es)->len; i++) {
-		yajl_val e = YAJL_GET_ARRAY(es)->values[i];
-		const char *a = json_str(e, "caller"), *b = json_str(e, "callee");
-		if (a && b && strcmp(a, caller) == 0 && strcmp(b, callee) == 0)
-			n += json_u64(e, "calls");
-	}
-	return n;
-}
 
 /* --- the engine --- */
 
