@@ -293,3 +293,22 @@ uint64_t rp_render_covered_ns(const struct rp_report *r, const struct rp_report_
 
 	return w->t_to > from ? w->t_to - from : 0;
 }
+
+/* U+FFFD for each invalid byte (render_priv.h). */
+char *rp_render_utf8_copy(const char *s)
+{
+	size_t len = s ? strlen(s) : 0, o = 0, n;
+	char *d = malloc(3 * len + 1); /* each bad byte grows to at most 3 */
+	bool valid;
+
+	if (d == NULL)
+		return NULL;
+	for (; s && *s; s += n) {
+		n = rp_render_utf8_next(s, &valid);
+		memcpy(d + o, valid ? s : "\xef\xbf\xbd", valid ? n : 3);
+		o += valid ? n : 3;
+	}
+	d[o] = '\0';
+	return d;
+}
+

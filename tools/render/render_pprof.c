@@ -114,24 +114,6 @@ static uint64_t hash_str(const char *s)
 	return h;
 }
 
-/* A well-formed UTF-8 copy of @s (NULL reads as ""); NULL when out of memory. */
-static char *utf8_copy(const char *s)
-{
-	size_t len = s ? strlen(s) : 0, o = 0, n;
-	char *d = malloc(3 * len + 1); /* each bad byte grows to at most 3 */
-	bool valid;
-
-	if (d == NULL)
-		return NULL;
-	for (; s && *s; s += n) {
-		n = rp_render_utf8_next(s, &valid);
-		memcpy(d + o, valid ? s : "\xef\xbf\xbd", valid ? n : 3);
-		o += valid ? n : 3;
-	}
-	d[o] = '\0';
-	return d;
-}
-
 static int strtab_grow(struct strtab *t)
 {
 	uint32_t nslot = t->nslot ? t->nslot * 2 : 64, *slot;
@@ -170,7 +152,7 @@ static uint64_t intern(struct strtab *t, const char *s)
 
 	if (t->err)
 		return 0;
-	fixed = utf8_copy(s);
+	fixed = rp_render_utf8_copy(s);
 	if (fixed == NULL || (t->n + 1 > t->cap && (t->err = strtab_grow(t)) != 0)) {
 		t->err = -ENOMEM;
 		free(fixed);

@@ -24,6 +24,10 @@
  */
 size_t rp_render_utf8_next(const char *s, bool *valid);
 
+/* rp_render_utf8_copy() - a well-formed UTF-8 copy of @s (NULL reads as ""), each
+ * invalid byte replaced by U+FFFD; the caller frees it. NULL when out of memory. */
+char *rp_render_utf8_copy(const char *s);
+
 /*
  * rp_render_json_str() - @s as a JSON string, quotes included (render_common.c): '"' and
  * '\\' escaped, control characters as \u00XX, ill-formed UTF-8 as U+FFFD, the rest as

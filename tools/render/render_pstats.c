@@ -74,24 +74,6 @@ static uint64_t add_sat(uint64_t a, uint64_t b)
 	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
 }
 
-/* A well-formed UTF-8 copy of @s (NULL reads as ""); NULL when out of memory. */
-static char *utf8_copy(const char *s)
-{
-	size_t len = s ? strlen(s) : 0, o = 0, n;
-	char *d = malloc(3 * len + 1); /* each bad byte grows to at most 3 */
-	bool valid;
-
-	if (d == NULL)
-		return NULL;
-	for (; s && *s; s += n) {
-		n = rp_render_utf8_next(s, &valid);
-		memcpy(d + o, valid ? s : "\xef\xbf\xbd", valid ? n : 3);
-		o += valid ? n : 3;
-	}
-	d[o] = '\0';
-	return d;
-}
-
 static int cmp_key(const void *pa, const void *pb)
 {
 	const struct pkey *a = pa, *b = pb;
@@ -117,10 +99,10 @@ static char *name_in_category(const struct rp_report_fn *f)
 	char *both, *fixed;
 
 	if (f->category == NULL || f->category[0] == '\0')
-		return utf8_copy(f->name);
+		return rp_render_utf8_copy(f->name);
 	if (asprintf(&both, "%s [%s]", f->name ? f->name : "", f->category) < 0)
 		return NULL;
-	fixed = utf8_copy(both);
+	fixed = rp_render_utf8_copy(both);
 	free(both);
 	return fixed;
 }
@@ -136,9 +118,9 @@ static int make_keys(struct pstats *p)
 
 		k->fn = i;
 		k->line = f->line;
-		k->file = utf8_copy(f->file && f->file[0] ? f->file : "~");
+		k->file = rp_render_utf8_copy(f->file && f->file[0] ? f->file : "~");
 		if (f->file && f->file[0])
-			k->name = utf8_copy(f->name);
+			k->name = rp_render_utf8_copy(f->name);
 		else
 			k->name = name_in_category(f);
 		if (k->file == NULL || k->name == NULL)
