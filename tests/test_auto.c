@@ -363,54 +363,42 @@ static void test_auto_longjmp_heals(void **state)
 }
 
 /*
- * main calls 2,000 functions for the first time, warm() the same 2,000 again: the
- * same work, so main's self time is warm()'s plus what the misses cost beyond the
- * lookup (a probe, a lock, the resolve span's events), far below the lookups
- * themselves, which show as their own row, one call per function resolved. The
- * bound allows twice warm()'s self time, 400 ns a miss (the first touch of each
- * function's code is main's too) and a quarter of the lookups' time, the slowest
- * left out (the first: the debug info opened), for a loaded machine. Charged to
- * main as before, the lookups took 2.1 ms of its self time against 0.05 ms warm.
+ * main calls 2,000 functions for the first time, warm() the same 2,000 again. Each
+ * first call's symbol lookup must be off its caller's clock: a span of its own
+ * ("[ringprof-auto: resolve]") under main, one per function resolved, none under
+ * warm(). Before, the lookups had no row and were main's self time (2.1 ms against
+ * 0.05 ms warm). The times are printed as figures, never asserted: no test fails on
+ * a loaded machine's time.
  */
 static void test_auto_first_call_off_caller_clock(void **state)
 {
 	const uint64_t N = 2000;
-	bool within = false;
+	yajl_val root = run_program("first", "", "prog_firstcall"), r;
+	uint64_t main_self, warm_self, lookups;
 
 	(void)state;
-	/* Up to three runs: a preemption during main's 0.3 ms (8 ms seen on a loaded
-	 * machine) is not the lookups; charged to main, they miss the bound every time. */
-	for (int attempt = 0; attempt < 3 && !within; attempt++) {
-		yajl_val root = run_program("first", "", "prog_firstcall"), r;
-		uint64_t main_self, warm_self, lookups = 0;
-
-		assert_int_equal(calls(root, "main"), 1);
-		assert_int_equal(calls(root, "warm"), 1);
-		assert_int_equal(calls(root, "fn_0000"), 2);
-		assert_int_equal(calls(root, "fn_1999"), 2);
-		assert_int_equal(edge_calls(root, "main", "fn_1234"), 1);
-		assert_int_equal(edge_calls(root, "warm", "fn_1234"), 1);
-		main_self = json_u64(fn_row(root, "main"), "self_ns");
-		warm_self = json_u64(fn_row(root, "warm"), "self_ns");
-		r = fn_row(root, "[ringprof-auto: resolve]");
-		assert_non_null(r);
-		/* main, warm and the 2,000 (a C runtime function may add a few) */
-		assert_true(json_u64(r, "calls") >= N + 2);
-		lookups = json_u64(r, "cum_ns") - json_u64(r, "max_ns");
-		print_message("    main self %llu ns, warm self %llu ns, lookups %llu ns "
-			      "(slowest left out)\n", (unsigned long long)main_self,
-			      (unsigned long long)warm_self, (unsigned long long)lookups);
-		within = main_self <= 2 * warm_self + N * 400 + lookups / 4;
-		yajl_tree_free(root);
-	}
-#if defined(__SANITIZE_THREAD__)
-	/* TSan's first touch of each function's code and shadow lands in main: a
-	 * bound on time means nothing there (the counts above still hold). */
-	(void)within;
-	skip();
-#else
-	assert_true(within);
-#endif
+	assert_int_equal(calls(root, "main"), 1);
+	assert_int_equal(calls(root, "warm"), 1);
+	assert_int_equal(calls(root, "fn_0000"), 2);
+	assert_int_equal(calls(root, "fn_1999"), 2);
+	assert_int_equal(edge_calls(root, "main", "fn_1234"), 1);
+	assert_int_equal(edge_calls(root, "warm", "fn_1234"), 1);
+	r = fn_row(root, "[ringprof-auto: resolve]");
+	assert_non_null(r);
+	/* Every lookup is a span of its own under the caller that missed (main, warm
+	 * and the 2,000; a C runtime function may add a few), so its time is in main's
+	 * cum, not its self, by construction; warm() resolves nothing. */
+	assert_true(json_u64(r, "calls") >= N + 2);
+	assert_true(edge_calls(root, "main", "[ringprof-auto: resolve]") >= N);
+	assert_int_equal(edge_calls(root, "warm", "[ringprof-auto: resolve]"), 0);
+	/* The times, as figures only (a loaded machine moves them). */
+	main_self = json_u64(fn_row(root, "main"), "self_ns");
+	warm_self = json_u64(fn_row(root, "warm"), "self_ns");
+	lookups = json_u64(r, "cum_ns");
+	print_message("    main self %llu ns, warm self %llu ns, lookups %llu ns\n",
+		      (unsigned long long)main_self, (unsigned long long)warm_self,
+		      (unsigned long long)lookups);
+	yajl_tree_free(root);
 }
 
 /*
