@@ -937,11 +937,12 @@ int rp_cmd_top(int argc, char **argv)
 			break;
 		case 'f': snprintf(t.filter, sizeof(t.filter), "%s", optarg); break;
 		case 'h': fputs(usage, stdout); return 0;
-		default: fputs(usage, stderr); return 2;
+		default: return rp_cli_bad_option("top", argv);
 		}
 	}
 	if (optind != argc)
-		return rp_cli_error(2, "top: unexpected arguments (try --help)");
+		return rp_cli_error(2, "top: %s: unexpected argument (try `ringprof help top`)",
+				    argv[optind]);
 	t.session = rp_cli_session(session);
 	if (t.session == NULL)
 		return 2;
