@@ -129,6 +129,12 @@ static void test_cli_errors_are_one_line(void **state)
 	assert_int_equal(run(NULL, "%s analyze %s --format xml 2>/dev/null", bin,
 			     torch), 2);
 	assert_int_equal(run(NULL, "%s report /etc/hostname 2>/dev/null", bin), 1);
+	/* a pstats file (ours) is called one, not "JSON (a trace?)" */
+	assert_int_equal(run(&out, "%s analyze %s --format pstats -o %s/p.pstats && %s report "
+			     "%s/p.pstats 2>&1", bin, torch, tmpdir, bin, tmpdir), 1);
+	assert_non_null(strstr(out, "p.pstats: not a snapshot: it is a Python pstats file"));
+	assert_int_equal(strchr(out, '\n') - out + 1, (long)strlen(out));
+	free(out);
 	assert_int_equal(run(NULL, "%s frobnicate 2>/dev/null", bin), 2);
 	assert_int_equal(run(NULL, "%s snapshot --session nobody_here 2>/dev/null",
 			     bin), 1);
@@ -275,6 +281,60 @@ static void test_cli_tools_help(void **state)
 	assert_int_equal(run(&out, "%s/gen_chrome 10 --threads -1 2>&1", bindir), 2);
 	assert_string_equal(out, "gen_chrome: --threads -1: not valid (try gen_chrome --help)\n");
 	free(out);
+}
+
+/* The bash completion: commands, then a command's options from its own help, then
+ * the values of --format. */
+static void test_cli_bash_completion(void **state)
+{
+	static const struct {
+		const char *words, *want;
+	} cases[] = {
+		{ "an", "analyze\n" },
+		{ "help seg", "segments\n" },
+		{ "report --fo", "--format\n" },
+		{ "run --tick", "--tick-ms\n" },
+		{ "top --sor", "--sort\n" },
+		{ "analyze x.json --format pp", "pprof\n" },
+		{ "top --view th", "threads\n" },
+	};
+	const char *comp = getenv("RP_COMPLETION");
+	char *out;
+
+	(void)state;
+	if (comp == NULL || run(NULL, "command -v bash >/dev/null") != 0) {
+		print_message("    skipped: no bash or RP_COMPLETION\n");
+		return;
+	}
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		assert_int_equal(run(&out, "bash -c '. %s; COMP_WORDS=(%s %s); "
+				     "COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); _ringprof; "
+				     "printf \"%%s\\n\" \"${COMPREPLY[@]}\"'", comp, bin,
+				     cases[i].words), 0);
+		if (strcmp(out, cases[i].want) != 0)
+			fail_msg("%s: got \"%s\", want \"%s\"", cases[i].words, out, cases[i].want);
+		free(out);
+	}
+}
+
+/* The man page (help2man): every command's own help is in it. */
+static void test_cli_man_page(void **state)
+{
+	const char *man = getenv("RP_MAN");
+	char *out;
+
+	(void)state;
+	if (man == NULL) {
+		print_message("    skipped: no help2man at build time (no man page)\n");
+		return;
+	}
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+		assert_int_equal(run(&out, "grep -c '^usage: ringprof %s' %s", commands[i], man), 0);
+		assert_string_equal(out, "1\n");
+		free(out);
+	}
+	assert_int_equal(run(NULL, "grep -q '^ringprof-demo' %s/man/ringprof-demo.1 && "
+			     "grep -qF -- '\\-\\-duration' %s/man/ringprof-demo.1", bindir, bindir), 0);
 }
 
 /* --- the live path --- */
@@ -841,6 +901,8 @@ int main(void)
 		cmocka_unit_test(test_cli_bad_numbers_named),
 		cmocka_unit_test(test_cli_bad_option_one_line),
 		cmocka_unit_test(test_cli_tools_help),
+		cmocka_unit_test(test_cli_bash_completion),
+		cmocka_unit_test(test_cli_man_page),
 		cmocka_unit_test(test_cli_live_accounts_for_every_event),
 		cmocka_unit_test(test_cli_second_engine_refused),
 		cmocka_unit_test(test_cli_engine_start_survives_snapshot_requests),
