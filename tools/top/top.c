@@ -473,18 +473,32 @@ static unsigned header(const struct top *t, FILE *out, int width)
 			 rp_render_safe_buf(filter, sizeof(filter), t->filter));
 	}
 	n += put_line(out, line, width);
-	if (r->n_counters > 0) { /* the newest value of each, as many as fit */
-		len = (size_t)snprintf(line, sizeof(line), "counters");
-		for (uint32_t i = 0; i < r->n_counters && len < sizeof(line) - 1; i++) {
-			char name[40];
+	if (r->n_counters > 0) { /* the newest value of each, as many as fit one line */
+		uint32_t shown = 0;
 
-			len += (size_t)snprintf(line + len, sizeof(line) - len, "  %s %" PRId64,
-						rp_render_safe_buf(name, sizeof(name),
-								   r->counters[i].name ?
-									   r->counters[i].name : "?"),
-						r->counters[i].last);
+		len = (size_t)snprintf(line, sizeof(line), "counters");
+		for (uint32_t i = 0; i < r->n_counters; i++) {
+			char name[40], item[80];
+			int k = snprintf(item, sizeof(item), "  %s %" PRId64,
+					 rp_render_safe_buf(name, sizeof(name),
+							    r->counters[i].name ?
+								    r->counters[i].name : "?"),
+					 r->counters[i].last);
+
+			/* room for this one, and for "  +N more" if others follow */
+			if (k < 0 || (size_t)k >= sizeof(item) ||
+			    (int)len + k + (i + 1 < r->n_counters ? 12 : 0) > width)
+				break;
+			memcpy(line + len, item, (size_t)k + 1);
+			len += (size_t)k;
+			shown++;
 		}
-		n += put_line(out, line, width);
+		if (shown < r->n_counters)
+			snprintf(line + len, sizeof(line) - len, "  +%" PRIu32 " more",
+				 r->n_counters - shown);
+		put_cut(out, line, width); /* one line: counters never push the table out */
+		fputc('\n', out);
+		n++;
 	}
 	return n;
 }
