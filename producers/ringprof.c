@@ -85,6 +85,8 @@ static struct {
 	uint32_t keep_max;		/* RINGPROF_KEEP_MAX: kept segments per session */
 	bool keep;
 	bool discard;			/* RINGPROF_NO_ENGINE=discard */
+	uint64_t undrained_ns;		/* RINGPROF_NO_ENGINE_WARN_S; 0: never said */
+	uint64_t created_ns;		/* CLOCK_MONOTONIC when our segment was made */
 } proc = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
 	.once = PTHREAD_ONCE_INIT,
@@ -174,6 +176,11 @@ static bool read_config(struct rp_layout_cfg *cfg, char *session)
 	proc.keep_max = (uint32_t)env_u64("RINGPROF_KEEP_MAX", 8, 0, 4096);
 	s = getenv("RINGPROF_NO_ENGINE");
 	proc.discard = s != NULL && strcmp(s, "discard") == 0;
+	/* No engine on purpose (discard), or asked for silence: nothing to say. */
+	s = getenv("RINGPROF_QUIET");
+	proc.undrained_ns = env_u64("RINGPROF_NO_ENGINE_WARN_S", 10, 0, 86400) * 1000000000u;
+	if (proc.discard || (s != NULL && strcmp(s, "1") == 0))
+		proc.undrained_ns = 0;
 	s = getenv("RINGPROF_CLOCK");
 	proc.clock.want_tsc = !(s != NULL && strcmp(s, "monotonic") == 0);
 	proc.clock.calib_us = (uint32_t)env_u64("RINGPROF_CALIBRATE_US", 2000, 100, 1000000);
@@ -391,6 +398,46 @@ static void copy_inherited_names(void)
 	proc.inherited = NULL;
 }
 
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts); /* the vDSO: no system call */
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * A producer whose session no engine drains (a typo in RINGPROF_SESSION, or no
+ * `ringprof run`) records for nobody and leaves its segment in /dev/shm: said once,
+ * RINGPROF_NO_ENGINE_WARN_S seconds after the segment was made, if no engine has
+ * attached by then (consumer_pid, written by an engine when it attaches). Checked
+ * on slow paths only: a ring claimed, a ring found full, the exit. One write(2) of
+ * a stack buffer: no lock and no allocation, since the caller may be a signal
+ * handler that interrupted a stdio call.
+ */
+static void check_undrained(struct rp_wire_header *h)
+{
+	static int said; /* a flag only: it orders nothing */
+	char line[384];
+	int n;
+
+	if (proc.undrained_ns == 0 || __atomic_load_n(&said, __ATOMIC_RELAXED) ||
+	    __atomic_load_n(&h->consumer_pid, __ATOMIC_RELAXED) != 0 ||
+	    mono_ns() - proc.created_ns < proc.undrained_ns)
+		return;
+	if (__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
+		return;
+	n = snprintf(line, sizeof(line),
+		     "ringprof: no engine has drained session \"%s\" in %llu s (segment "
+		     "/dev/shm%s): start one with `ringprof run --session %s`, or set "
+		     "RINGPROF_SESSION to a running engine's session (RINGPROF_QUIET=1: not "
+		     "said)\n", h->session, (unsigned long long)(proc.undrained_ns / 1000000000u),
+		     proc.path, h->session);
+	if (n > 0 && write(STDERR_FILENO, line, (size_t)n < sizeof(line) ? (size_t)n :
+			   sizeof(line) - 1) < 0)
+		return; /* nobody to tell */
+}
+
 static int create_segment(void)
 {
 	struct rp_layout_cfg cfg;
@@ -430,6 +477,7 @@ static int create_segment(void)
 		return err;
 	}
 	proc.fd = fd; /* kept (close-on-exec) for the rings' reservations */
+	proc.created_ns = mono_ns();
 	fill_header(h, &proc.lay, session, &clk);
 	proc.hdr = h;
 	if (proc.inherited != NULL)
@@ -734,6 +782,7 @@ bool rp_thread_attach(struct rp_thread *t)
 		return false;
 	}
 	setup_thread(t, h, idx, over);
+	check_undrained(h);
 	return true;
 }
 
@@ -747,6 +796,7 @@ bool rp_ring_refresh(struct rp_thread *t)
 	/* Single writer: a plain read-modify-write, stored atomically for readers. */
 	__atomic_store_n(&t->ring->dropped, t->ring->dropped + 1, __ATOMIC_RELAXED);
 	t->lost = RP_SPAN_AFTER_DROP;
+	check_undrained(t->hdr); /* full: maybe nobody drains it */
 	return false;
 }
 
@@ -1039,6 +1089,7 @@ void rp_shutdown(void)
 	}
 	proc.shut = true;
 	pthread_mutex_unlock(&proc.lock);
+	check_undrained(h);
 	exit_summaries();
 	h->exit_ticks = rp_clock_read(rp_clock_source == RP_CLOCK_TSC);
 	/* Release: everything recorded so far before the state says exited. */

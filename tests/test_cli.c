@@ -129,9 +129,212 @@ static void test_cli_errors_are_one_line(void **state)
 	assert_int_equal(run(NULL, "%s analyze %s --format xml 2>/dev/null", bin,
 			     torch), 2);
 	assert_int_equal(run(NULL, "%s report /etc/hostname 2>/dev/null", bin), 1);
+	/* a pstats file (ours) is called one, not "JSON (a trace?)" */
+	assert_int_equal(run(&out, "%s analyze %s --format pstats -o %s/p.pstats && %s report "
+			     "%s/p.pstats 2>&1", bin, torch, tmpdir, bin, tmpdir), 1);
+	assert_non_null(strstr(out, "p.pstats: not a snapshot: it is a Python pstats file"));
+	assert_int_equal(strchr(out, '\n') - out + 1, (long)strlen(out));
+	free(out);
 	assert_int_equal(run(NULL, "%s frobnicate 2>/dev/null", bin), 2);
 	assert_int_equal(run(NULL, "%s snapshot --session nobody_here 2>/dev/null",
 			     bin), 1);
+}
+
+/* --- manners: version, help, bad command lines --- */
+
+static const char *const commands[] = { "run",	   "top",      "snapshot", "report",
+					"analyze", "merge",    "segments", "probe" };
+
+/* One line, ending in a newline. */
+static void assert_one_line(const char *out)
+{
+	assert_non_null(strchr(out, '\n'));
+	assert_int_equal(strchr(out, '\n') - out + 1, (long)strlen(out));
+}
+
+static void test_cli_version_is_the_project_version(void **state)
+{
+	char *out, want[64];
+
+	(void)state;
+	/* RP_PROJECT_VERSION: CMake's project() version, given to this test directly */
+	snprintf(want, sizeof(want), "ringprof %s\n", RP_PROJECT_VERSION);
+	assert_int_equal(run(&out, "%s --version", bin), 0);
+	assert_string_equal(out, want);
+	free(out);
+	snprintf(want, sizeof(want), "ringprof-demo %s\n", RP_PROJECT_VERSION);
+	assert_int_equal(run(&out, "%s/ringprof-demo --version", bindir), 0);
+	assert_string_equal(out, want);
+	free(out);
+}
+
+/* `ringprof help CMD` is `ringprof CMD --help`: that command's own text (not the
+ * global usage), on stdout, exit 0; every command is listed in the global one. */
+static void test_cli_help_per_command(void **state)
+{
+	char *global, *help, *own, want[64];
+
+	(void)state;
+	assert_int_equal(run(&global, "%s --help", bin), 0);
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+		snprintf(want, sizeof(want), "\n  %s ", commands[i]);
+		assert_non_null(strstr(global, want));
+		assert_int_equal(run(&help, "%s help %s", bin, commands[i]), 0);
+		assert_int_equal(run(&own, "%s %s --help", bin, commands[i]), 0);
+		assert_string_equal(help, own);
+		snprintf(want, sizeof(want), "usage: ringprof %s", commands[i]);
+		assert_memory_equal(help, want, strlen(want));
+		assert_string_not_equal(help, global);
+		free(help);
+		free(own);
+	}
+	free(global);
+	assert_int_equal(run(&help, "%s help nosuch 2>&1", bin), 2);
+	assert_one_line(help);
+	free(help);
+}
+
+/* Every numeric option refuses what is not a whole number in its range, in one line
+ * naming the option and the range, exit 2, before doing anything. */
+static void test_cli_bad_numbers_named(void **state)
+{
+	static const struct {
+		const char *args, *line;
+	} cases[] = {
+		{ "run --tick-ms -5", "ringprof: --tick-ms -5: a whole number from 1 to 10000\n" },
+		{ "run --tick-ms abc", "ringprof: --tick-ms abc: a whole number from 1 to 10000\n" },
+		{ "run --tick-ms 0", "ringprof: --tick-ms 0: a whole number from 1 to 10000\n" },
+		{ "run --delay-ms 5x", "ringprof: --delay-ms 5x: a whole number from 0 to 600000\n" },
+		{ "run --max-clients 4097",
+		  "ringprof: --max-clients 4097: a whole number from 1 to 4096\n" },
+		{ "run --client-idle-ms ' 7'",
+		  "ringprof: --client-idle-ms  7: a whole number from 1 to 86400000\n" },
+		{ "run --offcpu-threads 99999999999999999999",
+		  "ringprof: --offcpu-threads 99999999999999999999: a whole number from 1 to "
+		  "65536\n" },
+		{ "run --max-names 0", "ringprof: --max-names 0: a whole number from 1 to 67108864\n" },
+		{ "report --limit abc x.msgpack",
+		  "ringprof: --limit abc: a whole number from 0 to 4294967295\n" },
+		{ "analyze --gantt-rows -1 x.json",
+		  "ringprof: --gantt-rows -1: a whole number from 0 to 4294967295\n" },
+		{ "analyze --max-aiq-nodes +3 x.json",
+		  "ringprof: --max-aiq-nodes +3: a whole number from 0 to 4294967295\n" },
+		{ "snapshot --timeout-ms 1e3",
+		  "ringprof: --timeout-ms 1e3: a whole number from 0 to 3600000\n" },
+	};
+	char *out;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		assert_int_equal(run(&out, "%s %s 2>&1", bin, cases[i].args), 2);
+		assert_string_equal(out, cases[i].line);
+		free(out);
+	}
+}
+
+/* A bad option: one line naming it, with the hint, exit 2 (not the usage). */
+static void test_cli_bad_option_one_line(void **state)
+{
+	static const struct {
+		const char *args, *line;
+	} cases[] = {
+		{ "run --bogus",
+		  "ringprof: run: --bogus: unknown option (try `ringprof help run`)\n" },
+		{ "top --bogus=3",
+		  "ringprof: top: --bogus: unknown option (try `ringprof help top`)\n" },
+		{ "snapshot --timeout-ms",
+		  "ringprof: snapshot: --timeout-ms needs a value (try `ringprof help snapshot`)\n" },
+		{ "segments -x",
+		  "ringprof: segments: -x: unknown option or missing value (try `ringprof help "
+		  "segments`)\n" },
+		{ "run extra", "ringprof: run: extra: unexpected argument (try `ringprof help run`)\n" },
+		{ "", "ringprof: need a command (try ringprof --help)\n" },
+	};
+	char *out;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		assert_int_equal(run(&out, "%s %s 2>&1", bin, cases[i].args), 2);
+		assert_string_equal(out, cases[i].line);
+		free(out);
+	}
+}
+
+/* The other programs: --help is usage on stdout, exit 0, and nothing else (the
+ * generators used to write a trace); a bad number is one line, exit 2. */
+static void test_cli_tools_help(void **state)
+{
+	static const char *const tools[] = { "ringprof-demo", "gen_nat", "gen_chrome" };
+	char *out, want[64];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(tools) / sizeof(tools[0]); i++) {
+		assert_int_equal(run(&out, "%s/%s --help 2>&1", bindir, tools[i]), 0);
+		snprintf(want, sizeof(want), "usage: %s ", tools[i]);
+		assert_memory_equal(out, want, strlen(want));
+		assert_null(strchr(out, '{'));
+		free(out);
+	}
+	assert_int_equal(run(&out, "%s/gen_nat 12x 2>&1", bindir), 2);
+	assert_string_equal(out, "gen_nat: STEPS 12x: not valid (try gen_nat --help)\n");
+	free(out);
+	assert_int_equal(run(&out, "%s/gen_chrome 10 --threads -1 2>&1", bindir), 2);
+	assert_string_equal(out, "gen_chrome: --threads -1: not valid (try gen_chrome --help)\n");
+	free(out);
+}
+
+/* The bash completion: commands, then a command's options from its own help, then
+ * the values of --format. */
+static void test_cli_bash_completion(void **state)
+{
+	static const struct {
+		const char *words, *want;
+	} cases[] = {
+		{ "an", "analyze\n" },
+		{ "help seg", "segments\n" },
+		{ "report --fo", "--format\n" },
+		{ "run --tick", "--tick-ms\n" },
+		{ "top --sor", "--sort\n" },
+		{ "analyze x.json --format pp", "pprof\n" },
+		{ "top --view th", "threads\n" },
+	};
+	const char *comp = getenv("RP_COMPLETION");
+	char *out;
+
+	(void)state;
+	if (comp == NULL || run(NULL, "command -v bash >/dev/null") != 0) {
+		print_message("    skipped: no bash or RP_COMPLETION\n");
+		return;
+	}
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		assert_int_equal(run(&out, "bash -c '. %s; COMP_WORDS=(%s %s); "
+				     "COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); _ringprof; "
+				     "printf \"%%s\\n\" \"${COMPREPLY[@]}\"'", comp, bin,
+				     cases[i].words), 0);
+		if (strcmp(out, cases[i].want) != 0)
+			fail_msg("%s: got \"%s\", want \"%s\"", cases[i].words, out, cases[i].want);
+		free(out);
+	}
+}
+
+/* The man page (help2man): every command's own help is in it. */
+static void test_cli_man_page(void **state)
+{
+	const char *man = getenv("RP_MAN");
+	char *out;
+
+	(void)state;
+	if (man == NULL) {
+		print_message("    skipped: no help2man at build time (no man page)\n");
+		return;
+	}
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+		assert_int_equal(run(&out, "grep -c '^usage: ringprof %s' %s", commands[i], man), 0);
+		assert_string_equal(out, "1\n");
+		free(out);
+	}
+	assert_int_equal(run(NULL, "grep -q '^ringprof-demo' %s/man/ringprof-demo.1 && "
+			     "grep -qF -- '\\-\\-duration' %s/man/ringprof-demo.1", bindir, bindir), 0);
 }
 
 /* --- the live path --- */
@@ -693,6 +896,13 @@ int main(void)
 		cmocka_unit_test(test_cli_analyze_json_matches_engine),
 		cmocka_unit_test(test_cli_pstats_loads_in_python),
 		cmocka_unit_test(test_cli_errors_are_one_line),
+		cmocka_unit_test(test_cli_version_is_the_project_version),
+		cmocka_unit_test(test_cli_help_per_command),
+		cmocka_unit_test(test_cli_bad_numbers_named),
+		cmocka_unit_test(test_cli_bad_option_one_line),
+		cmocka_unit_test(test_cli_tools_help),
+		cmocka_unit_test(test_cli_bash_completion),
+		cmocka_unit_test(test_cli_man_page),
 		cmocka_unit_test(test_cli_live_accounts_for_every_event),
 		cmocka_unit_test(test_cli_second_engine_refused),
 		cmocka_unit_test(test_cli_engine_start_survives_snapshot_requests),

@@ -816,7 +816,7 @@ static struct rp_report text_report(void)
 
 #define TEXT_HEAD                                                                          \
 	"ringprof report, clock monotonic\n"                                               \
-	"time range 1000 .. 2500001000 ns (2500.000 ms)\n"                                 \
+	"time range 2500.000 ms from the first event (at 1000 ns on that clock)\n"                                 \
 	"sources 1\n"                                                                      \
 	"  demo  pid 4242  exited  events 120  dropped 3  late 1  truncated 2"             \
 	"  names_dropped 0  resyncs 0\n"                                                   \
@@ -933,7 +933,7 @@ static void test_render_text_nothing_lost(void **state)
 
 	(void)state;
 	assert_string_equal(text, "ringprof report, clock trace\n"
-				  "time range 5 .. 5 ns (0.000 ms)\n"
+				  "time range 0.000 ms from the first event (at 5 ns on that clock)\n"
 				  "sources 1\n"
 				  "  demo  pid 7  live  events 5  dropped 0  late 0  truncated 0"
 				  "  names_dropped 0  resyncs 0\n"
@@ -1386,7 +1386,7 @@ static void test_render_rate_exact(void **state)
 	"        300.000      250.000      350.000       -0.001      ?  query\n"
 /* Rates over 2.4 s: 3 -> 1.250, 6 -> 2.500, 4 -> 1.667 (1.6666...). */
 #define FULL_W10_HEAD                                                                      \
-	"\nwindow 10s (10000.000 ms in 10 sub-windows), 1000 .. 2400001000 ns (2400.000 ms)\n"
+	"\nwindow 10s (10000.000 ms in 10 sub-windows), 0.000 .. 2400.000 ms (2400.000 ms)\n"
 #define FULL_WCOLS                                                                         \
 	"     calls       rate/s      cum ms     self ms      p50 us      p90 us      p99 us" \
 	"  name [category]\n"
@@ -1403,7 +1403,7 @@ static void test_render_rate_exact(void **state)
 	"concurrency roots    p50 1  p90 1  p95 1  p99 1  max 2  mean 1.000\n"
 /* No range: rate 0; no distributions: no concurrency lines; fn 99: "?". */
 #define FULL_W1M                                                                           \
-	"\nwindow 1\"m\\n (60000.000 ms in 6 sub-windows), 5 .. 5 ns (0.000 ms)\n"           \
+	"\nwindow 1\"m\\n (60000.000 ms in 6 sub-windows), -0.001 .. -0.001 ms (0.000 ms)\n"           \
 	"names 1 of 1, by cum time\n" FULL_WCOLS                                           \
 	"         7            0       0.000       0.000       0.003       0.004       0.006" \
 	"  ?\n"
@@ -1736,6 +1736,34 @@ static void test_render_window_rate_covered(void **state)
 	assert_int_equal(fclose(f), 0);
 	assert_non_null(strstr(buf, " 2.000 "));
 	free(buf);
+}
+
+/* Times are from the first event; a window over every event is one line, not a
+ * copy of the all-time tables (a 5 s run printed three identical ones). */
+static void test_render_text_window_over_every_event(void **state)
+{
+	struct rp_report_fn fn = { "f", "", "", 0, 10, 10, MS, MS, MS, 1, 1, NO_SKETCH };
+	struct rp_report_wfn wf = { .fn = 0, .calls = 4, .self_ns = MS, .cum_ns = MS };
+	struct rp_report_window w[2] = {
+		{ .name = "10s", .length_ns = 10000 * MS, .subwindows = 10, .t_from = 7000 * MS,
+		  .t_to = 10000 * MS, .fns = &wf, .n_fns = 1 },
+		{ .name = "1m", .length_ns = 60000 * MS, .subwindows = 6, .t_from = 0,
+		  .t_to = 10000 * MS, .fns = &wf, .n_fns = 1 },
+	};
+	struct rp_report r = { .clock = "monotonic", .t_first = 5000 * MS, .t_last = 10000 * MS,
+			       .events = 20, .fns = &fn, .n_fns = 1, .windows = w, .n_windows = 2 };
+	char *text = text_mem(&r, 0), *p;
+
+	(void)state;
+	assert_non_null(strstr(text, "time range 5000.000 ms from the first event (at "
+				     "5000000000 ns on that clock)\n"));
+	p = strstr(text, "\nwindow 10s (10000.000 ms in 10 sub-windows), 2000.000 .. 5000.000 ms "
+			 "(3000.000 ms)\nnames 1 of 1, by cum time\n");
+	assert_non_null(p);
+	assert_non_null(strstr(text, "\nwindow 1m (60000.000 ms in 6 sub-windows), every event: "
+				     "as all time above\n"));
+	assert_null(strstr(strstr(p, "names 1 of 1") + 1, "names 1 of 1")); /* none for 1m */
+	free(text);
 }
 
 /* One entry, byte for byte: ('~', 0, 'f'): (1, 2, 0.5, 1.0, {}) (cProfile's file for
@@ -2143,6 +2171,7 @@ int main(void)
 		cmocka_unit_test(test_render_pstats_empty_is_empty_dict),
 		cmocka_unit_test(test_render_pstats_bytes_one_entry),
 		cmocka_unit_test(test_render_window_rate_covered),
+		cmocka_unit_test(test_render_text_window_over_every_event),
 		cmocka_unit_test(test_render_pstats_matches_reference_file),
 		cmocka_unit_test(test_render_folded_hand_built),
 		cmocka_unit_test(test_render_folded_bad_parent_refused),

@@ -934,6 +934,11 @@ static const char *not_a_snapshot(const unsigned char *p, size_t n)
 {
 	size_t i = 0;
 
+	/* Python's marshal of a pstats dict: '{' then a tuple key ('(' or ')', with or
+	 * without the 0x80 reference flag), which JSON never has after '{' */
+	if (n > 1 && p[0] == '{' && ((p[1] & 0x7f) == '(' || (p[1] & 0x7f) == ')'))
+		return "it is a Python pstats file (ringprof writes them, `--format pstats`; it "
+		       "does not read them), not a MessagePack snapshot";
 	while (i < n && (p[i] == ' ' || p[i] == '\t' || p[i] == '\n' || p[i] == '\r'))
 		i++;
 	if (i < n && (p[i] == '{' || p[i] == '['))

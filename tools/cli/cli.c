@@ -3,6 +3,7 @@
  * Helpers the CLI's commands share: errors, the session, cap options, the marker.
  */
 #include <errno.h>
+#include <getopt.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
@@ -28,6 +29,39 @@ int rp_cli_error(int status, const char *fmt, ...)
 	fputc('\n', stderr);
 	va_end(ap);
 	return status;
+}
+
+int rp_cli_number(const char *opt, const char *arg, uint64_t min, uint64_t max, uint64_t *v)
+{
+	char *end;
+	unsigned long long n;
+
+	errno = 0;
+	n = strtoull(arg, &end, 10);
+	/* strtoull() takes a sign and leading space ("-5" wraps to a huge number) */
+	if (arg[0] < '0' || arg[0] > '9' || *end != '\0' || errno || n < min || n > max)
+		return rp_cli_error(2, "%s %s: a whole number from %llu to %llu", opt, arg,
+				    (unsigned long long)min, (unsigned long long)max);
+	*v = n;
+	return 0;
+}
+
+int rp_cli_bad_option(const char *cmd, char **argv)
+{
+	const char *arg = optind > 0 ? argv[optind - 1] : "?";
+	const char *eq = strchr(arg, '=');
+	int len = eq ? (int)(eq - arg) : (int)strlen(arg);
+
+	/* glibc: optopt is 0 for an unknown long option, the option's value for a known
+	 * one missing its argument, the letter for a short one (maybe in a cluster) */
+	if (strncmp(arg, "--", 2) == 0 && optopt != 0)
+		return rp_cli_error(2, "%s: %.*s needs a value (try `ringprof help %s`)", cmd, len,
+				    arg, cmd);
+	if (strncmp(arg, "--", 2) == 0)
+		return rp_cli_error(2, "%s: %.*s: unknown option (try `ringprof help %s`)", cmd,
+				    len, arg, cmd);
+	return rp_cli_error(2, "%s: -%c: unknown option or missing value (try `ringprof help "
+			    "%s`)", cmd, optopt ? optopt : '?', cmd);
 }
 
 const char *rp_cli_session(const char *opt)
@@ -66,20 +100,22 @@ bool rp_cli_cap_option(struct rp_engine_cfg *cfg, const char *opt, const char *v
 		{ "device-spans", offsetof(struct rp_engine_cfg, dev.max_spans) },
 		{ "device-events", offsetof(struct rp_engine_cfg, dev.max_events) },
 	};
-	char *end;
-	unsigned long v;
+	char flag[32];
+	uint64_t v;
 
+	snprintf(flag, sizeof(flag), "--%s", opt);
 	if (strcmp(opt, "windows") == 0) {
 		*err = rp_cli_windows(cfg, value);
+		if (*err)
+			rp_cli_error(2, "--windows %s: lengths like 10s,1m,5m (units ns us ms s m "
+				     "h; at most %d), or none", value, RP_WINDOW_MAX);
 		return true;
 	}
 
 	for (size_t i = 0; i < sizeof(caps) / sizeof(caps[0]); i++) {
 		if (strcmp(opt, caps[i].name) != 0)
 			continue;
-		errno = 0;
-		v = strtoul(value, &end, 10);
-		*err = (errno || *end || v < 1 || v > (1ul << 26)) ? -EINVAL : 0;
+		*err = rp_cli_number(flag, value, 1, 1u << 26, &v) ? -EINVAL : 0;
 		if (*err == 0)
 			*(uint32_t *)((char *)cfg + caps[i].off) = (uint32_t)v;
 		return true;

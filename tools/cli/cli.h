@@ -20,10 +20,26 @@ int rp_cmd_top(int argc, char **argv);
 /* One line on stderr, "ringprof: ..."; returns @status for `return die(...)`. */
 int rp_cli_error(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/*
+ * rp_cli_number() - @arg as a whole decimal number in [@min, @max] into *@v: digits
+ * only (no sign, no space, no suffix, no overflow). Else one line naming the option
+ * and the accepted range ("--tick-ms -5: a whole number from 1 to 60000").
+ * @return 0, or 2 (the exit status of a bad command line).
+ */
+int rp_cli_number(const char *opt, const char *arg, uint64_t min, uint64_t max, uint64_t *v);
+
+/*
+ * rp_cli_bad_option() - getopt_long() answered '?' in command @cmd (opterr is 0):
+ * one line naming the option (argv[optind - 1]) with a hint, no usage dump.
+ * @return 2.
+ */
+int rp_cli_bad_option(const char *cmd, char **argv);
+
 /* The session: --session, else $RINGPROF_SESSION, else "default"; validated. */
 const char *rp_cli_session(const char *opt);
 
-/* Engine caps as options: --max-names N and friends. @return true if @opt was one. */
+/* Engine caps as options: --max-names N and friends. @return true if @opt was one;
+ * *@err is then 0, or -EINVAL with the error said on stderr (one line). */
 bool rp_cli_cap_option(struct rp_engine_cfg *cfg, const char *opt, const char *value,
 		       int *err);
 /* Their getopt_long entries (all 'c'), for the commands' option tables. */
@@ -40,8 +56,8 @@ bool rp_cli_cap_option(struct rp_engine_cfg *cfg, const char *opt, const char *v
 	"  --max-names N --max-tracks N --max-depth N --max-cct-nodes N --max-sources N\n"  \
 	"  --max-sketch-names N --max-window-names N --max-counters N --topk N\n"          \
 	"  --max-window-level N\n"                                                           \
-	"             engine caps (defaults 65536, 16384, 256, 262144, 1024, 4096, 256,\n"  \
-	"             1024, 10, 255)\n"                                                      \
+	"             engine caps, each 1 to 67108864 (defaults 65536, 16384, 256,\n"        \
+	"             262144, 1024, 4096, 256, 1024, 10, 255)\n"                             \
 	"  --windows L,L,...  rolling windows on the event clock (default 10s,1m,5m; units\n"\
 	"             ns us ms s m h; none: no windows); --subwindows N per window (10)\n"\
 	"  --recorder-spans N --recorder-samples N\n"                                     \

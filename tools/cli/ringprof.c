@@ -36,55 +36,86 @@
 #include "render_export.h"
 #include "segment.h"
 #include "snapshot.h"
+#include "version.h"
 
+/* The global usage: one line a command; each command's own --help has the rest. */
 static const char usage[] =
-	"usage: ringprof run [--session S] [--snapshot-dir D] [...]   the engine (--help)\n"
-	"       ringprof top [--session S] [--dir D] [--once]   live view of a running engine\n"
-	"       ringprof snapshot [--session S] [--timeout-ms N] [-o PATH | --keep]\n"
-	"       ringprof report SNAPSHOT [--format F] [-o FILE] [--limit N] [export options]\n"
-	"       ringprof analyze TRACE [--format F] [-o FILE] [--limit N] [caps] [export options]\n"
-	"               [--input chrome|nat] [--max-aiq-nodes N] [--max-nat-events N]\n"
-	"       ringprof merge SNAPSHOT... -o OUT\n"
-	"       ringprof segments [--session S] [--rings]\n"
-	"       ringprof probe\n"
-	"\n"
-	"  run        the engine in the foreground: drains the session's producers; SIGUSR1\n"
-	"             writes a snapshot, SIGINT/SIGTERM a final one\n"
+	"usage: ringprof COMMAND [options]   (ringprof help COMMAND: its options)\n"
+	"  run        the engine in the foreground: drains a session's producers\n"
+	"  top        live view of a running engine\n"
 	"  snapshot   ask the running engine of a session for a snapshot; prints its path\n"
-	"             (-o PATH: keep it there; --keep: keep it beside the engine's under a\n"
-	"             timestamped name; the engine's own file is replaced at each one)\n"
-	"  report     render a snapshot file\n"
-	"  analyze    the engine over a Chrome trace file (.json or .json.gz; torch,\n"
-	"             Perfetto, chrome://tracing) or an agent-toolkit trace (nat:\n"
-	"             all_requests_profiler_traces.json; detected by content) and render\n"
-	"             the result; aiq and aiq-text: the toolkit's own analysis of it\n"
-	"  merge      merge snapshots (processes, hosts, runs) into one, written\n"
-	"             atomically to OUT (rules: docs/snapshot.md)\n"
-	"  segments   list the producer segments of a session (default: $RINGPROF_SESSION\n"
-	"             or \"default\"), validating every header as the engine does\n"
-	"  --rings    also list every claimed ring: owner, state, backlog, high-water\n"
-	"             mark (the highest backlog the engine saw), dropped\n"
+	"  report     render a snapshot file (text, json, pstats, folded, prom, ...)\n"
+	"  analyze    the engine over a Chrome or agent-toolkit trace file, rendered\n"
+	"  merge      merge snapshots (processes, hosts, runs) into one\n"
+	"  segments   list the producer segments of a session\n"
 	"  probe      what this kernel offers the engine: io_uring, futex waits, TSC\n"
-	"\n"
-	"  --format F           text, json, pstats, folded (collapsed stacks), prom\n"
-	"                       (Prometheus text; --window W), chrome (Chrome trace of the\n"
-	"                       flight recorder), gantt (SVG), msgpack (a snapshot, as\n"
-	"                       `ringprof report` reads) or pprof (gzipped profile.proto\n"
-	"                       for go tool pprof, Pyroscope, Parca; needs -o or a pipe)\n"
-	"  --from NS --to NS    chrome/gantt: spans overlapping [from, to] (report clock, ns)\n"
-	"  --steps A:B          chrome/gantt: the time range of recorded steps A..B (0-based)\n"
-	"  --gantt-rows N       gantt: tracks drawn (default 200)\n"
-	"  --recorder-spans N   run/analyze: spans the flight recorder keeps (default 65536)\n"
-	"  --recorder-samples N run/analyze: counter samples it keeps (default 16384)\n"
-	"  --step-category C    analyze: spans of category C are steps (default \"step\")\n"
-	"  --step-name PREFIX   analyze: spans whose name starts with PREFIX are steps\n"
-	"  --nesting torch      analyze: self times as torch's key_averages() (a child that\n"
-	"                       ends after its parent is un-nested, self may go below the\n"
+	"  help CMD   a command's options (as ringprof CMD --help)\n"
+	"  --version  the version\n";
+
+static const char help_snapshot[] =
+	"usage: ringprof snapshot [--session S] [--timeout-ms N] [-o PATH | --keep]\n"
+	"Asks the running engine of a session for a snapshot (SIGUSR1) and prints its path.\n"
+	"  --session S     the session (default $RINGPROF_SESSION or \"default\")\n"
+	"  --timeout-ms N  wait at most N ms for the snapshot (0 to 3600000, default 5000)\n"
+	"  -o, --output PATH  keep it at PATH\n"
+	"  --keep          keep it beside the engine's under a timestamped name (the\n"
+	"                  engine's own file is replaced at each one)\n";
+
+/* What report and analyze share: the formats and the export options. */
+#define RENDER_OPTIONS                                                                      \
+	"  --format F           text, json, pstats, folded (collapsed stacks), prom\n"         \
+	"                       (Prometheus text; --window W), chrome (Chrome trace of the\n" \
+	"                       flight recorder), gantt (SVG), msgpack (a snapshot, as\n"     \
+	"                       `ringprof report` reads) or pprof (gzipped profile.proto\n"   \
+	"                       for go tool pprof, Pyroscope, Parca; needs -o or a pipe)\n"   \
+	"  -o, --output FILE    write there (whole or not at all), not to stdout\n"           \
+	"  --limit N            text: rows per table (0 to 4294967295, default 40)\n"         \
+	"  --from NS --to NS    chrome/gantt: spans overlapping [from, to] (report clock, ns)\n"\
+	"  --steps A:B          chrome/gantt: the time range of recorded steps A..B (0-based)\n"\
+	"  --gantt-rows N       gantt: tracks drawn (0 to 4294967295, default 200)\n"
+
+static const char help_report[] =
+	"usage: ringprof report SNAPSHOT [--format F] [-o FILE] [--limit N] [export options]\n"
+	"Renders a snapshot file (docs/snapshot.md).\n"
+	RENDER_OPTIONS;
+
+static const char help_analyze[] =
+	"usage: ringprof analyze TRACE [--format F] [-o FILE] [--limit N] [caps] [export options]\n"
+	"               [--input chrome|nat] [--max-aiq-nodes N] [--max-nat-events N]\n"
+	"The engine over a Chrome trace file (.json or .json.gz; torch, Perfetto,\n"
+	"chrome://tracing) or an agent-toolkit trace (nat: all_requests_profiler_traces.json;\n"
+	"detected by content), rendered as report does; --format aiq and aiq-text: the\n"
+	"toolkit's own analysis of it.\n"
+	RENDER_OPTIONS
+	"  --input chrome|nat   the trace's kind, not detected\n"
+	"  --max-aiq-nodes N    aiq: calls analysed (0 to 4294967295; 0: the default)\n"
+	"  --max-nat-events N   nat: events read (0: the default)\n"
+	"  --step-category C    spans of category C are steps (default \"step\")\n"
+	"  --step-name PREFIX   spans whose name starts with PREFIX are steps\n"
+	"  --nesting torch      self times as torch's key_averages() (a child that ends\n"
+	"                       after its parent is un-nested, self may go below the\n"
 	"                       children's sum); default ringprof: clamped to the parent\n"
-	"  --progress, --no-progress  analyze: force the progress line on stderr (default:\n"
-	"                       on when stderr is a terminal and stdout is one or -o is set)\n"
-	"\n"
-	"caps (run, analyze):\n" RP_CLI_CAP_USAGE;
+	"  --progress, --no-progress  force the progress line on stderr (default: on\n"
+	"                       when stderr is a terminal and stdout is one or -o is set)\n"
+	"caps:\n" RP_CLI_CAP_USAGE;
+
+static const char help_merge[] =
+	"usage: ringprof merge SNAPSHOT... -o OUT\n"
+	"Merges snapshots (processes, hosts, runs) into one, written atomically to OUT\n"
+	"(rules: docs/snapshot.md).\n"
+	"  -o, --output OUT  the merged snapshot\n";
+
+static const char help_segments[] =
+	"usage: ringprof segments [--session S] [--rings]\n"
+	"Lists the producer segments of a session, validating every header as the engine\n"
+	"does.\n"
+	"  --session S  the session (default $RINGPROF_SESSION or \"default\")\n"
+	"  --rings      also list every claimed ring: owner, state, backlog, high-water mark\n"
+	"               (the highest backlog the engine saw), dropped\n";
+
+static const char help_probe[] =
+	"usage: ringprof probe\n"
+	"What this kernel offers the engine: io_uring, futex waits, TSC.\n";
 
 static void print_rings(struct rp_segment *s)
 {
@@ -148,10 +179,13 @@ static int cmd_segments(int argc, char **argv)
 		switch (c) {
 		case 's': session = optarg; break;
 		case 'r': rings = true; break;
-		case 'h': fputs(usage, stdout); return 0;
-		default: fputs(usage, stderr); return 2;
+		case 'h': fputs(help_segments, stdout); return 0;
+		default: return rp_cli_bad_option("segments", argv);
 		}
 	}
+	if (optind != argc)
+		return rp_cli_error(2, "segments: %s: unexpected argument (try `ringprof help "
+				    "segments`)", argv[optind]);
 	if (session == NULL || *session == '\0')
 		session = "default";
 	snprintf(prefix, sizeof(prefix), RP_WIRE_NAME_PREFIX "%s.", session);
@@ -176,10 +210,17 @@ static int cmd_segments(int argc, char **argv)
 	return 0;
 }
 
-static int cmd_probe(void)
+static int cmd_probe(int argc, char **argv)
 {
 	struct rp_probe p;
 
+	if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+		fputs(help_probe, stdout);
+		return 0;
+	}
+	if (argc > 1)
+		return rp_cli_error(2, "probe: %s: takes no arguments (try `ringprof help probe`)",
+				    argv[1]);
 	rp_probe_run(&p);
 	printf("io_uring:             %s\n",
 	       p.io_uring_err == 0 ? "available" : strerror(-p.io_uring_err));
@@ -304,16 +345,22 @@ static int cmd_snapshot(int argc, char **argv)
 	int32_t pid;
 	int c, err;
 
-	while ((c = getopt_long(argc, argv, "o:", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 's': session = optarg; break;
-		case 't': timeout = strtoull(optarg, NULL, 10); break;
+		case 't':
+			if (rp_cli_number("--timeout-ms", optarg, 0, 3600000, &timeout))
+				return 2;
+			break;
 		case 'o': out = optarg; break;
 		case 'k': keep = true; break;
-		case 'h': fputs(usage, stdout); return 0;
-		default: return rp_cli_error(2, "snapshot: bad option (try --help)");
+		case 'h': fputs(help_snapshot, stdout); return 0;
+		default: return rp_cli_bad_option("snapshot", argv);
 		}
 	}
+	if (optind != argc)
+		return rp_cli_error(2, "snapshot: %s: unexpected argument (try `ringprof help "
+				    "snapshot`)", argv[optind]);
 	if ((session = rp_cli_session(session)) == NULL)
 		return 2;
 	rp_cli_marker_failure(session, &failed0, why, sizeof(why));
@@ -622,7 +669,7 @@ static bool parse_u64(const char *s, uint64_t *v)
 
 	errno = 0;
 	*v = strtoull(s, &end, 10);
-	return errno == 0 && end != s && *end == '\0' && *s != '-';
+	return errno == 0 && *s >= '0' && *s <= '9' && *end == '\0';
 }
 
 /* One export option (@c its getopt value); 0, or the CLI's exit status. */
@@ -633,8 +680,9 @@ static int export_option(int c, const char *arg, struct xopts *x, struct rp_engi
 
 	switch (c) {
 	case 'F': case 'T': case 'R':
-		if (!parse_u64(arg, &v) || (c == 'R' && (v > UINT32_MAX)))
-			return rp_cli_error(2, "%s: not a number of the right size", arg);
+		if (rp_cli_number(c == 'F' ? "--from" : c == 'T' ? "--to" : "--gantt-rows", arg, 0,
+				  c == 'R' ? UINT32_MAX : UINT64_MAX, &v))
+			return 2;
 		if (c == 'F') x->o.from = v;
 		if (c == 'T') x->o.to = v;
 		if (c == 'R') x->o.max_rows = (uint32_t)v;
@@ -654,7 +702,7 @@ static int export_option(int c, const char *arg, struct xopts *x, struct rp_engi
 	case 'p': x->progress = 1; return 0;
 	case 'q': x->progress = 0; return 0;
 	}
-	return rp_cli_error(2, "bad option (try --help)");
+	return 2;
 }
 
 /* --steps A:B: narrows the filter to the steps' time range. 0 or an exit status. */
@@ -709,17 +757,23 @@ static int cmd_render(int argc, char **argv, bool analyze)
 	struct rp_report r;
 	struct xopts x = { .o = { .from = 0, .to = UINT64_MAX }, .progress = -1 };
 	char why[RP_WHY_MAX] = "";
+	const char *cmd = analyze ? "analyze" : "report";
 	unsigned limit = 40;
+	uint64_t v;
 	int c, idx, err = 0;
 
 	rp_engine_cfg_default(&cfg);
-	while ((c = getopt_long(argc, argv, "f:o:l:", opts, &idx)) != -1) {
+	while ((c = getopt_long(argc, argv, "f:o:l:h", opts, &idx)) != -1) {
 		switch (c) {
 		case 'f': format = optarg; break;
 		case 'o': out = optarg; break;
-		case 'l': limit = (unsigned)strtoul(optarg, NULL, 10); break;
+		case 'l':
+			if (rp_cli_number("--limit", optarg, 0, UINT32_MAX, &v))
+				return 2;
+			limit = (unsigned)v;
+			break;
 		case 'w': prom_window = optarg; break;
-		case 'h': fputs(usage, stdout); return 0;
+		case 'h': fputs(analyze ? help_analyze : help_report, stdout); return 0;
 		case 'i': input = optarg; break;
 		case 'N':
 			if (!analyze || (strcmp(optarg, "torch") && strcmp(optarg, "ringprof")))
@@ -727,13 +781,22 @@ static int cmd_render(int argc, char **argv, bool analyze)
 						    optarg);
 			cfg.torch_nesting = !strcmp(optarg, "torch");
 			break;
-		case 'n': aiq_nodes = (uint32_t)strtoul(optarg, NULL, 10); break;
-		case 'e': nat_caps.max_events = strtoull(optarg, NULL, 10); break;
+		case 'n':
+			if (rp_cli_number("--max-aiq-nodes", optarg, 0, UINT32_MAX, &v))
+				return 2;
+			aiq_nodes = (uint32_t)v;
+			break;
+		case 'e':
+			if (rp_cli_number("--max-nat-events", optarg, 0, UINT64_MAX,
+					  &nat_caps.max_events))
+				return 2;
+			break;
 		case 'c':
-			if (!analyze || !rp_cli_cap_option(&cfg, opts[idx].name, optarg, &err) ||
-			    err)
-				return rp_cli_error(2, "--%s %s: not valid here", opts[idx].name,
-						    optarg);
+			if (!analyze)
+				return rp_cli_error(2, "--%s: only with analyze (a snapshot's caps "
+						    "were the engine's)", opts[idx].name);
+			if (!rp_cli_cap_option(&cfg, opts[idx].name, optarg, &err) || err)
+				return 2; /* said */
 			break;
 		case 'C': case 'P': case 'p': case 'q':
 			if (!analyze)
@@ -743,14 +806,14 @@ static int cmd_render(int argc, char **argv, bool analyze)
 			if ((err = export_option(c, optarg, &x, &cfg)) != 0)
 				return err;
 			break;
-		default: return rp_cli_error(2, "bad option (try --help)");
+		default: return rp_cli_bad_option(cmd, argv);
 		}
 	}
 	if (analyze && rp_cli_check_caps(&cfg) != 0)
 		return 2;
 	if (optind + 1 != argc)
-		return rp_cli_error(2, "%s: need exactly one %s file (try --help)",
-				    analyze ? "analyze" : "report", analyze ? "trace" : "snapshot");
+		return rp_cli_error(2, "%s: need exactly one %s file (try `ringprof help %s`)",
+				    cmd, analyze ? "trace" : "snapshot", cmd);
 	if (input && strcmp(input, "chrome") && strcmp(input, "nat"))
 		return rp_cli_error(2, "--input %s: use chrome or nat", input);
 	if ((err = check_input(argv[optind])) != 0)
@@ -790,6 +853,16 @@ static int cmd_render(int argc, char **argv, bool analyze)
 	return err;
 }
 
+static int cmd_report(int argc, char **argv)
+{
+	return cmd_render(argc, argv, false);
+}
+
+static int cmd_analyze(int argc, char **argv)
+{
+	return cmd_render(argc, argv, true);
+}
+
 /* ringprof merge A B ... -o OUT: every input read (errors name the file), merged in
  * order (engine/formats/merge.c), written whole or not at all. */
 static int cmd_merge(int argc, char **argv)
@@ -802,15 +875,16 @@ static int cmd_merge(int argc, char **argv)
 	const char *path = NULL;
 	int c, err = 0;
 
-	while ((c = getopt_long(argc, argv, "o:", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'o': path = optarg; break;
-		case 'h': fputs(usage, stdout); return 0;
-		default: return rp_cli_error(2, "bad option (try --help)");
+		case 'h': fputs(help_merge, stdout); return 0;
+		default: return rp_cli_bad_option("merge", argv);
 		}
 	}
 	if (path == NULL || optind >= argc)
-		return rp_cli_error(2, "merge: need one or more snapshots and -o OUT (try --help)");
+		return rp_cli_error(2, "merge: need one or more snapshots and -o OUT (try `ringprof "
+				    "help merge`)");
 	for (int i = optind; i < argc && !err; i++) {
 		err = rp_snapshot_read_file(argv[i], &in, why);
 		if (!err)
@@ -825,26 +899,58 @@ static int cmd_merge(int argc, char **argv)
 	return err ? 1 : 0;
 }
 
+static const struct command {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+} commands[] = {
+	{ "run", rp_cmd_run },		  { "top", rp_cmd_top },	{ "snapshot", cmd_snapshot },
+	{ "report", cmd_report },	  { "analyze", cmd_analyze },	{ "merge", cmd_merge },
+	{ "segments", cmd_segments },	  { "probe", cmd_probe },
+};
+
+static const struct command *find_command(const char *name)
+{
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (strcmp(name, commands[i].name) == 0)
+			return &commands[i];
+	return NULL;
+}
+
+/* ringprof help [CMD]: the global usage, or CMD's own (CMD --help). */
+static int cmd_help(int argc, char **argv)
+{
+	char *help_argv[] = { argv[1], "--help", NULL };
+	const struct command *c;
+
+	if (argc < 2) {
+		fputs(usage, stdout);
+		return 0;
+	}
+	if ((c = find_command(argv[1])) == NULL)
+		return rp_cli_error(2, "help: unknown command \"%s\" (try ringprof --help)",
+				    argv[1]);
+	return c->fn(2, help_argv);
+}
+
 int main(int argc, char **argv)
 {
-	if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
-		fputs(usage, argc < 2 ? stderr : stdout);
-		return argc < 2 ? 2 : 0;
+	const struct command *c;
+
+	opterr = 0; /* bad options are said in one line by the command (rp_cli_bad_option) */
+	if (argc < 2)
+		return rp_cli_error(2, "need a command (try ringprof --help)");
+	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+		fputs(usage, stdout);
+		return 0;
 	}
-	if (strcmp(argv[1], "segments") == 0)
-		return cmd_segments(argc - 1, argv + 1);
-	if (strcmp(argv[1], "probe") == 0)
-		return cmd_probe();
-	if (strcmp(argv[1], "run") == 0)
-		return rp_cmd_run(argc - 1, argv + 1);
-	if (strcmp(argv[1], "top") == 0)
-		return rp_cmd_top(argc - 1, argv + 1);
-	if (strcmp(argv[1], "snapshot") == 0)
-		return cmd_snapshot(argc - 1, argv + 1);
-	if (strcmp(argv[1], "merge") == 0)
-		return cmd_merge(argc - 1, argv + 1);
-	if (strcmp(argv[1], "report") == 0 || strcmp(argv[1], "analyze") == 0)
-		return cmd_render(argc - 1, argv + 1, strcmp(argv[1], "analyze") == 0);
-	fprintf(stderr, "ringprof: unknown command \"%s\" (try --help)\n", argv[1]);
-	return 2;
+	if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-V") == 0 ||
+	    strcmp(argv[1], "version") == 0) {
+		printf("ringprof %s\n", rp_version());
+		return 0;
+	}
+	if (strcmp(argv[1], "help") == 0)
+		return cmd_help(argc - 1, argv + 1);
+	if ((c = find_command(argv[1])) != NULL)
+		return c->fn(argc - 1, argv + 1);
+	return rp_cli_error(2, "unknown command \"%s\" (try ringprof --help)", argv[1]);
 }

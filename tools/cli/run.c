@@ -482,11 +482,14 @@ static int start(struct daemon *d, bool force_poll)
 static const char usage[] =
 	"usage: ringprof run [--session S] [--snapshot-dir D] [--tick-ms N] [--delay-ms N]\n"
 	"                    [--poll] [--quiet] [caps]\n"
+	"The engine in the foreground: drains the session's producers, keeps the analyses,\n"
+	"writes snapshots and serves the live socket (ringprof top) and /metrics.\n"
 	"  --session S       the producers' RINGPROF_SESSION (default $RINGPROF_SESSION or\n"
 	"                    \"default\")\n"
 	"  --snapshot-dir D  where ringprof-<session>.msgpack goes (default /tmp/ringprof)\n"
-	"  --tick-ms N       drain tick (default 10)\n"
-	"  --delay-ms N      merge delay: records newer than this wait (default 20)\n"
+	"  --tick-ms N       drain tick (1 to 10000, default 10)\n"
+	"  --delay-ms N      merge delay: records newer than this wait (0 to 600000,\n"
+	"                    default 20)\n"
 	"  --poll            use poll(2) even where io_uring works\n"
 	"  --quiet           no progress lines on stderr\n"
 	"  --no-socket       no live socket (D/ringprof-<session>.sock, for ringprof top)\n"
@@ -494,13 +497,14 @@ static const char usage[] =
 	"                    127.0.0.1:9464, unless --prometheus-any)\n"
 	"  --prometheus-window W  the rolling window (10s, 1m, 5m) of the duration\n"
 	"                    summaries in /metrics (default: all time)\n"
-	"  --max-clients N   live socket connections at once (default 16)\n"
+	"  --max-clients N   live socket connections at once (1 to 4096, default 16)\n"
 	"  --max-http-clients N  /metrics connections at once, a pool of their own\n"
-	"                    (default: --max-clients)\n"
+	"                    (1 to 4096, default: --max-clients)\n"
 	"  --client-idle-ms N  close a connection that makes no progress for N ms\n"
-	"                    (default 10000)\n"
+	"                    (1 to 86400000, default 10000)\n"
 	"  --client-request-ms N  close a connection whose request is not whole N ms\n"
-	"                    after it began (HTTP: after the connect; default 3000)\n"
+	"                    after it began (HTTP: after the connect; 1 to 86400000,\n"
+	"                    default 3000)\n"
 	"  --step-category C spans of category C are steps (default \"step\"; \"\": none)\n"
 	"  --step-name P     spans whose name starts with P are steps too\n"
 	"  --async-expire-ms N|auto|off  an async request open across a producer's drop\n"
@@ -510,7 +514,7 @@ static const char usage[] =
 	"  --offcpu auto|on|off  off-CPU time per function from the producers' context\n"
 	"                    switches (perf_event_open; default auto: where the kernel\n"
 	"                    allows it; on: fail where it does not)\n"
-	"  --offcpu-threads N  producer threads watched at once (default 256)\n"
+	"  --offcpu-threads N  producer threads watched at once (1 to 65536, default 256)\n"
 	RP_CLI_CAP_USAGE
 	"SIGUSR1 writes a snapshot (or: ringprof snapshot); SIGINT/SIGTERM a final one.\n";
 
@@ -526,7 +530,7 @@ static int parse_expire(const char *s, uint64_t *ns)
 	}
 	errno = 0;
 	v = strtoull(s, &end, 10);
-	if (errno || end == s || *end || v == 0 || v > UINT64_MAX / 1000000u)
+	if (s[0] < '0' || s[0] > '9' || errno || *end || v == 0 || v > UINT64_MAX / 1000000u)
 		return -EINVAL;
 	*ns = v * 1000000u;
 	return 0;
@@ -551,13 +555,22 @@ static int parse(int argc, char **argv, struct daemon *d, struct rp_engine_cfg *
 	};
 	const char *session = NULL;
 	int c, idx, err = 0;
+	uint64_t v;
 
 	while ((c = getopt_long(argc, argv, "", opts, &idx)) != -1) {
 		switch (c) {
 		case 's': session = optarg; break;
 		case 'd': *dir = optarg; break;
-		case 't': d->tick_ns = strtoull(optarg, NULL, 10) * 1000000u; break;
-		case 'D': d->delay_ns = strtoull(optarg, NULL, 10) * 1000000u; break;
+		case 't':
+			if (rp_cli_number("--tick-ms", optarg, 1, 10000, &v))
+				return 2;
+			d->tick_ns = v * 1000000u;
+			break;
+		case 'D':
+			if (rp_cli_number("--delay-ms", optarg, 0, 600000, &v))
+				return 2;
+			d->delay_ns = v * 1000000u;
+			break;
 		case 'p': *force_poll = true; break;
 		case 'S': cfg->step_category = optarg; break;
 		case 'X': cfg->step_name = optarg; break;
@@ -572,26 +585,25 @@ static int parse(int argc, char **argv, struct daemon *d, struct rp_engine_cfg *
 				return rp_cli_error(2, "--prometheus-window %s: a window name like 1m",
 						    optarg);
 			break;
-		case 'I':
-			d->srv_opts.idle_ns = strtoull(optarg, NULL, 10) * 1000000u;
-			if (d->srv_opts.idle_ns == 0)
-				return rp_cli_error(2, "--client-idle-ms %s: a positive number", optarg);
+		case 'I': /* a day at most: beyond it a stuck client is never closed */
+			if (rp_cli_number("--client-idle-ms", optarg, 1, 86400000, &v))
+				return 2;
+			d->srv_opts.idle_ns = v * 1000000u;
 			break;
 		case 'R':
-			d->srv_opts.request_ns = strtoull(optarg, NULL, 10) * 1000000u;
-			if (d->srv_opts.request_ns == 0)
-				return rp_cli_error(2, "--client-request-ms %s: a positive number",
-						    optarg);
+			if (rp_cli_number("--client-request-ms", optarg, 1, 86400000, &v))
+				return 2;
+			d->srv_opts.request_ns = v * 1000000u;
 			break;
 		case 'H':
-			d->srv_opts.max_http_clients = (unsigned)strtoul(optarg, NULL, 10);
-			if (d->srv_opts.max_http_clients == 0 || d->srv_opts.max_http_clients > 4096)
-				return rp_cli_error(2, "--max-http-clients %s: 1 to 4096", optarg);
+			if (rp_cli_number("--max-http-clients", optarg, 1, 4096, &v))
+				return 2;
+			d->srv_opts.max_http_clients = (unsigned)v;
 			break;
 		case 'M':
-			d->srv_opts.max_clients = (unsigned)strtoul(optarg, NULL, 10);
-			if (d->srv_opts.max_clients == 0 || d->srv_opts.max_clients > 4096)
-				return rp_cli_error(2, "--max-clients %s: 1 to 4096", optarg);
+			if (rp_cli_number("--max-clients", optarg, 1, 4096, &v))
+				return 2;
+			d->srv_opts.max_clients = (unsigned)v;
 			break;
 		case 'E':
 			if (parse_expire(optarg, &cfg->async_expire_ns) != 0)
@@ -609,21 +621,21 @@ static int parse(int argc, char **argv, struct daemon *d, struct rp_engine_cfg *
 				return rp_cli_error(2, "--offcpu %s: auto, on or off", optarg);
 			break;
 		case 'T':
-			d->offcpu_threads = (unsigned)strtoul(optarg, NULL, 10);
-			if (d->offcpu_threads == 0 || d->offcpu_threads > 65536)
-				return rp_cli_error(2, "--offcpu-threads %s: 1 to 65536", optarg);
+			if (rp_cli_number("--offcpu-threads", optarg, 1, 65536, &v))
+				return 2;
+			d->offcpu_threads = (unsigned)v;
 			break;
 		case 'h': fputs(usage, stdout); exit(0);
 		case 'c':
 			if (!rp_cli_cap_option(cfg, opts[idx].name, optarg, &err) || err)
-				return rp_cli_error(2, "--%s %s: not a number in range",
-						    opts[idx].name, optarg);
+				return 2; /* said */
 			break;
-		default: fputs(usage, stderr); return 2;
+		default: return rp_cli_bad_option("run", argv);
 		}
 	}
-	if (optind != argc || d->tick_ns == 0)
-		return rp_cli_error(2, "run: unexpected arguments (try --help)");
+	if (optind != argc)
+		return rp_cli_error(2, "run: %s: unexpected argument (try `ringprof help run`)",
+				    argv[optind]);
 	if (rp_cli_check_caps(cfg) != 0)
 		return 2;
 	d->session = rp_cli_session(session);

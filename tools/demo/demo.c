@@ -52,6 +52,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "rp_version_gen.h" /* RP_VERSION_STRING: the project() version */
 #include <ringprof/ringprof.h>
 
 /* glibc 2.36 has the field but not the name the man page gives it. */
@@ -113,9 +114,10 @@ static const char usage[] =
 	"  --churn N           beside the workers, keep N short-lived threads coming and\n"
 	"                      going, 20 records each (default 0)\n"
 	"  --quiet             nothing on stderr but errors\n"
-	"  --help              this text\n"
+	"  --help              this text; --version: the version\n"
 	"\n"
-	"Prints `emitted: N` on stdout at exit: every recording call made, recorded or dropped.\n";
+	"Prints `emitted: N recording calls (recorded or dropped)` on stdout at exit: every\n"
+	"recording call made, to compare with what the engine received and dropped.\n";
 
 /* A lognormal duration: median * e^(sigma * Z), Z standard normal. */
 struct dist {
@@ -964,6 +966,7 @@ static int parse_args(int argc, char **argv, struct config *cfg)
 		{ "no-sleep", no_argument, NULL, 'n' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c, idx, err, before = optind;
@@ -979,6 +982,7 @@ static int parse_args(int argc, char **argv, struct config *cfg)
 		case 'n': cfg->no_sleep = true; break;
 		case 'q': cfg->quiet = true; break;
 		case 'h': fputs(usage, stdout); return -1;
+		case 'V': printf("ringprof-demo %s\n", RP_VERSION_STRING); return -1;
 		case ':':
 			fprintf(stderr, "ringprof-demo: %s needs a value (see --help)\n",
 				argv[optind - 1]);
@@ -1238,7 +1242,8 @@ int main(int argc, char **argv)
 		emitted += d.workers[i].emitted + d.workers[i].sig_emitted;
 	if (!d.cfg.quiet)
 		summary(&d, emitted, (double)(mono_ns() - d.start_ns) / 1e9);
-	printf("emitted: %" PRIu64 "\n", emitted);
+	/* "emitted: N" first: scripts and tests read it so */
+	printf("emitted: %" PRIu64 " recording calls (recorded or dropped)\n", emitted);
 	free(d.tool_ids);
 	free(d.kids);
 	free(d.workers);

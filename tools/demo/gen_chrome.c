@@ -11,6 +11,7 @@
  *
  * usage: gen_chrome EVENTS [--seed N] [--threads N] > trace.json
  */
+#include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -18,7 +19,8 @@
 #include <string.h>
 
 static uint64_t rng = 7;
-static unsigned long events, target;
+static unsigned long events;
+static unsigned long long target;
 static unsigned long ext_id = 1, corr = 1;
 
 static uint32_t rnd(uint32_t n)
@@ -74,6 +76,27 @@ static void launch(int tid, const char *kernel, double ts, double gpu_ts)
 	ext_id++;
 }
 
+static const char usage[] =
+	"usage: gen_chrome EVENTS [--seed N] [--threads N] > trace.json\n"
+	"Writes a torch-shaped Chrome trace of about EVENTS events on stdout, on N CPU\n"
+	"threads (1 to 1024, default 2).\n";
+
+/* A whole decimal number: digits only. */
+static bool number(const char *s, unsigned long long *v)
+{
+	char *end;
+
+	errno = 0;
+	*v = strtoull(s, &end, 10);
+	return *s >= '0' && *s <= '9' && *end == '\0' && errno == 0;
+}
+
+static int bad(const char *what, const char *arg)
+{
+	fprintf(stderr, "gen_chrome: %s %s: not valid (try gen_chrome --help)\n", what, arg);
+	return 2;
+}
+
 int main(int argc, char **argv)
 {
 	static const char *const ops[] = { "aten::linear",  "aten::addmm",	"aten::relu",
@@ -88,16 +111,24 @@ int main(int argc, char **argv)
 	};
 	int threads = 2;
 
-	if (argc < 2) {
-		fputs("usage: gen_chrome EVENTS [--seed N] [--threads N] > trace.json\n", stderr);
-		return 2;
-	}
-	target = strtoul(argv[1], NULL, 10);
-	for (int i = 2; i + 1 < argc; i += 2) {
+	for (int i = 1; i < argc; i++)
+		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+			fputs(usage, stdout);
+			return 0;
+		}
+	if (argc < 2 || !number(argv[1], &target))
+		return bad("EVENTS", argc < 2 ? "" : argv[1]);
+	for (int i = 2; i < argc; i += 2) {
+		unsigned long long v;
+
+		if (i + 1 == argc || !number(argv[i + 1], &v))
+			return bad(argv[i], i + 1 < argc ? argv[i + 1] : "");
 		if (strcmp(argv[i], "--seed") == 0)
-			rng = strtoull(argv[i + 1], NULL, 10);
-		else if (strcmp(argv[i], "--threads") == 0)
-			threads = atoi(argv[i + 1]) > 0 ? atoi(argv[i + 1]) : 1;
+			rng = v;
+		else if (strcmp(argv[i], "--threads") == 0 && v >= 1 && v <= 1024)
+			threads = (int)v;
+		else
+			return bad(argv[i], argv[i + 1]);
 	}
 	fputs("{\n\"schemaVersion\": 1,\n\"deviceProperties\": [{\"id\": 0, \"name\": \"NVIDIA "
 	      "A100-SXM4-80GB\", \"totalGlobalMem\": 85097971712}],\n\"traceEvents\": [",

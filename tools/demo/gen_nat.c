@@ -10,6 +10,7 @@
  *
  * usage: gen_nat STEPS [--seed N] [--malformed P] > trace.json
  */
+#include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -62,23 +63,51 @@ static double call(bool *first, int req, unsigned *seq, const char *kind, const 
 	return t + len;
 }
 
+static const char usage[] =
+	"usage: gen_nat STEPS [--seed N] [--malformed PERCENT] > trace.json\n"
+	"Writes an agent-toolkit trace (all_requests_profiler_traces.json) of STEPS steps\n"
+	"on stdout; --malformed P (0 to 100): about P% of the steps are broken.\n";
+
+/* A whole decimal number: digits only. */
+static bool number(const char *s, unsigned long long *v)
+{
+	char *end;
+
+	errno = 0;
+	*v = strtoull(s, &end, 10);
+	return *s >= '0' && *s <= '9' && *end == '\0' && errno == 0;
+}
+
+static int bad(const char *what, const char *arg)
+{
+	fprintf(stderr, "gen_nat: %s %s: not valid (try gen_nat --help)\n", what, arg);
+	return 2;
+}
+
 int main(int argc, char **argv)
 {
 	static const char *const llms[] = { "llama-3.1-8b", "llama-3.1-70b", "nemotron-49b" };
 	static const char *const tools[] = { "retriever", "calculator", "sql_query", "web_search" };
-	unsigned long target;
+	unsigned long long target;
 
-	if (argc < 2) {
-		fputs("usage: gen_nat STEPS [--seed N] [--malformed PERCENT] > trace.json\n",
-		      stderr);
-		return 2;
-	}
-	target = strtoul(argv[1], NULL, 10);
-	for (int i = 2; i + 1 < argc; i += 2) {
+	for (int i = 1; i < argc; i++)
+		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+			fputs(usage, stdout);
+			return 0;
+		}
+	if (argc < 2 || !number(argv[1], &target))
+		return bad("STEPS", argc < 2 ? "" : argv[1]);
+	for (int i = 2; i < argc; i += 2) {
+		unsigned long long v;
+
+		if (i + 1 == argc || !number(argv[i + 1], &v))
+			return bad(argv[i], i + 1 < argc ? argv[i + 1] : "");
 		if (strcmp(argv[i], "--seed") == 0)
-			rng = strtoull(argv[i + 1], NULL, 10);
-		else if (strcmp(argv[i], "--malformed") == 0)
-			malformed = atoi(argv[i + 1]);
+			rng = v;
+		else if (strcmp(argv[i], "--malformed") == 0 && v <= 100)
+			malformed = (int)v;
+		else
+			return bad(argv[i], argv[i + 1]);
 	}
 	fputs("[", stdout);
 	for (int req = 0; step_count < target; req++) {

@@ -1,17 +1,19 @@
 // SPDX-License-Identifier: MIT
 /*
  * The text report: what a person reads first. A header says what the report covers
- * (clock, time range, sources) and, before any figure, what was lost on the way
- * (dropped, late, truncated records and every anomaly kind that was counted), so a
- * table built from partial data never looks complete. Then, when the report has them,
- * the concurrency distributions, one line each (overall, roots, then the categories).
+ * (clock, time range: times are from the first event, sources) and, before any
+ * figure, what was lost on the way (dropped, late, truncated records and every
+ * anomaly kind that was counted), so a table built from partial data never looks
+ * complete. Then, when the report has them, the concurrency distributions, one line
+ * each (overall, roots, then the categories).
  * Then a table in the spirit of cProfile's print_stats: one row per name, ordered by
  * cumulative time, then self time, then name (rp_render_fn_order(), shared with the
  * JSON renderer), with the p50 and p99 durations from the name's sketch. Then, for
  * report 1.2, blocks for what the engine found beyond the table, each only when the
  * report has its data, so a 1.1 snapshot renders as before: the all-time bottleneck
  * lists (a "±error" beside an entry that Space-Saving may overstate), the slowest
- * spans, one block per rolling window, the categories and the counters. --limit
+ * spans, one block per rolling window (one line for a window over every event: its
+ * tables would repeat the all-time ones), the categories and the counters. --limit
  * bounds the rows of every table. A row whose name had spans cut by drops (1.3)
  * ends with "(+N cut by drops)", and the header says what the async expiry closed
  * and the bound it leaves on the concurrency lines.
@@ -269,8 +271,10 @@ static void print_header(FILE *out, const struct rp_report *r)
 	fputs("ringprof report, clock ", out);
 	put_name(out, r->clock ? r->clock : "?");
 	fputc('\n', out);
-	fprintf(out, "time range %" PRIu64 " .. %" PRIu64 " ns (%s ms)\n", r->t_first, r->t_last,
-		fmt_ms(span, r->t_last > r->t_first ? r->t_last - r->t_first : 0));
+	/* Times below are from the first event; its own clock reading is said once, for
+	 * --from/--to (which take the report clock) and for other tools' timestamps. */
+	fprintf(out, "time range %s ms from the first event (at %" PRIu64 " ns on that clock)\n",
+		fmt_ms(span, r->t_last > r->t_first ? r->t_last - r->t_first : 0), r->t_first);
 	fprintf(out, "sources %" PRIu32 "\n", r->n_sources);
 	for (uint32_t i = 0; i < r->n_sources; i++)
 		print_source(out, &r->sources[i]);
@@ -573,15 +577,25 @@ static int print_window(FILE *out, const struct rp_report *r, const struct rp_re
 {
 	uint64_t range = w->t_to > w->t_from ? w->t_to - w->t_from : 0;
 	uint64_t covered = rp_render_covered_ns(r, w); /* what rates divide by */
-	uint32_t rows = rows_of(w->n_fns, limit), *order = rp_render_wfn_order(r, w);
-	char len[32], cov[32];
+	uint32_t rows, *order;
+	char len[32], cov[32], from[40], to[40];
 
-	if (order == NULL)
-		return -ENOMEM;
 	fputs("\nwindow ", out);
 	put_name(out, w->name);
-	fprintf(out, " (%s ms in %" PRIu32 " sub-windows), %" PRIu64 " .. %" PRIu64 " ns (%s ms)\n",
-		fmt_ms(len, w->length_ns), w->subwindows, w->t_from, w->t_to, fmt_ms(cov, range));
+	fprintf(out, " (%s ms in %" PRIu32 " sub-windows), ", fmt_ms(len, w->length_ns),
+		w->subwindows);
+	/* A window over every event holds what the tables above hold: said, not
+	 * repeated (a 5 s run printed three identical window tables) */
+	if (r->events > 0 && w->t_from <= r->t_first && w->t_to >= r->t_last) {
+		fputs("every event: as all time above\n", out);
+		return 0;
+	}
+	fprintf(out, "%s .. %s ms (%s ms)\n", fmt_rel_ms(from, w->t_from, r->t_first),
+		fmt_rel_ms(to, w->t_to, r->t_first), fmt_ms(cov, range));
+	rows = rows_of(w->n_fns, limit);
+	order = rp_render_wfn_order(r, w);
+	if (order == NULL)
+		return -ENOMEM;
 	fprintf(out, "names %" PRIu32 " of %" PRIu32 ", by cum time\n", rows, w->n_fns);
 	if (rows)
 		fprintf(out, "%10s %12s %11s %11s %11s %11s %11s  %s\n", "calls", "rate/s",

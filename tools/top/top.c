@@ -2,30 +2,33 @@
 /*
  * `ringprof top`: a running engine, live. Every second it connects to the engine's
  * socket (serve.h: "snapshot\n" answers a framed MessagePack snapshot), decodes the
- * report and draws one frame with ncurses: a header (session, event range, events and
- * events/s between the last two snapshots, dropped, late, truncated, caps hit), the
- * concurrency distributions (overall, roots) over the selected window, a table per
- * name (calls, rate/s, self%, cum%, p50/p90/p99) and, room permitting, the bottleneck
- * lists and the slowest spans. Keys: w cycles the window (all time, then each one the
- * report has), s the sort (cum, self, calls, p99; its column is highlighted), v the
- * view (names; sources, one row per producer process or file; threads, one row per
- * thread or request track of the flight recorder's recent spans), / filters by name,
+ * report and draws one frame with ncurses: a header (session, event range, events/s
+ * over the selected window's length from the fetches remembered, dropped, late,
+ * truncated, caps hit by name, off-CPU time, counters), the concurrency distributions
+ * (overall, roots) over the selected window, a level at its cap marked (≥255), a table
+ * per name (calls, rate/s, self%, off%, cum%, p50/p90/p99) and, room permitting, the
+ * bottleneck lists and the slowest spans. Keys: w cycles the window (all time, then
+ * each one the report has); 1-6 sort by a column (calls ... p99, as py-spy top's
+ * digits), < > move the sort a column (as htop's), s to the next; v the view (names;
+ * sources, one row per producer process or file; threads, one row per thread or
+ * request track of the flight recorder's recent spans); / filters by name;
  * arrows/PgUp/PgDn/Home/End (or j/k/g/G) scroll, p or Space pauses, h or ? shows the
- * help, r refreshes, q quits. The list takes the screen's rows but for the header
- * and, on a tall screen, the bottleneck lists and slowest spans (as many as fit);
- * durations carry adaptive units (ns, us, ms, s); the name column gets whatever the
- * numbers leave (26 columns at 80, more on wider screens, p90 from 100 columns on). A
- * DROPPING line at the top says producers lost events since the last frame.
+ * help, r refreshes, q quits. Every line fits the screen: a header line wraps between
+ * its fields, the table leaves out columns (p90 under 100 columns, rate/s and off%
+ * under 70, p50 under 60) before the name loses its room. A DROPPING line at the top
+ * says producers lost events since the last frame.
  *
- * The frame is plain text built by one function (frame()), so --once prints the
- * same frame to stdout without ncurses, for scripts and tests. The terminal is
- * restored on q, SIGINT, SIGTERM and when the engine goes away (then a message and
- * exit status 1).
+ * The frame is plain text built by one function (frame()), so --once, and stdout
+ * that is not a terminal, get the same frame without ncurses and no escape code.
+ * The terminal is restored on q, SIGINT, SIGTERM and when the engine goes away (then
+ * a message and exit status 1).
  */
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <langinfo.h>
 #include <limits.h>
+#include <locale.h>
 #include <ncurses.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -43,10 +46,16 @@
 #include "serve.h"
 #include "snapshot.h"
 
-enum sort_key { SORT_CUM, SORT_SELF, SORT_CALLS, SORT_P99, SORT_KEYS };
-static const char *const sort_names[SORT_KEYS] = { "cum", "self", "calls", "p99" };
+/* In the table's column order: key 1 sorts by calls, ... 6 by p99 (as py-spy top's
+ * digits); < and > move to the neighbouring column (as htop's). */
+enum sort_key { SORT_CALLS, SORT_SELF, SORT_CUM, SORT_P50, SORT_P90, SORT_P99, SORT_KEYS };
+static const char *const sort_names[SORT_KEYS] = { "calls", "self", "cum",
+						   "p50",   "p90",  "p99" };
 enum view { VIEW_NAMES, VIEW_SOURCES, VIEW_THREADS, VIEWS };
 static const char *const view_names[VIEWS] = { "names", "sources", "threads" };
+
+#define HIST_MAX 320 /* fetches remembered: a 5 min window at one a second */
+#define RATE_NS_DEFAULT 10000000000ull /* events/s over the last 10 s, all time */
 
 /* One table row, all-time or over a window. */
 struct row {
@@ -67,6 +76,12 @@ struct top {
 	unsigned visible;	 /* rows of it on the screen */
 	bool paused, help, filtering;
 	char filter[64]; /* names shown contain it (any case); "": all */
+	/* events at each fetch, newest last: events/s over the window (or 10 s), not
+	 * between two frames, which swings with the engine's drain ticks */
+	struct { uint64_t at, events; } hist[HIST_MAX];
+	unsigned n_hist;
+	const char *ge;	  /* the capped-figure mark: "≥", or ">=" off UTF-8 */
+	int col_at[SORT_KEYS], col_w[SORT_KEYS]; /* the table's columns, as drawn */
 };
 
 static volatile sig_atomic_t quit_signal;
@@ -168,6 +183,12 @@ static int refresh_report(struct top *t, char why[RP_WHY_MAX])
 	t->prev_at = t->cur_at;
 	t->cur = r;
 	t->cur_at = mono_ns();
+	if (t->n_hist > 0 && r.events < t->hist[t->n_hist - 1].events)
+		t->n_hist = 0; /* a new engine: its count starts again */
+	if (t->n_hist == HIST_MAX)
+		memmove(t->hist, t->hist + 1, --t->n_hist * sizeof(t->hist[0]));
+	t->hist[t->n_hist].at = t->cur_at;
+	t->hist[t->n_hist++].events = r.events;
 	if (t->win > t->cur.n_windows)
 		t->win = 0;
 	for (uint32_t i = 0; t->want_win && i < t->cur.n_windows; i++)
@@ -211,6 +232,8 @@ static uint64_t row_key(const struct row *r, enum sort_key k)
 	switch (k) {
 	case SORT_SELF: return r->self_ns;
 	case SORT_CALLS: return r->calls;
+	case SORT_P50: return r->p50;
+	case SORT_P90: return r->p90;
 	case SORT_P99: return r->p99;
 	default: return r->cum_ns;
 	}
@@ -292,127 +315,332 @@ static uint64_t covered_ns(const struct rp_report *r, const struct rp_report_win
 	return to > from ? to - from : 0;
 }
 
-static void header(const struct top *t, FILE *out)
+/*
+ * events/s over the selected window's length (10 s for all time), from the fetches
+ * remembered; fewer if top has not run that long. 0 and *@over 0 when there are
+ * not two fetches yet.
+ */
+static double smoothed_rate(const struct top *t, const struct rp_report_window *w,
+			    uint64_t *over)
 {
-	const struct rp_report *r = &t->cur;
-	uint64_t span = r->t_last > r->t_first ? r->t_last - r->t_first : 0, caps = 0;
-	const struct rp_report_window *w = window_of(t);
-	char wname[48];
+	uint64_t len = w && w->t_to > w->t_from ? w->t_to - w->t_from : RATE_NS_DEFAULT;
+	unsigned i = t->n_hist;
 
+	*over = 0;
+	if (i < 2)
+		return 0.0;
+	while (i > 1 && t->hist[t->n_hist - 1].at - t->hist[i - 2].at <= len + len / 20)
+		i--; /* the oldest fetch still inside the window (5% slack for jitter) */
+	if (i == t->n_hist)
+		i--;
+	*over = t->hist[t->n_hist - 1].at - t->hist[i - 1].at;
+	return *over ? (double)(t->hist[t->n_hist - 1].events - t->hist[i - 1].events) * 1e9 /
+			       (double)*over
+		     : 0.0;
+}
+
+/* Which caps were hit: "name_cap 12, window_level_cap 3" (the largest first, as many
+ * as fit @room bytes, then "+N more"). @return their total. */
+static uint64_t caps_hit(const struct rp_report *r, char *buf, size_t room)
+{
+	bool done[RP_ANOM_KIND_COUNT] = { false };
+	uint64_t total = 0;
+	size_t len = 0;
+	unsigned more = 0;
+
+	buf[0] = '\0';
 	for (int k = 0; k < RP_ANOM_KIND_COUNT; k++)
 		if (strstr(rp_anomaly_names[k], "_cap") != NULL)
-			caps += r->anomalies[k];
-	if (r->dropped || r->anomalies[RP_ANOM_DROP_LOST]) /* first: figures miss these */
-		fprintf(out, "LOST: %" PRIu64 " records dropped (full rings), %" PRIu64
-			     " spans cut by drops (rows with \"!\"); see docs/live.md\n",
-			r->dropped, r->anomalies[RP_ANOM_DROP_LOST]);
-	fprintf(out,
-		"ringprof top - session %s   events %" PRIu64 " over %" PRIu64 ".%01" PRIu64
-		" s   ",
-		t->session, r->events, span / 1000000000u, span / 100000000u % 10);
-	if (t->prev_at != 0 && t->cur_at > t->prev_at && r->events >= t->prev.events)
-		fprintf(out, "%.0f events/s%s\n",
-			(double)(r->events - t->prev.events) * 1e9 /
-				(double)(t->cur_at - t->prev_at),
-			t->paused ? "   PAUSED" : "");
-	else if (span > 0) /* one report so far: the average over its time range */
-		fprintf(out, "%.0f events/s (average)%s\n", (double)r->events * 1e9 / (double)span,
-			t->paused ? "   PAUSED" : "");
-	else
-		fprintf(out, "- events/s%s\n", t->paused ? "   PAUSED" : "");
-	fprintf(out,
-		"dropped %" PRIu64 "   late %" PRIu64 "   truncated %" PRIu64 "   caps hit %" PRIu64
-		"   sources %" PRIu32 "\nwindow %s   sort %s   view %s%s",
-		r->dropped, r->late, r->truncated, caps, r->n_sources,
-		rp_render_safe_buf(wname, sizeof(wname), w ? (w->name ? w->name : "?") : "all"),
-		sort_names[t->sort], view_names[t->view],
-		t->filter[0] ? "   filter " : "");
-	put_cut(out, t->filter, 40);
-	fputc('\n', out);
+			total += r->anomalies[k];
+		else
+			done[k] = true;
+	for (;;) {
+		int best = -1;
+		char item[64];
+
+		for (int k = 0; k < RP_ANOM_KIND_COUNT; k++)
+			if (!done[k] && r->anomalies[k] &&
+			    (best < 0 || r->anomalies[k] > r->anomalies[best]))
+				best = k;
+		if (best < 0)
+			break;
+		done[best] = true;
+		snprintf(item, sizeof(item), "%s%s %" PRIu64, len ? ", " : "",
+			 rp_anomaly_names[best], r->anomalies[best]);
+		if (more == 0 && len + strlen(item) + 10 < room) {
+			memcpy(buf + len, item, strlen(item) + 1);
+			len += strlen(item);
+		} else {
+			more++;
+		}
+	}
+	if (more)
+		snprintf(buf + len, room - len, ", +%u more", more);
+	return total;
 }
 
-/* Drops first: a line above everything else while producers are losing events. */
-static void drop_alert(const struct top *t, FILE *out)
+/*
+ * Prints @line within @width columns: a line too long is wrapped where its fields
+ * part (two spaces), the rest indented, so that every figure stays whole on a
+ * narrow screen; a field longer than a line is cut. @return the lines written.
+ */
+static unsigned put_line(FILE *out, const char *line, int width)
+{
+	unsigned n = 1;
+	bool more = false;
+
+	while ((int)rp_render_safe_width(line) > width - (more ? 2 : 0)) {
+		const char *cut = NULL;
+		int room = width - (more ? 2 : 0);
+
+		/* the last field boundary that leaves this line within @room */
+		for (const char *p = strstr(line, "  "); p; p = strstr(p + 1, "  ")) {
+			char head[512];
+
+			snprintf(head, sizeof(head), "%.*s", (int)(p - line), line);
+			if ((int)rp_render_safe_width(head) > room)
+				break;
+			cut = p;
+		}
+		if (cut == NULL || cut == line)
+			break;
+		fprintf(out, "%s%.*s\n", more ? "  " : "", (int)(cut - line), line);
+		line = cut + strspn(cut, " ");
+		more = true;
+		n++;
+	}
+	if (more)
+		fputs("  ", out);
+	put_cut(out, line, width - (more ? 2 : 0));
+	fputc('\n', out);
+	return n;
+}
+
+/*
+ * The header, every line within @width: session, events and their rate; losses and
+ * caps (each cap by name); window, sort, view, filter, off-CPU; counters.
+ * @return the lines written.
+ */
+static unsigned header(const struct top *t, FILE *out, int width)
 {
 	const struct rp_report *r = &t->cur;
+	uint64_t span = r->t_last > r->t_first ? r->t_last - r->t_first : 0, caps, over;
+	const struct rp_report_window *w = window_of(t);
+	char line[512], wname[48], session[48], cap_names[256], rate[64];
+	double ev_s = smoothed_rate(t, w, &over);
+	unsigned n = 0;
+	size_t len;
 
-	if (t->prev_at == 0 || r->dropped <= t->prev.dropped)
-		return;
-	fprintf(out,
-		"DROPPING: %" PRIu64 " events lost in the last %.1f s (rings full: the engine "
-		"falls behind or RINGPROF_RING_EVENTS is small)\n",
-		r->dropped - t->prev.dropped, (double)(t->cur_at - t->prev_at) / 1e9);
+	caps = caps_hit(r, cap_names, (size_t)(width > 40 ? width - 10 : 30));
+	if (r->dropped || r->anomalies[RP_ANOM_DROP_LOST]) { /* first: figures miss these */
+		snprintf(line, sizeof(line), "LOST: %" PRIu64 " records dropped (full rings), %"
+			 PRIu64 " spans cut (rows with !); docs/live.md", r->dropped,
+			 r->anomalies[RP_ANOM_DROP_LOST]);
+		n += put_line(out, line, width);
+	}
+	if (over > 0) /* over the window, not between two frames */
+		snprintf(rate, sizeof(rate), "%.0f events/s (%.0f s)", ev_s, (double)over / 1e9);
+	else if (span > 0) /* one report so far: the average over its time range */
+		snprintf(rate, sizeof(rate), "%.0f events/s (average)",
+			 (double)r->events * 1e9 / (double)span);
+	else
+		snprintf(rate, sizeof(rate), "- events/s");
+	snprintf(line, sizeof(line), "ringprof top  session %s  events %" PRIu64 " over %" PRIu64
+		 ".%01" PRIu64 " s  %s%s", rp_render_safe_buf(session, sizeof(session), t->session),
+		 r->events, span / 1000000000u, span / 100000000u % 10, rate,
+		 t->paused ? "  PAUSED" : "");
+	n += put_line(out, line, width);
+	snprintf(line, sizeof(line), "dropped %" PRIu64 "  late %" PRIu64 "  truncated %" PRIu64
+		 "  sources %" PRIu32 "  caps hit %" PRIu64 "%s%s%s", r->dropped, r->late,
+		 r->truncated, r->n_sources, caps, caps ? " (" : "", cap_names, caps ? ")" : "");
+	n += put_line(out, line, width);
+	len = (size_t)snprintf(line, sizeof(line), "window %s  sort %s  view %s",
+			       rp_render_safe_buf(wname, sizeof(wname),
+						  w ? (w->name ? w->name : "?") : "all"),
+			       sort_names[t->sort], view_names[t->view]);
+	if (r->offcpu.state == RP_OFFCPU_ON && r->offcpu.total_ns > 0)
+		len += (size_t)snprintf(line + len, sizeof(line) - len,
+					"  off-CPU %.1f s (%" PRIu32 " threads)",
+					(double)r->offcpu.total_ns / 1e9, r->offcpu.threads);
+	else if (r->offcpu.state == RP_OFFCPU_ON)
+		len += (size_t)snprintf(line + len, sizeof(line) - len, "  off-CPU on");
+	else if (r->offcpu.state == RP_OFFCPU_REFUSED)
+		len += (size_t)snprintf(line + len, sizeof(line) - len, "  off-CPU refused");
+	if (t->filter[0]) {
+		char filter[80];
+
+		snprintf(line + len, sizeof(line) - len, "  filter %s",
+			 rp_render_safe_buf(filter, sizeof(filter), t->filter));
+	}
+	n += put_line(out, line, width);
+	if (r->n_counters > 0) { /* the newest value of each, as many as fit one line */
+		uint32_t shown = 0;
+
+		len = (size_t)snprintf(line, sizeof(line), "counters");
+		for (uint32_t i = 0; i < r->n_counters; i++) {
+			char name[40], item[80];
+			int k = snprintf(item, sizeof(item), "  %s %" PRId64,
+					 rp_render_safe_buf(name, sizeof(name),
+							    r->counters[i].name ?
+								    r->counters[i].name : "?"),
+					 r->counters[i].last);
+
+			/* room for this one, and for "  +N more" if others follow */
+			if (k < 0 || (size_t)k >= sizeof(item) ||
+			    (int)len + k + (i + 1 < r->n_counters ? 12 : 0) > width)
+				break;
+			memcpy(line + len, item, (size_t)k + 1);
+			len += (size_t)k;
+			shown++;
+		}
+		if (shown < r->n_counters)
+			snprintf(line + len, sizeof(line) - len, "  +%" PRIu32 " more",
+				 r->n_counters - shown);
+		put_cut(out, line, width); /* one line: counters never push the table out */
+		fputc('\n', out);
+		n++;
+	}
+	return n;
 }
 
-static void conc_lines(const struct top *t, FILE *out)
+/* Drops first: a line above everything else while producers are losing events.
+ * @return the lines written. */
+static unsigned drop_alert(const struct top *t, FILE *out, int width)
+{
+	const struct rp_report *r = &t->cur;
+	char line[256];
+
+	if (t->prev_at == 0 || r->dropped <= t->prev.dropped)
+		return 0;
+	snprintf(line, sizeof(line),
+		 "DROPPING: %" PRIu64 " events lost in the last %.1f s (rings full: the engine "
+		 "falls behind, or RINGPROF_RING_EVENTS is small)",
+		 r->dropped - t->prev.dropped, (double)(t->cur_at - t->prev_at) / 1e9);
+	return put_line(out, line, width);
+}
+
+/* A concurrency level: "255", or "≥255" when it is the cap (levels above it are
+ * counted at it, so the true figure may be higher). */
+static const char *level(const struct top *t, char buf[16], uint32_t v, uint32_t cap)
+{
+	snprintf(buf, 16, "%s%" PRIu32, cap && v >= cap ? t->ge : "", v);
+	return buf;
+}
+
+/* Concurrency: the selected window's levels are capped at max_window_level (the
+ * sub-windows keep that many levels); all time at the sweep's own cap, where time
+ * was spent above it (over_cap_ns: its max is then the cap). */
+static unsigned conc_lines(const struct top *t, FILE *out, int width)
 {
 	const struct rp_report_window *w = window_of(t);
 	const struct rp_report_conc *c = w && w->n_conc ? w->conc : t->cur.conc;
 	uint32_t n = w && w->n_conc ? w->n_conc : t->cur.n_conc;
-	char name[48];
+	char name[48], line[256], a[16], b[16], d[16], e[16];
+	unsigned i, lines = 0;
 
-	for (uint32_t i = 0; i < n && i < 2; i++) /* "now" from the all-time rows */
-		fprintf(out,
-			"concurrency %-7s now %" PRIu32 "  p50 %" PRIu32 "  p90 %" PRIu32
-			"  p99 %" PRIu32 "  max %" PRIu32 "  mean %" PRIu64 ".%03" PRIu64 "\n",
-			rp_render_safe_buf(name, sizeof(name), c[i].name ? c[i].name : "?"),
-			i < t->cur.n_conc ? t->cur.conc[i].now : 0,
-			c[i].p50, c[i].p90, c[i].p99, c[i].max, c[i].mean_milli / 1000,
-			c[i].mean_milli % 1000);
-	if (n == 0)
+	for (i = 0; i < n && i < 2; i++) { /* "now" from the all-time rows */
+		uint32_t cap = w && w->n_conc ? t->cur.caps.max_window_level : 0;
+
+		if (c[i].over_cap_ns > 0 && (cap == 0 || c[i].max < cap))
+			cap = c[i].max;
+		snprintf(line, sizeof(line),
+			 "concurrency %-7s now %" PRIu32 "  p50 %s  p90 %s  p99 %s  max %s  mean %"
+			 PRIu64 ".%03" PRIu64,
+			 rp_render_safe_buf(name, sizeof(name), c[i].name ? c[i].name : "?"),
+			 i < t->cur.n_conc ? t->cur.conc[i].now : 0, level(t, a, c[i].p50, cap),
+			 level(t, b, c[i].p90, cap), level(t, d, c[i].p99, cap),
+			 level(t, e, c[i].max, cap), c[i].mean_milli / 1000, c[i].mean_milli % 1000);
+		lines += put_line(out, line, width);
+	}
+	if (n == 0) {
 		fputs("concurrency -\n", out);
+		lines = 1;
+	}
+	return lines;
 }
 
-/* The names table. Columns: calls, rate/s, self%, [off%: the part of the name's
- * self time its thread was switched out, all time, where measured], cum%, p50, [p90
- * from 100 columns on], p99, then the name, which gets the rest of the line. @first: the first row
- * shown (scrolling), @limit rows at most (0: all). */
-static uint32_t table(const struct top *t, FILE *out, uint32_t first, unsigned limit, int width)
+/*
+ * The names table. Columns: calls, rate/s, self%, [off%: the part of the name's
+ * self time its thread was switched out, all time, where measured], cum%, p50, [p90],
+ * p99, then the name, which gets the rest of the line: p90 from 100 columns on; below
+ * 70 columns rate/s goes (calls says as much), below 60 p50, so that the name keeps
+ * at least 12 columns. Where each sortable column lands is kept in t->col_at/col_w
+ * (the screen highlights the sorted one). @first: the first row shown (scrolling),
+ * @limit rows at most (0: all).
+ */
+static uint32_t table(struct top *t, FILE *out, uint32_t first, unsigned limit, int width)
 {
 	const struct rp_report_window *w = window_of(t);
 	const struct rp_report *r = &t->cur;
 	uint64_t range = covered_ns(r, w), total_self = 0;
-	bool p90 = width >= 100, off = r->offcpu.state == RP_OFFCPU_ON;
+	bool p90 = width >= 100, off = r->offcpu.state == RP_OFFCPU_ON && width >= 70;
+	bool rate = width >= 70, p50 = width >= 60;
+	int x = 0, room = width - 10 - 1 - 6 - 1 - 6 - 1 - 8 - 2;
 	uint32_t n, i;
 	struct row *v = rows_of(t, w, &n);
 	char a[16], b[16], c[16];
 
 	if (v == NULL)
 		return 0;
+	room -= (rate ? 10 : 0) + (off ? 7 : 0) + (p50 ? 9 : 0) + (p90 ? 9 : 0);
 	for (i = 0; i < n; i++)
 		total_self += v[i].self_ns;
-	fprintf(out, "%10s %9s %6s ", "calls", "rate/s", "self%");
+	for (int k = 0; k < SORT_KEYS; k++)
+		t->col_w[k] = 0;
+#define COL(key, wid, fmt, ...)                                                             \
+	do {                                                                                \
+		if ((key) < SORT_KEYS) {                                                    \
+			t->col_at[key] = x;                                                 \
+			t->col_w[key] = (wid);                                              \
+		}                                                                           \
+		x += fprintf(out, fmt, __VA_ARGS__);                                        \
+	} while (0)
+	COL(SORT_CALLS, 10, "%10s ", "calls");
+	if (rate)
+		COL(SORT_KEYS, 9, "%9s ", "rate/s");
+	COL(SORT_SELF, 6, "%6s ", "self%");
 	if (off)
-		fprintf(out, "%6s ", "off%");
-	fprintf(out, "%6s %8s ", "cum%", "p50");
+		COL(SORT_KEYS, 6, "%6s ", "off%");
+	COL(SORT_CUM, 6, "%6s ", "cum%");
+	if (p50)
+		COL(SORT_P50, 8, "%8s ", "p50");
 	if (p90)
-		fprintf(out, "%8s ", "p90");
-	fprintf(out, "%8s  %s\n", "p99", "name [category]");
+		COL(SORT_P90, 8, "%8s ", "p90");
+	COL(SORT_P99, 8, "%8s  ", "p99");
+#undef COL
+	fprintf(out, "%s\n", "name [category]");
 	for (i = first; i < n && (limit == 0 || i < first + limit); i++) {
-		const struct row *x = &v[i];
-		int room = width - (p90 ? 64 : 55) - (off ? 7 : 0);
+		const struct row *y = &v[i];
+		const char *name = y->fn->name ? y->fn->name : "";
 
 		/* "!": drops cut some of this name's calls (its row is short by them) */
-		fprintf(out, "%10" PRIu64 "%c%9.1f %6.1f ", x->calls, x->fn->drop_lost ? '!' : ' ',
-			range ? (double)x->calls * 1e9 / (double)range : 0.0,
-			total_self ? 100.0 * (double)x->self_ns / (double)total_self : 0.0);
-		if (off)
-			fprintf(out, "%6.1f ", x->fn->self_ns && (int64_t)x->fn->self_ns > 0
-					       ? 100.0 * (double)x->fn->offcpu_ns /
-							 (double)x->fn->self_ns
-					       : 0.0);
-		fprintf(out, "%6.1f %8s ",
-			total_self ? 100.0 * (double)x->cum_ns / (double)total_self : 0.0,
-			dur(a, x->p50));
+		fprintf(out, "%10" PRIu64 "%c", y->calls, y->fn->drop_lost ? '!' : ' ');
+		if (rate)
+			fprintf(out, "%9.1f ",
+				range ? (double)y->calls * 1e9 / (double)range : 0.0);
+		fprintf(out, "%6.1f ",
+			total_self ? 100.0 * (double)y->self_ns / (double)total_self : 0.0);
+		/* off-CPU time is a part of self time: a share above 100% is not a
+		 * figure to show (the engine's attribution went wrong), so "-" */
+		if (off && y->fn->self_ns > 0 && (int64_t)y->fn->self_ns > 0 &&
+		    y->fn->offcpu_ns <= y->fn->self_ns)
+			fprintf(out, "%6.1f ",
+				100.0 * (double)y->fn->offcpu_ns / (double)y->fn->self_ns);
+		else if (off)
+			fprintf(out, "%6s ", y->fn->self_ns ? "-" : "0.0");
+		fprintf(out, "%6.1f ",
+			total_self ? 100.0 * (double)y->cum_ns / (double)total_self : 0.0);
+		if (p50)
+			fprintf(out, "%8s ", dur(a, y->p50));
 		if (p90)
-			fprintf(out, "%8s ", dur(b, x->p90));
-		fprintf(out, "%8s  ", dur(c, x->p99));
-		put_cut(out, x->fn->name ? x->fn->name : "", room < 8 ? 8 : room);
-		if (x->fn->category && x->fn->category[0] &&
-		    (int)strlen(x->fn->name ? x->fn->name : "") + 3 < room) {
+			fprintf(out, "%8s ", dur(b, y->p90));
+		fprintf(out, "%8s  ", dur(c, y->p99));
+		put_cut(out, name, room < 8 ? 8 : room);
+		if (y->fn->category && y->fn->category[0] && /* whole, or not at all */
+		    (int)(rp_render_safe_width(name) + rp_render_safe_width(y->fn->category)) +
+				    3 <= room) {
 			fputs(" [", out);
-			put_cut(out, x->fn->category,
-				room - 3 - (int)strlen(x->fn->name ? x->fn->name : ""));
+			put_cut(out, y->fn->category, room);
 			fputc(']', out);
 		}
 		fputc('\n', out);
@@ -610,28 +838,30 @@ static void steps(const struct top *t, FILE *out, unsigned room)
 static const char help_text[] =
 	"ringprof top: keys\n"
 	"\n"
-	"  Up/Down, k/j      scroll one row          PgUp/PgDn  scroll one page\n"
-	"  Home/End, g/G     first / last row\n"
-	"  s                 sort: cum, self, calls, p99 (the sorted column is highlighted)\n"
-	"  w                 window: all time, then each rolling window (10s, 1m, 5m)\n"
-	"  v                 view: names, sources (per process), threads (per thread)\n"
-	"  /                 filter by name (substring, any case); Enter keeps it,\n"
-	"                    Esc clears it\n"
-	"  p or Space        pause (the frame stays; the engine keeps running)\n"
-	"  r                 refresh now\n"
-	"  h or ?            this help (any key closes it)\n"
-	"  q                 quit\n"
+	"  Up/Down, k/j   scroll one row            PgUp/PgDn  scroll one page\n"
+	"  Home/End, g/G  first / last row\n"
+	"  1 2 3 4 5 6    sort by calls, self, cum, p50, p90, p99 (the sorted column\n"
+	"                 is highlighted); < > the column left or right; s the next\n"
+	"  w              window: all time, then each rolling window (10s, 1m, 5m)\n"
+	"  v              view: names, sources (per process), threads (per thread)\n"
+	"  /              filter by name (substring, any case); Enter keeps it,\n"
+	"                 Esc clears it\n"
+	"  p or Space     pause (the frame stays; the engine keeps running)\n"
+	"  r              refresh now\n"
+	"  h or ?         this help (any key closes it)\n"
+	"  q              quit\n"
 	"\n"
 	"Durations carry their unit (ns, us, ms, s). rate/s divides by the time the\n"
-	"window's events cover. A DROPPING line at the top means producers are losing\n"
-	"events right now (their rings are full).\n";
+	"window's events cover; events/s is over the window (10 s for all time). A\n"
+	"level marked >= (≥255) is at its cap: the true one may be higher. A DROPPING\n"
+	"line at the top means producers are losing events now (their rings are full).\n";
 
 /* The whole frame as text: @rows of screen (0: no limit), @width columns. Returns
  * the number of rows the scrolled list has (for the scroll bounds). */
-static uint32_t frame(const struct top *t, FILE *out, unsigned rows, int width, unsigned *visible)
+static uint32_t frame(struct top *t, FILE *out, unsigned rows, int width, unsigned *visible)
 {
 	const struct rp_report *r = &t->cur;
-	unsigned fixed = 6 + (t->prev_at && r->dropped > t->prev.dropped), bottom, limit;
+	unsigned fixed, bottom, limit, st = r->n_steps < 3 ? r->n_steps : 3;
 	uint32_t n;
 
 	*visible = 0;
@@ -639,15 +869,18 @@ static uint32_t frame(const struct top *t, FILE *out, unsigned rows, int width, 
 		fputs(help_text, out);
 		return 0;
 	}
-	/* The list gets the screen but for the header and, when there is room, the
-	 * bottleneck lists (up to 3 + 1 + 10 slowest) and the steps. */
-	bottom = rows == 0 ? 16 : rows > 40 ? 14 : rows > 30 ? 9 : rows > 24 ? 6 : 0;
-	limit = rows == 0 ? 25 : rows > fixed + bottom + 2 ? rows - fixed - bottom - 1 : 1;
-	*visible = limit;
-	header(t, out);
-	drop_alert(t, out);
-	conc_lines(t, out);
+	fixed = header(t, out, width);
+	fixed += drop_alert(t, out, width);
+	fixed += conc_lines(t, out, width);
 	fputc('\n', out);
+	fixed += 2; /* that blank line and the list's title */
+	/* The list gets the screen but for the header and, when there is room (over 24
+	 * rows), the bottleneck lists (up to 3 + 1 + 10 slowest) and the steps. */
+	bottom = rows == 0 ? 16 : rows > 40 ? 14 : rows > 30 ? 9 : rows > 24 ? 6 : 0;
+	if (rows != 0 && rows <= 24)
+		st = 0;
+	limit = rows == 0 ? 25 : rows > fixed + bottom + 1 ? rows - fixed - bottom : 1;
+	*visible = limit;
 	if (t->view == VIEW_SOURCES)
 		n = sources_view(t, out, t->scroll, limit, width);
 	else if (t->view == VIEW_THREADS)
@@ -655,8 +888,6 @@ static uint32_t frame(const struct top *t, FILE *out, unsigned rows, int width, 
 	else
 		n = table(t, out, t->scroll, limit, width);
 	if (t->view == VIEW_NAMES) {
-		unsigned st = r->n_steps < 3 ? r->n_steps : 3;
-
 		bottlenecks(t, out, bottom > st + 1 ? bottom - st - (st > 0) : 0, width);
 		steps(t, out, rows ? st : 16);
 	}
@@ -665,18 +896,7 @@ static uint32_t frame(const struct top *t, FILE *out, unsigned rows, int width, 
 
 /* --- the screen --- */
 
-/* Where the sorted column's title is on the table's title line (names view). */
-static void sort_column(const struct top *t, int width, int *x, int *w)
-{
-	static const int at[SORT_KEYS] = { 28, 21, 0, 0 }, len[SORT_KEYS] = { 6, 6, 10, 8 };
-
-	*x = at[t->sort];
-	*w = len[t->sort];
-	if (t->sort == SORT_P99) /* after p50, and p90 on a wide screen */
-		*x = width >= 100 ? 53 : 44;
-}
-
-static void status_line(const struct top *t, char *buf, size_t len);
+static void status_line(const struct top *t, char *buf, size_t len, int width);
 
 static void draw(struct top *t)
 {
@@ -699,9 +919,10 @@ static void draw(struct top *t)
 		return;
 	}
 	t->n_rows = n;
-	status_line(t, status, sizeof(status));
+	status_line(t, status, sizeof(status), COLS);
 	erase();
-	sort_column(t, COLS, &sx, &sw);
+	sx = t->col_at[t->sort];
+	sw = t->col_w[t->sort];
 	for (char *line = buf, *nl; line && *line && y < LINES - 1; line = nl ? nl + 1 : NULL) {
 		bool title = strncmp(line, "     calls", 10) == 0 ||
 			     strncmp(line, "     pid", 8) == 0 || strncmp(line, "slowest", 7) == 0;
@@ -714,7 +935,8 @@ static void draw(struct top *t)
 		if (title)
 			attron(A_REVERSE);
 		mvaddnstr(y, 0, line, COLS);
-		if (title && t->view == VIEW_NAMES && line[5] == 'c' && (int)strlen(line) > sx) {
+		if (title && t->view == VIEW_NAMES && line[5] == 'c' && sw > 0 &&
+		    (int)strlen(line) > sx) {
 			attron(A_BOLD | A_UNDERLINE);
 			if (has_colors())
 				attron(COLOR_PAIR(2));
@@ -773,6 +995,11 @@ static bool key(struct top *t, int ch, bool *fetch_now)
 	case 'Q': return false;
 	case 'w': t->win = (t->win + 1) % (t->cur.n_windows + 1); break;
 	case 's': t->sort = (enum sort_key)((t->sort + 1) % SORT_KEYS); break;
+	case '<': t->sort = t->sort > 0 ? t->sort - 1 : SORT_KEYS - 1; break;
+	case '>': t->sort = (enum sort_key)((t->sort + 1) % SORT_KEYS); break;
+	case '1': case '2': case '3': case '4': case '5': case '6':
+		t->sort = (enum sort_key)(ch - '1');
+		break;
 	case 'v':
 		t->view = (enum view)((t->view + 1) % VIEWS);
 		t->scroll = 0;
@@ -800,7 +1027,7 @@ static bool key(struct top *t, int ch, bool *fetch_now)
 	return true;
 }
 
-static void status_line(const struct top *t, char *buf, size_t len)
+static void status_line(const struct top *t, char *buf, size_t len, int width)
 {
 	if (t->filtering)
 		snprintf(buf, len, "filter: %s_   (Enter keeps it, Esc clears it)", t->filter);
@@ -810,9 +1037,12 @@ static void status_line(const struct top *t, char *buf, size_t len)
 		uint32_t last =
 			t->scroll + t->visible < t->n_rows ? t->scroll + t->visible : t->n_rows;
 
+		/* all of it at 80 columns: the keys shorter there */
 		snprintf(buf, len,
-			 "rows %u-%u of %u  %s  h help  / filter  v view  s sort  w window  "
-			 "p pause  q quit",
+			 width >= 100 ? "rows %u-%u of %u  %s  h help  / filter  v view  1-6 or "
+					"s sort  w window  p pause  q quit"
+				      : "%u-%u/%u %s  h:help /:filter v:view 1-6:sort w:window "
+					"p:pause q:quit",
 			 t->n_rows ? t->scroll + 1 : 0, last, t->n_rows,
 			 t->paused ? "PAUSED" : "live");
 	}
@@ -825,6 +1055,10 @@ static int run_screen(struct top *t)
 	bool running = true, dirty = true;
 	int err = 0;
 
+	/* ncursesw draws the frame's UTF-8 (names, the cap mark) in a UTF-8 locale */
+	setlocale(LC_ALL, "");
+	if (strcmp(nl_langinfo(CODESET), "UTF-8") != 0)
+		t->ge = ">=";
 	initscr();
 	cbreak();
 	noecho();
@@ -866,15 +1100,50 @@ static int run_screen(struct top *t)
 
 static const char usage[] =
 	"usage: ringprof top [--session S] [--dir D | --socket PATH] [--once] [--window W]\n"
-	"                    [--sort cum|self|calls|p99]\n"
+	"                    [--sort calls|self|cum|p50|p90|p99] [--view V] [--filter S]\n"
+	"Live view of a running engine, redrawn every second. On a terminal: full screen\n"
+	"(keys below); else (a pipe, a file) plain frames, one a second, no terminal\n"
+	"control.\n"
 	"  --session S   the engine's session (default $RINGPROF_SESSION or \"default\")\n"
 	"  --dir D       its snapshot directory (default: where the engine says, else\n"
 	"                /tmp/ringprof); the socket is D/ringprof-<session>.sock\n"
 	"  --once        print one frame to stdout, no terminal control\n"
+	"  --frames N    plain frames: stop after N (1 to 1000000; default: until\n"
+	"                interrupted)\n"
+	"  --width N     plain frames: columns (40 to 1000, default 120)\n"
+	"  --window W    start on that rolling window (10s, 1m, 5m)\n"
+	"  --sort K      the sort column (default cum)\n"
 	"  --view V      names, sources or threads (default names)\n"
 	"  --filter S    only names containing S (any case)\n"
-	"keys: arrows/PgUp/PgDn/Home/End scroll, s sort, w window, v view, / filter,\n"
-	"      p pause, h help, r refresh, q quit\n";
+	"keys: arrows/PgUp/PgDn/Home/End scroll, 1-6 or < > sort by a column, s next sort,\n"
+	"      w window, v view, / filter, p pause, h help, r refresh, q quit\n";
+
+/*
+ * Plain frames (--once, or stdout not a terminal): the same text as the screen, no
+ * escape codes, one every second, a blank line between; until @frames (0: no end),
+ * a signal, a write error (the reader went away) or the engine going away.
+ */
+static int run_plain(struct top *t, unsigned frames, int width)
+{
+	char why[RP_WHY_MAX] = "";
+	unsigned visible;
+	int err = 0;
+
+	for (unsigned i = 0; !quit_signal && (frames == 0 || i < frames); i++) {
+		struct timespec second = { 1, 0 };
+
+		if (i > 0) {
+			nanosleep(&second, NULL);
+			if (quit_signal || (err = refresh_report(t, why)) != 0)
+				break;
+			fputc('\n', stdout);
+		}
+		frame(t, stdout, 0, width, &visible);
+		if (fflush(stdout) != 0)
+			return 1;
+	}
+	return err ? rp_cli_error(1, "top: %s", why) : 0;
+}
 
 /* The socket: beside the snapshot the engine announces, else in @dir. */
 static void socket_path(struct top *t, const char *dir)
@@ -899,7 +1168,7 @@ static int parse_sort(const char *s, enum sort_key *k)
 			*k = (enum sort_key)i;
 			return 0;
 		}
-	return rp_cli_error(2, "--sort %s: use cum, self, calls or p99", s);
+	return rp_cli_error(2, "--sort %s: use calls, self, cum, p50, p90 or p99", s);
 }
 
 int rp_cmd_top(int argc, char **argv)
@@ -908,12 +1177,14 @@ int rp_cmd_top(int argc, char **argv)
 		{ "session", 1, NULL, 's' }, { "dir", 1, NULL, 'd' },	{ "socket", 1, NULL, 'S' },
 		{ "once", 0, NULL, 'o' },    { "batch", 0, NULL, 'o' }, { "window", 1, NULL, 'w' },
 		{ "sort", 1, NULL, 'k' },    { "help", 0, NULL, 'h' },	{ "view", 1, NULL, 'v' },
-		{ "filter", 1, NULL, 'f' },  { NULL, 0, NULL, 0 }
+		{ "filter", 1, NULL, 'f' },  { "frames", 1, NULL, 'n' }, { "width", 1, NULL, 'W' },
+		{ NULL, 0, NULL, 0 }
 	};
-	static struct top t;
+	static struct top t = { .sort = SORT_CUM };
 	const char *session = NULL, *dir = NULL, *sock = NULL;
 	char why[RP_WHY_MAX] = "";
 	bool once = false;
+	uint64_t frames = 0, width = 120;
 	int c, err;
 
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -936,12 +1207,21 @@ int rp_cmd_top(int argc, char **argv)
 						    optarg);
 			break;
 		case 'f': snprintf(t.filter, sizeof(t.filter), "%s", optarg); break;
+		case 'n':
+			if (rp_cli_number("--frames", optarg, 1, 1000000, &frames))
+				return 2;
+			break;
+		case 'W':
+			if (rp_cli_number("--width", optarg, 40, 1000, &width))
+				return 2;
+			break;
 		case 'h': fputs(usage, stdout); return 0;
-		default: fputs(usage, stderr); return 2;
+		default: return rp_cli_bad_option("top", argv);
 		}
 	}
 	if (optind != argc)
-		return rp_cli_error(2, "top: unexpected arguments (try --help)");
+		return rp_cli_error(2, "top: %s: unexpected argument (try `ringprof help top`)",
+				    argv[optind]);
 	t.session = rp_cli_session(session);
 	if (t.session == NULL)
 		return 2;
@@ -951,17 +1231,15 @@ int rp_cmd_top(int argc, char **argv)
 		socket_path(&t, dir);
 	if ((err = refresh_report(&t, why)) != 0)
 		return rp_cli_error(1, "top: no engine answers: %s", why);
-	if (once) {
-		unsigned visible;
-
-		frame(&t, stdout, 0, 120, &visible);
-		err = fflush(stdout) == 0 ? 0 : 1;
-	} else {
-		signal(SIGINT, on_quit);
-		signal(SIGTERM, on_quit);
-		signal(SIGPIPE, SIG_IGN);
+	t.ge = "\xe2\x89\xa5"; /* U+2265 ≥ in the frame's UTF-8 text */
+	signal(SIGINT, on_quit);
+	signal(SIGTERM, on_quit);
+	signal(SIGPIPE, SIG_IGN);
+	/* Not a terminal (a pipe, a file): plain frames, never escape codes. */
+	if (once || !isatty(STDOUT_FILENO))
+		err = run_plain(&t, once ? 1 : (unsigned)frames, (int)width);
+	else
 		err = run_screen(&t);
-	}
 	rp_report_free(&t.cur);
 	rp_report_free(&t.prev);
 	return err;
