@@ -628,6 +628,89 @@ static void test_otlp_late_and_caps(void **state)
 	rp_engine_close(e);
 }
 
+/* The Collector's file exporter: one JSON request per line; `ringprof analyze` reads
+ * it (detected by content) with the same results as the live receiver. */
+static void json_span(FILE *f, int i)
+{
+	uint8_t trace[16], id[8], pt[16], pid[8];
+
+	ids_of(i, trace, id);
+	fprintf(f, "{\"traceId\":\"");
+	for (int k = 0; k < 16; k++)
+		fprintf(f, "%02x", trace[k]);
+	fprintf(f, "\",\"spanId\":\"");
+	for (int k = 0; k < 8; k++)
+		fprintf(f, "%02x", id[k]);
+	fprintf(f, "\",\"parentSpanId\":\"");
+	if (sp[i].parent >= 0) {
+		ids_of(sp[i].parent, pt, pid);
+		for (int k = 0; k < 8; k++)
+			fprintf(f, "%02x", pid[k]);
+	}
+	fprintf(f, "\",\"name\":\"%s\",\"kind\":%d,\"startTimeUnixNano\":\"%" PRIu64
+		"\",\"endTimeUnixNano\":\"%" PRIu64 "\"}", names[sp[i].name], sp[i].kind,
+		sp[i].start, sp[i].end);
+}
+
+static void test_otlp_analyze_file_exporter(void **state)
+{
+	char path[64], cmd[700], out[64];
+	struct rp_otlp_stats os;
+	struct rp_engine *e = engine_new();
+	const char *b = getenv("RP_BIN_DIR");
+	struct rp_report r;
+	struct expect x;
+	char why[RP_WHY_MAX];
+	FILE *f;
+
+	(void)state;
+	gen(100, 1700000000000000000ull);
+	oracle(&x);
+	rp_test_temp_path(path, ".json");
+	f = fopen(path, "w");
+	assert_non_null(f);
+	/* newest spans first: a file need not be in any order */
+	for (int k = n_sp - 1; k >= 0; k -= 9) {
+		fprintf(f, "{\"resourceSpans\":[{\"resource\":{\"attributes\":[{\"key\":"
+			"\"service.name\",\"value\":{\"stringValue\":\"file\"}}]},"
+			"\"scopeSpans\":[{\"spans\":[");
+		for (int i = k; i > k - 9 && i >= 0; i--) {
+			if (i != k)
+				fputc(',', f);
+			json_span(f, i);
+		}
+		fprintf(f, "]}]}]}\n");
+	}
+	fclose(f);
+	assert_int_equal(rp_otlp_detect(path), 1);
+	assert_int_equal(rp_otlp_import_file(e, path, NULL, &os, why), 0);
+	assert_int_equal(os.bad, 0);
+	assert_int_equal(os.released, (uint64_t)n_sp);
+	assert_int_equal(rp_engine_report(e, &r), 0);
+	check_report(&r, &x);
+	assert_int_equal(r.sources[0].flags & RP_SRC_FILE, RP_SRC_FILE);
+	rp_report_free(&r);
+	rp_engine_close(e);
+	/* the CLI finds the format by itself */
+	if (b != NULL) {
+		rp_test_temp_path(out, ".txt");
+		snprintf(cmd, sizeof(cmd), "%s/ringprof analyze %s --format json -o %s", b, path, out);
+		assert_int_equal(system(cmd), 0);
+		assert_true(access(out, F_OK) == 0);
+		unlink(out);
+	}
+	/* a malformed line: the line's number in the reason */
+	f = fopen(path, "a");
+	fprintf(f, "{\"resourceSpans\":[}\n");
+	fclose(f);
+	e = engine_new();
+	assert_int_equal(rp_otlp_import_file(e, path, NULL, &os, why), -EINVAL);
+	snprintf(cmd, sizeof(cmd), "line %d:", (n_sp + 8) / 9 + 1);
+	assert_non_null(strstr(why, cmd));
+	rp_engine_close(e);
+	unlink(path);
+}
+
 /* --- a live engine --- */
 
 static char bin[512], dir[64], session[96];
@@ -991,6 +1074,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_otlp_decode_malformed),
 		cmocka_unit_test(test_otlp_reorder_matches_oracle),
 		cmocka_unit_test(test_otlp_late_and_caps),
+		cmocka_unit_test(test_otlp_analyze_file_exporter),
 		cmocka_unit_test_setup_teardown(test_otlp_http_framing, live_setup, live_teardown),
 	};
 	const struct CMUnitTest sdk[] = {

@@ -1234,6 +1234,7 @@ int rp_otlp_import_file(struct rp_engine *e, const char *path, const char *categ
 			k++;
 		if (k < len) {
 			err = rp_otlp_decode_json(line, len, &dopt, rp_otlp_add, o, &ds, w2);
+			o->st.bad += ds.rejected; /* bad ids or times: told as bad */
 			if (err != 0) {
 				snprintf(why, RP_WHY_MAX, "%.80s: line %" PRIu64 ": %.60s", path,
 					 lineno, w2);

@@ -29,6 +29,7 @@
 
 #include "cli.h"
 #include "import_chrome.h"
+#include "otlp.h"
 #include "merge.h"
 #include "import_nat.h"
 #include "probe.h"
@@ -43,7 +44,7 @@ static const char usage[] =
 	"       ringprof snapshot [--session S] [--timeout-ms N] [-o PATH | --keep]\n"
 	"       ringprof report SNAPSHOT [--format F] [-o FILE] [--limit N] [export options]\n"
 	"       ringprof analyze TRACE [--format F] [-o FILE] [--limit N] [caps] [export options]\n"
-	"               [--input chrome|nat] [--max-aiq-nodes N] [--max-nat-events N]\n"
+	"               [--input chrome|nat|otlp] [--max-aiq-nodes N] [--max-nat-events N]\n"
 	"       ringprof merge SNAPSHOT... -o OUT\n"
 	"       ringprof segments [--session S] [--rings]\n"
 	"       ringprof probe\n"
@@ -56,7 +57,9 @@ static const char usage[] =
 	"  report     render a snapshot file\n"
 	"  analyze    the engine over a Chrome trace file (.json or .json.gz; torch,\n"
 	"             Perfetto, chrome://tracing) or an agent-toolkit trace (nat:\n"
-	"             all_requests_profiler_traces.json; detected by content) and render\n"
+	"             all_requests_profiler_traces.json) or OTLP JSON (otlp: the\n"
+	"             Collector's file exporter, one request per line; detected by\n"
+	"             content) and render\n"
 	"             the result; aiq and aiq-text: the toolkit's own analysis of it\n"
 	"  merge      merge snapshots (processes, hosts, runs) into one, written\n"
 	"             atomically to OUT (rules: docs/snapshot.md)\n"
@@ -439,7 +442,17 @@ static int load_trace(const char *path, const struct rp_engine_cfg *cfg, struct 
 	if (rp_engine_open(cfg, &e) != 0)
 		return rp_cli_error(1, "out of memory");
 	p.e = e;
-	if (is_nat(path, input))
+	if (input ? strcmp(input, "otlp") == 0 : rp_otlp_detect(path) == 1) {
+		struct rp_otlp_stats os;
+
+		err = rp_otlp_import_file(e, path, NULL, &os, why);
+		if (err == 0 && (os.bad || os.cut || os.traces_capped || os.sources_capped))
+			fprintf(stderr, "ringprof: %s: %llu spans with an end before their start, "
+				"%llu names cut, %llu past the open-trace cap, %llu without a "
+				"source row\n", path, (unsigned long long)os.bad,
+				(unsigned long long)os.cut, (unsigned long long)os.traces_capped,
+				(unsigned long long)os.sources_capped);
+	} else if (is_nat(path, input))
 		err = rp_import_nat(e, NULL, &nat_caps, path, progress ? show_progress : NULL, &p,
 				    &st, why);
 	else
@@ -751,8 +764,8 @@ static int cmd_render(int argc, char **argv, bool analyze)
 	if (optind + 1 != argc)
 		return rp_cli_error(2, "%s: need exactly one %s file (try --help)",
 				    analyze ? "analyze" : "report", analyze ? "trace" : "snapshot");
-	if (input && strcmp(input, "chrome") && strcmp(input, "nat"))
-		return rp_cli_error(2, "--input %s: use chrome or nat", input);
+	if (input && strcmp(input, "chrome") && strcmp(input, "nat") && strcmp(input, "otlp"))
+		return rp_cli_error(2, "--input %s: use chrome, nat or otlp", input);
 	if ((err = check_input(argv[optind])) != 0)
 		return err;
 	if (x.progress < 0) /* progress on stderr; quiet when stdout is a pipe or file */
