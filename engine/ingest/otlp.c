@@ -42,7 +42,8 @@
 #define TRACES_DEFAULT	    (1u << 16)
 #define SOURCES_DEFAULT	    256u
 #define JSON_DEPTH_MAX	    64	/* deeper JSON is refused before yajl builds a tree */
-#define GROUP_ORDER_MAX	    4096u /* records of one timestamp ordered by nesting */
+#define GROUP_ORDER_MAX	    256u /* records of one timestamp ordered by nesting (cubic
+				     in it at worst: a chain of nested spans) */
 
 /* --- decoding: common --- */
 
