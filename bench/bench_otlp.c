@@ -157,7 +157,8 @@ static void json_request(uint64_t r, struct buf *out)
 
 	spans_of(r, s);
 	out->n = 0;
-	n = snprintf(tmp, sizeof(tmp), "{\"resourceSpans\":[{\"resource\":{\"attributes\":[{\"key\":"
+	n = snprintf(tmp, sizeof(tmp),
+		     "{\"resourceSpans\":[{\"resource\":{\"attributes\":[{\"key\":"
 		     "\"service.name\",\"value\":{\"stringValue\":\"bench\"}}]},\"scopeSpans\":"
 		     "[{\"spans\":[");
 	put(out, tmp, (size_t)n);
@@ -206,8 +207,8 @@ static double inproc(bool json, unsigned n)
 		abort();
 	t = now_s();
 	for (unsigned r = 0; r < n; r++) {
-		int err = json ? rp_otlp_decode_json(reqs[r].b, reqs[r].n, NULL, rp_otlp_add, o, &ds,
-						     why)
+		int err = json ? rp_otlp_decode_json(reqs[r].b, reqs[r].n, NULL, rp_otlp_add, o,
+						     &ds, why)
 			       : rp_otlp_decode_pb(reqs[r].b, reqs[r].n, NULL, rp_otlp_add, o, &ds,
 						   why);
 		if (err != 0 || ds.rejected)
@@ -279,9 +280,11 @@ static double over_http(unsigned n)
 		pb_request(r, &req);
 		put(&req, head, sizeof(head)); /* room for the head in front */
 		req.n -= sizeof(head);
-		hl = (size_t)snprintf(head, sizeof(head), "POST /v1/traces HTTP/1.1\r\nHost: b\r\n"
+		hl = (size_t)snprintf(head, sizeof(head),
+				      "POST /v1/traces HTTP/1.1\r\nHost: b\r\n"
 				      "Content-Type: application/x-protobuf\r\n"
-				      "Content-Length: %zu\r\n\r\n", req.n);
+				      "Content-Length: %zu\r\n\r\n",
+				      req.n);
 		/* head and body in one send, as SDKs do (two: Nagle meets delayed ACKs) */
 		memmove(req.b + hl, req.b, req.n);
 		memcpy(req.b, head, hl);
@@ -323,8 +326,10 @@ int main(int argc, char **argv)
 	js = inproc(true, n);
 	http = over_http(n);
 	if (json)
-		printf("{\"spans\":%u,\"inproc_pb_spans_per_s\":%.0f,\"inproc_json_spans_per_s\":%.0f,"
-		       "\"http_pb_spans_per_s\":%.0f}\n", n * SPANS_PER_REQ, pb, js, http);
+		printf("{\"spans\":%u,\"inproc_pb_spans_per_s\":%.0f,\"inproc_json_spans_per_s\":%."
+		       "0f,"
+		       "\"http_pb_spans_per_s\":%.0f}\n",
+		       n * SPANS_PER_REQ, pb, js, http);
 	else
 		printf("spans %u (requests of %d)\n"
 		       "in process, protobuf   %12.0f spans/s\n"

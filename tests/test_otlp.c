@@ -436,13 +436,17 @@ static void test_otlp_decode_json_fields(void **state)
 		"\"scopeSpans\":[{\"scope\":{\"name\":\"x\"},\"spans\":["
 		"{\"traceId\":\"5B8EFFF798038103D269B633813FC60C\",\"spanId\":\"EEE19B7EC3C1B174\","
 		"\"parentSpanId\":\"\",\"name\":\"llm_request\",\"kind\":\"SPAN_KIND_SERVER\","
-		"\"startTimeUnixNano\":\"1544712660000000000\",\"endTimeUnixNano\":1544712661000000000,"
-		"\"attributes\":[{\"key\":\"gen_ai.operation.name\",\"value\":{\"stringValue\":\"chat\"}}],"
+		"\"startTimeUnixNano\":\"1544712660000000000\",\"endTimeUnixNano\":"
+		"1544712661000000000,"
+		"\"attributes\":[{\"key\":\"gen_ai.operation.name\",\"value\":{\"stringValue\":"
+		"\"chat\"}}],"
 		"\"status\":{\"code\":\"STATUS_CODE_ERROR\"}},"
 		"{\"traceId\":\"5b8efff798038103d269b633813fc60c\",\"spanId\":\"0000000000000001\","
 		"\"parentSpanId\":\"eee19b7ec3c1b174\",\"name\":\"q\",\"kind\":3,"
-		"\"startTimeUnixNano\":\"1544712660000000001\",\"endTimeUnixNano\":\"1544712660000000002\","
-		"\"attributes\":[{\"key\":\"http.request.method\",\"value\":{\"stringValue\":\"GET\"}}]},"
+		"\"startTimeUnixNano\":\"1544712660000000001\",\"endTimeUnixNano\":"
+		"\"1544712660000000002\","
+		"\"attributes\":[{\"key\":\"http.request.method\",\"value\":{\"stringValue\":"
+		"\"GET\"}}]},"
 		"{\"traceId\":\"zz\",\"spanId\":\"0000000000000001\",\"name\":\"bad\"}"
 		"]}]}]}";
 	struct rp_otlp_decode_stats st;
@@ -476,8 +480,9 @@ static void test_otlp_decode_malformed(void **state)
 	struct got g = { 0 };
 	char why[RP_WHY_MAX];
 	int idx[] = { 0, 1, 2 };
-	static const uint8_t group[] = { 0x0b, 0x0c }, longvarint[] = { 0x0a, 0xff, 0xff, 0xff,
-		0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01 };
+	static const uint8_t group[] = { 0x0b, 0x0c },
+			     longvarint[] = { 0x0a, 0xff, 0xff, 0xff, 0xff, 0xff,
+					      0xff, 0xff, 0xff, 0xff, 0xff, 0x01 };
 
 	(void)state;
 	fixed_spans();
@@ -491,14 +496,17 @@ static void test_otlp_decode_malformed(void **state)
 	}
 	assert_int_equal(rp_otlp_decode_pb(group, sizeof(group), NULL, collect, &g, &st, why),
 			 -EINVAL);
-	assert_int_equal(rp_otlp_decode_pb(longvarint, sizeof(longvarint), NULL, collect, &g, &st,
-					   why), -EINVAL);
-	assert_int_equal(rp_otlp_decode_json("{\"resourceSpans\":[", 18, NULL, collect, &g, &st,
-					     why), -EINVAL);
+	assert_int_equal(
+		rp_otlp_decode_pb(longvarint, sizeof(longvarint), NULL, collect, &g, &st, why),
+		-EINVAL);
+	assert_int_equal(
+		rp_otlp_decode_json("{\"resourceSpans\":[", 18, NULL, collect, &g, &st, why),
+		-EINVAL);
 	assert_non_null(strstr(why, "malformed JSON"));
 	assert_int_equal(rp_otlp_decode_json("[1]", 3, NULL, collect, &g, &st, why), -EINVAL);
-	assert_int_equal(rp_otlp_decode_json("{\"resourceSpans\":{}}", 20, NULL, collect, &g, &st,
-					     why), -EINVAL);
+	assert_int_equal(
+		rp_otlp_decode_json("{\"resourceSpans\":{}}", 20, NULL, collect, &g, &st, why),
+		-EINVAL);
 	memset(deep, '[', sizeof(deep));
 	assert_int_equal(rp_otlp_decode_json(deep, sizeof(deep), NULL, collect, &g, &st, why),
 			 -EINVAL);
@@ -546,7 +554,8 @@ static void test_otlp_reorder_matches_oracle(void **state)
 	for (int i = 1; i < n_sp; i++)
 		for (int j = i; j > 0 && (sp[order[j - 1]].end > sp[order[j]].end ||
 					  (sp[order[j - 1]].end == sp[order[j]].end &&
-					   order[j - 1] < order[j])); j--) {
+					   order[j - 1] < order[j]));
+		     j--) {
 			int t = order[j];
 			order[j] = order[j - 1];
 			order[j - 1] = t;
@@ -602,7 +611,7 @@ static void test_otlp_late_and_caps(void **state)
 	assert_int_equal(rp_otlp_open(e, &cfg, &o), 0);
 	pb_request(&w, a, 1, "svc");
 	assert_int_equal(rp_otlp_decode_pb(w.b, w.n, NULL, rp_otlp_add, o, &ds, why), 0);
-	rp_otlp_advance(o, 2500); /* the root's BEGIN is fed */
+	rp_otlp_advance(o, 2500);    /* the root's BEGIN is fed */
 	pb_request(&w, b, 2, "svc"); /* db starts at 2000: late; llm at 3000: in time */
 	assert_int_equal(rp_otlp_decode_pb(w.b, w.n, NULL, rp_otlp_add, o, &ds, why), 0);
 	rp_otlp_stats(o, &os);
@@ -647,9 +656,10 @@ static void json_span(FILE *f, int i)
 		for (int k = 0; k < 8; k++)
 			fprintf(f, "%02x", pid[k]);
 	}
-	fprintf(f, "\",\"name\":\"%s\",\"kind\":%d,\"startTimeUnixNano\":\"%" PRIu64
-		"\",\"endTimeUnixNano\":\"%" PRIu64 "\"}", names[sp[i].name], sp[i].kind,
-		sp[i].start, sp[i].end);
+	fprintf(f,
+		"\",\"name\":\"%s\",\"kind\":%d,\"startTimeUnixNano\":\"%" PRIu64
+		"\",\"endTimeUnixNano\":\"%" PRIu64 "\"}",
+		names[sp[i].name], sp[i].kind, sp[i].start, sp[i].end);
 }
 
 static void test_otlp_analyze_file_exporter(void **state)
@@ -672,8 +682,8 @@ static void test_otlp_analyze_file_exporter(void **state)
 	/* newest spans first: a file need not be in any order */
 	for (int k = n_sp - 1; k >= 0; k -= 9) {
 		fprintf(f, "{\"resourceSpans\":[{\"resource\":{\"attributes\":[{\"key\":"
-			"\"service.name\",\"value\":{\"stringValue\":\"file\"}}]},"
-			"\"scopeSpans\":[{\"spans\":[");
+			   "\"service.name\",\"value\":{\"stringValue\":\"file\"}}]},"
+			   "\"scopeSpans\":[{\"spans\":[");
 		for (int i = k; i > k - 9 && i >= 0; i--) {
 			if (i != k)
 				fputc(',', f);
@@ -694,7 +704,8 @@ static void test_otlp_analyze_file_exporter(void **state)
 	/* the CLI finds the format by itself */
 	if (b != NULL) {
 		rp_test_temp_path(out, ".txt");
-		snprintf(cmd, sizeof(cmd), "%s/ringprof analyze %s --format json -o %s", b, path, out);
+		snprintf(cmd, sizeof(cmd), "%s/ringprof analyze %s --format json -o %s", b, path,
+			 out);
 		assert_int_equal(system(cmd), 0);
 		assert_true(access(out, F_OK) == 0);
 		unlink(out);
@@ -851,15 +862,19 @@ static void test_otlp_http_framing(void **state)
 	pb_request(&w, idx, 3, "framing");
 	fd = connect_port();
 	/* keep-alive: several requests on one connection */
-	n = snprintf(req, sizeof(req), "POST /v1/traces HTTP/1.1\r\nHost: x\r\n"
-		     "Content-Type: application/x-protobuf\r\nContent-Length: %zu\r\n\r\n", w.n);
+	n = snprintf(req, sizeof(req),
+		     "POST /v1/traces HTTP/1.1\r\nHost: x\r\n"
+		     "Content-Type: application/x-protobuf\r\nContent-Length: %zu\r\n\r\n",
+		     w.n);
 	memcpy(req + n, w.b, w.n);
 	assert_int_equal(exchange(fd, req, (size_t)n + w.n, body, sizeof(body)), 200);
 	/* chunked, in two chunks and a trailer (another service: other tracks) */
 	pb_request(&w, idx, 3, "framing2");
-	n = snprintf(req, sizeof(req), "POST /v1/traces HTTP/1.1\r\nHost: x\r\n"
+	n = snprintf(req, sizeof(req),
+		     "POST /v1/traces HTTP/1.1\r\nHost: x\r\n"
 		     "Content-Type: application/x-protobuf\r\nTransfer-Encoding: chunked\r\n\r\n"
-		     "%zx\r\n", (size_t)5);
+		     "%zx\r\n",
+		     (size_t)5);
 	memcpy(req + n, w.b, 5);
 	n += 5;
 	n += sprintf(req + n, "\r\n%zx;ext=1\r\n", w.n - 5);
@@ -878,9 +893,11 @@ static void test_otlp_http_framing(void **state)
 		z.next_out = gz;
 		z.avail_out = sizeof(gz);
 		assert_int_equal(deflate(&z, Z_FINISH), Z_STREAM_END);
-		n = snprintf(req, sizeof(req), "POST /v1/traces HTTP/1.1\r\nHost: x\r\n"
+		n = snprintf(req, sizeof(req),
+			     "POST /v1/traces HTTP/1.1\r\nHost: x\r\n"
 			     "Content-Type: application/json\r\nContent-Encoding: gzip\r\n"
-			     "Content-Length: %lu\r\n\r\n", z.total_out);
+			     "Content-Length: %lu\r\n\r\n",
+			     z.total_out);
 		memcpy(req + n, gz, z.total_out);
 		assert_int_equal(exchange(fd, req, (size_t)n + z.total_out, body, sizeof(body)),
 				 200);
@@ -888,7 +905,8 @@ static void test_otlp_http_framing(void **state)
 		deflateEnd(&z);
 	}
 	/* malformed JSON: 400 with a google.rpc.Status, and the connection stays */
-	n = snprintf(req, sizeof(req), "POST /v1/traces HTTP/1.1\r\nHost: x\r\n"
+	n = snprintf(req, sizeof(req),
+		     "POST /v1/traces HTTP/1.1\r\nHost: x\r\n"
 		     "Content-Type: application/json\r\nContent-Length: 5\r\n\r\n{\"a\":");
 	assert_int_equal(exchange(fd, req, (size_t)n, body, sizeof(body)), 400);
 	assert_non_null(strstr(body, "\"code\":3"));
@@ -898,25 +916,29 @@ static void test_otlp_http_framing(void **state)
 			"{\"resourceSpans\":[{\"scopeSpans\":[{\"spans\":[{\"traceId\":"
 			"\"0102030405060708090a0b0c0d0e0f10\",\"spanId\":\"0102030405060708\","
 			"\"startTimeUnixNano\":\"9\",\"endTimeUnixNano\":\"8\"}]}]}]}";
-		n = snprintf(req, sizeof(req), "POST /v1/traces HTTP/1.1\r\nHost: x\r\n"
+		n = snprintf(req, sizeof(req),
+			     "POST /v1/traces HTTP/1.1\r\nHost: x\r\n"
 			     "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n%s",
 			     strlen(js), js);
 	}
 	assert_int_equal(exchange(fd, req, (size_t)n, body, sizeof(body)), 200);
 	assert_non_null(strstr(body, "\"rejectedSpans\":\"1\""));
 	/* 415 (and closed) */
-	n = snprintf(req, sizeof(req), "POST /v1/traces HTTP/1.1\r\nHost: x\r\n"
+	n = snprintf(req, sizeof(req),
+		     "POST /v1/traces HTTP/1.1\r\nHost: x\r\n"
 		     "Content-Type: text/plain\r\nContent-Length: 2\r\n\r\nhi");
 	assert_int_equal(exchange(fd, req, (size_t)n, body, sizeof(body)), 415);
 	close(fd);
 	/* 413: a body above --otlp-max-body, by Content-Length and by chunks */
 	fd = connect_port();
-	n = snprintf(req, sizeof(req), "POST /v1/traces HTTP/1.1\r\nHost: x\r\n"
+	n = snprintf(req, sizeof(req),
+		     "POST /v1/traces HTTP/1.1\r\nHost: x\r\n"
 		     "Content-Type: application/x-protobuf\r\nContent-Length: 65537\r\n\r\n");
 	assert_int_equal(exchange(fd, req, (size_t)n, body, sizeof(body)), 413);
 	close(fd);
 	fd = connect_port();
-	n = snprintf(req, sizeof(req), "POST /v1/traces HTTP/1.1\r\nHost: x\r\n"
+	n = snprintf(req, sizeof(req),
+		     "POST /v1/traces HTTP/1.1\r\nHost: x\r\n"
 		     "Content-Type: application/x-protobuf\r\nTransfer-Encoding: chunked\r\n\r\n"
 		     "10001\r\n");
 	assert_int_equal(exchange(fd, req, (size_t)n, body, sizeof(body)), 413);
@@ -970,8 +992,10 @@ static bool sdk_ready(void)
 		 "@opentelemetry/exporter-trace-otlp-http >/dev/null 2>&1",
 		 npm_dir, npm_dir);
 	if (system(cmd) != 0 || stat(path, &st) != 0) {
-		fprintf(stderr, "test_otlp sdk: SKIP: npm cannot install the OpenTelemetry SDK "
-			"into %s (no registry?)\n", npm_dir);
+		fprintf(stderr,
+			"test_otlp sdk: SKIP: npm cannot install the OpenTelemetry SDK "
+			"into %s (no registry?)\n",
+			npm_dir);
 		return false;
 	}
 	return true;
@@ -987,23 +1011,27 @@ static void sdk_send(const char *protocol, const char *compression, const char *
 	snprintf(spec_path, sizeof(spec_path), "%s/spec.json", dir);
 	f = fopen(spec_path, "w");
 	assert_non_null(f);
-	fprintf(f, "{\"url\":\"http://127.0.0.1:%d/v1/traces\",\"protocol\":\"%s\","
+	fprintf(f,
+		"{\"url\":\"http://127.0.0.1:%d/v1/traces\",\"protocol\":\"%s\","
 		"\"compression\":\"%s\",\"service\":\"%s\",\"batch\":13,\"spans\":[",
 		port, protocol, compression, service);
 	for (int i = 0; i < n_sp; i++)
-		fprintf(f, "%s{\"name\":\"%s\",\"parent\":%d,\"kind\":%d,\"start\":\"%" PRIu64
+		fprintf(f,
+			"%s{\"name\":\"%s\",\"parent\":%d,\"kind\":%d,\"start\":\"%" PRIu64
 			"\",\"end\":\"%" PRIu64 "\",\"error\":%s%s}",
 			i ? "," : "", names[sp[i].name], sp[i].parent,
 			sp[i].kind == 0 ? 0 : sp[i].kind - 1, /* the JS enum: INTERNAL = 0 */
 			sp[i].start, sp[i].end, sp[i].error ? "true" : "false",
-			sp[i].name == N_LLM ? ",\"attrs\":{\"gen_ai.operation.name\":\"chat\"}" : "");
+			sp[i].name == N_LLM ? ",\"attrs\":{\"gen_ai.operation.name\":\"chat\"}"
+					    : "");
 	/* end order: by end time, children first; the SDK exports in that order */
 	for (int i = 0; i < n_sp; i++)
 		order[i] = i;
 	for (int i = 1; i < n_sp; i++)
 		for (int j = i; j > 0 && (sp[order[j - 1]].end > sp[order[j]].end ||
 					  (sp[order[j - 1]].end == sp[order[j]].end &&
-					   order[j - 1] < order[j])); j--) {
+					   order[j - 1] < order[j]));
+		     j--) {
 			int t = order[j];
 			order[j] = order[j - 1];
 			order[j - 1] = t;

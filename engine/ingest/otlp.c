@@ -36,14 +36,15 @@
 
 #include "otlp.h"
 
-#define MAX_SPANS_DEFAULT   (1u << 16)
-#define HORIZON_DEFAULT_NS  15000000000ull
-#define PENDING_DEFAULT	    (1u << 20)
-#define TRACES_DEFAULT	    (1u << 16)
-#define SOURCES_DEFAULT	    256u
-#define JSON_DEPTH_MAX	    64	/* deeper JSON is refused before yajl builds a tree */
-#define GROUP_ORDER_MAX	    256u /* records of one timestamp ordered by nesting (cubic
-				     in it at worst: a chain of nested spans) */
+#define MAX_SPANS_DEFAULT  (1u << 16)
+#define HORIZON_DEFAULT_NS 15000000000ull
+#define PENDING_DEFAULT	   (1u << 20)
+#define TRACES_DEFAULT	   (1u << 16)
+#define SOURCES_DEFAULT	   256u
+#define JSON_DEPTH_MAX	   64 /* deeper JSON is refused before yajl builds a tree */
+#define GROUP_ORDER_MAX                                                                            \
+	256u /* records of one timestamp ordered by nesting (cubic                                 \
+		 in it at worst: a chain of nested spans) */
 
 /* --- decoding: common --- */
 
@@ -74,10 +75,14 @@ static enum wk well_known(const struct dec *d, const char *k, size_t n)
 		const char *key;
 		enum wk wk;
 	} t[] = {
-		{ "gen_ai.operation.name", WK_GENAI }, { "gen_ai.system", WK_GENAI },
-		{ "db.system", WK_DB },		       { "db.system.name", WK_DB },
-		{ "rpc.system", WK_RPC },	       { "messaging.system", WK_MESSAGING },
-		{ "http.request.method", WK_HTTP },    { "http.method", WK_HTTP },
+		{ "gen_ai.operation.name", WK_GENAI },
+		{ "gen_ai.system", WK_GENAI },
+		{ "db.system", WK_DB },
+		{ "db.system.name", WK_DB },
+		{ "rpc.system", WK_RPC },
+		{ "messaging.system", WK_MESSAGING },
+		{ "http.request.method", WK_HTTP },
+		{ "http.method", WK_HTTP },
 	};
 
 	if (d->o && d->o->category_attr && strlen(d->o->category_attr) == n &&
@@ -89,10 +94,14 @@ static enum wk well_known(const struct dec *d, const char *k, size_t n)
 	return WK_NONE;
 }
 
-static const char *const wk_cat[] = { [WK_HTTP] = "http", [WK_MESSAGING] = "messaging",
-				      [WK_RPC] = "rpc", [WK_DB] = "db", [WK_GENAI] = "llm" };
-static const char *const kind_cat[] = { "span", "span", "server", "client", "producer",
-					"consumer" };
+static const char *const wk_cat[] = { [WK_HTTP] = "http",
+				      [WK_MESSAGING] = "messaging",
+				      [WK_RPC] = "rpc",
+				      [WK_DB] = "db",
+				      [WK_GENAI] = "llm" };
+static const char *const kind_cat[] = {
+	"span", "span", "server", "client", "producer", "consumer"
+};
 
 /* The span's category: the configured attribute's value, else the table. */
 static struct rp_otlp_str category(struct dec *d, enum wk best, uint32_t kind)
@@ -159,8 +168,7 @@ static int pb_next(struct pb *b, uint32_t *num, struct pb *sub, uint64_t *v)
 		return -1;
 	*num = (uint32_t)(tag >> 3);
 	switch (tag & 7) {
-	case 0:
-		return pb_varint(b, v) ? 1 : -1;
+	case 0: return pb_varint(b, v) ? 1 : -1;
 	case 1:
 	case 5:
 		n = (tag & 7) == 1 ? 8 : 4;
@@ -179,8 +187,7 @@ static int pb_next(struct pb *b, uint32_t *num, struct pb *sub, uint64_t *v)
 		sub->end = b->p + n;
 		b->p += n;
 		return 2;
-	default:
-		return -1;
+	default: return -1;
 	}
 }
 
@@ -247,12 +254,8 @@ static int pb_span(struct dec *d, struct pb b)
 
 	while ((r = pb_next(&b, &num, &sub, &x)) > 0) {
 		switch (num) {
-		case 1:
-			ok &= r == 2 && pb_bytes(&sub, sp.trace, 16);
-			break;
-		case 2:
-			ok &= r == 2 && pb_bytes(&sub, sp.id, 8);
-			break;
+		case 1: ok &= r == 2 && pb_bytes(&sub, sp.trace, 16); break;
+		case 2: ok &= r == 2 && pb_bytes(&sub, sp.id, 8); break;
 		case 4:
 			if (r == 2 && sub.p == sub.end)
 				break;
@@ -264,15 +267,9 @@ static int pb_span(struct dec *d, struct pb b)
 				sp.name = (struct rp_otlp_str){ (const char *)sub.p,
 								(size_t)(sub.end - sub.p) };
 			break;
-		case 6:
-			sp.kind = r == 1 && x < 6 ? (uint32_t)x : 0;
-			break;
-		case 7:
-			sp.start = r == 1 ? x : 0;
-			break;
-		case 8:
-			sp.end = r == 1 ? x : 0;
-			break;
+		case 6: sp.kind = r == 1 && x < 6 ? (uint32_t)x : 0; break;
+		case 7: sp.start = r == 1 ? x : 0; break;
+		case 8: sp.end = r == 1 ? x : 0; break;
 		case 9:
 			if (r != 2 || pb_keyvalue(sub, &k, &v) < 0)
 				return fail(d, "malformed span attribute");
@@ -320,8 +317,8 @@ static int pb_resource(struct dec *d, struct pb b)
 			struct pb vv = v, s;
 			while ((r = pb_next(&vv, &num, &s, &x)) > 0)
 				if (num == 1 && r == 2)
-					d->service = (struct rp_otlp_str){
-						(const char *)s.p, (size_t)(s.end - s.p) };
+					d->service = (struct rp_otlp_str){ (const char *)s.p,
+									   (size_t)(s.end - s.p) };
 		} else if (key_is(&k, "process.pid")) {
 			struct pb vv = v, s;
 			while ((r = pb_next(&vv, &num, &s, &x)) > 0)
@@ -483,7 +480,7 @@ static struct rp_otlp_str jstr(yajl_val v)
 }
 
 static const char *const kind_names[] = { "UNSPECIFIED", "INTERNAL", "SERVER",
-					  "CLIENT", "PRODUCER", "CONSUMER" };
+					  "CLIENT",	 "PRODUCER", "CONSUMER" };
 static const char *const code_names[] = { "UNSET", "OK", "ERROR" };
 
 static void json_span(struct dec *d, yajl_val s)
@@ -623,8 +620,8 @@ int rp_otlp_decode_json(const void *buf, size_t len, const struct rp_otlp_decode
 struct pspan {
 	uint8_t trace[16];
 	uint64_t id, parent;
-	uint64_t start, end;	/* engine time */
-	uint64_t track;		/* once begun */
+	uint64_t start, end; /* engine time */
+	uint64_t track;	     /* once begun */
 	uint32_t name, src, small;
 	bool has_parent, root, error;
 	uint32_t next_free;
@@ -643,11 +640,11 @@ struct trace {
 	uint32_t src;
 	uint64_t track;
 	uint32_t next_small, open;
-	uint32_t cap, n;	/* the id map: open addressing, cap a power of two */
+	uint32_t cap, n; /* the id map: open addressing, cap a power of two */
 	struct idmap {
-		uint64_t id;	/* 0: free (span id 0 is invalid) */
+		uint64_t id; /* 0: free (span id 0 is invalid) */
 		uint32_t small;
-	} *ids;
+	} * ids;
 };
 
 struct osrc {
@@ -664,15 +661,15 @@ struct rp_otlp {
 	uint32_t free_head;
 	struct hev *heap;
 	size_t n_heap, heap_cap;
-	struct trace **traces;	/* open addressing by (src, trace id), cap a power of two */
+	struct trace **traces; /* open addressing by (src, trace id), cap a power of two */
 	uint32_t traces_cap;
 	struct osrc *srcs;
 	uint32_t n_srcs;
-	uint64_t upto;		/* records up to this were fed */
+	uint64_t upto; /* records up to this were fed */
 	uint64_t next_track;
 	uint64_t t_last;
-	uint32_t file_flags;	/* RP_SRC_FILE for files */
-	struct hev *group;	/* the records of one timestamp */
+	uint32_t file_flags; /* RP_SRC_FILE for files */
+	struct hev *group;   /* the records of one timestamp */
 	size_t group_cap;
 };
 
@@ -905,9 +902,14 @@ int rp_otlp_add(void *ctx, const struct rp_otlp_span *sp)
 	cstr(o, sp->name, name);
 	cstr(o, sp->category, cat);
 	id = rp_engine_name(o->e, src, name, cat, "", 0);
-	o->spans[i] = (struct pspan){ .id = be64(sp->id), .parent = be64(sp->parent),
-				      .start = start, .end = end, .name = id, .src = src,
-				      .has_parent = sp->has_parent, .error = sp->error,
+	o->spans[i] = (struct pspan){ .id = be64(sp->id),
+				      .parent = be64(sp->parent),
+				      .start = start,
+				      .end = end,
+				      .name = id,
+				      .src = src,
+				      .has_parent = sp->has_parent,
+				      .error = sp->error,
 				      .root = !sp->has_parent || sp->kind == RP_OTLP_KIND_SERVER };
 	memcpy(o->spans[i].trace, sp->trace, 16);
 	heap_push(o, (struct hev){ start, i, 0 });
@@ -1001,15 +1003,13 @@ static uint32_t ids_get(const struct trace *t, uint64_t id)
 
 /* --- feeding the engine --- */
 
-
 static void span_begin(struct rp_otlp *o, struct pspan *s)
 {
 	struct trace **slot = trace_find(o, s->src, s->trace), *t = *slot;
 	uint32_t parent = 0;
 	struct rp_event ev = { .ts = s->start, .name = s->name, .kind = RP_EV_CHILD_BEGIN };
 
-	if (t == NULL && o->st.traces < o->cfg.max_traces &&
-	    (t = calloc(1, sizeof(*t))) != NULL) {
+	if (t == NULL && o->st.traces < o->cfg.max_traces && (t = calloc(1, sizeof(*t))) != NULL) {
 		memcpy(t->trace, s->trace, 16);
 		t->src = s->src;
 		t->track = o->next_track++;
@@ -1043,8 +1043,11 @@ static void span_end(struct rp_otlp *o, uint32_t i)
 	struct pspan *s = &o->spans[i];
 	struct trace **slot = trace_find(o, s->src, s->trace), *t = *slot;
 
-	struct rp_event ev = { .ts = s->end, .name = s->name, .track = s->track,
-			       .kind = RP_EV_CHILD_END, .arg = s->small,
+	struct rp_event ev = { .ts = s->end,
+			       .name = s->name,
+			       .track = s->track,
+			       .kind = RP_EV_CHILD_END,
+			       .arg = s->small,
 			       .flags = s->error ? RP_SPAN_ERROR : 0 };
 
 	if (s->end > o->t_last)

@@ -54,10 +54,10 @@ struct rp_otlp_span {
 	uint8_t trace[16], id[8], parent[8];
 	bool has_parent;
 	struct rp_otlp_str name, service, category;
-	int64_t pid;		/* process.pid of the resource; 0: none */
-	uint32_t kind;		/* enum rp_otlp_kind */
-	uint64_t start, end;	/* unix ns */
-	bool error;		/* status.code == ERROR */
+	int64_t pid;	     /* process.pid of the resource; 0: none */
+	uint32_t kind;	     /* enum rp_otlp_kind */
+	uint64_t start, end; /* unix ns */
+	bool error;	     /* status.code == ERROR */
 };
 
 /* Returns 0 to go on, or a negative value to reject the span (counted by the caller). */
@@ -66,13 +66,13 @@ typedef int (*rp_otlp_span_fn)(void *ctx, const struct rp_otlp_span *sp);
 /* The attribute that names the category, NULL for the documented table. */
 struct rp_otlp_decode_opts {
 	const char *category_attr;
-	uint32_t max_spans;	/* spans per request; past it rejected (0: 1 << 16) */
+	uint32_t max_spans; /* spans per request; past it rejected (0: 1 << 16) */
 };
 
 struct rp_otlp_decode_stats {
-	uint64_t spans;		/* handed to the callback */
-	uint64_t rejected;	/* not handed (bad ids, end before start, past max_spans) or
-				   refused by the callback */
+	uint64_t spans;	   /* handed to the callback */
+	uint64_t rejected; /* not handed (bad ids, end before start, past max_spans) or
+			      refused by the callback */
 };
 
 /**
@@ -89,24 +89,24 @@ int rp_otlp_decode_json(const void *buf, size_t len, const struct rp_otlp_decode
 			char why[RP_WHY_MAX]);
 
 struct rp_otlp_cfg {
-	uint64_t horizon_ns;	/* the reorder horizon (0: 15 s) */
-	int64_t clock_offset;	/* engine time = unix ns - clock_offset */
-	uint32_t max_pending;	/* spans held for the horizon (0: 1 << 20) */
-	uint32_t max_traces;	/* traces with a span released and not ended (0: 1 << 16) */
-	uint32_t max_sources;	/* service/process pairs (0: 256) */
+	uint64_t horizon_ns;  /* the reorder horizon (0: 15 s) */
+	int64_t clock_offset; /* engine time = unix ns - clock_offset */
+	uint32_t max_pending; /* spans held for the horizon (0: 1 << 20) */
+	uint32_t max_traces;  /* traces with a span released and not ended (0: 1 << 16) */
+	uint32_t max_sources; /* service/process pairs (0: 256) */
 };
 
 struct rp_otlp_stats {
-	uint64_t spans;		/* accepted into the reorder buffer */
-	uint64_t released;	/* fed to the engine */
-	uint64_t late;		/* arrived after the horizon passed their start: dropped */
-	uint64_t bad;		/* end before start, or before the engine's clock began */
+	uint64_t spans;		 /* accepted into the reorder buffer */
+	uint64_t released;	 /* fed to the engine */
+	uint64_t late;		 /* arrived after the horizon passed their start: dropped */
+	uint64_t bad;		 /* end before start, or before the engine's clock began */
 	uint64_t pending_capped; /* refused: max_pending spans held */
-	uint64_t traces_capped;	/* fed as roots of a track of their own: max_traces */
+	uint64_t traces_capped;	 /* fed as roots of a track of their own: max_traces */
 	uint64_t sources_capped; /* refused: max_sources, or the engine's sources full */
-	uint64_t cut;		/* strings cut to RP_OTLP_STR_MAX */
-	uint32_t pending;	/* held now */
-	uint32_t traces;	/* open now */
+	uint64_t cut;		 /* strings cut to RP_OTLP_STR_MAX */
+	uint32_t pending;	 /* held now */
+	uint32_t traces;	 /* open now */
 };
 
 struct rp_otlp;

@@ -27,11 +27,11 @@
 #include "otlp_http.h"
 #include "serve.h"
 
-#define MAX_BODY_DEFAULT   (16u << 20)
+#define MAX_BODY_DEFAULT    (16u << 20)
 #define MAX_CLIENTS_DEFAULT 16u
-#define IDLE_DEFAULT_NS	   30000000000ull
-#define REQUEST_DEFAULT_NS 10000000000ull
-#define BODY_KEEP	   (1u << 20) /* a body buffer above this is freed after its request */
+#define IDLE_DEFAULT_NS	    30000000000ull
+#define REQUEST_DEFAULT_NS  10000000000ull
+#define BODY_KEEP	    (1u << 20) /* a body buffer above this is freed after its request */
 
 enum state { S_HEAD, S_BODY, S_SEND };
 enum chunk { CH_SIZE, CH_DATA, CH_DATA_END, CH_TRAILER };
@@ -106,8 +106,8 @@ static void on_sent(void *ctx, int res)
 	c->sent += (size_t)res;
 	c->last = now_ns();
 	if (c->sent < c->out_len) {
-		if (rp_loop_send(c->h->loop, c->fd, c->out + c->sent, c->out_len - c->sent,
-				 on_sent, c) < 0) {
+		if (rp_loop_send(c->h->loop, c->fd, c->out + c->sent, c->out_len - c->sent, on_sent,
+				 c) < 0) {
 			c->h->st.errors++;
 			client_close(c);
 		}
@@ -314,8 +314,10 @@ static void handle_body(struct oclient *c)
 	if (c->gzip && (err = gunzip(c, &plain, &len)) != 0) {
 		if (err == -EFBIG) {
 			c->h->st.too_large++;
-			answer_status(c, "413 Payload Too Large", "body above --otlp-max-body "
-				      "once decompressed", true);
+			answer_status(c, "413 Payload Too Large",
+				      "body above --otlp-max-body "
+				      "once decompressed",
+				      true);
 		} else if (err == -EINVAL) {
 			c->h->st.bad++;
 			answer_status(c, "400 Bad Request", "malformed gzip body", false);
@@ -627,8 +629,8 @@ static void on_recv(void *ctx, int res)
 
 static void client_recv(struct oclient *c)
 {
-	if (rp_loop_recv(c->h->loop, c->fd, c->rbuf + c->rlen, RP_SERVE_HTTP_MAX - c->rlen,
-			 on_recv, c) < 0) {
+	if (rp_loop_recv(c->h->loop, c->fd, c->rbuf + c->rlen, RP_SERVE_HTTP_MAX - c->rlen, on_recv,
+			 c) < 0) {
 		c->h->st.errors++;
 		client_close(c);
 	}
@@ -724,7 +726,8 @@ int rp_otlp_http_open(struct rp_loop *loop, const struct rp_otlp_http_opts *o, s
 	h->o.idle_ns = o->idle_ns ? o->idle_ns : IDLE_DEFAULT_NS;
 	h->o.request_ns = o->request_ns ? o->request_ns : REQUEST_DEFAULT_NS;
 	/* a host alone: the OTLP/HTTP port */
-	if (strrchr(o->addr, ':') == NULL || (o->addr[0] == '[' && o->addr[strlen(o->addr) - 1] == ']'))
+	if (strrchr(o->addr, ':') == NULL ||
+	    (o->addr[0] == '[' && o->addr[strlen(o->addr) - 1] == ']'))
 		snprintf(spec, sizeof(spec), "%.100s:%d", o->addr, RP_OTLP_PORT);
 	else
 		snprintf(spec, sizeof(spec), "%.120s", o->addr);
@@ -736,7 +739,8 @@ int rp_otlp_http_open(struct rp_loop *loop, const struct rp_otlp_http_opts *o, s
 	if (!loopback && !o->any) {
 		snprintf(why, RP_WHY_MAX,
 			 "--otlp %.40s: not a loopback address (add --otlp-any to take spans from "
-			 "the network)", o->addr);
+			 "the network)",
+			 o->addr);
 		rp_otlp_http_close(h);
 		return -EPERM;
 	}
@@ -793,8 +797,10 @@ void rp_otlp_http_metrics(const struct rp_otlp_http *h, FILE *m)
 		{ "bytes", "OTLP body bytes received, as sent.", h->st.bytes },
 		{ "spans", "Spans decoded and taken.", h->st.spans },
 		{ "rejected", "Spans rejected (partial success).", h->st.rejected },
-		{ "late", "Spans that came after the reorder horizon passed their start: "
-			  "not analysed.", 0 },
+		{ "late",
+		  "Spans that came after the reorder horizon passed their start: "
+		  "not analysed.",
+		  0 },
 		{ "bad_spans", "Spans with an end before their start or before the clock.", 0 },
 		{ "pending_capped", "Spans refused: the reorder buffer full.", 0 },
 		{ "traces_capped", "Spans fed as a request of their own: open traces full.", 0 },

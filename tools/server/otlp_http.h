@@ -33,25 +33,25 @@
 struct rp_otlp_http;
 
 struct rp_otlp_http_opts {
-	const char *addr;	/* "127.0.0.1:4318", "[::1]:4318"; a host alone: port 4318 */
-	bool any;		/* allow a non-loopback address */
-	size_t max_body;	/* bytes of a body, before and after gunzip (0: 16 MiB) */
-	unsigned max_clients;	/* 0: 16 */
-	uint64_t idle_ns;	/* 0: 30 s (SDKs keep connections between batches) */
-	uint64_t request_ns;	/* 0: 10 s */
+	const char *addr;     /* "127.0.0.1:4318", "[::1]:4318"; a host alone: port 4318 */
+	bool any;	      /* allow a non-loopback address */
+	size_t max_body;      /* bytes of a body, before and after gunzip (0: 16 MiB) */
+	unsigned max_clients; /* 0: 16 */
+	uint64_t idle_ns;     /* 0: 30 s (SDKs keep connections between batches) */
+	uint64_t request_ns;  /* 0: 10 s */
 	struct rp_otlp_decode_opts decode;
 };
 
 struct rp_otlp_http_stats {
 	uint64_t accepted, refused_cap, timeouts, errors;
-	uint64_t requests;	/* answered 200 */
-	uint64_t bad;		/* 400: malformed body or request */
-	uint64_t too_large;	/* 413 */
-	uint64_t unsupported;	/* 415 */
-	uint64_t other;		/* 404, 405, 431 */
-	uint64_t spans;		/* taken */
-	uint64_t rejected;	/* rejected (partial success) */
-	uint64_t bytes;		/* body bytes received, as sent */
+	uint64_t requests;    /* answered 200 */
+	uint64_t bad;	      /* 400: malformed body or request */
+	uint64_t too_large;   /* 413 */
+	uint64_t unsupported; /* 415 */
+	uint64_t other;	      /* 404, 405, 431 */
+	uint64_t spans;	      /* taken */
+	uint64_t rejected;    /* rejected (partial success) */
+	uint64_t bytes;	      /* body bytes received, as sent */
 };
 
 /**
