@@ -794,7 +794,8 @@ static void cstr(struct rp_otlp *o, struct rp_otlp_str s, char out[RP_OTLP_STR_M
 		n = RP_OTLP_STR_MAX;
 		o->st.cut++;
 	}
-	memcpy(out, s.p, n);
+	if (n > 0) /* a span without a name has no pointer */
+		memcpy(out, s.p, n);
 	out[n] = '\0';
 	/* a NUL inside would cut the name silently: make it visible */
 	for (size_t i = 0; i < n; i++)
