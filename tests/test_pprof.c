@@ -902,7 +902,7 @@ int main(int argc, char **argv)
 	if (argc > 1 && strcmp(argv[1], "go") == 0) {
 		if (rp_test_sh(NULL, NULL, "go version >/dev/null 2>&1") != 0) {
 			fprintf(stderr, "go not found (Debian: apt-get install golang-go, or "
-					"bash .ci/deps --dev): skipped\n");
+					"bash .ci/deps --heavy): skipped\n");
 			return 77;
 		}
 		return cmocka_run_group_tests(go, NULL, NULL);

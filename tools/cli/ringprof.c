@@ -29,6 +29,7 @@
 
 #include "cli.h"
 #include "import_chrome.h"
+#include "otlp.h"
 #include "merge.h"
 #include "import_nat.h"
 #include "probe.h"
@@ -81,13 +82,14 @@ static const char help_report[] =
 
 static const char help_analyze[] =
 	"usage: ringprof analyze TRACE [--format F] [-o FILE] [--limit N] [caps] [export options]\n"
-	"               [--input chrome|nat] [--max-aiq-nodes N] [--max-nat-events N]\n"
+	"               [--input chrome|nat|otlp] [--max-aiq-nodes N] [--max-nat-events N]\n"
 	"The engine over a Chrome trace file (.json or .json.gz; torch, Perfetto,\n"
-	"chrome://tracing) or an agent-toolkit trace (nat: all_requests_profiler_traces.json;\n"
-	"detected by content), rendered as report does; --format aiq and aiq-text: the\n"
-	"toolkit's own analysis of it.\n"
+	"chrome://tracing), an agent-toolkit trace (nat: all_requests_profiler_traces.json)\n"
+	"or OTLP JSON (otlp: the Collector's file exporter, one request a line), detected by\n"
+	"content, rendered as report does; --format aiq and aiq-text: the toolkit's own\n"
+	"analysis of it.\n"
 	RENDER_OPTIONS
-	"  --input chrome|nat   the trace's kind, not detected\n"
+	"  --input chrome|nat|otlp  the trace's kind, not detected\n"
 	"  --max-aiq-nodes N    aiq: calls analysed (0 to 4294967295; 0: the default)\n"
 	"  --max-nat-events N   nat: events read (0: the default)\n"
 	"  --step-category C    spans of category C are steps (default \"step\")\n"
@@ -486,7 +488,17 @@ static int load_trace(const char *path, const struct rp_engine_cfg *cfg, struct 
 	if (rp_engine_open(cfg, &e) != 0)
 		return rp_cli_error(1, "out of memory");
 	p.e = e;
-	if (is_nat(path, input))
+	if (input ? strcmp(input, "otlp") == 0 : rp_otlp_detect(path) == 1) {
+		struct rp_otlp_stats os;
+
+		err = rp_otlp_import_file(e, path, NULL, &os, why);
+		if (err == 0 && (os.bad || os.cut || os.traces_capped || os.sources_capped))
+			fprintf(stderr, "ringprof: %s: %llu spans with an end before their start, "
+				"%llu names cut, %llu past the open-trace cap, %llu without a "
+				"source row\n", path, (unsigned long long)os.bad,
+				(unsigned long long)os.cut, (unsigned long long)os.traces_capped,
+				(unsigned long long)os.sources_capped);
+	} else if (is_nat(path, input))
 		err = rp_import_nat(e, NULL, &nat_caps, path, progress ? show_progress : NULL, &p,
 				    &st, why);
 	else
@@ -814,8 +826,8 @@ static int cmd_render(int argc, char **argv, bool analyze)
 	if (optind + 1 != argc)
 		return rp_cli_error(2, "%s: need exactly one %s file (try `ringprof help %s`)",
 				    cmd, analyze ? "trace" : "snapshot", cmd);
-	if (input && strcmp(input, "chrome") && strcmp(input, "nat"))
-		return rp_cli_error(2, "--input %s: use chrome or nat", input);
+	if (input && strcmp(input, "chrome") && strcmp(input, "nat") && strcmp(input, "otlp"))
+		return rp_cli_error(2, "--input %s: use chrome, nat or otlp", input);
 	if ((err = check_input(argv[optind])) != 0)
 		return err;
 	if (x.progress < 0) /* progress on stderr; quiet when stdout is a pipe or file */

@@ -12,7 +12,10 @@
  *   - producers' pidfds, so a death is handled at once;
  *   - snapshot writes (write, fsync, rename: a snapshot is whole or absent);
  *   - the live socket <snapshot dir>/ringprof-<session>.sock (mode 0600; `ringprof
- *     top`) and, with --prometheus, an HTTP /metrics listener (tools/server/serve.c).
+ *     top`) and, with --prometheus, an HTTP /metrics listener (tools/server/serve.c);
+ *   - with --otlp, the OTLP/HTTP receiver (tools/server/otlp_http.c): its spans wait in
+ *     the reorder buffer (engine/ingest/otlp.c) until now - --otlp-horizon-ms, and each
+ *     drain feeds the engine what is due.
  * The engine announces itself in /dev/shm/ringprof.<session>.engine (its pid, then
  * the snapshot path, then why its last snapshot write failed) and holds a write lock
  * on it while it runs: one consumer per session, enforced by the kernel
@@ -37,6 +40,8 @@
 
 #include "cli.h"
 #include "loop.h"
+#include "otlp.h"
+#include "otlp_http.h"
 #include "serve.h"
 #include "snapshot.h"
 #include "sources.h"
@@ -70,6 +75,10 @@ struct daemon {
 	struct rp_serve *srv;		/* the live socket and /metrics; NULL: none */
 	struct rp_serve_opts srv_opts;
 	char sock_path[PATH_MAX];
+	struct rp_otlp *otlp;		/* the OTLP reorder buffer; NULL: no --otlp */
+	struct rp_otlp_http *otlp_http;
+	struct rp_otlp_http_opts otlp_opts;
+	uint64_t otlp_horizon_ns;
 	int offcpu;			/* enum rp_offcpu_mode (--offcpu) */
 	unsigned offcpu_threads;	/* --offcpu-threads */
 };
@@ -98,6 +107,12 @@ static void drain(struct daemon *d, uint64_t watermark)
 {
 	rp_sources_wake(&d->ss);
 	d->processed += rp_sources_drain(&d->ss, watermark);
+	/* OTLP spans: what the horizon has passed; everything at exit */
+	if (d->otlp != NULL) {
+		uint64_t now = mono_ns();
+		rp_otlp_advance(d->otlp, watermark == UINT64_MAX ? UINT64_MAX
+					 : now > d->otlp_horizon_ns ? now - d->otlp_horizon_ns : 0);
+	}
 	if (!d->exiting)
 		arm_doorbells(d);
 }
@@ -155,6 +170,8 @@ static void on_tick(void *ctx, int res)
 		write_snapshot(d);
 	if (d->srv != NULL)
 		rp_serve_tick(d->srv);
+	if (d->otlp_http != NULL)
+		rp_otlp_http_tick(d->otlp_http);
 }
 
 /* A report for the live socket and /metrics: a snapshot's, but as of now (what the
@@ -168,11 +185,51 @@ static int live_report(void *ctx, struct rp_report *out)
 	return rp_engine_report_at(d->e, mono_ns() - d->delay_ns, out);
 }
 
+static void otlp_metrics(void *ctx, FILE *m)
+{
+	struct daemon *d = ctx;
+
+	if (d->otlp_http != NULL)
+		rp_otlp_http_metrics(d->otlp_http, m);
+}
+
+/* --otlp: the reorder buffer (engine time is CLOCK_MONOTONIC: span times, in unix
+ * ns, are moved by the offset between the clocks now) and its listener. */
+static int start_otlp(struct daemon *d)
+{
+	struct timespec rt, mt;
+	struct rp_otlp_cfg cfg = { .horizon_ns = d->otlp_horizon_ns };
+	char why[RP_WHY_MAX];
+	int err;
+
+	if (d->otlp_opts.addr == NULL)
+		return 0;
+	clock_gettime(CLOCK_REALTIME, &rt);
+	clock_gettime(CLOCK_MONOTONIC, &mt);
+	cfg.clock_offset = (int64_t)(rt.tv_sec - mt.tv_sec) * 1000000000 +
+			   (rt.tv_nsec - mt.tv_nsec);
+	if (rp_otlp_open(d->e, &cfg, &d->otlp) != 0)
+		return rp_cli_error(-ENOMEM, "otlp: out of memory");
+	d->otlp_horizon_ns = rp_otlp_horizon_ns(d->otlp);
+	err = rp_otlp_http_open(d->loop, &d->otlp_opts, d->otlp, &d->otlp_http, why);
+	if (err)
+		return rp_cli_error(err, "%s", why);
+	if (why[0] != '\0')
+		fprintf(stderr, "ringprof: %s\n", why);
+	printf("ringprof: OTLP/HTTP traces at http://%s/v1/traces (reorder horizon %llu ms)\n",
+	       d->otlp_opts.addr, (unsigned long long)(d->otlp_horizon_ns / 1000000));
+	return 0;
+}
+
 static int start_serving(struct daemon *d)
 {
 	char why[RP_WHY_MAX];
 	int err;
 
+	if ((err = start_otlp(d)) != 0)
+		return err;
+	d->srv_opts.extra_metrics = otlp_metrics;
+	d->srv_opts.extra_ctx = d;
 	if (d->srv_opts.unix_path == NULL && d->srv_opts.http_addr == NULL)
 		return 0;
 	err = rp_serve_open(d->loop, &d->srv_opts, live_report, d, &d->srv, why);
@@ -515,6 +572,14 @@ static const char usage[] =
 	"                    switches (perf_event_open; default auto: where the kernel\n"
 	"                    allows it; on: fail where it does not)\n"
 	"  --offcpu-threads N  producer threads watched at once (1 to 65536, default 256)\n"
+	"  --otlp H[:P]      take OpenTelemetry spans over OTLP/HTTP on H:P (port 4318 by\n"
+	"                    default; loopback only unless --otlp-any; docs/otlp.md)\n"
+	"  --otlp-horizon-ms N  hold spans N ms for those that come late (1 to 86400000, default\n"
+	"                    15000)\n"
+	"  --otlp-category-attr K  the span attribute K names the category\n"
+	"  --otlp-max-body N  bytes of a request body, before and after gunzip (1024 to\n"
+	"                    1073741824, default 16 MiB)\n"
+	"  --otlp-max-clients N  OTLP connections at once (1 to 4096, default 16)\n"
 	RP_CLI_CAP_USAGE
 	"SIGUSR1 writes a snapshot (or: ringprof snapshot); SIGINT/SIGTERM a final one.\n";
 
@@ -551,6 +616,9 @@ static int parse(int argc, char **argv, struct daemon *d, struct rp_engine_cfg *
 		{ "step-category", 1, NULL, 'S' }, { "step-name", 1, NULL, 'X' }, /* export */
 		{ "async-expire-ms", 1, NULL, 'E' },
 		{ "offcpu", 1, NULL, 'O' }, { "offcpu-threads", 1, NULL, 'T' },
+		{ "otlp", 1, NULL, 'o' }, { "otlp-any", 0, NULL, 'y' },
+		{ "otlp-horizon-ms", 1, NULL, 'Y' }, { "otlp-category-attr", 1, NULL, 'K' },
+		{ "otlp-max-body", 1, NULL, 'B' }, { "otlp-max-clients", 1, NULL, 'L' },
 		{ NULL, 0, NULL, 0 }
 	};
 	const char *session = NULL;
@@ -625,6 +693,24 @@ static int parse(int argc, char **argv, struct daemon *d, struct rp_engine_cfg *
 				return 2;
 			d->offcpu_threads = (unsigned)v;
 			break;
+		case 'o': d->otlp_opts.addr = optarg; break;
+		case 'y': d->otlp_opts.any = true; break;
+		case 'K': d->otlp_opts.decode.category_attr = optarg; break;
+		case 'Y':
+			if (rp_cli_number("--otlp-horizon-ms", optarg, 1, 86400000, &v))
+				return 2;
+			d->otlp_horizon_ns = v * 1000000u;
+			break;
+		case 'B':
+			if (rp_cli_number("--otlp-max-body", optarg, 1024, 1u << 30, &v))
+				return 2;
+			d->otlp_opts.max_body = v;
+			break;
+		case 'L':
+			if (rp_cli_number("--otlp-max-clients", optarg, 1, 4096, &v))
+				return 2;
+			d->otlp_opts.max_clients = (unsigned)v;
+			break;
 		case 'h': fputs(usage, stdout); exit(0);
 		case 'c':
 			if (!rp_cli_cap_option(cfg, opts[idx].name, optarg, &err) || err)
@@ -646,6 +732,8 @@ static void stop(struct daemon *d)
 {
 	rp_loop_close(d->loop);
 	rp_serve_close(d->srv); /* after the loop: nothing in flight refers to it */
+	rp_otlp_http_close(d->otlp_http);
+	rp_otlp_close(d->otlp);
 	rp_sources_free(&d->ss);
 	rp_engine_close(d->e);
 	rp_membuf_free(&d->snap);

@@ -170,6 +170,8 @@ static void serve_metrics(const struct rp_serve *s, FILE *m)
 		"# HELP ringprof_serve_clients Live connections now.\n"
 		"# TYPE ringprof_serve_clients gauge\nringprof_serve_clients %u\n",
 		s->st.clients);
+	if (s->o.extra_metrics)
+		s->o.extra_metrics(s->o.extra_ctx, m);
 }
 
 /* The Prometheus text of @r, framed (unix) or as an HTTP response. */
@@ -620,8 +622,8 @@ err:
 	return err;
 }
 
-/* "HOST:PORT" or "[V6]:PORT" into @ss; @loopback says whether it is one. */
-static int parse_addr(const char *spec, struct sockaddr_storage *ss, socklen_t *len, bool *loopback)
+int rp_serve_parse_addr(const char *spec, struct sockaddr_storage *ss, socklen_t *len,
+			bool *loopback)
 {
 	char host[64];
 	const char *colon = strrchr(spec, ':');
@@ -669,7 +671,7 @@ static int listen_http(struct rp_serve *s, const char *spec, char why[RP_WHY_MAX
 	bool loopback;
 	int fd, one = 1, err;
 
-	if (parse_addr(spec, &ss, &len, &loopback) != 0) {
+	if (rp_serve_parse_addr(spec, &ss, &len, &loopback) != 0) {
 		snprintf(why, RP_WHY_MAX, "--prometheus %.60s: not HOST:PORT (127.0.0.1:9464)",
 			 spec);
 		return -EINVAL;

@@ -30,6 +30,8 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <sys/socket.h>
 
 #include "loop.h"
 #include "report.h"
@@ -55,6 +57,9 @@ struct rp_serve_opts {
 	uint64_t request_ns;	 /* a request not whole this long after it began (HTTP:
 				    after the connect) is closed; 0 = 3 s */
 	uint64_t cache_ns;	 /* a report is reused for this long; 0 = 200 ms */
+	/* More Prometheus text after the server's own (the OTLP receiver's); NULL: none */
+	void (*extra_metrics)(void *ctx, FILE *m);
+	void *extra_ctx;
 };
 
 struct rp_serve_stats {
@@ -82,6 +87,11 @@ int rp_serve_open(struct rp_loop *loop, const struct rp_serve_opts *o, rp_serve_
 void rp_serve_tick(struct rp_serve *s);
 
 void rp_serve_stats(const struct rp_serve *s, struct rp_serve_stats *out);
+
+/** rp_serve_parse_addr() - "HOST:PORT" or "[V6]:PORT" into @ss; @loopback says whether
+ * it is one (also for the OTLP listener, otlp_http.h). 0 or -EINVAL. */
+int rp_serve_parse_addr(const char *spec, struct sockaddr_storage *ss, socklen_t *len,
+			bool *loopback);
 
 /**
  * rp_serve_close() - close every connection, remove the socket file, free. Call it
