@@ -233,6 +233,9 @@ struct rp_report_wfn {
 	uint64_t self_ns;
 	uint64_t cum_ns;
 	uint64_t p50_ns, p90_ns, p95_ns, p99_ns;
+	/* The window's duration sketch of the name (its sub-windows merged), so that
+	 * windows of several hosts merge with the sketch's bound. 1.4 */
+	struct rp_report_sketch dur;
 };
 
 /* A rolling window on the event clock: the sub-windows of length length_ns /

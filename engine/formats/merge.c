@@ -26,8 +26,8 @@
  *    of the input with the later t_last (the first one on a tie), its mean the
  *    sample-weighted mean.
  *  - windows: matched by name; t_from min, t_to max, length and subwindows of the
- *    first. Per-name figures add (a name in both has no sketch in 1.2: its p50..p99
- *    are 0). Bottleneck lists merge as Space-Saving summaries (Agarwal et al., PODS
+ *    first. Per-name figures add and sketches merge as for functions (1.4; a name
+ *    in a 1.3 input's window has no sketch, so its merged p50..p99 are 0). Bottleneck lists merge as Space-Saving summaries (Agarwal et al., PODS
  *    2012, as rp_spacesaving_merge): each name gets the sum of its values and of its
  *    errors over the lists, a name absent from a list counting that list's bound for
  *    both; the k largest stay (k = caps.topk, or the longer list when it is 0) and
@@ -883,6 +883,10 @@ static int window_new(struct ctx *c, struct rp_report_window *o, const struct rp
 	for (o->n_fns = 0; o->n_fns < w->n_fns; o->n_fns++) {
 		o->fns[o->n_fns] = w->fns[o->n_fns];
 		o->fns[o->n_fns].fn = c->fmap[w->fns[o->n_fns].fn];
+		if (sketch_copy(&o->fns[o->n_fns].dur, &w->fns[o->n_fns].dur)) {
+			o->fns[o->n_fns].dur = (struct rp_report_sketch){ 0 };
+			return failf(c, -ENOMEM, "out of memory");
+		}
 	}
 	/* Merged into empty exact lists: the same lists, renumbered. */
 	err = merge_tops(c, &o->top.by_cum, &o->top.n_by_cum, &o->top.bound_cum, t->by_cum,
@@ -898,33 +902,58 @@ static int window_new(struct ctx *c, struct rp_report_window *o, const struct rp
 	return err;
 }
 
+/* A name in several inputs' window: figures add, the sketches merge (1.4; a 1.3 input
+ * has none, and the quantiles are then unknown, 0). */
+static int wfn_add(struct ctx *c, const char *win, struct rp_report_wfn *f,
+		   const struct rp_report_wfn *x)
+{
+	char what[64];
+	int q;
+
+	snprintf(what, sizeof(what), "window %s, function", win ? win : "");
+	q = merge_q(c, what, c->d->fns[f->fn].name, &f->dur, f->calls, &x->dur, x->calls);
+	if (q < 0)
+		return q;
+	set_q_ns(q, (uint64_t *[]){ &f->p50_ns, &f->p90_ns, &f->p95_ns, &f->p99_ns },
+		 (const uint64_t[]){ x->p50_ns, x->p90_ns, x->p95_ns, x->p99_ns }, q4, 4, &f->dur);
+	f->calls = sat(f->calls, x->calls);
+	f->self_ns = sat(f->self_ns, x->self_ns);
+	f->cum_ns = sat(f->cum_ns, x->cum_ns);
+	return 0;
+}
+
 static int window_add(struct ctx *c, struct rp_report_window *o, const struct rp_report_window *w)
 {
 	uint32_t *at = c->at, n0 = o->n_fns;
+	int err = 0;
 
 	if (grow(&o->fns, o->n_fns, w->n_fns, sizeof(*o->fns)))
 		return failf(c, -ENOMEM, "out of memory");
 	for (uint32_t i = 0; i < n0; i++)
 		at[o->fns[i].fn] = at[o->fns[i].fn] ? at[o->fns[i].fn] : i + 1;
-	for (uint32_t i = 0; i < w->n_fns; i++) {
+	for (uint32_t i = 0; i < w->n_fns && !err; i++) {
 		const struct rp_report_wfn *x = &w->fns[i];
 		uint32_t fn = c->fmap[x->fn];
 		struct rp_report_wfn *f;
 
 		if (at[fn] == 0) {
-			o->fns[o->n_fns] = *x;
-			o->fns[o->n_fns].fn = fn;
+			f = &o->fns[o->n_fns];
+			*f = *x;
+			f->fn = fn;
 			at[fn] = ++o->n_fns;
+			if (sketch_copy(&f->dur, &x->dur)) {
+				f->dur = (struct rp_report_sketch){ 0 };
+				err = failf(c, -ENOMEM, "out of memory");
+			}
 			continue;
 		}
 		f = &o->fns[at[fn] - 1];
-		f->calls = sat(f->calls, x->calls);
-		f->self_ns = sat(f->self_ns, x->self_ns);
-		f->cum_ns = sat(f->cum_ns, x->cum_ns);
-		f->p50_ns = f->p90_ns = f->p95_ns = f->p99_ns = 0; /* no sketch in 1.2 */
+		err = wfn_add(c, w->name, f, x);
 	}
 	for (uint32_t i = 0; i < o->n_fns; i++) /* clean for the next list */
 		at[o->fns[i].fn] = 0;
+	if (err)
+		return err;
 	o->t_from = w->t_from < o->t_from ? w->t_from : o->t_from;
 	o->t_to = w->t_to > o->t_to ? w->t_to : o->t_to;
 	conc_free(&o->conc, &o->n_conc);

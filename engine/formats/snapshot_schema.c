@@ -201,6 +201,7 @@ static const struct field wfn_fields[] = {
 	WFN(p90_ns),
 	WFN(p95_ns),
 	WFN(p99_ns),
+	KEYED("dur", F_SKETCH, false, offsetof(struct rp_report_wfn, dur), &sketch_table), /* 1.4 */
 };
 static const struct table wfn_table = TABLE(wfn_fields, struct rp_report_wfn);
 static const struct table conc_table = TABLE(conc_fields, struct rp_report_conc);
