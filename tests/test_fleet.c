@@ -6,6 +6,9 @@
  * quantiles of the merged report must equal those of one sketch built here from both
  * hosts' spans of that window (DDSketch merges are bucket-exact), and lie within the
  * sketch's 1% of the exact order statistic of those durations (brute force here).
+ * Live sources carry this host's name, boot id and clock anchor (read here too), and
+ * rp_report_align() moves a second host's times by the offset its anchors give,
+ * computed here by hand.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -17,6 +20,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "engine.h"
 #include "merge.h"
@@ -279,10 +284,139 @@ static void test_fleet_windows_merge(void **state)
 	rp_report_free(&m);
 }
 
+static uint64_t now_ns(clockid_t id)
+{
+	struct timespec ts;
+
+	clock_gettime(id, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* A live source's row says which host and boot it ran on and where its clock sits. */
+static void test_fleet_live_source_identity(void **state)
+{
+	char host[256] = "", boot[64] = "";
+	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+	uint64_t r0, m0, r1, m1;
+	struct rp_report a;
+
+	(void)state;
+	assert_int_equal(gethostname(host, sizeof(host) - 1), 0);
+	if (f == NULL || fgets(boot, sizeof(boot), f) == NULL)
+		skip(); /* no /proc: the engine reports "" and nothing checks it */
+	fclose(f);
+	boot[strcspn(boot, "\n")] = '\0';
+	generate(&hosts[0], 7, 1, 1000000 * US, 50000 * US, 300);
+	r0 = now_ns(CLOCK_REALTIME), m0 = now_ns(CLOCK_MONOTONIC);
+	host_report(&hosts[0], &a);
+	m1 = now_ns(CLOCK_MONOTONIC), r1 = now_ns(CLOCK_REALTIME);
+	assert_true(a.n_sources >= 1);
+	assert_string_equal(a.sources[0].host, host);
+	assert_string_equal(a.sources[0].boot_id, boot);
+	assert_in_range(a.sources[0].anchor_realtime_ns, r0, r1);
+	assert_in_range(a.sources[0].anchor_monotonic_ns, m0, m1);
+	/* the pair is one instant: its realtime - monotonic is the clocks' own, within
+	 * what a pair read here around it can tell (and an NTP step, not expected) */
+	assert_true(llabs((long long)(a.sources[0].anchor_realtime_ns - r0) -
+			  (long long)(a.sources[0].anchor_monotonic_ns - m0)) < 2000000);
+	assert_int_equal(a.sources[0].clock_shift_ns, 0);
+	rp_report_free(&a);
+}
+
+static void set_host(struct rp_report *r, const char *host, const char *boot, uint64_t rt,
+		     uint64_t mono)
+{
+	for (uint32_t i = 0; i < r->n_sources; i++) {
+		struct rp_report_source *s = &r->sources[i];
+
+		free(s->host), free(s->boot_id);
+		s->host = strdup(host);
+		s->boot_id = strdup(boot);
+		assert_true(s->host && s->boot_id);
+		s->anchor_realtime_ns = rt;
+		s->anchor_monotonic_ns = mono;
+	}
+}
+
+/* Host B's times move onto host A's clock by the offset of their anchors (by hand
+ * here), every event time with them; the merged sources say so; same boot: no shift. */
+static void test_fleet_clocks_aligned(void **state)
+{
+	const uint64_t real_a = 1700000000000000000ull, mono_a = 1000000000000ull;
+	const uint64_t real_b = real_a + 2000000000ull, mono_b = 50000000000ull;
+	/* wall = real_b + (t - mono_b) on B; on A's clock: mono_a + (wall - real_a) */
+	const int64_t want = (int64_t)(mono_a - mono_b) + (int64_t)(real_b - real_a);
+	struct rp_report a, b, m = { 0 };
+	uint64_t b_first, b_last, b_from, b_slow;
+	struct rp_align al;
+	char why[256];
+
+	(void)state;
+	generate(&hosts[0], 11, 2, 1000000 * US, 300000 * US, 1000);
+	generate(&hosts[1], 12, 2, 7000000 * US, 300000 * US, 1000);
+	host_report(&hosts[0], &a);
+	host_report(&hosts[1], &b);
+	set_host(&a, "host-a", "aaaaaaaa-1111", real_a, mono_a);
+	set_host(&b, "host-b", "bbbbbbbb-2222", real_b, mono_b);
+	b_first = b.t_first, b_last = b.t_last, b_from = b.windows[0].t_from;
+	assert_true(b.bottlenecks.n_slowest > 0);
+	b_slow = b.bottlenecks.slowest[0].start_ns;
+
+	rp_report_align(&m, &a, &al); /* the first input sets the clock */
+	assert_false(al.shifted);
+	assert_int_equal(rp_report_merge(&m, &a, why, sizeof(why)), 0);
+	rp_report_align(&m, &b, &al);
+	print_message("  %s\n", al.note);
+	assert_true(al.shifted);
+	assert_int_equal(al.shift_ns, want);
+	assert_int_equal(al.clamped, 0);
+	assert_int_equal(b.t_first, b_first + (uint64_t)want);
+	assert_int_equal(b.t_last, b_last + (uint64_t)want);
+	assert_int_equal(b.windows[0].t_from, b_from + (uint64_t)want);
+	assert_int_equal(b.bottlenecks.slowest[0].start_ns, b_slow + (uint64_t)want);
+	assert_non_null(strstr(al.note, "host-b"));
+	assert_int_equal(rp_report_merge(&m, &b, why, sizeof(why)), 0);
+	assert_int_equal(m.n_sources, a.n_sources + b.n_sources);
+	assert_string_equal(m.sources[0].host, "host-a");
+	assert_int_equal(m.sources[0].clock_shift_ns, 0);
+	assert_string_equal(m.sources[a.n_sources].host, "host-b");
+	assert_int_equal(m.sources[a.n_sources].clock_shift_ns, want);
+	assert_int_equal(m.t_last, b.t_last > a.t_last ? b.t_last : a.t_last);
+
+	/* A third input from host B again (a later snapshot: a later anchor of the same
+	 * clocks) moves by the same shift onto host A's clock. */
+	{
+		struct rp_report c;
+
+		host_report(&hosts[1], &c);
+		set_host(&c, "host-b", "bbbbbbbb-2222", real_b + 5, mono_b + 5);
+		rp_report_align(&m, &c, &al);
+		assert_int_equal(al.shift_ns, want);
+		rp_report_free(&c);
+	}
+	/* Same boot on both sides: one clock, nothing moves. */
+	{
+		struct rp_report c;
+
+		host_report(&hosts[1], &c);
+		set_host(&c, "host-a", "aaaaaaaa-1111", real_a + 7, mono_a + 7);
+		b_first = c.t_first;
+		rp_report_align(&m, &c, &al);
+		assert_false(al.shifted);
+		assert_int_equal(c.t_first, b_first);
+		rp_report_free(&c);
+	}
+	rp_report_free(&a);
+	rp_report_free(&b);
+	rp_report_free(&m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_fleet_windows_merge),
+		cmocka_unit_test(test_fleet_live_source_identity),
+		cmocka_unit_test(test_fleet_clocks_aligned),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -133,6 +133,14 @@ struct shape {
 	uint32_t cats, counters, windows, tops; /* 1.2; tops: entries per list */
 };
 
+static char *xstrdup(const char *x)
+{
+	char *p = strdup(x);
+
+	assert_non_null(p);
+	return p;
+}
+
 static void rnd_source(struct rp_report_source *s, size_t str_max)
 {
 	s->name = rnd_str(str_max);
@@ -158,6 +166,12 @@ static void rnd_source(struct rp_report_source *s, size_t str_max)
 	s->names_used = s->name_capacity >> 1;
 	s->name_bytes = s->truncated >> 30;
 	s->name_bytes_used = s->name_bytes >> 2;
+	/* 1.4, derived too: half the sources know their host, some were shifted back */
+	s->host = xstrdup(s->pid & 1 ? "gpu-node-7.example" : "");
+	s->boot_id = xstrdup(s->pid & 1 ? "0f4c3e8e-4b6a-4c1e-9a55-6f0a1d2b3c4d" : "");
+	s->anchor_realtime_ns = s->pid & 1 ? s->events >> 1 : 0;
+	s->anchor_monotonic_ns = s->pid & 1 ? s->dropped >> 2 : 0;
+	s->clock_shift_ns = s->pid & 2 ? -(int64_t)(s->late >> 4) : (int64_t)(s->late >> 5);
 	rnd_anomalies(s->anomalies);
 }
 
@@ -740,6 +754,13 @@ static bool source_eq(const struct rp_report_source *x, const struct rp_report_s
 	       u_eq(x->name_capacity, y->name_capacity, what, "name_capacity", i) &&
 	       u_eq(x->name_bytes_used, y->name_bytes_used, what, "name_bytes_used", i) &&
 	       u_eq(x->name_bytes, y->name_bytes, what, "name_bytes", i) &&
+	       s_eq(x->host, y->host, what, "source.host", i) &&
+	       s_eq(x->boot_id, y->boot_id, what, "source.boot_id", i) &&
+	       u_eq(x->anchor_realtime_ns, y->anchor_realtime_ns, what, "anchor_realtime_ns", i) &&
+	       u_eq(x->anchor_monotonic_ns, y->anchor_monotonic_ns, what, "anchor_monotonic_ns",
+		    i) &&
+	       u_eq((uint64_t)x->clock_shift_ns, (uint64_t)y->clock_shift_ns, what,
+		    "clock_shift_ns", i) &&
 	       anom_eq(x->anomalies, y->anomalies, what, "source", i);
 }
 
@@ -1334,7 +1355,7 @@ static void ref_totals(msgpack_packer *pk, const struct rp_report *r, const stru
 static void ref_source(msgpack_packer *pk, const struct rp_report_source *s,
 		       const struct ref_opts *o)
 {
-	msgpack_pack_map(pk, 21 + has_1_3(o) + o->extras);
+	msgpack_pack_map(pk, 21 + has_1_3(o) + 5 * has_1_4(o) + o->extras);
 	kv_str(pk, "name", s->name);
 	key(pk, "pid");
 	msgpack_pack_int32(pk, s->pid);
@@ -1359,6 +1380,14 @@ static void ref_source(msgpack_packer *pk, const struct rp_report_source *s,
 	kv_u64(pk, "name_capacity", s->name_capacity);
 	kv_u64(pk, "name_bytes_used", s->name_bytes_used);
 	kv_u64(pk, "name_bytes", s->name_bytes);
+	if (has_1_4(o)) {
+		kv_str(pk, "host", s->host);
+		kv_str(pk, "boot_id", s->boot_id);
+		kv_u64(pk, "anchor_realtime_ns", s->anchor_realtime_ns);
+		kv_u64(pk, "anchor_monotonic_ns", s->anchor_monotonic_ns);
+		key(pk, "clock_shift_ns");
+		msgpack_pack_int64(pk, s->clock_shift_ns);
+	}
 	if (o->extras)
 		extra(pk, 1);
 }
@@ -2024,9 +2053,16 @@ static void test_snapshot_minor_version_accepted(void **state)
 }
 
 /* What a 1.2 writer could say of @r: no drop_lost per name, no async expiry. */
-/* What a 1.3 writer could say of @r: no window sketches. */
+/* What a 1.3 writer could say of @r: no window sketches, hosts or clock anchors. */
 static void as_1_3(struct rp_report *r)
 {
+	for (uint32_t i = 0; i < r->n_sources; i++) {
+		struct rp_report_source *s = &r->sources[i];
+
+		s->host[0] = s->boot_id[0] = '\0';
+		s->anchor_realtime_ns = s->anchor_monotonic_ns = 0;
+		s->clock_shift_ns = 0;
+	}
 	for (uint32_t i = 0; i < r->n_windows; i++)
 		for (uint32_t j = 0; j < r->windows[i].n_fns; j++)
 			rp_report_sketch_free(&r->windows[i].fns[j].dur);

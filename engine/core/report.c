@@ -166,7 +166,7 @@ void rp_report_free(struct rp_report *r)
 	if (r == NULL)
 		return;
 	for (uint32_t i = 0; i < r->n_sources; i++)
-		free(r->sources[i].name);
+		free(r->sources[i].name), free(r->sources[i].host), free(r->sources[i].boot_id);
 	for (uint32_t i = 0; i < r->n_fns; i++) {
 		free(r->fns[i].name);
 		free(r->fns[i].category);

@@ -327,9 +327,11 @@ static int merge_sources(struct ctx *c)
 
 		*o = s->sources[i];
 		o->name = dup(s->sources[i].name);
-		if (o->name == NULL)
-			return failf(c, -ENOMEM, "out of memory");
+		o->host = dup(s->sources[i].host);
+		o->boot_id = dup(s->sources[i].boot_id);
 		d->n_sources++;
+		if (!o->name || !o->host || !o->boot_id)
+			return failf(c, -ENOMEM, "out of memory");
 	}
 	return 0;
 }
@@ -1377,6 +1379,105 @@ static void merge_offcpu(struct ctx *c)
 	d->late = sat(d->late, s->late);
 	d->intervals = sat(d->intervals, s->intervals);
 	d->total_ns = sat(d->total_ns, s->total_ns);
+}
+
+/* --- clocks of several hosts (rp_report_align) ------------------------------------- */
+
+/* The first source of @r with an anchor: its host's clock as @r has it. */
+static const struct rp_report_source *anchored(const struct rp_report *r)
+{
+	for (uint32_t i = 0; i < r->n_sources; i++)
+		if (r->sources[i].anchor_realtime_ns != 0)
+			return &r->sources[i];
+	return NULL;
+}
+
+/* @r's clock minus wall time, through source @s: its monotonic anchor as placed in
+ * @r (plus its shift) minus its realtime anchor. */
+static int64_t clock_offset(const struct rp_report_source *s)
+{
+	return (int64_t)(s->anchor_monotonic_ns - s->anchor_realtime_ns) + s->clock_shift_ns;
+}
+
+static void shift_t(uint64_t *t, int64_t by, uint64_t *clamped)
+{
+	if (*t == 0)
+		return; /* 0 is "none" in several places (and the floor) */
+	if (by < 0 && *t < (uint64_t)0 - (uint64_t)by) {
+		*t = 0;
+		(*clamped)++;
+		return;
+	}
+	*t += (uint64_t)by;
+}
+
+static void shift_spans(struct rp_report_span *sp, uint32_t n, int64_t by, uint64_t *cl)
+{
+	for (uint32_t i = 0; i < n; i++)
+		shift_t(&sp[i].start_ns, by, cl);
+}
+
+static void shift_report(struct rp_report *r, int64_t by, uint64_t *cl)
+{
+	struct rp_report_device *dv = &r->device;
+
+	shift_t(&r->t_first, by, cl);
+	shift_t(&r->t_last, by, cl);
+	for (uint32_t i = 0; i < r->n_windows; i++) {
+		shift_t(&r->windows[i].t_from, by, cl);
+		shift_t(&r->windows[i].t_to, by, cl);
+		shift_spans(r->windows[i].top.slowest, r->windows[i].top.n_slowest, by, cl);
+	}
+	shift_spans(r->bottlenecks.slowest, r->bottlenecks.n_slowest, by, cl);
+	for (uint32_t i = 0; i < r->recorder.n_spans; i++)
+		shift_t(&r->recorder.spans[i].start_ns, by, cl);
+	for (uint32_t i = 0; i < r->recorder.n_samples; i++)
+		shift_t(&r->recorder.samples[i].ts_ns, by, cl);
+	for (uint32_t i = 0; i < dv->n_points; i++)
+		shift_t(&dv->points[i].t_ns, by, cl);
+	for (uint32_t i = 0; i < dv->n_idle; i++)
+		shift_t(&dv->idle[i].start_ns, by, cl), shift_t(&dv->idle[i].end_ns, by, cl);
+	for (uint32_t i = 0; i < dv->n_phases; i++)
+		shift_t(&dv->phases[i].start_ns, by, cl), shift_t(&dv->phases[i].end_ns, by, cl);
+	for (uint32_t i = 0; i < dv->n_ranked; i++)
+		shift_t(&dv->ranked[i].start_ns, by, cl);
+	for (uint32_t i = 0; i < r->n_sources; i++)
+		r->sources[i].clock_shift_ns += by;
+}
+
+void rp_report_align(const struct rp_report *dst, struct rp_report *src, struct rp_align *a)
+{
+	const struct rp_report_source *d = anchored(dst), *s = anchored(src);
+
+	memset(a, 0, sizeof(*a));
+	if (dst->version_major == 0)
+		return; /* the first input sets the clock */
+	if (strcmp(dst->clock ? dst->clock : "", "monotonic") != 0 ||
+	    strcmp(src->clock ? src->clock : "", "monotonic") != 0) {
+		snprintf(a->note, sizeof(a->note), "not a live (monotonic) clock: times left as they are");
+		return;
+	}
+	if (d == NULL || s == NULL) {
+		snprintf(a->note, sizeof(a->note),
+			 "no clock anchor (a snapshot older than 1.4): times left on their own "
+			 "host's monotonic clock");
+		return;
+	}
+	if (d->boot_id && s->boot_id && d->boot_id[0] && strcmp(d->boot_id, s->boot_id) == 0 &&
+	    d->clock_shift_ns == s->clock_shift_ns) {
+		snprintf(a->note, sizeof(a->note), "same host and boot (%s): one clock, no shift",
+			 s->host ? s->host : "");
+		return;
+	}
+	a->shift_ns = clock_offset(d) - clock_offset(s);
+	a->shifted = true;
+	shift_report(src, a->shift_ns, &a->clamped);
+	snprintf(a->note, sizeof(a->note),
+		 "host %s (boot %.8s) aligned on wall time to host %s (boot %.8s): its times "
+		 "shifted by %+.6f s%s",
+		 s->host && s->host[0] ? s->host : "?", s->boot_id ? s->boot_id : "",
+		 d->host && d->host[0] ? d->host : "?", d->boot_id ? d->boot_id : "",
+		 (double)a->shift_ns / 1e9, a->clamped ? " (some before the first host's boot: 0)" : "");
 }
 
 int rp_report_merge(struct rp_report *dst, const struct rp_report *src, char *why, size_t whylen)

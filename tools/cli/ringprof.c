@@ -812,9 +812,16 @@ static int cmd_merge(int argc, char **argv)
 	if (path == NULL || optind >= argc)
 		return rp_cli_error(2, "merge: need one or more snapshots and -o OUT (try --help)");
 	for (int i = optind; i < argc && !err; i++) {
+		struct rp_align al;
+
 		err = rp_snapshot_read_file(argv[i], &in, why);
-		if (!err)
+		if (!err) {
+			/* hosts' monotonic clocks onto the first input's, on wall time */
+			rp_report_align(&out, &in, &al);
+			if (al.note[0])
+				fprintf(stderr, "ringprof merge: %s: %s\n", argv[i], al.note);
 			err = rp_report_merge(&out, &in, why, sizeof(why));
+		}
 		if (err)
 			rp_cli_error(1, "merge: %s: %s", argv[i], why);
 		rp_report_free(&in);
