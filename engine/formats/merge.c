@@ -1393,22 +1393,29 @@ static const struct rp_report_source *anchored(const struct rp_report *r)
 }
 
 /* @r's clock minus wall time, through source @s: its monotonic anchor as placed in
- * @r (plus its shift) minus its realtime anchor. */
-static int64_t clock_offset(const struct rp_report_source *s)
+ * @r (plus its shift) minus its realtime anchor; modulo 2^64 (the figures come from
+ * files: no signed overflow), read as signed by the caller. */
+static uint64_t clock_offset(const struct rp_report_source *s)
 {
-	return (int64_t)(s->anchor_monotonic_ns - s->anchor_realtime_ns) + s->clock_shift_ns;
+	return s->anchor_monotonic_ns - s->anchor_realtime_ns + (uint64_t)s->clock_shift_ns;
 }
 
+/* @t moved by @by, kept in 0 .. 2^64 - 1 (a time pushed out is clamped, counted). */
 static void shift_t(uint64_t *t, int64_t by, uint64_t *clamped)
 {
+	uint64_t mag = by < 0 ? (uint64_t)0 - (uint64_t)by : (uint64_t)by;
+
 	if (*t == 0)
 		return; /* 0 is "none" in several places (and the floor) */
-	if (by < 0 && *t < (uint64_t)0 - (uint64_t)by) {
+	if (by < 0 && *t < mag) {
 		*t = 0;
 		(*clamped)++;
-		return;
+	} else if (by > 0 && *t > UINT64_MAX - mag) {
+		*t = UINT64_MAX;
+		(*clamped)++;
+	} else {
+		*t = by < 0 ? *t - mag : *t + mag;
 	}
-	*t += (uint64_t)by;
 }
 
 static void shift_spans(struct rp_report_span *sp, uint32_t n, int64_t by, uint64_t *cl)
@@ -1442,7 +1449,8 @@ static void shift_report(struct rp_report *r, int64_t by, uint64_t *cl)
 	for (uint32_t i = 0; i < dv->n_ranked; i++)
 		shift_t(&dv->ranked[i].start_ns, by, cl);
 	for (uint32_t i = 0; i < r->n_sources; i++)
-		r->sources[i].clock_shift_ns += by;
+		r->sources[i].clock_shift_ns =
+			(int64_t)((uint64_t)r->sources[i].clock_shift_ns + (uint64_t)by);
 }
 
 void rp_report_align(const struct rp_report *dst, struct rp_report *src, struct rp_align *a)
@@ -1469,7 +1477,7 @@ void rp_report_align(const struct rp_report *dst, struct rp_report *src, struct 
 			 s->host ? s->host : "");
 		return;
 	}
-	a->shift_ns = clock_offset(d) - clock_offset(s);
+	a->shift_ns = (int64_t)(clock_offset(d) - clock_offset(s));
 	a->shifted = true;
 	shift_report(src, a->shift_ns, &a->clamped);
 	snprintf(a->note, sizeof(a->note),
@@ -1477,7 +1485,7 @@ void rp_report_align(const struct rp_report *dst, struct rp_report *src, struct 
 		 "shifted by %+.6f s%s",
 		 s->host && s->host[0] ? s->host : "?", s->boot_id ? s->boot_id : "",
 		 d->host && d->host[0] ? d->host : "?", d->boot_id ? d->boot_id : "",
-		 (double)a->shift_ns / 1e9, a->clamped ? " (some before the first host's boot: 0)" : "");
+		 (double)a->shift_ns / 1e9, a->clamped ? " (some out of range: clamped)" : "");
 }
 
 int rp_report_merge(struct rp_report *dst, const struct rp_report *src, char *why, size_t whylen)
