@@ -492,6 +492,10 @@ static const char usage[] =
 	"  --no-socket       no live socket (D/ringprof-<session>.sock, for ringprof top)\n"
 	"  --prometheus H:P  serve Prometheus /metrics on H:P (loopback only, e.g.\n"
 	"                    127.0.0.1:9464, unless --prometheus-any)\n"
+	"  --http-token-file F  GET /snapshot on the --prometheus listener needs\n"
+	"                    \"Authorization: Bearer <F's first line>\" (and the listener may\n"
+	"                    then take a non-loopback address); without it, /snapshot\n"
+	"                    answers loopback peers only\n"
 	"  --prometheus-window W  the rolling window (10s, 1m, 5m) of the duration\n"
 	"                    summaries in /metrics (default: all time)\n"
 	"  --max-clients N   live socket connections at once (default 16)\n"
@@ -547,6 +551,7 @@ static int parse(int argc, char **argv, struct daemon *d, struct rp_engine_cfg *
 		{ "step-category", 1, NULL, 'S' }, { "step-name", 1, NULL, 'X' }, /* export */
 		{ "async-expire-ms", 1, NULL, 'E' },
 		{ "offcpu", 1, NULL, 'O' }, { "offcpu-threads", 1, NULL, 'T' },
+		{ "http-token-file", 1, NULL, 1000 },
 		{ NULL, 0, NULL, 0 }
 	};
 	const char *session = NULL;
@@ -565,6 +570,7 @@ static int parse(int argc, char **argv, struct daemon *d, struct rp_engine_cfg *
 		case 'N': d->sock_path[0] = '-'; break;
 		case 'P': d->srv_opts.http_addr = optarg; break;
 		case 'A': d->srv_opts.http_any = true; break;
+		case 1000: d->srv_opts.http_token_file = optarg; break;
 		case 'W':
 			d->srv_opts.prom_window = optarg;
 			if (strlen(optarg) == 0 || strlen(optarg) > 15 ||
