@@ -256,6 +256,8 @@ static void test_snapshot_http_token(void **state)
 	/* /metrics is as it was: no token needed */
 	r = http("GET /metrics HTTP/1.1\r\n\r\n", &len);
 	assert_memory_equal(r, "HTTP/1.1 200 OK", 15);
+	/* the six refusals above, counted */
+	assert_non_null(strstr(r, "\nringprof_serve_unauthorized_total 6\n"));
 	free(r);
 }
 

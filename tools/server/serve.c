@@ -164,6 +164,9 @@ static void serve_metrics(const struct rp_serve *s, FILE *m)
 		{ "timeouts", "Connections shut down for making no progress.", s->st.timeouts },
 		{ "reports", "Reports built for the live endpoints.", s->st.reports },
 		{ "errors", "Failed accepts, reports or sends.", s->st.errors },
+		{ "unauthorized", "GET /snapshot refused: no or a wrong token, or a "
+				  "non-loopback peer with no token set (of bad_requests).",
+		  s->st.unauthorized },
 	};
 
 	for (unsigned i = 0; i < sizeof(c) / sizeof(c[0]); i++)

@@ -74,7 +74,8 @@ struct rp_serve_stats {
 	uint64_t reports;      /* reports built */
 	uint64_t errors;       /* failed accepts, reports or sends */
 	uint64_t unauthorized; /* /snapshot refused: no or a wrong token (401), or a
-				  non-loopback peer with no token configured (403) */
+				  non-loopback peer with no token configured (403); also
+				  in bad_requests */
 	unsigned clients;      /* connected now */
 };
 
