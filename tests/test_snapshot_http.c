@@ -360,6 +360,11 @@ static void test_snapshot_http_cli_fetch_and_merge(void **state)
 	assert_int_equal(rp_snapshot_read_file(merged, &m, why), 0);
 	assert_int_equal(fn_named(&m, "alpha")->calls, 2 * n_alpha);
 	assert_int_equal(m.n_sources % 2, 0);
+	/* the text report names the host under each source */
+	assert_int_equal(rp_test_sh(&err_text, NULL, "%s report %s --format text", bin, merged), 0);
+	snprintf(out, sizeof(out), "    host %s  boot %.8s", m.sources[0].host, m.sources[0].boot_id);
+	assert_non_null(strstr(err_text, out));
+	free(err_text);
 	rp_report_free(&m);
 }
 
