@@ -330,7 +330,8 @@ static void check_source(yajl_val o, const struct rp_report_source *s, const cha
 	static const char *const keys[] = { "name",	 "pid",		  "flags",   "events",
 					    "dropped",	 "late",	  "truncated",
 					    "names_dropped", "nospace_dropped", "rings_nospace", "reentrant",
-					    "resyncs", "anomalies", "offcpu_idle_ns" };
+					    "resyncs", "anomalies", "offcpu_idle_ns", "host", "boot_id",
+					    "anchor_realtime_ns", "anchor_monotonic_ns", "clock_shift_ns" };
 
 	assert_keys(o, keys, ARRAY_SIZE(keys));
 	assert_jstr(field(o, "name"), name);
@@ -348,6 +349,18 @@ static void check_source(yajl_val o, const struct rp_report_source *s, const cha
 	assert_u64(o, "resyncs", s->resyncs);
 	check_anomalies(field(o, "anomalies"), s->anomalies);
 	assert_u64(o, "offcpu_idle_ns", s->offcpu_idle_ns);
+	/* 1.4: unknown host and anchor are null, not "" or 0 */
+	if (s->host != NULL && s->host[0] != '\0')
+		assert_jstr(field(o, "host"), s->host);
+	else
+		assert_true(YAJL_IS_NULL(field(o, "host")));
+	if (s->anchor_realtime_ns != 0) {
+		assert_u64(o, "anchor_realtime_ns", s->anchor_realtime_ns);
+		assert_u64(o, "anchor_monotonic_ns", s->anchor_monotonic_ns);
+	} else {
+		assert_true(YAJL_IS_NULL(field(o, "anchor_realtime_ns")));
+	}
+	assert_int_equal(YAJL_GET_INTEGER(field(o, "clock_shift_ns")), s->clock_shift_ns);
 }
 
 /* A JSON number written exactly as @raw (not an integer: a fraction or exponent). */

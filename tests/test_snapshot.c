@@ -133,6 +133,14 @@ struct shape {
 	uint32_t cats, counters, windows, tops; /* 1.2; tops: entries per list */
 };
 
+static char *xstrdup(const char *x)
+{
+	char *p = strdup(x);
+
+	assert_non_null(p);
+	return p;
+}
+
 static void rnd_source(struct rp_report_source *s, size_t str_max)
 {
 	s->name = rnd_str(str_max);
@@ -158,6 +166,12 @@ static void rnd_source(struct rp_report_source *s, size_t str_max)
 	s->names_used = s->name_capacity >> 1;
 	s->name_bytes = s->truncated >> 30;
 	s->name_bytes_used = s->name_bytes >> 2;
+	/* 1.4, derived too: half the sources know their host, some were shifted back */
+	s->host = xstrdup(s->pid & 1 ? "gpu-node-7.example" : "");
+	s->boot_id = xstrdup(s->pid & 1 ? "0f4c3e8e-4b6a-4c1e-9a55-6f0a1d2b3c4d" : "");
+	s->anchor_realtime_ns = s->pid & 1 ? s->events >> 1 : 0;
+	s->anchor_monotonic_ns = s->pid & 1 ? s->dropped >> 2 : 0;
+	s->clock_shift_ns = s->pid & 2 ? -(int64_t)(s->late >> 4) : (int64_t)(s->late >> 5);
 	rnd_anomalies(s->anomalies);
 }
 
@@ -373,6 +387,7 @@ static void rnd_window(struct rp_report_window *w, const struct shape *sh)
 		f->p90_ns = rnd_u64();
 		f->p95_ns = rnd_u64();
 		f->p99_ns = rnd_u64();
+		rnd_sketch(&f->dur, false);
 	}
 	w->n_conc = 2;
 	w->conc = xcalloc(2, sizeof(*w->conc));
@@ -739,6 +754,13 @@ static bool source_eq(const struct rp_report_source *x, const struct rp_report_s
 	       u_eq(x->name_capacity, y->name_capacity, what, "name_capacity", i) &&
 	       u_eq(x->name_bytes_used, y->name_bytes_used, what, "name_bytes_used", i) &&
 	       u_eq(x->name_bytes, y->name_bytes, what, "name_bytes", i) &&
+	       s_eq(x->host, y->host, what, "source.host", i) &&
+	       s_eq(x->boot_id, y->boot_id, what, "source.boot_id", i) &&
+	       u_eq(x->anchor_realtime_ns, y->anchor_realtime_ns, what, "anchor_realtime_ns", i) &&
+	       u_eq(x->anchor_monotonic_ns, y->anchor_monotonic_ns, what, "anchor_monotonic_ns",
+		    i) &&
+	       u_eq((uint64_t)x->clock_shift_ns, (uint64_t)y->clock_shift_ns, what,
+		    "clock_shift_ns", i) &&
 	       anom_eq(x->anomalies, y->anomalies, what, "source", i);
 }
 
@@ -949,7 +971,8 @@ static bool window_eq(const struct rp_report_window *x, const struct rp_report_w
 		    !u_eq(a->p50_ns, b->p50_ns, what, "wfn.p50_ns", j) ||
 		    !u_eq(a->p90_ns, b->p90_ns, what, "wfn.p90_ns", j) ||
 		    !u_eq(a->p95_ns, b->p95_ns, what, "wfn.p95_ns", j) ||
-		    !u_eq(a->p99_ns, b->p99_ns, what, "wfn.p99_ns", j))
+		    !u_eq(a->p99_ns, b->p99_ns, what, "wfn.p99_ns", j) ||
+		    !sketch_eq(&a->dur, &b->dur, j, what))
 			return false;
 	}
 	for (uint32_t j = 0; j < x->n_conc; j++)
@@ -1183,6 +1206,7 @@ struct ref_opts {
 	bool v1_0;	/* as a 1.0 writer: none of the keys 1.1 and 1.2 added */
 	bool v1_1;	/* as a 1.1 writer: none of the keys 1.2 added */
 	bool v1_2;	/* as a 1.2 writer: none of the keys 1.3 added */
+	bool v1_3;	/* as a 1.3 writer: none of the keys 1.4 added */
 };
 
 static const struct ref_opts plain = { .major = 1, .minor = RP_REPORT_VERSION_MINOR };
@@ -1195,6 +1219,11 @@ static bool has_1_2(const struct ref_opts *o)
 static bool has_1_3(const struct ref_opts *o)
 {
 	return has_1_2(o) && !o->v1_2;
+}
+
+static bool has_1_4(const struct ref_opts *o)
+{
+	return has_1_3(o) && !o->v1_3;
 }
 
 static void key(msgpack_packer *pk, const char *k)
@@ -1326,7 +1355,7 @@ static void ref_totals(msgpack_packer *pk, const struct rp_report *r, const stru
 static void ref_source(msgpack_packer *pk, const struct rp_report_source *s,
 		       const struct ref_opts *o)
 {
-	msgpack_pack_map(pk, 21 + has_1_3(o) + o->extras);
+	msgpack_pack_map(pk, 21 + has_1_3(o) + 5 * has_1_4(o) + o->extras);
 	kv_str(pk, "name", s->name);
 	key(pk, "pid");
 	msgpack_pack_int32(pk, s->pid);
@@ -1351,6 +1380,14 @@ static void ref_source(msgpack_packer *pk, const struct rp_report_source *s,
 	kv_u64(pk, "name_capacity", s->name_capacity);
 	kv_u64(pk, "name_bytes_used", s->name_bytes_used);
 	kv_u64(pk, "name_bytes", s->name_bytes);
+	if (has_1_4(o)) {
+		kv_str(pk, "host", s->host);
+		kv_str(pk, "boot_id", s->boot_id);
+		kv_u64(pk, "anchor_realtime_ns", s->anchor_realtime_ns);
+		kv_u64(pk, "anchor_monotonic_ns", s->anchor_monotonic_ns);
+		key(pk, "clock_shift_ns");
+		msgpack_pack_int64(pk, s->clock_shift_ns);
+	}
 	if (o->extras)
 		extra(pk, 1);
 }
@@ -1503,7 +1540,7 @@ static void ref_window(msgpack_packer *pk, const struct rp_report_window *w,
 	for (uint32_t i = 0; i < w->n_fns; i++) {
 		const struct rp_report_wfn *f = &w->fns[i];
 
-		msgpack_pack_map(pk, 8);
+		msgpack_pack_map(pk, 8 + has_1_4(o));
 		kv_ref(pk, "fn", f->fn, o);
 		kv_u64(pk, "calls", f->calls);
 		kv_u64(pk, "self_ns", f->self_ns);
@@ -1512,6 +1549,8 @@ static void ref_window(msgpack_packer *pk, const struct rp_report_window *w,
 		kv_u64(pk, "p90_ns", f->p90_ns);
 		kv_u64(pk, "p95_ns", f->p95_ns);
 		kv_u64(pk, "p99_ns", f->p99_ns);
+		if (has_1_4(o))
+			ref_sketch(pk, "dur", &f->dur, o);
 	}
 	if (o->extras)
 		extra(pk, 1);
@@ -2014,8 +2053,25 @@ static void test_snapshot_minor_version_accepted(void **state)
 }
 
 /* What a 1.2 writer could say of @r: no drop_lost per name, no async expiry. */
+/* What a 1.3 writer could say of @r: no window sketches, hosts or clock anchors. */
+static void as_1_3(struct rp_report *r)
+{
+	for (uint32_t i = 0; i < r->n_sources; i++) {
+		struct rp_report_source *s = &r->sources[i];
+
+		s->host[0] = s->boot_id[0] = '\0';
+		s->anchor_realtime_ns = s->anchor_monotonic_ns = 0;
+		s->clock_shift_ns = 0;
+	}
+	for (uint32_t i = 0; i < r->n_windows; i++)
+		for (uint32_t j = 0; j < r->windows[i].n_fns; j++)
+			rp_report_sketch_free(&r->windows[i].fns[j].dur);
+	r->version_minor = 3;
+}
+
 static void as_1_2(struct rp_report *r)
 {
+	as_1_3(r);
 	for (uint32_t i = 0; i < r->n_fns; i++)
 		r->fns[i].drop_lost = r->fns[i].offcpu_ns = r->fns[i].offcpu_cum_ns = 0;
 	for (uint32_t i = 0; i < r->n_nodes; i++)
@@ -2046,6 +2102,8 @@ static void as_1_1(struct rp_report *r)
 	}
 	for (uint32_t i = 0; i < r->n_windows; i++) {
 		free(r->windows[i].name);
+		for (uint32_t j = 0; j < r->windows[i].n_fns; j++)
+			rp_report_sketch_free(&r->windows[i].fns[j].dur);
 		free(r->windows[i].fns);
 		for (uint32_t j = 0; j < r->windows[i].n_conc; j++)
 			free(r->windows[i].conc[j].name);
@@ -2121,13 +2179,36 @@ static void test_snapshot_1_0_read(void **state)
 	}
 }
 
+/* A 1.3 file (no 1.4 keys) reads with no window sketches. */
+static void test_snapshot_1_3_read(void **state)
+{
+	static const struct ref_opts v13 = { .major = 1, .minor = 3, .v1_3 = true };
+	struct rp_report a, b;
+	msgpack_sbuffer sb;
+
+	(void)state;
+	build(&a, 41, &big);
+	assert_true(a.n_windows > 0 && a.windows[0].n_fns > 0);
+	ref_pack(&sb, &a, &v13);
+	decode_ok(sb.data, sb.size, &b);
+	assert_int_equal(b.version_minor, 3);
+	for (uint32_t i = 0; i < b.n_windows; i++)
+		for (uint32_t j = 0; j < b.windows[i].n_fns; j++)
+			assert_true(b.windows[i].fns[j].dur.alpha == 0);
+	as_1_3(&a);
+	assert_same(&a, &b);
+	rp_report_free(&a);
+	rp_report_free(&b);
+	msgpack_sbuffer_destroy(&sb);
+}
+
 /* A 1.2 file (no 1.3 keys) reads with drop_lost and off-CPU 0 in every row and no
  * expiry. */
 static void test_snapshot_1_2_read(void **state)
 {
 	static const struct ref_opts v12[] = {
-		{ .major = 1, .minor = 2, .v1_2 = true },
-		{ .major = 1, .minor = 2, .v1_2 = true, .extras = true },
+		{ .major = 1, .minor = 2, .v1_2 = true, .v1_3 = true },
+		{ .major = 1, .minor = 2, .v1_2 = true, .v1_3 = true, .extras = true },
 	};
 	struct rp_report a, b;
 	msgpack_sbuffer sb;
@@ -3993,6 +4074,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_snapshot_minus_one_is_nil),
 		cmocka_unit_test(test_snapshot_minor_version_accepted),
 		cmocka_unit_test(test_snapshot_1_0_read),
+		cmocka_unit_test(test_snapshot_1_3_read),
 		cmocka_unit_test(test_snapshot_1_2_read),
 		cmocka_unit_test(test_snapshot_1_1_read),
 		cmocka_unit_test(test_snapshot_1_1_fields_round_trip),

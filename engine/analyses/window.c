@@ -493,6 +493,9 @@ static int window_fill(struct wacc *a, const struct rp_windows *ws, const struct
 			.p95_ns = quantile_ns(&d->dur, 0.95),
 			.p99_ns = quantile_ns(&d->dur, 0.99),
 		};
+		/* Kept for merges across hosts (the report's size: window.h). */
+		if (rp_report_sketch_from(&o->fns[o->n_fns - 1].dur, &d->dur) != 0)
+			return -ENOMEM;
 	}
 	qsort(o->fns, o->n_fns, sizeof(*o->fns), cmp_wfn);
 	if ((err = conc_row(&o->conc[o->n_conc++], "overall", a->conc[0], ws->max_level + 1,

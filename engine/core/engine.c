@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "engine.h"
+#include "hostid.h"
 
 void rp_engine_cfg_default(struct rp_engine_cfg *cfg)
 {
@@ -763,19 +764,45 @@ static int copy_source(const struct rp_source *s, const char *name, struct rp_re
 	return 0;
 }
 
+/* Live sources write on this host's CLOCK_MONOTONIC (shared memory: they share the
+ * engine's host and boot), so their identity and anchor are the engine's; a trace
+ * file's are not known (""). */
+static int source_identity(const struct rp_engine *e, const struct rp_host_id *h,
+			   struct rp_report_source *o)
+{
+	bool live = !(o->flags & RP_SRC_FILE) && strcmp(e->clock, "monotonic") == 0;
+
+	o->host = strdup(live ? h->host : "");
+	o->boot_id = strdup(live ? h->boot_id : "");
+	o->anchor_realtime_ns = live ? h->realtime_ns : 0;
+	o->anchor_monotonic_ns = live ? h->monotonic_ns : 0;
+	o->clock_shift_ns = 0;
+	return o->host && o->boot_id ? 0 : -ENOMEM;
+}
+
 static int copy_sources(const struct rp_engine *e, struct rp_report *r)
 {
+	struct rp_host_id h;
 	char name[64];
 	int err = 0;
 
+	rp_host_id_read(&h);
 	for (uint32_t i = 0; i < e->n_src && !err; i++)
-		if (e->src[i].rep.name != NULL)
-			err = copy_source(&e->src[i], e->src[i].rep.name, r,
-					  &r->sources[r->n_sources++]);
+		if (e->src[i].rep.name != NULL) {
+			struct rp_report_source *o = &r->sources[r->n_sources++];
+
+			err = copy_source(&e->src[i], e->src[i].rep.name, r, o);
+			if (!err)
+				err = source_identity(e, &h, o);
+		}
 	if (e->n_folded > 0 && !err) {
+		struct rp_report_source *o = &r->sources[r->n_sources++];
+
 		snprintf(name, sizeof(name), "[%llu finished sources]",
 			 (unsigned long long)e->n_folded);
-		err = copy_source(&e->folded, name, r, &r->sources[r->n_sources++]);
+		err = copy_source(&e->folded, name, r, o);
+		if (!err)
+			err = source_identity(e, &h, o);
 	}
 	return err;
 }

@@ -166,7 +166,7 @@ void rp_report_free(struct rp_report *r)
 	if (r == NULL)
 		return;
 	for (uint32_t i = 0; i < r->n_sources; i++)
-		free(r->sources[i].name);
+		free(r->sources[i].name), free(r->sources[i].host), free(r->sources[i].boot_id);
 	for (uint32_t i = 0; i < r->n_fns; i++) {
 		free(r->fns[i].name);
 		free(r->fns[i].category);
@@ -191,6 +191,8 @@ void rp_report_free(struct rp_report *r)
 		struct rp_report_window *w = &r->windows[i];
 
 		free(w->name);
+		for (uint32_t j = 0; w->fns != NULL && j < w->n_fns; j++)
+			rp_report_sketch_free(&w->fns[j].dur);
 		free(w->fns);
 		for (uint32_t j = 0; j < w->n_conc; j++)
 			free(w->conc[j].name);

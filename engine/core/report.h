@@ -85,6 +85,15 @@ struct rp_report_source {
 	 * entries published and their cap (RINGPROF_NAMES), arena bytes used and its
 	 * size (RINGPROF_NAME_BYTES). 0: not known (older snapshots). */
 	uint64_t names_used, name_capacity, name_bytes_used, name_bytes;
+	/* Where its times come from (hostid.h), 1.4: the host name and boot id ("" when
+	 * not known: trace files, older snapshots), and the anchor of its monotonic clock
+	 * in wall time, a CLOCK_REALTIME / CLOCK_MONOTONIC pair read together (0, 0: not
+	 * known). clock_shift_ns: what `ringprof merge` added to this source's times to
+	 * put them on the merged report's clock (rp_report_align(); 0: its own clock). */
+	char *host;
+	char *boot_id;
+	uint64_t anchor_realtime_ns, anchor_monotonic_ns;
+	int64_t clock_shift_ns;
 };
 #define RP_SRC_EXITED	0x1u	/* the producer exited normally */
 #define RP_SRC_DEAD	0x2u	/* the producer died (pidfd) */
@@ -233,6 +242,9 @@ struct rp_report_wfn {
 	uint64_t self_ns;
 	uint64_t cum_ns;
 	uint64_t p50_ns, p90_ns, p95_ns, p99_ns;
+	/* The window's duration sketch of the name (its sub-windows merged), so that
+	 * windows of several hosts merge with the sketch's bound. 1.4 */
+	struct rp_report_sketch dur;
 };
 
 /* A rolling window on the event clock: the sub-windows of length length_ns /

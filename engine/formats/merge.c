@@ -26,8 +26,8 @@
  *    of the input with the later t_last (the first one on a tie), its mean the
  *    sample-weighted mean.
  *  - windows: matched by name; t_from min, t_to max, length and subwindows of the
- *    first. Per-name figures add (a name in both has no sketch in 1.2: its p50..p99
- *    are 0). Bottleneck lists merge as Space-Saving summaries (Agarwal et al., PODS
+ *    first. Per-name figures add and sketches merge as for functions (1.4; a name
+ *    in a 1.3 input's window has no sketch, so its merged p50..p99 are 0). Bottleneck lists merge as Space-Saving summaries (Agarwal et al., PODS
  *    2012, as rp_spacesaving_merge): each name gets the sum of its values and of its
  *    errors over the lists, a name absent from a list counting that list's bound for
  *    both; the k largest stay (k = caps.topk, or the longer list when it is 0) and
@@ -327,9 +327,11 @@ static int merge_sources(struct ctx *c)
 
 		*o = s->sources[i];
 		o->name = dup(s->sources[i].name);
-		if (o->name == NULL)
-			return failf(c, -ENOMEM, "out of memory");
+		o->host = dup(s->sources[i].host);
+		o->boot_id = dup(s->sources[i].boot_id);
 		d->n_sources++;
+		if (!o->name || !o->host || !o->boot_id)
+			return failf(c, -ENOMEM, "out of memory");
 	}
 	return 0;
 }
@@ -883,6 +885,10 @@ static int window_new(struct ctx *c, struct rp_report_window *o, const struct rp
 	for (o->n_fns = 0; o->n_fns < w->n_fns; o->n_fns++) {
 		o->fns[o->n_fns] = w->fns[o->n_fns];
 		o->fns[o->n_fns].fn = c->fmap[w->fns[o->n_fns].fn];
+		if (sketch_copy(&o->fns[o->n_fns].dur, &w->fns[o->n_fns].dur)) {
+			o->fns[o->n_fns].dur = (struct rp_report_sketch){ 0 };
+			return failf(c, -ENOMEM, "out of memory");
+		}
 	}
 	/* Merged into empty exact lists: the same lists, renumbered. */
 	err = merge_tops(c, &o->top.by_cum, &o->top.n_by_cum, &o->top.bound_cum, t->by_cum,
@@ -898,33 +904,58 @@ static int window_new(struct ctx *c, struct rp_report_window *o, const struct rp
 	return err;
 }
 
+/* A name in several inputs' window: figures add, the sketches merge (1.4; a 1.3 input
+ * has none, and the quantiles are then unknown, 0). */
+static int wfn_add(struct ctx *c, const char *win, struct rp_report_wfn *f,
+		   const struct rp_report_wfn *x)
+{
+	char what[64];
+	int q;
+
+	snprintf(what, sizeof(what), "window %s, function", win ? win : "");
+	q = merge_q(c, what, c->d->fns[f->fn].name, &f->dur, f->calls, &x->dur, x->calls);
+	if (q < 0)
+		return q;
+	set_q_ns(q, (uint64_t *[]){ &f->p50_ns, &f->p90_ns, &f->p95_ns, &f->p99_ns },
+		 (const uint64_t[]){ x->p50_ns, x->p90_ns, x->p95_ns, x->p99_ns }, q4, 4, &f->dur);
+	f->calls = sat(f->calls, x->calls);
+	f->self_ns = sat(f->self_ns, x->self_ns);
+	f->cum_ns = sat(f->cum_ns, x->cum_ns);
+	return 0;
+}
+
 static int window_add(struct ctx *c, struct rp_report_window *o, const struct rp_report_window *w)
 {
 	uint32_t *at = c->at, n0 = o->n_fns;
+	int err = 0;
 
 	if (grow(&o->fns, o->n_fns, w->n_fns, sizeof(*o->fns)))
 		return failf(c, -ENOMEM, "out of memory");
 	for (uint32_t i = 0; i < n0; i++)
 		at[o->fns[i].fn] = at[o->fns[i].fn] ? at[o->fns[i].fn] : i + 1;
-	for (uint32_t i = 0; i < w->n_fns; i++) {
+	for (uint32_t i = 0; i < w->n_fns && !err; i++) {
 		const struct rp_report_wfn *x = &w->fns[i];
 		uint32_t fn = c->fmap[x->fn];
 		struct rp_report_wfn *f;
 
 		if (at[fn] == 0) {
-			o->fns[o->n_fns] = *x;
-			o->fns[o->n_fns].fn = fn;
+			f = &o->fns[o->n_fns];
+			*f = *x;
+			f->fn = fn;
 			at[fn] = ++o->n_fns;
+			if (sketch_copy(&f->dur, &x->dur)) {
+				f->dur = (struct rp_report_sketch){ 0 };
+				err = failf(c, -ENOMEM, "out of memory");
+			}
 			continue;
 		}
 		f = &o->fns[at[fn] - 1];
-		f->calls = sat(f->calls, x->calls);
-		f->self_ns = sat(f->self_ns, x->self_ns);
-		f->cum_ns = sat(f->cum_ns, x->cum_ns);
-		f->p50_ns = f->p90_ns = f->p95_ns = f->p99_ns = 0; /* no sketch in 1.2 */
+		err = wfn_add(c, w->name, f, x);
 	}
 	for (uint32_t i = 0; i < o->n_fns; i++) /* clean for the next list */
 		at[o->fns[i].fn] = 0;
+	if (err)
+		return err;
 	o->t_from = w->t_from < o->t_from ? w->t_from : o->t_from;
 	o->t_to = w->t_to > o->t_to ? w->t_to : o->t_to;
 	conc_free(&o->conc, &o->n_conc);
@@ -1348,6 +1379,113 @@ static void merge_offcpu(struct ctx *c)
 	d->late = sat(d->late, s->late);
 	d->intervals = sat(d->intervals, s->intervals);
 	d->total_ns = sat(d->total_ns, s->total_ns);
+}
+
+/* --- clocks of several hosts (rp_report_align) ------------------------------------- */
+
+/* The first source of @r with an anchor: its host's clock as @r has it. */
+static const struct rp_report_source *anchored(const struct rp_report *r)
+{
+	for (uint32_t i = 0; i < r->n_sources; i++)
+		if (r->sources[i].anchor_realtime_ns != 0)
+			return &r->sources[i];
+	return NULL;
+}
+
+/* @r's clock minus wall time, through source @s: its monotonic anchor as placed in
+ * @r (plus its shift) minus its realtime anchor; modulo 2^64 (the figures come from
+ * files: no signed overflow), read as signed by the caller. */
+static uint64_t clock_offset(const struct rp_report_source *s)
+{
+	return s->anchor_monotonic_ns - s->anchor_realtime_ns + (uint64_t)s->clock_shift_ns;
+}
+
+/* @t moved by @by, kept in 0 .. 2^64 - 1 (a time pushed out is clamped, counted). */
+static void shift_t(uint64_t *t, int64_t by, uint64_t *clamped)
+{
+	uint64_t mag = by < 0 ? (uint64_t)0 - (uint64_t)by : (uint64_t)by;
+
+	if (*t == 0)
+		return; /* 0 is "none" in several places (and the floor) */
+	if (by < 0 && *t < mag) {
+		*t = 0;
+		(*clamped)++;
+	} else if (by > 0 && *t > UINT64_MAX - mag) {
+		*t = UINT64_MAX;
+		(*clamped)++;
+	} else {
+		*t = by < 0 ? *t - mag : *t + mag;
+	}
+}
+
+static void shift_spans(struct rp_report_span *sp, uint32_t n, int64_t by, uint64_t *cl)
+{
+	for (uint32_t i = 0; i < n; i++)
+		shift_t(&sp[i].start_ns, by, cl);
+}
+
+static void shift_report(struct rp_report *r, int64_t by, uint64_t *cl)
+{
+	struct rp_report_device *dv = &r->device;
+
+	shift_t(&r->t_first, by, cl);
+	shift_t(&r->t_last, by, cl);
+	for (uint32_t i = 0; i < r->n_windows; i++) {
+		shift_t(&r->windows[i].t_from, by, cl);
+		shift_t(&r->windows[i].t_to, by, cl);
+		shift_spans(r->windows[i].top.slowest, r->windows[i].top.n_slowest, by, cl);
+	}
+	shift_spans(r->bottlenecks.slowest, r->bottlenecks.n_slowest, by, cl);
+	for (uint32_t i = 0; i < r->recorder.n_spans; i++)
+		shift_t(&r->recorder.spans[i].start_ns, by, cl);
+	for (uint32_t i = 0; i < r->recorder.n_samples; i++)
+		shift_t(&r->recorder.samples[i].ts_ns, by, cl);
+	for (uint32_t i = 0; i < dv->n_points; i++)
+		shift_t(&dv->points[i].t_ns, by, cl);
+	for (uint32_t i = 0; i < dv->n_idle; i++)
+		shift_t(&dv->idle[i].start_ns, by, cl), shift_t(&dv->idle[i].end_ns, by, cl);
+	for (uint32_t i = 0; i < dv->n_phases; i++)
+		shift_t(&dv->phases[i].start_ns, by, cl), shift_t(&dv->phases[i].end_ns, by, cl);
+	for (uint32_t i = 0; i < dv->n_ranked; i++)
+		shift_t(&dv->ranked[i].start_ns, by, cl);
+	for (uint32_t i = 0; i < r->n_sources; i++)
+		r->sources[i].clock_shift_ns =
+			(int64_t)((uint64_t)r->sources[i].clock_shift_ns + (uint64_t)by);
+}
+
+void rp_report_align(const struct rp_report *dst, struct rp_report *src, struct rp_align *a)
+{
+	const struct rp_report_source *d = anchored(dst), *s = anchored(src);
+
+	memset(a, 0, sizeof(*a));
+	if (dst->version_major == 0)
+		return; /* the first input sets the clock */
+	if (strcmp(dst->clock ? dst->clock : "", "monotonic") != 0 ||
+	    strcmp(src->clock ? src->clock : "", "monotonic") != 0) {
+		snprintf(a->note, sizeof(a->note), "not a live (monotonic) clock: times left as they are");
+		return;
+	}
+	if (d == NULL || s == NULL) {
+		snprintf(a->note, sizeof(a->note),
+			 "no clock anchor (a snapshot older than 1.4): times left on their own "
+			 "host's monotonic clock");
+		return;
+	}
+	if (d->boot_id && s->boot_id && d->boot_id[0] && strcmp(d->boot_id, s->boot_id) == 0 &&
+	    d->clock_shift_ns == s->clock_shift_ns) {
+		snprintf(a->note, sizeof(a->note), "same host and boot (%s): one clock, no shift",
+			 s->host ? s->host : "");
+		return;
+	}
+	a->shift_ns = (int64_t)(clock_offset(d) - clock_offset(s));
+	a->shifted = true;
+	shift_report(src, a->shift_ns, &a->clamped);
+	snprintf(a->note, sizeof(a->note),
+		 "host %s (boot %.8s) aligned on wall time to host %s (boot %.8s): its times "
+		 "shifted by %+.6f s%s",
+		 s->host && s->host[0] ? s->host : "?", s->boot_id ? s->boot_id : "",
+		 d->host && d->host[0] ? d->host : "?", d->boot_id ? d->boot_id : "",
+		 (double)a->shift_ns / 1e9, a->clamped ? " (some out of range: clamped)" : "");
 }
 
 int rp_report_merge(struct rp_report *dst, const struct rp_report *src, char *why, size_t whylen)

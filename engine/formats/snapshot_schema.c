@@ -68,6 +68,11 @@ static const struct field source_fields[] = {
 	SRC(name_capacity, F_U64, false),
 	SRC(name_bytes_used, F_U64, false),
 	SRC(name_bytes, F_U64, false),
+	SRC(host, F_STR, false), /* 1.4 */
+	SRC(boot_id, F_STR, false),
+	SRC(anchor_realtime_ns, F_U64, false),
+	SRC(anchor_monotonic_ns, F_U64, false),
+	SRC(clock_shift_ns, F_I64, false),
 };
 
 #define FN(m, t, req) FIELD(struct rp_report_fn, m, t, req)
@@ -201,6 +206,7 @@ static const struct field wfn_fields[] = {
 	WFN(p90_ns),
 	WFN(p95_ns),
 	WFN(p99_ns),
+	KEYED("dur", F_SKETCH, false, offsetof(struct rp_report_wfn, dur), &sketch_table), /* 1.4 */
 };
 static const struct table wfn_table = TABLE(wfn_fields, struct rp_report_wfn);
 static const struct table conc_table = TABLE(conc_fields, struct rp_report_conc);

@@ -10,6 +10,7 @@
 #   fuzz_nat_split seeds: tests/fuzz/seeds/nat/* (the two-reader path against one reader)
 #   fuzz_otlp      seeds: tests/fuzz/seeds/otlp/* (OTLP requests, 'p' protobuf or 'j'
 #                  JSON then the body: decoders, reorder buffer, engine)
+#   fuzz_http      seeds: tests/fuzz/seeds/http/* (the CLI's HTTP response parser)
 #
 # usage: tests/fuzz/run.sh BUILD_DIR SECONDS
 set -euo pipefail
@@ -41,7 +42,7 @@ run_target() { # target max_len
 	fi
 }
 
-for t in segment chrome snapshot import nat nat_split otlp; do
+for t in segment chrome snapshot import nat nat_split otlp http; do
 	mkdir -p "$dir/corpus-$t" "$dir/artifacts-$t"
 	seeds=$t
 	[ "$t" = import ] && seeds=chrome
@@ -61,4 +62,5 @@ run_target import 65536
 run_target nat 65536
 run_target nat_split 65536
 run_target otlp 65536
+run_target http 65536
 exit "$failed"

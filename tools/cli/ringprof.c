@@ -30,6 +30,7 @@
 #include "cli.h"
 #include "import_chrome.h"
 #include "otlp.h"
+#include "fetch.h"
 #include "merge.h"
 #include "import_nat.h"
 #include "probe.h"
@@ -55,12 +56,17 @@ static const char usage[] =
 
 static const char help_snapshot[] =
 	"usage: ringprof snapshot [--session S] [--timeout-ms N] [-o PATH | --keep]\n"
-	"Asks the running engine of a session for a snapshot (SIGUSR1) and prints its path.\n"
+	"       ringprof snapshot --url http://HOST:PORT/snapshot [--http-token-file F] [-o PATH]\n"
+	"Asks the running engine of a session for a snapshot (SIGUSR1) and prints its path;\n"
+	"with --url, fetches one from an engine's GET /snapshot (docs/fleet.md) to PATH or\n"
+	"stdout.\n"
 	"  --session S     the session (default $RINGPROF_SESSION or \"default\")\n"
 	"  --timeout-ms N  wait at most N ms for the snapshot (0 to 3600000, default 5000)\n"
 	"  -o, --output PATH  keep it at PATH\n"
 	"  --keep          keep it beside the engine's under a timestamped name (the\n"
-	"                  engine's own file is replaced at each one)\n";
+	"                  engine's own file is replaced at each one)\n"
+	"  --url URL       fetch from an engine's /snapshot (plain http)\n"
+	"  --http-token-file F  send the bearer token in F's first line\n";
 
 /* What report and analyze share: the formats and the export options. */
 #define RENDER_OPTIONS                                                                      \
@@ -102,10 +108,12 @@ static const char help_analyze[] =
 	"caps:\n" RP_CLI_CAP_USAGE;
 
 static const char help_merge[] =
-	"usage: ringprof merge SNAPSHOT... -o OUT\n"
-	"Merges snapshots (processes, hosts, runs) into one, written atomically to OUT\n"
-	"(rules: docs/snapshot.md).\n"
-	"  -o, --output OUT  the merged snapshot\n";
+	"usage: ringprof merge SNAPSHOT|URL... -o OUT [--http-token-file F]\n"
+	"Merges snapshots (processes, hosts, runs; files or http:// URLs of engines'\n"
+	"/snapshot) into one, written atomically to OUT (rules: docs/snapshot.md); hosts'\n"
+	"clocks are aligned on their wall-clock anchors.\n"
+	"  -o, --output OUT  the merged snapshot\n"
+	"  --http-token-file F  the bearer token for URLs, in F's first line\n";
 
 static const char help_segments[] =
 	"usage: ringprof segments [--session S] [--rings]\n"
@@ -329,15 +337,73 @@ static int keep_snapshot(const char *path, const char *out, char *kept, size_t c
 	return copy_file(path, kept);
 }
 
+/* @len bytes to @path whole or not at all (a temporary file renamed), or to stdout
+ * when @path is NULL. */
+static int write_bytes(const char *path, const char *data, size_t len)
+{
+	char tmp[PATH_MAX];
+	FILE *f;
+	int err = 0;
+
+	if (path == NULL)
+		return fwrite(data, 1, len, stdout) == len && fflush(stdout) == 0 ? 0 : -EIO;
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) >= (int)sizeof(tmp))
+		return -ENAMETOOLONG;
+	f = fopen(tmp, "wbe");
+	if (f == NULL)
+		return -errno;
+	if (fwrite(data, 1, len, f) != len || fflush(f) != 0 || fsync(fileno(f)) != 0)
+		err = -errno ? -errno : -EIO;
+	if (fclose(f) != 0 && !err)
+		err = -errno;
+	if (!err && rename(tmp, path) != 0)
+		err = -errno;
+	if (err)
+		unlink(tmp);
+	return err;
+}
+
+/* --url: GET /snapshot, checked by decoding it, the bytes kept as they came. */
+static int snapshot_url(const char *url, const char *token_file, const char *out)
+{
+	char why[RP_WHY_MAX], token[260];
+	struct rp_membuf m;
+	struct rp_report r = { 0 };
+	int err;
+
+	if (out == NULL && isatty(STDOUT_FILENO))
+		return rp_cli_error(2, "snapshot --url: MessagePack not written to a terminal "
+				    "(use -o PATH, or a pipe)");
+	if (token_file && rp_fetch_token(token_file, token, sizeof(token), why) != 0)
+		return rp_cli_error(2, "%s", why);
+	if (rp_fetch_snapshot(url, token_file ? token : NULL, &m, why) != 0)
+		return rp_cli_error(1, "snapshot: %s", why);
+	err = rp_snapshot_decode(m.data, m.len, &r, why);
+	rp_report_free(&r);
+	if (err != 0) {
+		rp_membuf_free(&m);
+		return rp_cli_error(1, "snapshot: %s: not a snapshot: %s", url, why);
+	}
+	err = write_bytes(out, m.data, m.len);
+	rp_membuf_free(&m);
+	if (err != 0)
+		return rp_cli_error(1, "%s: %s", out ? out : "stdout", strerror(-err));
+	if (out != NULL)
+		printf("%s\n", out);
+	return 0;
+}
+
 static int cmd_snapshot(int argc, char **argv)
 {
 	static const struct option opts[] = { { "session", 1, NULL, 's' },
 					      { "timeout-ms", 1, NULL, 't' },
 					      { "output", 1, NULL, 'o' },
 					      { "keep", 0, NULL, 'k' },
+					      { "url", 1, NULL, 'u' },
+					      { "http-token-file", 1, NULL, 'T' },
 					      { "help", 0, NULL, 'h' },
 					      { NULL, 0, NULL, 0 } };
-	const char *session = NULL, *out = NULL;
+	const char *session = NULL, *out = NULL, *url = NULL, *token_file = NULL;
 	char kept[PATH_MAX + 64];
 	bool keep = false;
 	char path[PATH_MAX], why[PATH_MAX + 128];
@@ -356,6 +422,8 @@ static int cmd_snapshot(int argc, char **argv)
 			break;
 		case 'o': out = optarg; break;
 		case 'k': keep = true; break;
+		case 'u': url = optarg; break;
+		case 'T': token_file = optarg; break;
 		case 'h': fputs(help_snapshot, stdout); return 0;
 		default: return rp_cli_bad_option("snapshot", argv);
 		}
@@ -363,6 +431,8 @@ static int cmd_snapshot(int argc, char **argv)
 	if (optind != argc)
 		return rp_cli_error(2, "snapshot: %s: unexpected argument (try `ringprof help "
 				    "snapshot`)", argv[optind]);
+	if (url != NULL)
+		return snapshot_url(url, token_file, out);
 	if ((session = rp_cli_session(session)) == NULL)
 		return 2;
 	rp_cli_marker_failure(session, &failed0, why, sizeof(why));
@@ -875,21 +945,40 @@ static int cmd_analyze(int argc, char **argv)
 	return cmd_render(argc, argv, true);
 }
 
+/* A snapshot file, or a URL fetched (GET /snapshot) and decoded. */
+static int read_input(const char *arg, const char *token, struct rp_report *r,
+		      char why[RP_WHY_MAX])
+{
+	struct rp_membuf m;
+	int err;
+
+	memset(r, 0, sizeof(*r));
+	if (!rp_fetch_is_url(arg))
+		return rp_snapshot_read_file(arg, r, why);
+	if ((err = rp_fetch_snapshot(arg, token, &m, why)) != 0)
+		return err;
+	err = rp_snapshot_decode(m.data, m.len, r, why);
+	rp_membuf_free(&m);
+	return err;
+}
+
 /* ringprof merge A B ... -o OUT: every input read (errors name the file), merged in
  * order (engine/formats/merge.c), written whole or not at all. */
 static int cmd_merge(int argc, char **argv)
 {
 	static const struct option opts[] = { { "output", 1, NULL, 'o' },
+					      { "http-token-file", 1, NULL, 'T' },
 					      { "help", 0, NULL, 'h' },
 					      { NULL, 0, NULL, 0 } };
 	struct rp_report out = { 0 }, in;
-	char why[RP_WHY_MAX];
-	const char *path = NULL;
+	char why[RP_WHY_MAX], token[260];
+	const char *path = NULL, *token_file = NULL;
 	int c, err = 0;
 
 	while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'o': path = optarg; break;
+		case 'T': token_file = optarg; break;
 		case 'h': fputs(help_merge, stdout); return 0;
 		default: return rp_cli_bad_option("merge", argv);
 		}
@@ -897,10 +986,19 @@ static int cmd_merge(int argc, char **argv)
 	if (path == NULL || optind >= argc)
 		return rp_cli_error(2, "merge: need one or more snapshots and -o OUT (try `ringprof "
 				    "help merge`)");
+	if (token_file && rp_fetch_token(token_file, token, sizeof(token), why) != 0)
+		return rp_cli_error(2, "%s", why);
 	for (int i = optind; i < argc && !err; i++) {
-		err = rp_snapshot_read_file(argv[i], &in, why);
-		if (!err)
+		struct rp_align al;
+
+		err = read_input(argv[i], token_file ? token : NULL, &in, why);
+		if (!err) {
+			/* hosts' monotonic clocks onto the first input's, on wall time */
+			rp_report_align(&out, &in, &al);
+			if (al.note[0])
+				fprintf(stderr, "ringprof merge: %s: %s\n", argv[i], al.note);
 			err = rp_report_merge(&out, &in, why, sizeof(why));
+		}
 		if (err)
 			rp_cli_error(1, "merge: %s: %s", argv[i], why);
 		rp_report_free(&in);

@@ -552,6 +552,10 @@ static const char usage[] =
 	"  --no-socket       no live socket (D/ringprof-<session>.sock, for ringprof top)\n"
 	"  --prometheus H:P  serve Prometheus /metrics on H:P (loopback only, e.g.\n"
 	"                    127.0.0.1:9464, unless --prometheus-any)\n"
+	"  --http-token-file F  GET /snapshot on the --prometheus listener needs\n"
+	"                    \"Authorization: Bearer <F's first line>\" (and the listener may\n"
+	"                    then take a non-loopback address); without it, /snapshot\n"
+	"                    answers loopback peers only\n"
 	"  --prometheus-window W  the rolling window (10s, 1m, 5m) of the duration\n"
 	"                    summaries in /metrics (default: all time)\n"
 	"  --max-clients N   live socket connections at once (1 to 4096, default 16)\n"
@@ -619,6 +623,7 @@ static int parse(int argc, char **argv, struct daemon *d, struct rp_engine_cfg *
 		{ "otlp", 1, NULL, 'o' }, { "otlp-any", 0, NULL, 'y' },
 		{ "otlp-horizon-ms", 1, NULL, 'Y' }, { "otlp-category-attr", 1, NULL, 'K' },
 		{ "otlp-max-body", 1, NULL, 'B' }, { "otlp-max-clients", 1, NULL, 'L' },
+		{ "http-token-file", 1, NULL, 1000 },
 		{ NULL, 0, NULL, 0 }
 	};
 	const char *session = NULL;
@@ -646,6 +651,7 @@ static int parse(int argc, char **argv, struct daemon *d, struct rp_engine_cfg *
 		case 'N': d->sock_path[0] = '-'; break;
 		case 'P': d->srv_opts.http_addr = optarg; break;
 		case 'A': d->srv_opts.http_any = true; break;
+		case 1000: d->srv_opts.http_token_file = optarg; break;
 		case 'W':
 			d->srv_opts.prom_window = optarg;
 			if (strlen(optarg) == 0 || strlen(optarg) > 15 ||

@@ -23,7 +23,8 @@
  *    "concurrency" {"overall" DIST, "roots" DIST, "by_category" {category: DIST}},
  *    "sources" [{"name", "pid", "flags" [words], "events", "dropped", "late",
  *                "truncated", "names_dropped", "nospace_dropped", "rings_nospace", "reentrant",
- *                "resyncs", "anomalies" {...}, "offcpu_idle_ns"}],
+ *                "resyncs", "anomalies" {...}, "offcpu_idle_ns", "host", "boot_id",
+ *                "anchor_realtime_ns", "anchor_monotonic_ns", "clock_shift_ns"}],
  *    "functions" [{"name", "category", "file", "line", "calls", "drop_lost",
  *                  "primitive_calls", "self_ns", "cum_ns", "offcpu_ns",
  *                  "offcpu_cum_ns", "min_ns", "max_ns",
@@ -144,6 +145,27 @@ static void put_flags(FILE *out, uint32_t flags)
 	fputs(flags ? "]" : "[]", out);
 }
 
+/* 1.4: host, boot id, clock anchor and merge shift; null where not known. */
+static void put_source_host(FILE *out, const struct rp_report_source *s)
+{
+	const char *str[2] = { s->host, s->boot_id }, *key[2] = { "host", "boot_id" };
+
+	for (int i = 0; i < 2; i++) {
+		put_key(out, ",", key[i]);
+		if (str[i] != NULL && str[i][0] != '\0')
+			rp_render_json_str(out, str[i]);
+		else
+			fputs("null", out);
+	}
+	if (s->anchor_realtime_ns != 0) {
+		put_u64(out, ",", "anchor_realtime_ns", s->anchor_realtime_ns);
+		put_u64(out, ",", "anchor_monotonic_ns", s->anchor_monotonic_ns);
+	} else {
+		fputs(",\"anchor_realtime_ns\":null,\"anchor_monotonic_ns\":null", out);
+	}
+	fprintf(out, ",\"clock_shift_ns\":%" PRId64, s->clock_shift_ns);
+}
+
 static void put_source(FILE *out, const struct rp_report_source *s)
 {
 	put_key(out, "{", "name");
@@ -161,6 +183,7 @@ static void put_source(FILE *out, const struct rp_report_source *s)
 	put_u64(out, ",", "resyncs", s->resyncs);
 	put_anomalies(out, ",", s->anomalies);
 	put_u64(out, ",", "offcpu_idle_ns", s->offcpu_idle_ns);
+	put_source_host(out, s);
 	fputc('}', out);
 }
 

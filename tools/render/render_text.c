@@ -110,6 +110,18 @@ static void print_flags(FILE *out, uint32_t flags)
 		fputs("live", out);
 }
 
+/* Where the source ran (1.4 snapshots), and the shift a merge gave its times. */
+static void print_source_host(FILE *out, const struct rp_report_source *s)
+{
+	if (s->host == NULL || s->host[0] == '\0')
+		return;
+	fprintf(out, "    host %s  boot %.8s", s->host, s->boot_id ? s->boot_id : "");
+	if (s->clock_shift_ns != 0)
+		fprintf(out, "  times shifted %+.6f s onto the first host's clock (wall time)",
+			(double)s->clock_shift_ns / 1e9);
+	fputc('\n', out);
+}
+
 static void print_source(FILE *out, const struct rp_report_source *s)
 {
 	fputs("  ", out);
@@ -145,6 +157,7 @@ static void print_source(FILE *out, const struct rp_report_source *s)
 				s->names_used);
 		fputc('\n', out);
 	}
+	print_source_host(out, s);
 }
 
 /*

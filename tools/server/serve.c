@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -42,7 +43,9 @@ struct blob {
 	char *data;
 };
 
-enum cache_kind { C_SNAPSHOT, C_METRICS_FRAME, C_METRICS_HTTP, C_KINDS };
+enum cache_kind { C_SNAPSHOT, C_METRICS_FRAME, C_METRICS_HTTP, C_SNAPSHOT_HTTP, C_KINDS };
+
+#define TOKEN_MAX 256u /* bytes of the bearer token */
 
 struct listener {
 	struct rp_serve *s;
@@ -56,6 +59,7 @@ struct client {
 	int fd; /* -1: the slot is free */
 	bool http;
 	bool close_after; /* close once this reply is sent */
+	bool loopback;	  /* HTTP: the peer's address is a loopback one */
 	bool shut;	  /* shut down for a timeout: the pending op ends soon */
 	uint64_t last;	  /* CLOCK_MONOTONIC ns of the last progress */
 	uint64_t req_start; /* when the request now awaited began; 0: none yet */
@@ -78,6 +82,8 @@ struct rp_serve {
 	struct rp_serve_stats st;
 	char unix_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	char prom_window[32];
+	char token[TOKEN_MAX + 1]; /* GET /snapshot's bearer token; "" = none */
+	size_t token_len;
 };
 
 static uint64_t now_ns(void)
@@ -158,6 +164,9 @@ static void serve_metrics(const struct rp_serve *s, FILE *m)
 		{ "timeouts", "Connections shut down for making no progress.", s->st.timeouts },
 		{ "reports", "Reports built for the live endpoints.", s->st.reports },
 		{ "errors", "Failed accepts, reports or sends.", s->st.errors },
+		{ "unauthorized", "GET /snapshot refused: no or a wrong token, or a "
+				  "non-loopback peer with no token set (of bad_requests).",
+		  s->st.unauthorized },
 	};
 
 	for (unsigned i = 0; i < sizeof(c) / sizeof(c[0]); i++)
@@ -210,6 +219,30 @@ static struct blob *make_metrics(struct rp_serve *s, const struct rp_report *r, 
 	return data ? blob_new(data, hlen + len) : NULL;
 }
 
+/* GET /snapshot's reply: the snapshot's MessagePack, as a SIGUSR1 file holds it. */
+static struct blob *make_http_snapshot(const struct rp_report *r)
+{
+	struct rp_membuf m = { 0 };
+	char head[160];
+	int hlen, err;
+
+	err = rp_snapshot_encode(r, rp_membuf_sink, &m);
+	if (err != 0 || m.len >= RP_SERVE_REPLY_MAX) {
+		rp_membuf_free(&m);
+		return NULL;
+	}
+	hlen = snprintf(head, sizeof(head),
+			"HTTP/1.1 200 OK\r\nContent-Type: application/vnd.msgpack\r\n"
+			"Content-Length: %zu\r\nConnection: close\r\n\r\n", m.len);
+	if (rp_membuf_sink(&m, head, (size_t)hlen) != 0) { /* room, then move the body */
+		rp_membuf_free(&m);
+		return NULL;
+	}
+	memmove(m.data + hlen, m.data, m.len - (size_t)hlen);
+	memcpy(m.data, head, (size_t)hlen);
+	return blob_new(m.data, m.len);
+}
+
 /* The cached reply of @kind, fresh within cache_ns; a new reference, or NULL. */
 static struct blob *reply_get(struct rp_serve *s, enum cache_kind kind)
 {
@@ -224,6 +257,8 @@ static struct blob *reply_get(struct rp_serve *s, enum cache_kind kind)
 			b = NULL;
 		else if (kind == C_SNAPSHOT)
 			b = make_snapshot(&r);
+		else if (kind == C_SNAPSHOT_HTTP)
+			b = make_http_snapshot(&r);
 		else
 			b = make_metrics(s, &r, kind == C_METRICS_HTTP);
 		rp_report_free(&r);
@@ -290,6 +325,125 @@ static void http_status(struct client *c, const char *status)
 	reply_error(c, buf);
 }
 
+/* --- GET /snapshot: a bearer token, or loopback peers only --- */
+
+/* Equal in time independent of where they differ (the length is not secret). */
+static bool token_eq(const char *a, size_t alen, const char *b, size_t blen)
+{
+	unsigned char d = alen != blen;
+
+	for (size_t i = 0; i < alen && i < blen; i++)
+		d |= (unsigned char)(a[i] ^ b[i]);
+	return d == 0;
+}
+
+/* The value of header @name (case-insensitive) in the head's lines @h[0..n); its
+ * length in *@len, trailing blanks cut. NULL if absent. */
+static const char *header_value(const char *h, size_t n, const char *name, size_t *len)
+{
+	size_t nl = strlen(name);
+
+	for (const char *p = h, *end = h + n; p < end;) {
+		const char *eol = memchr(p, '\n', (size_t)(end - p));
+		size_t ll = (size_t)((eol ? eol : end) - p);
+
+		if (ll > nl && p[nl] == ':' && strncasecmp(p, name, nl) == 0) {
+			const char *v = p + nl + 1;
+
+			while (v < p + ll && (*v == ' ' || *v == '\t'))
+				v++;
+			*len = (size_t)(p + ll - v);
+			while (*len > 0 && (v[*len - 1] == '\r' || v[*len - 1] == ' ' ||
+					    v[*len - 1] == '\t'))
+				(*len)--;
+			return v;
+		}
+		p += ll + 1;
+	}
+	return NULL;
+}
+
+static void http_unauthorized(struct client *c)
+{
+	c->s->st.unauthorized++;
+	reply_error(c, "HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Bearer realm=\"ringprof\""
+		       "\r\nContent-Type: text/plain\r\nContent-Length: 17\r\n"
+		       "Connection: close\r\n\r\n401 Unauthorized\n");
+}
+
+/* @h[0..n): the header lines after the request line. */
+static void snapshot_request(struct client *c, const char *h, size_t n)
+{
+	const struct rp_serve *s = c->s;
+	const char *v;
+	size_t len = 0;
+
+	if (s->token_len == 0 && !c->loopback) {
+		c->s->st.unauthorized++;
+		http_status(c, "403 Forbidden");
+		return;
+	}
+	if (s->token_len > 0) {
+		v = header_value(h, n, "Authorization", &len);
+		if (v == NULL || len < 7 || strncasecmp(v, "Bearer ", 7) != 0 ||
+		    !token_eq(v + 7, len - 7, s->token, s->token_len)) {
+			http_unauthorized(c);
+			return;
+		}
+	}
+	c->s->st.requests++;
+	reply(c, reply_get(c->s, C_SNAPSHOT_HTTP), true);
+}
+
+/* The token: the file's first line, 1 to TOKEN_MAX printable bytes. */
+static int read_token(struct rp_serve *s, const char *path, char why[RP_WHY_MAX])
+{
+	FILE *f = fopen(path, "re");
+	char buf[TOKEN_MAX + 2];
+	size_t n;
+
+	if (f == NULL) {
+		snprintf(why, RP_WHY_MAX, "--http-token-file %.80s: %s", path, strerror(errno));
+		return -errno;
+	}
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	n = strcspn(buf, "\r\n");
+	buf[n] = '\0';
+	for (size_t i = 0; i < n; i++)
+		if (buf[i] <= ' ' || buf[i] == 0x7f)
+			n = 0;
+	if (n == 0 || n > TOKEN_MAX) {
+		snprintf(why, RP_WHY_MAX,
+			 "--http-token-file %.40s: the first line must be the token, 1 to %u "
+			 "printable bytes without blanks", path, TOKEN_MAX);
+		return -EINVAL;
+	}
+	memcpy(s->token, buf, n + 1);
+	s->token_len = n;
+	return 0;
+}
+
+/* Whether the peer of HTTP connection @fd has a loopback address. */
+static bool peer_loopback(int fd)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+
+	if (getpeername(fd, (struct sockaddr *)&ss, &len) != 0)
+		return false;
+	if (ss.ss_family == AF_INET)
+		return (ntohl(((struct sockaddr_in *)&ss)->sin_addr.s_addr) >> 24) == 127;
+	if (ss.ss_family == AF_INET6) {
+		const struct in6_addr *a = &((struct sockaddr_in6 *)&ss)->sin6_addr;
+
+		return memcmp(a, &in6addr_loopback, sizeof(*a)) == 0 ||
+		       (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
+	}
+	return false;
+}
+
 /* A whole request head is in rbuf[0..end): answer it. */
 static void http_request(struct client *c, size_t end)
 {
@@ -307,6 +461,10 @@ static void http_request(struct client *c, size_t end)
 	}
 	if (strcmp(method, "GET") != 0) {
 		http_status(c, "405 Method Not Allowed");
+		return;
+	}
+	if (strcmp(path, "/snapshot") == 0) {
+		snapshot_request(c, eol + 1, end - (size_t)(eol + 1 - c->rbuf));
 		return;
 	}
 	if (strcmp(path, "/metrics") != 0 && strncmp(path, "/metrics?", 9) != 0) {
@@ -514,6 +672,7 @@ static void on_accept(void *ctx, int res)
 	s->st.clients++;
 	c->fd = res;
 	c->http = ls->http;
+	c->loopback = ls->http && peer_loopback(res);
 	c->shut = false;
 	c->rlen = 0;
 	c->out = NULL;
@@ -676,7 +835,7 @@ static int listen_http(struct rp_serve *s, const char *spec, char why[RP_WHY_MAX
 			 spec);
 		return -EINVAL;
 	}
-	if (!loopback && !s->o.http_any) {
+	if (!loopback && !s->o.http_any && s->token_len == 0) {
 		snprintf(
 			why, RP_WHY_MAX,
 			"--prometheus %.40s: not a loopback address (add --prometheus-any to serve "
@@ -695,10 +854,9 @@ static int listen_http(struct rp_serve *s, const char *spec, char why[RP_WHY_MAX
 	}
 	s->ls[1].fd = fd;
 	if (!loopback)
-		snprintf(
-			why, RP_WHY_MAX,
-			"warning: /metrics on %.60s is reachable from the network, unauthenticated",
-			spec);
+		snprintf(why, RP_WHY_MAX,
+			 "warning: /metrics on %.60s is reachable from the network, unauthenticated%s",
+			 spec, s->token_len ? " (/snapshot needs the token)" : "");
 	return 0;
 }
 
@@ -744,6 +902,8 @@ int rp_serve_open(struct rp_loop *loop, const struct rp_serve_opts *o, rp_serve_
 		snprintf(why, RP_WHY_MAX, "serve: out of memory");
 		goto err_close;
 	}
+	if (o->http_token_file && (err = read_token(s, o->http_token_file, why)) != 0)
+		goto err_close;
 	if (o->unix_path && (err = listen_unix(s, o->unix_path, why)) != 0)
 		goto err_close;
 	if (o->http_addr && (err = listen_http(s, o->http_addr, why)) != 0)

@@ -11,8 +11,11 @@
  *    tells them apart by the first byte. Peers of another uid (SO_PEERCRED) are
  *    refused.
  *  - optionally an HTTP/1.1 listener for Prometheus: GET /metrics answers 200 with the
- *    text exposition (render_prom.c); other paths 404, other methods 405, malformed
- *    or oversized requests 400/431; every response closes the connection.
+ *    text exposition (render_prom.c); GET /snapshot a fresh snapshot, the same
+ *    MessagePack as a SIGUSR1 file (application/vnd.msgpack), behind a bearer token
+ *    read from a file (http_token_file; compared in constant time; 401 otherwise) or,
+ *    with no token, to loopback peers only (403); other paths 404, other methods 405,
+ *    malformed or oversized requests 400/431; every response closes the connection.
  *
  * The loop never waits for a client: each one has one operation in flight (a recv
  * into its bounded request buffer or a send of its reply), a reply is a shared,
@@ -60,6 +63,10 @@ struct rp_serve_opts {
 	/* More Prometheus text after the server's own (the OTLP receiver's); NULL: none */
 	void (*extra_metrics)(void *ctx, FILE *m);
 	void *extra_ctx;
+	const char *http_token_file; /* GET /snapshot needs "Authorization: Bearer <the
+					file's first line>"; it then also lets the listener
+					take a non-loopback address. NULL: /snapshot from
+					loopback peers only */
 };
 
 struct rp_serve_stats {
@@ -71,6 +78,9 @@ struct rp_serve_stats {
 	uint64_t timeouts;     /* shut down: no progress, or a request past its deadline */
 	uint64_t reports;      /* reports built */
 	uint64_t errors;       /* failed accepts, reports or sends */
+	uint64_t unauthorized; /* /snapshot refused: no or a wrong token (401), or a
+				  non-loopback peer with no token configured (403); also
+				  in bad_requests */
 	unsigned clients;      /* connected now */
 };
 
