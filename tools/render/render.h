@@ -99,6 +99,18 @@ int rp_render_pprof(const struct rp_report *r, FILE *out);
  */
 int rp_render_prom(const struct rp_report *r, FILE *out, const char *window);
 
+/*
+ * rp_render_prom_openmetrics() - the OpenMetrics 1.0 text of @text, a Prometheus text
+ * exposition rp_render_prom() wrote (more lines may follow it): counter families named
+ * without _total in HELP and TYPE, other comments dropped, "# EOF" last.
+ * rp_render_prom_protobuf() - the same families as delimited io.prometheus.client.
+ * MetricFamily messages, the duration histogram with native histogram fields from
+ * @r's sketches (@r: the report @text was made from). See render_prom_pb.c.
+ * Return: 0; -EINVAL (@text is not such an exposition); -ENOMEM; -EIO.
+ */
+int rp_render_prom_openmetrics(const char *text, size_t len, FILE *out);
+int rp_render_prom_protobuf(const struct rp_report *r, const char *text, size_t len, FILE *out);
+
 /* ---- the agent toolkit's nested-call analysis (engine/formats/aiq.h), tools/render/render_aiq.c ---- */
 struct rp_aiq;
 

@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -42,7 +43,15 @@ struct blob {
 	char *data;
 };
 
-enum cache_kind { C_SNAPSHOT, C_METRICS_FRAME, C_METRICS_HTTP, C_KINDS };
+/* /metrics over HTTP comes in three formats (negotiated: metrics_kind()), each cached. */
+enum cache_kind { C_SNAPSHOT, C_METRICS_FRAME, C_METRICS_HTTP, C_METRICS_OM, C_METRICS_PB, C_KINDS };
+
+static const char *const content_type[C_KINDS] = {
+	[C_METRICS_HTTP] = "text/plain; version=0.0.4; charset=utf-8",
+	[C_METRICS_OM] = "application/openmetrics-text; version=1.0.0; charset=utf-8",
+	[C_METRICS_PB] = "application/vnd.google.protobuf; proto=io.prometheus.client.MetricFamily; "
+			 "encoding=delimited",
+};
 
 struct listener {
 	struct rp_serve *s;
@@ -172,11 +181,31 @@ static void serve_metrics(const struct rp_serve *s, FILE *m)
 		s->st.clients);
 }
 
-/* The Prometheus text of @r, framed (unix) or as an HTTP response. */
-static struct blob *make_metrics(struct rp_serve *s, const struct rp_report *r, bool http)
+/* @text (the Prometheus text) in @kind's format: itself, or a new buffer in *@conv. */
+static int convert(const struct rp_report *r, enum cache_kind kind, char *text, size_t len,
+		   char **conv, size_t *conv_len)
 {
-	char *text = NULL, *data = NULL, head[256];
-	size_t len = 0, hlen;
+	FILE *m;
+	int err;
+
+	if (kind != C_METRICS_OM && kind != C_METRICS_PB)
+		return 0;
+	m = open_memstream(conv, conv_len);
+	if (m == NULL)
+		return -ENOMEM;
+	err = kind == C_METRICS_OM ? rp_render_prom_openmetrics(text, len, m)
+				   : rp_render_prom_protobuf(r, text, len, m);
+	if (fclose(m) != 0 && err == 0)
+		err = -EIO;
+	return err;
+}
+
+/* The metrics of @r, framed (unix: the text) or as an HTTP response in @kind's format. */
+static struct blob *make_metrics(struct rp_serve *s, const struct rp_report *r,
+				 enum cache_kind kind)
+{
+	char *text = NULL, *conv = NULL, *data = NULL, head[256];
+	size_t len = 0, conv_len = 0, hlen;
 	FILE *m = open_memstream(&text, &len);
 	int err;
 
@@ -185,16 +214,27 @@ static struct blob *make_metrics(struct rp_serve *s, const struct rp_report *r, 
 	err = rp_render_prom(r, m, s->prom_window[0] ? s->prom_window : NULL);
 	if (err == 0)
 		serve_metrics(s, m);
-	if (fclose(m) != 0 || err != 0 || len >= RP_SERVE_REPLY_MAX) {
+	if (fclose(m) != 0 || err != 0 ||
+	    convert(r, kind, text, len, &conv, &conv_len) != 0) {
+		free(text);
+		free(conv);
+		return NULL;
+	}
+	if (conv != NULL) {
+		free(text);
+		text = conv;
+		len = conv_len;
+	}
+	if (len >= RP_SERVE_REPLY_MAX) {
 		free(text);
 		return NULL;
 	}
-	if (http)
+	if (kind != C_METRICS_FRAME)
 		hlen = (size_t)snprintf(head, sizeof(head),
 					"HTTP/1.1 200 OK\r\n"
-					"Content-Type: text/plain; version=0.0.4; charset=utf-8\r\n"
+					"Content-Type: %s\r\n"
 					"Content-Length: %zu\r\nConnection: close\r\n\r\n",
-					len);
+					content_type[kind], len);
 	else {
 		put_be32(head, (uint32_t)len);
 		hlen = 4;
@@ -223,7 +263,7 @@ static struct blob *reply_get(struct rp_serve *s, enum cache_kind kind)
 		else if (kind == C_SNAPSHOT)
 			b = make_snapshot(&r);
 		else
-			b = make_metrics(s, &r, kind == C_METRICS_HTTP);
+			b = make_metrics(s, &r, kind);
 		rp_report_free(&r);
 		if (b == NULL) {
 			s->st.errors++;
@@ -288,6 +328,79 @@ static void http_status(struct client *c, const char *status)
 	reply_error(c, buf);
 }
 
+/* One media range of an Accept header, [s, e): the format it names (C_KINDS: none we
+ * serve) and its q (1 when not given). */
+static enum cache_kind media_range(const char *s, const char *e, double *q)
+{
+	char r[256], *p, *o = r;
+	enum cache_kind k = C_KINDS;
+
+	if ((size_t)(e - s) >= sizeof(r))
+		return C_KINDS;
+	/* Types and parameter names are case-insensitive; blanks around ';' and '=' go. */
+	for (; s < e; s++)
+		if (*s != ' ' && *s != '\t')
+			*o++ = (char)(*s >= 'A' && *s <= 'Z' ? *s - 'A' + 'a' : *s);
+	*o = '\0';
+	if (strncmp(r, "application/vnd.google.protobuf;", 32) == 0 &&
+	    strstr(r, ";proto=io.prometheus.client.metricfamily") != NULL &&
+	    strstr(r, ";encoding=delimited") != NULL)
+		k = C_METRICS_PB;
+	else if (strncmp(r, "application/openmetrics-text", 28) == 0 &&
+		 (r[28] == '\0' || r[28] == ';'))
+		k = C_METRICS_OM;
+	else if (strncmp(r, "text/plain", 10) == 0 || strncmp(r, "text/*", 6) == 0 ||
+		 strncmp(r, "*/*", 3) == 0)
+		k = C_METRICS_HTTP;
+	p = strstr(r, ";q=");
+	*q = p ? strtod(p + 3, NULL) : 1;
+	return k;
+}
+
+/*
+ * The /metrics format for a request: ?format=text|openmetrics|protobuf when the path
+ * says (a scrape config can set it: Prometheus 2.42 has no other way to ask for text
+ * while it speaks protobuf), else the Accept header [head, end): the range with the
+ * highest q we serve, protobuf before OpenMetrics before text on a tie (the richer
+ * one: only protobuf carries native histograms); text when nothing matches.
+ */
+static enum cache_kind metrics_kind(const char *path, const char *head, const char *end)
+{
+	enum cache_kind best = C_METRICS_HTTP;
+	const char *f = strstr(path, "format=");
+	double best_q = 0;
+
+	if (f != NULL)
+		return strncmp(f + 7, "protobuf", 8) == 0	 ? C_METRICS_PB
+		       : strncmp(f + 7, "openmetrics", 11) == 0 ? C_METRICS_OM
+							       : C_METRICS_HTTP;
+	for (const char *l = head; l < end;) {
+		const char *eol = memchr(l, '\n', (size_t)(end - l));
+
+		if (eol == NULL)
+			eol = end;
+		if (eol - l > 7 && strncasecmp(l, "accept:", 7) == 0) {
+			for (const char *s = l + 7; s < eol;) {
+				const char *c = memchr(s, ',', (size_t)(eol - s));
+				const char *e = c ? c : eol;
+				double q;
+				enum cache_kind k;
+
+				if (e > s && e[-1] == '\r')
+					e--;
+				k = media_range(s, e, &q);
+				if (k != C_KINDS && q > 0 && (q > best_q || (q == best_q && k > best))) {
+					best = k;
+					best_q = q;
+				}
+				s = c ? c + 1 : eol;
+			}
+		}
+		l = eol + 1;
+	}
+	return best;
+}
+
 /* A whole request head is in rbuf[0..end): answer it. */
 static void http_request(struct client *c, size_t end)
 {
@@ -312,7 +425,7 @@ static void http_request(struct client *c, size_t end)
 		return;
 	}
 	c->s->st.requests++;
-	reply(c, reply_get(c->s, C_METRICS_HTTP), true);
+	reply(c, reply_get(c->s, metrics_kind(path, eol + 1, c->rbuf + end)), true);
 }
 
 /* The end of the request head in rbuf: after "\r\n\r\n" or "\n\n"; 0 if not yet. */
