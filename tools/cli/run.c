@@ -494,6 +494,10 @@ static const char usage[] =
 	"                    127.0.0.1:9464, unless --prometheus-any)\n"
 	"  --prometheus-window W  the rolling window (10s, 1m, 5m) of the duration\n"
 	"                    summaries in /metrics (default: all time)\n"
+	"  --metrics-names RE  only span names matching RE (POSIX extended regex) get\n"
+	"                    per-name series in /metrics (ringprof_series_omitted counts\n"
+	"                    the rest)\n"
+	"  --metrics-top N   then only the N names with the most cumulative time\n"
 	"  --max-clients N   live socket connections at once (default 16)\n"
 	"  --max-http-clients N  /metrics connections at once, a pool of their own\n"
 	"                    (default: --max-clients)\n"
@@ -547,6 +551,7 @@ static int parse(int argc, char **argv, struct daemon *d, struct rp_engine_cfg *
 		{ "step-category", 1, NULL, 'S' }, { "step-name", 1, NULL, 'X' }, /* export */
 		{ "async-expire-ms", 1, NULL, 'E' },
 		{ "offcpu", 1, NULL, 'O' }, { "offcpu-threads", 1, NULL, 'T' },
+		{ "metrics-names", 1, NULL, 'n' }, { "metrics-top", 1, NULL, 'K' },
 		{ NULL, 0, NULL, 0 }
 	};
 	const char *session = NULL;
@@ -565,6 +570,12 @@ static int parse(int argc, char **argv, struct daemon *d, struct rp_engine_cfg *
 		case 'N': d->sock_path[0] = '-'; break;
 		case 'P': d->srv_opts.http_addr = optarg; break;
 		case 'A': d->srv_opts.http_any = true; break;
+		case 'n': d->srv_opts.metrics_names = optarg; break;
+		case 'K':
+			d->srv_opts.metrics_top = (uint32_t)strtoul(optarg, NULL, 10);
+			if (d->srv_opts.metrics_top == 0)
+				return rp_cli_error(2, "--metrics-top %s: a positive number", optarg);
+			break;
 		case 'W':
 			d->srv_opts.prom_window = optarg;
 			if (strlen(optarg) == 0 || strlen(optarg) > 15 ||

@@ -24,6 +24,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <regex.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -87,6 +88,8 @@ struct rp_serve {
 	struct rp_serve_stats st;
 	char unix_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	char prom_window[32];
+	regex_t names_re; /* o.metrics_names, compiled (has_re) */
+	bool has_re;
 };
 
 static uint64_t now_ns(void)
@@ -211,7 +214,11 @@ static struct blob *make_metrics(struct rp_serve *s, const struct rp_report *r,
 
 	if (m == NULL)
 		return NULL;
-	err = rp_render_prom(r, m, s->prom_window[0] ? s->prom_window : NULL);
+	err = rp_render_prom_select(r, m, s->prom_window[0] ? s->prom_window : NULL,
+				    &(struct rp_prom_select){
+					    .names = s->has_re ? &s->names_re : NULL,
+					    .top = s->o.metrics_top,
+				    });
 	if (err == 0)
 		serve_metrics(s, m);
 	if (fclose(m) != 0 || err != 0 ||
@@ -849,6 +856,15 @@ int rp_serve_open(struct rp_loop *loop, const struct rp_serve_opts *o, rp_serve_
 	s->o.cache_ns = o->cache_ns ? o->cache_ns : CACHE_DEFAULT_NS;
 	snprintf(s->prom_window, sizeof(s->prom_window), "%s",
 		 o->prom_window ? o->prom_window : "");
+	if (o->metrics_names != NULL) {
+		if (regcomp(&s->names_re, o->metrics_names, REG_EXTENDED | REG_NOSUB) != 0) {
+			snprintf(why, RP_WHY_MAX, "--metrics-names %.60s: not a regular expression",
+				 o->metrics_names);
+			err = -EINVAL;
+			goto err_close;
+		}
+		s->has_re = true;
+	}
 	for (int i = 0; i < 2; i++)
 		s->ls[i] = (struct listener){ .s = s, .fd = -1, .http = i == 1 };
 	if (alloc_clients(s) != 0) {
@@ -890,5 +906,7 @@ void rp_serve_close(struct rp_serve *s)
 		unlink(s->unix_path);
 	for (int k = 0; k < C_KINDS; k++)
 		blob_put(s->cache[k]);
+	if (s->has_re)
+		regfree(&s->names_re);
 	free(s);
 }
