@@ -11,9 +11,17 @@
  *   ringprof_span_duration_instance_seconds{name,category,quantile} + _sum, _count summary
  *   ringprof_span_calls_total, _self_seconds_total, _cum_seconds_total    counters
  *   ringprof_span_drop_lost_total{name,category} (spans drops cut, 1.3)    counter
- *   ringprof_concurrency_percentile{scope,percentile}, _max, _mean        gauges
+ *   ringprof_span_errors_total{name,category} (RP_SPAN_ERROR ends, 1.4)     counter
+ *   ringprof_concurrency_percentile{scope,percentile}, _max, _mean, _now  gauges
  *   ringprof_value_last{name,category} (rp_counter() series)              gauge
  *   ringprof_cap{cap} (counts), ringprof_memory_bound_bytes               gauges
+ *   ringprof_cap_hits_total{cap}                                          counter
+ *   ringprof_build_info{version,report}, ringprof_series_omitted          gauges
+ *
+ * The per-name families (duration histogram and summary, span counters) list only the
+ * names rp_render_prom_select() keeps (--metrics-names, --metrics-top); the series the
+ * others would add are counted in ringprof_series_omitted. OpenMetrics and protobuf (with
+ * native histograms) are made from this text: render_prom_pb.c.
  *
  * The duration histogram is what aggregates across hosts: classic buckets derived from the
  * name's all-time sketch (every call since the engine started), so the counts only grow and
