@@ -8,6 +8,7 @@
 #   fuzz_import    seeds: tests/fuzz/seeds/chrome/* (the importer and the engine)
 #   fuzz_nat       seeds: tests/fuzz/seeds/nat/* (agent-toolkit traces: engine and aiq)
 #   fuzz_nat_split seeds: tests/fuzz/seeds/nat/* (the two-reader path against one reader)
+#   fuzz_accept    seeds: tests/fuzz/seeds/accept/* (/metrics content negotiation)
 #
 # usage: tests/fuzz/run.sh BUILD_DIR SECONDS
 set -euo pipefail
@@ -39,7 +40,7 @@ run_target() { # target max_len
 	fi
 }
 
-for t in segment chrome snapshot import nat nat_split; do
+for t in segment chrome snapshot import nat nat_split accept; do
 	mkdir -p "$dir/corpus-$t" "$dir/artifacts-$t"
 	seeds=$t
 	[ "$t" = import ] && seeds=chrome
@@ -58,4 +59,5 @@ run_target snapshot 65536
 run_target import 65536
 run_target nat 65536
 run_target nat_split 65536
+run_target accept 8192
 exit "$failed"

@@ -20,7 +20,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -28,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "negotiate.h"
 #include "render.h"
 #include "serve.h"
 #include "snapshot.h"
@@ -335,77 +335,17 @@ static void http_status(struct client *c, const char *status)
 	reply_error(c, buf);
 }
 
-/* One media range of an Accept header, [s, e): the format it names (C_KINDS: none we
- * serve) and its q (1 when not given). */
-static enum cache_kind media_range(const char *s, const char *e, double *q)
+/* The cache kind of the /metrics format a request asks for (negotiate.h). */
+static enum cache_kind metrics_kind(const char *path, const char *head, size_t len)
 {
-	char r[256], *p, *o = r;
-	enum cache_kind k = C_KINDS;
-
-	if ((size_t)(e - s) >= sizeof(r))
-		return C_KINDS;
-	/* Types and parameter names are case-insensitive; blanks around ';' and '=' go. */
-	for (; s < e; s++)
-		if (*s != ' ' && *s != '\t')
-			*o++ = (char)(*s >= 'A' && *s <= 'Z' ? *s - 'A' + 'a' : *s);
-	*o = '\0';
-	if (strncmp(r, "application/vnd.google.protobuf;", 32) == 0 &&
-	    strstr(r, ";proto=io.prometheus.client.metricfamily") != NULL &&
-	    strstr(r, ";encoding=delimited") != NULL)
-		k = C_METRICS_PB;
-	else if (strncmp(r, "application/openmetrics-text", 28) == 0 &&
-		 (r[28] == '\0' || r[28] == ';'))
-		k = C_METRICS_OM;
-	else if (strncmp(r, "text/plain", 10) == 0 || strncmp(r, "text/*", 6) == 0 ||
-		 strncmp(r, "*/*", 3) == 0)
-		k = C_METRICS_HTTP;
-	p = strstr(r, ";q=");
-	*q = p ? strtod(p + 3, NULL) : 1;
-	return k;
-}
-
-/*
- * The /metrics format for a request: ?format=text|openmetrics|protobuf when the path
- * says (a scrape config can set it: Prometheus 2.42 has no other way to ask for text
- * while it speaks protobuf), else the Accept header [head, end): the range with the
- * highest q we serve, protobuf before OpenMetrics before text on a tie (the richer
- * one: only protobuf carries native histograms); text when nothing matches.
- */
-static enum cache_kind metrics_kind(const char *path, const char *head, const char *end)
-{
-	enum cache_kind best = C_METRICS_HTTP;
-	const char *f = strstr(path, "format=");
-	double best_q = 0;
-
-	if (f != NULL)
-		return strncmp(f + 7, "protobuf", 8) == 0	 ? C_METRICS_PB
-		       : strncmp(f + 7, "openmetrics", 11) == 0 ? C_METRICS_OM
-							       : C_METRICS_HTTP;
-	for (const char *l = head; l < end;) {
-		const char *eol = memchr(l, '\n', (size_t)(end - l));
-
-		if (eol == NULL)
-			eol = end;
-		if (eol - l > 7 && strncasecmp(l, "accept:", 7) == 0) {
-			for (const char *s = l + 7; s < eol;) {
-				const char *c = memchr(s, ',', (size_t)(eol - s));
-				const char *e = c ? c : eol;
-				double q;
-				enum cache_kind k;
-
-				if (e > s && e[-1] == '\r')
-					e--;
-				k = media_range(s, e, &q);
-				if (k != C_KINDS && q > 0 && (q > best_q || (q == best_q && k > best))) {
-					best = k;
-					best_q = q;
-				}
-				s = c ? c + 1 : eol;
-			}
-		}
-		l = eol + 1;
+	switch (rp_metrics_format(path, head, len)) {
+	case RP_FMT_PROTOBUF:
+		return C_METRICS_PB;
+	case RP_FMT_OPENMETRICS:
+		return C_METRICS_OM;
+	default:
+		return C_METRICS_HTTP;
 	}
-	return best;
 }
 
 /* A whole request head is in rbuf[0..end): answer it. */
@@ -432,7 +372,8 @@ static void http_request(struct client *c, size_t end)
 		return;
 	}
 	c->s->st.requests++;
-	reply(c, reply_get(c->s, metrics_kind(path, eol + 1, c->rbuf + end)), true);
+	reply(c, reply_get(c->s, metrics_kind(path, eol + 1, (size_t)(c->rbuf + end - eol - 1))),
+	      true);
 }
 
 /* The end of the request head in rbuf: after "\r\n\r\n" or "\n\n"; 0 if not yet. */
