@@ -8,6 +8,8 @@
  * flagged ENDs of spans closed by their own END, per name, here. Then the same counts
  * must survive a snapshot round trip, add up in a merge of two reports, and appear as
  * ringprof_span_errors_total in the Prometheus text; the JSON category sums its names'.
+ * Last, the producer API: rp_end_error(), rp_async_end_error() and rp_child_end_error()
+ * through this process's ring, drained by an engine here, counted exactly.
  */
 #include <inttypes.h>
 #include <string.h>
@@ -16,6 +18,7 @@
 #include "merge.h"
 #include "render.h"
 #include "snapshot.h"
+#include "sources.h"
 #include "support.h"
 
 #define NAMES 6
@@ -197,11 +200,67 @@ static void test_errors_snapshot_merge_prom_json(void **state)
 	rp_report_free(&back);
 }
 
+#define API_N 1000
+
+static void test_errors_c_api(void **state)
+{
+	uint32_t s = rp_intern("api_sync", "C", NULL, 0), a = rp_intern("api_async", "C", NULL, 0);
+	uint32_t c = rp_intern("api_child", "C", NULL, 0);
+	struct rp_engine *e;
+	struct rp_sources ss;
+	struct rp_report r;
+	static const char *const api[3] = { "api_sync", "api_async", "api_child" };
+	const uint64_t want[3] = { (API_N + 2) / 3, (API_N + 3) / 4, (API_N + 4) / 5 };
+
+	(void)state;
+	rp_instant(s); /* claims this thread's ring before the engine scans */
+	assert_int_equal(rp_engine_open(NULL, &e), 0);
+	assert_int_equal(rp_sources_init(&ss, e, getenv("RINGPROF_SESSION")), 0);
+	assert_int_equal(rp_sources_scan(&ss), 1);
+	for (uint32_t i = 0; i < API_N; i++) {
+		rp_begin(s);
+		if (i % 3 == 0)
+			rp_end_error(s);
+		else
+			rp_end(s);
+		rp_async_begin(a, 7, i + 1);
+		if (i % 4 == 0)
+			rp_async_end_error(a, 7, i + 1);
+		else
+			rp_async_end(a, 7, i + 1);
+		rp_child_begin(c, 9, 0, i + 1);
+		if (i % 5 == 0)
+			rp_child_end_error(c, 9, i + 1);
+		else
+			rp_child_end(c, 9, i + 1);
+		if (i % 64 == 0) /* the ring never fills */
+			rp_sources_drain(&ss, UINT64_MAX);
+	}
+	rp_sources_drain(&ss, UINT64_MAX);
+	rp_sources_update(&ss);
+	assert_int_equal(rp_engine_report(e, &r), 0);
+	assert_int_equal(r.dropped, 0);
+	for (int i = 0; i < 3; i++) {
+		const struct rp_report_fn *f = NULL;
+
+		for (uint32_t j = 0; j < r.n_fns; j++)
+			if (strcmp(r.fns[j].name, api[i]) == 0)
+				f = &r.fns[j];
+		assert_non_null(f);
+		assert_int_equal(f->calls, API_N);
+		assert_int_equal(f->errors, want[i]);
+	}
+	rp_report_free(&r);
+	rp_sources_free(&ss);
+	rp_engine_close(e);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_errors_counted_exactly),
 		cmocka_unit_test(test_errors_snapshot_merge_prom_json),
+		cmocka_unit_test(test_errors_c_api),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
