@@ -55,6 +55,8 @@ static int fn_of(const struct rp_report *r, const char *name)
 }
 
 /* Feeds one engine; @want[name] gets the errors the oracle expects. */
+static uint64_t begun[NAMES]; /* the oracle of started: every BEGIN fed */
+
 static void feed(struct rp_engine *e, const uint32_t *id, uint64_t *want, uint64_t *calls)
 {
 	uint32_t stack[8], depth = 0;
@@ -68,6 +70,7 @@ static void feed(struct rp_engine *e, const uint32_t *id, uint64_t *want, uint64
 		if (what < 4 && depth < 8) { /* thread: open one of a, b, c */
 			stack[depth] = rnd(3);
 			ev(e, RP_EV_BEGIN, 0, id[stack[depth]], 0, 0, ts);
+			begun[stack[depth]]++;
 			depth++;
 		} else if (what < 7 && depth > 0) { /* thread: close the top */
 			depth--;
@@ -90,6 +93,7 @@ static void feed(struct rp_engine *e, const uint32_t *id, uint64_t *want, uint64
 		} else if (what == 8) { /* an async span */
 			track++;
 			ev(e, RP_EV_ASYNC_BEGIN, 0, id[5], track, 7, ts);
+			begun[5]++;
 			ev(e, RP_EV_ASYNC_END, err, id[5], track, 7, ts + 5);
 			want[5] += err != 0;
 			calls[5]++;
@@ -99,6 +103,8 @@ static void feed(struct rp_engine *e, const uint32_t *id, uint64_t *want, uint64
 			track++;
 			ev(e, RP_EV_CHILD_BEGIN, 0, id[3], track, RP_CHILD_ARG(0, 1), ts);
 			ev(e, RP_EV_CHILD_BEGIN, 0, id[4], track, RP_CHILD_ARG(1, 2), ts + 1);
+			begun[3]++;
+			begun[4]++;
 			ev(e, RP_EV_CHILD_END, err2, id[4], track, 2, ts + 3);
 			ev(e, RP_EV_CHILD_END, err, id[3], track, 1, ts + 4);
 			want[4] += err2 != 0;
@@ -121,6 +127,7 @@ static void report_of(uint64_t seed, struct rp_report *r, uint64_t *want, uint64
 	uint32_t id[NAMES];
 
 	rng = seed;
+	memset(begun, 0, sizeof(begun));
 	assert_int_equal(rp_engine_open(NULL, &e), 0);
 	assert_int_equal(rp_engine_add_source(e, "s", 1, 0), 0);
 	for (int i = 0; i < NAMES; i++)
@@ -138,6 +145,8 @@ static void check(const struct rp_report *r, const uint64_t *want, const uint64_
 		assert_true(f >= 0);
 		assert_int_equal(r->fns[f].errors, want[i]);
 		assert_int_equal(r->fns[f].calls, calls[i]);
+		/* Every span fed was closed: each BEGIN is one call (arrivals = completions). */
+		assert_int_equal(r->fns[f].started, calls[i]);
 	}
 }
 
@@ -153,6 +162,8 @@ static void test_errors_counted_exactly(void **state)
 	assert_true(total > 100); /* the stream exercised it */
 	assert_true(r.anomalies[RP_ANOM_END_MISMATCH] > 0);
 	check(&r, want, calls);
+	for (int i = 0; i < NAMES; i++) /* arrivals: the BEGINs fed, counted apart */
+		assert_int_equal(r.fns[fn_of(&r, names[i])].started, begun[i]);
 	rp_report_free(&r);
 }
 
@@ -184,6 +195,10 @@ static void test_errors_snapshot_merge_prom_json(void **state)
 		snprintf(line, sizeof(line),
 			 "\nringprof_span_errors_total{name=\"%s\",category=\"%s\"} %" PRIu64 "\n",
 			 names[i], i < 3 ? "CPU" : "REQ", w1[i]);
+		assert_non_null(strstr(text, line));
+		snprintf(line, sizeof(line),
+			 "\nringprof_span_started_total{name=\"%s\",category=\"%s\"} %" PRIu64 "\n",
+			 names[i], i < 3 ? "CPU" : "REQ", c1[i]);
 		assert_non_null(strstr(text, line));
 	}
 	free(text);

@@ -370,7 +370,7 @@ struct want_fn {
 static void check_fn(yajl_val o, const struct rp_report_fn *f, const struct want_fn *w)
 {
 	static const char *const keys[] = { "name",	"category", "file",   "line",
-					    "calls",	"drop_lost",  "errors",	      "primitive_calls",
+					    "calls",	"drop_lost",  "errors", "started", "primitive_calls",
 					    "self_ns",
 					    "cum_ns",	"offcpu_ns", "offcpu_cum_ns",
 					    "min_ns",   "max_ns", "mean_ns",
@@ -386,6 +386,7 @@ static void check_fn(yajl_val o, const struct rp_report_fn *f, const struct want
 	assert_u64(o, "calls", f->calls);
 	assert_u64(o, "drop_lost", f->drop_lost);
 	assert_u64(o, "errors", f->errors);
+	assert_u64(o, "started", f->started);
 	assert_u64(o, "primitive_calls", f->primitive_calls);
 	assert_u64(o, "self_ns", f->self_ns);
 	assert_u64(o, "cum_ns", f->cum_ns);

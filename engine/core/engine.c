@@ -755,7 +755,7 @@ static int copy_fns(const struct rp_engine *e, const uint32_t *map, struct rp_re
 			.cum_ns = f->cum_ns, .total_ns = f->total_ns, .min_ns = f->min_ns,
 			.max_ns = f->max_ns, .drop_lost = f->drop_lost,
 			.offcpu_ns = f->offcpu_ns, .offcpu_cum_ns = f->offcpu_cum_ns,
-			.errors = f->errors,
+			.errors = f->errors, .started = f->started,
 		};
 		if (!o->name || !o->category || !o->file)
 			return -ENOMEM;

@@ -136,6 +136,8 @@ struct rp_report_fn {
 	 * calls (a part of cum_ns). 0 when not measured. 1.3 */
 	uint64_t offcpu_ns, offcpu_cum_ns;
 	uint64_t errors;	/* its calls that ended in error (RP_SPAN_ERROR; in calls) 1.4 */
+	uint64_t started;	/* its spans begun (arrivals): calls + open now + lost by
+				   drops; 0 before 1.4 1.4 */
 };
 
 /* caller -> callee, indices into fns; the same figures, for calls made from caller. */

@@ -169,6 +169,7 @@ void rp_track_begin(struct rp_tracks *ts, uint32_t tr, uint32_t name, uint64_t t
 					      .node = rp_stats_child(ts->stats, parent, name,
 								     &folded),
 					      .up = RP_NONE };
+	ts->stats->fn[name].started++;
 	if (folded)
 		c->anomalies[RP_ANOM_CCT_CAP]++;
 	if (ts->hook_ctx)
@@ -530,6 +531,7 @@ void rp_track_child_begin(struct rp_tracks *ts, uint32_t tr, uint32_t name, uint
 					      .node = rp_stats_child(ts->stats, node_up, name,
 								     &folded),
 					      .up = up };
+	ts->stats->fn[name].started++;
 	if (folded)
 		c->anomalies[RP_ANOM_CCT_CAP]++;
 	if (ts->hook_ctx)

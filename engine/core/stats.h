@@ -25,6 +25,8 @@ struct rp_fn_stats {
 	uint64_t summarized;	/* its calls that came in producers' summaries (in the
 				   figures, not in its latency sketch) */
 	uint64_t errors;	/* its calls whose END said RP_SPAN_ERROR (in calls) */
+	uint64_t started;	/* its BEGINs the stacks took, and summarized calls: every
+				   call counted in calls started here first */
 };
 
 struct rp_edge_stats {
@@ -174,6 +176,7 @@ static inline bool rp_stats_add_sum(struct rp_stats *s, const struct rp_sum_call
 	if (c->max_ns > f->max_ns)
 		f->max_ns = c->max_ns;
 	f->calls += c->calls;
+	f->started += c->calls;
 	f->summarized += c->calls;
 	f->self_ns += c->self_ns;
 	f->total_ns += c->total_ns;

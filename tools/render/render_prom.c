@@ -12,6 +12,7 @@
  *   ringprof_span_calls_total, _self_seconds_total, _cum_seconds_total    counters
  *   ringprof_span_drop_lost_total{name,category} (spans drops cut, 1.3)    counter
  *   ringprof_span_errors_total{name,category} (RP_SPAN_ERROR ends, 1.4)     counter
+ *   ringprof_span_started_total{name,category} (arrivals, 1.4 reports)     counter
  *   ringprof_concurrency_percentile{scope,percentile}, _max, _mean, _now  gauges
  *   ringprof_value_last{name,category} (rp_counter() series)              gauge
  *   ringprof_cap{cap} (counts), ringprof_memory_bound_bytes               gauges
@@ -416,6 +417,36 @@ static void span_counters(const struct rp_report *r, FILE *out, const struct rp_
 	}
 }
 
+/* ringprof_span_started_total: arrivals beside completions. Only a 1.4 report counts
+ * them, and a name whose count is below its calls (a merge with an older snapshot) is
+ * left out rather than shown short. */
+static bool started_known(const struct rp_report *r, const struct rp_report_fn *f)
+{
+	return r->version_minor >= 4 && f->started >= f->calls;
+}
+
+static void started(const struct rp_report *r, FILE *out, const struct rp_report_fn **order,
+		    const bool *located, const bool *keep)
+{
+	bool any = false;
+
+	for (uint32_t i = 0; i < r->n_fns && !any; i++)
+		any = keep[i] && started_known(r, &r->fns[i]);
+	if (!any)
+		return;
+	head(out, "ringprof_span_started_total", "counter",
+	     "Spans begun per name (arrivals): completed calls, open ones and lost ones.");
+	for (uint32_t i = 0; i < r->n_fns; i++) {
+		const struct rp_report_fn *f = order[i];
+
+		if (!keep[f - r->fns] || !started_known(r, f))
+			continue;
+		fputs("ringprof_span_started_total", out);
+		fn_labels(out, f, located[f - r->fns]);
+		fprintf(out, "} %" PRIu64 "\n", f->started);
+	}
+}
+
 static void conc_scope(FILE *out, const char *metric, const struct rp_report_conc *c)
 {
 	fprintf(out, "%s{scope=\"", metric);
@@ -521,9 +552,9 @@ static void counters_caps(const struct rp_report *r, FILE *out)
 }
 
 /* The series a name adds to the per-name families (histogram, summary, counters). */
-static uint64_t fn_series(const struct rp_report_fn *f)
+static uint64_t fn_series(const struct rp_report *r, const struct rp_report_fn *f)
 {
-	uint64_t n = 5; /* calls, self, cum, drop_lost, errors */
+	uint64_t n = 5 + started_known(r, f); /* calls, self, cum, drop_lost, errors, started */
 
 	if (f->calls > 0) /* buckets (+Inf only without a sketch), _sum, _count; summary */
 		n += (f->dur.alpha > 0 && f->dur.count > 0 ? RP_PROM_N_BOUNDS + 1 : 1) + 2 + 6;
@@ -565,7 +596,7 @@ static bool *select_fns(const struct rp_report *r, const struct rp_prom_select *
 		keep[v[i] - r->fns] = true;
 	for (uint32_t i = 0; i < r->n_fns; i++)
 		if (!keep[i])
-			*omitted += fn_series(&r->fns[i]);
+			*omitted += fn_series(r, &r->fns[i]);
 	free(v);
 	return keep;
 }
@@ -615,6 +646,7 @@ int rp_render_prom_select(const struct rp_report *r, FILE *out, const char *wind
 		return -ENOMEM;
 	}
 	span_counters(r, out, order, located, keep);
+	started(r, out, order, located, keep);
 	concurrency(r, out);
 	counters_caps(r, out);
 	free(order);
