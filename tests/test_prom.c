@@ -180,7 +180,8 @@ static struct rp_report_fn small_fns[] = {
 	  .p90_ns = 800000000,
 	  .p95_ns = 850000000,
 	  .p99_ns = 900000000,
-	  .drop_lost = 3 },
+	  .drop_lost = 3,
+	  .errors = 1 },
 };
 
 /* In two parts: C11 promises 4095 characters to a string literal. */
@@ -219,6 +220,10 @@ static const char small_expected_1[] =
 	"# HELP ringprof_time_range_seconds Last minus first event time.\n"
 	"# TYPE ringprof_time_range_seconds gauge\n"
 	"ringprof_time_range_seconds 3.000000005\n"
+	"# HELP ringprof_series_omitted Per-name series left out by --metrics-names / "
+	"--metrics-top (0: none).\n"
+	"# TYPE ringprof_series_omitted gauge\n"
+	"ringprof_series_omitted 0\n"
 	"# HELP ringprof_window_seconds Length of the window the duration summary covers "
 	"(0: all time).\n"
 	"# TYPE ringprof_window_seconds gauge\n"
@@ -262,6 +267,10 @@ static const char small_expected_2[] =
 	"the figures above.\n"
 	"# TYPE ringprof_span_drop_lost_total counter\n"
 	"ringprof_span_drop_lost_total{name=\"decode\",category=\"LLM\"} 3\n"
+	"# HELP ringprof_span_errors_total Completed calls per name that ended in error (part of "
+	"the calls).\n"
+	"# TYPE ringprof_span_errors_total counter\n"
+	"ringprof_span_errors_total{name=\"decode\",category=\"LLM\"} 1\n"
 	"# HELP ringprof_cap The engine's configured caps (0: not set).\n"
 	"# TYPE ringprof_cap gauge\n"
 	"ringprof_cap{cap=\"max_names\"} 100\n"
@@ -273,6 +282,16 @@ static const char small_expected_2[] =
 	"ringprof_cap{cap=\"max_window_names\"} 0\n"
 	"ringprof_cap{cap=\"max_counters\"} 0\n"
 	"ringprof_cap{cap=\"topk\"} 0\n"
+	"# HELP ringprof_cap_hits_total Times a cap refused or folded something, by cap (also "
+	"under anomalies).\n"
+	"# TYPE ringprof_cap_hits_total counter\n"
+	"ringprof_cap_hits_total{cap=\"max_names\"} 0\n"
+	"ringprof_cap_hits_total{cap=\"max_tracks\"} 0\n"
+	"ringprof_cap_hits_total{cap=\"max_depth\"} 7\n"
+	"ringprof_cap_hits_total{cap=\"max_cct_nodes\"} 0\n"
+	"ringprof_cap_hits_total{cap=\"max_window_names\"} 0\n"
+	"ringprof_cap_hits_total{cap=\"max_counters\"} 0\n"
+	"ringprof_cap_hits_total{cap=\"max_window_level\"} 0\n"
 	"# HELP ringprof_memory_bound_bytes Worst-case bytes of the engine's tables at its caps "
 	"(0: not known).\n"
 	"# TYPE ringprof_memory_bound_bytes gauge\n"
@@ -287,14 +306,25 @@ static void test_prom_small_exact(void **state)
 			       .t_last = 3000000010ull,
 			       .fns = small_fns,
 			       .n_fns = 1 };
-	char *text, *expected;
+	static const char build[] =
+		"# HELP ringprof_build_info The engine's version, as a label (always 1).\n"
+		"# TYPE ringprof_build_info gauge\n"
+		"ringprof_build_info{version=\"";
+	char *text, *expected, *rest, want[80];
 
 	(void)state;
 	r.anomalies[RP_ANOM_DEPTH_CAP] = 7;
 	r.caps.max_names = 100;
 	text = prom(&r, NULL);
+	/* First the build's version (the project's, not this test's to know), then the rest. */
+	assert_memory_equal(text, build, sizeof(build) - 1);
+	snprintf(want, sizeof(want), "\",report=\"%u.%u\"} 1\n", RP_REPORT_VERSION_MAJOR,
+		 RP_REPORT_VERSION_MINOR);
+	rest = strstr(text, want);
+	assert_non_null(rest);
+	rest += strlen(want);
 	assert_true(asprintf(&expected, "%s%s", small_expected_1, small_expected_2) > 0);
-	assert_string_equal(text, expected);
+	assert_string_equal(rest, expected);
 	free(expected);
 	free(text);
 }
@@ -449,8 +479,9 @@ static void test_prom_escaping_and_parse(void **state)
 	 * sketch: no finite bucket); 4 counters x 4 names;
 	 * 4 totals, 11 anomalies, 2 gauges, window; conc 3 x (4 + 2); 1 counter; 9 caps and
 	 * the memory bound. */
-	assert_int_equal(n, 3 * 6 + 3 * 3 + 4 * 4 + 4 + RP_ANOM_KIND_COUNT + 2 + 1 + 3 * 6 + 1 + 9 +
-				    1);
+	/* 1.4: + build_info, series_omitted, errors x 4 names, now x 3 scopes, 7 cap hits. */
+	assert_int_equal(n, 3 * 6 + 3 * 3 + 5 * 4 + 4 + RP_ANOM_KIND_COUNT + 2 + 1 + 3 * 7 + 1 + 9 +
+				    1 + 2 + 7);
 	assert_true(value_of(v, n, "ringprof_span_drop_lost_total",
 			     "name=dup|category=C|location=b.c:20") == 0);
 	free(text);
@@ -586,7 +617,7 @@ static void test_prom_empty_report(void **state)
 
 	(void)state;
 	n = check_exposition(copy, &v);
-	assert_int_equal(n, 4 + RP_ANOM_KIND_COUNT + 2 + 1 + 10);
+	assert_int_equal(n, 4 + RP_ANOM_KIND_COUNT + 2 + 1 + 10 + 2 + 7);
 	assert_null(strstr(text, "ringprof_concurrency"));
 	free(text);
 	free(copy);

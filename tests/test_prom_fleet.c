@@ -23,7 +23,11 @@
 #include <unistd.h>
 
 static char bin_dir[600], dir[40];
-static double promql_seen[2][2]; /* [name][quantile] */
+static double promql_seen[2][2][2]; /* [form][name][quantile] */
+
+/* The two forms of the fleet quantile: job "ringprof" negotiates protobuf (native
+ * histograms), job "classic" asks for the text (?format=text): classic buckets. */
+static const char *const forms[2] = { "native", "classic" };
 
 static void sleep_ms(unsigned ms)
 {
@@ -58,17 +62,27 @@ static void wait_ok(pid_t p)
 	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
-/* histogram_quantile(@q) of @name over both engines, from Prometheus's API; -1: none. */
-static double promql(int port, const char *q, const char *name)
+/* histogram_quantile(@q) of @name over both engines in @form, from Prometheus's API; -1:
+ * none. */
+static double promql(int port, int form, const char *q, const char *name)
 {
-	char *out = NULL, *v;
+	char *out = NULL, *v, query[200];
 	double r = -1;
 
+
+	if (form)
+		snprintf(query, sizeof(query),
+			 "histogram_quantile(%s, sum by (le) "
+			 "(ringprof_span_duration_seconds_bucket{job=\"classic\",name=\"%s\"}))",
+			 q, name);
+	else
+		snprintf(query, sizeof(query),
+			 "histogram_quantile(%s, "
+			 "sum(ringprof_span_duration_seconds{job=\"ringprof\",name=\"%s\"}))",
+			 q, name);
 	if (rp_test_sh(&out, NULL,
-		       "curl -sf http://127.0.0.1:%d/api/v1/query --data-urlencode "
-		       "'query=histogram_quantile(%s, sum by (le) "
-		       "(ringprof_span_duration_seconds_bucket{name=\"%s\"}))'",
-		       port, q, name) == 0 &&
+		       "curl -sf http://127.0.0.1:%d/api/v1/query --data-urlencode 'query=%s'",
+		       port, query) == 0 &&
 	    (v = strstr(out, "\"value\":[")) != NULL && (v = strchr(v, ',')) != NULL && v[1] == '"')
 		r = strtod(v + 2, NULL);
 	free(out);
@@ -128,15 +142,19 @@ static void test_prom_fleet_quantiles(void **state)
 		"global: {scrape_interval: 1s, scrape_timeout: 1s}\n"
 		"scrape_configs:\n"
 		"  - job_name: ringprof\n"
+		"    static_configs: [{targets: ['%s', '%s']}]\n"
+		"  - job_name: classic\n"
+		"    params: {format: [text]}\n"
 		"    static_configs: [{targets: ['%s', '%s']}]\n",
-		addr[0], addr[1]);
+		addr[0], addr[1], addr[0], addr[1]);
 	assert_int_equal(fclose(f), 0);
 	snprintf(arg_cfg, sizeof(arg_cfg), "--config.file=%s", cfg);
 	snprintf(arg_data, sizeof(arg_data), "--storage.tsdb.path=%s", data);
 	snprintf(arg_web, sizeof(arg_web), "--web.listen-address=127.0.0.1:%d", pport);
 	{
 		char prom[] = "/usr/bin/prometheus";
-		char *pargv[] = { prom, arg_cfg, arg_data, arg_web, NULL };
+		char feat[] = "--enable-feature=native-histograms";
+		char *pargv[] = { prom, arg_cfg, arg_data, arg_web, feat, NULL };
 
 		p = spawn(NULL, pargv, log);
 	}
@@ -159,15 +177,16 @@ static void test_prom_fleet_quantiles(void **state)
 		wait_ok(d[i]);
 	/* Every span is ended and drained; two scrapes land after that. */
 	sleep_ms(3500);
-	for (int n = 0; n < 2; n++)
-		for (int k = 0; k < 2; k++) {
-			double v = -1;
+	for (int m = 0; m < 2; m++)
+		for (int n = 0; n < 2; n++)
+			for (int k = 0; k < 2; k++) {
+				double v = -1;
 
-			for (int t = 0; t < 20 && v < 0; t++, sleep_ms(v < 0 ? 500 : 0))
-				v = promql(pport, qs[k], names[n]);
-			assert_true(v > 0);
-			promql_seen[n][k] = v;
-		}
+				for (int t = 0; t < 20 && v < 0; t++, sleep_ms(v < 0 ? 500 : 0))
+					v = promql(pport, m, qs[k], names[n]);
+				assert_true(v > 0);
+				promql_seen[m][n][k] = v;
+			}
 	kill(p, SIGTERM);
 	for (int i = 0; i < 2; i++) {
 		kill(e[i], SIGINT);
@@ -181,16 +200,18 @@ static void test_prom_fleet_quantiles(void **state)
 		0);
 	assert_int_equal(rp_test_sh(&json, NULL, "%s report %s/m.msgpack --format json", eng, dir),
 			 0);
-	for (int n = 0; n < 2; n++)
-		for (int k = 0; k < 2; k++) {
-			double t = truth(json, names[n], keys[k]), v = promql_seen[n][k];
-			double err = (v - t) / t;
+	for (int m = 0; m < 2; m++)
+		for (int n = 0; n < 2; n++)
+			for (int k = 0; k < 2; k++) {
+				double t = truth(json, names[n], keys[k]), v = promql_seen[m][n][k];
+				double err = (v - t) / t;
 
-			printf("%-12s %s: PromQL %.6f s, merged snapshot %.6f s, %+.2f%%\n",
-			       names[n], qs[k], v, t, 100 * err);
-			assert_true(t > 0);
-			assert_true(err < 0.03 && err > -0.03);
-		}
+				printf("%-7s %-12s %s: PromQL %.6f s, merged snapshot %.6f s, "
+				       "%+.2f%%\n",
+				       forms[m], names[n], qs[k], v, t, 100 * err);
+				assert_true(t > 0);
+				assert_true(err < 0.03 && err > -0.03);
+			}
 	free(json);
 }
 

@@ -383,7 +383,7 @@ struct want_fn {
 static void check_fn(yajl_val o, const struct rp_report_fn *f, const struct want_fn *w)
 {
 	static const char *const keys[] = { "name",	"category", "file",   "line",
-					    "calls",	"drop_lost",	      "primitive_calls",
+					    "calls",	"drop_lost",  "errors", "started", "primitive_calls",
 					    "self_ns",
 					    "cum_ns",	"offcpu_ns", "offcpu_cum_ns",
 					    "min_ns",   "max_ns", "mean_ns",
@@ -398,6 +398,8 @@ static void check_fn(yajl_val o, const struct rp_report_fn *f, const struct want
 	assert_u64(o, "line", f->line);
 	assert_u64(o, "calls", f->calls);
 	assert_u64(o, "drop_lost", f->drop_lost);
+	assert_u64(o, "errors", f->errors);
+	assert_u64(o, "started", f->started);
 	assert_u64(o, "primitive_calls", f->primitive_calls);
 	assert_u64(o, "self_ns", f->self_ns);
 	assert_u64(o, "cum_ns", f->cum_ns);
@@ -1199,7 +1201,7 @@ static void check_window(yajl_val o, const struct rp_report *r, const struct rp_
 
 static void check_cats(yajl_val o, const struct rp_report *r, const char *const *names)
 {
-	static const char *const keys[] = { "calls",  "self_ns", "total_ns", "p50_ns",
+	static const char *const keys[] = { "calls",  "errors", "self_ns", "total_ns", "p50_ns",
 					    "p90_ns", "p95_ns",	 "p99_ns" };
 
 	assert_keys(o, names, r->n_cats);

@@ -197,6 +197,8 @@ static void rnd_fn(struct rp_report_fn *f, size_t str_max)
 	f->drop_lost = rnd_u64();
 	f->offcpu_ns = rnd_u64();
 	f->offcpu_cum_ns = rnd_u64();
+	f->errors = rnd_u64();
+	f->started = rnd_u64();
 }
 
 static void rnd_conc(struct rp_report_conc *c, size_t str_max)
@@ -786,7 +788,9 @@ static bool fn_eq(const struct rp_report_fn *x, const struct rp_report_fn *y, ui
 	       u_eq(x->midpoint_count, y->midpoint_count, what, "fn.midpoint_count", i) &&
 	       u_eq(x->drop_lost, y->drop_lost, what, "fn.drop_lost", i) &&
 	       u_eq(x->offcpu_ns, y->offcpu_ns, what, "fn.offcpu_ns", i) &&
-	       u_eq(x->offcpu_cum_ns, y->offcpu_cum_ns, what, "fn.offcpu_cum_ns", i);
+	       u_eq(x->offcpu_cum_ns, y->offcpu_cum_ns, what, "fn.offcpu_cum_ns", i) &&
+	       u_eq(x->errors, y->errors, what, "fn.errors", i) &&
+	       u_eq(x->started, y->started, what, "fn.started", i);
 }
 
 static bool conc_eq(const struct rp_report_conc *x, const struct rp_report_conc *y, uint32_t i,
@@ -1757,7 +1761,7 @@ static void ref_sections_1_2(msgpack_packer *pk, const struct rp_report *r,
 static void ref_fn(msgpack_packer *pk, const struct rp_report_fn *f, const struct ref_opts *o,
 		   uint32_t i)
 {
-	msgpack_pack_map(pk, (o->v1_0 ? 11 : o->v1_1 ? 17 : o->v1_2 ? 18 : 21) + o->extras);
+	msgpack_pack_map(pk, (o->v1_0 ? 11 : o->v1_1 ? 17 : o->v1_2 ? 18 : 23) + o->extras);
 	kv_str(pk, "name", f->name);
 	kv_str(pk, "category", f->category);
 	kv_str(pk, "file", f->file);
@@ -1786,6 +1790,8 @@ static void ref_fn(msgpack_packer *pk, const struct rp_report_fn *f, const struc
 	kv_u64(pk, "drop_lost", f->drop_lost);
 	kv_u64(pk, "offcpu_ns", f->offcpu_ns);
 	kv_u64(pk, "offcpu_cum_ns", f->offcpu_cum_ns);
+	kv_u64(pk, "errors", f->errors); /* 1.4 */
+	kv_u64(pk, "started", f->started);
 }
 
 static void ref_edge(msgpack_packer *pk, const struct rp_report_edge *e, const struct ref_opts *o)
@@ -2073,7 +2079,8 @@ static void as_1_2(struct rp_report *r)
 {
 	as_1_3(r);
 	for (uint32_t i = 0; i < r->n_fns; i++)
-		r->fns[i].drop_lost = r->fns[i].offcpu_ns = r->fns[i].offcpu_cum_ns = 0;
+		r->fns[i].drop_lost = r->fns[i].offcpu_ns = r->fns[i].offcpu_cum_ns =
+			r->fns[i].errors = r->fns[i].started = 0;
 	for (uint32_t i = 0; i < r->n_nodes; i++)
 		r->nodes[i].offcpu_ns = 0;
 	for (uint32_t i = 0; i < r->n_sources; i++)

@@ -401,8 +401,10 @@ static inline __attribute__((always_inline)) void span_end(struct rp_engine *e,
 		e->tracks.end_self = ev->arg;
 		e->tracks.end_self_set = true;
 	}
+	e->tracks.end_error = ev->flags & RP_SPAN_ERROR;
 	rp_track_end(&e->tracks, tr, ev->name, ev->ts, ev->arg, &s->counts);
 	e->tracks.end_self_set = false;
+	e->tracks.end_error = false; /* rp_track_end() may return before it reads it */
 	if (kind == RP_TRACK_THREAD) /* links of frames closed abnormally are stale */
 		rp_device_track_end(e->dev, tr, e->tracks.t[tr].depth);
 }
@@ -429,7 +431,9 @@ __attribute__((noinline)) static void child_end(struct rp_engine *e, struct rp_s
 		return;
 	}
 	async_touch(e, &e->tracks.t[tr], ev->ts);
+	e->tracks.end_error = ev->flags & RP_SPAN_ERROR;
 	rp_track_child_end(&e->tracks, tr, ev->ts, ev->arg, &s->counts);
+	e->tracks.end_error = false;
 }
 
 __attribute__((noinline)) static void counter_event(struct rp_engine *e, struct rp_source *s,
@@ -719,6 +723,7 @@ static int copy_fns(const struct rp_engine *e, const uint32_t *map, struct rp_re
 			.cum_ns = f->cum_ns, .total_ns = f->total_ns, .min_ns = f->min_ns,
 			.max_ns = f->max_ns, .drop_lost = f->drop_lost,
 			.offcpu_ns = f->offcpu_ns, .offcpu_cum_ns = f->offcpu_cum_ns,
+			.errors = f->errors, .started = f->started,
 		};
 		if (!o->name || !o->category || !o->file)
 			return -ENOMEM;

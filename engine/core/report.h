@@ -144,6 +144,9 @@ struct rp_report_fn {
 	 * was the innermost open span (a part of self_ns), and inside its primitive
 	 * calls (a part of cum_ns). 0 when not measured. 1.3 */
 	uint64_t offcpu_ns, offcpu_cum_ns;
+	uint64_t errors;	/* its calls that ended in error (RP_SPAN_ERROR; in calls) 1.4 */
+	uint64_t started;	/* its spans begun (arrivals): calls + open now + lost by
+				   drops; 0 before 1.4 1.4 */
 };
 
 /* caller -> callee, indices into fns; the same figures, for calls made from caller. */

@@ -169,6 +169,7 @@ void rp_track_begin(struct rp_tracks *ts, uint32_t tr, uint32_t name, uint64_t t
 					      .node = rp_stats_child(ts->stats, parent, name,
 								     &folded),
 					      .up = RP_NONE };
+	ts->stats->fn[name].started++;
 	if (folded)
 		c->anomalies[RP_ANOM_CCT_CAP]++;
 	if (ts->sinks)
@@ -180,7 +181,7 @@ void rp_track_begin(struct rp_tracks *ts, uint32_t tr, uint32_t name, uint64_t t
 static inline __attribute__((always_inline)) void pop_inline(struct rp_tracks *ts,
 							     struct rp_track *k, uint64_t t,
 							     struct rp_counts *c, bool normal,
-							     const uint64_t *self)
+							     const uint64_t *self, bool error)
 {
 	struct rp_frame *f = &k->f[--k->depth];
 	uint64_t dur = t > f->start ? t - f->start : 0;
@@ -191,6 +192,7 @@ static inline __attribute__((always_inline)) void pop_inline(struct rp_tracks *t
 		.dur_ns = dur,
 		.self_ns = dur - (f->child_ns < dur ? f->child_ns : dur),
 		.primitive = true,
+		.error = error,
 	};
 
 	if (self != NULL) { /* measured by the producer: summarized children too */
@@ -216,7 +218,7 @@ static inline __attribute__((always_inline)) void pop_inline(struct rp_tracks *t
 			.start = f->start, .end = f->start + dur, .self_ns = call.self_ns,
 			.subtree_ns = call.self_ns + f->child_ns, .track = k->id,
 			.span = f->span, .name = f->name, .depth = k->depth, .src = k->src,
-			.primitive = call.primitive,
+			.primitive = call.primitive, .error = error,
 		};
 		rp_spans_close(ts->sinks, k, &sp, normal);
 	}
@@ -229,7 +231,7 @@ static void pop(struct rp_tracks *ts, struct rp_track *k, uint64_t t, struct rp_
 		k->depth--;
 		return;
 	}
-	pop_inline(ts, k, t, c, normal, NULL);
+	pop_inline(ts, k, t, c, normal, NULL, false);
 }
 
 /* Frame i becomes lost (counted once); it and its CCT node are "[lost]" now. */
@@ -363,9 +365,11 @@ void rp_track_end(struct rp_tracks *ts, uint32_t tr, uint32_t name, uint64_t t, 
 			c->truncated += !k->f[k->depth - 1].lost;
 			pop(ts, k, t, c, false);
 		}
-		pop_inline(ts, k, t, c, normal, ts->end_self_set ? &ts->end_self : NULL);
+		pop_inline(ts, k, t, c, normal, ts->end_self_set ? &ts->end_self : NULL,
+			   ts->end_error);
 	}
 	ts->end_self_set = false;
+	ts->end_error = false;
 	if (k->kind == RP_TRACK_ASYNC && k->depth == 0 && k->skipped == 0)
 		release(ts, tr);
 }
@@ -527,6 +531,7 @@ void rp_track_child_begin(struct rp_tracks *ts, uint32_t tr, uint32_t name, uint
 					      .node = rp_stats_child(ts->stats, node_up, name,
 								     &folded),
 					      .up = up };
+	ts->stats->fn[name].started++;
 	if (folded)
 		c->anomalies[RP_ANOM_CCT_CAP]++;
 	if (ts->sinks)
@@ -535,7 +540,7 @@ void rp_track_child_begin(struct rp_tracks *ts, uint32_t tr, uint32_t name, uint
 
 /* Closes frame @i (no open descendants) at time t and takes it out of the array. */
 static void tree_pop(struct rp_tracks *ts, struct rp_track *k, uint32_t i, uint64_t t,
-		     struct rp_counts *c, bool normal)
+		     struct rp_counts *c, bool normal, bool error)
 {
 	struct rp_frame f = k->f[i];
 	uint64_t dur = t > f.start ? t - f.start : 0;
@@ -547,6 +552,7 @@ static void tree_pop(struct rp_tracks *ts, struct rp_track *k, uint32_t i, uint6
 		.dur_ns = dur,
 		.self_ns = dur - (f.child_ns < dur ? f.child_ns : dur),
 		.primitive = true,
+		.error = error,
 	};
 
 	for (j = f.up; j != RP_NONE; j = k->f[j].up, level++)
@@ -565,7 +571,7 @@ static void tree_pop(struct rp_tracks *ts, struct rp_track *k, uint32_t i, uint6
 			.start = f.start, .end = f.start + dur, .self_ns = call.self_ns,
 			.subtree_ns = call.self_ns + f.child_ns, .track = k->id,
 			.span = f.span, .name = f.name, .depth = level, .src = k->src,
-			.primitive = call.primitive,
+			.primitive = call.primitive, .error = error,
 		};
 		ts->chain[level] = f;
 		for (j = f.up, level = sp.depth; j != RP_NONE; j = k->f[j].up)
@@ -606,14 +612,15 @@ void rp_track_child_end(struct rp_tracks *ts, uint32_t tr, uint64_t t, uint64_t 
 		for (uint32_t j = k->depth - 1; j > (uint32_t)at; j--) {
 			if (!tree_below(k, j, (uint32_t)at))
 				continue;
-			tree_pop(ts, k, j, t, c, false);
+			tree_pop(ts, k, j, t, c, false, false);
 			c->truncated++;
 			mismatch = true;
 		}
 		if (mismatch)
 			c->anomalies[RP_ANOM_END_MISMATCH]++;
-		tree_pop(ts, k, (uint32_t)at, t, c, !mismatch);
+		tree_pop(ts, k, (uint32_t)at, t, c, !mismatch, ts->end_error);
 	}
+	ts->end_error = false;
 	if (k->depth == 0 && k->skipped == 0)
 		release(ts, tr);
 }
@@ -631,7 +638,7 @@ void rp_track_close(struct rp_tracks *ts, uint32_t tr, uint64_t t, int why,
 
 		/* The last frame of a tree has no open descendants: they come after it. */
 		if (k->tree && !lost)
-			tree_pop(ts, k, k->depth - 1, t, c, false);
+			tree_pop(ts, k, k->depth - 1, t, c, false, false);
 		else if (k->tree) /* counted when it was lost */
 			k->depth--;
 		else

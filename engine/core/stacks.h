@@ -89,6 +89,7 @@ struct rp_span_info {
 	uint32_t depth;		/* 0: a root */
 	uint32_t src;		/* the source index */
 	bool primitive;		/* the name was not open below it on its track */
+	bool error;		/* closed by its own END with RP_SPAN_ERROR */
 };
 
 /* A thread track's summaries being read (stacks.c, rp_track_summary): the record
@@ -139,6 +140,9 @@ struct rp_tracks {
 	 * with RP_SPAN_SELF: the producer measured it, summarized children and all). */
 	uint64_t end_self;
 	bool end_self_set;
+	/* The span the next rp_track_end() or rp_track_child_end() closes by its own
+	 * END ended in error (RP_SPAN_ERROR); spans it truncates did not. */
+	bool end_error;
 };
 
 int rp_tracks_init(struct rp_tracks *ts, uint32_t max_tracks, uint32_t max_depth,

@@ -24,6 +24,9 @@ struct rp_fn_stats {
 	uint64_t offcpu_ns, offcpu_cum_ns;
 	uint64_t summarized;	/* its calls that came in producers' summaries (in the
 				   figures, not in its latency sketch) */
+	uint64_t errors;	/* its calls whose END said RP_SPAN_ERROR (in calls) */
+	uint64_t started;	/* its BEGINs the stacks took, and summarized calls: every
+				   call counted in calls started here first */
 };
 
 struct rp_edge_stats {
@@ -58,6 +61,7 @@ struct rp_call {
 	uint64_t offcpu_ns;	/* off-CPU time inside it, children's included */
 	uint64_t offcpu_self_ns; /* ... while it was the innermost span */
 	bool primitive;		/* the name was not open below it on the track */
+	bool error;		/* its END carried RP_SPAN_ERROR */
 };
 
 /* @return 0 or -ENOMEM. */
@@ -123,6 +127,7 @@ static inline bool rp_stats_add(struct rp_stats *s, const struct rp_call *c)
 	if (c->dur_ns > f->max_ns)
 		f->max_ns = c->dur_ns;
 	f->calls++;
+	f->errors += c->error;
 	f->self_ns += c->self_ns;
 	f->total_ns += c->dur_ns;
 	n->calls++;
@@ -171,6 +176,7 @@ static inline bool rp_stats_add_sum(struct rp_stats *s, const struct rp_sum_call
 	if (c->max_ns > f->max_ns)
 		f->max_ns = c->max_ns;
 	f->calls += c->calls;
+	f->started += c->calls;
 	f->summarized += c->calls;
 	f->self_ns += c->self_ns;
 	f->total_ns += c->total_ns;

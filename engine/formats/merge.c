@@ -402,6 +402,8 @@ static int fn_add(struct ctx *c, struct rp_report_fn *o, const struct rp_report_
 	o->drop_lost = sat(o->drop_lost, f->drop_lost);
 	o->offcpu_ns = sat(o->offcpu_ns, f->offcpu_ns);
 	o->offcpu_cum_ns = sat(o->offcpu_cum_ns, f->offcpu_cum_ns);
+	o->errors = sat(o->errors, f->errors);
+	o->started = sat(o->started, f->started);
 	return 0;
 }
 

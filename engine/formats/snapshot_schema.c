@@ -99,6 +99,8 @@ static const struct field fn_fields[] = {
 	FN(drop_lost, F_U64, false), /* 1.3 */
 	FN(offcpu_ns, F_U64, false), /* 1.3 */
 	FN(offcpu_cum_ns, F_U64, false),
+	FN(errors, F_U64, false), /* 1.4 */
+	FN(started, F_U64, false),
 };
 
 static const struct field edge_fields[] = {

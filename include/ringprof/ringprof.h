@@ -651,6 +651,15 @@ RP_INLINE void rp_end(uint32_t name)
 	rp_emit(RP_EV_END, 0, name, 0, 0);
 }
 
+/**
+ * rp_end_error() - rp_end() of a span that failed: counted in its name's calls and
+ * errors (the error rate is errors / calls). Spans it truncates are not errors.
+ */
+RP_INLINE void rp_end_error(uint32_t name)
+{
+	rp_emit(RP_EV_END, RP_SPAN_ERROR, name, 0, 0);
+}
+
 /** rp_instant() - a point event. */
 RP_INLINE void rp_instant(uint32_t name)
 {
@@ -678,6 +687,12 @@ RP_INLINE void rp_async_end(uint32_t name, uint64_t track, uint64_t span)
 	rp_emit(RP_EV_ASYNC_END, 0, name, track, span);
 }
 
+/** rp_async_end_error() - rp_async_end() of a span that failed (rp_end_error()). */
+RP_INLINE void rp_async_end_error(uint32_t name, uint64_t track, uint64_t span)
+{
+	rp_emit(RP_EV_ASYNC_END, RP_SPAN_ERROR, name, track, span);
+}
+
 /**
  * rp_child_begin() - open span @span (unique in @track, > 0) on track @track as a
  * child of its open span @parent (0: at the track's top level). Children open at
@@ -692,6 +707,12 @@ RP_INLINE void rp_child_begin(uint32_t name, uint64_t track, uint32_t parent, ui
 RP_INLINE void rp_child_end(uint32_t name, uint64_t track, uint32_t span)
 {
 	rp_emit(RP_EV_CHILD_END, 0, name, track, span);
+}
+
+/** rp_child_end_error() - rp_child_end() of a span that failed (rp_end_error()). */
+RP_INLINE void rp_child_end_error(uint32_t name, uint64_t track, uint32_t span)
+{
+	rp_emit(RP_EV_CHILD_END, RP_SPAN_ERROR, name, track, span);
 }
 
 /**

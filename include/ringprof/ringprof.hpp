@@ -43,19 +43,27 @@ public:
 	 * A Scope must end in the function that made it (on its stack, as RAII does). */
 	explicit Scope(uint32_t name,
 		       uintptr_t frame = (uintptr_t)__builtin_dwarf_cfa()) noexcept
-		: name_(name)
+		: name_(name), error_(false)
 	{
 		rp_begin_frame(name_, frame, (uintptr_t)this);
 	}
 	~Scope()
 	{
-		rp_end_frame(name_, (uintptr_t)this);
+		/* rp_end_frame(), with the error flag when error() was called. */
+		rp_emit_full(true, 0, RP_EV_END, error_ ? RP_SPAN_ERROR : 0, name_, 0, 0,
+			     RP_HEAL_FRAME, 0, (uintptr_t)this + 1, 0);
 	}
 	Scope(const Scope &) = delete;
 	Scope &operator=(const Scope &) = delete;
+	/* error() - the span ends in error (rp_end_error()) when the scope is left. */
+	void error() noexcept
+	{
+		error_ = true;
+	}
 
 private:
 	uint32_t name_;
+	bool error_;
 };
 
 /*
@@ -74,7 +82,7 @@ public:
 		rp_async_begin(name_, track_, span_);
 	}
 	AsyncScope(AsyncScope &&o) noexcept
-		: name_(o.name_), track_(o.track_), span_(o.span_), open_(o.open_)
+		: name_(o.name_), track_(o.track_), span_(o.span_), open_(o.open_), error_(o.error_)
 	{
 		o.open_ = false;
 	}
@@ -86,6 +94,7 @@ public:
 			track_ = o.track_;
 			span_ = o.span_;
 			open_ = o.open_;
+			error_ = o.error_;
 			o.open_ = false;
 		}
 		return *this;
@@ -98,15 +107,23 @@ public:
 	}
 	void end() noexcept
 	{
-		if (open_)
+		if (open_ && error_)
+			rp_async_end_error(name_, track_, span_);
+		else if (open_)
 			rp_async_end(name_, track_, span_);
 		open_ = false;
+	}
+	/* error() - the span ends in error (rp_async_end_error()) at end(). */
+	void error() noexcept
+	{
+		error_ = true;
 	}
 
 private:
 	uint32_t name_;
 	uint64_t track_, span_;
 	bool open_;
+	bool error_ = false;
 };
 
 /** Counter - a named counter; set() records one sample. */

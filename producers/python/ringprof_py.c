@@ -65,6 +65,7 @@ typedef struct node {
 	uint32_t span;
 	uint32_t name;
 	uint32_t next; /* root only: the last span id handed out */
+	uint8_t error; /* span.error() was called while it was open: it ends in error */
 } Node;
 
 static void node_dealloc(Node *n)
@@ -90,6 +91,7 @@ static Node *node_new(Node *parent, uint32_t name)
 		return NULL;
 	n->name = name;
 	n->next = 0;
+	n->error = 0;
 	if (parent == NULL) { /* a request */
 		n->parent = n->root = NULL;
 		n->track = ++g_next_track; /* under the GIL */
@@ -163,21 +165,31 @@ static int span_enter(uint32_t id)
 	return rc;
 }
 
-static int span_exit(uint32_t id)
+/* span.error() outside requests: the name whose next exit on this thread is an error
+ * (a thread's spans nest, so it is the innermost open one of that name). */
+static __thread uint32_t t_error_id = UINT32_MAX;
+
+/* Closes the innermost open span @id; @error: it ends in error (an exception left it,
+ * or span.error() was called), RP_SPAN_ERROR on its END. */
+static int span_exit(uint32_t id, bool error)
 {
 	Node *cur, *n;
 	int rc = 0;
 
 	if (g_off)
 		return 0;
+	if (t_error_id == id) {
+		error = true;
+		t_error_id = UINT32_MAX;
+	}
 	if (!g_requests) {
-		rp_end(id);
+		rp_emit(RP_EV_END, error ? RP_SPAN_ERROR : 0, id, 0, 0);
 		return 0;
 	}
 	if (current(&cur) < 0)
 		return -1;
 	if (cur == NULL) {
-		rp_end(id);
+		rp_emit(RP_EV_END, error ? RP_SPAN_ERROR : 0, id, 0, 0);
 		return 0;
 	}
 	for (n = cur; n->root != NULL && n->name != id; n = n->parent)
@@ -185,7 +197,8 @@ static int span_exit(uint32_t id)
 	if (n->root == NULL) { /* none open: the engine counts it end_unmatched */
 		rp_child_end(id, cur->track, 0);
 	} else {
-		rp_child_end(id, n->track, n->span);
+		rp_emit(RP_EV_CHILD_END, error || n->error ? RP_SPAN_ERROR : 0, id, n->track,
+			n->span);
 		rc = set_current((PyObject *)n->parent);
 	}
 	Py_DECREF(cur);
@@ -291,11 +304,15 @@ static PyObject *span_enter_m(Span *s, PyObject *unused)
 	return Py_NewRef(s);
 }
 
+/* __exit__(type, value, tb): an exception (type not None) ends the span in error. */
+static bool exc_given(PyObject *const *args, Py_ssize_t n)
+{
+	return n >= 1 && args[0] != Py_None;
+}
+
 static PyObject *span_exit_m(Span *s, PyObject *const *args, Py_ssize_t n)
 {
-	(void)args;
-	(void)n;
-	if (span_exit(s->id) < 0)
+	if (span_exit(s->id, exc_given(args, n)) < 0)
 		return NULL;
 	Py_RETURN_FALSE; /* exceptions propagate */
 }
@@ -310,9 +327,7 @@ static PyObject *span_aenter_m(Span *s, PyObject *unused)
 
 static PyObject *span_aexit_m(Span *s, PyObject *const *args, Py_ssize_t n)
 {
-	(void)args;
-	(void)n;
-	if (span_exit(s->id) < 0)
+	if (span_exit(s->id, exc_given(args, n)) < 0)
 		return NULL;
 	return done_new(Py_False);
 }
@@ -352,7 +367,30 @@ static PyObject *span_get_name(Span *s, void *unused)
 	return Py_NewRef(s->name);
 }
 
+/* span.error(): the innermost open span of this name (in this request, when in one) ends
+ * in error when it closes. */
+static PyObject *span_error_m(Span *s, PyObject *unused)
+{
+	Node *cur = NULL, *n;
+
+	(void)unused;
+	if (g_off)
+		Py_RETURN_NONE;
+	if (g_requests && current(&cur) < 0)
+		return NULL;
+	for (n = cur; n != NULL && n->root != NULL && n->name != s->id; n = n->parent)
+		;
+	if (n != NULL && n->root != NULL)
+		n->error = 1;
+	else
+		t_error_id = s->id;
+	Py_XDECREF(cur);
+	Py_RETURN_NONE;
+}
+
 static PyMethodDef span_methods[] = {
+	{ "error", (PyCFunction)span_error_m, METH_NOARGS,
+	  "error(): the innermost open span of this name ends in error" },
 	{ "__enter__", (PyCFunction)span_enter_m, METH_NOARGS, NULL },
 	{ "__exit__", (PyCFunction)(void (*)(void))span_exit_m, METH_FASTCALL, NULL },
 	{ "__aenter__", (PyCFunction)span_aenter_m, METH_NOARGS, NULL },
@@ -399,12 +437,12 @@ static PyObject *wrapped_vcall(PyObject *self, PyObject *const *args, size_t nar
 	r = PyObject_Vectorcall(w->fn, args, nargsf, kwnames);
 	if (r == NULL) { /* the span closes; the exception goes on */
 		PyErr_Fetch(&et, &ev, &tb);
-		if (span_exit(w->id) < 0)
+		if (span_exit(w->id, true) < 0)
 			PyErr_Clear();
 		PyErr_Restore(et, ev, tb);
 		return NULL;
 	}
-	if (span_exit(w->id) < 0)
+	if (span_exit(w->id, false) < 0)
 		Py_CLEAR(r);
 	return r;
 }
@@ -576,13 +614,14 @@ static int request_open(Request *r)
 	return r->token ? 0 : -1;
 }
 
-static int request_close(Request *r)
+static int request_close(Request *r, bool error)
 {
 	int rc = 0;
 
 	if (g_off || r->node == NULL)
 		return 0;
-	rp_child_end(r->id, r->node->track, 1);
+	rp_emit(RP_EV_CHILD_END, error || r->node->error ? RP_SPAN_ERROR : 0, r->id,
+		r->node->track, 1);
 	if (PyContextVar_Reset(g_current, r->token) < 0) {
 		/* Left in another context (an async generator): put back what was. */
 		PyErr_Clear();
@@ -602,9 +641,7 @@ static PyObject *request_enter_m(Request *r, PyObject *unused)
 
 static PyObject *request_exit_m(Request *r, PyObject *const *args, Py_ssize_t n)
 {
-	(void)args;
-	(void)n;
-	if (request_close(r) < 0)
+	if (request_close(r, exc_given(args, n)) < 0)
 		return NULL;
 	Py_RETURN_FALSE;
 }
@@ -617,9 +654,7 @@ static PyObject *request_aenter_m(Request *r, PyObject *unused)
 
 static PyObject *request_aexit_m(Request *r, PyObject *const *args, Py_ssize_t n)
 {
-	(void)args;
-	(void)n;
-	return request_close(r) < 0 ? NULL : done_new(Py_False);
+	return request_close(r, exc_given(args, n)) < 0 ? NULL : done_new(Py_False);
 }
 
 static PyObject *request_get_track(Request *r, void *unused)
@@ -630,7 +665,18 @@ static PyObject *request_get_track(Request *r, void *unused)
 	return PyLong_FromUnsignedLongLong(r->node->track);
 }
 
+/* request.error(): the request ends in error when it closes. */
+static PyObject *request_error_m(Request *r, PyObject *unused)
+{
+	(void)unused;
+	if (r->node != NULL)
+		r->node->error = 1;
+	Py_RETURN_NONE;
+}
+
 static PyMethodDef request_methods[] = {
+	{ "error", (PyCFunction)request_error_m, METH_NOARGS,
+	  "error(): the request ends in error" },
 	{ "__enter__", (PyCFunction)request_enter_m, METH_NOARGS, NULL },
 	{ "__exit__", (PyCFunction)(void (*)(void))request_exit_m, METH_FASTCALL, NULL },
 	{ "__aenter__", (PyCFunction)request_aenter_m, METH_NOARGS, NULL },

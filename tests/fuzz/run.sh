@@ -11,6 +11,7 @@
 #   fuzz_otlp      seeds: tests/fuzz/seeds/otlp/* (OTLP requests, 'p' protobuf or 'j'
 #                  JSON then the body: decoders, reorder buffer, engine)
 #   fuzz_http      seeds: tests/fuzz/seeds/http/* (the CLI's HTTP response parser)
+#   fuzz_accept    seeds: tests/fuzz/seeds/accept/* (/metrics content negotiation)
 #
 # usage: tests/fuzz/run.sh BUILD_DIR SECONDS
 set -euo pipefail
@@ -42,7 +43,7 @@ run_target() { # target max_len
 	fi
 }
 
-for t in segment chrome snapshot import nat nat_split otlp http; do
+for t in segment chrome snapshot import nat nat_split otlp http accept; do
 	mkdir -p "$dir/corpus-$t" "$dir/artifacts-$t"
 	seeds=$t
 	[ "$t" = import ] && seeds=chrome
@@ -63,4 +64,5 @@ run_target nat 65536
 run_target nat_split 65536
 run_target otlp 65536
 run_target http 65536
+run_target accept 8192
 exit "$failed"

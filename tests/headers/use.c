@@ -18,6 +18,12 @@ int rp_header_use(void)
 	rp_counter(id, -1);
 	rp_async_begin(id, 1, 2);
 	rp_async_end(id, 1, 2);
+	rp_async_begin(id, 1, 3);
+	rp_async_end_error(id, 1, 3);
+	rp_child_begin(id, 5, 0, 1);
+	rp_child_end_error(id, 5, 1);
+	rp_begin(id);
+	rp_end_error(id);
 	rp_link(id, RP_LINK_LAUNCH, 0, 7);
 	rp_emit_at(rp_now(), RP_EV_INSTANT, 0, id, 0, 0);
 	{

@@ -12,10 +12,12 @@ int rp_header_use_cxx()
 	RINGPROF_SCOPE("outer", "CXX");
 	{
 		ringprof::Scope s(ringprof::intern("inner", "CXX", __FILE__, __LINE__));
+		s.error();
 		RINGPROF_COUNTER("queue", "CXX", 3);
 	}
 	ringprof::AsyncScope a(RINGPROF_ID("request", "CXX"), 1, 2);
 	ringprof::AsyncScope b(static_cast<ringprof::AsyncScope &&>(a));
+	b.error();
 	b.end();
 	RINGPROF_ASYNC_SCOPE("req2", "CXX", 3, 4);
 	ringprof::Counter c("tokens", "CXX");

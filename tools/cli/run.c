@@ -549,23 +549,6 @@ static const char usage[] =
 	"                    default 20)\n"
 	"  --poll            use poll(2) even where io_uring works\n"
 	"  --quiet           no progress lines on stderr\n"
-	"  --no-socket       no live socket (D/ringprof-<session>.sock, for ringprof top)\n"
-	"  --prometheus H:P  serve Prometheus /metrics on H:P (loopback only, e.g.\n"
-	"                    127.0.0.1:9464, unless --prometheus-any)\n"
-	"  --http-token-file F  GET /snapshot on the --prometheus listener needs\n"
-	"                    \"Authorization: Bearer <F's first line>\" (and the listener may\n"
-	"                    then take a non-loopback address); without it, /snapshot\n"
-	"                    answers loopback peers only\n"
-	"  --prometheus-window W  the rolling window (10s, 1m, 5m) of the duration\n"
-	"                    summaries in /metrics (default: all time)\n"
-	"  --max-clients N   live socket connections at once (1 to 4096, default 16)\n"
-	"  --max-http-clients N  /metrics connections at once, a pool of their own\n"
-	"                    (1 to 4096, default: --max-clients)\n"
-	"  --client-idle-ms N  close a connection that makes no progress for N ms\n"
-	"                    (1 to 86400000, default 10000)\n"
-	"  --client-request-ms N  close a connection whose request is not whole N ms\n"
-	"                    after it began (HTTP: after the connect; 1 to 86400000,\n"
-	"                    default 3000)\n"
 	"  --step-category C spans of category C are steps (default \"step\"; \"\": none)\n"
 	"  --step-name P     spans whose name starts with P are steps too\n"
 	"  --async-expire-ms N|auto|off  an async request open across a producer's drop\n"
@@ -575,7 +558,33 @@ static const char usage[] =
 	"  --offcpu auto|on|off  off-CPU time per function from the producers' context\n"
 	"                    switches (perf_event_open; default auto: where the kernel\n"
 	"                    allows it; on: fail where it does not)\n"
-	"  --offcpu-threads N  producer threads watched at once (1 to 65536, default 256)\n"
+	"  --offcpu-threads N  producer threads watched at once (1 to 65536, default 256)\n";
+
+/* The listeners: the live socket, /metrics and /snapshot, OTLP (a string of its own:
+ * C99 promises string literals of 4095 bytes only). */
+static const char usage_serve[] =
+	"  --no-socket       no live socket (D/ringprof-<session>.sock, for ringprof top)\n"
+	"  --prometheus H:P  serve Prometheus /metrics on H:P (loopback only, e.g.\n"
+	"                    127.0.0.1:9464, unless --prometheus-any)\n"
+	"  --http-token-file F  GET /snapshot on the --prometheus listener needs\n"
+	"                    \"Authorization: Bearer <F's first line>\" (and the listener may\n"
+	"                    then take a non-loopback address); without it, /snapshot\n"
+	"                    answers loopback peers only\n"
+	"  --prometheus-window W  the rolling window (10s, 1m, 5m) of the duration\n"
+	"                    summaries in /metrics (default: all time)\n"
+	"  --metrics-names RE  only span names matching RE (POSIX extended regex) get\n"
+	"                    per-name series in /metrics (ringprof_series_omitted counts\n"
+	"                    the rest)\n"
+	"  --metrics-top N   then only the N names with the most cumulative time (1 to\n"
+	"                    4294967295)\n"
+	"  --max-clients N   live socket connections at once (1 to 4096, default 16)\n"
+	"  --max-http-clients N  /metrics connections at once, a pool of their own\n"
+	"                    (1 to 4096, default: --max-clients)\n"
+	"  --client-idle-ms N  close a connection that makes no progress for N ms\n"
+	"                    (1 to 86400000, default 10000)\n"
+	"  --client-request-ms N  close a connection whose request is not whole N ms\n"
+	"                    after it began (HTTP: after the connect; 1 to 86400000,\n"
+	"                    default 3000)\n"
 	"  --otlp H[:P]      take OpenTelemetry spans over OTLP/HTTP on H:P (port 4318 by\n"
 	"                    default; loopback only unless --otlp-any; docs/otlp.md)\n"
 	"  --otlp-horizon-ms N  hold spans N ms for those that come late (1 to 86400000, default\n"
@@ -583,7 +592,9 @@ static const char usage[] =
 	"  --otlp-category-attr K  the span attribute K names the category\n"
 	"  --otlp-max-body N  bytes of a request body, before and after gunzip (1024 to\n"
 	"                    1073741824, default 16 MiB)\n"
-	"  --otlp-max-clients N  OTLP connections at once (1 to 4096, default 16)\n"
+	"  --otlp-max-clients N  OTLP connections at once (1 to 4096, default 16)\n";
+
+static const char usage_caps[] =
 	RP_CLI_CAP_USAGE
 	"SIGUSR1 writes a snapshot (or: ringprof snapshot); SIGINT/SIGTERM a final one.\n";
 
@@ -624,6 +635,7 @@ static int parse(int argc, char **argv, struct daemon *d, struct rp_engine_cfg *
 		{ "otlp-horizon-ms", 1, NULL, 'Y' }, { "otlp-category-attr", 1, NULL, 'K' },
 		{ "otlp-max-body", 1, NULL, 'B' }, { "otlp-max-clients", 1, NULL, 'L' },
 		{ "http-token-file", 1, NULL, 1000 },
+		{ "metrics-names", 1, NULL, 'n' }, { "metrics-top", 1, NULL, 1001 },
 		{ NULL, 0, NULL, 0 }
 	};
 	const char *session = NULL;
@@ -652,6 +664,12 @@ static int parse(int argc, char **argv, struct daemon *d, struct rp_engine_cfg *
 		case 'P': d->srv_opts.http_addr = optarg; break;
 		case 'A': d->srv_opts.http_any = true; break;
 		case 1000: d->srv_opts.http_token_file = optarg; break;
+		case 'n': d->srv_opts.metrics_names = optarg; break;
+		case 1001:
+			if (rp_cli_number("--metrics-top", optarg, 1, UINT32_MAX, &v))
+				return 2;
+			d->srv_opts.metrics_top = (uint32_t)v;
+			break;
 		case 'W':
 			d->srv_opts.prom_window = optarg;
 			if (strlen(optarg) == 0 || strlen(optarg) > 15 ||
@@ -717,7 +735,11 @@ static int parse(int argc, char **argv, struct daemon *d, struct rp_engine_cfg *
 				return 2;
 			d->otlp_opts.max_clients = (unsigned)v;
 			break;
-		case 'h': fputs(usage, stdout); exit(0);
+		case 'h':
+			fputs(usage, stdout);
+			fputs(usage_serve, stdout);
+			fputs(usage_caps, stdout);
+			exit(0);
 		case 'c':
 			if (!rp_cli_cap_option(cfg, opts[idx].name, optarg, &err) || err)
 				return 2; /* said */

@@ -3,7 +3,8 @@
  * The protobuf writer (protobuf.h). Encoding rules, from the protobuf encoding
  * documentation: a field is a key varint (field number << 3 | wire type) and a payload;
  * varints are little-endian groups of 7 bits, the high bit set on every byte but the
- * last; length-delimited payloads are a varint length and the bytes; a packed repeated
+ * last; sint fields zigzag first; a double is fixed64, its 8 bytes little-endian;
+ * length-delimited payloads are a varint length and the bytes; a packed repeated
  * field is one length-delimited field whose payload is the varints one after another.
  */
 #include <errno.h>
@@ -66,6 +67,23 @@ void rp_pb_uint(struct rp_pb *b, uint32_t field, uint64_t v)
 {
 	key(b, field, RP_PB_VARINT);
 	rp_pb_varint(b, v);
+}
+
+void rp_pb_sint(struct rp_pb *b, uint32_t field, int64_t v)
+{
+	rp_pb_uint(b, field, rp_pb_zigzag(v));
+}
+
+void rp_pb_double(struct rp_pb *b, uint32_t field, double v)
+{
+	uint64_t u;
+
+	memcpy(&u, &v, sizeof(u)); /* the bits; C11 doubles are IEEE 754 on every target */
+	key(b, field, RP_PB_FIXED64);
+	if (!reserve(b, 8))
+		return;
+	for (int i = 0; i < 8; i++)
+		b->buf[b->len++] = (uint8_t)(u >> (8 * i));
 }
 
 void rp_pb_bytes(struct rp_pb *b, uint32_t field, const void *data, size_t n)

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * A protobuf *writer*, just what a write-only message needs (tools/render/render_pprof.c
- * writes pprof's profile.proto with it): varints, zigzag-free int64 (proto's int64 is
- * the two's complement as a 10-byte varint), length-delimited fields (strings, bytes,
- * nested messages) and packed repeated varints. No reader, no schema, no reflection:
+ * writes pprof's profile.proto with it, render_prom_pb.c Prometheus's metrics.proto):
+ * varints, int64 (proto's int64 is the two's complement as a 10-byte varint), zigzag
+ * sint32/sint64, doubles (fixed64), length-delimited fields (strings, bytes, nested
+ * messages) and packed repeated varints. No reader, no schema, no reflection:
  * the caller writes fields in the order it likes with their numbers from the .proto.
  *
  * A nested message is written into a buffer of its own first, then copied in as a
@@ -24,7 +25,7 @@ struct rp_pb {
 };
 
 /* Wire types (the low 3 bits of a field's key). */
-enum { RP_PB_VARINT = 0, RP_PB_LEN = 2 };
+enum { RP_PB_VARINT = 0, RP_PB_FIXED64 = 1, RP_PB_LEN = 2 };
 
 /* An empty buffer (no allocation yet); rp_pb_free() releases it. */
 static inline void rp_pb_init(struct rp_pb *b)
@@ -52,6 +53,19 @@ void rp_pb_varint(struct rp_pb *b, uint64_t v);
  * one takes 10 bytes, as protobuf writes it). Zero is written too: callers that want
  * proto3's "absent means 0" leave the call out. */
 void rp_pb_uint(struct rp_pb *b, uint32_t field, uint64_t v);
+
+/* sint32/sint64's zigzag mapping: 0, -1, 1, -2 .. -> 0, 1, 2, 3 .. (small magnitudes,
+ * small varints). */
+static inline uint64_t rp_pb_zigzag(int64_t v)
+{
+	return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+}
+
+/* Field @field as a zigzag varint (sint32, sint64). */
+void rp_pb_sint(struct rp_pb *b, uint32_t field, int64_t v);
+
+/* Field @field as a double: 8 bytes, little-endian IEEE 754 (wire type fixed64). */
+void rp_pb_double(struct rp_pb *b, uint32_t field, double v);
 
 /* Field @field, length-delimited: @n bytes at @data (a string, bytes, or an encoded
  * message). */

@@ -99,6 +99,29 @@ int rp_render_pprof(const struct rp_report *r, FILE *out);
  */
 int rp_render_prom(const struct rp_report *r, FILE *out, const char *window);
 
+/* Which names get per-name series (ringprof run --metrics-names / --metrics-top). */
+struct rp_prom_select {
+	const void *names; /* a compiled regex_t (POSIX ERE) a name must match; NULL: all */
+	uint32_t top;	   /* then only the top N by cumulative time; 0: all */
+};
+
+/* rp_render_prom() with only @sel's names in the per-name families (histogram, summary,
+ * span counters); ringprof_series_omitted counts the series the others would add. */
+int rp_render_prom_select(const struct rp_report *r, FILE *out, const char *window,
+			  const struct rp_prom_select *sel);
+
+/*
+ * rp_render_prom_openmetrics() - the OpenMetrics 1.0 text of @text, a Prometheus text
+ * exposition rp_render_prom() wrote (more lines may follow it): counter families named
+ * without _total in HELP and TYPE, other comments dropped, "# EOF" last.
+ * rp_render_prom_protobuf() - the same families as delimited io.prometheus.client.
+ * MetricFamily messages, the duration histogram with native histogram fields from
+ * @r's sketches (@r: the report @text was made from). See render_prom_pb.c.
+ * Return: 0; -EINVAL (@text is not such an exposition); -ENOMEM; -EIO.
+ */
+int rp_render_prom_openmetrics(const char *text, size_t len, FILE *out);
+int rp_render_prom_protobuf(const struct rp_report *r, const char *text, size_t len, FILE *out);
+
 /* ---- the agent toolkit's nested-call analysis (engine/formats/aiq.h), tools/render/render_aiq.c ---- */
 struct rp_aiq;
 

@@ -25,13 +25,13 @@
  *                "truncated", "names_dropped", "nospace_dropped", "rings_nospace", "reentrant",
  *                "resyncs", "anomalies" {...}, "offcpu_idle_ns", "host", "boot_id",
  *                "anchor_realtime_ns", "anchor_monotonic_ns", "clock_shift_ns"}],
- *    "functions" [{"name", "category", "file", "line", "calls", "drop_lost",
+ *    "functions" [{"name", "category", "file", "line", "calls", "drop_lost", "errors", "started",
  *                  "primitive_calls", "self_ns", "cum_ns", "offcpu_ns",
  *                  "offcpu_cum_ns", "min_ns", "max_ns",
  *                  "mean_ns", "p50_ns", "p90_ns", "p95_ns", "p99_ns",
  *                  "midpoint_concurrency_mean"}],
  *    "edges" [{"caller", "callee", "calls", "primitive_calls", "self_ns", "cum_ns"}],
- *    "categories" {category: {"calls", "self_ns", "total_ns", "p50_ns", "p90_ns",
+ *    "categories" {category: {"calls", "errors", "self_ns", "total_ns", "p50_ns", "p90_ns",
  *                             "p95_ns", "p99_ns"}},
  *    "counters" [{"name", "category", "samples", "last", "min", "max", "mean", "p50",
  *                 "p90", "p95", "p99"}],
@@ -59,7 +59,9 @@
  * Functions come in the text report's order: cum_ns descending, self_ns descending,
  * then name, category, file, line ascending (byte order). A window's functions come
  * in its text order too: cum_ns, self_ns, calls descending, then name.
- * drop_lost: the name's spans a drop cut (in none of its figures). async_expiry: the
+ * drop_lost: the name's spans a drop cut (in none of its figures). errors: its calls
+ * whose END said RP_SPAN_ERROR (part of calls); a category's, its names' summed. started:
+ * its spans begun (calls, open ones, lost ones; 0 in reports before 1.4). async_expiry: the
  * async requests closed after drops (report.h) and the bound on concurrency they
  * leave: at most overstated_max open spans too many, each for at most overstated_ns
  * (null: unbounded, no expiry; both 0: none).
@@ -89,6 +91,7 @@
 #include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "render.h"
 #include "render_export.h"
@@ -207,6 +210,8 @@ static void put_fn(FILE *out, const struct rp_report_fn *f)
 	put_u64(out, ",", "line", f->line);
 	put_u64(out, ",", "calls", f->calls);
 	put_u64(out, ",", "drop_lost", f->drop_lost);
+	put_u64(out, ",", "errors", f->errors);
+	put_u64(out, ",", "started", f->started);
 	put_u64(out, ",", "primitive_calls", f->primitive_calls);
 	if ((int64_t)f->self_ns < 0) /* torch nesting only (report.h) */
 		fprintf(out, ",\"self_ns\":%" PRId64, (int64_t)f->self_ns);
@@ -511,10 +516,23 @@ static int put_window(FILE *out, const struct rp_report *r, const struct rp_repo
 	return 0;
 }
 
-static void put_cat(FILE *out, const struct rp_report_cat *c)
+/* The errors of @c's spans: its functions' (a name has one category), summed. */
+static uint64_t cat_errors(const struct rp_report *r, const struct rp_report_cat *c)
+{
+	uint64_t n = 0;
+
+	for (uint32_t i = 0; i < r->n_fns; i++)
+		if (strcmp(r->fns[i].category ? r->fns[i].category : "", c->name ? c->name : "") ==
+		    0)
+			n += r->fns[i].errors;
+	return n;
+}
+
+static void put_cat(FILE *out, const struct rp_report *r, const struct rp_report_cat *c)
 {
 	rp_render_json_str(out, c->name);
 	put_u64(out, ":{", "calls", c->calls);
+	put_u64(out, ",", "errors", cat_errors(r, c));
 	put_u64(out, ",", "self_ns", c->self_ns);
 	put_u64(out, ",", "total_ns", c->total_ns);
 	put_quantiles_ns(out, c->p50_ns, c->p90_ns, c->p95_ns, c->p99_ns);
@@ -546,7 +564,7 @@ static int put_analyses(FILE *out, const struct rp_report *r)
 	nl_key(out, ",", 2, "categories");
 	for (uint32_t i = 0; i < r->n_cats; i++) {
 		fputs(i ? ",\n    " : "{\n    ", out);
-		put_cat(out, &r->cats[i]);
+		put_cat(out, r, &r->cats[i]);
 	}
 	fputs(r->n_cats ? "\n  }" : "{}", out);
 	nl_key(out, ",", 2, "counters");

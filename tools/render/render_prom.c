@@ -11,9 +11,18 @@
  *   ringprof_span_duration_instance_seconds{name,category,quantile} + _sum, _count summary
  *   ringprof_span_calls_total, _self_seconds_total, _cum_seconds_total    counters
  *   ringprof_span_drop_lost_total{name,category} (spans drops cut, 1.3)    counter
- *   ringprof_concurrency_percentile{scope,percentile}, _max, _mean        gauges
+ *   ringprof_span_errors_total{name,category} (RP_SPAN_ERROR ends, 1.4)     counter
+ *   ringprof_span_started_total{name,category} (arrivals, 1.4 reports)     counter
+ *   ringprof_concurrency_percentile{scope,percentile}, _max, _mean, _now  gauges
  *   ringprof_value_last{name,category} (rp_counter() series)              gauge
  *   ringprof_cap{cap} (counts), ringprof_memory_bound_bytes               gauges
+ *   ringprof_cap_hits_total{cap}                                          counter
+ *   ringprof_build_info{version,report}, ringprof_series_omitted          gauges
+ *
+ * The per-name families (duration histogram and summary, span counters) list only the
+ * names rp_render_prom_select() keeps (--metrics-names, --metrics-top); the series the
+ * others would add are counted in ringprof_series_omitted. OpenMetrics and protobuf (with
+ * native histograms) are made from this text: render_prom_pb.c.
  *
  * The duration histogram is what aggregates across hosts: classic buckets derived from the
  * name's all-time sketch (every call since the engine started), so the counts only grow and
@@ -47,6 +56,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <regex.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,6 +64,11 @@
 #include "render.h"
 #include "render_priv.h"
 #include "sketch.h"
+#include "version.h"
+
+#ifndef RP_BUILD_VERSION /* set by tools/CMakeLists.txt from the project version */
+#define RP_BUILD_VERSION "unknown"
+#endif
 
 static const char *const quantiles[4] = { "0.5", "0.9", "0.95", "0.99" };
 static const char *const percentiles[4] = { "50", "90", "95", "99" };
@@ -279,7 +294,7 @@ static void put_le(FILE *out, double le_ns)
 
 /* ringprof_span_duration_seconds: all-time classic buckets, _sum, _count. */
 static void histograms(const struct rp_report *r, FILE *out, const struct rp_report_fn **order,
-		       const bool *located)
+		       const bool *located, const bool *keep)
 {
 	double bound[RP_PROM_N_BOUNDS];
 	uint64_t n[RP_PROM_N_BOUNDS + 1];
@@ -293,7 +308,7 @@ static void histograms(const struct rp_report *r, FILE *out, const struct rp_rep
 		bool loc = located[f - r->fns];
 		uint64_t cum = 0;
 
-		if (f->calls == 0)
+		if (f->calls == 0 || !keep[f - r->fns])
 			continue;
 		if (prom_counts(f, bound, n)) {
 			for (int b = 0; b < RP_PROM_N_BOUNDS; b++) {
@@ -332,7 +347,7 @@ static const struct rp_report_wfn **window_rows(const struct rp_report *r,
 }
 
 static int durations(const struct rp_report *r, FILE *out, const struct rp_report_window *w,
-		     const struct rp_report_fn **order, const bool *located)
+		     const struct rp_report_fn **order, const bool *located, const bool *keep)
 {
 	const struct rp_report_wfn **row = w ? window_rows(r, w) : NULL;
 
@@ -349,7 +364,7 @@ static int durations(const struct rp_report *r, FILE *out, const struct rp_repor
 		const struct rp_report_wfn *x = row ? row[f - r->fns] : NULL;
 		uint64_t q[4] = { f->p50_ns, f->p90_ns, f->p95_ns, f->p99_ns };
 
-		if (f->calls == 0)
+		if (f->calls == 0 || !keep[f - r->fns])
 			continue;
 		if (x != NULL) {
 			q[0] = x->p50_ns;
@@ -365,36 +380,71 @@ static int durations(const struct rp_report *r, FILE *out, const struct rp_repor
 }
 
 static void span_counters(const struct rp_report *r, FILE *out, const struct rp_report_fn **order,
-			  const bool *located)
+			  const bool *located, const bool *keep)
 {
-	static const char *const names[4] = { "ringprof_span_calls_total",
+	static const char *const names[5] = { "ringprof_span_calls_total",
 					      "ringprof_span_self_seconds_total",
 					      "ringprof_span_cum_seconds_total",
-					      "ringprof_span_drop_lost_total" };
-	static const char *const helps[4] = {
+					      "ringprof_span_drop_lost_total",
+					      "ringprof_span_errors_total" };
+	static const char *const helps[5] = {
 		"Completed calls per name.", "Self time per name (cProfile tottime).",
 		"Cumulative time per name (cProfile cumtime).",
-		"Spans per name a producer's drop cut: in none of the figures above."
+		"Spans per name a producer's drop cut: in none of the figures above.",
+		"Completed calls per name that ended in error (part of the calls)."
 	};
 	unsigned k;
 	uint32_t i;
 
-	for (k = 0; k < 4; k++) {
+	for (k = 0; k < 5; k++) {
 		head(out, names[k], "counter", helps[k]);
 		for (i = 0; i < r->n_fns; i++) {
 			const struct rp_report_fn *f = order[i];
 
+			if (!keep[f - r->fns])
+				continue;
 			fputs(names[k], out);
 			fn_labels(out, f, located[f - r->fns]);
 			fputs("} ", out);
-			if (k == 0 || k == 3)
-				fprintf(out, "%" PRIu64, k == 0 ? f->calls : f->drop_lost);
+			if (k == 0 || k >= 3)
+				fprintf(out, "%" PRIu64,
+					k == 0 ? f->calls : k == 3 ? f->drop_lost : f->errors);
 			else
 				put_seconds(out, k == 1 && (int64_t)f->self_ns < 0
 							 ? 0 /* torch nesting: a counter is >= 0 */
 							 : k == 1 ? f->self_ns : f->cum_ns);
 			fputc('\n', out);
 		}
+	}
+}
+
+/* ringprof_span_started_total: arrivals beside completions. Only a 1.4 report counts
+ * them, and a name whose count is below its calls (a merge with an older snapshot) is
+ * left out rather than shown short. */
+static bool started_known(const struct rp_report *r, const struct rp_report_fn *f)
+{
+	return r->version_minor >= 4 && f->started >= f->calls;
+}
+
+static void started(const struct rp_report *r, FILE *out, const struct rp_report_fn **order,
+		    const bool *located, const bool *keep)
+{
+	bool any = false;
+
+	for (uint32_t i = 0; i < r->n_fns && !any; i++)
+		any = keep[i] && started_known(r, &r->fns[i]);
+	if (!any)
+		return;
+	head(out, "ringprof_span_started_total", "counter",
+	     "Spans begun per name (arrivals): completed calls, open ones and lost ones.");
+	for (uint32_t i = 0; i < r->n_fns; i++) {
+		const struct rp_report_fn *f = order[i];
+
+		if (!keep[f - r->fns] || !started_known(r, f))
+			continue;
+		fputs("ringprof_span_started_total", out);
+		fn_labels(out, f, located[f - r->fns]);
+		fprintf(out, "} %" PRIu64 "\n", f->started);
 	}
 }
 
@@ -422,6 +472,13 @@ static void concurrency(const struct rp_report *r, FILE *out)
 			fprintf(out, ",percentile=\"%s\"} %" PRIu32 "\n", percentiles[k], v[k]);
 		}
 	}
+	/* Only all-time rows know "now"; a window's would read 0 (report.h). */
+	head(out, "ringprof_concurrency_now", "gauge",
+	     "Spans open now (overall, roots = requests in flight, per category).");
+	for (i = 0; i < r->n_conc; i++) {
+		conc_scope(out, "ringprof_concurrency_now", &r->conc[i]);
+		fprintf(out, "} %" PRIu32 "\n", r->conc[i].now);
+	}
 	head(out, "ringprof_concurrency_max", "gauge", "Most spans open at once.");
 	for (i = 0; i < r->n_conc; i++) {
 		conc_scope(out, "ringprof_concurrency_max", &r->conc[i]);
@@ -433,6 +490,27 @@ static void concurrency(const struct rp_report *r, FILE *out)
 		fprintf(out, "} %" PRIu64 ".%03" PRIu64 "\n", r->conc[i].mean_milli / 1000,
 			r->conc[i].mean_milli % 1000);
 	}
+}
+
+/* ringprof_cap_hits_total{cap}: each cap's count of what it refused or folded, by the
+ * name of the cap (ringprof_cap's), from the anomaly counters that count those hits. */
+static void cap_hits(const struct rp_report *r, FILE *out)
+{
+	static const struct {
+		const char *cap;
+		int kind;
+	} h[] = {
+		{ "max_names", RP_ANOM_NAME_CAP },	  { "max_tracks", RP_ANOM_TRACK_CAP },
+		{ "max_depth", RP_ANOM_DEPTH_CAP },	  { "max_cct_nodes", RP_ANOM_CCT_CAP },
+		{ "max_window_names", RP_ANOM_WINDOW_CAP }, { "max_counters", RP_ANOM_COUNTER_CAP },
+		{ "max_window_level", RP_ANOM_LEVEL_CAP },
+	};
+
+	head(out, "ringprof_cap_hits_total", "counter",
+	     "Times a cap refused or folded something, by cap (also under anomalies).");
+	for (unsigned i = 0; i < sizeof(h) / sizeof(h[0]); i++)
+		fprintf(out, "ringprof_cap_hits_total{cap=\"%s\"} %" PRIu64 "\n", h[i].cap,
+			r->anomalies[h[i].kind]);
 }
 
 static void counters_caps(const struct rp_report *r, FILE *out)
@@ -468,20 +546,80 @@ static void counters_caps(const struct rp_report *r, FILE *out)
 	head(out, "ringprof_cap", "gauge", "The engine's configured caps (0: not set).");
 	for (i = 0; i < sizeof(caps) / sizeof(caps[0]); i++)
 		fprintf(out, "ringprof_cap{cap=\"%s\"} %" PRIu64 "\n", caps[i].name, caps[i].v);
+	cap_hits(r, out);
 	head(out, "ringprof_memory_bound_bytes", "gauge",
 	     "Worst-case bytes of the engine's tables at its caps (0: not known).");
 	fprintf(out, "ringprof_memory_bound_bytes %" PRIu64 "\n", c->memory_bound);
 }
 
+/* The series a name adds to the per-name families (histogram, summary, counters). */
+static uint64_t fn_series(const struct rp_report *r, const struct rp_report_fn *f)
+{
+	uint64_t n = 5 + started_known(r, f); /* calls, self, cum, drop_lost, errors, started */
+
+	if (f->calls > 0) /* buckets (+Inf only without a sketch), _sum, _count; summary */
+		n += (f->dur.alpha > 0 && f->dur.count > 0 ? RP_PROM_N_BOUNDS + 1 : 1) + 2 + 6;
+	return n;
+}
+
+static int cmp_cum(const void *a, const void *b)
+{
+	const struct rp_report_fn *x = *(const struct rp_report_fn *const *)a;
+	const struct rp_report_fn *y = *(const struct rp_report_fn *const *)b;
+
+	return x->cum_ns != y->cum_ns ? (x->cum_ns < y->cum_ns ? 1 : -1) : cmp_key(a, b);
+}
+
+/* keep[i]: fns[i] has its per-name series (@sel); *@omitted: the series of the rest. */
+static bool *select_fns(const struct rp_report *r, const struct rp_prom_select *sel,
+			uint64_t *omitted)
+{
+	const struct rp_report_fn **v = malloc((r->n_fns + 1) * sizeof(*v));
+	bool *keep = calloc(r->n_fns + 1, sizeof(*keep));
+	uint32_t n = 0;
+
+	*omitted = 0;
+	if (v == NULL || keep == NULL) {
+		free(v);
+		free(keep);
+		return NULL;
+	}
+	for (uint32_t i = 0; i < r->n_fns; i++)
+		if (sel == NULL || sel->names == NULL ||
+		    regexec(sel->names, r->fns[i].name ? r->fns[i].name : "", 0, NULL, 0) == 0)
+			v[n++] = &r->fns[i];
+	/* The top N by cumulative time, ties by name and category (stable across scrapes). */
+	if (sel != NULL && sel->top > 0 && n > sel->top) {
+		qsort(v, n, sizeof(*v), cmp_cum);
+		n = sel->top;
+	}
+	for (uint32_t i = 0; i < n; i++)
+		keep[v[i] - r->fns] = true;
+	for (uint32_t i = 0; i < r->n_fns; i++)
+		if (!keep[i])
+			*omitted += fn_series(r, &r->fns[i]);
+	free(v);
+	return keep;
+}
+
 int rp_render_prom(const struct rp_report *r, FILE *out, const char *window)
+{
+	return rp_render_prom_select(r, out, window, NULL);
+}
+
+int rp_render_prom_select(const struct rp_report *r, FILE *out, const char *window,
+			  const struct rp_prom_select *sel)
 {
 	const struct rp_report_window *w = find_window(r, window);
 	const struct rp_report_fn **order = rp_render_fn_order(r);
 	bool *located = find_dups(r);
+	uint64_t omitted = 0;
+	bool *keep = select_fns(r, sel, &omitted);
 
-	if (order == NULL || located == NULL) {
+	if (order == NULL || located == NULL || keep == NULL) {
 		free(order);
 		free(located);
+		free(keep);
 		return -ENOMEM;
 	}
 	if (window != NULL && w == NULL) {
@@ -489,22 +627,31 @@ int rp_render_prom(const struct rp_report *r, FILE *out, const char *window)
 		put_label(out, window);
 		fputs("\" in this report: all-time durations\n", out);
 	}
+	head(out, "ringprof_build_info", "gauge", "The engine's version, as a label (always 1).");
+	fprintf(out, "ringprof_build_info{version=\"%s\",report=\"%u.%u\"} 1\n", rp_version(),
+		RP_REPORT_VERSION_MAJOR, RP_REPORT_VERSION_MINOR);
 	totals(r, out);
+	head(out, "ringprof_series_omitted", "gauge",
+	     "Per-name series left out by --metrics-names / --metrics-top (0: none).");
+	fprintf(out, "ringprof_series_omitted %" PRIu64 "\n", omitted);
 	head(out, "ringprof_window_seconds", "gauge",
 	     "Length of the window the duration summary covers (0: all time).");
 	fputs("ringprof_window_seconds ", out);
 	put_seconds(out, w ? w->length_ns : 0);
 	fputc('\n', out);
-	histograms(r, out, order, located);
-	if (durations(r, out, w, order, located) != 0) {
+	histograms(r, out, order, located, keep);
+	if (durations(r, out, w, order, located, keep) != 0) {
 		free(order);
 		free(located);
+		free(keep);
 		return -ENOMEM;
 	}
-	span_counters(r, out, order, located);
+	span_counters(r, out, order, located, keep);
+	started(r, out, order, located, keep);
 	concurrency(r, out);
 	counters_caps(r, out);
 	free(order);
 	free(located);
+	free(keep);
 	return ferror(out) ? -EIO : 0;
 }

@@ -404,6 +404,8 @@ static void print_row(FILE *out, const struct rp_report_fn *f, uint64_t total_se
 	}
 	if (f->drop_lost) /* the row is short by these */
 		fprintf(out, "  (+%" PRIu64 " cut by drops)", f->drop_lost);
+	if (f->errors) /* of its calls, not more */
+		fprintf(out, "  (%" PRIu64 " errors)", f->errors);
 	fputc('\n', out);
 }
 

@@ -24,9 +24,11 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <regex.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "negotiate.h"
 #include "render.h"
 #include "serve.h"
 #include "snapshot.h"
@@ -43,9 +45,26 @@ struct blob {
 	char *data;
 };
 
-enum cache_kind { C_SNAPSHOT, C_METRICS_FRAME, C_METRICS_HTTP, C_SNAPSHOT_HTTP, C_KINDS };
+/* /metrics over HTTP comes in three formats (negotiated: metrics_kind()), each cached;
+ * GET /snapshot has its own. */
+enum cache_kind {
+	C_SNAPSHOT,
+	C_METRICS_FRAME,
+	C_METRICS_HTTP,
+	C_METRICS_OM,
+	C_METRICS_PB,
+	C_SNAPSHOT_HTTP,
+	C_KINDS
+};
 
 #define TOKEN_MAX 256u /* bytes of the bearer token */
+
+static const char *const content_type[C_KINDS] = {
+	[C_METRICS_HTTP] = "text/plain; version=0.0.4; charset=utf-8",
+	[C_METRICS_OM] = "application/openmetrics-text; version=1.0.0; charset=utf-8",
+	[C_METRICS_PB] = "application/vnd.google.protobuf; proto=io.prometheus.client.MetricFamily; "
+			 "encoding=delimited",
+};
 
 struct listener {
 	struct rp_serve *s;
@@ -84,6 +103,8 @@ struct rp_serve {
 	char prom_window[32];
 	char token[TOKEN_MAX + 1]; /* GET /snapshot's bearer token; "" = none */
 	size_t token_len;
+	regex_t names_re; /* o.metrics_names, compiled (has_re) */
+	bool has_re;
 };
 
 static uint64_t now_ns(void)
@@ -183,29 +204,64 @@ static void serve_metrics(const struct rp_serve *s, FILE *m)
 		s->o.extra_metrics(s->o.extra_ctx, m);
 }
 
-/* The Prometheus text of @r, framed (unix) or as an HTTP response. */
-static struct blob *make_metrics(struct rp_serve *s, const struct rp_report *r, bool http)
+/* @text (the Prometheus text) in @kind's format: itself, or a new buffer in *@conv. */
+static int convert(const struct rp_report *r, enum cache_kind kind, char *text, size_t len,
+		   char **conv, size_t *conv_len)
 {
-	char *text = NULL, *data = NULL, head[256];
-	size_t len = 0, hlen;
+	FILE *m;
+	int err;
+
+	if (kind != C_METRICS_OM && kind != C_METRICS_PB)
+		return 0;
+	m = open_memstream(conv, conv_len);
+	if (m == NULL)
+		return -ENOMEM;
+	err = kind == C_METRICS_OM ? rp_render_prom_openmetrics(text, len, m)
+				   : rp_render_prom_protobuf(r, text, len, m);
+	if (fclose(m) != 0 && err == 0)
+		err = -EIO;
+	return err;
+}
+
+/* The metrics of @r, framed (unix: the text) or as an HTTP response in @kind's format. */
+static struct blob *make_metrics(struct rp_serve *s, const struct rp_report *r,
+				 enum cache_kind kind)
+{
+	char *text = NULL, *conv = NULL, *data = NULL, head[256];
+	size_t len = 0, conv_len = 0, hlen;
 	FILE *m = open_memstream(&text, &len);
 	int err;
 
 	if (m == NULL)
 		return NULL;
-	err = rp_render_prom(r, m, s->prom_window[0] ? s->prom_window : NULL);
+	err = rp_render_prom_select(r, m, s->prom_window[0] ? s->prom_window : NULL,
+				    &(struct rp_prom_select){
+					    .names = s->has_re ? &s->names_re : NULL,
+					    .top = s->o.metrics_top,
+				    });
 	if (err == 0)
 		serve_metrics(s, m);
-	if (fclose(m) != 0 || err != 0 || len >= RP_SERVE_REPLY_MAX) {
+	if (fclose(m) != 0 || err != 0 ||
+	    convert(r, kind, text, len, &conv, &conv_len) != 0) {
+		free(text);
+		free(conv);
+		return NULL;
+	}
+	if (conv != NULL) {
+		free(text);
+		text = conv;
+		len = conv_len;
+	}
+	if (len >= RP_SERVE_REPLY_MAX) {
 		free(text);
 		return NULL;
 	}
-	if (http)
+	if (kind != C_METRICS_FRAME)
 		hlen = (size_t)snprintf(head, sizeof(head),
 					"HTTP/1.1 200 OK\r\n"
-					"Content-Type: text/plain; version=0.0.4; charset=utf-8\r\n"
+					"Content-Type: %s\r\n"
 					"Content-Length: %zu\r\nConnection: close\r\n\r\n",
-					len);
+					content_type[kind], len);
 	else {
 		put_be32(head, (uint32_t)len);
 		hlen = 4;
@@ -260,7 +316,7 @@ static struct blob *reply_get(struct rp_serve *s, enum cache_kind kind)
 		else if (kind == C_SNAPSHOT_HTTP)
 			b = make_http_snapshot(&r);
 		else
-			b = make_metrics(s, &r, kind == C_METRICS_HTTP);
+			b = make_metrics(s, &r, kind);
 		rp_report_free(&r);
 		if (b == NULL) {
 			s->st.errors++;
@@ -444,6 +500,19 @@ static bool peer_loopback(int fd)
 	return false;
 }
 
+/* The cache kind of the /metrics format a request asks for (negotiate.h). */
+static enum cache_kind metrics_kind(const char *path, const char *head, size_t len)
+{
+	switch (rp_metrics_format(path, head, len)) {
+	case RP_FMT_PROTOBUF:
+		return C_METRICS_PB;
+	case RP_FMT_OPENMETRICS:
+		return C_METRICS_OM;
+	default:
+		return C_METRICS_HTTP;
+	}
+}
+
 /* A whole request head is in rbuf[0..end): answer it. */
 static void http_request(struct client *c, size_t end)
 {
@@ -472,7 +541,8 @@ static void http_request(struct client *c, size_t end)
 		return;
 	}
 	c->s->st.requests++;
-	reply(c, reply_get(c->s, C_METRICS_HTTP), true);
+	reply(c, reply_get(c->s, metrics_kind(path, eol + 1, (size_t)(c->rbuf + end - eol - 1))),
+	      true);
 }
 
 /* The end of the request head in rbuf: after "\r\n\r\n" or "\n\n"; 0 if not yet. */
@@ -896,6 +966,15 @@ int rp_serve_open(struct rp_loop *loop, const struct rp_serve_opts *o, rp_serve_
 	s->o.cache_ns = o->cache_ns ? o->cache_ns : CACHE_DEFAULT_NS;
 	snprintf(s->prom_window, sizeof(s->prom_window), "%s",
 		 o->prom_window ? o->prom_window : "");
+	if (o->metrics_names != NULL) {
+		if (regcomp(&s->names_re, o->metrics_names, REG_EXTENDED | REG_NOSUB) != 0) {
+			snprintf(why, RP_WHY_MAX, "--metrics-names %.60s: not a regular expression",
+				 o->metrics_names);
+			err = -EINVAL;
+			goto err_close;
+		}
+		s->has_re = true;
+	}
 	for (int i = 0; i < 2; i++)
 		s->ls[i] = (struct listener){ .s = s, .fd = -1, .http = i == 1 };
 	if (alloc_clients(s) != 0) {
@@ -939,5 +1018,7 @@ void rp_serve_close(struct rp_serve *s)
 		unlink(s->unix_path);
 	for (int k = 0; k < C_KINDS; k++)
 		blob_put(s->cache[k]);
+	if (s->has_re)
+		regfree(&s->names_re);
 	free(s);
 }

@@ -53,6 +53,9 @@ struct rp_serve_opts {
 	const char *http_addr;	 /* "127.0.0.1:9464", "[::1]:9464"; NULL: none */
 	bool http_any;		 /* allow a non-loopback address (with a warning) */
 	const char *prom_window; /* the window of /metrics' duration summary; NULL: all */
+	const char *metrics_names; /* POSIX ERE: only matching span names get per-name
+				      series in /metrics; NULL: all */
+	uint32_t metrics_top;	 /* then only the top N names by cumulative time; 0: all */
 	unsigned max_clients;	 /* unix connections at once; 0 = 16 */
 	unsigned max_http_clients; /* HTTP connections at once, a pool of their own;
 				    0 = max_clients */
