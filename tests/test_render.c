@@ -244,7 +244,8 @@ static const char *const anomaly_keys[] = { "end_mismatch", "end_unmatched", "de
 					    "track_cap",    "name_cap",	     "cct_cap",
 					    "clamped",	    "bad_event",     "open_at_end",
 					    "window_cap",   "counter_cap",   "drop_lost",
-					    "window_level_cap", "restart_gap" };
+					    "window_level_cap", "restart_gap",
+					    "sketch_evicted",   "window_evicted" };
 
 static yajl_val json_parse(const char *text)
 {

@@ -43,7 +43,7 @@
 static const char *const anomaly_names[] = {
 	"end_mismatch", "end_unmatched", "depth_cap",	"track_cap",  "name_cap",    "cct_cap",
 	"clamped",	"bad_event",	 "open_at_end", "window_cap", "counter_cap", "drop_lost",
-	"window_level_cap", "restart_gap",
+	"window_level_cap", "restart_gap", "sketch_evicted", "window_evicted",
 };
 
 /* --- random reports ----------------------------------------------------------------- */

@@ -13,11 +13,22 @@
  * Reports merge the current sub-window in.
  *
  * Bounded: at most RP_ANALYSES_MAX_CATEGORIES category sweeps (later categories
- * share "[other]"); sketches for the first max_sketch_names names to reach the
- * all-time sketches (later names report no quantiles); max_counters counter names
+ * share "[other]"); max_sketch_names all-time duration sketches, given to the names
+ * that are active (below); max_counters counter names
  * (later ones counted as RP_ANOM_COUNTER_CAP); sweep levels capped at 65535; the
  * overall sweep keeps the last 65536 change points for midpoints (older ones are
  * unknown). rp_analyses_memory_bound() gives the worst case.
+ *
+ * Sketch slots go to what is active (a segmented LRU, scan-resistant): a name gets a
+ * sketch when its first spans reach the all-time figures; with all max_sketch_names
+ * in use, it takes the sketch of the least recently active name among those seen in
+ * one batch only (probation: a finest sub-window, or one span without windows), else
+ * among the rest (protected: seen again, or with several calls in its first batch).
+ * So an import burst of names called once churns probation and the hot names that
+ * follow it keep complete sketches. An evicted name reports no quantiles from then on
+ * (its sketch lost values: a partial one would be a wrong number) and is counted
+ * (RP_ANOM_SKETCH_EVICTED); its calls and times stay exact. A full sub-window table
+ * evicts too (window.h); the finest one's victims reach the all-time figures first.
  */
 #ifndef RP_ENGINE_ANALYSES_H
 #define RP_ENGINE_ANALYSES_H
@@ -62,6 +73,10 @@ struct rp_analyses {
 	uint8_t *cat_of;		/* per name: category index + 1; 0 = not yet seen */
 	struct rp_sketch **sketch;	/* per name, made at its first completed call */
 	uint32_t n_sketch, max_sketch;
+	uint32_t *lru_prev, *lru_next;	/* per name: its sketch's place in its list */
+	uint8_t *lru_list;		/* per name: enum rp_lru_state */
+	uint32_t lru_head[2], lru_tail[2]; /* probation, protected: newest .. oldest */
+	uint64_t sketch_evicted;	/* RP_ANOM_SKETCH_EVICTED */
 	uint64_t *mid_sum, *mid_count;	/* per name */
 	uint32_t max_names;
 
@@ -78,6 +93,9 @@ struct rp_analyses {
 	struct rp_counter_stats *counters;
 	uint32_t n_counters, max_counters;
 };
+
+/* A name's sketch slot: none yet, in a list, or evicted for good. */
+enum rp_lru_state { RP_LRU_NONE, RP_LRU_PROBATION, RP_LRU_PROTECTED, RP_LRU_EVICTED };
 
 /* What rp_analyses_init needs beyond the names. */
 struct rp_analyses_cfg {
@@ -143,6 +161,10 @@ __attribute__((noinline)) void rp_analyses_close_direct(struct rp_analyses *a,
 							uint32_t level, bool known);
 __attribute__((noinline)) void
 rp_analyses_close_overflow(struct rp_analyses *a, const struct rp_span_info *sp, uint32_t ci);
+/* A full finest sub-window: an entry for @name in place of one called once (its
+ * figures to the all-time ones and the summaries first), or NULL. */
+__attribute__((noinline)) struct rp_wentry *rp_analyses_evict(struct rp_analyses *a,
+							      uint32_t name);
 
 static inline void rp_analyses_offer_slow(struct rp_slowest *sl, const struct rp_span_info *sp,
 					  uint32_t ci, uint32_t level, bool known)
@@ -181,9 +203,12 @@ static inline void rp_analyses_close(struct rp_analyses *a, const struct rp_span
 		return;
 	}
 	e = rp_window_entry(&a->win, &a->win.w[0], name);
+	if (e == NULL)
+		e = rp_analyses_evict(a, name);
 	if (e != NULL) {
 		e->cat = ci;
-		e->calls++;
+		if (++e->calls == 2) /* no longer an eviction candidate */
+			rp_wslot_settle(a->win.w[0].cs, e);
 		e->self_ns += sp->self_ns;
 		e->cum_ns += sp->primitive ? dur : 0;
 		e->total_ns += dur;

@@ -25,6 +25,8 @@ const char *const rp_anomaly_names[RP_ANOM_KIND_COUNT] = {
 	[RP_ANOM_DROP_LOST] = "drop_lost",
 	[RP_ANOM_LEVEL_CAP] = "window_level_cap",
 	[RP_ANOM_RESTART_GAP] = "restart_gap",
+	[RP_ANOM_SKETCH_EVICTED] = "sketch_evicted",
+	[RP_ANOM_WINDOW_EVICTED] = "window_evicted",
 };
 
 void rp_report_sketch_free(struct rp_report_sketch *k)

@@ -188,6 +188,8 @@ static void print_cap_knobs(FILE *out, const struct rp_report *r)
 		{ RP_ANOM_WINDOW_CAP, "--max-window-names", c->max_window_names },
 		{ RP_ANOM_COUNTER_CAP, "--max-counters", c->max_counters },
 		{ RP_ANOM_LEVEL_CAP, "--max-window-level", c->max_window_level },
+		{ RP_ANOM_SKETCH_EVICTED, "--max-sketch-names", c->max_sketch_names },
+		{ RP_ANOM_WINDOW_EVICTED, "--max-window-names", c->max_window_names },
 	};
 
 	for (size_t i = 0; i < sizeof(knobs) / sizeof(knobs[0]); i++) {
