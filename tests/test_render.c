@@ -394,10 +394,15 @@ static void check_fn(yajl_val o, const struct rp_report_fn *f, const struct want
 	assert_u64(o, "min_ns", f->min_ns);
 	assert_u64(o, "max_ns", f->max_ns);
 	assert_u64(o, "mean_ns", w->mean_ns);
-	assert_u64(o, "p50_ns", f->p50_ns);
-	assert_u64(o, "p90_ns", f->p90_ns);
-	assert_u64(o, "p95_ns", f->p95_ns);
-	assert_u64(o, "p99_ns", f->p99_ns);
+	if (rp_report_fn_has_quantiles(f)) {
+		assert_u64(o, "p50_ns", f->p50_ns);
+		assert_u64(o, "p90_ns", f->p90_ns);
+		assert_u64(o, "p95_ns", f->p95_ns);
+		assert_u64(o, "p99_ns", f->p99_ns);
+	} else { /* none: null, never 0 */
+		assert_true(YAJL_IS_NULL(field(o, "p50_ns")) && YAJL_IS_NULL(field(o, "p90_ns")) &&
+			    YAJL_IS_NULL(field(o, "p95_ns")) && YAJL_IS_NULL(field(o, "p99_ns")));
+	}
 	mid = field(o, "midpoint_concurrency_mean");
 	assert_raw_number(mid, "midpoint_concurrency_mean", w->midpoint_mean);
 	if (f->midpoint_count == 0) {
@@ -626,6 +631,10 @@ static void test_render_json_tricky_round_trips(void **state)
 	assert_non_null(strstr(text, "\"mean_ns\":600000000,\"p50_ns\":500000000,"
 				     "\"p90_ns\":900000000,\"p95_ns\":950000000,"
 				     "\"p99_ns\":990000000,\"midpoint_concurrency_mean\":3.5}"));
+	/* aaa has no sketch: its quantiles are null, never 0. */
+	assert_non_null(strstr(text, "\"name\":\"aaa\""));
+	assert_non_null(strstr(strstr(text, "\"name\":\"aaa\""),
+			       "\"p50_ns\":null,\"p90_ns\":null,\"p95_ns\":null,\"p99_ns\":null"));
 	check_no_analyses(o, &r, text);
 	yajl_tree_free(o);
 	free(text);

@@ -68,7 +68,9 @@
  * with no span open.
  * Edges come in the report's order and name their ends. mean_ns is total_ns / calls
  * rounded down, 0 for no calls.
- * The p*_ns quantiles are 0 when the name has no sketch. midpoint_concurrency_mean is
+ * A function's p*_ns quantiles are null when it has none (no sketch: past the sketch
+ * cap, evicted, or merged from inputs of which one had none; rp_report_fn_has_quantiles()),
+ * never 0. midpoint_concurrency_mean is
  * midpoint_sum / midpoint_count as a double with 6 significant digits ("%.6g": "0",
  * "2.5", "1.84467e+19", all valid JSON numbers), 0 when midpoint_count is 0.
  * rate_per_s is calls / ((t_to - max(t_from, t_first)) / 1e9), the part of the window
@@ -173,6 +175,12 @@ static void put_quantiles_ns(FILE *out, uint64_t p50, uint64_t p90, uint64_t p95
 	put_u64(out, ",", "p99_ns", p99);
 }
 
+/* The same, each null: quantiles that do not exist. */
+static void put_no_quantiles(FILE *out)
+{
+	fputs(",\"p50_ns\":null,\"p90_ns\":null,\"p95_ns\":null,\"p99_ns\":null", out);
+}
+
 static void put_fn(FILE *out, const struct rp_report_fn *f)
 {
 	put_key(out, "{", "name");
@@ -195,7 +203,10 @@ static void put_fn(FILE *out, const struct rp_report_fn *f)
 	put_u64(out, ",", "min_ns", f->min_ns);
 	put_u64(out, ",", "max_ns", f->max_ns);
 	put_u64(out, ",", "mean_ns", f->calls ? f->total_ns / f->calls : 0);
-	put_quantiles_ns(out, f->p50_ns, f->p90_ns, f->p95_ns, f->p99_ns);
+	if (rp_report_fn_has_quantiles(f))
+		put_quantiles_ns(out, f->p50_ns, f->p90_ns, f->p95_ns, f->p99_ns);
+	else
+		put_no_quantiles(out);
 	put_key(out, ",", "midpoint_concurrency_mean");
 	if (f->midpoint_count == 0)
 		fputc('0', out);

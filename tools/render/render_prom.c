@@ -34,8 +34,8 @@
  * never fall and rate() works), while the quantiles cover one rolling window of the report when
  * @window names one (as a client's max_age does), else all time. A live report's
  * windows end at the wall clock (rp_engine_report_at()), so with no traffic the
- * window empties and its quantiles become NaN, as a client's do. Quantiles a name
- * has no sketch for are NaN too. Every name with a completed call is listed, in or
+ * window empties and its quantiles become NaN, as a client's do. A name with no
+ * quantiles (no sketch: rp_report_fn_has_quantiles()) has no quantile series. Every name with a completed call is listed, in or
  * out of the window, so a series never disappears between scrapes.
  *
  * promtool check metrics is clean: no gauge carries the summary-only "quantile"
@@ -187,13 +187,15 @@ static void summary_line(FILE *out, const char *suffix, const struct rp_report_f
 	fn_labels(out, f, located);
 }
 
+/* @q NULL: a window with no call of it (NaN, as a client's); @absent: the name has no
+ * quantiles at all (no sketch), so no quantile series. */
 static void summary(FILE *out, const struct rp_report_fn *f, bool located, const uint64_t *q,
-		    uint64_t sum_ns, uint64_t count)
+		    bool absent, uint64_t sum_ns, uint64_t count)
 {
-	bool none = q == NULL || (q[3] == 0 && sum_ns > 0);
+	bool none = q == NULL;
 	unsigned i;
 
-	for (i = 0; i < 4; i++) {
+	for (i = 0; i < 4 && !absent; i++) {
 		summary_line(out, "", f, located);
 		fprintf(out, ",quantile=\"%s\"} ", quantiles[i]);
 		if (none)
@@ -357,8 +359,8 @@ static int durations(const struct rp_report *r, FILE *out, const struct rp_repor
 			q[2] = x->p95_ns;
 			q[3] = x->p99_ns;
 		}
-		summary(out, f, located[f - r->fns], w && x == NULL ? NULL : q, f->total_ns,
-			f->calls);
+		summary(out, f, located[f - r->fns], w && x == NULL ? NULL : q,
+			x == NULL && !w && !rp_report_fn_has_quantiles(f), f->total_ns, f->calls);
 	}
 	free(row);
 	return 0;

@@ -365,7 +365,7 @@ static void print_row(FILE *out, const struct rp_report_fn *f, uint64_t total_se
 		fmt_us(lo, f->min_ns);
 		fmt_us(hi, f->max_ns);
 	}
-	if (f->p99_ns) { /* 0: the name has no sketch (or no calls) */
+	if (rp_report_fn_has_quantiles(f)) { /* else "-": no sketch (or no calls) */
 		fmt_us(p50, f->p50_ns);
 		fmt_us(p99, f->p99_ns);
 	}

@@ -52,6 +52,7 @@ static const char *const view_names[VIEWS] = { "names", "sources", "threads" };
 struct row {
 	const struct rp_report_fn *fn;
 	uint64_t calls, self_ns, cum_ns, p50, p90, p99;
+	bool q; /* p50..p99 exist (else "-": no sketch) */
 };
 
 struct top {
@@ -265,12 +266,13 @@ static struct row *rows_of(const struct top *t, const struct rp_report_window *w
 			if (x->fn >= r->n_fns || x->calls == 0)
 				continue;
 			v[*n] = (struct row){ &r->fns[x->fn], x->calls,	 x->self_ns, x->cum_ns,
-					      x->p50_ns,      x->p90_ns, x->p99_ns };
+					      x->p50_ns,      x->p90_ns, x->p99_ns, true };
 		} else if (r->fns[i].calls > 0) {
 			const struct rp_report_fn *f = &r->fns[i];
 
 			v[*n] = (struct row){ f,	 f->calls,  f->self_ns, f->cum_ns,
-					      f->p50_ns, f->p90_ns, f->p99_ns };
+					      f->p50_ns, f->p90_ns, f->p99_ns,
+					      rp_report_fn_has_quantiles(f) };
 		} else {
 			continue;
 		}
@@ -403,10 +405,10 @@ static uint32_t table(const struct top *t, FILE *out, uint32_t first, unsigned l
 					       : 0.0);
 		fprintf(out, "%6.1f %8s ",
 			total_self ? 100.0 * (double)x->cum_ns / (double)total_self : 0.0,
-			dur(a, x->p50));
+			x->q ? dur(a, x->p50) : "-");
 		if (p90)
-			fprintf(out, "%8s ", dur(b, x->p90));
-		fprintf(out, "%8s  ", dur(c, x->p99));
+			fprintf(out, "%8s ", x->q ? dur(b, x->p90) : "-");
+		fprintf(out, "%8s  ", x->q ? dur(c, x->p99) : "-");
 		put_cut(out, x->fn->name ? x->fn->name : "", room < 8 ? 8 : room);
 		if (x->fn->category && x->fn->category[0] &&
 		    (int)strlen(x->fn->name ? x->fn->name : "") + 3 < room) {
