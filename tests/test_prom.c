@@ -400,6 +400,33 @@ static struct rp_report tricky(void)
 				   .n_windows = 1 };
 }
 
+/* Requests in flight: four gauge families when the report has the figure (parsed and
+ * declared, one series each), none when it does not. */
+static void test_prom_requests_in_flight(void **state)
+{
+	struct rp_report r = tricky();
+	char *text = prom(&r, NULL), *copy;
+	struct sample *v;
+	unsigned n;
+
+	(void)state;
+	assert_null(strstr(text, "ringprof_requests_in_flight"));
+	free(text);
+	r.requests = (struct rp_report_conc){ .name = "requests", .observed_ns = 9000,
+					      .mean_milli = 2250, .p50 = 2, .p90 = 3, .p95 = 4,
+					      .p99 = 5, .max = 6, .now = 1 };
+	text = prom(&r, NULL);
+	copy = strdup(text);
+	n = check_exposition(copy, &v);
+	assert_true(value_of(v, n, "ringprof_requests_in_flight", "") == 1);
+	assert_true(value_of(v, n, "ringprof_requests_in_flight_percentile", "percentile=50") == 2);
+	assert_true(value_of(v, n, "ringprof_requests_in_flight_percentile", "percentile=99") == 5);
+	assert_true(value_of(v, n, "ringprof_requests_in_flight_max", "") == 6);
+	assert_true(value_of(v, n, "ringprof_requests_in_flight_mean", "") == 2.25);
+	free(text);
+	free(copy);
+}
+
 static void test_prom_escaping_and_parse(void **state)
 {
 	struct rp_report r = tricky();
@@ -605,6 +632,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_prom_small_exact),
 		cmocka_unit_test(test_prom_escaping_and_parse),
+		cmocka_unit_test(test_prom_requests_in_flight),
 		cmocka_unit_test(test_prom_window),
 		cmocka_unit_test(test_prom_histogram_buckets),
 		cmocka_unit_test(test_prom_empty_report),

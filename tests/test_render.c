@@ -868,6 +868,34 @@ static void test_render_text_exact(void **state)
 	free(text);
 }
 
+/* Requests in flight (request spans only): a line in text, "requests" in JSON's
+ * concurrency, when the report has the figure; nothing when it does not. */
+static void test_render_requests_in_flight(void **state)
+{
+	struct rp_report r = text_report();
+	char *text, *json;
+
+	(void)state;
+	json = render_mem(rp_render_json, &r);
+	text = text_mem(&r, 0);
+	assert_null(strstr(json, "\"requests\":{"));
+	assert_null(strstr(text, "requests in flight"));
+	free(json);
+	free(text);
+	r.requests = (struct rp_report_conc){ .name = "requests", .observed_ns = 9000,
+					      .mean_milli = 2250, .p50 = 2, .p90 = 3, .p95 = 4,
+					      .p99 = 5, .max = 6, .now = 1 };
+	json = render_mem(rp_render_json, &r);
+	text = text_mem(&r, 0);
+	assert_non_null(strstr(json, ",\n    \"requests\":{\"p50\":2,\"p90\":3,\"p95\":4,"
+				     "\"p99\":5,\"max\":6,\"mean\":2.250,\"observed_ns\":9000,"
+				     "\"now\":1},\n    \"by_category\":"));
+	assert_non_null(strstr(text, TEXT_CONC "requests in flight  now 1  p50 2  p90 3  p95 4"
+					       "  p99 5  max 6  mean 2.250\n"));
+	free(json);
+	free(text);
+}
+
 static void test_render_text_limit_cuts_rows(void **state)
 {
 	struct rp_report r = text_report();
@@ -2142,6 +2170,7 @@ int main(void)
 		cmocka_unit_test(test_render_json_full_report),
 		cmocka_unit_test(test_render_rate_exact),
 		cmocka_unit_test(test_render_text_exact),
+		cmocka_unit_test(test_render_requests_in_flight),
 		cmocka_unit_test(test_render_text_limit_cuts_rows),
 		cmocka_unit_test(test_render_text_nothing_lost),
 		cmocka_unit_test(test_render_text_caps_name_knobs),

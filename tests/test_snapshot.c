@@ -548,6 +548,7 @@ static void build_1_2(struct rp_report *r, const struct shape *sh)
 		.watched = rnd_u64(), .refused = rnd_u64(), .lost = rnd_u64(),
 		.unpaired = rnd_u64(), .overflow = rnd_u64(), .overflow_ns = rnd_u64(), .late = rnd_u64(), .intervals = rnd_u64(),
 		.total_ns = rnd_u64() };
+	rnd_conc(&r->requests, sh->str_max);
 }
 
 static void rnd_header(struct rp_report *r)
@@ -1135,7 +1136,8 @@ static bool same_1_2(const struct rp_report *a, const struct rp_report *b, char 
 	       u_eq(a->expiry.suspect_spans, b->expiry.suspect_spans, what,
 		    "expiry.suspect_spans", 0) &&
 	       u_eq(a->expiry.peak_spans, b->expiry.peak_spans, what, "expiry.peak_spans", 0) &&
-	       memcmp(&a->offcpu, &b->offcpu, sizeof(a->offcpu)) == 0;
+	       memcmp(&a->offcpu, &b->offcpu, sizeof(a->offcpu)) == 0 &&
+	       conc_eq(&a->requests, &b->requests, 0, what);
 }
 
 /* True if @b (decoded) holds exactly what @a (built) does; else @what says where not.
@@ -1183,6 +1185,7 @@ struct ref_opts {
 	bool v1_0;	/* as a 1.0 writer: none of the keys 1.1 and 1.2 added */
 	bool v1_1;	/* as a 1.1 writer: none of the keys 1.2 added */
 	bool v1_2;	/* as a 1.2 writer: none of the keys 1.3 added */
+	bool v1_3;	/* as a 1.3 writer: none of the keys 1.4 added */
 };
 
 static const struct ref_opts plain = { .major = 1, .minor = RP_REPORT_VERSION_MINOR };
@@ -1195,6 +1198,11 @@ static bool has_1_2(const struct ref_opts *o)
 static bool has_1_3(const struct ref_opts *o)
 {
 	return has_1_2(o) && !o->v1_2;
+}
+
+static bool has_1_4(const struct ref_opts *o)
+{
+	return has_1_3(o) && !o->v1_3;
 }
 
 static void key(msgpack_packer *pk, const char *k)
@@ -1713,6 +1721,10 @@ static void ref_sections_1_2(msgpack_packer *pk, const struct rp_report *r,
 	kv_u64(pk, "late", r->offcpu.late);
 	kv_u64(pk, "intervals", r->offcpu.intervals);
 	kv_u64(pk, "total_ns", r->offcpu.total_ns);
+	if (has_1_4(o)) {
+		key(pk, "requests");
+		ref_conc(pk, &r->requests, o);
+	}
 }
 
 static void ref_fn(msgpack_packer *pk, const struct rp_report_fn *f, const struct ref_opts *o,
@@ -1833,7 +1845,8 @@ static void ref_pack(msgpack_sbuffer *sb, const struct rp_report *r, const struc
 	msgpack_sbuffer_init(sb);
 	msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
 	msgpack_pack_map(&pk,
-			 (o->v1_0 ? 7 : o->v1_1 ? 8 : o->v1_2 ? 16 : 18) + (o->extras ? 4 : 0));
+			 (o->v1_0 ? 7 : o->v1_1 ? 8 : o->v1_2 ? 16 : o->v1_3 ? 18 : 19) +
+				 (o->extras ? 4 : 0));
 	key(&pk, "version");
 	msgpack_pack_array(&pk, 2);
 	msgpack_pack_uint32(&pk, o->major);
@@ -1966,7 +1979,7 @@ static void test_snapshot_encode_matches_schema(void **state)
 		ref_pack(&sb, &a, &plain);
 		assert_int_equal(m.len, sb.size);
 		assert_memory_equal(m.data, sb.data, m.len);
-		assert_memory_equal(m.data, "\xde\x00\x12\xa7version\x92\x01\x04", 14); /* first */
+		assert_memory_equal(m.data, "\xde\x00\x13\xa7version\x92\x01\x04", 14); /* first */
 		msgpack_sbuffer_destroy(&sb);
 		rp_membuf_free(&m);
 		rp_report_free(&a);
@@ -2024,6 +2037,8 @@ static void as_1_2(struct rp_report *r)
 		r->sources[i].offcpu_idle_ns = 0;
 	r->expiry = (struct rp_report_expiry){ 0 };
 	r->offcpu = (struct rp_report_offcpu){ 0 };
+	free(r->requests.name);
+	r->requests = (struct rp_report_conc){ .name = strdup("") }; /* absent (1.4) */
 	r->version_minor = 2;
 }
 

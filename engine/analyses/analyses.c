@@ -21,7 +21,7 @@ size_t rp_analyses_memory_bound(const struct rp_analyses_cfg *c)
 	size_t b = (size_t)c->max_names * per_name;
 
 	b += (size_t)c->max_sketch_names * (sizeof(struct rp_sketch) + store);
-	b += (2 + RP_ANALYSES_MAX_CATEGORIES) * sweep + RP_ANALYSES_HISTORY * 12 + 12;
+	b += (3 + RP_ANALYSES_MAX_CATEGORIES) * sweep + RP_ANALYSES_HISTORY * 12 + 12;
 	b += RP_ANALYSES_MAX_CATEGORIES * store;	  /* category sketches (stores) */
 	b += (size_t)c->max_counters * (sizeof(struct rp_counter_stats) + 2 * store);
 	b += RP_SLOWEST_MEMSIZE(c->win.topk);
@@ -57,7 +57,8 @@ int rp_analyses_init(struct rp_analyses *a, const struct rp_names *names,
 	    !a->counters || !a->lru_prev || !a->lru_next || !a->lru_list ||
 	    rp_slowest_init(&a->slow, c->win.topk ? c->win.topk : 1) ||
 	    rp_sweep_init(&a->overall, RP_ANALYSES_MAX_LEVEL, RP_ANALYSES_HISTORY) ||
-	    rp_sweep_init_levels(&a->roots, RP_ANALYSES_MAX_LEVEL)) {
+	    rp_sweep_init_levels(&a->roots, RP_ANALYSES_MAX_LEVEL) ||
+	    rp_sweep_init_levels(&a->requests, RP_ANALYSES_MAX_LEVEL)) {
 		err = -ENOMEM;
 		goto fail;
 	}
@@ -90,6 +91,7 @@ void rp_analyses_fini(struct rp_analyses *a)
 		rp_sketch_fini(&a->counters[i].values);
 	rp_sweep_fini(&a->overall);
 	rp_sweep_fini(&a->roots);
+	rp_sweep_fini(&a->requests);
 	rp_windows_fini(&a->win);
 	rp_slowest_fini(&a->slow);
 	free(a->prev[0]);
@@ -470,6 +472,9 @@ static int report_conc(const struct rp_analyses *a, struct rp_report *r)
 		if ((err = conc_row(&r->conc[r->n_conc++],
 				    a->cat_name[i][0] ? a->cat_name[i] : "(none)", &a->cat[i])))
 			return err;
+	/* Requests in flight: absent (name NULL) until a request span opened. */
+	if (a->requests.opened && (err = conc_row(&r->requests, "requests", &a->requests)))
+		return err;
 	return 0;
 }
 

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The streaming analyses fed by every span the stack machine opens and closes:
- * concurrency sweeps (overall, roots = requests in flight, and per category),
+ * concurrency sweeps (overall; roots: spans open at depth 0 on any track, requests
+ * and a batching loop's spans alike; requests: request spans only (rp_is_request(),
+ * the roots of async tracks), exactly the requests in flight; per category),
  * per-name and per-category duration sketches, each call's concurrency at its
  * midpoint, rolling windows (window.h), the slowest spans, and counters.
  *
@@ -65,7 +67,7 @@ struct rp_counter_stats {
 
 struct rp_analyses {
 	const struct rp_names *names;
-	struct rp_sweep overall, roots;
+	struct rp_sweep overall, roots, requests;
 	struct rp_sweep cat[RP_ANALYSES_MAX_CATEGORIES];
 	const char *cat_name[RP_ANALYSES_MAX_CATEGORIES];
 	struct rp_cat_stats cats[RP_ANALYSES_MAX_CATEGORIES];
@@ -125,7 +127,7 @@ static inline struct rp_sweep *rp_analyses_cat_sweep(struct rp_analyses *a, uint
 /* A span of @name opened at depth @depth (0: a root) at time @t. Inline: one call
  * per span less on the hot path. */
 static inline void rp_analyses_open(struct rp_analyses *a, uint32_t name, uint32_t depth,
-				    uint64_t t)
+				    uint64_t t, bool request)
 {
 	struct rp_sweep *c = rp_analyses_cat_sweep(a, name);
 
@@ -134,12 +136,14 @@ static inline void rp_analyses_open(struct rp_analyses *a, uint32_t name, uint32
 		rp_sweep_open(c, t);
 	if (depth == 0)
 		rp_sweep_open(&a->roots, t);
+	if (request)
+		rp_sweep_open(&a->requests, t);
 }
 
 /* A span opened here that will never close (a drop cut it): it leaves the sweeps at
  * @t and goes nowhere else, so no window, sketch or slowest list sees a guess. */
 static inline void rp_analyses_abandon(struct rp_analyses *a, uint32_t name, uint32_t depth,
-				       uint64_t t)
+				       uint64_t t, bool request)
 {
 	struct rp_sweep *c = rp_analyses_cat_sweep(a, name);
 
@@ -148,6 +152,8 @@ static inline void rp_analyses_abandon(struct rp_analyses *a, uint32_t name, uin
 		rp_sweep_close(c, t);
 	if (depth == 0)
 		rp_sweep_close(&a->roots, t);
+	if (request)
+		rp_sweep_close(&a->requests, t);
 }
 
 /* rp_analyses_close()'s out-of-line parts (analyses.c): a span among the slowest
@@ -192,6 +198,8 @@ static inline void rp_analyses_close(struct rp_analyses *a, const struct rp_span
 		rp_sweep_close(c, t);
 	if (sp->depth == 0)
 		rp_sweep_close(&a->roots, t);
+	if (sp->request)
+		rp_sweep_close(&a->requests, t);
 	known = rp_sweep_level_at(&a->overall, rp_sweep_midpoint(sp->start, t), &level) >= 0;
 	if (known) {
 		a->mid_sum[name] += level;

@@ -117,15 +117,15 @@ size_t rp_engine_memory_bound(const struct rp_engine_cfg *cfg)
 	return b;
 }
 
-void rp_engine_span_open(void *ctx, uint32_t name, uint32_t depth, uint64_t t)
+void rp_engine_span_open(void *ctx, uint32_t name, uint32_t depth, uint64_t t, bool request)
 {
-	rp_analyses_open(&((struct rp_engine *)ctx)->an, name, depth, t);
+	rp_analyses_open(&((struct rp_engine *)ctx)->an, name, depth, t, request);
 }
 
 /* A span cut by a drop: it leaves the concurrency sweeps, nothing else. */
-void rp_engine_span_lost(void *ctx, uint32_t name, uint32_t depth, uint64_t t)
+void rp_engine_span_lost(void *ctx, uint32_t name, uint32_t depth, uint64_t t, bool request)
 {
-	rp_analyses_abandon(&((struct rp_engine *)ctx)->an, name, depth, t);
+	rp_analyses_abandon(&((struct rp_engine *)ctx)->an, name, depth, t, request);
 }
 
 /*

@@ -178,6 +178,7 @@ void rp_report_free(struct rp_report *r)
 	for (uint32_t i = 0; i < r->n_conc; i++)
 		free(r->conc[i].name);
 	free(r->conc);
+	free(r->requests.name);
 	for (uint32_t i = 0; i < r->n_cats; i++) {
 		free(r->cats[i].name);
 		rp_report_sketch_free(&r->cats[i].dur);

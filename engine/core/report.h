@@ -182,7 +182,8 @@ struct rp_report_node {
  * time-weighted. Percentiles are "lower step": the smallest level whose cumulative
  * time reaches p% of the observed time. 1.1 */
 struct rp_report_conc {
-	char *name;		/* "overall", "roots" (requests in flight), or a category */
+	char *name;		/* "overall", "roots" (spans at depth 0), a category, or
+				   "requests" (rp_report.requests) */
 	uint64_t observed_ns;	/* [first open, last event] */
 	uint64_t mean_milli;	/* time-weighted mean level x 1000, rounded */
 	uint32_t p50, p90, p95, p99, max;
@@ -503,7 +504,17 @@ struct rp_report {
 	struct rp_report_device device;	/* device idle time 1.2 */
 	struct rp_report_expiry expiry;	/* async requests closed after drops 1.3 */
 	struct rp_report_offcpu offcpu;	/* off-CPU time, how it was measured 1.3 */
+	/* Requests in flight: request spans (async tracks' roots: rp_async_*, Python
+	 * request()) open at once, exactly; unlike conc[1] "roots", no batching loop's
+	 * spans. name NULL or "": absent (no request seen, an older or merged report). 1.4 */
+	struct rp_report_conc requests;
 };
+
+/* Whether @r has a requests-in-flight figure (r->requests). */
+static inline int rp_report_has_requests(const struct rp_report *r)
+{
+	return r->requests.name != NULL && r->requests.name[0] != '\0';
+}
 
 void rp_report_device_free(struct rp_report_device *d);
 

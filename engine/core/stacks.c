@@ -172,7 +172,8 @@ void rp_track_begin(struct rp_tracks *ts, uint32_t tr, uint32_t name, uint64_t t
 	if (folded)
 		c->anomalies[RP_ANOM_CCT_CAP]++;
 	if (ts->hook_ctx)
-		rp_engine_span_open(ts->hook_ctx, name, k->depth - 1, t);
+		rp_engine_span_open(ts->hook_ctx, name, k->depth - 1, t,
+				    rp_is_request(k->kind, k->depth - 1));
 }
 
 /* Pops the top frame, closed at time t; @normal: by its own END (stacks.h). Inlined
@@ -216,7 +217,7 @@ static inline __attribute__((always_inline)) void pop_inline(struct rp_tracks *t
 			.start = f->start, .end = f->start + dur, .self_ns = call.self_ns,
 			.subtree_ns = call.self_ns + f->child_ns, .track = k->id,
 			.span = f->span, .name = f->name, .depth = k->depth, .src = k->src,
-			.primitive = call.primitive,
+			.primitive = call.primitive, .request = rp_is_request(k->kind, k->depth),
 		};
 		rp_engine_span_close(ts->hook_ctx, k, &sp, normal);
 	}
@@ -244,7 +245,7 @@ static void lose(struct rp_tracks *ts, struct rp_track *k, uint32_t i, uint64_t 
 		c->anomalies[RP_ANOM_DROP_LOST]++;
 		ts->stats->fn[f->name].drop_lost++; /* its row says what it misses */
 		if (ts->hook_ctx)
-			rp_engine_span_lost(ts->hook_ctx, f->name, i, t);
+			rp_engine_span_lost(ts->hook_ctx, f->name, i, t, rp_is_request(k->kind, i));
 		f->lost = 1;
 	}
 	if (ts->lost_name == RP_NONE) {
@@ -530,7 +531,7 @@ void rp_track_child_begin(struct rp_tracks *ts, uint32_t tr, uint32_t name, uint
 	if (folded)
 		c->anomalies[RP_ANOM_CCT_CAP]++;
 	if (ts->hook_ctx)
-		rp_engine_span_open(ts->hook_ctx, name, level, t);
+		rp_engine_span_open(ts->hook_ctx, name, level, t, rp_is_request(k->kind, level));
 }
 
 /* Closes frame @i (no open descendants) at time t and takes it out of the array. */
@@ -565,7 +566,7 @@ static void tree_pop(struct rp_tracks *ts, struct rp_track *k, uint32_t i, uint6
 			.start = f.start, .end = f.start + dur, .self_ns = call.self_ns,
 			.subtree_ns = call.self_ns + f.child_ns, .track = k->id,
 			.span = f.span, .name = f.name, .depth = level, .src = k->src,
-			.primitive = call.primitive,
+			.primitive = call.primitive, .request = rp_is_request(k->kind, level),
 		};
 		ts->chain[level] = f;
 		for (j = f.up, level = sp.depth; j != RP_NONE; j = k->f[j].up)
@@ -658,9 +659,12 @@ uint32_t rp_track_expire(struct rp_tracks *ts, uint32_t tr, uint64_t t, struct r
 		if (f->lost)
 			continue;
 		/* The level its open hook saw: a tree frame's, or its stack index. */
-		if (ts->hook_ctx)
-			rp_engine_span_lost(ts->hook_ctx, f->name, k->tree ? tree_level(k, i) : i,
-					    t);
+		if (ts->hook_ctx) {
+			uint32_t level = k->tree ? tree_level(k, i) : i;
+
+			rp_engine_span_lost(ts->hook_ctx, f->name, level, t,
+					    rp_is_request(k->kind, level));
+		}
 		c->anomalies[RP_ANOM_DROP_LOST]++;
 		ts->stats->fn[f->name].drop_lost++;
 		f->lost = 1;

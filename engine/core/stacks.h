@@ -88,7 +88,15 @@ struct rp_span_info {
 	uint32_t depth;		/* 0: a root */
 	uint32_t src;		/* the source index */
 	bool primitive;		/* the name was not open below it on its track */
+	bool request;		/* a request: the root of an async track (rp_is_request) */
 };
+
+/* A span at @depth of a track of @kind is a request (requests in flight, analyses.h):
+ * an async track's root (rp_async_*, Python request()). */
+static inline bool rp_is_request(uint8_t kind, uint32_t depth)
+{
+	return kind == RP_TRACK_ASYNC && depth == 0;
+}
 
 /* A thread track's summaries being read (stacks.c, rp_track_summary): the record
  * awaiting its data, and the path of the tree being written (wire.h: depth first). */
@@ -150,11 +158,12 @@ struct rp_tracks {
  * of that name and a non-zero span id), not one closed as truncated nor at a track's
  * end. One hook, so one call per span. rp_engine_span_lost(): a frame the open hook
  * saw became lost at time t (rp_track_resync); it never reaches the close hook.
+ * @request: rp_is_request() of the span, in all three.
  */
-void rp_engine_span_open(void *ctx, uint32_t name, uint32_t depth, uint64_t t);
+void rp_engine_span_open(void *ctx, uint32_t name, uint32_t depth, uint64_t t, bool request);
 void rp_engine_span_close(void *ctx, const struct rp_track *k, const struct rp_span_info *sp,
 			  bool normal);
-void rp_engine_span_lost(void *ctx, uint32_t name, uint32_t depth, uint64_t t);
+void rp_engine_span_lost(void *ctx, uint32_t name, uint32_t depth, uint64_t t, bool request);
 
 int rp_tracks_init(struct rp_tracks *ts, uint32_t max_tracks, uint32_t max_depth,
 		   struct rp_stats *stats);

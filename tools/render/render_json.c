@@ -20,7 +20,8 @@
  *    "caps" {"max_names", "max_tracks", "max_depth", "max_cct_nodes", "max_sources",
  *            "max_sketch_names", "max_window_names", "max_counters", "topk",
  *            "memory_bound", "subwindows", "max_window_level"},
- *    "concurrency" {"overall" DIST, "roots" DIST, "by_category" {category: DIST}},
+ *    "concurrency" {"overall" DIST, "roots" DIST, ["requests" DIST,]
+ *                   "by_category" {category: DIST}},
  *    "sources" [{"name", "pid", "flags" [words], "events", "dropped", "late",
  *                "truncated", "names_dropped", "nospace_dropped", "rings_nospace", "reentrant",
  *                "resyncs", "anomalies" {...}, "offcpu_idle_ns"}],
@@ -53,6 +54,8 @@
  * "mean", mean_milli / 1000 written exactly with three decimals ("1.500").
  * "concurrency" is built from r->conc: conc[0] is "overall", conc[1] "roots" (left
  * out if missing), conc[2...] are "by_category" under their names, in report order;
+ * "requests" (requests in flight: request spans only, r->requests) is there only when
+ * the report has it (rp_report_has_requests());
  * it is {} when the report has none (n_conc == 0, a 1.0 snapshot). A window's is
  * built the same way from its conc[0] and conc[1] only ({} when it has none).
  * Functions come in the text report's order: cum_ns descending, self_ns descending,
@@ -239,6 +242,8 @@ static void put_concurrency(FILE *out, const struct rp_report *r)
 	put_conc(out, "{\n    ", "overall", &r->conc[0]);
 	if (r->n_conc > 1)
 		put_conc(out, ",\n    ", "roots", &r->conc[1]);
+	if (rp_report_has_requests(r))
+		put_conc(out, ",\n    ", "requests", &r->requests);
 	fputs(",\n    \"by_category\":", out);
 	for (uint32_t i = 2; i < r->n_conc; i++)
 		put_conc(out, i > 2 ? ",\n      " : "{\n      ", r->conc[i].name, &r->conc[i]);

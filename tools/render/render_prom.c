@@ -12,6 +12,8 @@
  *   ringprof_span_calls_total, _self_seconds_total, _cum_seconds_total    counters
  *   ringprof_span_drop_lost_total{name,category} (spans drops cut, 1.3)    counter
  *   ringprof_concurrency_percentile{scope,percentile}, _max, _mean        gauges
+ *   ringprof_requests_in_flight, _percentile{percentile}, _max, _mean   gauges (1.4;
+ *     request spans only, when the report has them)
  *   ringprof_value_last{name,category} (rp_counter() series)              gauge
  *   ringprof_cap{cap} (counts), ringprof_memory_bound_bytes               gauges
  *
@@ -414,7 +416,8 @@ static void concurrency(const struct rp_report *r, FILE *out)
 	if (r->n_conc == 0)
 		return;
 	head(out, "ringprof_concurrency_percentile", "gauge",
-	     "Open spans, time-weighted percentile (overall, roots = requests, categories).");
+	     "Open spans, time-weighted percentile (overall, roots = spans at depth 0, "
+	     "categories).");
 	for (i = 0; i < r->n_conc; i++) {
 		const struct rp_report_conc *c = &r->conc[i];
 		uint32_t v[4] = { c->p50, c->p90, c->p95, c->p99 };
@@ -435,6 +438,29 @@ static void concurrency(const struct rp_report *r, FILE *out)
 		fprintf(out, "} %" PRIu64 ".%03" PRIu64 "\n", r->conc[i].mean_milli / 1000,
 			r->conc[i].mean_milli % 1000);
 	}
+}
+
+/* Requests in flight (request spans only), when the report has the figure. */
+static void requests_in_flight(const struct rp_report *r, FILE *out)
+{
+	const struct rp_report_conc *c = &r->requests;
+	uint32_t v[4] = { c->p50, c->p90, c->p95, c->p99 };
+
+	if (!rp_report_has_requests(r))
+		return;
+	head(out, "ringprof_requests_in_flight", "gauge", "Requests open now.");
+	fprintf(out, "ringprof_requests_in_flight %" PRIu32 "\n", c->now);
+	head(out, "ringprof_requests_in_flight_percentile", "gauge",
+	     "Requests open at once, time-weighted percentile.");
+	for (unsigned k = 0; k < 4; k++)
+		fprintf(out, "ringprof_requests_in_flight_percentile{percentile=\"%s\"} %" PRIu32
+			     "\n", percentiles[k], v[k]);
+	head(out, "ringprof_requests_in_flight_max", "gauge", "Most requests open at once.");
+	fprintf(out, "ringprof_requests_in_flight_max %" PRIu32 "\n", c->max);
+	head(out, "ringprof_requests_in_flight_mean", "gauge",
+	     "Time-weighted mean of requests open.");
+	fprintf(out, "ringprof_requests_in_flight_mean %" PRIu64 ".%03" PRIu64 "\n",
+		c->mean_milli / 1000, c->mean_milli % 1000);
 }
 
 static void counters_caps(const struct rp_report *r, FILE *out)
@@ -505,6 +531,7 @@ int rp_render_prom(const struct rp_report *r, FILE *out, const char *window)
 	}
 	span_counters(r, out, order, located);
 	concurrency(r, out);
+	requests_in_flight(r, out);
 	counters_caps(r, out);
 	free(order);
 	free(located);

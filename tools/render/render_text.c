@@ -278,6 +278,14 @@ static void print_header(FILE *out, const struct rp_report *r)
 		print_source(out, &r->sources[i]);
 	print_losses(out, r);
 	print_conc_lines(out, r->conc, r->n_conc);
+	if (rp_report_has_requests(r)) /* request spans only: no batching loop's */
+		fprintf(out,
+			"requests in flight  now %" PRIu32 "  p50 %" PRIu32 "  p90 %" PRIu32
+			"  p95 %" PRIu32 "  p99 %" PRIu32 "  max %" PRIu32 "  mean %" PRIu64
+			".%03" PRIu64 "\n",
+			r->requests.now, r->requests.p50, r->requests.p90, r->requests.p95,
+			r->requests.p99, r->requests.max, r->requests.mean_milli / 1000,
+			r->requests.mean_milli % 1000);
 }
 
 /* "calls" or "calls/primitive" (cProfile's "3/1" for recursion). */

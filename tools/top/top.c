@@ -363,6 +363,12 @@ static void conc_lines(const struct top *t, FILE *out)
 			c[i].mean_milli % 1000);
 	if (n == 0)
 		fputs("concurrency -\n", out);
+	if (rp_report_has_requests(&t->cur)) /* all time: request spans only */
+		fprintf(out,
+			"requests in flight now %" PRIu32 "  p50 %" PRIu32 "  p99 %" PRIu32
+			"  max %" PRIu32 " (all time)\n",
+			t->cur.requests.now, t->cur.requests.p50, t->cur.requests.p99,
+			t->cur.requests.max);
 }
 
 /* The names table. Columns: calls, rate/s, self%, [off%: the part of the name's
