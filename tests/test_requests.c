@@ -8,7 +8,10 @@
  * spans ("batch", with a "forward" inside) that belong to no request, some of which
  * outlive every request. The requests row must equal a brute-force sweep over the
  * requests' own timestamps alone (time at each level, percentiles, max, mean, now),
- * while the roots row, which counts the batching loop too, must not.
+ * while the roots row, which counts the batching loop too, must not. Then live: the
+ * demo server (`ringprof run` + `ringprof-demo`, whose workers hold handle_request
+ * spans on their own threads beside the requests' async tracks), against a brute force
+ * over the request spans the flight recorder kept (all of them: it must not wrap).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,10 +19,13 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "engine.h"
+#include "snapshot.h"
 
 #define US	1000ull
 #define NREQ	400u
@@ -247,11 +253,66 @@ static void test_requests_absent_without_requests(void **state)
 	rp_engine_close(e);
 }
 
+/* The demo, live: requests against the recorder's request spans (77 without RP_BIN_DIR). */
+static void test_requests_demo_exact(void **state)
+{
+	const char *bin = getenv("RP_BIN_DIR");
+	char cmd[2048], dir[64], path[128], why[RP_WHY_MAX];
+	struct rp_report r;
+	struct conc o;
+	uint32_t n = 0, handle = RP_NONE;
+
+	(void)state;
+	if (bin == NULL)
+		skip();
+	snprintf(dir, sizeof(dir), "/tmp/rp_requests_%d", (int)getpid());
+	snprintf(path, sizeof(path), "%s/s.msgpack", dir);
+	snprintf(cmd, sizeof(cmd),
+		 "set -e; mkdir -p %s; S=rq%d; %s/ringprof run --session $S --snapshot-dir %s "
+		 "--quiet & E=$!; sleep 0.5; RINGPROF_SESSION=$S %s/ringprof-demo --quiet "
+		 "--duration 2 --rate 150 --time-scale 0.2 >/dev/null; %s/ringprof snapshot "
+		 "--session $S -o %s >/dev/null; kill $E; wait $E || true",
+		 dir, (int)getpid(), bin, dir, bin, bin, path);
+	assert_int_equal(system(cmd), 0);
+	assert_int_equal(rp_snapshot_read_file(path, &r, why), 0);
+	assert_int_equal(r.recorder.wrapped, 0);
+	assert_true(rp_report_has_requests(&r));
+	for (uint32_t i = 0; i < r.recorder.n_spans && n < NREQ; i++) {
+		const struct rp_report_rspan *sp = &r.recorder.spans[i];
+
+		if (sp->depth == 0 && r.recorder.tracks[sp->track].kind == 2) {
+			assert_string_equal(r.fns[sp->fn].name, "request");
+			req_b[n] = sp->start_ns;
+			req_e[n++] = sp->start_ns + sp->dur_ns;
+		}
+		if (strcmp(r.fns[sp->fn].name, "handle_request") == 0)
+			handle = sp->fn;
+	}
+	assert_true(n > 100 && n < NREQ && handle != RP_NONE);
+	for (uint32_t i = n; i < NREQ; i++) /* the brute force's unused slots: nothing */
+		req_b[i] = req_e[i] = req_b[0];
+	brute(&o);
+	print_message("    demo: %u requests, max %u p99 %u mean %.3f; roots max %u\n", n,
+		      r.requests.max, r.requests.p99, (double)r.requests.mean_milli / 1000,
+		      r.conc[1].max);
+	assert_int_equal(r.requests.observed_ns, o.observed);
+	assert_int_equal(r.requests.p50, pct(&o, 5000));
+	assert_int_equal(r.requests.p99, pct(&o, 9900));
+	assert_int_equal(r.requests.max, o.max);
+	assert_int_equal(r.requests.mean_milli, mean_milli(&o));
+	assert_int_equal(r.requests.now, 0);
+	assert_true(r.conc[1].max > r.requests.max); /* workers' handle_request: roots too */
+	rp_report_free(&r);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_requests_exact_beside_batching_loop),
 		cmocka_unit_test(test_requests_absent_without_requests),
+		cmocka_unit_test(test_requests_demo_exact),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
