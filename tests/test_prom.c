@@ -484,8 +484,8 @@ static void test_prom_escaping_and_parse(void **state)
 	 * names;
 	 * 4 totals, 11 anomalies, 2 gauges, window; conc 3 x (4 + 2); 1 counter; 9 caps and
 	 * the memory bound. */
-	assert_int_equal(n, 2 * 6 + 2 + 3 * 3 + 4 * 4 + 4 + RP_ANOM_KIND_COUNT + 2 + 1 + 3 * 6 + 1 + 9 +
-				    1);
+	assert_int_equal(n, 2 * 6 + 2 + 3 * 3 + 4 * 4 + 4 + RP_ANOM_KIND_COUNT + 2 + 1 + 3 * 6 + 1 +
+				    9 + 1);
 	assert_true(value_of(v, n, "ringprof_span_drop_lost_total",
 			     "name=dup|category=C|location=b.c:20") == 0);
 	free(text);

@@ -37,8 +37,9 @@
  * @window names one (as a client's max_age does), else all time. A live report's
  * windows end at the wall clock (rp_engine_report_at()), so with no traffic the
  * window empties and its quantiles become NaN, as a client's do. A name with no
- * quantiles (no sketch: rp_report_fn_has_quantiles()) has no quantile series. Every name with a completed call is listed, in or
- * out of the window, so a series never disappears between scrapes.
+ * quantiles (no sketch: rp_report_fn_has_quantiles()) has no quantile series. Every
+ * name with a completed call is listed, in or out of the window, so a series never
+ * disappears between scrapes.
  *
  * promtool check metrics is clean: no gauge carries the summary-only "quantile"
  * label (concurrency percentiles use "percentile"), no name says its type, and one
