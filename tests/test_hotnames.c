@@ -7,7 +7,9 @@
  * statistic of all its durations, and a row in every window with its exact calls and
  * quantiles (brute force over the spans ending in the window's range); the burst names
  * whose sketches were given away report none; every eviction is counted, exactly as
- * the policy's model here predicts.
+ * the policy's model here predicts. Then live, with a tiny --max-sketch-names under the
+ * demo: `ringprof top --once` shows "-" for exactly the names the snapshot has no
+ * quantiles for, never 0.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -19,8 +21,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "engine.h"
+#include "snapshot.h"
 
 #define US	1000ull
 #define BASE	(1000000ull * US) /* 1 s */
@@ -192,10 +196,68 @@ static void test_hotnames_burst_then_hot(void **state)
 	rp_engine_close(e);
 }
 
+/* Live: top's p50 and p99 are "-" for the names without quantiles (77 without RP_BIN_DIR). */
+static void test_hotnames_top_shows_absent(void **state)
+{
+	const char *bin = getenv("RP_BIN_DIR");
+	char cmd[2048], dir[64], path[128], why[RP_WHY_MAX], want[300];
+	static char top[65536];
+	struct rp_report r;
+	uint32_t absent = 0, present = 0, shown = 0;
+	size_t len;
+	FILE *p;
+
+	(void)state;
+	if (bin == NULL)
+		skip();
+	snprintf(dir, sizeof(dir), "/tmp/rp_hotnames_%d", (int)getpid());
+	snprintf(path, sizeof(path), "%s/s.msgpack", dir);
+	snprintf(cmd, sizeof(cmd),
+		 "set -e; mkdir -p %s; S=hn%d; %s/ringprof run --session $S --snapshot-dir %s "
+		 "--quiet --max-sketch-names 3 & E=$!; sleep 0.5; RINGPROF_SESSION=$S "
+		 "%s/ringprof-demo --quiet --duration 1 --rate 100 --time-scale 0.1 >/dev/null; "
+		 "%s/ringprof snapshot --session $S -o %s >/dev/null; %s/ringprof top --session $S "
+		 "--dir %s --once > %s/top.txt; kill $E; wait $E || true",
+		 dir, (int)getpid(), bin, dir, bin, bin, path, bin, dir, dir);
+	assert_int_equal(system(cmd), 0);
+	assert_int_equal(rp_snapshot_read_file(path, &r, why), 0);
+	snprintf(cmd, sizeof(cmd), "%s/top.txt", dir);
+	p = fopen(cmd, "r");
+	assert_non_null(p);
+	len = fread(top, 1, sizeof(top) - 1, p);
+	top[len] = '\0';
+	fclose(p);
+	assert_true(r.anomalies[RP_ANOM_SKETCH_EVICTED] > 0);
+	for (uint32_t i = 0; i < r.n_fns; i++) {
+		const struct rp_report_fn *f = &r.fns[i];
+		bool has = rp_report_fn_has_quantiles(f) != 0;
+
+		if (f->calls == 0)
+			continue;
+		snprintf(want, sizeof(want), "       -  %s [%s]\n", f->name, f->category);
+		if (has)
+			assert_null(strstr(top, want));
+		else if (strstr(top, want + 8) != NULL) { /* listed: its p99 is "-" */
+			assert_non_null(strstr(top, want));
+			shown++;
+		}
+		absent += !has;
+		present += has;
+	}
+	print_message("    names with quantiles %u, without %u (%u of them listed in top: \"-\"; "
+		      "sketch_evicted %llu)\n", present, absent, shown,
+		      (unsigned long long)r.anomalies[RP_ANOM_SKETCH_EVICTED]);
+	assert_true(absent > 0 && present > 0 && present <= 3 && shown > 0);
+	rp_report_free(&r);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_hotnames_burst_then_hot),
+		cmocka_unit_test(test_hotnames_top_shows_absent),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
