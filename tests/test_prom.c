@@ -214,6 +214,8 @@ static const char small_expected_1[] =
 	"ringprof_anomalies_total{kind=\"drop_lost\"} 0\n"
 	"ringprof_anomalies_total{kind=\"window_level_cap\"} 0\n"
 	"ringprof_anomalies_total{kind=\"restart_gap\"} 0\n"
+	"ringprof_anomalies_total{kind=\"sketch_evicted\"} 0\n"
+	"ringprof_anomalies_total{kind=\"window_evicted\"} 0\n"
 	"# HELP ringprof_sources Producers or files in the report.\n"
 	"# TYPE ringprof_sources gauge\n"
 	"ringprof_sources 0\n"
@@ -292,6 +294,7 @@ static const char small_expected_2[] =
 	"ringprof_cap_hits_total{cap=\"max_window_names\"} 0\n"
 	"ringprof_cap_hits_total{cap=\"max_counters\"} 0\n"
 	"ringprof_cap_hits_total{cap=\"max_window_level\"} 0\n"
+	"ringprof_cap_hits_total{cap=\"max_sketch_names\"} 0\n"
 	"# HELP ringprof_memory_bound_bytes Worst-case bytes of the engine's tables at its caps "
 	"(0: not known).\n"
 	"# TYPE ringprof_memory_bound_bytes gauge\n"
@@ -366,7 +369,7 @@ static struct rp_report_fn tricky_fns[] = {
 	  .self_ns = 9,
 	  .cum_ns = 9,
 	  .total_ns = 9,
-	  .max_ns = 4 },					/* no sketch: NaN quantiles */
+	  .max_ns = 4 },					/* no sketch: no quantiles */
 	{ .name = "bad\xff utf8", .category = "", .calls = 0 }, /* only in the CCT */
 };
 
@@ -428,6 +431,33 @@ static struct rp_report tricky(void)
 				   .n_windows = 1 };
 }
 
+/* Requests in flight: four gauge families when the report has the figure (parsed and
+ * declared, one series each), none when it does not. */
+static void test_prom_requests_in_flight(void **state)
+{
+	struct rp_report r = tricky();
+	char *text = prom(&r, NULL), *copy;
+	struct sample *v;
+	unsigned n;
+
+	(void)state;
+	assert_null(strstr(text, "ringprof_requests_in_flight"));
+	free(text);
+	r.requests = (struct rp_report_conc){ .name = "requests", .observed_ns = 9000,
+					      .mean_milli = 2250, .p50 = 2, .p90 = 3, .p95 = 4,
+					      .p99 = 5, .max = 6, .now = 1 };
+	text = prom(&r, NULL);
+	copy = strdup(text);
+	n = check_exposition(copy, &v);
+	assert_true(value_of(v, n, "ringprof_requests_in_flight", "") == 1);
+	assert_true(value_of(v, n, "ringprof_requests_in_flight_percentile", "percentile=50") == 2);
+	assert_true(value_of(v, n, "ringprof_requests_in_flight_percentile", "percentile=99") == 5);
+	assert_true(value_of(v, n, "ringprof_requests_in_flight_max", "") == 6);
+	assert_true(value_of(v, n, "ringprof_requests_in_flight_mean", "") == 2.25);
+	free(text);
+	free(copy);
+}
+
 static void test_prom_escaping_and_parse(void **state)
 {
 	struct rp_report r = tricky();
@@ -446,9 +476,13 @@ static void test_prom_escaping_and_parse(void **state)
 				     "location=\"a.c:10\"} 1\n"));
 	assert_non_null(strstr(text, "ringprof_span_calls_total{name=\"dup\",category=\"C\","
 				     "location=\"b.c:20\"} 3\n"));
-	assert_non_null(
+	/* No sketch: no quantile series (absent, never 0), but _sum and _count. */
+	assert_null(
 		strstr(text, "ringprof_span_duration_instance_seconds{name=\"dup\",category=\"C\","
-			     "location=\"b.c:20\",quantile=\"0.99\"} NaN\n"));
+			     "location=\"b.c:20\",quantile="));
+	assert_non_null(
+		strstr(text, "ringprof_span_duration_instance_seconds_count{name=\"dup\","
+			     "category=\"C\",location=\"b.c:20\"} 3\n"));
 	assert_non_null(strstr(
 		text, "ringprof_concurrency_percentile{scope=\"overall\",percentile=\"95\"} 3\n"));
 	assert_non_null(strstr(text, "ringprof_concurrency_mean{scope=\"roots\"} 1.001\n"));
@@ -471,17 +505,20 @@ static void test_prom_escaping_and_parse(void **state)
 			 150e-9) < 1e-15);
 	assert_true(value_of(v, n, "ringprof_span_self_seconds_total",
 			     "name=dup|category=C|location=b.c:20") == 9e-9);
-	assert_true(isnan(value_of(v, n, "ringprof_span_duration_instance_seconds",
-				   "name=dup|category=C|location=b.c:20|quantile=0.5")));
+	for (unsigned i = 0; i < n; i++) /* no sketch: no quantile series at all */
+		assert_false(strcmp(v[i].name, "ringprof_span_duration_instance_seconds") == 0 &&
+			     strstr(v[i].labels, "location=b.c:20") != NULL);
 	assert_true(value_of(v, n, "ringprof_concurrency_percentile",
 			     "scope=roots|percentile=99") == 2);
-	/* 4 quantiles + sum + count for the 3 called names, and +Inf, sum, count (no
-	 * sketch: no finite bucket); 4 counters x 4 names;
+	/* 4 quantiles + sum + count for the 2 called names with a sketch, sum + count for
+	 * the third, and +Inf, sum, count (no sketch: no finite bucket); 4 counters x 4
+	 * names;
 	 * 4 totals, 11 anomalies, 2 gauges, window; conc 3 x (4 + 2); 1 counter; 9 caps and
 	 * the memory bound. */
-	/* 1.4: + build_info, series_omitted, errors x 4 names, now x 3 scopes, 7 cap hits. */
-	assert_int_equal(n, 3 * 6 + 3 * 3 + 5 * 4 + 4 + RP_ANOM_KIND_COUNT + 2 + 1 + 3 * 7 + 1 + 9 +
-				    1 + 2 + 7);
+	/* 1.4: + build_info, series_omitted, errors x 4 names, now x 3 scopes, 8 cap hits;
+	 * one name without quantiles. */
+	assert_int_equal(n, 2 * 6 + 2 + 3 * 3 + 5 * 4 + 4 + RP_ANOM_KIND_COUNT + 2 + 1 + 3 * 7 + 1 +
+				    9 + 1 + 2 + 8);
 	assert_true(value_of(v, n, "ringprof_span_drop_lost_total",
 			     "name=dup|category=C|location=b.c:20") == 0);
 	free(text);
@@ -617,7 +654,7 @@ static void test_prom_empty_report(void **state)
 
 	(void)state;
 	n = check_exposition(copy, &v);
-	assert_int_equal(n, 4 + RP_ANOM_KIND_COUNT + 2 + 1 + 10 + 2 + 7);
+	assert_int_equal(n, 4 + RP_ANOM_KIND_COUNT + 2 + 1 + 10 + 2 + 8);
 	assert_null(strstr(text, "ringprof_concurrency"));
 	free(text);
 	free(copy);
@@ -628,6 +665,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_prom_small_exact),
 		cmocka_unit_test(test_prom_escaping_and_parse),
+		cmocka_unit_test(test_prom_requests_in_flight),
 		cmocka_unit_test(test_prom_window),
 		cmocka_unit_test(test_prom_histogram_buckets),
 		cmocka_unit_test(test_prom_empty_report),

@@ -244,7 +244,8 @@ static const char *const anomaly_keys[] = { "end_mismatch", "end_unmatched", "de
 					    "track_cap",    "name_cap",	     "cct_cap",
 					    "clamped",	    "bad_event",     "open_at_end",
 					    "window_cap",   "counter_cap",   "drop_lost",
-					    "window_level_cap", "restart_gap" };
+					    "window_level_cap", "restart_gap",
+					    "sketch_evicted",   "window_evicted" };
 
 static yajl_val json_parse(const char *text)
 {
@@ -408,10 +409,15 @@ static void check_fn(yajl_val o, const struct rp_report_fn *f, const struct want
 	assert_u64(o, "min_ns", f->min_ns);
 	assert_u64(o, "max_ns", f->max_ns);
 	assert_u64(o, "mean_ns", w->mean_ns);
-	assert_u64(o, "p50_ns", f->p50_ns);
-	assert_u64(o, "p90_ns", f->p90_ns);
-	assert_u64(o, "p95_ns", f->p95_ns);
-	assert_u64(o, "p99_ns", f->p99_ns);
+	if (rp_report_fn_has_quantiles(f)) {
+		assert_u64(o, "p50_ns", f->p50_ns);
+		assert_u64(o, "p90_ns", f->p90_ns);
+		assert_u64(o, "p95_ns", f->p95_ns);
+		assert_u64(o, "p99_ns", f->p99_ns);
+	} else { /* none: null, never 0 */
+		assert_true(YAJL_IS_NULL(field(o, "p50_ns")) && YAJL_IS_NULL(field(o, "p90_ns")) &&
+			    YAJL_IS_NULL(field(o, "p95_ns")) && YAJL_IS_NULL(field(o, "p99_ns")));
+	}
 	mid = field(o, "midpoint_concurrency_mean");
 	assert_raw_number(mid, "midpoint_concurrency_mean", w->midpoint_mean);
 	if (f->midpoint_count == 0) {
@@ -640,6 +646,10 @@ static void test_render_json_tricky_round_trips(void **state)
 	assert_non_null(strstr(text, "\"mean_ns\":600000000,\"p50_ns\":500000000,"
 				     "\"p90_ns\":900000000,\"p95_ns\":950000000,"
 				     "\"p99_ns\":990000000,\"midpoint_concurrency_mean\":3.5}"));
+	/* aaa has no sketch: its quantiles are null, never 0. */
+	assert_non_null(strstr(text, "\"name\":\"aaa\""));
+	assert_non_null(strstr(strstr(text, "\"name\":\"aaa\""),
+			       "\"p50_ns\":null,\"p90_ns\":null,\"p95_ns\":null,\"p99_ns\":null"));
 	check_no_analyses(o, &r, text);
 	yajl_tree_free(o);
 	free(text);
@@ -870,6 +880,34 @@ static void test_render_text_exact(void **state)
 	assert_string_equal(text, TEXT_HEAD "anomalies  end_mismatch 1  clamped 4\n" TEXT_CONC
 					    "\nfunctions 4 of 4, by cum time, then self time\n"
 					    TEXT_COLS TEXT_ROW0 TEXT_ROW1 TEXT_ROW2 TEXT_ROW3);
+	free(text);
+}
+
+/* Requests in flight (request spans only): a line in text, "requests" in JSON's
+ * concurrency, when the report has the figure; nothing when it does not. */
+static void test_render_requests_in_flight(void **state)
+{
+	struct rp_report r = text_report();
+	char *text, *json;
+
+	(void)state;
+	json = render_mem(rp_render_json, &r);
+	text = text_mem(&r, 0);
+	assert_null(strstr(json, "\"requests\":{"));
+	assert_null(strstr(text, "requests in flight"));
+	free(json);
+	free(text);
+	r.requests = (struct rp_report_conc){ .name = "requests", .observed_ns = 9000,
+					      .mean_milli = 2250, .p50 = 2, .p90 = 3, .p95 = 4,
+					      .p99 = 5, .max = 6, .now = 1 };
+	json = render_mem(rp_render_json, &r);
+	text = text_mem(&r, 0);
+	assert_non_null(strstr(json, ",\n    \"requests\":{\"p50\":2,\"p90\":3,\"p95\":4,"
+				     "\"p99\":5,\"max\":6,\"mean\":2.250,\"observed_ns\":9000,"
+				     "\"now\":1},\n    \"by_category\":"));
+	assert_non_null(strstr(text, TEXT_CONC "requests in flight  now 1  p50 2  p90 3  p95 4"
+					       "  p99 5  max 6  mean 2.250\n"));
+	free(json);
 	free(text);
 }
 
@@ -2175,6 +2213,7 @@ int main(void)
 		cmocka_unit_test(test_render_json_full_report),
 		cmocka_unit_test(test_render_rate_exact),
 		cmocka_unit_test(test_render_text_exact),
+		cmocka_unit_test(test_render_requests_in_flight),
 		cmocka_unit_test(test_render_text_limit_cuts_rows),
 		cmocka_unit_test(test_render_text_nothing_lost),
 		cmocka_unit_test(test_render_text_caps_name_knobs),

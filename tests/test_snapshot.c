@@ -43,7 +43,7 @@
 static const char *const anomaly_names[] = {
 	"end_mismatch", "end_unmatched", "depth_cap",	"track_cap",  "name_cap",    "cct_cap",
 	"clamped",	"bad_event",	 "open_at_end", "window_cap", "counter_cap", "drop_lost",
-	"window_level_cap", "restart_gap",
+	"window_level_cap", "restart_gap", "sketch_evicted", "window_evicted",
 };
 
 /* --- random reports ----------------------------------------------------------------- */
@@ -565,6 +565,7 @@ static void build_1_2(struct rp_report *r, const struct shape *sh)
 		.watched = rnd_u64(), .refused = rnd_u64(), .lost = rnd_u64(),
 		.unpaired = rnd_u64(), .overflow = rnd_u64(), .overflow_ns = rnd_u64(), .late = rnd_u64(), .intervals = rnd_u64(),
 		.total_ns = rnd_u64() };
+	rnd_conc(&r->requests, sh->str_max);
 }
 
 static void rnd_header(struct rp_report *r)
@@ -1162,7 +1163,8 @@ static bool same_1_2(const struct rp_report *a, const struct rp_report *b, char 
 	       u_eq(a->expiry.suspect_spans, b->expiry.suspect_spans, what,
 		    "expiry.suspect_spans", 0) &&
 	       u_eq(a->expiry.peak_spans, b->expiry.peak_spans, what, "expiry.peak_spans", 0) &&
-	       memcmp(&a->offcpu, &b->offcpu, sizeof(a->offcpu)) == 0;
+	       memcmp(&a->offcpu, &b->offcpu, sizeof(a->offcpu)) == 0 &&
+	       conc_eq(&a->requests, &b->requests, 0, what);
 }
 
 /* True if @b (decoded) holds exactly what @a (built) does; else @what says where not.
@@ -1756,12 +1758,17 @@ static void ref_sections_1_2(msgpack_packer *pk, const struct rp_report *r,
 	kv_u64(pk, "late", r->offcpu.late);
 	kv_u64(pk, "intervals", r->offcpu.intervals);
 	kv_u64(pk, "total_ns", r->offcpu.total_ns);
+	if (has_1_4(o)) {
+		key(pk, "requests");
+		ref_conc(pk, &r->requests, o);
+	}
 }
 
 static void ref_fn(msgpack_packer *pk, const struct rp_report_fn *f, const struct ref_opts *o,
 		   uint32_t i)
 {
-	msgpack_pack_map(pk, (o->v1_0 ? 11 : o->v1_1 ? 17 : o->v1_2 ? 18 : 23) + o->extras);
+	msgpack_pack_map(pk, (o->v1_0 ? 11 : o->v1_1 ? 17 : o->v1_2 ? 18 : o->v1_3 ? 21 : 23) +
+				     o->extras);
 	kv_str(pk, "name", f->name);
 	kv_str(pk, "category", f->category);
 	kv_str(pk, "file", f->file);
@@ -1790,6 +1797,8 @@ static void ref_fn(msgpack_packer *pk, const struct rp_report_fn *f, const struc
 	kv_u64(pk, "drop_lost", f->drop_lost);
 	kv_u64(pk, "offcpu_ns", f->offcpu_ns);
 	kv_u64(pk, "offcpu_cum_ns", f->offcpu_cum_ns);
+	if (!has_1_4(o))
+		return;
 	kv_u64(pk, "errors", f->errors); /* 1.4 */
 	kv_u64(pk, "started", f->started);
 }
@@ -1878,7 +1887,8 @@ static void ref_pack(msgpack_sbuffer *sb, const struct rp_report *r, const struc
 	msgpack_sbuffer_init(sb);
 	msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
 	msgpack_pack_map(&pk,
-			 (o->v1_0 ? 7 : o->v1_1 ? 8 : o->v1_2 ? 16 : 18) + (o->extras ? 4 : 0));
+			 (o->v1_0 ? 7 : o->v1_1 ? 8 : o->v1_2 ? 16 : o->v1_3 ? 18 : 19) +
+				 (o->extras ? 4 : 0));
 	key(&pk, "version");
 	msgpack_pack_array(&pk, 2);
 	msgpack_pack_uint32(&pk, o->major);
@@ -2011,7 +2021,7 @@ static void test_snapshot_encode_matches_schema(void **state)
 		ref_pack(&sb, &a, &plain);
 		assert_int_equal(m.len, sb.size);
 		assert_memory_equal(m.data, sb.data, m.len);
-		assert_memory_equal(m.data, "\xde\x00\x12\xa7version\x92\x01\x04", 14); /* first */
+		assert_memory_equal(m.data, "\xde\x00\x13\xa7version\x92\x01\x04", 14); /* first */
 		msgpack_sbuffer_destroy(&sb);
 		rp_membuf_free(&m);
 		rp_report_free(&a);
@@ -2072,6 +2082,10 @@ static void as_1_3(struct rp_report *r)
 	for (uint32_t i = 0; i < r->n_windows; i++)
 		for (uint32_t j = 0; j < r->windows[i].n_fns; j++)
 			rp_report_sketch_free(&r->windows[i].fns[j].dur);
+	for (uint32_t i = 0; i < r->n_fns; i++)
+		r->fns[i].errors = r->fns[i].started = 0;
+	free(r->requests.name);
+	r->requests = (struct rp_report_conc){ .name = strdup("") }; /* absent (1.4) */
 	r->version_minor = 3;
 }
 
@@ -2079,8 +2093,7 @@ static void as_1_2(struct rp_report *r)
 {
 	as_1_3(r);
 	for (uint32_t i = 0; i < r->n_fns; i++)
-		r->fns[i].drop_lost = r->fns[i].offcpu_ns = r->fns[i].offcpu_cum_ns =
-			r->fns[i].errors = r->fns[i].started = 0;
+		r->fns[i].drop_lost = r->fns[i].offcpu_ns = r->fns[i].offcpu_cum_ns = 0;
 	for (uint32_t i = 0; i < r->n_nodes; i++)
 		r->nodes[i].offcpu_ns = 0;
 	for (uint32_t i = 0; i < r->n_sources; i++)

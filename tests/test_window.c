@@ -470,7 +470,7 @@ static void test_window_matches_brute_force(void **state)
 }
 
 /* Three names per sub-window for twelve: Space-Saving within its bound, each span
- * past the finest table counted. */
+ * past the finest table counted, each eviction too. */
 static void test_window_topk_within_bound_past_cap(void **state)
 {
 	struct rp_engine_cfg c;
@@ -489,28 +489,49 @@ static void test_window_topk_within_bound_past_cap(void **state)
 	feed(e, src, ids, 0, n_ev);
 	assert_int_equal(rp_engine_report(e, &r), 0);
 	check_report(&r, &c, n_ev, false);
-	/* brute: per finest sub-window, spans of names past the first three to end */
+	/* brute: per finest sub-window, a table of three names; a new name takes the
+	 * place of the newest entry called once (window.h: the once set, last in,
+	 * first out; an entry called twice leaves it, the last one taking its place),
+	 * else its span overflows. Both are window_cap, each eviction window_evicted. */
 	{
-		uint64_t g = c.window_ns[0] / c.subwindows, cur = UINT64_MAX;
-		uint32_t seen[NNAMES] = { 0 }, n_seen = 0;
+		uint64_t g = c.window_ns[0] / c.subwindows, cur = UINT64_MAX, evicted = 0;
+		uint32_t seen[3], calls[3], once[3], n_seen = 0, n_once = 0;
 
 		for (uint32_t i = 0; i < n_ev; i++) {
 			const struct span *s = &sp[evs[i].span];
-			bool found = false;
+			uint32_t j;
 
 			if (evs[i].ts / g != cur) {
 				cur = evs[i].ts / g;
-				n_seen = 0;
+				n_seen = n_once = 0;
 			}
 			if (evs[i].begin)
 				continue;
-			for (uint32_t j = 0; j < n_seen; j++)
-				found |= seen[j] == s->name;
-			if (!found && n_seen < 3)
-				seen[n_seen++] = s->name;
-			else if (!found)
+			for (j = 0; j < n_seen && seen[j] != s->name; j++)
+				;
+			if (j == n_seen && n_seen < 3) {
+				seen[n_seen] = s->name;
+				calls[n_seen] = 0;
+				once[n_once++] = n_seen++;
+			} else if (j == n_seen && n_once) {
+				j = once[n_once - 1]; /* stays in the once set */
+				want += calls[j];
+				evicted++;
+				seen[j] = s->name;
+				calls[j] = 0;
+			} else if (j == n_seen) {
 				want++;
+				continue;
+			}
+			if (++calls[j] == 2)
+				for (uint32_t o = 0; o < n_once; o++)
+					if (once[o] == j) {
+						once[o] = once[--n_once];
+						break;
+					}
 		}
+		assert_true(evicted > 0);
+		assert_int_equal(r.anomalies[RP_ANOM_WINDOW_EVICTED], evicted);
 	}
 	assert_true(want > 0);
 	assert_int_equal(r.anomalies[RP_ANOM_WINDOW_CAP], want);

@@ -16,12 +16,12 @@ size_t rp_analyses_memory_bound(const struct rp_analyses_cfg *c)
 {
 	size_t store = (size_t)rp_sketch_default_buckets(RP_SKETCH_ALPHA) * sizeof(uint64_t);
 	size_t per_name = sizeof(uint8_t) + sizeof(struct rp_sketch *) + 2 * sizeof(uint64_t) +
-			  sizeof(uint32_t);
+			  sizeof(uint32_t) + 2 * sizeof(uint32_t) + sizeof(uint8_t); /* + LRU */
 	size_t sweep = sizeof(struct rp_sweep) + ((size_t)RP_ANALYSES_MAX_LEVEL + 1) * 8;
 	size_t b = (size_t)c->max_names * per_name;
 
 	b += (size_t)c->max_sketch_names * (sizeof(struct rp_sketch) + store);
-	b += (2 + RP_ANALYSES_MAX_CATEGORIES) * sweep + RP_ANALYSES_HISTORY * 12 + 12;
+	b += (3 + RP_ANALYSES_MAX_CATEGORIES) * sweep + RP_ANALYSES_HISTORY * 12 + 12;
 	b += RP_ANALYSES_MAX_CATEGORIES * store;	  /* category sketches (stores) */
 	b += (size_t)c->max_counters * (sizeof(struct rp_counter_stats) + 2 * store);
 	b += RP_SLOWEST_MEMSIZE(c->win.topk);
@@ -48,11 +48,17 @@ int rp_analyses_init(struct rp_analyses *a, const struct rp_names *names,
 	a->mid_sum = calloc(c->max_names, sizeof(*a->mid_sum));
 	a->mid_count = calloc(c->max_names, sizeof(*a->mid_count));
 	a->counter_of = calloc(c->max_names, sizeof(*a->counter_of));
+	a->lru_prev = calloc(c->max_names, sizeof(*a->lru_prev));
+	a->lru_next = calloc(c->max_names, sizeof(*a->lru_next));
+	a->lru_list = calloc(c->max_names, sizeof(*a->lru_list));
+	a->lru_head[0] = a->lru_head[1] = a->lru_tail[0] = a->lru_tail[1] = RP_NONE;
 	a->counters = calloc(c->max_counters ? c->max_counters : 1, sizeof(*a->counters));
 	if (!a->cat_of || !a->sketch || !a->mid_sum || !a->mid_count || !a->counter_of ||
-	    !a->counters || rp_slowest_init(&a->slow, c->win.topk ? c->win.topk : 1) ||
+	    !a->counters || !a->lru_prev || !a->lru_next || !a->lru_list ||
+	    rp_slowest_init(&a->slow, c->win.topk ? c->win.topk : 1) ||
 	    rp_sweep_init(&a->overall, RP_ANALYSES_MAX_LEVEL, RP_ANALYSES_HISTORY) ||
-	    rp_sweep_init_levels(&a->roots, RP_ANALYSES_MAX_LEVEL)) {
+	    rp_sweep_init_levels(&a->roots, RP_ANALYSES_MAX_LEVEL) ||
+	    rp_sweep_init_levels(&a->requests, RP_ANALYSES_MAX_LEVEL)) {
 		err = -ENOMEM;
 		goto fail;
 	}
@@ -85,6 +91,7 @@ void rp_analyses_fini(struct rp_analyses *a)
 		rp_sketch_fini(&a->counters[i].values);
 	rp_sweep_fini(&a->overall);
 	rp_sweep_fini(&a->roots);
+	rp_sweep_fini(&a->requests);
 	rp_windows_fini(&a->win);
 	rp_slowest_fini(&a->slow);
 	free(a->prev[0]);
@@ -95,6 +102,9 @@ void rp_analyses_fini(struct rp_analyses *a)
 	free(a->mid_count);
 	free(a->counter_of);
 	free(a->counters);
+	free(a->lru_prev);
+	free(a->lru_next);
+	free(a->lru_list);
 	memset(a, 0, sizeof(*a));
 }
 
@@ -122,20 +132,85 @@ struct rp_sweep *rp_analyses_cat_new(struct rp_analyses *a, uint32_t name)
 }
 
 
-static struct rp_sketch *name_sketch(struct rp_analyses *a, uint32_t name)
+/* --- sketch slots: a segmented LRU (analyses.h) ------------------------------------ */
+
+static void lru_unlink(struct rp_analyses *a, uint32_t n)
 {
-	if (a->sketch[name] == NULL && a->n_sketch < a->max_sketch) {
-		a->sketch[name] = rp_sketch_create(RP_SKETCH_ALPHA);
-		a->n_sketch += a->sketch[name] != NULL;
+	int l = a->lru_list[n] - RP_LRU_PROBATION;
+	uint32_t p = a->lru_prev[n], x = a->lru_next[n];
+
+	if (p != RP_NONE)
+		a->lru_next[p] = x;
+	else
+		a->lru_head[l] = x;
+	if (x != RP_NONE)
+		a->lru_prev[x] = p;
+	else
+		a->lru_tail[l] = p;
+}
+
+/* @n at the head (newest) of list @st. */
+static void lru_push(struct rp_analyses *a, uint32_t n, enum rp_lru_state st)
+{
+	int l = st - RP_LRU_PROBATION;
+
+	a->lru_list[n] = (uint8_t)st;
+	a->lru_prev[n] = RP_NONE;
+	a->lru_next[n] = a->lru_head[l];
+	if (a->lru_head[l] != RP_NONE)
+		a->lru_prev[a->lru_head[l]] = n;
+	else
+		a->lru_tail[l] = n;
+	a->lru_head[l] = n;
+}
+
+/* The oldest name of probation, else of protected, loses its sketch (emptied). */
+static struct rp_sketch *lru_evict(struct rp_analyses *a)
+{
+	uint32_t v = a->lru_tail[0] != RP_NONE ? a->lru_tail[0] : a->lru_tail[1];
+	struct rp_sketch *k;
+
+	if (v == RP_NONE)
+		return NULL;
+	lru_unlink(a, v);
+	a->lru_list[v] = RP_LRU_EVICTED;
+	k = a->sketch[v];
+	a->sketch[v] = NULL;
+	a->sketch_evicted++;
+	rp_sketch_reset(k);
+	return k;
+}
+
+/* The all-time sketch of @name, which has @calls new spans for it; NULL if none. */
+static struct rp_sketch *name_sketch(struct rp_analyses *a, uint32_t name, uint64_t calls)
+{
+	struct rp_sketch *k = a->sketch[name];
+
+	if (k != NULL) { /* seen again: protected, newest */
+		lru_unlink(a, name);
+		lru_push(a, name, RP_LRU_PROTECTED);
+		return k;
 	}
-	return a->sketch[name];
+	if (a->lru_list[name] == RP_LRU_EVICTED)
+		return NULL;
+	if (a->n_sketch < a->max_sketch) {
+		k = rp_sketch_create(RP_SKETCH_ALPHA);
+		a->n_sketch += k != NULL;
+	} else {
+		k = lru_evict(a);
+	}
+	if (k == NULL)
+		return NULL;
+	a->sketch[name] = k;
+	lru_push(a, name, calls > 1 ? RP_LRU_PROTECTED : RP_LRU_PROBATION);
+	return k;
 }
 
 /* A span whose name has no room in the finest sub-window (or no windows). */
 static void add_direct(struct rp_analyses *a, uint32_t name, uint32_t ci,
 		       const struct rp_span_info *sp)
 {
-	struct rp_sketch *k = name_sketch(a, name);
+	struct rp_sketch *k = name_sketch(a, name, 1);
 	uint64_t dur = sp->end - sp->start;
 
 	if (k != NULL)
@@ -179,25 +254,41 @@ void rp_analyses_close_overflow(struct rp_analyses *a, const struct rp_span_info
 	add_direct(a, sp->name, ci, sp);
 }
 
+/* An entry of the finest window into the all-time sketches. */
+static void fold_entry(struct rp_analyses *a, const struct rp_wentry *e)
+{
+	struct rp_sketch *k = name_sketch(a, e->name, e->calls);
+
+	if (k != NULL)
+		rp_sketch_merge(k, &e->dur);
+	if (e->cat) {
+		struct rp_cat_stats *c = &a->cats[e->cat - 1];
+
+		c->calls += e->calls;
+		c->self_ns += e->self_ns;
+		c->total_ns += e->total_ns;
+		rp_sketch_merge(&c->dur, &e->dur);
+	}
+}
+
 /* The finest window's finished sub-window into the all-time sketches and spans. */
 static void fold_alltime(struct rp_analyses *a, const struct rp_wslot *s)
 {
-	for (uint32_t i = 0; i < s->n; i++) {
-		const struct rp_wentry *e = &s->e[i];
-		struct rp_sketch *k = name_sketch(a, e->name);
-
-		if (k != NULL)
-			rp_sketch_merge(k, &e->dur);
-		if (e->cat) {
-			struct rp_cat_stats *c = &a->cats[e->cat - 1];
-
-			c->calls += e->calls;
-			c->self_ns += e->self_ns;
-			c->total_ns += e->total_ns;
-			rp_sketch_merge(&c->dur, &e->dur);
-		}
-	}
+	for (uint32_t i = 0; i < s->n; i++)
+		fold_entry(a, &s->e[i]);
 	rp_slowest_merge(&a->slow, &s->slow);
+}
+
+struct rp_wentry *rp_analyses_evict(struct rp_analyses *a, uint32_t name)
+{
+	struct rp_window *w0 = &a->win.w[0];
+	struct rp_wentry *v = rp_window_victim(w0);
+
+	if (v == NULL)
+		return NULL;
+	fold_entry(a, v); /* its spans stay in the all-time figures */
+	rp_wslot_spill(&a->win, w0->cs, v);
+	return rp_window_replace(&a->win, w0, v, name);
 }
 
 /* Time at each level since the last rotation into every window's sub-window of the
@@ -353,8 +444,8 @@ static int report_fns(const struct rp_analyses *a, const uint32_t *map, struct r
 		f = &r->fns[map[i]];
 		f->midpoint_sum = a->mid_sum[i];
 		f->midpoint_count = a->mid_count[i];
-		if (k == NULL && a->n_sketch >= a->max_sketch)
-			continue; /* past the sketch cap: no quantiles */
+		if (a->lru_list[i] == RP_LRU_EVICTED || (k == NULL && a->max_sketch == 0))
+			continue; /* its sketch was evicted (or none allowed): no quantiles */
 		err = merged_sketch(a, k, i, &m);
 		if (!err && rp_sketch_count(&m) > 0) {
 			quantiles(&m, &f->p50_ns, &f->p90_ns, &f->p95_ns, &f->p99_ns);
@@ -381,6 +472,9 @@ static int report_conc(const struct rp_analyses *a, struct rp_report *r)
 		if ((err = conc_row(&r->conc[r->n_conc++],
 				    a->cat_name[i][0] ? a->cat_name[i] : "(none)", &a->cat[i])))
 			return err;
+	/* Requests in flight: absent (name NULL) until a request span opened. */
+	if (a->requests.opened && (err = conc_row(&r->requests, "requests", &a->requests)))
+		return err;
 	return 0;
 }
 
@@ -502,6 +596,7 @@ int rp_analyses_report(const struct rp_analyses *a, const uint32_t *map, uint64_
 {
 	int err;
 
+	r->anomalies[RP_ANOM_SKETCH_EVICTED] += a->sketch_evicted;
 	if ((err = report_fns(a, map, r)) || (err = report_conc(a, r)) ||
 	    (err = report_cats(a, r)) || (err = report_counters(a, r)) ||
 	    (err = report_windows(a, map, t_last, r)) || (err = report_slowest(a, map, r)))

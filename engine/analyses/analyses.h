@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The streaming analyses fed by every span the stack machine opens and closes:
- * concurrency sweeps (overall, roots = requests in flight, and per category),
+ * concurrency sweeps (overall; roots: spans open at depth 0 on any track, requests
+ * and a batching loop's spans alike; requests: request spans only (rp_is_request(),
+ * the roots of async tracks), exactly the requests in flight; per category),
  * per-name and per-category duration sketches, each call's concurrency at its
  * midpoint, rolling windows (window.h), the slowest spans, and counters.
  *
@@ -13,11 +15,22 @@
  * Reports merge the current sub-window in.
  *
  * Bounded: at most RP_ANALYSES_MAX_CATEGORIES category sweeps (later categories
- * share "[other]"); sketches for the first max_sketch_names names to reach the
- * all-time sketches (later names report no quantiles); max_counters counter names
+ * share "[other]"); max_sketch_names all-time duration sketches, given to the names
+ * that are active (below); max_counters counter names
  * (later ones counted as RP_ANOM_COUNTER_CAP); sweep levels capped at 65535; the
  * overall sweep keeps the last 65536 change points for midpoints (older ones are
  * unknown). rp_analyses_memory_bound() gives the worst case.
+ *
+ * Sketch slots go to what is active (a segmented LRU, scan-resistant): a name gets a
+ * sketch when its first spans reach the all-time figures; with all max_sketch_names
+ * in use, it takes the sketch of the least recently active name among those seen in
+ * one batch only (probation: a finest sub-window, or one span without windows), else
+ * among the rest (protected: seen again, or with several calls in its first batch).
+ * So an import burst of names called once churns probation and the hot names that
+ * follow it keep complete sketches. An evicted name reports no quantiles from then on
+ * (its sketch lost values: a partial one would be a wrong number) and is counted
+ * (RP_ANOM_SKETCH_EVICTED); its calls and times stay exact. A full sub-window table
+ * evicts too (window.h); the finest one's victims reach the all-time figures first.
  */
 #ifndef RP_ENGINE_ANALYSES_H
 #define RP_ENGINE_ANALYSES_H
@@ -54,7 +67,7 @@ struct rp_counter_stats {
 
 struct rp_analyses {
 	const struct rp_names *names;
-	struct rp_sweep overall, roots;
+	struct rp_sweep overall, roots, requests;
 	struct rp_sweep cat[RP_ANALYSES_MAX_CATEGORIES];
 	const char *cat_name[RP_ANALYSES_MAX_CATEGORIES];
 	struct rp_cat_stats cats[RP_ANALYSES_MAX_CATEGORIES];
@@ -62,6 +75,10 @@ struct rp_analyses {
 	uint8_t *cat_of;		/* per name: category index + 1; 0 = not yet seen */
 	struct rp_sketch **sketch;	/* per name, made at its first completed call */
 	uint32_t n_sketch, max_sketch;
+	uint32_t *lru_prev, *lru_next;	/* per name: its sketch's place in its list */
+	uint8_t *lru_list;		/* per name: enum rp_lru_state */
+	uint32_t lru_head[2], lru_tail[2]; /* probation, protected: newest .. oldest */
+	uint64_t sketch_evicted;	/* RP_ANOM_SKETCH_EVICTED */
 	uint64_t *mid_sum, *mid_count;	/* per name */
 	uint32_t max_names;
 
@@ -78,6 +95,9 @@ struct rp_analyses {
 	struct rp_counter_stats *counters;
 	uint32_t n_counters, max_counters;
 };
+
+/* A name's sketch slot: none yet, in a list, or evicted for good. */
+enum rp_lru_state { RP_LRU_NONE, RP_LRU_PROBATION, RP_LRU_PROTECTED, RP_LRU_EVICTED };
 
 /* What rp_analyses_init needs beyond the names. */
 struct rp_analyses_cfg {
@@ -107,7 +127,7 @@ static inline struct rp_sweep *rp_analyses_cat_sweep(struct rp_analyses *a, uint
 /* A span of @name opened at depth @depth (0: a root) at time @t. Inline: one call
  * per span less on the hot path. */
 static inline void rp_analyses_open(struct rp_analyses *a, uint32_t name, uint32_t depth,
-				    uint64_t t)
+				    uint64_t t, bool request)
 {
 	struct rp_sweep *c = rp_analyses_cat_sweep(a, name);
 
@@ -116,12 +136,14 @@ static inline void rp_analyses_open(struct rp_analyses *a, uint32_t name, uint32
 		rp_sweep_open(c, t);
 	if (depth == 0)
 		rp_sweep_open(&a->roots, t);
+	if (request)
+		rp_sweep_open(&a->requests, t);
 }
 
 /* A span opened here that will never close (a drop cut it): it leaves the sweeps at
  * @t and goes nowhere else, so no window, sketch or slowest list sees a guess. */
 static inline void rp_analyses_abandon(struct rp_analyses *a, uint32_t name, uint32_t depth,
-				       uint64_t t)
+				       uint64_t t, bool request)
 {
 	struct rp_sweep *c = rp_analyses_cat_sweep(a, name);
 
@@ -130,6 +152,8 @@ static inline void rp_analyses_abandon(struct rp_analyses *a, uint32_t name, uin
 		rp_sweep_close(c, t);
 	if (depth == 0)
 		rp_sweep_close(&a->roots, t);
+	if (request)
+		rp_sweep_close(&a->requests, t);
 }
 
 /* rp_analyses_close()'s out-of-line parts (analyses.c): a span among the slowest
@@ -143,6 +167,10 @@ __attribute__((noinline)) void rp_analyses_close_direct(struct rp_analyses *a,
 							uint32_t level, bool known);
 __attribute__((noinline)) void
 rp_analyses_close_overflow(struct rp_analyses *a, const struct rp_span_info *sp, uint32_t ci);
+/* A full finest sub-window: an entry for @name in place of one called once (its
+ * figures to the all-time ones and the summaries first), or NULL. */
+__attribute__((noinline)) struct rp_wentry *rp_analyses_evict(struct rp_analyses *a,
+							      uint32_t name);
 
 static inline void rp_analyses_offer_slow(struct rp_slowest *sl, const struct rp_span_info *sp,
 					  uint32_t ci, uint32_t level, bool known)
@@ -170,6 +198,8 @@ static inline void rp_analyses_close(struct rp_analyses *a, const struct rp_span
 		rp_sweep_close(c, t);
 	if (sp->depth == 0)
 		rp_sweep_close(&a->roots, t);
+	if (sp->request)
+		rp_sweep_close(&a->requests, t);
 	known = rp_sweep_level_at(&a->overall, rp_sweep_midpoint(sp->start, t), &level) >= 0;
 	if (known) {
 		a->mid_sum[name] += level;
@@ -181,9 +211,12 @@ static inline void rp_analyses_close(struct rp_analyses *a, const struct rp_span
 		return;
 	}
 	e = rp_window_entry(&a->win, &a->win.w[0], name);
+	if (e == NULL)
+		e = rp_analyses_evict(a, name);
 	if (e != NULL) {
 		e->cat = ci;
-		e->calls++;
+		if (++e->calls == 2) /* no longer an eviction candidate */
+			rp_wslot_settle(a->win.w[0].cs, e);
 		e->self_ns += sp->self_ns;
 		e->cum_ns += sp->primitive ? dur : 0;
 		e->total_ns += dur;

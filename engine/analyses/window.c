@@ -59,7 +59,7 @@ static size_t slot_bound(const struct rp_window_cfg *c)
 	size_t store = (size_t)rp_sketch_default_buckets(RP_SKETCH_ALPHA) * sizeof(uint64_t);
 
 	return sizeof(struct rp_wslot) +
-	       (size_t)c->max_window_names * (sizeof(struct rp_wentry) + store) +
+	       (size_t)c->max_window_names * (sizeof(struct rp_wentry) + sizeof(uint32_t) + store) +
 	       3 * RP_SPACESAVING_MEMSIZE(c->max_window_names) + RP_SLOWEST_MEMSIZE(c->topk) +
 	       2 * ((size_t)c->max_level + 1) * sizeof(uint64_t);
 }
@@ -90,6 +90,7 @@ static void slot_fini(struct rp_wslot *s, uint32_t M)
 	for (uint32_t i = 0; s->e != NULL && i < M; i++)
 		rp_sketch_fini(&s->e[i].dur);
 	free(s->e);
+	free(s->once);
 	for (int i = 0; i < 3; i++)
 		rp_spacesaving_fini(&s->ss[i]);
 	rp_slowest_fini(&s->slow);
@@ -102,9 +103,10 @@ static int slot_init(struct rp_wslot *s, const struct rp_windows *ws)
 	memset(s, 0, sizeof(*s));
 	s->index = UINT64_MAX;
 	s->e = calloc(ws->M, sizeof(*s->e));
+	s->once = calloc(ws->M, sizeof(*s->once));
 	s->conc[0] = calloc((size_t)ws->max_level + 1, sizeof(uint64_t));
 	s->conc[1] = calloc((size_t)ws->max_level + 1, sizeof(uint64_t));
-	if (!s->e || !s->conc[0] || !s->conc[1] || rp_slowest_init(&s->slow, ws->k))
+	if (!s->e || !s->once || !s->conc[0] || !s->conc[1] || rp_slowest_init(&s->slow, ws->k))
 		return -ENOMEM;
 	for (uint32_t i = 0; i < ws->M; i++)
 		rp_sketch_init(&s->e[i].dur, RP_SKETCH_ALPHA);
@@ -119,6 +121,7 @@ static void slot_clear(struct rp_wslot *s, const struct rp_windows *ws, uint64_t
 	for (uint32_t i = 0; i < s->n; i++)
 		rp_sketch_reset(&s->e[i].dur);
 	s->n = 0;
+	s->n_once = 0;
 	for (int i = 0; i < 3; i++)
 		if (rp_spacesaving_total(&s->ss[i]) > 0)
 			rp_spacesaving_reset(&s->ss[i]);
@@ -188,8 +191,32 @@ struct rp_wentry *rp_window_insert(struct rp_windows *ws, struct rp_window *w, u
 	e->name = name;
 	e->cat = 0;
 	e->calls = e->self_ns = e->cum_ns = e->total_ns = 0;
+	e->once_pos = s->n_once; /* new: called at most once so far */
+	s->once[s->n_once++] = s->n;
 	w->tag[name] = (uint64_t)w->gen << 32 | s->n++;
 	return e;
+}
+
+void rp_wslot_spill(struct rp_windows *ws, struct rp_wslot *s, const struct rp_wentry *v)
+{
+	rp_spacesaving_offer(&s->ss[RP_WIN_CUM], v->name, v->cum_ns);
+	rp_spacesaving_offer(&s->ss[RP_WIN_SELF], v->name, v->self_ns);
+	rp_spacesaving_offer(&s->ss[RP_WIN_COUNT], v->name, v->calls);
+	ws->cap_hits += v->calls; /* its spans' exact figures are no longer kept here */
+	ws->evicted++;
+}
+
+struct rp_wentry *rp_window_replace(struct rp_windows *ws, struct rp_window *w,
+				    struct rp_wentry *v, uint32_t name)
+{
+	(void)ws;
+	w->tag[v->name] = 0; /* gen 0 is never current: the victim's tag is stale */
+	v->name = name;
+	v->cat = 0;
+	v->calls = v->self_ns = v->cum_ns = v->total_ns = 0;
+	rp_sketch_reset(&v->dur);
+	w->tag[name] = (uint64_t)w->gen << 32 | (uint32_t)(v - w->cs->e); /* keeps once_pos */
+	return v;
 }
 
 const struct rp_wentry *rp_window_find(const struct rp_window *w, uint32_t name)
@@ -243,6 +270,10 @@ void rp_wslot_fold(struct rp_windows *ws, struct rp_window *w, const struct rp_w
 		const struct rp_wentry *e = &src->e[i];
 		struct rp_wentry *d = rp_window_entry(ws, w, e->name);
 
+		if (d == NULL && (d = rp_window_victim(w)) != NULL) {
+			rp_wslot_spill(ws, dst, d);
+			d = rp_window_replace(ws, w, d, e->name);
+		}
 		if (d == NULL) {
 			rp_spacesaving_offer(&dst->ss[RP_WIN_CUM], e->name, e->cum_ns);
 			rp_spacesaving_offer(&dst->ss[RP_WIN_SELF], e->name, e->self_ns);
@@ -255,6 +286,8 @@ void rp_wslot_fold(struct rp_windows *ws, struct rp_window *w, const struct rp_w
 		d->self_ns += e->self_ns;
 		d->cum_ns += e->cum_ns;
 		d->total_ns += e->total_ns;
+		if (d->calls > 1)
+			rp_wslot_settle(dst, d);
 		rp_sketch_merge(&d->dur, &e->dur); /* -ENOMEM leaves d's sketch as it was */
 	}
 	for (int i = 0; i < 3; i++)
@@ -570,6 +603,7 @@ int rp_windows_report(const struct rp_windows *ws, uint64_t t_last, const uint64
 	int err;
 
 	r->anomalies[RP_ANOM_WINDOW_CAP] += ws->cap_hits;
+	r->anomalies[RP_ANOM_WINDOW_EVICTED] += ws->evicted;
 	r->anomalies[RP_ANOM_LEVEL_CAP] += ws->level_cap_hits;
 	if (ws->n == 0)
 		return 0;

@@ -28,8 +28,17 @@
  * into a coarser table that is full). Concurrency levels above max_level count at
  * max_level (time there in over_cap_ns; the mean stays exact).
  *
+ * Eviction. A full table makes room for a new name by evicting an entry called once
+ * in that sub-window (the once set: entries with calls <= 1, O(1) to find and to
+ * leave), so an import burst of names called once cannot keep the names that follow
+ * it out of the sub-window. The evicted entry goes where an overflowing name goes (the
+ * summaries; its calls count as RP_ANOM_WINDOW_CAP, since its exact figures are no
+ * longer kept there) and is counted as RP_ANOM_WINDOW_EVICTED; the finest window's
+ * victims also go to the all-time figures first (analyses.c). With no entry called
+ * once, the new name overflows as before.
+ *
  * Memory (W windows, S sub-windows, M names, k slowest, N max_names, L max_level):
- *   W S (sizeof slot + M (sizeof entry + sketch stores) + 3 (sizeof ss + SS_MEMSIZE(M))
+ *   W S (sizeof slot + M (sizeof entry + 4 + sketch stores) + 3 (sizeof ss + SS_MEMSIZE(M))
  *        + 64 k + 2 (L + 1) 8) + W N 8 (the tags)
  * where a duration sketch store is at most 8 rp_sketch_default_buckets(0.01) bytes;
  * rp_windows_memory_bound() computes it.
@@ -54,6 +63,7 @@ enum { RP_WIN_OVERALL, RP_WIN_ROOTS };
 struct rp_wentry {
 	uint32_t name;
 	uint32_t cat; /* the analyses' category index + 1; 0: none */
+	uint32_t once_pos; /* its place in the slot's once set; RP_NONE: not in it */
 	uint64_t calls, self_ns, cum_ns, total_ns;
 	struct rp_sketch dur; /* durations (ns); memory kept across sub-windows */
 };
@@ -62,6 +72,8 @@ struct rp_wslot {
 	uint64_t index;	     /* the sub-window (t / g); UINT64_MAX: never used */
 	struct rp_wentry *e; /* max_window_names entries */
 	uint32_t n;
+	uint32_t *once;	     /* entries with calls <= 1: eviction candidates */
+	uint32_t n_once;
 	struct rp_spacesaving ss[3]; /* the names past the table: cum, self, count */
 	struct rp_slowest slow;
 	uint64_t *conc[2]; /* time at each level 0..max_level: overall, roots */
@@ -85,6 +97,7 @@ struct rp_windows {
 	uint32_t n; /* windows; 0: none */
 	uint32_t S, M, k, max_level, max_names;
 	uint64_t cap_hits; /* RP_ANOM_WINDOW_CAP */
+	uint64_t evicted;  /* RP_ANOM_WINDOW_EVICTED */
 	uint64_t level_cap_hits; /* RP_ANOM_LEVEL_CAP */
 };
 
@@ -125,6 +138,35 @@ static inline struct rp_wentry *rp_window_entry(struct rp_windows *ws, struct rp
 		return &w->cs->e[(uint32_t)t];
 	return rp_window_insert(ws, w, name);
 }
+
+/* @e (in @s) has been called more than once: no longer an eviction candidate. */
+static inline void rp_wslot_settle(struct rp_wslot *s, struct rp_wentry *e)
+{
+	uint32_t p = e->once_pos, last;
+
+	if (p == RP_NONE)
+		return;
+	last = s->once[--s->n_once];
+	s->once[p] = last;
+	s->e[last].once_pos = p;
+	e->once_pos = RP_NONE;
+}
+
+/* An entry of @w's current sub-window called at most once (the eviction victim), or
+ * NULL. The caller spills it (rp_wslot_spill) before rp_window_replace(). */
+static inline struct rp_wentry *rp_window_victim(const struct rp_window *w)
+{
+	const struct rp_wslot *s = w->cs;
+
+	return s->n_once ? &s->e[s->once[s->n_once - 1]] : NULL;
+}
+
+/* @v's figures into @s's summaries (an evicted entry, as if it had overflowed). */
+void rp_wslot_spill(struct rp_windows *ws, struct rp_wslot *s, const struct rp_wentry *v);
+
+/* Victim @v of @w's current sub-window becomes an empty entry of @name. */
+struct rp_wentry *rp_window_replace(struct rp_windows *ws, struct rp_window *w,
+				    struct rp_wentry *v, uint32_t name);
 
 /* The entry of @name in @w's current sub-window, or NULL (nothing is made). */
 const struct rp_wentry *rp_window_find(const struct rp_window *w, uint32_t name);

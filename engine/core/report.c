@@ -25,6 +25,8 @@ const char *const rp_anomaly_names[RP_ANOM_KIND_COUNT] = {
 	[RP_ANOM_DROP_LOST] = "drop_lost",
 	[RP_ANOM_LEVEL_CAP] = "window_level_cap",
 	[RP_ANOM_RESTART_GAP] = "restart_gap",
+	[RP_ANOM_SKETCH_EVICTED] = "sketch_evicted",
+	[RP_ANOM_WINDOW_EVICTED] = "window_evicted",
 };
 
 void rp_report_sketch_free(struct rp_report_sketch *k)
@@ -176,6 +178,7 @@ void rp_report_free(struct rp_report *r)
 	for (uint32_t i = 0; i < r->n_conc; i++)
 		free(r->conc[i].name);
 	free(r->conc);
+	free(r->requests.name);
 	for (uint32_t i = 0; i < r->n_cats; i++) {
 		free(r->cats[i].name);
 		rp_report_sketch_free(&r->cats[i].dur);

@@ -52,6 +52,13 @@ enum rp_anomaly {
 				   (the mean stays exact, max and percentiles are capped) */
 	RP_ANOM_RESTART_GAP,	/* records a previous engine read from this producer
 				   but wrote in no snapshot (it was killed): lost */
+	RP_ANOM_SKETCH_EVICTED,	/* a name's all-time duration sketch given to another
+				   name at --max-sketch-names (the least recently
+				   active, names seen once first): it reports no
+				   quantiles from then on 1.4 */
+	RP_ANOM_WINDOW_EVICTED,	/* a sub-window entry called once evicted for a new
+				   name at --max-window-names (its calls also count
+				   as window_cap) 1.4 */
 	RP_ANOM_KIND_COUNT
 };
 
@@ -132,7 +139,8 @@ struct rp_report_fn {
 	uint64_t min_ns;	/* 0 when calls == 0 */
 	uint64_t max_ns;
 	/* Duration quantiles from the name's sketch (DDSketch, within 1% of the exact
-	 * order statistic); all 0 when the name has no sketch (see the caps). 1.1 */
+	 * order statistic); absent (rp_report_fn_has_quantiles() false, the p*_ns 0)
+	 * when the name has no sketch (see the caps). 1.1 */
 	uint64_t p50_ns, p90_ns, p95_ns, p99_ns;
 	/* Concurrency (all open spans) at each call's midpoint: sum and count of the
 	 * calls for which it was known; the mean is sum / count. 1.1 */
@@ -148,6 +156,18 @@ struct rp_report_fn {
 	uint64_t started;	/* its spans begun (arrivals): calls + open now + lost by
 				   drops; 0 before 1.4 1.4 */
 };
+
+/*
+ * Whether @f's p50..p99 exist: its sketch holds values, or (a 1.1 snapshot, no sketch
+ * written) they are not 0. A 0 with no sketch meant "none" in every version, so
+ * renderers print null / "-" / no series for them, never 0.
+ */
+static inline int rp_report_fn_has_quantiles(const struct rp_report_fn *f)
+{
+	if (f->dur.alpha != 0)
+		return f->dur.count != 0;
+	return f->p50_ns != 0 || f->p99_ns != 0;
+}
 
 /* caller -> callee, indices into fns; the same figures, for calls made from caller. */
 struct rp_report_edge {
@@ -174,7 +194,8 @@ struct rp_report_node {
  * time-weighted. Percentiles are "lower step": the smallest level whose cumulative
  * time reaches p% of the observed time. 1.1 */
 struct rp_report_conc {
-	char *name;		/* "overall", "roots" (requests in flight), or a category */
+	char *name;		/* "overall", "roots" (spans at depth 0), a category, or
+				   "requests" (rp_report.requests) */
 	uint64_t observed_ns;	/* [first open, last event] */
 	uint64_t mean_milli;	/* time-weighted mean level x 1000, rounded */
 	uint32_t p50, p90, p95, p99, max;
@@ -498,7 +519,17 @@ struct rp_report {
 	struct rp_report_device device;	/* device idle time 1.2 */
 	struct rp_report_expiry expiry;	/* async requests closed after drops 1.3 */
 	struct rp_report_offcpu offcpu;	/* off-CPU time, how it was measured 1.3 */
+	/* Requests in flight: request spans (async tracks' roots: rp_async_*, Python
+	 * request()) open at once, exactly; unlike conc[1] "roots", no batching loop's
+	 * spans. name NULL or "": absent (no request seen, an older or merged report). 1.4 */
+	struct rp_report_conc requests;
 };
+
+/* Whether @r has a requests-in-flight figure (r->requests). */
+static inline int rp_report_has_requests(const struct rp_report *r)
+{
+	return r->requests.name != NULL && r->requests.name[0] != '\0';
+}
 
 void rp_report_device_free(struct rp_report_device *d);
 

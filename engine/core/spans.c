@@ -13,14 +13,16 @@
 #include "stacks.h"
 #include "steps.h"
 
-void rp_spans_open(struct rp_span_sinks *s, uint32_t name, uint32_t depth, uint64_t t)
+void rp_spans_open(struct rp_span_sinks *s, uint32_t name, uint32_t depth, uint64_t t,
+		   bool request)
 {
-	rp_analyses_open(s->an, name, depth, t);
+	rp_analyses_open(s->an, name, depth, t, request);
 }
 
-void rp_spans_lost(struct rp_span_sinks *s, uint32_t name, uint32_t depth, uint64_t t)
+void rp_spans_lost(struct rp_span_sinks *s, uint32_t name, uint32_t depth, uint64_t t,
+		   bool request)
 {
-	rp_analyses_abandon(s->an, name, depth, t);
+	rp_analyses_abandon(s->an, name, depth, t, request);
 }
 
 void rp_spans_close(struct rp_span_sinks *s, const struct rp_track *k,

@@ -32,8 +32,10 @@ struct rp_span_sinks {
 	const struct rp_track *tracks; /* the track table: a track's slot is its index */
 };
 
-/* A span was pushed at depth @depth at time @t. */
-void rp_spans_open(struct rp_span_sinks *s, uint32_t name, uint32_t depth, uint64_t t);
+/* A span was pushed at depth @depth at time @t; @request: rp_is_request() of it
+ * (stacks.h), as in rp_spans_lost(). */
+void rp_spans_open(struct rp_span_sinks *s, uint32_t name, uint32_t depth, uint64_t t,
+		   bool request);
 
 /*
  * A span was popped. @k is its track, whose frames up to sp->depth are still in place
@@ -46,6 +48,7 @@ void rp_spans_close(struct rp_span_sinks *s, const struct rp_track *k,
 
 /* A frame rp_spans_open() saw became lost at time @t (rp_track_resync); it never
  * reaches rp_spans_close(). */
-void rp_spans_lost(struct rp_span_sinks *s, uint32_t name, uint32_t depth, uint64_t t);
+void rp_spans_lost(struct rp_span_sinks *s, uint32_t name, uint32_t depth, uint64_t t,
+		   bool request);
 
 #endif

@@ -173,7 +173,7 @@ void rp_track_begin(struct rp_tracks *ts, uint32_t tr, uint32_t name, uint64_t t
 	if (folded)
 		c->anomalies[RP_ANOM_CCT_CAP]++;
 	if (ts->sinks)
-		rp_spans_open(ts->sinks, name, k->depth - 1, t);
+		rp_spans_open(ts->sinks, name, k->depth - 1, t, rp_is_request(k->kind, k->depth - 1));
 }
 
 /* Pops the top frame, closed at time t; @normal: by its own END (stacks.h). Inlined
@@ -219,6 +219,7 @@ static inline __attribute__((always_inline)) void pop_inline(struct rp_tracks *t
 			.subtree_ns = call.self_ns + f->child_ns, .track = k->id,
 			.span = f->span, .name = f->name, .depth = k->depth, .src = k->src,
 			.primitive = call.primitive, .error = error,
+			.request = rp_is_request(k->kind, k->depth),
 		};
 		rp_spans_close(ts->sinks, k, &sp, normal);
 	}
@@ -246,7 +247,7 @@ static void lose(struct rp_tracks *ts, struct rp_track *k, uint32_t i, uint64_t 
 		c->anomalies[RP_ANOM_DROP_LOST]++;
 		ts->stats->fn[f->name].drop_lost++; /* its row says what it misses */
 		if (ts->sinks)
-			rp_spans_lost(ts->sinks, f->name, i, t);
+			rp_spans_lost(ts->sinks, f->name, i, t, rp_is_request(k->kind, i));
 		f->lost = 1;
 	}
 	if (ts->lost_name == RP_NONE) {
@@ -535,7 +536,7 @@ void rp_track_child_begin(struct rp_tracks *ts, uint32_t tr, uint32_t name, uint
 	if (folded)
 		c->anomalies[RP_ANOM_CCT_CAP]++;
 	if (ts->sinks)
-		rp_spans_open(ts->sinks, name, level, t);
+		rp_spans_open(ts->sinks, name, level, t, rp_is_request(k->kind, level));
 }
 
 /* Closes frame @i (no open descendants) at time t and takes it out of the array. */
@@ -572,6 +573,7 @@ static void tree_pop(struct rp_tracks *ts, struct rp_track *k, uint32_t i, uint6
 			.subtree_ns = call.self_ns + f.child_ns, .track = k->id,
 			.span = f.span, .name = f.name, .depth = level, .src = k->src,
 			.primitive = call.primitive, .error = error,
+			.request = rp_is_request(k->kind, level),
 		};
 		ts->chain[level] = f;
 		for (j = f.up, level = sp.depth; j != RP_NONE; j = k->f[j].up)
@@ -665,9 +667,11 @@ uint32_t rp_track_expire(struct rp_tracks *ts, uint32_t tr, uint64_t t, struct r
 		if (f->lost)
 			continue;
 		/* The level its open hook saw: a tree frame's, or its stack index. */
-		if (ts->sinks)
-			rp_spans_lost(ts->sinks, f->name, k->tree ? tree_level(k, i) : i,
-					    t);
+		if (ts->sinks) {
+			uint32_t level = k->tree ? tree_level(k, i) : i;
+
+			rp_spans_lost(ts->sinks, f->name, level, t, rp_is_request(k->kind, level));
+		}
 		c->anomalies[RP_ANOM_DROP_LOST]++;
 		ts->stats->fn[f->name].drop_lost++;
 		f->lost = 1;

@@ -90,7 +90,15 @@ struct rp_span_info {
 	uint32_t src;		/* the source index */
 	bool primitive;		/* the name was not open below it on its track */
 	bool error;		/* closed by its own END with RP_SPAN_ERROR */
+	bool request;		/* a request: the root of an async track (rp_is_request) */
 };
+
+/* A span at @depth of a track of @kind is a request (requests in flight, analyses.h):
+ * an async track's root (rp_async_*, Python request()). */
+static inline bool rp_is_request(uint8_t kind, uint32_t depth)
+{
+	return kind == RP_TRACK_ASYNC && depth == 0;
+}
 
 /* A thread track's summaries being read (stacks.c, rp_track_summary): the record
  * awaiting its data, and the path of the tree being written (wire.h: depth first). */

@@ -601,9 +601,16 @@ static int merge_conc(struct ctx *c)
 {
 	if (!c->first) {
 		conc_free(&c->d->conc, &c->d->n_conc);
+		free(c->d->requests.name); /* requests in flight: likewise (1.4) */
+		memset(&c->d->requests, 0, sizeof(c->d->requests));
 		return 0;
 	}
 	if (conc_copy(&c->d->conc, &c->d->n_conc, c->s->conc, c->s->n_conc))
+		return failf(c, -ENOMEM, "out of memory");
+	c->d->requests = c->s->requests;
+	c->d->requests.name = NULL;
+	if (c->s->requests.name != NULL &&
+	    (c->d->requests.name = strdup(c->s->requests.name)) == NULL)
 		return failf(c, -ENOMEM, "out of memory");
 	return 0;
 }

@@ -129,6 +129,15 @@ static const struct field conc_fields[] = {
 	CONC(now, F_U32, false), /* 1.2 */
 };
 
+/* The top-level "requests" row (1.4): the same keys, its name optional, so that a file
+ * without it (older, merged) decodes with the name "": absent. */
+static const struct field requests_fields[] = {
+	CONC(name, F_STR, false), CONC(observed_ns, F_U64, false), CONC(mean_milli, F_U64, false),
+	CONC(p50, F_U32, false),  CONC(p90, F_U32, false),	  CONC(p95, F_U32, false),
+	CONC(p99, F_U32, false),  CONC(max, F_U32, false),	  CONC(over_cap_ns, F_U64, false),
+	CONC(now, F_U32, false),
+};
+
 /* 1.2 */
 #define CAT(m, t, req) FIELD(struct rp_report_cat, m, t, req)
 static const struct field cat_fields[] = {
@@ -212,6 +221,7 @@ static const struct field wfn_fields[] = {
 };
 static const struct table wfn_table = TABLE(wfn_fields, struct rp_report_wfn);
 static const struct table conc_table = TABLE(conc_fields, struct rp_report_conc);
+static const struct table requests_table = TABLE(requests_fields, struct rp_report_conc);
 
 /* 1.2 */
 #define WIN(m, t, req) FIELD(struct rp_report_window, m, t, req)
@@ -444,6 +454,8 @@ static const struct field top_fields[] = {
 	KEYED("device", F_REC, false, offsetof(struct rp_report, device), &device_table),
 	KEYED("async_expiry", F_REC, false, offsetof(struct rp_report, expiry), &expiry_table),
 	KEYED("offcpu", F_REC, false, offsetof(struct rp_report, offcpu), &offcpu_table),
+	KEYED("requests", F_REC, false, offsetof(struct rp_report, requests), &requests_table),
+	/* 1.4 */
 };
 const struct table rp_snap_top_table = TABLE(top_fields, struct rp_report);
 

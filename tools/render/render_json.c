@@ -20,7 +20,8 @@
  *    "caps" {"max_names", "max_tracks", "max_depth", "max_cct_nodes", "max_sources",
  *            "max_sketch_names", "max_window_names", "max_counters", "topk",
  *            "memory_bound", "subwindows", "max_window_level"},
- *    "concurrency" {"overall" DIST, "roots" DIST, "by_category" {category: DIST}},
+ *    "concurrency" {"overall" DIST, "roots" DIST, ["requests" DIST,]
+ *                   "by_category" {category: DIST}},
  *    "sources" [{"name", "pid", "flags" [words], "events", "dropped", "late",
  *                "truncated", "names_dropped", "nospace_dropped", "rings_nospace", "reentrant",
  *                "resyncs", "anomalies" {...}, "offcpu_idle_ns", "host", "boot_id",
@@ -54,6 +55,8 @@
  * "mean", mean_milli / 1000 written exactly with three decimals ("1.500").
  * "concurrency" is built from r->conc: conc[0] is "overall", conc[1] "roots" (left
  * out if missing), conc[2...] are "by_category" under their names, in report order;
+ * "requests" (requests in flight: request spans only, r->requests) is there only when
+ * the report has it (rp_report_has_requests());
  * it is {} when the report has none (n_conc == 0, a 1.0 snapshot). A window's is
  * built the same way from its conc[0] and conc[1] only ({} when it has none).
  * Functions come in the text report's order: cum_ns descending, self_ns descending,
@@ -71,7 +74,9 @@
  * with no span open.
  * Edges come in the report's order and name their ends. mean_ns is total_ns / calls
  * rounded down, 0 for no calls.
- * The p*_ns quantiles are 0 when the name has no sketch. midpoint_concurrency_mean is
+ * A function's p*_ns quantiles are null when it has none (no sketch: past the sketch
+ * cap, evicted, or merged from inputs of which one had none; rp_report_fn_has_quantiles()),
+ * never 0. midpoint_concurrency_mean is
  * midpoint_sum / midpoint_count as a double with 6 significant digits ("%.6g": "0",
  * "2.5", "1.84467e+19", all valid JSON numbers), 0 when midpoint_count is 0.
  * rate_per_s is calls / ((t_to - max(t_from, t_first)) / 1e9), the part of the window
@@ -199,6 +204,12 @@ static void put_quantiles_ns(FILE *out, uint64_t p50, uint64_t p90, uint64_t p95
 	put_u64(out, ",", "p99_ns", p99);
 }
 
+/* The same, each null: quantiles that do not exist. */
+static void put_no_quantiles(FILE *out)
+{
+	fputs(",\"p50_ns\":null,\"p90_ns\":null,\"p95_ns\":null,\"p99_ns\":null", out);
+}
+
 static void put_fn(FILE *out, const struct rp_report_fn *f)
 {
 	put_key(out, "{", "name");
@@ -223,7 +234,10 @@ static void put_fn(FILE *out, const struct rp_report_fn *f)
 	put_u64(out, ",", "min_ns", f->min_ns);
 	put_u64(out, ",", "max_ns", f->max_ns);
 	put_u64(out, ",", "mean_ns", f->calls ? f->total_ns / f->calls : 0);
-	put_quantiles_ns(out, f->p50_ns, f->p90_ns, f->p95_ns, f->p99_ns);
+	if (rp_report_fn_has_quantiles(f))
+		put_quantiles_ns(out, f->p50_ns, f->p90_ns, f->p95_ns, f->p99_ns);
+	else
+		put_no_quantiles(out);
 	put_key(out, ",", "midpoint_concurrency_mean");
 	if (f->midpoint_count == 0)
 		fputc('0', out);
@@ -256,6 +270,8 @@ static void put_concurrency(FILE *out, const struct rp_report *r)
 	put_conc(out, "{\n    ", "overall", &r->conc[0]);
 	if (r->n_conc > 1)
 		put_conc(out, ",\n    ", "roots", &r->conc[1]);
+	if (rp_report_has_requests(r))
+		put_conc(out, ",\n    ", "requests", &r->requests);
 	fputs(",\n    \"by_category\":", out);
 	for (uint32_t i = 2; i < r->n_conc; i++)
 		put_conc(out, i > 2 ? ",\n      " : "{\n      ", r->conc[i].name, &r->conc[i]);

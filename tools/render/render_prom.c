@@ -14,6 +14,8 @@
  *   ringprof_span_errors_total{name,category} (RP_SPAN_ERROR ends, 1.4)     counter
  *   ringprof_span_started_total{name,category} (arrivals, 1.4 reports)     counter
  *   ringprof_concurrency_percentile{scope,percentile}, _max, _mean, _now  gauges
+ *   ringprof_requests_in_flight, _percentile{percentile}, _max, _mean   gauges (1.4;
+ *     request spans only, when the report has them)
  *   ringprof_value_last{name,category} (rp_counter() series)              gauge
  *   ringprof_cap{cap} (counts), ringprof_memory_bound_bytes               gauges
  *   ringprof_cap_hits_total{cap}                                          counter
@@ -43,9 +45,10 @@
  * never fall and rate() works), while the quantiles cover one rolling window of the report when
  * @window names one (as a client's max_age does), else all time. A live report's
  * windows end at the wall clock (rp_engine_report_at()), so with no traffic the
- * window empties and its quantiles become NaN, as a client's do. Quantiles a name
- * has no sketch for are NaN too. Every name with a completed call is listed, in or
- * out of the window, so a series never disappears between scrapes.
+ * window empties and its quantiles become NaN, as a client's do. A name with no
+ * quantiles (no sketch: rp_report_fn_has_quantiles()) has no quantile series. Every
+ * name with a completed call is listed, in or out of the window, so a series never
+ * disappears between scrapes.
  *
  * promtool check metrics is clean: no gauge carries the summary-only "quantile"
  * label (concurrency percentiles use "percentile"), no name says its type, and one
@@ -202,13 +205,15 @@ static void summary_line(FILE *out, const char *suffix, const struct rp_report_f
 	fn_labels(out, f, located);
 }
 
+/* @q NULL: a window with no call of it (NaN, as a client's); @absent: the name has no
+ * quantiles at all (no sketch), so no quantile series. */
 static void summary(FILE *out, const struct rp_report_fn *f, bool located, const uint64_t *q,
-		    uint64_t sum_ns, uint64_t count)
+		    bool absent, uint64_t sum_ns, uint64_t count)
 {
-	bool none = q == NULL || (q[3] == 0 && sum_ns > 0);
+	bool none = q == NULL;
 	unsigned i;
 
-	for (i = 0; i < 4; i++) {
+	for (i = 0; i < 4 && !absent; i++) {
 		summary_line(out, "", f, located);
 		fprintf(out, ",quantile=\"%s\"} ", quantiles[i]);
 		if (none)
@@ -372,8 +377,8 @@ static int durations(const struct rp_report *r, FILE *out, const struct rp_repor
 			q[2] = x->p95_ns;
 			q[3] = x->p99_ns;
 		}
-		summary(out, f, located[f - r->fns], w && x == NULL ? NULL : q, f->total_ns,
-			f->calls);
+		summary(out, f, located[f - r->fns], w && x == NULL ? NULL : q,
+			x == NULL && !w && !rp_report_fn_has_quantiles(f), f->total_ns, f->calls);
 	}
 	free(row);
 	return 0;
@@ -462,7 +467,8 @@ static void concurrency(const struct rp_report *r, FILE *out)
 	if (r->n_conc == 0)
 		return;
 	head(out, "ringprof_concurrency_percentile", "gauge",
-	     "Open spans, time-weighted percentile (overall, roots = requests, categories).");
+	     "Open spans, time-weighted percentile (overall, roots = spans at depth 0, "
+	     "categories).");
 	for (i = 0; i < r->n_conc; i++) {
 		const struct rp_report_conc *c = &r->conc[i];
 		uint32_t v[4] = { c->p50, c->p90, c->p95, c->p99 };
@@ -504,6 +510,7 @@ static void cap_hits(const struct rp_report *r, FILE *out)
 		{ "max_depth", RP_ANOM_DEPTH_CAP },	  { "max_cct_nodes", RP_ANOM_CCT_CAP },
 		{ "max_window_names", RP_ANOM_WINDOW_CAP }, { "max_counters", RP_ANOM_COUNTER_CAP },
 		{ "max_window_level", RP_ANOM_LEVEL_CAP },
+		{ "max_sketch_names", RP_ANOM_SKETCH_EVICTED },
 	};
 
 	head(out, "ringprof_cap_hits_total", "counter",
@@ -511,6 +518,29 @@ static void cap_hits(const struct rp_report *r, FILE *out)
 	for (unsigned i = 0; i < sizeof(h) / sizeof(h[0]); i++)
 		fprintf(out, "ringprof_cap_hits_total{cap=\"%s\"} %" PRIu64 "\n", h[i].cap,
 			r->anomalies[h[i].kind]);
+}
+
+/* Requests in flight (request spans only), when the report has the figure. */
+static void requests_in_flight(const struct rp_report *r, FILE *out)
+{
+	const struct rp_report_conc *c = &r->requests;
+	uint32_t v[4] = { c->p50, c->p90, c->p95, c->p99 };
+
+	if (!rp_report_has_requests(r))
+		return;
+	head(out, "ringprof_requests_in_flight", "gauge", "Requests open now.");
+	fprintf(out, "ringprof_requests_in_flight %" PRIu32 "\n", c->now);
+	head(out, "ringprof_requests_in_flight_percentile", "gauge",
+	     "Requests open at once, time-weighted percentile.");
+	for (unsigned k = 0; k < 4; k++)
+		fprintf(out, "ringprof_requests_in_flight_percentile{percentile=\"%s\"} %" PRIu32
+			     "\n", percentiles[k], v[k]);
+	head(out, "ringprof_requests_in_flight_max", "gauge", "Most requests open at once.");
+	fprintf(out, "ringprof_requests_in_flight_max %" PRIu32 "\n", c->max);
+	head(out, "ringprof_requests_in_flight_mean", "gauge",
+	     "Time-weighted mean of requests open.");
+	fprintf(out, "ringprof_requests_in_flight_mean %" PRIu64 ".%03" PRIu64 "\n",
+		c->mean_milli / 1000, c->mean_milli % 1000);
 }
 
 static void counters_caps(const struct rp_report *r, FILE *out)
@@ -553,12 +583,15 @@ static void counters_caps(const struct rp_report *r, FILE *out)
 }
 
 /* The series a name adds to the per-name families (histogram, summary, counters). */
-static uint64_t fn_series(const struct rp_report *r, const struct rp_report_fn *f)
+static uint64_t fn_series(const struct rp_report *r, const struct rp_report_fn *f, bool windowed)
 {
 	uint64_t n = 5 + started_known(r, f); /* calls, self, cum, drop_lost, errors, started */
 
-	if (f->calls > 0) /* buckets (+Inf only without a sketch), _sum, _count; summary */
-		n += (f->dur.alpha > 0 && f->dur.count > 0 ? RP_PROM_N_BOUNDS + 1 : 1) + 2 + 6;
+	/* buckets (+Inf only without a sketch), _sum, _count; the summary's _sum, _count
+	 * and its 4 quantiles, but all time for a name with none (summary()) */
+	if (f->calls > 0)
+		n += (f->dur.alpha > 0 && f->dur.count > 0 ? RP_PROM_N_BOUNDS + 1 : 1) + 2 + 2 +
+		     (windowed || rp_report_fn_has_quantiles(f) ? 4 : 0);
 	return n;
 }
 
@@ -572,7 +605,7 @@ static int cmp_cum(const void *a, const void *b)
 
 /* keep[i]: fns[i] has its per-name series (@sel); *@omitted: the series of the rest. */
 static bool *select_fns(const struct rp_report *r, const struct rp_prom_select *sel,
-			uint64_t *omitted)
+			bool windowed, uint64_t *omitted)
 {
 	const struct rp_report_fn **v = malloc((r->n_fns + 1) * sizeof(*v));
 	bool *keep = calloc(r->n_fns + 1, sizeof(*keep));
@@ -597,7 +630,7 @@ static bool *select_fns(const struct rp_report *r, const struct rp_prom_select *
 		keep[v[i] - r->fns] = true;
 	for (uint32_t i = 0; i < r->n_fns; i++)
 		if (!keep[i])
-			*omitted += fn_series(r, &r->fns[i]);
+			*omitted += fn_series(r, &r->fns[i], windowed);
 	free(v);
 	return keep;
 }
@@ -614,7 +647,7 @@ int rp_render_prom_select(const struct rp_report *r, FILE *out, const char *wind
 	const struct rp_report_fn **order = rp_render_fn_order(r);
 	bool *located = find_dups(r);
 	uint64_t omitted = 0;
-	bool *keep = select_fns(r, sel, &omitted);
+	bool *keep = select_fns(r, sel, w != NULL, &omitted);
 
 	if (order == NULL || located == NULL || keep == NULL) {
 		free(order);
@@ -649,6 +682,7 @@ int rp_render_prom_select(const struct rp_report *r, FILE *out, const char *wind
 	span_counters(r, out, order, located, keep);
 	started(r, out, order, located, keep);
 	concurrency(r, out);
+	requests_in_flight(r, out);
 	counters_caps(r, out);
 	free(order);
 	free(located);

@@ -203,6 +203,8 @@ static void print_cap_knobs(FILE *out, const struct rp_report *r)
 		{ RP_ANOM_WINDOW_CAP, "--max-window-names", c->max_window_names },
 		{ RP_ANOM_COUNTER_CAP, "--max-counters", c->max_counters },
 		{ RP_ANOM_LEVEL_CAP, "--max-window-level", c->max_window_level },
+		{ RP_ANOM_SKETCH_EVICTED, "--max-sketch-names", c->max_sketch_names },
+		{ RP_ANOM_WINDOW_EVICTED, "--max-window-names", c->max_window_names },
 	};
 
 	for (size_t i = 0; i < sizeof(knobs) / sizeof(knobs[0]); i++) {
@@ -293,6 +295,14 @@ static void print_header(FILE *out, const struct rp_report *r)
 		print_source(out, &r->sources[i]);
 	print_losses(out, r);
 	print_conc_lines(out, r->conc, r->n_conc);
+	if (rp_report_has_requests(r)) /* request spans only: no batching loop's */
+		fprintf(out,
+			"requests in flight  now %" PRIu32 "  p50 %" PRIu32 "  p90 %" PRIu32
+			"  p95 %" PRIu32 "  p99 %" PRIu32 "  max %" PRIu32 "  mean %" PRIu64
+			".%03" PRIu64 "\n",
+			r->requests.now, r->requests.p50, r->requests.p90, r->requests.p95,
+			r->requests.p99, r->requests.max, r->requests.mean_milli / 1000,
+			r->requests.mean_milli % 1000);
 }
 
 /* "calls" or "calls/primitive" (cProfile's "3/1" for recursion). */
@@ -380,7 +390,7 @@ static void print_row(FILE *out, const struct rp_report_fn *f, uint64_t total_se
 		fmt_us(lo, f->min_ns);
 		fmt_us(hi, f->max_ns);
 	}
-	if (f->p99_ns) { /* 0: the name has no sketch (or no calls) */
+	if (rp_report_fn_has_quantiles(f)) { /* else "-": no sketch (or no calls) */
 		fmt_us(p50, f->p50_ns);
 		fmt_us(p99, f->p99_ns);
 	}

@@ -61,6 +61,7 @@ static const char *const view_names[VIEWS] = { "names", "sources", "threads" };
 struct row {
 	const struct rp_report_fn *fn;
 	uint64_t calls, self_ns, cum_ns, p50, p90, p99;
+	bool q; /* p50..p99 exist (else "-": no sketch) */
 };
 
 struct top {
@@ -288,12 +289,13 @@ static struct row *rows_of(const struct top *t, const struct rp_report_window *w
 			if (x->fn >= r->n_fns || x->calls == 0)
 				continue;
 			v[*n] = (struct row){ &r->fns[x->fn], x->calls,	 x->self_ns, x->cum_ns,
-					      x->p50_ns,      x->p90_ns, x->p99_ns };
+					      x->p50_ns,      x->p90_ns, x->p99_ns, true };
 		} else if (r->fns[i].calls > 0) {
 			const struct rp_report_fn *f = &r->fns[i];
 
 			v[*n] = (struct row){ f,	 f->calls,  f->self_ns, f->cum_ns,
-					      f->p50_ns, f->p90_ns, f->p99_ns };
+					      f->p50_ns, f->p90_ns, f->p99_ns,
+					      rp_report_fn_has_quantiles(f) };
 		} else {
 			continue;
 		}
@@ -556,6 +558,14 @@ static unsigned conc_lines(const struct top *t, FILE *out, int width)
 		fputs("concurrency -\n", out);
 		lines = 1;
 	}
+	if (rp_report_has_requests(&t->cur)) { /* all time: request spans only */
+		snprintf(line, sizeof(line),
+			 "requests in flight now %" PRIu32 "  p50 %" PRIu32 "  p99 %" PRIu32
+			 "  max %" PRIu32 " (all time)",
+			 t->cur.requests.now, t->cur.requests.p50, t->cur.requests.p99,
+			 t->cur.requests.max);
+		lines += put_line(out, line, width);
+	}
 	return lines;
 }
 
@@ -631,10 +641,10 @@ static uint32_t table(struct top *t, FILE *out, uint32_t first, unsigned limit, 
 		fprintf(out, "%6.1f ",
 			total_self ? 100.0 * (double)y->cum_ns / (double)total_self : 0.0);
 		if (p50)
-			fprintf(out, "%8s ", dur(a, y->p50));
+			fprintf(out, "%8s ", y->q ? dur(a, y->p50) : "-");
 		if (p90)
-			fprintf(out, "%8s ", dur(b, y->p90));
-		fprintf(out, "%8s  ", dur(c, y->p99));
+			fprintf(out, "%8s ", y->q ? dur(b, y->p90) : "-");
+		fprintf(out, "%8s  ", y->q ? dur(c, y->p99) : "-");
 		put_cut(out, name, room < 8 ? 8 : room);
 		if (y->fn->category && y->fn->category[0] && /* whole, or not at all */
 		    (int)(rp_render_safe_width(name) + rp_render_safe_width(y->fn->category)) +
