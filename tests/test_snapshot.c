@@ -158,6 +158,8 @@ static void rnd_source(struct rp_report_source *s, size_t str_max)
 	s->names_used = s->name_capacity >> 1;
 	s->name_bytes = s->truncated >> 30;
 	s->name_bytes_used = s->name_bytes >> 2;
+	s->summary_ns = s->late >> 40;
+	s->summary_raised = s->events >> 50;
 	rnd_anomalies(s->anomalies);
 }
 
@@ -739,6 +741,8 @@ static bool source_eq(const struct rp_report_source *x, const struct rp_report_s
 	       u_eq(x->name_capacity, y->name_capacity, what, "name_capacity", i) &&
 	       u_eq(x->name_bytes_used, y->name_bytes_used, what, "name_bytes_used", i) &&
 	       u_eq(x->name_bytes, y->name_bytes, what, "name_bytes", i) &&
+	       u_eq(x->summary_ns, y->summary_ns, what, "summary_ns", i) &&
+	       u_eq(x->summary_raised, y->summary_raised, what, "summary_raised", i) &&
 	       anom_eq(x->anomalies, y->anomalies, what, "source", i);
 }
 
@@ -1326,7 +1330,7 @@ static void ref_totals(msgpack_packer *pk, const struct rp_report *r, const stru
 static void ref_source(msgpack_packer *pk, const struct rp_report_source *s,
 		       const struct ref_opts *o)
 {
-	msgpack_pack_map(pk, 21 + has_1_3(o) + o->extras);
+	msgpack_pack_map(pk, 23 + has_1_3(o) + o->extras);
 	kv_str(pk, "name", s->name);
 	key(pk, "pid");
 	msgpack_pack_int32(pk, s->pid);
@@ -1351,6 +1355,8 @@ static void ref_source(msgpack_packer *pk, const struct rp_report_source *s,
 	kv_u64(pk, "name_capacity", s->name_capacity);
 	kv_u64(pk, "name_bytes_used", s->name_bytes_used);
 	kv_u64(pk, "name_bytes", s->name_bytes);
+	kv_u64(pk, "summary_ns", s->summary_ns);
+	kv_u64(pk, "summary_raised", s->summary_raised);
 	if (o->extras)
 		extra(pk, 1);
 }

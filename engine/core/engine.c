@@ -153,6 +153,15 @@ void rp_engine_span_close(void *ctx, const struct rp_track *k, const struct rp_s
 		};
 }
 
+void rp_engine_summary(void *ctx, const struct rp_sum_call *c, const uint64_t *len,
+		       const uint64_t *calls, uint32_t n, uint64_t t)
+{
+	struct rp_engine *e = ctx;
+
+	(void)t; /* the event clock is at it already (every record moves it) */
+	rp_analyses_summary(&e->an, c, len, calls, n);
+}
+
 int rp_engine_open(const struct rp_engine_cfg *cfg, struct rp_engine **out)
 {
 	struct rp_analyses_cfg acfg;
@@ -229,6 +238,9 @@ static void fold_source(struct rp_engine *e, uint32_t i)
 	f->rep.resyncs += s->rep.resyncs;
 	f->rep.forced += s->rep.forced;
 	f->rep.offcpu_idle_ns += s->rep.offcpu_idle_ns;
+	f->rep.summary_raised += s->rep.summary_raised;
+	if (s->rep.summary_ns > f->rep.summary_ns)
+		f->rep.summary_ns = s->rep.summary_ns;
 	f->rep.ring_hwm = s->rep.ring_hwm > f->rep.ring_hwm ? s->rep.ring_hwm : f->rep.ring_hwm;
 	f->rep.buffer_hwm =
 		s->rep.buffer_hwm > f->rep.buffer_hwm ? s->rep.buffer_hwm : f->rep.buffer_hwm;
@@ -714,10 +726,9 @@ static uint32_t *name_map(const struct rp_engine *e, uint32_t *n_out)
 }
 
 /*
- * A function some of whose calls came in producers' summaries (docs/summaries.md):
- * its sketch holds its long calls only, so its percentiles would describe them, not
- * its calls: none are shown (0, as past the sketch cap), until summaries carry
- * histograms.
+ * A function some of whose calls came in producers' summaries with no histogram (a
+ * producer before them, docs/summaries.md): its sketch lacks them, so its percentiles
+ * would describe the others, not its calls: none are shown (0, as past the sketch cap).
  */
 static void no_summarized_quantiles(const struct rp_engine *e, const uint32_t *map,
 				    struct rp_report *r)
@@ -725,7 +736,7 @@ static void no_summarized_quantiles(const struct rp_engine *e, const uint32_t *m
 	for (uint32_t i = 0; i < e->names.n; i++) {
 		struct rp_report_fn *o;
 
-		if (map[i] == RP_NONE || e->stats.fn[i].summarized == 0)
+		if (map[i] == RP_NONE || e->stats.fn[i].unsketched == 0)
 			continue;
 		o = &r->fns[map[i]];
 		o->p50_ns = o->p90_ns = o->p95_ns = o->p99_ns = 0;

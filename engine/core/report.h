@@ -85,6 +85,10 @@ struct rp_report_source {
 	 * entries published and their cap (RINGPROF_NAMES), arena bytes used and its
 	 * size (RINGPROF_NAME_BYTES). 0: not known (older snapshots). */
 	uint64_t names_used, name_capacity, name_bytes_used, name_bytes;
+	/* Live, 1.4: summaries at the source (docs/summaries.md): the highest threshold
+	 * in force on its threads (ns; 0: off, or a producer before them) and how many
+	 * times its threads raised theirs for a ring more than half full. */
+	uint64_t summary_ns, summary_raised;
 };
 #define RP_SRC_EXITED	0x1u	/* the producer exited normally */
 #define RP_SRC_DEAD	0x2u	/* the producer died (pidfd) */

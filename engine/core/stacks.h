@@ -98,6 +98,8 @@ struct rp_sum_in {
 	uint32_t want, got;	/* data records it announced, and read so far */
 	uint32_t seen;		/* kinds of data read (1 << enum rp_summary_data) */
 	uint32_t n, root;	/* the path's length and the level it hangs from */
+	uint32_t nh;		/* histogram buckets read (RP_SUMDATA_HIST) */
+	uint64_t hv[RP_SUMMARY_DATA_MASK], hc[RP_SUMMARY_DATA_MASK]; /* length, calls */
 	struct {
 		uint32_t node, name;
 	} path[];		/* max_depth */
@@ -155,6 +157,10 @@ void rp_engine_span_open(void *ctx, uint32_t name, uint32_t depth, uint64_t t);
 void rp_engine_span_close(void *ctx, const struct rp_track *k, const struct rp_span_info *sp,
 			  bool normal);
 void rp_engine_span_lost(void *ctx, uint32_t name, uint32_t depth, uint64_t t);
+/* A producer's summary whose histogram holds all its calls (docs/summaries.md): @n
+ * buckets, @len[i] ns long with @calls[i] calls, flushed at time @t. */
+void rp_engine_summary(void *ctx, const struct rp_sum_call *c, const uint64_t *len,
+		       const uint64_t *calls, uint32_t n, uint64_t t);
 
 int rp_tracks_init(struct rp_tracks *ts, uint32_t max_tracks, uint32_t max_depth,
 		   struct rp_stats *stats);

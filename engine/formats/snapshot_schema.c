@@ -68,6 +68,8 @@ static const struct field source_fields[] = {
 	SRC(name_capacity, F_U64, false),
 	SRC(name_bytes_used, F_U64, false),
 	SRC(name_bytes, F_U64, false),
+	SRC(summary_ns, F_U64, false), /* 1.4 */
+	SRC(summary_raised, F_U64, false), /* 1.4 */
 };
 
 #define FN(m, t, req) FIELD(struct rp_report_fn, m, t, req)

@@ -23,7 +23,8 @@
  *    "concurrency" {"overall" DIST, "roots" DIST, "by_category" {category: DIST}},
  *    "sources" [{"name", "pid", "flags" [words], "events", "dropped", "late",
  *                "truncated", "names_dropped", "nospace_dropped", "rings_nospace", "reentrant",
- *                "resyncs", "anomalies" {...}, "offcpu_idle_ns"}],
+ *                "resyncs", "anomalies" {...}, "offcpu_idle_ns",
+ *                "summary_ns", "summary_raised"}],
  *    "functions" [{"name", "category", "file", "line", "calls", "drop_lost",
  *                  "primitive_calls", "self_ns", "cum_ns", "offcpu_ns",
  *                  "offcpu_cum_ns", "min_ns", "max_ns",
@@ -161,6 +162,8 @@ static void put_source(FILE *out, const struct rp_report_source *s)
 	put_u64(out, ",", "resyncs", s->resyncs);
 	put_anomalies(out, ",", s->anomalies);
 	put_u64(out, ",", "offcpu_idle_ns", s->offcpu_idle_ns);
+	put_u64(out, ",", "summary_ns", s->summary_ns);
+	put_u64(out, ",", "summary_raised", s->summary_raised);
 	fputc('}', out);
 }
 
