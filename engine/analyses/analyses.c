@@ -176,7 +176,7 @@ void rp_analyses_summary(struct rp_analyses *a, const struct rp_sum_call *c, con
 		rp_spacesaving_offer(&s->ss[RP_WIN_CUM], c->name, cum);
 		rp_spacesaving_offer(&s->ss[RP_WIN_SELF], c->name, c->self_ns);
 		rp_spacesaving_offer(&s->ss[RP_WIN_COUNT], c->name, c->calls);
-		a->win.cap_hits++;
+		a->win.cap_hits += c->calls; /* in calls, as rp_wslot_fold() counts */
 	}
 	k = name_sketch(a, c->name);
 	for (uint32_t i = 0; i < n && k != NULL; i++)
