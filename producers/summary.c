@@ -114,6 +114,7 @@ static uint32_t node_new(struct rp_sum *s, uint32_t parent, uint32_t name, uint1
 	s->node[i] = (struct rp_sum_node){ .min = UINT64_MAX, .name = name, .parent = parent,
 					   .kid = RP_SUM_NONE, .sib = RP_SUM_NONE,
 					   .level = level };
+	s->hist[i].n = s->hist[i].shift = 0;
 	if (parent != RP_SUM_NONE) {
 		s->node[i].sib = s->node[parent].kid;
 		s->node[parent].kid = i;
@@ -167,6 +168,82 @@ uint32_t rp_sum_resolve(struct rp_thread *t, uint16_t d)
 	}
 	s->lv[d].node = p;
 	return p;
+}
+
+/* ---- histograms ---- */
+
+/* The lowest and highest ticks of full-resolution bucket @b (rp_sum_bucket()). */
+static uint64_t bucket_lo(uint32_t b)
+{
+	uint32_t e = (b >> RP_SUM_HIST_BITS) + RP_SUM_HIST_BITS - 1u;
+
+	if (b < (2u << RP_SUM_HIST_BITS))
+		return b;
+	return (uint64_t)((1u << RP_SUM_HIST_BITS) | (b & ((1u << RP_SUM_HIST_BITS) - 1u)))
+	       << (e - RP_SUM_HIST_BITS);
+}
+
+static uint64_t bucket_hi(uint32_t b)
+{
+	uint32_t e = (b >> RP_SUM_HIST_BITS) + RP_SUM_HIST_BITS - 1u;
+
+	if (b < (2u << RP_SUM_HIST_BITS))
+		return b;
+	return bucket_lo(b) + (UINT64_C(1) << (e - RP_SUM_HIST_BITS)) - 1u;
+}
+
+/* What a bucket @j of a histogram at @shift stands for, in ticks: the middle of the
+ * calls it can hold (itself when it holds one length), so within half its width of
+ * each of them: 2^-(RP_SUM_HIST_BITS + 1 - shift) relative. */
+static uint64_t bucket_value(uint32_t j, uint32_t shift)
+{
+	uint32_t top = ((j + 1u) << shift) - 1u, max = rp_sum_bucket(UINT64_MAX);
+	uint64_t lo = bucket_lo(j << shift), hi = bucket_hi(top < max ? top : max);
+
+	return lo + (hi - lo) / 2;
+}
+
+/* A new bucket for @ticks found none free: the resolution halves (neighbours merge)
+ * until it fits. Ends: buckets are below 2^12, so 12 halvings leave only 0. */
+void rp_sum_hist_full(struct rp_sum_hist *h, uint64_t ticks)
+{
+	uint32_t b = rp_sum_bucket(ticks), j, m;
+
+	for (;;) {
+		h->shift++;
+		m = 0;
+		for (uint32_t i = 0; i < h->n; i++) {
+			uint32_t k = h->idx[i] >> 1, x = 0;
+
+			while (x < m && h->idx[x] != k)
+				x++;
+			if (x < m) {
+				h->cnt[x] += h->cnt[i];
+			} else {
+				h->idx[m] = (uint16_t)k;
+				h->cnt[m++] = h->cnt[i];
+			}
+		}
+		h->n = (uint8_t)m;
+		j = b >> h->shift;
+		for (uint32_t i = 0; i < m; i++)
+			if (h->idx[i] == j) {
+				h->cnt[i]++;
+				return;
+			}
+		if (m < RP_SUM_HIST) {
+			h->idx[m] = (uint16_t)j;
+			h->cnt[m] = 1;
+			h->n = (uint8_t)(m + 1);
+			return;
+		}
+	}
+}
+
+/* The records node @i takes: the SUMMARY, its times and range, a bucket each. */
+static uint32_t node_records(const struct rp_sum *s, uint32_t i)
+{
+	return 3u + s->hist[i].n;
 }
 
 /* Gives back the dead nodes at the end of the table. */
@@ -227,13 +304,18 @@ static void emit_pending(struct rp_thread *t, uint16_t upto)
 	__atomic_store_n(&t->ring->pending_ticks, 0, __ATOMIC_RELAXED);
 }
 
-/* Writes node @x as a summary at @k levels below its root level @level. */
-static void put_node(struct rp_thread *t, const struct rp_sum_node *x, uint64_t ts,
-		     uint16_t level, uint32_t k)
+/* Writes node @i as a summary at @k levels below its root level @level. */
+static void put_node(struct rp_thread *t, uint32_t i, uint64_t ts, uint16_t level, uint32_t k)
 {
-	put(t, ts, RP_EV_SUMMARY, 2, x->name, level, k, x->count);
+	const struct rp_sum_node *x = &t->sum->node[i];
+	const struct rp_sum_hist *h = &t->sum->hist[i];
+
+	put(t, ts, RP_EV_SUMMARY, (uint8_t)(2 + h->n), x->name, level, k, x->count);
 	put(t, ts, RP_EV_SUMMARY_DATA, RP_SUMDATA_TIMES, 0, 0, x->total, x->self);
 	put(t, ts, RP_EV_SUMMARY_DATA, RP_SUMDATA_RANGE, 0, 0, x->count ? x->min : 0, x->max);
+	for (uint32_t b = 0; b < h->n; b++)
+		put(t, ts, RP_EV_SUMMARY_DATA, RP_SUMDATA_HIST, 0, 0,
+		    bucket_value(h->idx[b], h->shift), h->cnt[b]);
 }
 
 /*
@@ -249,7 +331,7 @@ static void walk(struct rp_thread *t, uint32_t a, uint16_t level, uint64_t ts, b
 
 	while (i != RP_SUM_NONE) {
 		if (write && (s->node[i].count > 0 || s->node[i].kid != RP_SUM_NONE))
-			put_node(t, &s->node[i], ts, level, (uint32_t)k); /* else: nothing */
+			put_node(t, i, ts, level, (uint32_t)k); /* else: nothing */
 		s->node[i].dead = 1;
 		if (s->node[i].kid != RP_SUM_NONE) {
 			i = s->node[i].kid;
@@ -272,7 +354,7 @@ static void walk(struct rp_thread *t, uint32_t a, uint16_t level, uint64_t ts, b
 	s->node[a].kid = RP_SUM_NONE;
 }
 
-/* Nodes below @a still in the table (the room a flush needs). */
+/* Records of the nodes below @a still in the table (the room a flush needs). */
 static uint32_t count_below(struct rp_sum *s, uint32_t a)
 {
 	uint32_t n = 0;
@@ -282,7 +364,7 @@ static uint32_t count_below(struct rp_sum *s, uint32_t a)
 		struct rp_sum_node *x = &s->node[i];
 
 		x->mark = !x->dead && x->parent != RP_SUM_NONE && s->node[x->parent].mark;
-		n += x->mark;
+		n += x->mark ? node_records(s, i) : 0;
 	}
 	for (uint32_t i = a; i < s->used; i++)
 		s->node[i].mark = 0;
@@ -317,9 +399,9 @@ static void flush_below(struct rp_thread *t, uint32_t a, uint16_t level, uint64_
 	uint32_t n = count_below(s, a);
 
 	if (n > 0 && write)
-		write = room(t, 3 * n);
+		write = room(t, n);
 	else if (n > 0)
-		__atomic_store_n(&t->ring->dropped, t->ring->dropped + 3 * n, __ATOMIC_RELAXED);
+		__atomic_store_n(&t->ring->dropped, t->ring->dropped + n, __ATOMIC_RELAXED);
 	walk(t, a, level, ts, write);
 	if (s->node[a].parent == RP_SUM_NONE)
 		s->node[a].dead = 1;
@@ -340,8 +422,9 @@ static void flush_all(struct rp_thread *t, uint64_t now, uint16_t upto)
 		upto = t->depth;
 	emit_pending(t, upto);
 	for (uint32_t i = 0; i < s->used; i++)
-		n += !s->node[i].dead && s->node[i].parent != RP_SUM_NONE;
-	write = n == 0 || room(t, 3 * n);
+		if (!s->node[i].dead && s->node[i].parent != RP_SUM_NONE)
+			n += node_records(s, i);
+	write = n == 0 || room(t, n);
 	for (uint32_t i = 0; i < s->used; i++)
 		if (!s->node[i].dead && s->node[i].parent == RP_SUM_NONE)
 			walk(t, i, s->node[i].level, now, write);
@@ -376,6 +459,7 @@ static bool fold(struct rp_thread *t, uint16_t d, uint64_t now)
 	x->self += dur - (s->lv[d].child < dur ? s->lv[d].child : dur);
 	x->min = dur < x->min ? dur : x->min;
 	x->max = dur > x->max ? dur : x->max;
+	rp_sum_hist_add(&s->hist[n], dur);
 	if (d > 0)
 		s->lv[d - 1].child += dur;
 	if (d == t->spend)

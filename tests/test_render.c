@@ -332,7 +332,8 @@ static void check_source(yajl_val o, const struct rp_report_source *s, const cha
 					    "dropped",	 "late",	  "truncated",
 					    "names_dropped", "nospace_dropped", "rings_nospace", "reentrant",
 					    "resyncs", "anomalies", "offcpu_idle_ns", "host", "boot_id",
-					    "anchor_realtime_ns", "anchor_monotonic_ns", "clock_shift_ns" };
+					    "anchor_realtime_ns", "anchor_monotonic_ns", "clock_shift_ns",
+					    "summary_ns", "summary_raised" };
 
 	assert_keys(o, keys, ARRAY_SIZE(keys));
 	assert_jstr(field(o, "name"), name);
@@ -362,6 +363,8 @@ static void check_source(yajl_val o, const struct rp_report_source *s, const cha
 		assert_true(YAJL_IS_NULL(field(o, "anchor_realtime_ns")));
 	}
 	assert_int_equal(YAJL_GET_INTEGER(field(o, "clock_shift_ns")), s->clock_shift_ns);
+	assert_u64(o, "summary_ns", s->summary_ns);
+	assert_u64(o, "summary_raised", s->summary_raised);
 }
 
 /* A JSON number written exactly as @raw (not an integer: a fraction or exponent). */
@@ -974,6 +977,19 @@ static void test_render_text_caps_name_knobs(void **state)
 				     "  counter_cap 6: raise ringprof run --max-counters (now 15)\n"
 				     "  window_level_cap 7: raise ringprof run --max-window-level "
 				     "(now 16)\n"));
+	free(text);
+	/* summaries at the source: the threshold in force, and raised with its knobs */
+	src.summary_ns = 10000;
+	text = text_mem(&r, 0);
+	assert_non_null(strstr(text, "\n    summaries: calls under 10000 ns folded at the source "
+				     "(RINGPROF_SUMMARY_NS)\n"));
+	free(text);
+	src.summary_ns = 40000;
+	src.summary_raised = 3;
+	text = text_mem(&r, 0);
+	assert_non_null(strstr(text, "\n    summaries: threshold raised 3 times, now up to 40000 ns "
+				     "(rings more than half full; RINGPROF_SUMMARY_NS, "
+				     "RINGPROF_RING_EVENTS)\n"));
 	free(text);
 }
 

@@ -172,6 +172,8 @@ static void rnd_source(struct rp_report_source *s, size_t str_max)
 	s->anchor_realtime_ns = s->pid & 1 ? s->events >> 1 : 0;
 	s->anchor_monotonic_ns = s->pid & 1 ? s->dropped >> 2 : 0;
 	s->clock_shift_ns = s->pid & 2 ? -(int64_t)(s->late >> 4) : (int64_t)(s->late >> 5);
+	s->summary_ns = s->late >> 40;
+	s->summary_raised = s->events >> 50;
 	rnd_anomalies(s->anomalies);
 }
 
@@ -764,6 +766,8 @@ static bool source_eq(const struct rp_report_source *x, const struct rp_report_s
 		    i) &&
 	       u_eq((uint64_t)x->clock_shift_ns, (uint64_t)y->clock_shift_ns, what,
 		    "clock_shift_ns", i) &&
+	       u_eq(x->summary_ns, y->summary_ns, what, "summary_ns", i) &&
+	       u_eq(x->summary_raised, y->summary_raised, what, "summary_raised", i) &&
 	       anom_eq(x->anomalies, y->anomalies, what, "source", i);
 }
 
@@ -1361,7 +1365,7 @@ static void ref_totals(msgpack_packer *pk, const struct rp_report *r, const stru
 static void ref_source(msgpack_packer *pk, const struct rp_report_source *s,
 		       const struct ref_opts *o)
 {
-	msgpack_pack_map(pk, 21 + has_1_3(o) + 5 * has_1_4(o) + o->extras);
+	msgpack_pack_map(pk, 21 + has_1_3(o) + 7 * has_1_4(o) + o->extras);
 	kv_str(pk, "name", s->name);
 	key(pk, "pid");
 	msgpack_pack_int32(pk, s->pid);
@@ -1393,6 +1397,8 @@ static void ref_source(msgpack_packer *pk, const struct rp_report_source *s,
 		kv_u64(pk, "anchor_monotonic_ns", s->anchor_monotonic_ns);
 		key(pk, "clock_shift_ns");
 		msgpack_pack_int64(pk, s->clock_shift_ns);
+		kv_u64(pk, "summary_ns", s->summary_ns);
+		kv_u64(pk, "summary_raised", s->summary_raised);
 	}
 	if (o->extras)
 		extra(pk, 1);
@@ -2078,6 +2084,7 @@ static void as_1_3(struct rp_report *r)
 		s->host[0] = s->boot_id[0] = '\0';
 		s->anchor_realtime_ns = s->anchor_monotonic_ns = 0;
 		s->clock_shift_ns = 0;
+		s->summary_ns = s->summary_raised = 0;
 	}
 	for (uint32_t i = 0; i < r->n_windows; i++)
 		for (uint32_t j = 0; j < r->windows[i].n_fns; j++)

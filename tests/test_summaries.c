@@ -11,8 +11,11 @@
  *     =0) runs of the same deterministic program (it supplies the monotonic clock: a
  *     per-thread counter, so both runs see the same times): calls, primitive calls,
  *     self, cumulative, shortest and longest times of every function and the calls,
- *     self and cumulative times of every edge equal to the nanosecond;
- *   - a ring too small for the threshold: the producer raises it, the engine says so.
+ *     self and cumulative times of every edge equal to the nanosecond, and so are
+ *     the percentiles (from the producer's histograms, exact at these lengths) and
+ *     the longest rolling window's rows;
+ *   - a ring too small for the threshold: the producer raises it, the engine says so
+ *     (its log) and the report too (sources[i].summary_ns, summary_raised).
  */
 #include <signal.h>
 #include <string.h>
@@ -158,6 +161,23 @@ static yajl_val edge_row(yajl_val root, const char *caller, const char *callee)
 	return NULL;
 }
 
+/* Function @fn's row in the last (longest) rolling window, or NULL. */
+static yajl_val window_fn_row(yajl_val root, const char *fn)
+{
+	yajl_val ws = json_arr(root, "windows"), fs;
+
+	if (ws == NULL || YAJL_GET_ARRAY(ws)->len == 0)
+		return NULL;
+	fs = json_arr(YAJL_GET_ARRAY(ws)->values[YAJL_GET_ARRAY(ws)->len - 1], "functions");
+	for (size_t i = 0; fs && i < YAJL_GET_ARRAY(fs)->len; i++) {
+		yajl_val f = YAJL_GET_ARRAY(fs)->values[i];
+		const char *n = json_str(f, "name");
+		if (n && strcmp(n, fn) == 0)
+			return f;
+	}
+	return NULL;
+}
+
 static uint64_t anomaly(yajl_val root, const char *name)
 {
 	const char *path[] = { "anomalies", name, NULL };
@@ -172,7 +192,7 @@ static void test_summaries_native_exact(void **state)
 	struct want w[64];
 	uint64_t rss = 0, sent;
 	char *out = NULL;
-	yajl_val root, slow;
+	yajl_val root, slow, src;
 	int n;
 
 	(void)state;
@@ -194,6 +214,19 @@ static void test_summaries_native_exact(void **state)
 	assert_non_null(slow);
 	assert_true(json_u64(slow, "p50_ns") >= 45000);
 	assert_true(json_u64(slow, "p99_ns") >= json_u64(slow, "p50_ns"));
+	/* The short calls, summarized, have theirs too (the producer's histograms),
+	 * within their range; and the longest window has every call. */
+	for (int i = 0; i < n; i++) {
+		yajl_val f = strcmp(w[i].kind, "fn") == 0 ? fn_row(root, w[i].a) : NULL;
+
+		if (f == NULL || strcmp(w[i].a, "nat_leaf") == 0) /* (leaf: can read 0) */
+			continue;
+		assert_true(json_u64(f, "p50_ns") > 0);
+		assert_true(json_u64(f, "p50_ns") >= json_u64(f, "min_ns"));
+		assert_true(json_u64(f, "p99_ns") >= json_u64(f, "p50_ns"));
+		assert_true(json_u64(f, "p99_ns") <= json_u64(f, "max_ns"));
+		assert_int_equal(u64_of(window_fn_row(root, w[i].a), "calls"), w[i].n);
+	}
 	/* Summarized: far fewer records than calls (two per call unsummarized). */
 	sent = json_u64(root, "events");
 	print_message("    %llu records for %llu calls, peak RSS %llu KiB\n",
@@ -203,12 +236,20 @@ static void test_summaries_native_exact(void **state)
 	assert_true(sent < calls(root, "nat_leaf") / 10); /* 2 per call unsummarized */
 	assert_int_equal(anomaly(root, "bad_event"), 0);
 	assert_true(rss > 0 && rss < 128 * 1024);
+	/* ringprof-auto's default threshold, in force and never raised */
+	src = YAJL_GET_ARRAY(json_arr(root, "sources"))->values[0];
+	assert_int_equal(json_u64(src, "summary_ns"), 10000);
+	assert_int_equal(json_u64(src, "summary_raised"), 0);
 	free(out);
 	yajl_tree_free(root);
 }
 
+/* The percentiles too: with the det clock every call lasts less than 128 ticks, where
+ * the producer's histogram buckets are one length each (docs/summaries.md), so the
+ * sketches hold the very same lengths either way. */
 static const char *const fn_keys[] = { "calls", "primitive_calls", "self_ns", "cum_ns",
-				       "min_ns", "max_ns" };
+				       "min_ns", "max_ns", "p50_ns", "p90_ns",
+				       "p95_ns", "p99_ns" };
 static const char *const edge_keys[] = { "calls", "primitive_calls", "self_ns", "cum_ns" };
 
 /* The same deterministic run summarized and not: every figure equal. */
@@ -233,11 +274,21 @@ static void test_summaries_match_unsummarized(void **state)
 		yajl_val a = fn ? fn_row(on, w[i].a) : edge_row(on, w[i].a, w[i].b);
 		yajl_val b = fn ? fn_row(off, w[i].a) : edge_row(off, w[i].a, w[i].b);
 		const char *const *keys = fn ? fn_keys : edge_keys;
-		size_t nk = fn ? 6 : 4;
+		size_t nk = fn ? sizeof(fn_keys) / sizeof(fn_keys[0])
+			       : sizeof(edge_keys) / sizeof(edge_keys[0]);
 
 		assert_non_null(a);
 		assert_non_null(b);
 		assert_int_equal(u64_of(a, "calls"), w[i].n);
+		if (fn) { /* the rolling windows: the same rows (the run fits in them) */
+			static const char *const wk[] = { "calls", "self_ns", "cum_ns",
+							  "p50_ns", "p99_ns" };
+			yajl_val wa = window_fn_row(on, w[i].a), wb = window_fn_row(off, w[i].a);
+
+			for (size_t k = 0; k < sizeof(wk) / sizeof(wk[0]); k++)
+				assert_int_equal(u64_of(wa, wk[k]), u64_of(wb, wk[k]));
+			assert_int_equal(u64_of(wa, "calls"), w[i].n);
+		}
 		for (size_t k = 0; k < nk; k++) {
 			if (u64_of(a, keys[k]) != u64_of(b, keys[k]))
 				print_message("    %s %s %s %s: %llu summarized, %llu not\n",
@@ -267,7 +318,8 @@ static void test_summaries_match_unsummarized(void **state)
 static void test_summaries_threshold_adapts(void **state)
 {
 	char *out = NULL, *log = NULL, *session = NULL;
-	yajl_val root;
+	uint64_t raised, thr;
+	yajl_val root, src;
 
 	(void)state;
 	loud = true;
@@ -280,6 +332,15 @@ static void test_summaries_threshold_adapts(void **state)
 	if (!strstr(log, "summary threshold raised to"))
 		print_message("    engine log: %s\n", log);
 	assert_non_null(strstr(log, "summary threshold raised to"));
+	/* ... and the report, per source: the threshold now in force (doubled from 20
+	 * ns at least once) and how many times it was raised */
+	src = YAJL_GET_ARRAY(json_arr(root, "sources"))->values[0];
+	raised = json_u64(src, "summary_raised");
+	thr = json_u64(src, "summary_ns");
+	print_message("    threshold raised %llu times, now %llu ns\n", (unsigned long long)raised,
+		      (unsigned long long)thr);
+	assert_true(raised >= 1);
+	assert_true(thr >= 40 && thr <= 10000000);
 	free(out);
 	free(log);
 	free(session);

@@ -3,7 +3,9 @@
  * The engine's side of summaries (docs/summaries.md), fed records directly: a
  * thread's summaries against the same calls sent as spans (the oracle: the engine's
  * own figures for them), function rows, edges and CCT node for node; RP_SPAN_SELF;
- * and every malformed summary counted as bad_event, the statistics untouched.
+ * the summaries' histogram buckets (RP_SUMDATA_HIST) against the spans' percentiles,
+ * rolling windows and categories; and every malformed summary counted as bad_event,
+ * the statistics untouched.
  */
 #include <string.h>
 
@@ -40,6 +42,18 @@ static void summary(struct rp_engine *e, uint64_t ts, int name, uint16_t root, u
 	ev(e, ts, RP_EV_SUMMARY, 2, name, root, level, calls);
 	ev(e, ts, RP_EV_SUMMARY_DATA, RP_SUMDATA_TIMES, -1, 0, total, self);
 	ev(e, ts, RP_EV_SUMMARY_DATA, RP_SUMDATA_RANGE, -1, 0, min, max);
+}
+
+/* The same with its histogram: @n buckets of @len[i] ns and @cnt[i] calls. */
+static void summary_hist(struct rp_engine *e, uint64_t ts, int name, uint16_t root,
+			 uint64_t level, uint64_t calls, uint64_t total, uint64_t self,
+			 uint64_t min, uint64_t max, int n, const uint64_t *len, const uint64_t *cnt)
+{
+	ev(e, ts, RP_EV_SUMMARY, (uint8_t)(2 + n), name, root, level, calls);
+	ev(e, ts, RP_EV_SUMMARY_DATA, RP_SUMDATA_TIMES, -1, 0, total, self);
+	ev(e, ts, RP_EV_SUMMARY_DATA, RP_SUMDATA_RANGE, -1, 0, min, max);
+	for (int i = 0; i < n; i++)
+		ev(e, ts, RP_EV_SUMMARY_DATA, RP_SUMDATA_HIST, -1, 0, len[i], cnt[i]);
 }
 
 #define BEGIN(ts, n, d)	ev(e, ts, RP_EV_BEGIN, RP_SPAN_DEPTH, n, d, 0, 0)
@@ -136,6 +150,96 @@ static void test_summary_engine_matches_spans(void **state)
 	rp_engine_close(b);
 }
 
+/* summarized() with every call's length in a bucket of its own (@whole), or f's
+ * buckets one call short (a producer's partial histogram: none used). */
+static void summarized_hist(struct rp_engine *e, bool whole)
+{
+	static const uint64_t f_len[] = { 4, 10, 15 }, f_cnt[] = { 1, 1, 1 };
+	static const uint64_t g_len[] = { 2, 3, 4 }, g_cnt[] = { 1, 1, 1 };
+	static const uint64_t r_len[] = { 2 }, r_cnt[] = { 1 };
+
+	BEGIN(0, MAIN, 0);
+	BEGIN(900, H, 1);
+	END(990, H, 1);
+	summary_hist(e, 1000, F, 0, 0, 3, 10 + 15 + 4, 10 - 3 + 15 - 6 + 4 - 2, 4, 15,
+		     whole ? 3 : 2, f_len, f_cnt);
+	summary_hist(e, 1000, G, 0, 1, 3, 3 + 2 + 4, 9, 2, 4, 3, g_len, g_cnt);
+	summary_hist(e, 1000, F, 0, 1, 1, 2, 2, 2, 2, 1, r_len, r_cnt);
+	ev(e, 1000, RP_EV_END, RP_SPAN_DEPTH | RP_SPAN_SELF, MAIN, 0, 0, 1000 - 29 - 90);
+}
+
+static const struct rp_report_fn *report_fn(const struct rp_report *r, const char *name)
+{
+	for (uint32_t i = 0; i < r->n_fns; i++)
+		if (strcmp(r->fns[i].name, name) == 0)
+			return &r->fns[i];
+	return NULL;
+}
+
+/* Histograms reach the sketches, windows and categories as the spans' lengths do. */
+static void test_summary_engine_histograms(void **state)
+{
+	struct rp_engine *a = open_engine(), *b = open_engine(), *c = open_engine();
+	struct rp_report ra, rb, rc;
+
+	(void)state;
+	spans(a);
+	summarized_hist(b, true);
+	summarized_hist(c, false);
+	assert_int_equal(rp_engine_report(a, &ra), 0);
+	assert_int_equal(rp_engine_report(b, &rb), 0);
+	assert_int_equal(rp_engine_report(c, &rc), 0);
+	for (int i = 0; i < NN; i++) {
+		const struct rp_report_fn *p = report_fn(&ra, names[i]);
+		const struct rp_report_fn *q = report_fn(&rb, names[i]);
+
+		assert_non_null(p);
+		assert_non_null(q);
+		assert_int_equal(q->p50_ns, p->p50_ns);
+		assert_int_equal(q->p90_ns, p->p90_ns);
+		assert_int_equal(q->p95_ns, p->p95_ns);
+		assert_int_equal(q->p99_ns, p->p99_ns);
+	}
+	assert_true(report_fn(&rb, "f")->p50_ns > 0);
+	/* every window's rows and the categories: the spans' figures */
+	assert_int_equal(rb.n_windows, ra.n_windows);
+	assert_true(ra.n_windows > 0);
+	for (uint32_t w = 0; w < ra.n_windows; w++) {
+		assert_int_equal(rb.windows[w].n_fns, ra.windows[w].n_fns);
+		for (uint32_t i = 0; i < ra.windows[w].n_fns; i++) {
+			const struct rp_report_wfn *p = &ra.windows[w].fns[i];
+			const struct rp_report_wfn *q = &rb.windows[w].fns[i];
+
+			assert_string_equal(rb.fns[q->fn].name, ra.fns[p->fn].name);
+			assert_int_equal(q->calls, p->calls);
+			assert_int_equal(q->self_ns, p->self_ns);
+			assert_int_equal(q->cum_ns, p->cum_ns);
+			assert_int_equal(q->p50_ns, p->p50_ns);
+			assert_int_equal(q->p99_ns, p->p99_ns);
+		}
+	}
+	assert_int_equal(rb.n_cats, ra.n_cats);
+	for (uint32_t i = 0; i < ra.n_cats; i++) {
+		assert_int_equal(rb.cats[i].calls, ra.cats[i].calls);
+		assert_int_equal(rb.cats[i].self_ns, ra.cats[i].self_ns);
+		assert_int_equal(rb.cats[i].p50_ns, ra.cats[i].p50_ns);
+		assert_int_equal(rb.cats[i].p99_ns, ra.cats[i].p99_ns);
+	}
+	/* a partial histogram: f's percentiles absent (0), g's there */
+	assert_int_equal(report_fn(&rc, "f")->p50_ns, 0);
+	assert_int_equal(report_fn(&rc, "f")->p99_ns, 0);
+	assert_int_equal(report_fn(&rc, "g")->p50_ns, report_fn(&ra, "g")->p50_ns);
+	assert_int_equal(report_fn(&rc, "f")->calls, 4);
+	for (int k = 0; k < RP_ANOM_KIND_COUNT; k++)
+		assert_int_equal(b->src[0].counts.anomalies[k], 0);
+	rp_report_free(&ra);
+	rp_report_free(&rb);
+	rp_report_free(&rc);
+	rp_engine_close(a);
+	rp_engine_close(b);
+	rp_engine_close(c);
+}
+
 /* Each malformed input: one bad_event, no figure of it anywhere. */
 static void test_summary_engine_rejects_malformed(void **state)
 {
@@ -181,6 +285,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_summary_engine_matches_spans),
 		cmocka_unit_test(test_summary_engine_rejects_malformed),
+		cmocka_unit_test(test_summary_engine_histograms),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -223,6 +223,48 @@ static void add_direct(struct rp_analyses *a, uint32_t name, uint32_t ci,
 	}
 }
 
+void rp_analyses_summary(struct rp_analyses *a, const struct rp_sum_call *c, const uint64_t *len,
+			 const uint64_t *calls, uint32_t n)
+{
+	uint64_t cum = c->primitive ? c->total_ns : 0;
+	struct rp_wentry *e = NULL;
+	struct rp_sketch *k;
+	uint32_t ci;
+
+	rp_analyses_cat_sweep(a, c->name); /* its category, known from now on */
+	ci = a->cat_of[c->name];
+	if (a->win.n > 0)
+		e = rp_window_entry(&a->win, &a->win.w[0], c->name);
+	if (e != NULL) {
+		e->cat = ci;
+		e->calls += c->calls;
+		e->self_ns += c->self_ns;
+		e->cum_ns += cum;
+		e->total_ns += c->total_ns;
+		for (uint32_t i = 0; i < n; i++)
+			rp_sketch_add_n(&e->dur, (double)len[i], calls[i]);
+		return;
+	}
+	if (a->win.n > 0) { /* no room in the sub-window: as rp_analyses_close_overflow() */
+		struct rp_wslot *s = a->win.w[0].cs;
+
+		rp_spacesaving_offer(&s->ss[RP_WIN_CUM], c->name, cum);
+		rp_spacesaving_offer(&s->ss[RP_WIN_SELF], c->name, c->self_ns);
+		rp_spacesaving_offer(&s->ss[RP_WIN_COUNT], c->name, c->calls);
+		a->win.cap_hits += c->calls; /* in calls, as rp_wslot_fold() counts */
+	}
+	k = name_sketch(a, c->name, c->calls);
+	for (uint32_t i = 0; i < n && k != NULL; i++)
+		rp_sketch_add_n(k, (double)len[i], calls[i]);
+	if (ci) {
+		a->cats[ci - 1].calls += c->calls;
+		a->cats[ci - 1].self_ns += c->self_ns;
+		a->cats[ci - 1].total_ns += c->total_ns;
+		for (uint32_t i = 0; i < n; i++)
+			rp_sketch_add_n(&a->cats[ci - 1].dur, (double)len[i], calls[i]);
+	}
+}
+
 void rp_analyses_keep_slow(struct rp_slowest *sl, const struct rp_span_info *sp, uint32_t ci,
 			   uint32_t level, bool known)
 {

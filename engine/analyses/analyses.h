@@ -227,6 +227,16 @@ static inline void rp_analyses_close(struct rp_analyses *a, const struct rp_span
 	rp_analyses_offer_slow(&a->win.w[0].cs->slow, sp, ci, level, known);
 }
 
+/*
+ * A producer's summary whose histogram holds all its calls (docs/summaries.md): @n
+ * buckets of @calls[i] calls @len[i] ns long. Its calls, self and cumulative times
+ * and durations go where a span's do (its name's entry of the finest sub-window, or
+ * the all-time sketches and categories); not to the sweeps nor the slowest lists,
+ * which are spans'.
+ */
+void rp_analyses_summary(struct rp_analyses *a, const struct rp_sum_call *c, const uint64_t *len,
+			 const uint64_t *calls, uint32_t n);
+
 /* The event clock reached @t >= a->next: the finest sub-window is over. */
 void rp_analyses_rotate(struct rp_analyses *a, uint64_t t);
 

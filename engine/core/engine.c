@@ -197,6 +197,9 @@ static void fold_source(struct rp_engine *e, uint32_t i)
 	f->rep.resyncs += s->rep.resyncs;
 	f->rep.forced += s->rep.forced;
 	f->rep.offcpu_idle_ns += s->rep.offcpu_idle_ns;
+	f->rep.summary_raised += s->rep.summary_raised;
+	if (s->rep.summary_ns > f->rep.summary_ns)
+		f->rep.summary_ns = s->rep.summary_ns;
 	f->rep.ring_hwm = s->rep.ring_hwm > f->rep.ring_hwm ? s->rep.ring_hwm : f->rep.ring_hwm;
 	f->rep.buffer_hwm =
 		s->rep.buffer_hwm > f->rep.buffer_hwm ? s->rep.buffer_hwm : f->rep.buffer_hwm;
@@ -686,10 +689,9 @@ static uint32_t *name_map(const struct rp_engine *e, uint32_t *n_out)
 }
 
 /*
- * A function some of whose calls came in producers' summaries (docs/summaries.md):
- * its sketch holds its long calls only, so its percentiles would describe them, not
- * its calls: none are shown (0, as past the sketch cap), until summaries carry
- * histograms.
+ * A function some of whose calls came in producers' summaries with no histogram (a
+ * producer before them, docs/summaries.md): its sketch lacks them, so its percentiles
+ * would describe the others, not its calls: none are shown (0, as past the sketch cap).
  */
 static void no_summarized_quantiles(const struct rp_engine *e, const uint32_t *map,
 				    struct rp_report *r)
@@ -697,7 +699,7 @@ static void no_summarized_quantiles(const struct rp_engine *e, const uint32_t *m
 	for (uint32_t i = 0; i < e->names.n; i++) {
 		struct rp_report_fn *o;
 
-		if (map[i] == RP_NONE || e->stats.fn[i].summarized == 0)
+		if (map[i] == RP_NONE || e->stats.fn[i].unsketched == 0)
 			continue;
 		o = &r->fns[map[i]];
 		o->p50_ns = o->p90_ns = o->p95_ns = o->p99_ns = 0;

@@ -101,6 +101,10 @@ struct rp_report_source {
 	char *boot_id;
 	uint64_t anchor_realtime_ns, anchor_monotonic_ns;
 	int64_t clock_shift_ns;
+	/* Live, 1.4: summaries at the source (docs/summaries.md): the highest threshold
+	 * in force on its threads (ns; 0: off, or a producer before them) and how many
+	 * times its threads raised theirs for a ring more than half full. */
+	uint64_t summary_ns, summary_raised;
 };
 #define RP_SRC_EXITED	0x1u	/* the producer exited normally */
 #define RP_SRC_DEAD	0x2u	/* the producer died (pidfd) */

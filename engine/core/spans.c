@@ -48,3 +48,9 @@ void rp_spans_close(struct rp_span_sinks *s, const struct rp_track *k,
 			.depth = sp->depth > UINT16_MAX ? UINT16_MAX : (uint16_t)sp->depth,
 		};
 }
+
+void rp_spans_summary(struct rp_span_sinks *s, const struct rp_sum_call *c, const uint64_t *len,
+		      const uint64_t *calls, uint32_t n)
+{
+	rp_analyses_summary(s->an, c, len, calls, n);
+}

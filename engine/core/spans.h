@@ -22,6 +22,7 @@ struct rp_recorder;
 struct rp_steps;
 struct rp_track;
 struct rp_span_info;
+struct rp_sum_call;
 
 struct rp_span_sinks {
 	struct rp_analyses *an;
@@ -50,5 +51,10 @@ void rp_spans_close(struct rp_span_sinks *s, const struct rp_track *k,
  * reaches rp_spans_close(). */
 void rp_spans_lost(struct rp_span_sinks *s, uint32_t name, uint32_t depth, uint64_t t,
 		   bool request);
+
+/* A producer's summary whose histogram holds all its calls (docs/summaries.md): @n
+ * buckets, @len[i] ns long with @calls[i] calls. */
+void rp_spans_summary(struct rp_span_sinks *s, const struct rp_sum_call *c, const uint64_t *len,
+		      const uint64_t *calls, uint32_t n);
 
 #endif

@@ -396,9 +396,11 @@ static bool sum_apply(struct rp_tracks *ts, struct rp_track *k, struct rp_sum_in
 	struct rp_sum_call call = { .name = ev->name, .calls = ev->arg, .total_ns = s->total,
 				    .self_ns = s->self, .min_ns = s->min, .max_ns = s->max,
 				    .primitive = true };
+	const uint32_t need = 1u << RP_SUMDATA_TIMES | 1u << RP_SUMDATA_RANGE;
+	uint64_t in_hist = 0;
 	bool folded;
 
-	if (s->seen != (1u << RP_SUMDATA_TIMES | 1u << RP_SUMDATA_RANGE) ||
+	if ((s->seen & need) != need ||
 	    s->self > s->total || (call.calls > 0 && s->min > s->max) ||
 	    (call.calls == 0 && s->total != 0) || s->max > s->total || lv >= ts->max_depth)
 		return false;
@@ -426,6 +428,16 @@ static bool sum_apply(struct rp_tracks *ts, struct rp_track *k, struct rp_sum_in
 	for (uint32_t i = 0; i < lv && call.primitive; i++)
 		call.primitive = s->path[i].name != call.name;
 	call.caller = caller;
+	/* Its histogram counts, if it is whole: a part would skew the percentiles. A
+	 * bucket's length is brought within the calls' range (it stands for calls that
+	 * are in it). */
+	call.sketched = s->nh > 0;
+	for (uint32_t i = 0; i < s->nh && call.sketched; i++) {
+		call.sketched = s->hc[i] <= call.calls - in_hist;
+		in_hist += s->hc[i];
+		s->hv[i] = s->hv[i] < s->min ? s->min : s->hv[i] > s->max ? s->max : s->hv[i];
+	}
+	call.sketched = call.sketched && in_hist == call.calls;
 	call.node = rp_stats_child(ts->stats, parent, call.name, &folded);
 	if (folded)
 		c->anomalies[RP_ANOM_CCT_CAP]++;
@@ -434,6 +446,8 @@ static bool sum_apply(struct rp_tracks *ts, struct rp_track *k, struct rp_sum_in
 	s->n = lv + 1;
 	if (!rp_stats_add_sum(ts->stats, &call))
 		c->anomalies[RP_ANOM_CCT_CAP]++;
+	if (call.sketched && call.calls > 0 && ts->sinks)
+		rp_spans_summary(ts->sinks, &call, s->hv, s->hc, s->nh);
 	return true;
 }
 
@@ -450,7 +464,7 @@ bool rp_track_summary(struct rp_tracks *ts, uint32_t tr, const struct rp_event *
 			c->anomalies[RP_ANOM_BAD_EVENT]++;
 		s->cur = *ev;
 		s->want = ev->flags & RP_SUMMARY_DATA_MASK;
-		s->got = s->seen = 0;
+		s->got = s->seen = s->nh = 0;
 		if (s->want == 0) { /* a summary with no figures */
 			c->anomalies[RP_ANOM_BAD_EVENT]++;
 			s->n = 0;
@@ -467,6 +481,9 @@ bool rp_track_summary(struct rp_tracks *ts, uint32_t tr, const struct rp_event *
 	} else if (ev->flags == RP_SUMDATA_RANGE) {
 		s->min = ev->track;
 		s->max = ev->arg;
+	} else if (ev->flags == RP_SUMDATA_HIST && s->nh < RP_SUMMARY_DATA_MASK) {
+		s->hv[s->nh] = ev->track; /* a length in ns, each: the sketch takes any */
+		s->hc[s->nh++] = ev->arg; /* their sum is checked against the calls */
 	} /* others: later additions, skipped */
 	if (ev->flags < 32)
 		s->seen |= 1u << ev->flags;

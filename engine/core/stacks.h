@@ -108,6 +108,8 @@ struct rp_sum_in {
 	uint32_t want, got;	/* data records it announced, and read so far */
 	uint32_t seen;		/* kinds of data read (1 << enum rp_summary_data) */
 	uint32_t n, root;	/* the path's length and the level it hangs from */
+	uint32_t nh;		/* histogram buckets read (RP_SUMDATA_HIST) */
+	uint64_t hv[RP_SUMMARY_DATA_MASK], hc[RP_SUMMARY_DATA_MASK]; /* length, calls */
 	struct {
 		uint32_t node, name;
 	} path[];		/* max_depth */

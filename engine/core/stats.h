@@ -22,8 +22,9 @@ struct rp_fn_stats {
 	 * descheduled thread (in self_ns too), and inside its primitive calls
 	 * (children's included; in cum_ns too). */
 	uint64_t offcpu_ns, offcpu_cum_ns;
-	uint64_t summarized;	/* its calls that came in producers' summaries (in the
-				   figures, not in its latency sketch) */
+	uint64_t summarized;	/* its calls that came in producers' summaries */
+	uint64_t unsketched;	/* ... of them, with no histogram: in the figures, not
+				   in its latency sketch (a producer before them) */
 	uint64_t errors;	/* its calls whose END said RP_SPAN_ERROR (in calls) */
 	uint64_t started;	/* its BEGINs the stacks took, and summarized calls: every
 				   call counted in calls started here first */
@@ -160,6 +161,7 @@ struct rp_sum_call {
 	uint32_t name, caller, node;	/* as in struct rp_call */
 	uint64_t calls, total_ns, self_ns, min_ns, max_ns;
 	bool primitive;
+	bool sketched;			/* its durations went to the sketches */
 };
 
 /* A summary, added as its calls one by one would be; false if its edge hit the cap. */
@@ -178,6 +180,7 @@ static inline bool rp_stats_add_sum(struct rp_stats *s, const struct rp_sum_call
 	f->calls += c->calls;
 	f->started += c->calls;
 	f->summarized += c->calls;
+	f->unsketched += c->sketched ? 0 : c->calls;
 	f->self_ns += c->self_ns;
 	f->total_ns += c->total_ns;
 	n->calls += c->calls;

@@ -73,6 +73,8 @@ static const struct field source_fields[] = {
 	SRC(anchor_realtime_ns, F_U64, false),
 	SRC(anchor_monotonic_ns, F_U64, false),
 	SRC(clock_shift_ns, F_I64, false),
+	SRC(summary_ns, F_U64, false), /* 1.4 */
+	SRC(summary_raised, F_U64, false), /* 1.4 */
 };
 
 #define FN(m, t, req) FIELD(struct rp_report_fn, m, t, req)

@@ -64,6 +64,9 @@ struct rp_rbuf {
 	 * its intervals. */
 	uint32_t off_gen, off_state;
 	struct rp_offcpu_ring off;
+	/* Summaries (docs/summaries.md): the owner whose threshold raises were last
+	 * read (its generation) and how many it had. */
+	uint32_t sum_gen, sum_raised;
 };
 
 struct rp_live {
@@ -79,6 +82,8 @@ struct rp_live {
 	uint64_t dropped_said;	/* ... and as of the last line about them */
 	uint64_t dropped_eng;	/* ... as of the last rp_engine_source_dropped() */
 	uint64_t sum_raised_said; /* summary thresholds raised, as last said */
+	uint64_t sum_raised_gone; /* ... by the rings' previous owners, as last read */
+	uint32_t sum_ns;	/* the highest summary threshold in force, last read */
 	bool marks;		/* wire 1.2: owner marks (RP_EV_THREAD) give the generation
 				   of the records after them */
 	bool dead;		/* the process went without marking its segment EXITED */
@@ -732,6 +737,9 @@ static inline void take(struct rp_live *l, struct rp_rbuf *b, const struct rp_ev
 		   (d->ev.flags == RP_SUMDATA_TIMES || d->ev.flags == RP_SUMDATA_RANGE)) {
 		d->ev.track = rp_ticks_len_ns(&l->seg->v.clock, d->ev.track);
 		d->ev.arg = rp_ticks_len_ns(&l->seg->v.clock, d->ev.arg);
+	} else if (__builtin_expect(d->ev.kind == RP_EV_SUMMARY_DATA, 0) &&
+		   d->ev.flags == RP_SUMDATA_HIST) { /* a length, and a count */
+		d->ev.track = rp_ticks_len_ns(&l->seg->v.clock, d->ev.track);
 	}
 	if (__builtin_expect(d->ev.kind == RP_EV_THREAD, 0) && l->marks)
 		b->cur = (uint32_t)d->ev.track; /* the mark and what follows: the new owner's */
@@ -1187,6 +1195,41 @@ static bool drained(const struct rp_live *l, bool bufs)
 	return true;
 }
 
+/*
+ * The producer's summary thresholds (wire.h rp_wire_ring, docs/summaries.md): the
+ * highest in force on its rings, and how many times its threads raised theirs. A
+ * ring's count restarts at each claim, so the counts of previous owners are kept
+ * (raises an owner made after its count was last read, before a new claim, are not:
+ * a lower bound then, which polling at every drain keeps rare). @return the raises.
+ */
+static uint64_t sum_poll(struct rp_live *l)
+{
+	uint64_t raised = l->sum_raised_gone;
+	uint32_t top = 0;
+
+	for (uint32_t r = 0; r < l->seg->v.ring_count; r++) {
+		const struct rp_wire_ring *d = wring(l, r);
+		struct rp_rbuf *b = &l->buf[r];
+		uint32_t gen = __atomic_load_n(&d->gen, __ATOMIC_RELAXED);
+		uint32_t n = __atomic_load_n(&d->summary_raised, __ATOMIC_RELAXED);
+		uint32_t t = __atomic_load_n(&d->summary_ns, __ATOMIC_RELAXED);
+
+		if (gen != b->sum_gen) { /* a new owner: the last one's raises stay */
+			l->sum_raised_gone += b->sum_raised;
+			raised += b->sum_raised;
+			b->sum_gen = gen;
+			b->sum_raised = 0;
+		}
+		if (n > b->sum_raised)
+			b->sum_raised = n;
+		raised += b->sum_raised;
+		top = t > top ? t : top;
+	}
+	if (top > 0)
+		l->sum_ns = top;
+	return raised;
+}
+
 static void update_one(struct rp_sources *ss, struct rp_live *l)
 {
 	const struct rp_wire_header *h = l->seg->base;
@@ -1224,6 +1267,8 @@ static void update_one(struct rp_sources *ss, struct rp_live *l)
 	rep->name_bytes_used = __atomic_load_n(&h->arena_used, __ATOMIC_RELAXED);
 	rep->name_bytes_used = rep->name_bytes_used < rep->name_bytes ? rep->name_bytes_used
 								      : rep->name_bytes;
+	rep->summary_raised = sum_poll(l);
+	rep->summary_ns = l->sum_ns;
 	if (l->marks) { /* 1.2 counters; zero in older headers' reserved words */
 		rep->nospace_dropped = __atomic_load_n(&h->nospace_dropped, __ATOMIC_RELAXED);
 		rep->rings_nospace = __atomic_load_n(&h->rings_nospace, __ATOMIC_RELAXED);
@@ -1410,24 +1455,17 @@ static void notice_summaries(struct rp_sources *ss)
 {
 	for (uint32_t i = 0; i < ss->n_live; i++) {
 		struct rp_live *l = ss->live[i];
-		uint64_t raised = 0;
-		uint32_t top = 0, threads = 0;
+		uint64_t raised = sum_poll(l);
+		uint32_t threads = 0;
 
-		for (uint32_t r = 0; r < l->seg->v.ring_count; r++) {
-			const struct rp_wire_ring *d = wring(l, r);
-			uint32_t n = __atomic_load_n(&d->summary_raised, __ATOMIC_RELAXED);
-			uint32_t t = __atomic_load_n(&d->summary_ns, __ATOMIC_RELAXED);
-
-			raised += n;
-			threads += n > 0;
-			top = n > 0 && t > top ? t : top;
-		}
-		if (raised > l->sum_raised_said) {
-			say(ss, "%s: summary threshold raised to %u ns on %u threads (rings more "
-				"than half full at a flush; RINGPROF_SUMMARY_NS, RINGPROF_RING_EVENTS)",
-			    l->seg->name, top, threads);
-			l->sum_raised_said = raised;
-		}
+		if (raised <= l->sum_raised_said)
+			continue;
+		for (uint32_t r = 0; r < l->seg->v.ring_count; r++)
+			threads += l->buf[r].sum_raised > 0;
+		say(ss, "%s: summary threshold raised to %u ns on %u threads (rings more "
+			"than half full at a flush; RINGPROF_SUMMARY_NS, RINGPROF_RING_EVENTS)",
+		    l->seg->name, l->sum_ns, threads);
+		l->sum_raised_said = raised;
 	}
 }
 

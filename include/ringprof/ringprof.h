@@ -145,6 +145,22 @@ struct rp_sum_node {
 #define RP_SUM_NONE		UINT32_MAX
 #define RP_SUM_NODES		1024u	/* nodes per thread (docs/summaries.md) */
 
+/*
+ * A node's durations (docs/summaries.md), for the percentiles of folded calls: up to
+ * RP_SUM_HIST buckets of a log-linear scale in ticks, exact below 2^(RP_SUM_HIST_BITS
+ * + 1) and 2^RP_SUM_HIST_BITS buckets per binade above (rp_sum_bucket()). A call that
+ * finds no bucket free halves the node's resolution (`shift` once more, merging
+ * neighbours): never a count lost, the resolution is what gives.
+ */
+#define RP_SUM_HIST		8u
+#define RP_SUM_HIST_BITS	6u
+struct rp_sum_hist {
+	uint32_t cnt[RP_SUM_HIST];
+	uint16_t idx[RP_SUM_HIST];	/* rp_sum_bucket() >> shift */
+	uint8_t n, shift;
+	uint8_t pad[6];
+};
+
 /* A thread's summary state; private memory, one per ring (producers/summary.c). */
 struct rp_sum {
 	uint64_t thr;			/* the threshold, ticks: shorter calls fold */
@@ -156,6 +172,8 @@ struct rp_sum {
 	uint32_t used;			/* nodes allocated (bump; dead ones inside) */
 	uint32_t top;			/* root anchor of the track's root; RP_SUM_NONE */
 	struct rp_sum_node node[RP_SUM_NODES];
+	struct rp_sum_hist hist[RP_SUM_NODES];	/* node i's: hist[i] (last, so that
+						   the members above keep their place) */
 };
 
 /* A producer wakes a sleeping consumer when its ring is this fraction full (1/8):
@@ -185,6 +203,7 @@ RP_API void rp_sum_begin_slow(struct rp_thread *t, uint32_t name, uintptr_t fram
 			      uint32_t obj);
 RP_API void rp_sum_end_slow(struct rp_thread *t, uint32_t name, uintptr_t probe, uint64_t now);
 RP_API void rp_sum_flush_all(struct rp_thread *t, uint64_t now);
+RP_API void rp_sum_hist_full(struct rp_sum_hist *h, uint64_t ticks);
 
 /**
  * rp_init() - create this process's segment now rather than on the first event.
@@ -550,6 +569,39 @@ RP_INLINE void rp_sum_begin(uint32_t name, uintptr_t frame, uint32_t obj)
 	rp_leave(t);
 }
 
+/* The bucket of a call of @ticks at full resolution: the ticks themselves below
+ * 2^(RP_SUM_HIST_BITS + 1), then 2^RP_SUM_HIST_BITS buckets per binade (the binade's
+ * rank and the RP_SUM_HIST_BITS bits after the leading one). */
+RP_INLINE uint32_t rp_sum_bucket(uint64_t ticks)
+{
+	uint32_t e;
+
+	if (ticks < (UINT64_C(2) << RP_SUM_HIST_BITS))
+		return (uint32_t)ticks;
+	e = 63u - (uint32_t)__builtin_clzll(ticks); /* > RP_SUM_HIST_BITS */
+	return (e - RP_SUM_HIST_BITS + 1u) << RP_SUM_HIST_BITS |
+	       ((uint32_t)(ticks >> (e - RP_SUM_HIST_BITS)) & ((1u << RP_SUM_HIST_BITS) - 1u));
+}
+
+/* One call of @ticks into a node's histogram; a new bucket with none free takes
+ * the slow path (coarser). */
+RP_INLINE void rp_sum_hist_add(struct rp_sum_hist *h, uint64_t ticks)
+{
+	uint32_t b = rp_sum_bucket(ticks) >> h->shift;
+
+	for (uint32_t i = 0; i < h->n; i++)
+		if (h->idx[i] == b) {
+			h->cnt[i]++;
+			return;
+		}
+	if (RP_LIKELY(h->n < RP_SUM_HIST)) {
+		h->idx[h->n] = (uint16_t)b;
+		h->cnt[h->n++] = 1;
+		return;
+	}
+	rp_sum_hist_full(h, ticks);
+}
+
 RP_INLINE void rp_sum_end(uint32_t name, uintptr_t probe)
 {
 	struct rp_thread *t = &rp_thread_state;
@@ -584,6 +636,7 @@ RP_INLINE void rp_sum_end(uint32_t name, uintptr_t probe)
 				x->min = dur;
 			if (dur > x->max)
 				x->max = dur;
+			rp_sum_hist_add(&s->hist[n], dur);
 			if (d > 0)
 				s->lv[d - 1].child += dur;
 			if (d == t->spend) /* no BEGIN pending any more */

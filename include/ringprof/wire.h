@@ -129,6 +129,10 @@ enum rp_event_kind {
 enum rp_summary_data {
 	RP_SUMDATA_TIMES = 1,	/* track = total ticks, arg = self ticks */
 	RP_SUMDATA_RANGE = 2,	/* track = shortest call, arg = longest, in ticks */
+	/* A bucket of the calls' durations (one record each): track = the length it
+	 * stands for, in ticks (within half its width of each call in it), arg = its
+	 * calls. A summary's buckets together hold all its calls, or a reader uses none. */
+	RP_SUMDATA_HIST = 3,
 };
 
 /* rp_event.flags for RP_EV_THREAD: the previous owner lost records after its last

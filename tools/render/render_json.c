@@ -25,7 +25,8 @@
  *    "sources" [{"name", "pid", "flags" [words], "events", "dropped", "late",
  *                "truncated", "names_dropped", "nospace_dropped", "rings_nospace", "reentrant",
  *                "resyncs", "anomalies" {...}, "offcpu_idle_ns", "host", "boot_id",
- *                "anchor_realtime_ns", "anchor_monotonic_ns", "clock_shift_ns"}],
+ *                "anchor_realtime_ns", "anchor_monotonic_ns", "clock_shift_ns",
+ *                "summary_ns", "summary_raised"}],
  *    "functions" [{"name", "category", "file", "line", "calls", "drop_lost", "errors", "started",
  *                  "primitive_calls", "self_ns", "cum_ns", "offcpu_ns",
  *                  "offcpu_cum_ns", "min_ns", "max_ns",
@@ -192,6 +193,8 @@ static void put_source(FILE *out, const struct rp_report_source *s)
 	put_anomalies(out, ",", s->anomalies);
 	put_u64(out, ",", "offcpu_idle_ns", s->offcpu_idle_ns);
 	put_source_host(out, s);
+	put_u64(out, ",", "summary_ns", s->summary_ns);
+	put_u64(out, ",", "summary_raised", s->summary_raised);
 	fputc('}', out);
 }
 

@@ -145,6 +145,13 @@ static void print_source(FILE *out, const struct rp_report_source *s)
 			fprintf(out, " (now %" PRIu64 ")", s->ring_capacity);
 		fputs(" or exclude the busiest names\n", out);
 	}
+	if (s->summary_raised > 0) /* the producer folded more to keep up: say so */
+		fprintf(out, "    summaries: threshold raised %" PRIu64 " times, now up to %" PRIu64
+			" ns (rings more than half full; RINGPROF_SUMMARY_NS, RINGPROF_RING_EVENTS)"
+			"\n", s->summary_raised, s->summary_ns);
+	else if (s->summary_ns > 0)
+		fprintf(out, "    summaries: calls under %" PRIu64 " ns folded at the source"
+			" (RINGPROF_SUMMARY_NS)\n", s->summary_ns);
 	if (s->names_dropped > 0) { /* the used figures say which table filled */
 		fprintf(out, "    names_dropped %" PRIu64 ": recorded as [overflow]; raise "
 			"RINGPROF_NAME_BYTES", s->names_dropped);
