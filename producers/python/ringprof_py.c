@@ -26,6 +26,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <frameobject.h>
+#include <fnmatch.h>
 #include <string.h>
 
 /* CPython 3.11: the profile hook reads a frame's code object and the code
@@ -729,6 +730,26 @@ static PyObject *mod_enabled(PyObject *m, PyObject *unused)
 
 /* ---- the profile hook ---- */
 
+/*
+ * trace_calls(include=, exclude=): fnmatch(3) patterns matched against a code object's
+ * file name and its qualified name, once, when the code object is first seen (its id is
+ * kept in the code object). A code object excluded, or not included when there are
+ * includes, gets RP_PY_SKIP: its calls are not recorded, its callees are (under the
+ * nearest recorded caller).
+ */
+#define RP_PY_SKIP UINT32_MAX
+#define RP_PY_PATTERNS 32
+static char *g_incl[RP_PY_PATTERNS], *g_excl[RP_PY_PATTERNS];
+static int g_nincl, g_nexcl;
+
+static int any_match(char *const *pat, int n, const char *file, const char *q)
+{
+	for (int i = 0; i < n; i++)
+		if (fnmatch(pat[i], file, 0) == 0 || fnmatch(pat[i], q, 0) == 0)
+			return 1;
+	return 0;
+}
+
 /* Once per code object: cProfile's key, (file, first line, name). */
 static __attribute__((noinline)) uint32_t code_id_slow(PyCodeObject *co)
 {
@@ -736,10 +757,15 @@ static __attribute__((noinline)) uint32_t code_id_slow(PyCodeObject *co)
 	const char *file = PyUnicode_AsUTF8(co->co_filename);
 	uint32_t id = 0;
 
-	if (q != NULL && file != NULL)
-		id = rp_intern(q, "python", file, (uint32_t)co->co_firstlineno);
-	else
+	if (q != NULL && file != NULL) {
+		if ((g_nincl > 0 && !any_match(g_incl, g_nincl, file, q)) ||
+		    any_match(g_excl, g_nexcl, file, q))
+			id = RP_PY_SKIP;
+		else
+			id = rp_intern(q, "python", file, (uint32_t)co->co_firstlineno);
+	} else {
 		PyErr_Clear();
+	}
 	_PyCode_SetExtra((PyObject *)co, g_extra, (void *)((uintptr_t)id + 1));
 	return id;
 }
@@ -847,10 +873,18 @@ static inline void traced_end(uint32_t id)
 
 static int prof_hook(PyObject *obj, PyFrameObject *f, int what, PyObject *arg)
 {
+	uint32_t id;
+
 	(void)obj;
 	switch (what) {
-	case PyTrace_CALL: traced_begin(code_id(f)); break;
-	case PyTrace_RETURN: traced_end(code_id(f)); break;
+	case PyTrace_CALL:
+		if ((id = code_id(f)) != RP_PY_SKIP)
+			traced_begin(id);
+		break;
+	case PyTrace_RETURN:
+		if ((id = code_id(f)) != RP_PY_SKIP)
+			traced_end(id);
+		break;
 	case PyTrace_C_CALL:
 		if (g_builtins && is_cfunc(arg))
 			traced_begin(cfunc_id(arg));
@@ -900,6 +934,8 @@ static PyObject *eval_hook(PyThreadState *ts, struct _PyInterpreterFrame *f, int
 	    f->prev_instr == _PyCode_CODE(f->f_code) - 1)
 		return g_prev_eval(ts, f, throwflag);
 	id = code_id_co(f->f_code);
+	if (id == RP_PY_SKIP)
+		return g_prev_eval(ts, f, throwflag);
 	rp_begin(id);
 	r = g_prev_eval(ts, f, throwflag);
 	rp_end(id);
@@ -938,21 +974,67 @@ static PyObject *mod_thread_hook(PyObject *m, PyObject *const *args, Py_ssize_t 
 	Py_RETURN_NONE;
 }
 
+/* A sequence of str into (malloc'd) patterns; the old ones are freed once the new are read. */
+static int set_patterns(PyObject *seq, char **pat, int *n)
+{
+	char *tmp[RP_PY_PATTERNS];
+	PyObject *f;
+	Py_ssize_t len;
+	int k = 0;
+
+	if (seq == NULL || seq == Py_None)
+		return 0;
+	if (PyUnicode_Check(seq)) { /* not its characters */
+		PyErr_SetString(PyExc_TypeError, "trace_calls: include/exclude is a list of str");
+		return -1;
+	}
+	f = PySequence_Fast(seq, "trace_calls: include/exclude is a sequence of str");
+	if (f == NULL)
+		return -1;
+	len = PySequence_Fast_GET_SIZE(f);
+	if (len > RP_PY_PATTERNS) {
+		PyErr_Format(PyExc_ValueError, "trace_calls: at most %d patterns", RP_PY_PATTERNS);
+		goto fail;
+	}
+	for (; k < len; k++) {
+		const char *c = PyUnicode_AsUTF8(PySequence_Fast_GET_ITEM(f, k));
+
+		if (c == NULL || (tmp[k] = strdup(c)) == NULL) {
+			if (c != NULL)
+				PyErr_NoMemory();
+			goto fail;
+		}
+	}
+	Py_DECREF(f);
+	for (int i = 0; i < *n; i++)
+		free(pat[i]);
+	memcpy(pat, tmp, sizeof(*tmp) * (size_t)k);
+	*n = k;
+	return 0;
+fail:
+	while (k-- > 0)
+		free(tmp[k]);
+	Py_DECREF(f);
+	return -1;
+}
+
 static PyObject *mod_trace_calls(PyObject *m, PyObject *args, PyObject *kw)
 {
-	static char *kwlist[] = { "enabled", "builtins", "hook", NULL };
+	static char *kwlist[] = { "enabled", "builtins", "hook", "include", "exclude", NULL };
 	int on = 1, builtins = 0;
 	const char *how = "auto";
-	PyObject *hook, *r;
+	PyObject *hook, *r, *incl = NULL, *excl = NULL;
 
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "|pps:trace_calls", kwlist, &on, &builtins,
-					 &how))
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "|ppsOO:trace_calls", kwlist, &on, &builtins,
+					 &how, &incl, &excl))
 		return NULL;
 	if (strcmp(how, "auto") != 0 && strcmp(how, "profile") != 0 && strcmp(how, "eval") != 0) {
 		PyErr_SetString(PyExc_ValueError,
 				"trace_calls: hook is 'auto', 'profile' or 'eval'");
 		return NULL;
 	}
+	if (set_patterns(incl, g_incl, &g_nincl) < 0 || set_patterns(excl, g_excl, &g_nexcl) < 0)
+		return NULL;
 	if (g_off)
 		Py_RETURN_NONE;
 	if (g_hook == 1) { /* stop what runs, whatever comes next */

@@ -8,6 +8,10 @@ generator and async functions, and profile(). See docs/python.md.
 import functools
 import inspect
 
+from . import _cli
+
+_cli.early()  # `python -m ringprof --session S ...`: before the extension reads it
+
 from ._ringprof import (counter, dropped, enabled, instant, nullcontext, request,
                         segment_path, span, trace_calls)
 from . import _ringprof
