@@ -1,0 +1,131 @@
+# SPDX-License-Identifier: MIT
+"""python -m ringprof and RINGPROF_PYTHON=trace: an unmodified program, run as `python -m
+cProfile` runs it; the pstats report's keys and call counts (calls and primitive calls)
+equal cProfile's own for the same program (the reference is `python -m cProfile -o`)."""
+import json
+import os
+import pstats
+import subprocess
+import sys
+import tempfile
+
+from rpharness import TAG, Run
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PROG = os.path.join(HERE, "cli_workload.py")
+
+
+def cprofile_keys(argv):
+    """{key: (primitive calls, calls)} of the program's own functions, by cProfile."""
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "cp.prof")
+        subprocess.run([sys.executable, "-m", "cProfile", "-o", out, *argv], check=True,
+                       capture_output=True, cwd=HERE)
+        return own(pstats.Stats(out).stats)
+
+
+def own(stats):
+    return {k: v[:2] for k, v in stats.items() if os.path.abspath(k[0]) == PROG}
+
+
+def test_cli_script_keys_and_calls_equal_cprofile():
+    ref = cprofile_keys([PROG, "a", "b"])
+    r = Run("cli", None, argv=["-m", "ringprof", PROG, "a", "b"])
+    try:
+        assert r.result() == {"argv": [PROG, "a", "b"], "name": "__main__"}
+        assert r.report["dropped"] == 0
+        ours = own(r.pstats())
+        assert ours == ref
+        # Two methods named encode (co_name) in two classes: two keys, as cProfile's.
+        assert sorted(k[1] for k in ours if k[2] == "encode") == [16, 21]
+        # The text/JSON reports keep the qualified names.
+        names = {f["name"] for f in r.report["functions"] if f["file"] == PROG}
+        assert {"Tokenizer.encode", "Detokenizer.encode", "outer.<locals>.inner"} <= names
+        assert r.report["anomalies"]["end_mismatch"] == 0
+    finally:
+        r.cleanup()
+
+
+def test_cli_module_keys_and_calls_equal_cprofile():
+    ref = cprofile_keys(["-m", "cli_workload", "m"])
+    r = Run("climod", None, argv=["-m", "ringprof", "-m", "cli_workload", "m"],
+            env={"PYTHONPATH": os.pathsep.join(filter(None, [os.environ.get(
+                "RP_PYTHONPATH"), HERE]))})
+    try:
+        assert r.result() == {"argv": [PROG, "m"], "name": "__main__"}
+        assert own(r.pstats()) == ref
+    finally:
+        r.cleanup()
+
+
+def test_cli_session_include_exclude():
+    """--session reaches the extension before it makes the segment (the engine of that
+    session drains it); --exclude drops a function, not its callees; --include keeps
+    only what matches."""
+    session = "py_cliex_%s_%d" % (TAG, os.getpid())  # the harness's engine's
+    r = Run("cliex", None, argv=["-m", "ringprof", "--session", session, "--exclude", "outer",
+                                 "--exclude", "*.encode", PROG],
+            env={"RINGPROF_SESSION": "py_elsewhere", "RINGPROF_NO_ENGINE": "discard"})
+    try:
+        names = {f["name"]: f for f in r.report["functions"] if f["file"] == PROG}
+        assert "outer" not in names and "Tokenizer.encode" not in names
+        assert names["outer.<locals>.inner"]["calls"] == 5
+        assert names["Tokenizer.encode.<locals>.<listcomp>"]["calls"] == 3
+    finally:
+        r.cleanup()
+    r = Run("clinc", None, argv=["-m", "ringprof", "--include", "fib", PROG])
+    try:
+        assert {f["name"] for f in r.report["functions"]} == {"fib"}
+        assert r.functions()["fib"]["calls"] == 465
+    finally:
+        r.cleanup()
+
+
+def test_cli_no_calls_records_only_spans():
+    with tempfile.TemporaryDirectory() as d:
+        prog = os.path.join(d, "spans.py")
+        with open(prog, "w") as f:
+            f.write("import ringprof\ndef g():\n    pass\n"
+                    "for _ in range(3):\n    with ringprof.span('mine'):\n        g()\n")
+        r = Run("clinocalls", None, argv=["-m", "ringprof", "--no-calls", prog])
+        try:
+            assert {f["name"] for f in r.report["functions"]} == {"mine"}
+            assert r.functions()["mine"]["calls"] == 3
+        finally:
+            r.cleanup()
+
+
+def test_env_trace_through_sitecustomize():
+    """RINGPROF_PYTHON=trace for a program started by someone else: here a sitecustomize
+    imports ringprof._autotrace (what the installed ringprof-trace.pth does); children
+    inherit the environment and trace too."""
+    with tempfile.TemporaryDirectory() as d:
+        with open(os.path.join(d, "sitecustomize.py"), "w") as f:
+            f.write("import ringprof._autotrace\n")
+        pp = os.pathsep.join(filter(None, [d, os.environ.get("RP_PYTHONPATH")]))
+        r = Run("clienv", None, argv=[PROG, "e"],
+                env={"PYTHONPATH": pp, "RINGPROF_PYTHON": "trace",
+                     "RINGPROF_PYTHON_INCLUDE": "*cli_workload.py"})
+        try:
+            fns = {f["name"]: f for f in r.report["functions"]}
+            assert all(f["file"] == PROG for f in fns.values())
+            assert fns["fib"]["calls"] == 465 and fns["main.<locals>.<lambda>"]["calls"] == 20
+            assert json.loads(r.out.strip().splitlines()[-1])["argv"] == [PROG, "e"]
+        finally:
+            r.cleanup()
+
+
+def test_env_trace_through_pth():
+    """The installed package's ringprof-trace.pth: RINGPROF_PYTHON=trace alone traces an
+    unmodified program (and every Python process started with it)."""
+    if os.environ.get("RP_INSTALLED") != "1":
+        import pytest
+        pytest.skip("the .pth is installed by pip (test_python_installed runs this)")
+    r = Run("clipth", None, argv=[PROG, "p"],
+            env={"RINGPROF_PYTHON": "trace", "RINGPROF_PYTHON_INCLUDE": "*cli_workload.py"})
+    try:
+        fns = {f["name"]: f for f in r.report["functions"]}
+        assert fns["fib"]["calls"] == 465 and fns["Detokenizer.encode"]["calls"] == 3
+        assert r.report["dropped"] == 0
+    finally:
+        r.cleanup()
