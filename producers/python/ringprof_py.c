@@ -56,6 +56,7 @@ static int g_builtins;		/* trace_calls(): C functions too */
 static PyObject *g_names;	/* counter/instant names -> id */
 static PyObject *g_decorate;	/* ringprof._decorate(span, func) */
 static PyObject *g_threading_setprofile;
+static PyObject *g_str_name, *g_str_main; /* "__name__", "__main__": import-time calls */
 
 /* ---- nodes: the open spans of a request ---- */
 
@@ -921,6 +922,51 @@ static int g_hook; /* 1: the profile hook; 2: the evaluation hook */
 #ifdef RP_PY311
 static _PyFrameEvalFunction g_prev_eval;
 
+/*
+ * Import time. Importing a big library (torch, fastapi) runs thousands of short
+ * functions once each: as spans they would fill the thread's ring and hold the
+ * engine's per-name slots that the program's own hot functions need later. Every
+ * call made while a module other than __main__ executes its body on this thread is
+ * therefore a summarized span (rp_sum_begin/rp_sum_end, docs/summaries.md): calls and
+ * times stay exact, calls shorter than the summary threshold fold into per-context
+ * summaries at the source, longer ones stay spans. The threshold is set for processes
+ * that trace from the start (RINGPROF_PYTHON=trace, python -m ringprof); elsewhere
+ * rp_sum_* write ordinary spans. Later calls of the same functions are ordinary spans.
+ */
+static __thread uint32_t t_import; /* module bodies executing on this thread, imports */
+
+/* A module body run by an import: its __name__ is a str other than "__main__" (the
+ * program's own body, also under runpy and python -m ringprof, stays ordinary). */
+static int is_import(struct _PyInterpreterFrame *f)
+{
+	PyObject *n;
+
+	if (f->f_globals == NULL || !PyDict_CheckExact(f->f_globals))
+		return 0;
+	n = PyDict_GetItemWithError(f->f_globals, g_str_name);
+	if (n == NULL) {
+		PyErr_Clear();
+		return 0;
+	}
+	return PyUnicode_Check(n) && PyUnicode_Compare(n, g_str_main) != 0;
+}
+
+static PyObject *eval_import(PyThreadState *ts, struct _PyInterpreterFrame *f, int throwflag,
+			     uint32_t id)
+{
+	/* This C frame orders the levels for the summary shadow (rp_left_frame): a
+	 * nested evaluation's frame is deeper, and Python unwinds by returning here. */
+	uintptr_t frame = (uintptr_t)__builtin_frame_address(0);
+	PyObject *r;
+
+	t_import++;
+	rp_sum_begin(id, frame, 0);
+	r = g_prev_eval(ts, f, throwflag);
+	rp_sum_end(id, frame);
+	t_import--;
+	return r;
+}
+
 static PyObject *eval_hook(PyThreadState *ts, struct _PyInterpreterFrame *f, int throwflag)
 {
 	uint32_t id;
@@ -936,6 +982,9 @@ static PyObject *eval_hook(PyThreadState *ts, struct _PyInterpreterFrame *f, int
 	id = code_id_co(f->f_code);
 	if (id == RP_PY_SKIP)
 		return g_prev_eval(ts, f, throwflag);
+	/* Module-level code runs with its globals as its locals (functions have none). */
+	if (RP_UNLIKELY(t_import > 0 || (f->f_locals == f->f_globals && is_import(f))))
+		return eval_import(ts, f, throwflag, id);
 	rp_begin(id);
 	r = g_prev_eval(ts, f, throwflag);
 	rp_end(id);
@@ -1199,7 +1248,15 @@ PyMODINIT_FUNC PyInit__ringprof(void)
 	    add_type(m, &SpanType, "span") < 0 || add_type(m, &WrappedType, NULL) < 0 ||
 	    add_type(m, &NullType, "nullcontext") < 0 || add_type(m, &RequestType, "request") < 0)
 		goto fail;
+	/* Tracing from the start: import-time calls fold (eval_import); 10 us as ringprof-auto
+	 * (RINGPROF_SUMMARY_NS overrides it, 0 turns folding off). */
+	if (getenv("RINGPROF_PYTHON") != NULL && strcmp(getenv("RINGPROF_PYTHON"), "trace") == 0)
+		rp_summary_default_ns = 10000;
 	g_off = rp_init() != 0;
+	g_str_name = PyUnicode_InternFromString("__name__");
+	g_str_main = PyUnicode_InternFromString("__main__");
+	if (g_str_name == NULL || g_str_main == NULL)
+		goto fail;
 	g_current = PyContextVar_New("ringprof.current", Py_None);
 	g_names = PyDict_New();
 	g_extra = _PyEval_RequestCodeExtraIndex(NULL);
