@@ -67,6 +67,7 @@ typedef struct node {
 	uint32_t span;
 	uint32_t name;
 	uint32_t next; /* root only: the last span id handed out */
+	int task;      /* root only: a span's own track in a coroutine, not a request */
 } Node;
 
 static void node_dealloc(Node *n)
@@ -92,6 +93,7 @@ static Node *node_new(Node *parent, uint32_t name)
 		return NULL;
 	n->name = name;
 	n->next = 0;
+	n->task = 0;
 	if (parent == NULL) { /* a request */
 		n->parent = n->root = NULL;
 		n->track = ++g_next_track; /* under the GIL */
@@ -136,6 +138,52 @@ static int set_current(PyObject *v)
 
 /* ---- span enter/exit, shared by `with`, `async with` and the C wrapper ---- */
 
+/*
+ * Is the span entered by a coroutine (`with`/`async with` in an async def, or the
+ * decorator of one)? Outside a request such a span may be held across an `await`
+ * while the thread runs other tasks' spans: on the thread's stack they would
+ * interleave (fake recursion, cum cut short). It opens a track of its own instead,
+ * rooted at the span (a task's context is its own: the span's nested spans and the
+ * tasks it starts follow it there, as in a request), measured exactly.
+ */
+static int in_coroutine(void)
+{
+	int flags;
+#ifdef RP_PY311
+	struct _PyInterpreterFrame *f = PyThreadState_GET()->cframe->current_frame;
+
+	if (f == NULL)
+		return 0;
+	flags = f->f_code->co_flags;
+#else
+	PyFrameObject *f = PyEval_GetFrame();
+	PyCodeObject *co;
+
+	if (f == NULL)
+		return 0;
+	co = PyFrame_GetCode(f);
+	flags = co->co_flags;
+	Py_DECREF(co);
+#endif
+	return (flags & (CO_COROUTINE | CO_ASYNC_GENERATOR | CO_ITERABLE_COROUTINE)) != 0;
+}
+
+/* A coroutine's span outside a request: the root of a new track (in_coroutine()). */
+static int task_span_open(uint32_t id)
+{
+	Node *n = node_new(NULL, id);
+	int rc;
+
+	if (n == NULL)
+		return -1;
+	n->task = 1;
+	g_requests = 1; /* spans must look at the context variable from now on */
+	rp_child_begin(id, n->track, 0, n->span);
+	rc = set_current((PyObject *)n);
+	Py_DECREF(n);
+	return rc;
+}
+
 static int span_enter(uint32_t id)
 {
 	Node *cur, *n;
@@ -144,12 +192,16 @@ static int span_enter(uint32_t id)
 	if (g_off)
 		return 0;
 	if (!g_requests) {
+		if (RP_UNLIKELY(in_coroutine()))
+			return task_span_open(id);
 		rp_begin(id);
 		return 0;
 	}
 	if (current(&cur) < 0)
 		return -1;
 	if (cur == NULL) {
+		if (in_coroutine())
+			return task_span_open(id);
 		rp_begin(id);
 		return 0;
 	}
@@ -184,7 +236,10 @@ static int span_exit(uint32_t id)
 	}
 	for (n = cur; n->root != NULL && n->name != id; n = n->parent)
 		;
-	if (n->root == NULL) { /* none open: the engine counts it end_unmatched */
+	/* A request's root is closed by the request only; a coroutine span's own track
+	 * (task_span_open) ends with its root span. */
+	if (n->root == NULL && !(n->task && n->name == id)) {
+		/* none open: the engine counts it end_unmatched */
 		rp_child_end(id, cur->track, 0);
 	} else {
 		rp_child_end(id, n->track, n->span);
