@@ -770,6 +770,41 @@ static PyObject *mod_instant(PyObject *m, PyObject *name)
 	Py_RETURN_NONE;
 }
 
+/*
+ * link(name, correlation, side="launch", span=0): rp_link() from Python, the C API's
+ * semantics (docs/device.md): both sides record the same correlation id, the launch
+ * side inside the span that launched the work, the device side inside (or, with
+ * span, naming) the span of the work it caused.
+ */
+static PyObject *mod_link(PyObject *m, PyObject *args, PyObject *kw)
+{
+	static char *kwlist[] = { "name", "correlation", "side", "span", NULL };
+	PyObject *name;
+	unsigned long long corr, span = 0;
+	const char *side = "launch";
+	uint8_t flag;
+	uint32_t id;
+
+	(void)m;
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "OK|sK:link", kwlist, &name, &corr, &side,
+					 &span))
+		return NULL;
+	if (strcmp(side, "launch") == 0) {
+		flag = RP_LINK_LAUNCH;
+	} else if (strcmp(side, "device") == 0) {
+		flag = RP_LINK_DEVICE;
+	} else {
+		PyErr_SetString(PyExc_ValueError, "link: side is 'launch' or 'device'");
+		return NULL;
+	}
+	if (g_off)
+		Py_RETURN_NONE;
+	if (name_id(name, &id) < 0)
+		return NULL;
+	rp_link(id, flag, span, corr);
+	Py_RETURN_NONE;
+}
+
 static PyObject *mod_dropped(PyObject *m, PyObject *unused)
 {
 	(void)m;
@@ -1263,6 +1298,8 @@ static PyMethodDef mod_methods[] = {
 	{ "counter", (PyCFunction)(void (*)(void))mod_counter, METH_FASTCALL,
 	  "counter(name, value): a counter sample" },
 	{ "instant", mod_instant, METH_O, "instant(name): a point in time" },
+	{ "link", (PyCFunction)(void (*)(void))mod_link, METH_VARARGS | METH_KEYWORDS,
+	  "link(name, correlation, side='launch', span=0): rp_link() (docs/device.md)" },
 	{ "dropped", mod_dropped, METH_NOARGS, "events this process could not record" },
 	{ "enabled", mod_enabled, METH_NOARGS, "whether events are recorded" },
 	{ "trace_calls", (PyCFunction)(void (*)(void))mod_trace_calls, METH_VARARGS | METH_KEYWORDS,
