@@ -1007,7 +1007,11 @@ static void traced_close_all(void)
  * always followed by its END, even after tracing stopped. The hook it replaced
  * (another tool's) is called in its place and put back at the end.
  */
-static __thread int t_traced;
+/* Bit 0: this thread is traced; the bits above: module bodies of imports executing
+ * on it (eval_import). One thread-local word, read once per frame. */
+static __thread uint32_t t_traced;
+#define T_TRACED 1u
+#define T_IMPORT 2u
 static int g_hook; /* 1: the profile hook; 2: the evaluation hook */
 #ifdef RP_PY311
 static _PyFrameEvalFunction g_prev_eval;
@@ -1023,7 +1027,6 @@ static _PyFrameEvalFunction g_prev_eval;
  * that trace from the start (RINGPROF_PYTHON=trace, python -m ringprof); elsewhere
  * rp_sum_* write ordinary spans. Later calls of the same functions are ordinary spans.
  */
-static __thread uint32_t t_import; /* module bodies executing on this thread, imports */
 
 /* A module body run by an import: its __name__ is a str other than "__main__" (the
  * program's own body, also under runpy and python -m ringprof, stays ordinary). */
@@ -1049,20 +1052,20 @@ static PyObject *eval_import(PyThreadState *ts, struct _PyInterpreterFrame *f, i
 	uintptr_t frame = (uintptr_t)__builtin_frame_address(0);
 	PyObject *r;
 
-	t_import++;
+	t_traced += T_IMPORT;
 	rp_sum_begin(id, frame, 0);
 	r = g_prev_eval(ts, f, throwflag);
 	rp_sum_end(id, frame);
-	t_import--;
+	t_traced -= T_IMPORT;
 	return r;
 }
 
 static PyObject *eval_hook(PyThreadState *ts, struct _PyInterpreterFrame *f, int throwflag)
 {
-	uint32_t id;
+	uint32_t id, tr = t_traced;
 	PyObject *r;
 
-	if (!t_traced)
+	if (!(tr & T_TRACED))
 		return g_prev_eval(ts, f, throwflag);
 	/* Calling a generator or coroutine function only makes the object (its
 	 * RETURN_GENERATOR): cProfile sees no call there, only the resumptions. */
@@ -1073,7 +1076,7 @@ static PyObject *eval_hook(PyThreadState *ts, struct _PyInterpreterFrame *f, int
 	if (id == RP_PY_SKIP)
 		return g_prev_eval(ts, f, throwflag);
 	/* Module-level code runs with its globals as its locals (functions have none). */
-	if (RP_UNLIKELY(t_import > 0 || (f->f_locals == f->f_globals && is_import(f))))
+	if (RP_UNLIKELY(tr >= T_IMPORT || (f->f_locals == f->f_globals && is_import(f))))
 		return eval_import(ts, f, throwflag, id);
 	rp_begin(id);
 	r = g_prev_eval(ts, f, throwflag);
@@ -1104,7 +1107,7 @@ static PyObject *mod_thread_hook(PyObject *m, PyObject *const *args, Py_ssize_t 
 	}
 	if (g_hook == 2) {
 		PyEval_SetProfile(NULL, NULL); /* the evaluation hook does the work */
-		t_traced = 1;
+		t_traced |= T_TRACED;
 		Py_RETURN_NONE;
 	}
 	PyEval_SetProfile(prof_hook, NULL);
@@ -1180,7 +1183,7 @@ static PyObject *mod_trace_calls(PyObject *m, PyObject *args, PyObject *kw)
 		PyEval_SetProfile(NULL, NULL);
 		traced_close_all();
 	}
-	t_traced = 0;
+	t_traced &= ~T_TRACED;
 #ifdef RP_PY311
 	eval_install(0);
 #endif
@@ -1204,7 +1207,7 @@ static PyObject *mod_trace_calls(PyObject *m, PyObject *args, PyObject *kw)
 		} else {
 #ifdef RP_PY311
 			eval_install(1);
-			t_traced = 1;
+			t_traced |= T_TRACED;
 #endif
 		}
 	}

@@ -47,8 +47,9 @@ def test_spans_across_awaits_outside_a_request(run_script):
     assert f["decorated"]["calls"] == 40
     own = r.result()["own_ns"]
     assert hold["cum_ns"] >= 40 * 10_000_000
-    # The script's own stamps enclose each span (a few us of loop work outside it).
-    assert own * 0.97 <= hold["cum_ns"] <= own, (hold["cum_ns"], own)
+    # The script's own stamps enclose each span (a few us of loop work outside it,
+    # more when the machine preempts the process between a stamp and the span).
+    assert own * 0.9 <= hold["cum_ns"] <= own, (hold["cum_ns"], own)
     edges = {(e["caller"], e["callee"]) for e in rep["edges"]}
     assert ("hold", "inner") in edges and ("hold", "decorated") in edges
     assert ("hold", "hold") not in edges
