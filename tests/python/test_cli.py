@@ -162,3 +162,37 @@ def test_cli_import_time_calls_fold_exactly():
             assert r.functions()["later"]["p50_ns"] > 0
         finally:
             r.cleanup()
+
+
+def test_cli_torch_asyncio_program():
+    """An unmodified asyncio program that imports torch, under python -m ringprof: its own
+    functions' calls exact (against cProfile's), their percentiles present all-time and in
+    the 1m window at the engine's default caps although torch's import ran traced."""
+    import pytest
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        pytest.skip("torch is not installed (Debian: python3-torch)")
+    prog = os.path.join(HERE, "torch_workload.py")
+
+    def mine(stats):
+        return {k: v[:2] for k, v in stats.items() if os.path.abspath(k[0]) == prog}
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "cp.prof")
+        subprocess.run([sys.executable, "-m", "cProfile", "-o", out, prog], check=True,
+                       capture_output=True)
+        ref = mine(pstats.Stats(out).stats)
+    r = Run("clitorch", None, argv=["-m", "ringprof", prog])
+    try:
+        assert r.result() == {"requests": 100}
+        assert r.report["dropped"] == 0
+        assert mine(r.pstats()) == ref
+        assert ref[(prog, 21, "tokenize")] == (100, 100)
+        fns = {f["name"]: f for f in r.report["functions"] if f["file"] == prog}
+        win = next(w for w in r.report["windows"] if w["name"] == "1m")
+        wfns = {f["name"]: f for f in win["functions"]}
+        for name in ("tokenize", "Tiny.forward", "handle"):
+            assert fns[name]["p50_ns"], name
+            assert wfns[name]["calls"] == fns[name]["calls"] and wfns[name]["p50_ns"], name
+    finally:
+        r.cleanup()
