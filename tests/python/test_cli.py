@@ -196,3 +196,26 @@ def test_cli_torch_asyncio_program():
             assert wfns[name]["calls"] == fns[name]["calls"] and wfns[name]["p50_ns"], name
     finally:
         r.cleanup()
+
+
+def test_cli_spawned_children():
+    """The program runs in a real __main__ module (multiprocessing's spawn pickles its
+    functions by that name), and its spawned children inherit RINGPROF_PYTHON=trace:
+    with the installed .pth they record their calls too."""
+    with tempfile.TemporaryDirectory() as d:
+        prog = os.path.join(d, "mp.py")
+        with open(prog, "w") as f:
+            f.write("import multiprocessing as mp\n"
+                    "def work(x):\n    return x * 2\n"
+                    "if __name__ == '__main__':\n"
+                    "    with mp.get_context('spawn').Pool(2) as pool:\n"
+                    "        print(sum(pool.map(work, range(10))))\n")
+        r = Run("climp", None, argv=["-m", "ringprof", "--include", prog, prog])
+        try:
+            assert r.out.strip().splitlines()[-1] == "90"
+            if os.environ.get("RP_INSTALLED") == "1":
+                assert r.functions()["work"]["calls"] == 10
+                assert len(r.report["sources"]) >= 3  # the program and its two workers
+            assert r.report["dropped"] == 0
+        finally:
+            r.cleanup()

@@ -5,9 +5,11 @@ runs it (sys.argv, sys.path[0] and __main__ as the program would have them), wit
 Python call recorded (unless --no-calls). The options were put in the environment when
 the package was imported (ringprof._cli), so child processes record the same way.
 """
+import builtins
 import os
 import runpy
 import sys
+import types
 
 from ringprof import _cli, trace_calls
 
@@ -25,8 +27,13 @@ def main():
         sys.path[0] = os.path.dirname(os.path.abspath(opts.target))
         with open(opts.target, "rb") as f:
             code = compile(f.read(), opts.target, "exec")
-        glob = {"__file__": opts.target, "__name__": "__main__", "__package__": None,
-                "__cached__": None, "__builtins__": __builtins__}
+        # A real __main__ module, as `python script.py` has: pickle (multiprocessing's
+        # spawn, its workers) finds the program's functions in sys.modules["__main__"].
+        main_mod = types.ModuleType("__main__")
+        main_mod.__dict__.update(__file__=opts.target, __package__=None, __cached__=None,
+                                 __builtins__=builtins)
+        sys.modules["__main__"] = main_mod
+        glob = main_mod.__dict__
     if opts.calls:
         trace_calls(True, include=incl, exclude=excl)
     try:
