@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: MIT
 """ctest test_python_installed: `pip install` of the repository into a fresh venv, offline
 (--no-index, no build isolation: Debian's setuptools), then the Python suite against the
-installed package (RP_PYTHONPATH empty, so nothing comes from a build tree).
+installed package (RP_PYTHONPATH empty, so nothing comes from a build tree). With
+`python -m build` (Debian: python3-build) the copy is first made into an sdist and a
+wheel, and the sdist is what gets installed (so the sdist is checked complete).
 
 The sources are copied first (what MANIFEST.in ships), so the build's files (build-py/,
 *.egg-info) land in a temporary directory, not in the source tree. Exit 77 (ctest's skip)
@@ -52,8 +54,20 @@ def main():
         py = os.path.join(env_dir, "bin", "python")
         env = dict(os.environ, PIP_NO_INDEX="1", PIP_DISABLE_PIP_VERSION_CHECK="1",
                    PYTHONPATH="")
+        what = src
+        if subprocess.run([sys.executable, "-c", "import build"],
+                          capture_output=True).returncode == 0:
+            dist = os.path.join(tmp, "dist")
+            subprocess.run([sys.executable, "-m", "build", "--no-isolation", "--outdir", dist,
+                            src], check=True, env=env, cwd=tmp, stdout=subprocess.DEVNULL)
+            built = sorted(os.listdir(dist))
+            print("built:", " ".join(built))
+            assert any(f.endswith(".whl") for f in built), built
+            what = os.path.join(dist, next(f for f in built if f.endswith(".tar.gz")))
+        else:
+            print("python -m build not available (python3-build): installing the tree")
         subprocess.run([py, "-m", "pip", "install", "-q", "--no-build-isolation", "--no-index",
-                        "--no-deps", src], check=True, env=env, cwd=tmp)
+                        "--no-deps", what], check=True, env=env, cwd=tmp)
         where = subprocess.run([py, "-c", "import ringprof, ringprof._ringprof as m; "
                                 "print(m.__file__)"], check=True, env=env, cwd=tmp,
                                capture_output=True, text=True).stdout.strip()
