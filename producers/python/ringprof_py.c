@@ -5,7 +5,8 @@
  *
  * Spans. A span interns its (name, category) once, at construction; entering and
  * leaving it are C methods with no Python frame. Outside a request a span is a
- * BEGIN/END pair on the thread's stack, exactly as rp_begin()/rp_end(). Inside a
+ * BEGIN/END pair on the thread's stack, exactly as rp_begin()/rp_end(), unless a
+ * coroutine enters it: then it roots a track of its own (task_span_open). Inside a
  * request (a context variable holds the innermost open span of the request, a
  * `node`) it is RP_EV_CHILD_BEGIN/END on the request's track with its parent's span
  * id: a task or thread that copied the context carries its parent with it, so
@@ -19,7 +20,9 @@
  *
  * Calls. trace_calls() installs a C profile hook (PyEval_SetProfile), cProfile
  * style: a CALL is a BEGIN and a RETURN an END of the code object's name, whose id
- * is interned once per code object and kept in the code object's extra slot.
+ * is interned once per code object and kept in the code object's extra slot (or
+ * RP_PY_SKIP, filtered out), or on 3.11 a frame-evaluation hook; calls made while an
+ * import runs a module body are summarized at the source (eval_import).
  *
  * RINGPROF=0: rp_init() says so at import; every call then returns at once.
  */
