@@ -1185,7 +1185,7 @@ struct ref_opts {
 	bool v1_2;	/* as a 1.2 writer: none of the keys 1.3 added */
 };
 
-static const struct ref_opts plain = { .major = 1, .minor = 3 };
+static const struct ref_opts plain = { .major = 1, .minor = RP_REPORT_VERSION_MINOR };
 
 static bool has_1_2(const struct ref_opts *o)
 {
@@ -1966,7 +1966,7 @@ static void test_snapshot_encode_matches_schema(void **state)
 		ref_pack(&sb, &a, &plain);
 		assert_int_equal(m.len, sb.size);
 		assert_memory_equal(m.data, sb.data, m.len);
-		assert_memory_equal(m.data, "\xde\x00\x12\xa7version\x92\x01\x03", 14); /* first */
+		assert_memory_equal(m.data, "\xde\x00\x12\xa7version\x92\x01\x04", 14); /* first */
 		msgpack_sbuffer_destroy(&sb);
 		rp_membuf_free(&m);
 		rp_report_free(&a);
@@ -2235,7 +2235,7 @@ static void test_snapshot_seeds_decode(void **state)
 	char dir[4096], path[4400], why[RP_WHY_MAX];
 	const char *slash = strrchr(__FILE__, '/');
 	struct dirent **names;
-	unsigned old = 0, v11 = 0, v12 = 0, v13 = 0, seen = 0;
+	unsigned old = 0, v11 = 0, v12 = 0, v13 = 0, v14 = 0, seen = 0;
 	int k;
 
 	(void)state;
@@ -2289,9 +2289,8 @@ static void test_snapshot_seeds_decode(void **state)
 						 r.expiry.suspect_spans,
 					 0);
 		}
-		ours = r.version_minor == RP_REPORT_VERSION_MINOR && strstr(path, "v1_3") != NULL;
-		v13 += ours; /* v1_3.msgpack: written by the 1.3 encoder (--write-seed) */
-		if (ours) {
+		if (r.version_minor == 3 && strstr(path, "v1_3") != NULL) {
+			v13++; /* v1_3.msgpack: written by the 1.3 encoder */
 			assert_true(r.fns[0].drop_lost != 0 || r.fns[1].drop_lost != 0);
 			assert_true(r.expiry.requests != 0 || r.expiry.spans != 0);
 			assert_true(r.fns[0].offcpu_ns != 0 && r.offcpu.total_ns != 0);
@@ -2307,6 +2306,8 @@ static void test_snapshot_seeds_decode(void **state)
 			assert_true(r.device.n_ranked == 3 && r.device.n_phases == 1 &&
 				    r.device.n_points == 3);
 		}
+		ours = r.version_minor == RP_REPORT_VERSION_MINOR && strstr(path, "v1_4") != NULL;
+		v14 += ours; /* v1_4.msgpack: written by this encoder (--write-seed) */
 		encode(&r, &m);
 		if (ours) { /* written by this encoder: re-encoded exactly */
 			assert_int_equal(m.len, in.len);
@@ -2326,6 +2327,7 @@ static void test_snapshot_seeds_decode(void **state)
 	assert_int_equal(v11, 1);
 	assert_int_equal(v12, 1);
 	assert_int_equal(v13, 1);
+	assert_int_equal(v14, 1);
 }
 
 static void test_snapshot_major_version_rejected(void **state)

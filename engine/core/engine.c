@@ -117,42 +117,6 @@ size_t rp_engine_memory_bound(const struct rp_engine_cfg *cfg)
 	return b;
 }
 
-void rp_engine_span_open(void *ctx, uint32_t name, uint32_t depth, uint64_t t)
-{
-	rp_analyses_open(&((struct rp_engine *)ctx)->an, name, depth, t);
-}
-
-/* A span cut by a drop: it leaves the concurrency sweeps, nothing else. */
-void rp_engine_span_lost(void *ctx, uint32_t name, uint32_t depth, uint64_t t)
-{
-	rp_analyses_abandon(&((struct rp_engine *)ctx)->an, name, depth, t);
-}
-
-/*
- * Every span closed: the analyses; for one closed by its own END, the device analysis
- * (with its self time: the frame's children are clamped to it); the step statistics
- * and the flight recorder (export).
- */
-void rp_engine_span_close(void *ctx, const struct rp_track *k, const struct rp_span_info *sp,
-			  bool normal)
-{
-	struct rp_engine *e = ctx;
-	uint64_t step, dur = sp->end - sp->start;
-	struct rp_rec_span *s;
-
-	rp_analyses_close(&e->an, sp);
-	if (normal)
-		rp_device_span(e->dev, &e->names, k, (uint32_t)(k - e->tracks.t), sp);
-	step = rp_steps_span(&e->steps, sp->name, dur);
-	s = rp_recorder_span_slot(&e->rec);
-	if (s != NULL) /* filled in place: no copy */
-		*s = (struct rp_rec_span){
-			.start = sp->start, .dur = dur, .track = k->id, .step = step,
-			.name = sp->name, .src = k->src, .kind = k->kind,
-			.depth = sp->depth > UINT16_MAX ? UINT16_MAX : (uint16_t)sp->depth,
-		};
-}
-
 int rp_engine_open(const struct rp_engine_cfg *cfg, struct rp_engine **out)
 {
 	struct rp_analyses_cfg acfg;
@@ -183,7 +147,10 @@ int rp_engine_open(const struct rp_engine_cfg *cfg, struct rp_engine **out)
 		rp_engine_close(e);
 		return -ENOMEM;
 	}
-	e->tracks.hook_ctx = e;
+	e->sinks = (struct rp_span_sinks){ .an = &e->an, .dev = e->dev, .names = &e->names,
+					     .steps = &e->steps, .rec = &e->rec,
+					     .tracks = e->tracks.t };
+	e->tracks.sinks = &e->sinks;
 	strcpy(e->clock, "monotonic");
 	*out = e;
 	return 0;

@@ -102,6 +102,7 @@ struct rp_engine {
 	uint64_t progress_events;	/* trace events parsed by importers so far, for
 					   progress displays */
 	struct rp_device *dev;		/* device idle time */
+	struct rp_span_sinks sinks;	/* where the stack machine sends spans */
 	/* Async expiry (rp_engine_expire()): the longest gap between two records of
 	 * an async request (the auto expiry), when the next sweep is due, a source has
 	 * lost records, and what was expired (report.h). */

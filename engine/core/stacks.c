@@ -171,8 +171,8 @@ void rp_track_begin(struct rp_tracks *ts, uint32_t tr, uint32_t name, uint64_t t
 					      .up = RP_NONE };
 	if (folded)
 		c->anomalies[RP_ANOM_CCT_CAP]++;
-	if (ts->hook_ctx)
-		rp_engine_span_open(ts->hook_ctx, name, k->depth - 1, t);
+	if (ts->sinks)
+		rp_spans_open(ts->sinks, name, k->depth - 1, t);
 }
 
 /* Pops the top frame, closed at time t; @normal: by its own END (stacks.h). Inlined
@@ -211,14 +211,14 @@ static inline __attribute__((always_inline)) void pop_inline(struct rp_tracks *t
 		k->f[k->depth - 1].child_ns += dur;
 	if (!rp_stats_add(ts->stats, &call))
 		c->anomalies[RP_ANOM_CCT_CAP]++;
-	if (ts->hook_ctx) {
+	if (ts->sinks) {
 		struct rp_span_info sp = {
 			.start = f->start, .end = f->start + dur, .self_ns = call.self_ns,
 			.subtree_ns = call.self_ns + f->child_ns, .track = k->id,
 			.span = f->span, .name = f->name, .depth = k->depth, .src = k->src,
 			.primitive = call.primitive,
 		};
-		rp_engine_span_close(ts->hook_ctx, k, &sp, normal);
+		rp_spans_close(ts->sinks, k, &sp, normal);
 	}
 }
 
@@ -243,8 +243,8 @@ static void lose(struct rp_tracks *ts, struct rp_track *k, uint32_t i, uint64_t 
 	if (!f->lost) {
 		c->anomalies[RP_ANOM_DROP_LOST]++;
 		ts->stats->fn[f->name].drop_lost++; /* its row says what it misses */
-		if (ts->hook_ctx)
-			rp_engine_span_lost(ts->hook_ctx, f->name, i, t);
+		if (ts->sinks)
+			rp_spans_lost(ts->sinks, f->name, i, t);
 		f->lost = 1;
 	}
 	if (ts->lost_name == RP_NONE) {
@@ -529,8 +529,8 @@ void rp_track_child_begin(struct rp_tracks *ts, uint32_t tr, uint32_t name, uint
 					      .up = up };
 	if (folded)
 		c->anomalies[RP_ANOM_CCT_CAP]++;
-	if (ts->hook_ctx)
-		rp_engine_span_open(ts->hook_ctx, name, level, t);
+	if (ts->sinks)
+		rp_spans_open(ts->sinks, name, level, t);
 }
 
 /* Closes frame @i (no open descendants) at time t and takes it out of the array. */
@@ -558,7 +558,7 @@ static void tree_pop(struct rp_tracks *ts, struct rp_track *k, uint32_t i, uint6
 	}
 	if (!rp_stats_add(ts->stats, &call))
 		c->anomalies[RP_ANOM_CCT_CAP]++;
-	if (ts->hook_ctx) {
+	if (ts->sinks) {
 		/* The hook reads the span's ancestors at f[0..depth): its path. */
 		struct rp_track view = *k;
 		struct rp_span_info sp = {
@@ -572,7 +572,7 @@ static void tree_pop(struct rp_tracks *ts, struct rp_track *k, uint32_t i, uint6
 			ts->chain[--level] = k->f[j];
 		view.f = ts->chain;
 		view.depth = sp.depth;
-		rp_engine_span_close(ts->hook_ctx, &view, &sp, normal);
+		rp_spans_close(ts->sinks, &view, &sp, normal);
 	}
 	memmove(&k->f[i], &k->f[i + 1], (size_t)(k->depth - i - 1) * sizeof(*k->f));
 	k->depth--;
@@ -658,8 +658,8 @@ uint32_t rp_track_expire(struct rp_tracks *ts, uint32_t tr, uint64_t t, struct r
 		if (f->lost)
 			continue;
 		/* The level its open hook saw: a tree frame's, or its stack index. */
-		if (ts->hook_ctx)
-			rp_engine_span_lost(ts->hook_ctx, f->name, k->tree ? tree_level(k, i) : i,
+		if (ts->sinks)
+			rp_spans_lost(ts->sinks, f->name, k->tree ? tree_level(k, i) : i,
 					    t);
 		c->anomalies[RP_ANOM_DROP_LOST]++;
 		ts->stats->fn[f->name].drop_lost++;

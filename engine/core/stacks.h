@@ -48,6 +48,7 @@
 #include <ringprof/wire.h>
 
 #include "report.h"
+#include "spans.h"
 #include "stats.h"
 
 enum rp_track_kind { RP_TRACK_THREAD = 1, RP_TRACK_ASYNC = 2 };
@@ -130,31 +131,15 @@ struct rp_tracks {
 	struct rp_frame *chain;	/* max_depth frames: a tree span's root-to-span path
 				   as the close hook sees it */
 	struct rp_stats *stats;
-	/* The engine, whose hooks (below) see every span pushed, popped and lost; NULL:
-	 * none. */
-	void *hook_ctx;
+	/* Where every span pushed, popped and lost goes (spans.h: the analyses, device,
+	 * steps, recorder); NULL: nowhere. */
+	struct rp_span_sinks *sinks;
 	uint32_t lost_name;	/* the name of lost frames ("[lost]"); RP_NONE: none */
 	/* The self time the next rp_track_end() gives the span its END closes (an END
 	 * with RP_SPAN_SELF: the producer measured it, summarized children and all). */
 	uint64_t end_self;
 	bool end_self_set;
 };
-
-/*
- * The hooks, the engine's (engine.c), called with hook_ctx for every span pushed and
- * popped: the analyses, the device analysis, the step statistics and the flight
- * recorder. Direct calls, not pointers, so that link-time optimization inlines them
- * into the stack machine. rp_engine_span_close() gets the track, whose frames up to
- * sp->depth are still in place (k->f[sp->depth] is the span just popped), and
- * @normal: the span is the top frame its END named (a thread span, or an async span
- * of that name and a non-zero span id), not one closed as truncated nor at a track's
- * end. One hook, so one call per span. rp_engine_span_lost(): a frame the open hook
- * saw became lost at time t (rp_track_resync); it never reaches the close hook.
- */
-void rp_engine_span_open(void *ctx, uint32_t name, uint32_t depth, uint64_t t);
-void rp_engine_span_close(void *ctx, const struct rp_track *k, const struct rp_span_info *sp,
-			  bool normal);
-void rp_engine_span_lost(void *ctx, uint32_t name, uint32_t depth, uint64_t t);
 
 int rp_tracks_init(struct rp_tracks *ts, uint32_t max_tracks, uint32_t max_depth,
 		   struct rp_stats *stats);
