@@ -216,6 +216,7 @@ static void test_hotnames_top_shows_absent(void **state)
 		 "set -e; mkdir -p %s; S=hn%d; %s/ringprof run --session $S --snapshot-dir %s "
 		 "--quiet --max-sketch-names 3 & E=$!; sleep 0.5; RINGPROF_SESSION=$S "
 		 "%s/ringprof-demo --quiet --duration 1 --rate 100 --time-scale 0.1 >/dev/null; "
+		 "sleep 1; " /* the engine's merge delay and a loaded machine: drained first */
 		 "%s/ringprof snapshot --session $S -o %s >/dev/null; %s/ringprof top --session $S "
 		 "--dir %s --once > %s/top.txt; kill $E; wait $E || true",
 		 dir, (int)getpid(), bin, dir, bin, bin, path, bin, dir, dir);

@@ -421,6 +421,8 @@ __attribute__((noinline)) static void child_begin(struct rp_engine *e, struct rp
 	if (tr == RP_NONE)
 		return;
 	async_touch(e, &e->tracks.t[tr], ev->ts);
+	if (e->tracks.t[tr].depth == 0) /* its first span says what the track is */
+		e->tracks.t[tr].task = (ev->flags & RP_CHILD_TASK) != 0;
 	rp_track_child_begin(&e->tracks, tr, ev->name, ev->ts, ev->arg, &s->counts);
 }
 

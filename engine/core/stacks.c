@@ -101,6 +101,7 @@ uint32_t rp_tracks_get_slow(struct rp_tracks *ts, uint32_t src, uint8_t kind, ui
 	ts->t[slot].depth = 0;
 	ts->t[slot].skipped = 0;
 	ts->t[slot].tree = 0;
+	ts->t[slot].task = false;
 	if (ts->t[slot].sum != NULL) /* a reused slot: no summary of its old track */
 		ts->t[slot].sum->want = ts->t[slot].sum->n = 0;
 	ts->index[i] = slot;
@@ -173,7 +174,7 @@ void rp_track_begin(struct rp_tracks *ts, uint32_t tr, uint32_t name, uint64_t t
 	if (folded)
 		c->anomalies[RP_ANOM_CCT_CAP]++;
 	if (ts->sinks)
-		rp_spans_open(ts->sinks, name, k->depth - 1, t, rp_is_request(k->kind, k->depth - 1));
+		rp_spans_open(ts->sinks, name, k->depth - 1, t, rp_is_request(k, k->depth - 1));
 }
 
 /* Pops the top frame, closed at time t; @normal: by its own END (stacks.h). Inlined
@@ -219,7 +220,7 @@ static inline __attribute__((always_inline)) void pop_inline(struct rp_tracks *t
 			.subtree_ns = call.self_ns + f->child_ns, .track = k->id,
 			.span = f->span, .name = f->name, .depth = k->depth, .src = k->src,
 			.primitive = call.primitive, .error = error,
-			.request = rp_is_request(k->kind, k->depth),
+			.request = rp_is_request(k, k->depth),
 		};
 		rp_spans_close(ts->sinks, k, &sp, normal);
 	}
@@ -247,7 +248,7 @@ static void lose(struct rp_tracks *ts, struct rp_track *k, uint32_t i, uint64_t 
 		c->anomalies[RP_ANOM_DROP_LOST]++;
 		ts->stats->fn[f->name].drop_lost++; /* its row says what it misses */
 		if (ts->sinks)
-			rp_spans_lost(ts->sinks, f->name, i, t, rp_is_request(k->kind, i));
+			rp_spans_lost(ts->sinks, f->name, i, t, rp_is_request(k, i));
 		f->lost = 1;
 	}
 	if (ts->lost_name == RP_NONE) {
@@ -553,7 +554,7 @@ void rp_track_child_begin(struct rp_tracks *ts, uint32_t tr, uint32_t name, uint
 	if (folded)
 		c->anomalies[RP_ANOM_CCT_CAP]++;
 	if (ts->sinks)
-		rp_spans_open(ts->sinks, name, level, t, rp_is_request(k->kind, level));
+		rp_spans_open(ts->sinks, name, level, t, rp_is_request(k, level));
 }
 
 /* Closes frame @i (no open descendants) at time t and takes it out of the array. */
@@ -590,7 +591,7 @@ static void tree_pop(struct rp_tracks *ts, struct rp_track *k, uint32_t i, uint6
 			.subtree_ns = call.self_ns + f.child_ns, .track = k->id,
 			.span = f.span, .name = f.name, .depth = level, .src = k->src,
 			.primitive = call.primitive, .error = error,
-			.request = rp_is_request(k->kind, level),
+			.request = rp_is_request(k, level),
 		};
 		ts->chain[level] = f;
 		for (j = f.up, level = sp.depth; j != RP_NONE; j = k->f[j].up)
@@ -687,7 +688,7 @@ uint32_t rp_track_expire(struct rp_tracks *ts, uint32_t tr, uint64_t t, struct r
 		if (ts->sinks) {
 			uint32_t level = k->tree ? tree_level(k, i) : i;
 
-			rp_spans_lost(ts->sinks, f->name, level, t, rp_is_request(k->kind, level));
+			rp_spans_lost(ts->sinks, f->name, level, t, rp_is_request(k, level));
 		}
 		c->anomalies[RP_ANOM_DROP_LOST]++;
 		ts->stats->fn[f->name].drop_lost++;

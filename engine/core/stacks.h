@@ -93,13 +93,6 @@ struct rp_span_info {
 	bool request;		/* a request: the root of an async track (rp_is_request) */
 };
 
-/* A span at @depth of a track of @kind is a request (requests in flight, analyses.h):
- * an async track's root (rp_async_*, Python request()). */
-static inline bool rp_is_request(uint8_t kind, uint32_t depth)
-{
-	return kind == RP_TRACK_ASYNC && depth == 0;
-}
-
 /* A thread track's summaries being read (stacks.c, rp_track_summary): the record
  * awaiting its data, and the path of the tree being written (wire.h: depth first). */
 struct rp_sum_in {
@@ -127,7 +120,14 @@ struct rp_track {
 	 * since the track was made, and of its newest record. */
 	uint64_t born, last;
 	struct rp_sum_in *sum;	/* thread tracks with summaries; NULL until one */
+	bool task;		/* an async track opened by RP_CHILD_TASK: not a request */
 };
+
+/* A request: the root span of an async track that is not a task's (RP_CHILD_TASK). */
+static inline bool rp_is_request(const struct rp_track *k, uint32_t depth)
+{
+	return k->kind == RP_TRACK_ASYNC && depth == 0 && !k->task;
+}
 
 struct rp_tracks {
 	struct rp_track *t;

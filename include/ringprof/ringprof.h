@@ -756,6 +756,16 @@ RP_INLINE void rp_child_begin(uint32_t name, uint64_t track, uint32_t parent, ui
 	rp_emit(RP_EV_CHILD_BEGIN, 0, name, track, RP_CHILD_ARG(parent, span));
 }
 
+/**
+ * rp_task_begin() - rp_child_begin() of the first span of a track that is not a
+ * request: spans a task (a coroutine) runs outside any request, kept on a track of
+ * their own so that they nest right across awaits (RP_CHILD_TASK).
+ */
+RP_INLINE void rp_task_begin(uint32_t name, uint64_t track, uint32_t span)
+{
+	rp_emit(RP_EV_CHILD_BEGIN, RP_CHILD_TASK, name, track, RP_CHILD_ARG(0, span));
+}
+
 /** rp_child_end() - close span @span of track @track. */
 RP_INLINE void rp_child_end(uint32_t name, uint64_t track, uint32_t span)
 {

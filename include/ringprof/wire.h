@@ -152,6 +152,11 @@ enum rp_summary_data {
 #define RP_LINK_LAUNCH	0x01u	/* CPU side: the launch (cudaLaunchKernel, ...) */
 #define RP_LINK_DEVICE	0x02u	/* device side: the work it caused */
 
+/* rp_event.flags for RP_EV_CHILD_BEGIN of a track's first span (1.2, a later addition a
+ * reader may ignore): the track is a task's (a coroutine's own spans outside any
+ * request), not a request: its root is not counted in requests in flight. */
+#define RP_CHILD_TASK		0x04u
+
 /* arg of RP_EV_CHILD_BEGIN: span ids are 32-bit and unique within their track. */
 #define RP_CHILD_ARG(parent, span)	((uint64_t)(uint32_t)(parent) << 32 | (uint32_t)(span))
 

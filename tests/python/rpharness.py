@@ -23,7 +23,8 @@ class Run:
     """An engine on a private session, a producer script run to its end, the
     engine's final snapshot as JSON (report), and the producers' segments."""
 
-    def __init__(self, name, script, env=None, engine_args=(), keep=False):
+    def __init__(self, name, script, env=None, engine_args=(), keep=False, argv=None):
+        """argv: run `python3 ARGV...` as given (no segment dump) instead of script."""
         self.session = "py_%s_%s_%d" % (name, TAG, os.getpid())
         self.dir = tempfile.mkdtemp(prefix="rp_py_")
         penv = dict(os.environ, RINGPROF_SESSION=self.session, PYTHONPATH=PYTHONPATH,
@@ -51,8 +52,9 @@ class Run:
             _rp_atexit.register(_rp_dump)
         """) % (os.path.dirname(os.path.abspath(__file__)), self.dir)
         try:
-            p = subprocess.run([sys.executable, "-c", head + textwrap.dedent(script)], env=penv,
-                               capture_output=True, text=True, timeout=240)
+            cmd = [sys.executable] + (list(argv) if argv is not None
+                                      else ["-c", head + textwrap.dedent(script)])
+            p = subprocess.run(cmd, env=penv, capture_output=True, text=True, timeout=240)
         finally:
             eng.send_signal(signal.SIGINT)
             _, err = eng.communicate(timeout=60)
@@ -61,6 +63,7 @@ class Run:
         self.stderr = p.stderr
         snap = os.path.join(self.dir, "ringprof-%s.msgpack" % self.session)
         assert os.path.exists(snap), err.decode()
+        self.snapshot = snap
         r = subprocess.run([RINGPROF, "report", snap, "--format", "json"], capture_output=True,
                            text=True, check=True)
         self.report = json.loads(r.stdout)
@@ -73,6 +76,14 @@ class Run:
 
     def functions(self):
         return {f["name"]: f for f in self.report["functions"]}
+
+    def pstats(self):
+        """The report as pstats.Stats(...).stats, through `ringprof report --format pstats`."""
+        import pstats
+        path = os.path.join(self.dir, "report.prof")
+        subprocess.run([RINGPROF, "report", self.snapshot, "--format", "pstats", "-o", path],
+                       check=True)
+        return pstats.Stats(path).stats
 
     def cleanup(self):
         for f in os.listdir(self.dir):

@@ -7,8 +7,10 @@ prompt, waits in the queue, is prefilled and decoded by a batching scheduler
 (continuous batching: up to --max-batch sequences per decode step), then runs
 its tool calls concurrently with asyncio.gather and has a short second decode.
 The scheduler's own steps (schedule, prefill, decode_step) are spans on the
-event-loop thread; the queue length, the batch size and the tokens made are
-counters. With --torch (Debian's python3-torch), prefill and decode run a small
+event-loop thread (outside any request, each on a track of its own); the queue
+length and the batch size are counters, the tokens made a rate (tokens/s). Requests
+carry their model and endpoint as attributes (their own rows in top and the slowest
+list). With --torch (Debian's python3-torch), prefill and decode run a small
 transformer layer with random weights (no download) on the CPU; otherwise the
 "device" time is a sleep.
 
@@ -16,6 +18,8 @@ transformer layer with random weights (no download) on the CPU; otherwise the
     RINGPROF_SESSION=demo PYTHONPATH=build/producers/python \\
         /usr/bin/python3 tools/demo/demo_server.py --duration 20
     ringprof top --session demo
+
+or, with every Python call recorded too: python -m ringprof tools/demo/demo_server.py
 """
 import argparse
 import asyncio
@@ -39,6 +43,7 @@ class Model:
 
     def __init__(self, use_torch, d_model=128):
         self.torch = None
+        self.name = "tiny-%d" % d_model if use_torch else "sleep"
         if use_torch:
             import torch
             torch.manual_seed(0)
@@ -93,7 +98,7 @@ class Scheduler:
             ringprof.counter("batch_size", len(self.running))
             with decode_step:
                 await self.model.run(len(self.running), 1, 0.002)
-            ringprof.counter("tokens", len(self.running))
+            ringprof.counter("tokens", len(self.running), rate=True)  # tokens, tokens/s
             for s in self.running:
                 s.left -= 1
                 if s.left == 0:
@@ -107,8 +112,12 @@ async def tool_call(kind):
     return kind
 
 
+ENDPOINTS = ("/v1/chat", "/v1/completions")
+
+
 async def handle(sched, rid, rng):
-    async with ringprof.request("request"):
+    endpoint = ENDPOINTS[rng.random() < 0.3]
+    async with ringprof.request("request", model=sched.model.name, endpoint=endpoint):
         with tokenize:
             prompt = sum(len(w) for w in ("tok%d" % i for i in range(rng.randint(50, 400))))
             prompt = 16 + prompt % 240

@@ -12,8 +12,12 @@
  * convention for built-ins, file "~" and line 0 (pstats then prints just the name),
  * and, as pstats has no category field, its category in its name as the text report
  * writes it, "decode_step [LLM]", so spans of different categories stay apart (a
- * function with a file is told apart by file:line and keeps its bare name). Times are
- * seconds as float64 (ns / 1e9). Callers come from the report's edges.
+ * function with a file is told apart by file:line and keeps its bare name). Python's
+ * functions (category "python") are keyed as cProfile keys them: the code object's
+ * co_name, the last part of the qualified name the Python producer interns
+ * ("Tokenizer.encode" is "encode"; the text and JSON reports keep the qualified name),
+ * and built-ins bare, so pstats.Stats.add() of both profiles and key-based diffs line
+ * up. Times are seconds as float64 (ns / 1e9). Callers come from the report's edges.
  *
  * A marshal dict cannot hold a key twice (the later entry would silently replace the
  * earlier), and our names are (name, category, file, line) while pstats keys drop
@@ -107,6 +111,22 @@ static char *name_in_category(const struct rp_report_fn *f)
 	return fixed;
 }
 
+/* The pstats name of a Python function (producers/python): cProfile's co_name. A
+ * built-in (file "~": "<built-in method append of list object>") keeps its name whole. */
+static char *python_name(const struct rp_report_fn *f)
+{
+	const char *dot = f->name ? strrchr(f->name, '.') : NULL;
+
+	if (f->file && f->file[0] && strcmp(f->file, "~") != 0 && dot != NULL && dot[1] != '\0')
+		return rp_render_utf8_copy(dot + 1);
+	return rp_render_utf8_copy(f->name ? f->name : "");
+}
+
+static bool is_python(const struct rp_report_fn *f)
+{
+	return f->category != NULL && strcmp(f->category, "python") == 0;
+}
+
 /* keys[] for every function, sorted; strings too long for marshal are -EOVERFLOW. */
 static int make_keys(struct pstats *p)
 {
@@ -119,7 +139,9 @@ static int make_keys(struct pstats *p)
 		k->fn = i;
 		k->line = f->line;
 		k->file = rp_render_utf8_copy(f->file && f->file[0] ? f->file : "~");
-		if (f->file && f->file[0])
+		if (is_python(f))
+			k->name = python_name(f);
+		else if (f->file && f->file[0])
 			k->name = rp_render_utf8_copy(f->name);
 		else
 			k->name = name_in_category(f);

@@ -8,12 +8,64 @@ generator and async functions, and profile(). See docs/python.md.
 import functools
 import inspect
 
-from ._ringprof import (counter, dropped, enabled, instant, nullcontext, request,
-                        segment_path, span, trace_calls)
+from . import _cli
+
+_cli.early()  # `python -m ringprof --session S ...`: before the extension reads it
+
+import threading
+import time
+
+from ._ringprof import (dropped, enabled, instant, link, nullcontext, segment_path, span,
+                        trace_calls)
 from . import _ringprof
 
-__all__ = ["span", "request", "counter", "instant", "dropped", "enabled", "trace_calls",
-           "profile", "nullcontext", "segment_path", "nat"]
+__all__ = ["span", "request", "counter", "instant", "link", "dropped", "enabled",
+           "trace_calls", "profile", "nullcontext", "segment_path", "nat"]
+
+
+def request(name="request", category=None, **attrs):
+    """A request (docs/python.md). Attributes (model="m", endpoint="/generate") go into
+    its name, `request{endpoint=/generate,model=m}` (keys sorted), so every figure,
+    the slowest list and top tell requests of different attributes apart. Each distinct
+    set of values is a name of its own: keep them to a few values (the name table is
+    bounded, RINGPROF_NAMES; past it names are "[overflow]", counted)."""
+    if attrs:
+        name = "%s{%s}" % (name, ",".join("%s=%s" % (k, attrs[k]) for k in sorted(attrs)))
+    if category is None:
+        return _ringprof.request(name)
+    return _ringprof.request(name, category)
+
+
+RATE_NS = 1_000_000_000
+_rates = {}
+_rates_lock = threading.Lock()
+
+
+def counter(name, value, rate=False):
+    """counter(name, value): a sample of a counter series (queue length, batch size).
+
+    rate=True: value is an increment (tokens just produced). The series `name` then gets
+    the running total, and `name/s` the rate over each interval of at least 1 s (its
+    increments over its length, measured here with time.monotonic_ns; sampled at the
+    first increment after the interval's end, so an idle stretch lowers it as it
+    lowers the throughput). A last interval shorter than 1 s is never sampled."""
+    if not rate:
+        return _ringprof.counter(name, value)
+    now = time.monotonic_ns()
+    with _rates_lock:
+        st = _rates.get(name)
+        if st is None:
+            # total, interval start, total at its start (this increment is before it), name
+            st = _rates[name] = [0, now, value, name + "/s"]
+        st[0] += value
+        total = st[0]
+        sample = None
+        if now - st[1] >= RATE_NS:
+            sample = (st[0] - st[2]) * 1_000_000_000 // (now - st[1])
+            st[1], st[2] = now, st[0]
+    _ringprof.counter(name, total)
+    if sample is not None:
+        _ringprof.counter(st[3], sample)
 
 
 def _decorate(sp, fn):
