@@ -285,8 +285,7 @@ enum rp_jfast_rc rp_jfast_run(struct rp_jfast *j, const unsigned char *b, size_t
 	if (rp_jfast_off)
 		STOP(RP_JFAST_BAIL);
 	for (;;) {
-		/* most tokens follow one space or none: a byte above ' ' ends the run at once */
-		while (i < n && b[i] <= ' ' && is_ws(b[i]))
+		while (i < n && is_ws(b[i]))
 			i++;
 		if (i >= n) {
 			if (!eof)
