@@ -117,7 +117,11 @@ static void check_strtod(const uint8_t *data, size_t size)
 	if (data[0] & 1)
 		s[n++] = '-';
 	nd = 1 + data[1] % 20;
-	for (k = 0; k < nd && 3 + k < size; k++) {
+	if (nd > size - 3) /* a digit per input byte: none, no number */
+		nd = size - 3;
+	if (nd == 0)
+		return;
+	for (k = 0; k < nd; k++) {
 		if (k == 1 && (data[2] & 1))
 			s[n++] = '.';
 		s[n++] = (char)('0' + (k == 0 && nd > 1 && !(data[2] & 1) ? 1 + data[3 + k] % 9
