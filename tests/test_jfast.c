@@ -15,6 +15,7 @@
  */
 #include "support.h"
 
+#include <math.h>
 #include <zlib.h>
 
 #include "aiq.h"
@@ -452,6 +453,89 @@ static void test_jfast_wrong_before_the_cut(void **state)
 	unlink(path);
 }
 
+/* ---- rp_jfast_strtod against strtod itself, bit for bit ---- */
+
+static uint64_t sd_rng = 0x9e3779b97f4a7c15ull;
+
+static uint64_t sd_next(void)
+{
+	sd_rng ^= sd_rng << 13;
+	sd_rng ^= sd_rng >> 7;
+	sd_rng ^= sd_rng << 17;
+	return sd_rng;
+}
+
+static unsigned sd_mismatch;
+
+static void sd_check(const char *s)
+{
+	double a = rp_jfast_strtod(s), b = strtod(s, NULL);
+
+	if (memcmp(&a, &b, sizeof(a)) != 0 && sd_mismatch++ < 10)
+		print_error("rp_jfast_strtod(\"%s\") = %.17g, strtod %.17g\n", s, a, b);
+}
+
+/* @nd digits (leading ones may be 0), a point after @ip of them, an exponent. */
+static void sd_number(char *out, int nd, int ip, int ex, bool neg)
+{
+	int n = 0;
+
+	if (neg)
+		out[n++] = '-';
+	for (int i = 0; i < nd; i++) {
+		if (i == ip)
+			out[n++] = '.';
+		out[n++] = (char)('0' + sd_next() % 10);
+	}
+	if (ex != 0)
+		n += sprintf(out + n, "e%d", ex);
+	out[n] = '\0';
+}
+
+/*
+ * Random 1..20-digit decimals with exponents around the exact range, the
+ * toolkit's 17-digit timestamps, and the doubles' own halfway points (the cases
+ * the midpoint test sends to strtod): every result the same bits as strtod's.
+ */
+static void test_jfast_strtod_matches_strtod(void **state)
+{
+	char s[64];
+
+	(void)state;
+	for (int i = 0; i < 3000000; i++) {
+		int nd = 1 + (int)(sd_next() % 20), ex = (int)(sd_next() % 71) - 35;
+		sd_number(s, nd, 1 + (int)(sd_next() % (unsigned)nd), sd_next() % 4 ? 0 : ex,
+			  sd_next() % 8 == 0);
+		if (s[s[0] == '-'] == '0' && s[1 + (s[0] == '-')] != '.' && nd > 1)
+			s[s[0] == '-'] = '1'; /* JSON: no leading zero before digits */
+		sd_check(s);
+	}
+	for (int i = 0; i < 2000000; i++) { /* 1750000000.3340001: 10 + 7 digits */
+		snprintf(s, sizeof(s), "17%08llu.%07llu",
+			 (unsigned long long)(sd_next() % 100000000),
+			 (unsigned long long)(sd_next() % 10000000));
+		sd_check(s);
+	}
+	for (int i = 0; i < 1000000; i++) { /* halfway between two doubles, written out */
+		double d = (double)(sd_next() >> 11) * 0x1p-20, up = nextafter(d, 1e300);
+		long double mid = ((long double)d + (long double)up) / 2;
+		snprintf(s, sizeof(s), "%.19Lg", mid);
+		if (strchr(s, 'e') == NULL)
+			sd_check(s);
+		snprintf(s, sizeof(s), "%.17g", d);
+		sd_check(s);
+	}
+	static const char *const edge[] = {
+		"0", "-0", "0.0", "18446744073709551615", "9999999999999999999", "9007199254740993",
+		"9007199254740993.0", "1e-27", "1e27", "9999999999999999999e27",
+		"9999999999999999999e-27", "1.7976931348623157e308", "4.9e-324", "123456789012345678e-5",
+		"1750000000.3340001", "0.1", "0.30000000000000004", "2.2250738585072014e-308",
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(edge); i++)
+		sd_check(edge[i]);
+	assert_int_equal(sd_mismatch, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -462,6 +546,7 @@ int main(void)
 		cmocka_unit_test(test_jfast_nat_mutations),
 		cmocka_unit_test(test_jfast_nat_file),
 		cmocka_unit_test(test_jfast_wrong_before_the_cut),
+		cmocka_unit_test(test_jfast_strtod_matches_strtod),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

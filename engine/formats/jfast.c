@@ -12,6 +12,7 @@
  * gets through: anything doubtful is handed back instead.
  */
 #include <errno.h>
+#include <float.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -362,6 +363,11 @@ enum rp_jfast_rc rp_jfast_run(struct rp_jfast *j, const unsigned char *b, size_t
 					 : cb->yajl_string(j->ctx, s, k));
 			}
 			DONE_TOKEN(i, 0);
+			/* a key's colon nearly always follows it: take it without a turn */
+			if (key && i < n && b[i] == ':') {
+				j->state = ST_MAP_VAL;
+				DONE_TOKEN(i + 1, 0);
+			}
 			continue;
 		}
 		case 't':
@@ -434,6 +440,46 @@ size_t rp_jfast_prime(const struct rp_jfast *j, char *out)
 
 /* ---- numbers ---- */
 
+/*
+ * w x 10^p, exactly strtod's double, for w < 2^64 (up to 19 digits: the toolkit's
+ * 17-digit timestamps, torch's long decimals) and |p| <= 27, or false.
+ *
+ * Both operands are exact in x87's 64-bit significand (5^27 < 2^64, the 2^p part
+ * is the exponent), so the one product or quotient q is w x 10^p correctly rounded
+ * to 64 bits. Rounding q to 53 bits then gives the correctly rounded double unless
+ * q is itself a midpoint between two doubles (its low 11 bits 10000000000b): every
+ * midpoint lies on the 64-bit grid and rounding to it is monotonic, so the exact
+ * value and q are on the same side of every other midpoint. A midpoint q (about one
+ * in 2,048 of inexact results) goes to strtod. Needs round-to-nearest and the x87's
+ * extended precision (Linux's defaults, which strtod and yajl assume too).
+ */
+static bool wide_div(uint64_t w, int p, double *out)
+{
+#if (defined(__x86_64__) || defined(__i386__)) && LDBL_MANT_DIG == 64
+	static const long double p10[] = {
+		1e0L,  1e1L,  1e2L,  1e3L,  1e4L,  1e5L,  1e6L,	 1e7L,	1e8L,  1e9L,
+		1e10L, 1e11L, 1e12L, 1e13L, 1e14L, 1e15L, 1e16L, 1e17L, 1e18L, 1e19L,
+		1e20L, 1e21L, 1e22L, 1e23L, 1e24L, 1e25L, 1e26L, 1e27L,
+	};
+	long double q;
+	uint64_t sig;
+
+	if (p > 27 || p < -27)
+		return false;
+	q = p < 0 ? (long double)w / p10[-p] : (long double)w * p10[p];
+	memcpy(&sig, &q, sizeof(sig)); /* x87: the significand first */
+	if ((sig & 0x7ff) == 0x400)
+		return false;
+	*out = (double)q;
+	return true;
+#else
+	(void)w;
+	(void)p;
+	(void)out;
+	return false;
+#endif
+}
+
 double rp_jfast_strtod(const char *s)
 {
 	static const double p10[] = { 1e0,  1e1,  1e2,	1e3,  1e4,  1e5,  1e6,	1e7,
@@ -459,10 +505,15 @@ double rp_jfast_strtod(const char *s)
 			ex = ex * 10 + (*c - '0');
 		p += exs * ex;
 	}
-	if (*c != '\0' || digits > 19 || w >= (1ull << 53) || p > 22 || p < -22)
+	if (*c != '\0' || digits > 19)
 		return strtod(s, NULL);
-	d = (double)w;
-	d = p < 0 ? d / p10[-p] : d * p10[p];
+	if (w >= (1ull << 53) || p > 22 || p < -22) {
+		if (!wide_div(w, p, &d))
+			return strtod(s, NULL);
+	} else {
+		d = (double)w;
+		d = p < 0 ? d / p10[-p] : d * p10[p];
+	}
 	return neg ? -d : d;
 }
 

@@ -101,7 +101,8 @@ size_t rp_jfast_win_next(struct rp_jfast_win *w, const unsigned char **b);
 /**
  * rp_jfast_strtod() - strtod(@s, NULL) for a JSON number @s (NUL-terminated), the
  * same double: exactly (one correctly rounded IEEE operation on exact operands)
- * when the digits fit 53 bits and the power of ten is within 10^22, else strtod.
+ * when the digits fit 53 bits and the power of ten is within 10^22; for up to 19
+ * digits and 10^27, one x87 operation and a midpoint test (jfast.c); else strtod.
  */
 double rp_jfast_strtod(const char *s);
 

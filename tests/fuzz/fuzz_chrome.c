@@ -8,10 +8,11 @@
  * pass stops at the first event, which must end the parse with the callback's
  * value. A third pass reads with the fast path off (yajl alone, the reference):
  * the same return, error text, counters and events. Seeds: tests/fuzz/seeds/chrome/
- * (run by tests/fuzz/run.sh).
+ * (run by tests/fuzz/run.sh). rp_jfast_strtod() is checked against strtod too.
  */
 #include <errno.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -99,6 +100,42 @@ static void check_same(const uint8_t *data, size_t size)
 		abort();
 }
 
+/*
+ * rp_jfast_strtod() against strtod, bit for bit, on a JSON number made from the
+ * input's first bytes (sign, up to 20 digits, a point, an exponent in +-40): the
+ * readers' times and values go through it on the fast path and yajl alone alike,
+ * so check_same() cannot see it.
+ */
+static void check_strtod(const uint8_t *data, size_t size)
+{
+	char s[64];
+	size_t n = 0, k = 0, nd;
+	double a, b;
+
+	if (size < 3)
+		return;
+	if (data[0] & 1)
+		s[n++] = '-';
+	nd = 1 + data[1] % 20;
+	if (nd > size - 3) /* a digit per input byte: none, no number */
+		nd = size - 3;
+	if (nd == 0)
+		return;
+	for (k = 0; k < nd; k++) {
+		if (k == 1 && (data[2] & 1))
+			s[n++] = '.';
+		s[n++] = (char)('0' + (k == 0 && nd > 1 && !(data[2] & 1) ? 1 + data[3 + k] % 9
+									  : data[3 + k] % 10));
+	}
+	if (data[2] & 2)
+		n += (size_t)snprintf(s + n, sizeof(s) - n, "e%d", (int)(data[2] >> 2) % 41 - 20);
+	s[n] = '\0';
+	a = rp_jfast_strtod(s);
+	b = strtod(s, NULL);
+	if (memcmp(&a, &b, sizeof(a)) != 0)
+		abort();
+}
+
 static int stop_first(void *ctx, const struct rp_chrome_ev *e)
 {
 	(void)ctx;
@@ -127,6 +164,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (seen != st.events || st.bytes > size)
 		abort();
 	check_same(data, size);
+	check_strtod(data, size);
 	if (seen == 0)
 		return 0;
 	/* Parsing is deterministic: the same first event comes, and its value ends it. */
