@@ -542,7 +542,7 @@ static yajl_val check_top(const struct rp_report *r, const char *text, const cha
 {
 	static const char *const keys[] = { "events",	     "dropped", "late",	 "truncated",
 					    "anomalies",     "async_expiry",	"offcpu",
-					    "time_range_ns", "clock",
+					    "time_range_ns", "clock",	"writer",
 					    "caps",	     "concurrency",	"steps",
 					    "recorder",	     "sources",		"functions",
 					    "edges",	     "categories",	"counters",
@@ -568,6 +568,10 @@ static yajl_val check_top(const struct rp_report *r, const char *text, const cha
 	assert_true(json_u64(range->u.array.values[0]) == r->t_first);
 	assert_true(json_u64(range->u.array.values[1]) == r->t_last);
 	assert_jstr(field(o, "clock"), clock);
+	if (r->writer != NULL && r->writer[0] != '\0')
+		assert_jstr(field(o, "writer"), r->writer);
+	else
+		assert_true(YAJL_IS_NULL(field(o, "writer")));
 	caps = field(o, "caps");
 	assert_keys(caps, cap_keys, ARRAY_SIZE(cap_keys));
 	assert_u64(caps, "max_names", r->caps.max_names);

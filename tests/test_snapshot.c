@@ -578,6 +578,7 @@ static void rnd_header(struct rp_report *r)
 	r->t_first = rnd_u64();
 	r->t_last = UINT64_MAX;
 	r->clock = strdup(rnd() % 2 ? "monotonic" : "trace");
+	r->writer = strdup(rnd() % 2 ? "ringprof 0.1.0" : "");
 	r->caps.max_names = rnd_u32();
 	r->caps.max_tracks = rnd_u32();
 	r->caps.max_depth = rnd_u32();
@@ -723,6 +724,7 @@ static bool header_eq(const struct rp_report *a, const struct rp_report *b, char
 	       u_eq(a->t_first, b->t_first, what, "t_first", 0) &&
 	       u_eq(a->t_last, b->t_last, what, "t_last", 0) &&
 	       s_eq(a->clock, b->clock, what, "clock", 0) &&
+	       s_eq(a->writer, b->writer, what, "writer", 0) &&
 	       u_eq(a->caps.max_names, b->caps.max_names, what, "max_names", 0) &&
 	       u_eq(a->caps.max_tracks, b->caps.max_tracks, what, "max_tracks", 0) &&
 	       u_eq(a->caps.max_depth, b->caps.max_depth, what, "max_depth", 0) &&
@@ -1322,13 +1324,15 @@ static void ref_header(msgpack_packer *pk, const struct rp_report *r, const stru
 	const struct rp_report_caps *c = &r->caps;
 
 	key(pk, "header");
-	msgpack_pack_map(pk, 5 + o->extras);
+	msgpack_pack_map(pk, 5 + has_1_4(o) + o->extras);
 	if (o->extras)
 		extra(pk, 1);
 	kv_u64(pk, "created_realtime_ns", r->created_realtime_ns);
 	kv_u64(pk, "t_first", r->t_first);
 	kv_u64(pk, "t_last", r->t_last);
 	kv_str(pk, "clock", r->clock);
+	if (has_1_4(o))
+		kv_str(pk, "writer", r->writer);
 	key(pk, "caps");
 	msgpack_pack_map(pk, (has_1_2(o) ? 12 : 5) + o->extras);
 	kv_u64(pk, "max_names", c->max_names);
@@ -2093,6 +2097,8 @@ static void as_1_3(struct rp_report *r)
 		r->fns[i].errors = r->fns[i].started = 0;
 	free(r->requests.name);
 	r->requests = (struct rp_report_conc){ .name = strdup("") }; /* absent (1.4) */
+	free(r->writer);
+	r->writer = strdup("");
 	r->version_minor = 3;
 }
 

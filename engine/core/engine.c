@@ -914,6 +914,7 @@ int rp_engine_report_at(const struct rp_engine *e, uint64_t now_ns, struct rp_re
 	fill_header(e, r);
 	map = name_map(e, &n_fns);
 	r->clock = strdup(e->clock);
+	r->writer = rp_report_writer();
 	r->fns = calloc(n_fns ? n_fns : 1, sizeof(*r->fns));
 	r->edges = calloc(e->stats.n_edges ? e->stats.n_edges : 1, sizeof(*r->edges));
 	r->nodes = calloc(e->stats.n_nodes, sizeof(*r->nodes));

@@ -9,6 +9,7 @@
 
 #include "report.h"
 #include "sketch.h"
+#include "version.h"
 
 const char *const rp_anomaly_names[RP_ANOM_KIND_COUNT] = {
 	[RP_ANOM_END_MISMATCH] = "end_mismatch",
@@ -216,5 +217,19 @@ void rp_report_free(struct rp_report *r)
 	free(r->edges);
 	free(r->nodes);
 	free(r->clock);
+	free(r->writer);
 	memset(r, 0, sizeof(*r));
+}
+
+char *rp_report_writer(void)
+{
+	const char *v = rp_version();
+	size_t n = strlen(v);
+	char *w = malloc(sizeof("ringprof ") + n);
+
+	if (w != NULL) {
+		memcpy(w, "ringprof ", sizeof("ringprof ") - 1);
+		memcpy(w + sizeof("ringprof ") - 1, v, n + 1);
+	}
+	return w;
 }

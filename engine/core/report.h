@@ -492,6 +492,8 @@ struct rp_report {
 	uint64_t t_first;		/* first event time, ns */
 	uint64_t t_last;		/* last event time, ns */
 	char *clock;			/* "monotonic" (live) or "trace" (files) */
+	char *writer;			/* 1.4: "ringprof X.Y.Z", the version that made
+					   the report ("" in older snapshots) */
 	struct rp_report_caps caps;
 
 	/* Totals over all sources. Caps hit are the *_CAP anomalies. */
@@ -549,5 +551,9 @@ void rp_report_recorder_free(struct rp_report_recorder *rec);
 
 /* Frees everything a report owns (its arrays and strings) and zeroes it; NULL ok. */
 void rp_report_free(struct rp_report *r);
+
+/* rp_report_writer() - "ringprof X.Y.Z" (rp_version()) for rp_report.writer, malloc'd;
+ * NULL when out of memory. */
+char *rp_report_writer(void);
 
 #endif

@@ -282,7 +282,8 @@ static int merge_header(struct ctx *c)
 	c->old_t_last = d->t_last;
 	if (c->first) {
 		d->clock = dup(s->clock);
-		if (d->clock == NULL)
+		d->writer = rp_report_writer(); /* this ringprof made the merged one */
+		if (d->clock == NULL || d->writer == NULL)
 			return failf(c, -ENOMEM, "out of memory");
 		d->caps = s->caps;
 		d->t_first = s->t_first;

@@ -423,6 +423,7 @@ static const struct field header_fields[] = {
 	REP(t_first, F_U64),
 	REP(t_last, F_U64),
 	REP(clock, F_STR),
+	REP(writer, F_STR), /* 1.4 */
 	KEYED("caps", F_REC, false, offsetof(struct rp_report, caps), &caps_table),
 };
 

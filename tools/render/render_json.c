@@ -16,7 +16,7 @@
  *                    "overstated_max", "overstated_ns"},
  *    "offcpu" {"state", "threads", "watched", "refused", "lost", "unpaired", "overflow",
  *              "overflow_ns", "late", "intervals", "total_ns"},
- *    "time_range_ns" [t_first, t_last], "clock",
+ *    "time_range_ns" [t_first, t_last], "clock", "writer",
  *    "caps" {"max_names", "max_tracks", "max_depth", "max_cct_nodes", "max_sources",
  *            "max_sketch_names", "max_window_names", "max_counters", "topk",
  *            "memory_bound", "subwindows", "max_window_level"},
@@ -350,6 +350,11 @@ static void put_totals(FILE *out, const struct rp_report *r)
 	fprintf(out, "[%" PRIu64 ",%" PRIu64 "]", r->t_first, r->t_last);
 	put_key(out, ",\n  ", "clock");
 	rp_render_json_str(out, r->clock);
+	put_key(out, ",\n  ", "writer"); /* null: a snapshot older than 1.4 */
+	if (r->writer != NULL && r->writer[0] != '\0')
+		rp_render_json_str(out, r->writer);
+	else
+		fputs("null", out);
 	put_caps(out, &r->caps);
 	put_concurrency(out, r);
 }
