@@ -722,6 +722,61 @@ static void test_otlp_analyze_file_exporter(void **state)
 	unlink(path);
 }
 
+/* Status ERROR (code 2) ends a span in error (RP_SPAN_ERROR): counted per name, and the
+ * roots are requests (concurrency.requests): two overlapping for 1 of their 5 ms. */
+static void test_otlp_status_error_counted(void **state)
+{
+	static const char *const spans[] = {
+		"{\"traceId\":\"0102030405060708090a0b0c0d0e0f10\",\"spanId\":\"0102030405060708\","
+		"\"name\":\"req\",\"kind\":2,\"startTimeUnixNano\":\"1000000000\","
+		"\"endTimeUnixNano\":\"1005000000\",\"status\":{\"code\":2}}",
+		"{\"traceId\":\"0102030405060708090a0b0c0d0e0f10\",\"spanId\":\"1102030405060708\","
+		"\"parentSpanId\":\"0102030405060708\",\"name\":\"db\",\"kind\":3,"
+		"\"startTimeUnixNano\":\"1001000000\",\"endTimeUnixNano\":\"1002000000\","
+		"\"status\":{\"code\":2,\"message\":\"timeout\"}}",
+		"{\"traceId\":\"1102030405060708090a0b0c0d0e0f10\",\"spanId\":\"2102030405060708\","
+		"\"name\":\"req\",\"kind\":2,\"startTimeUnixNano\":\"1003000000\","
+		"\"endTimeUnixNano\":\"1004000000\",\"status\":{\"code\":1}}",
+	};
+	struct rp_engine *e = engine_new();
+	struct rp_otlp_stats os;
+	struct rp_report r;
+	char path[64], why[RP_WHY_MAX];
+	unsigned seen = 0;
+	FILE *f;
+
+	(void)state;
+	rp_test_temp_path(path, ".json");
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fprintf(f, "{\"resourceSpans\":[{\"resource\":{\"attributes\":[{\"key\":"
+		   "\"service.name\",\"value\":{\"stringValue\":\"svc\"}}]},"
+		   "\"scopeSpans\":[{\"spans\":[%s,%s,%s]}]}]}\n", spans[0], spans[1], spans[2]);
+	fclose(f);
+	assert_int_equal(rp_otlp_import_file(e, path, NULL, &os, why), 0);
+	assert_int_equal(rp_engine_report(e, &r), 0);
+	for (uint32_t i = 0; i < r.n_fns; i++) {
+		if (strcmp(r.fns[i].name, "req") == 0) {
+			assert_int_equal(r.fns[i].calls, 2);
+			assert_int_equal(r.fns[i].errors, 1); /* code 1 (OK) is no error */
+			seen++;
+		} else if (strcmp(r.fns[i].name, "db") == 0) {
+			assert_int_equal(r.fns[i].calls, 1);
+			assert_int_equal(r.fns[i].errors, 1);
+			seen++;
+		}
+	}
+	assert_int_equal(seen, 2);
+	assert_true(rp_report_has_requests(&r));
+	assert_int_equal(r.requests.max, 2);
+	assert_int_equal(r.requests.p50, 1); /* 1 for 4 of the 5 ms, 2 for 1 */
+	assert_int_equal(r.requests.p90, 2);
+	assert_int_equal(r.requests.mean_milli, 1200);
+	rp_report_free(&r);
+	rp_engine_close(e);
+	unlink(path);
+}
+
 /* --- a live engine --- */
 
 static char bin[512], dir[64], session[96];
@@ -1103,6 +1158,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_otlp_reorder_matches_oracle),
 		cmocka_unit_test(test_otlp_late_and_caps),
 		cmocka_unit_test(test_otlp_analyze_file_exporter),
+		cmocka_unit_test(test_otlp_status_error_counted),
 		cmocka_unit_test_setup_teardown(test_otlp_http_framing, live_setup, live_teardown),
 	};
 	const struct CMUnitTest sdk[] = {
