@@ -19,7 +19,7 @@
  * by display name, so two functions that differ only in file or line show as one
  * unless -lines (or -filefunctions) is asked. Labels: "category" (the leaf's, when it has one), and
  * "source" and "pid" when the report has one source, since the CCT mixes the sources'
- * paths (the host, once reports carry one, belongs there too). Comments (go tool pprof
+ * paths, and "host" when every source ran on one host (1.4 reports). Comments (go tool pprof
  * -comments) carry what the report lost: dropped, late, truncated and each anomaly.
  * time_nanos is the moment the report was made less duration_nanos (the events'
  * range): the profile's start, at most late by the gap between the last event and the
@@ -244,11 +244,26 @@ static uint64_t location_of(const struct rp_report *r, uint32_t fn)
 	return fn < r->n_fns ? (uint64_t)fn + 1 : (uint64_t)r->n_fns + 1;
 }
 
+/* The host every source ran on (1.4 reports), or NULL: none known, or several (a merge
+ * of hosts mixes them in one path, so no sample is any one host's). */
+static const char *one_host(const struct rp_report *r)
+{
+	const char *h = r->n_sources ? r->sources[0].host : NULL;
+
+	if (h == NULL || h[0] == '\0')
+		return NULL;
+	for (uint32_t i = 1; i < r->n_sources; i++)
+		if (r->sources[i].host == NULL || strcmp(r->sources[i].host, h) != 0)
+			return NULL;
+	return h;
+}
+
 /* One Sample per CCT node below the top with calls or self time. */
 static void put_samples(struct pprof *p)
 {
 	const struct rp_report *r = p->r;
 	const struct rp_report_source *one = r->n_sources == 1 ? &r->sources[0] : NULL;
+	const char *host = one_host(r);
 
 	for (uint32_t i = 0; i < r->n_nodes; i++) {
 		const struct rp_report_node *n = &r->nodes[i];
@@ -269,6 +284,8 @@ static void put_samples(struct pprof *p)
 			put_label(p, "source", one->name, 0);
 		if (one && one->pid)
 			put_label(p, "pid", NULL, one->pid);
+		if (host != NULL)
+			put_label(p, "host", host, 0);
 		rp_pb_message(&p->prof, PROFILE_SAMPLE, &p->msg);
 	}
 }
