@@ -12,6 +12,7 @@
  * the thread measured itself, its parent's self off-CPU time nearly none, and the
  * spinner's well under its wall time (a loaded machine preempts it too).
  */
+#include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -297,6 +298,118 @@ static void *work(void *arg)
 	return NULL;
 }
 
+/* A producer whose calibration is off (here its reference pair 300 us apart: its
+ * records' times 300 us early against CLOCK_MONOTONIC, as a TSC rate measured over a few
+ * ms drifts to after a while): each 1 ms nap ends with the nap's END, then a 500 us
+ * spin. The switch times are moved onto the records' clock (offcpu.h), so every nap
+ * goes to `napper`, none to `spin_after` (which, 300 us late, would take them all). */
+#define NAPS 30
+
+static void *napper(void *arg)
+{
+	uint64_t *slept = arg;
+	uint32_t nap = rp_intern("napper", NULL, NULL, 0);
+	uint32_t spin = rp_intern("spin_after", NULL, NULL, 0);
+
+	rp_instant(nap); /* claims the ring */
+	while (atomic_load(&go) == 0)
+		usleep(1000);
+	for (int i = 0; i < NAPS; i++) {
+		struct timespec d = { 0, 1000000 };
+		uint64_t a;
+		volatile uint64_t x = 0;
+
+		rp_begin(nap);
+		a = now_ns();
+		nanosleep(&d, NULL);
+		*slept += now_ns() - a;
+		rp_end(nap);
+		rp_begin(spin);
+		for (a = now_ns(); now_ns() - a < 500000;)
+			x++;
+		rp_end(spin);
+	}
+	atomic_fetch_add(&done_threads, 1);
+	return NULL;
+}
+
+static void test_offcpu_calibration_offset_live(void **state)
+{
+	const struct rp_report_fn *nap, *spin;
+	struct rp_wire_header *h;
+	struct rp_engine *e;
+	struct rp_sources ss;
+	struct rp_report r;
+	uint64_t slept = 0;
+	pthread_t th;
+	char path[128];
+	int fd, err;
+
+	(void)state;
+	rp_intern("napper", NULL, NULL, 0); /* the segment exists */
+	snprintf(path, sizeof(path), "/dev/shm%s", rp_segment_path());
+	fd = open(path, O_RDWR);
+	assert_true(fd >= 0);
+	h = mmap(NULL, sizeof(*h), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	assert_true(h != MAP_FAILED);
+	if (h->clock.source != RP_CLOCK_TSC) {
+		print_message("skip: the producer's clock is not the TSC (nothing to calibrate)\n");
+		munmap(h, sizeof(*h));
+		skip();
+	}
+	h->clock.ref_ns -= 300000; /* its records' times 300 us early */
+	munmap(h, sizeof(*h));
+	assert_int_equal(rp_engine_open(NULL, &e), 0);
+	assert_int_equal(rp_sources_init(&ss, e, getenv("RINGPROF_SESSION")), 0);
+	err = rp_sources_offcpu(&ss, RP_OFFCPU_MODE_ON, 16);
+	if (err != 0) {
+		print_message("skip: perf_event_open refused (%s)\n", strerror(-err));
+		rp_sources_free(&ss);
+		rp_engine_close(e);
+		skip();
+	}
+	assert_int_equal(rp_sources_scan(&ss), 1);
+	atomic_store(&go, 0);
+	atomic_store(&done_threads, 0);
+	assert_int_equal(pthread_create(&th, NULL, napper, &slept), 0);
+	while (e->offcpu.threads < 1) {
+		rp_sources_drain(&ss, UINT64_MAX);
+		usleep(1000);
+	}
+	atomic_store(&go, 1);
+	while (atomic_load(&done_threads) < 1) {
+		rp_sources_drain(&ss, UINT64_MAX);
+		usleep(2000);
+	}
+	pthread_join(th, NULL);
+	rp_sources_drain(&ss, UINT64_MAX);
+	rp_sources_update(&ss);
+	assert_int_equal(rp_engine_report(e, &r), 0);
+	nap = fn(&r, "napper");
+	spin = fn(&r, "spin_after");
+	assert_non_null(nap);
+	assert_non_null(spin);
+	print_message("napper: slept %.3f ms, off-cpu %.3f ms; spin_after: wall %.3f ms, "
+		      "off-cpu %.3f ms\n", slept / 1e6, nap->offcpu_ns / 1e6, spin->total_ns / 1e6,
+		      spin->offcpu_ns / 1e6);
+	assert_true(nap->offcpu_ns * 10 >= slept * 9);
+	assert_true(nap->offcpu_ns <= nap->total_ns);
+	assert_true(spin->offcpu_ns <= spin->total_ns);
+	rp_report_free(&r);
+	rp_sources_free(&ss);
+	rp_engine_close(e);
+	/* the next test's producer clock as it was */
+	fd = open(path, O_RDWR);
+	h = mmap(NULL, sizeof(*h), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	assert_true(h != MAP_FAILED);
+	h->clock.ref_ns += 300000;
+	munmap(h, sizeof(*h));
+	atomic_store(&go, 0);
+	atomic_store(&done_threads, 0);
+}
+
 static void test_offcpu_sleep_and_spin_live(void **state)
 {
 	struct worker wk[2] = { { .sleeper = true }, { .sleeper = false } };
@@ -382,6 +495,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_offcpu_attribution_matches_brute_force),
 		cmocka_unit_test(test_offcpu_queue_overflow_counted),
+		cmocka_unit_test(test_offcpu_calibration_offset_live),
 		cmocka_unit_test(test_offcpu_sleep_and_spin_live),
 	};
 	int rc;

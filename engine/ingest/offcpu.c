@@ -248,7 +248,8 @@ static void record(struct rp_offcpu *o, struct rp_offcpu_ring *w, const unsigned
 	memcpy(&id, rec + sizeof(h), sizeof(id));
 	if ((pid_t)id.tid != w->tid)
 		return;
-	rp_offcpu_switch(o, w, (h.misc & PERF_RECORD_MISC_SWITCH_OUT) != 0, id.time);
+	rp_offcpu_switch(o, w, (h.misc & PERF_RECORD_MISC_SWITCH_OUT) != 0,
+			 id.time + (uint64_t)w->skew); /* onto the records' clock */
 }
 
 void rp_offcpu_ring_read(struct rp_offcpu *o, struct rp_offcpu_ring *w)

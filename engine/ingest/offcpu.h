@@ -30,7 +30,13 @@
  * interval's length goes to the span innermost on the thread then
  * (rp_engine_offcpu()). An interval read after a later record of the thread was
  * processed (a clock skew, or a read that came late) is still added, to the span
- * open then, and counted in late.
+ * open then, and counted in late. The switch times are CLOCK_MONOTONIC, the records'
+ * the producer's ticks converted by its calibration (a TSC rate measured over a few
+ * ms: off by up to ~1e-4, so tens of us a second apart from CLOCK_MONOTONIC after a
+ * while, more than a span between a wake-up and the next record). So each read first
+ * measures the two clocks' difference now (w->skew: a TSC read between two
+ * CLOCK_MONOTONIC reads, converted as the records are) and moves the switch times onto
+ * the records' clock.
  */
 #ifndef RP_ENGINE_OFFCPU_H
 #define RP_ENGINE_OFFCPU_H
@@ -65,6 +71,8 @@ struct rp_offcpu_ring {
 	void *map;		/* header page + data pages */
 	uint64_t out;		/* a switch-out awaiting its switch-in; 0: none */
 	bool fresh;		/* no record since the fd was opened */
+	int64_t skew;		/* the producer's clock minus CLOCK_MONOTONIC, ns, at the
+				   last read (sources.c): added to switch times */
 	struct rp_offcpu_iv *q;
 	uint32_t head, n, cap;
 };

@@ -757,7 +757,36 @@ static inline void take(struct rp_live *l, struct rp_rbuf *b, const struct rp_ev
  * records are read right after the ring's producer index (offcpu.h), so every record
  * read from this index on finds the switches before it already read.
  */
-static void offcpu_read(struct rp_sources *ss, struct rp_rbuf *b, const struct rp_ring_info *info)
+/*
+ * The producer's converted clock minus CLOCK_MONOTONIC now (offcpu.h), for a TSC
+ * clock: one TSC read between two CLOCK_MONOTONIC reads, converted by the segment's
+ * calibration. 0 for a CLOCK_MONOTONIC producer, and where the difference is
+ * implausible (over a second: a calibration in shared memory is the producer's word).
+ */
+static int64_t clock_skew(const struct rp_wire_clock *c)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	struct timespec a, b;
+	uint64_t tsc, mid;
+	int64_t d;
+
+	if (c->source != RP_CLOCK_TSC)
+		return 0;
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	tsc = __builtin_ia32_rdtsc();
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	mid = ((uint64_t)a.tv_sec * 1000000000u + (uint64_t)a.tv_nsec) / 2 +
+	      ((uint64_t)b.tv_sec * 1000000000u + (uint64_t)b.tv_nsec) / 2;
+	d = (int64_t)(rp_ticks_to_ns(c, tsc) - mid);
+	return d > -1000000000 && d < 1000000000 ? d : 0;
+#else
+	(void)c;
+	return 0;
+#endif
+}
+
+static void offcpu_read(struct rp_sources *ss, struct rp_live *l, struct rp_rbuf *b,
+			const struct rp_ring_info *info)
 {
 	if (info->gen != b->off_gen || info->state != b->off_state) {
 		b->off_gen = info->gen;
@@ -765,6 +794,8 @@ static void offcpu_read(struct rp_sources *ss, struct rp_rbuf *b, const struct r
 		rp_offcpu_ring_owner(&ss->off, &b->off,
 				     info->state == RP_RING_ACTIVE ? info->tid : 0);
 	}
+	if (b->off.fd >= 0)
+		b->off.skew = clock_skew(&l->seg->v.clock);
 	rp_offcpu_ring_read(&ss->off, &b->off);
 }
 
@@ -815,7 +846,7 @@ static void copy_ring(struct rp_sources *ss, struct rp_live *l, uint32_t ring, b
 	if (l->seg->rings[ring].resyncs != resyncs)
 		b->mark_lost = true;
 	if (ss->off.on)
-		offcpu_read(ss, b, &info);
+		offcpu_read(ss, l, b, &info);
 	/* A new owner: exports name its track by the OS thread id (once per claim). */
 	if (info.gen != b->gen_now && info.tid > 0)
 		label_track(ss, l, ring, info.gen, info.tid);
