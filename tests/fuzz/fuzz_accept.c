@@ -11,6 +11,8 @@
 
 #include "negotiate.h"
 
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	const uint8_t *nl = memchr(data, '\n', size);
