@@ -101,7 +101,7 @@ bool rp_cli_cap_option(struct rp_engine_cfg *cfg, const char *opt, const char *v
 		{ "device-events", offsetof(struct rp_engine_cfg, dev.max_events) },
 	};
 	char flag[32];
-	uint64_t v;
+	uint64_t v = 0; /* set by rp_cli_number() before use; gcc -O3 cannot see it */
 
 	snprintf(flag, sizeof(flag), "--%s", opt);
 	if (strcmp(opt, "windows") == 0) {
