@@ -24,6 +24,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "negotiate.h"
 #include "otlp_http.h"
 #include "serve.h"
 
@@ -456,17 +457,6 @@ static int body_take(struct oclient *c)
 
 /* --- the head --- */
 
-static size_t head_end(const char *b, size_t n)
-{
-	for (size_t i = 0; i + 1 < n; i++) {
-		if (b[i] == '\n' && b[i + 1] == '\n')
-			return i + 2;
-		if (i + 3 < n && memcmp(b + i, "\r\n\r\n", 4) == 0)
-			return i + 4;
-	}
-	return 0;
-}
-
 static bool has_token(const char *v, const char *tok)
 {
 	size_t n = strlen(tok);
@@ -584,7 +574,7 @@ static void client_process(struct oclient *c)
 	int r;
 
 	if (c->state == S_HEAD) {
-		end = head_end(c->rbuf, c->rlen);
+		end = rp_http_head_end(c->rbuf, c->rlen);
 		if (end == 0) {
 			if (c->rlen == RP_SERVE_HTTP_MAX)
 				answer_plain(c, "431 Request Header Fields Too Large");

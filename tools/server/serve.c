@@ -545,18 +545,6 @@ static void http_request(struct client *c, size_t end)
 	      true);
 }
 
-/* The end of the request head in rbuf: after "\r\n\r\n" or "\n\n"; 0 if not yet. */
-static size_t http_head_end(const struct client *c)
-{
-	for (size_t i = 0; i + 1 < c->rlen; i++) {
-		if (c->rbuf[i] == '\n' && c->rbuf[i + 1] == '\n')
-			return i + 2;
-		if (i + 3 < c->rlen && memcmp(c->rbuf + i, "\r\n\r\n", 4) == 0)
-			return i + 4;
-	}
-	return 0;
-}
-
 /* A request line is in rbuf[0..nl]: answer it, keep what follows for later. */
 static void unix_request(struct client *c, char *nl)
 {
@@ -590,7 +578,7 @@ static void client_process(struct client *c)
 	size_t end;
 
 	if (c->http) {
-		end = http_head_end(c);
+		end = rp_http_head_end(c->rbuf, c->rlen);
 		if (end > 0)
 			http_request(c, end);
 		else if (c->rlen == cap)
