@@ -351,6 +351,14 @@ static const struct rp_report_wfn **window_rows(const struct rp_report *r,
 	return row;
 }
 
+/* A name's summary has no quantile series: all time (no window asked), and no sketch
+ * (rp_report_fn_has_quantiles()); a window's quantiles are written, NaN when empty. The
+ * summary and the count of omitted series (fn_series) both ask this. */
+static bool quantiles_absent(const struct rp_report_fn *f, bool windowed)
+{
+	return !windowed && !rp_report_fn_has_quantiles(f);
+}
+
 static int durations(const struct rp_report *r, FILE *out, const struct rp_report_window *w,
 		     const struct rp_report_fn **order, const bool *located, const bool *keep)
 {
@@ -378,7 +386,7 @@ static int durations(const struct rp_report *r, FILE *out, const struct rp_repor
 			q[3] = x->p99_ns;
 		}
 		summary(out, f, located[f - r->fns], w && x == NULL ? NULL : q,
-			x == NULL && !w && !rp_report_fn_has_quantiles(f), f->total_ns, f->calls);
+			quantiles_absent(f, w != NULL), f->total_ns, f->calls);
 	}
 	free(row);
 	return 0;
@@ -591,7 +599,7 @@ static uint64_t fn_series(const struct rp_report *r, const struct rp_report_fn *
 	 * and its 4 quantiles, but all time for a name with none (summary()) */
 	if (f->calls > 0)
 		n += (f->dur.alpha > 0 && f->dur.count > 0 ? RP_PROM_N_BOUNDS + 1 : 1) + 2 + 2 +
-		     (windowed || rp_report_fn_has_quantiles(f) ? 4 : 0);
+		     (quantiles_absent(f, windowed) ? 0 : 4);
 	return n;
 }
 
