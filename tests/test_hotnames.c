@@ -248,7 +248,12 @@ static void test_hotnames_top_shows_absent(void **state)
 	print_message("    names with quantiles %u, without %u (%u of them listed in top: \"-\"; "
 		      "sketch_evicted %llu)\n", present, absent, shown,
 		      (unsigned long long)r.anomalies[RP_ANOM_SKETCH_EVICTED]);
-	assert_true(absent > 0 && present > 0 && present <= 3 && shown > 0);
+	/* Exactly the evicted names have none. The others may be more than the cap of
+	 * 3: a name whose calls are all still in the current sub-window takes its all-time
+	 * slot only when that sub-window folds, and its quantiles (from the window's own
+	 * sketch) are exact meanwhile. */
+	assert_true(absent > 0 && present > 0 && shown > 0);
+	assert_int_equal(absent, r.anomalies[RP_ANOM_SKETCH_EVICTED]);
 	rp_report_free(&r);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	assert_int_equal(system(cmd), 0);
