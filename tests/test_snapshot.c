@@ -2031,7 +2031,7 @@ static void test_snapshot_encode_matches_schema(void **state)
 		ref_pack(&sb, &a, &plain);
 		assert_int_equal(m.len, sb.size);
 		assert_memory_equal(m.data, sb.data, m.len);
-		assert_memory_equal(m.data, "\xde\x00\x13\xa7version\x92\x01\x04", 14); /* first */
+		assert_memory_equal(m.data, "\xde\x00\x13\xa7version\x92\x01\x05", 14); /* first */
 		msgpack_sbuffer_destroy(&sb);
 		rp_membuf_free(&m);
 		rp_report_free(&a);
@@ -2349,7 +2349,7 @@ static void test_snapshot_seeds_decode(void **state)
 	char dir[4096], path[4400], why[RP_WHY_MAX];
 	const char *slash = strrchr(__FILE__, '/');
 	struct dirent **names;
-	unsigned old = 0, v11 = 0, v12 = 0, v13 = 0, v14 = 0, seen = 0;
+	unsigned old = 0, v11 = 0, v12 = 0, v13 = 0, v14 = 0, v15 = 0, seen = 0;
 	int k;
 
 	(void)state;
@@ -2420,8 +2420,13 @@ static void test_snapshot_seeds_decode(void **state)
 			assert_true(r.device.n_ranked == 3 && r.device.n_phases == 1 &&
 				    r.device.n_points == 3);
 		}
-		ours = r.version_minor == RP_REPORT_VERSION_MINOR && strstr(path, "v1_4") != NULL;
-		v14 += ours; /* v1_4.msgpack: written by this encoder (--write-seed) */
+		if (r.version_minor == 4 && strstr(path, "v1_4") != NULL) {
+			v14++; /* v1_4.msgpack: written by the 1.4 encoder */
+			assert_true(r.writer != NULL && strncmp(r.writer, "ringprof ", 9) == 0);
+			assert_true(r.fns[0].started != 0 || r.fns[1].started != 0);
+		}
+		ours = r.version_minor == RP_REPORT_VERSION_MINOR && strstr(path, "v1_5") != NULL;
+		v15 += ours; /* v1_5.msgpack: written by this encoder (--write-seed) */
 		encode(&r, &m);
 		if (ours) { /* written by this encoder: re-encoded exactly */
 			assert_int_equal(m.len, in.len);
@@ -2442,6 +2447,7 @@ static void test_snapshot_seeds_decode(void **state)
 	assert_int_equal(v12, 1);
 	assert_int_equal(v13, 1);
 	assert_int_equal(v14, 1);
+	assert_int_equal(v15, 1);
 }
 
 static void test_snapshot_major_version_rejected(void **state)

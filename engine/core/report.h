@@ -21,7 +21,7 @@
 #include <stdint.h>
 
 #define RP_REPORT_VERSION_MAJOR 1 /* readers reject another major */
-#define RP_REPORT_VERSION_MINOR 4 /* readers skip fields they do not know */
+#define RP_REPORT_VERSION_MINOR 5 /* readers skip fields they do not know */
 
 #define RP_NONE UINT32_MAX /* "no index" (the CCT root's parent, ...) */
 
