@@ -216,6 +216,8 @@ static const char small_expected_1[] =
 	"ringprof_anomalies_total{kind=\"restart_gap\"} 0\n"
 	"ringprof_anomalies_total{kind=\"sketch_evicted\"} 0\n"
 	"ringprof_anomalies_total{kind=\"window_evicted\"} 0\n"
+	"ringprof_anomalies_total{kind=\"mark_unmatched\"} 0\n"
+	"ringprof_anomalies_total{kind=\"mark_repeat\"} 0\n"
 	"# HELP ringprof_sources Producers or files in the report.\n"
 	"# TYPE ringprof_sources gauge\n"
 	"ringprof_sources 0\n"

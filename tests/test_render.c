@@ -245,7 +245,8 @@ static const char *const anomaly_keys[] = { "end_mismatch", "end_unmatched", "de
 					    "clamped",	    "bad_event",     "open_at_end",
 					    "window_cap",   "counter_cap",   "drop_lost",
 					    "window_level_cap", "restart_gap",
-					    "sketch_evicted",   "window_evicted" };
+					    "sketch_evicted",   "window_evicted",
+					    "mark_unmatched",   "mark_repeat" };
 
 static yajl_val json_parse(const char *text)
 {
@@ -387,7 +388,8 @@ struct want_fn {
 static void check_fn(yajl_val o, const struct rp_report_fn *f, const struct want_fn *w)
 {
 	static const char *const keys[] = { "name",	"category", "file",   "line",
-					    "calls",	"drop_lost",  "errors", "started", "primitive_calls",
+					    "calls",	"drop_lost",  "errors", "started", "milestone",
+					    "primitive_calls",
 					    "self_ns",
 					    "cum_ns",	"offcpu_ns", "offcpu_cum_ns",
 					    "min_ns",   "max_ns", "mean_ns",
@@ -404,6 +406,8 @@ static void check_fn(yajl_val o, const struct rp_report_fn *f, const struct want
 	assert_u64(o, "drop_lost", f->drop_lost);
 	assert_u64(o, "errors", f->errors);
 	assert_u64(o, "started", f->started);
+	assert_true(f->milestone ? YAJL_IS_TRUE(field(o, "milestone"))
+				   : YAJL_IS_FALSE(field(o, "milestone")));
 	assert_u64(o, "primitive_calls", f->primitive_calls);
 	assert_u64(o, "self_ns", f->self_ns);
 	assert_u64(o, "cum_ns", f->cum_ns);

@@ -43,7 +43,8 @@
 static const char *const anomaly_names[] = {
 	"end_mismatch", "end_unmatched", "depth_cap",	"track_cap",  "name_cap",    "cct_cap",
 	"clamped",	"bad_event",	 "open_at_end", "window_cap", "counter_cap", "drop_lost",
-	"window_level_cap", "restart_gap", "sketch_evicted", "window_evicted",
+	"window_level_cap", "restart_gap", "sketch_evicted", "window_evicted", "mark_unmatched",
+	"mark_repeat",
 };
 
 /* --- random reports ----------------------------------------------------------------- */
@@ -201,6 +202,7 @@ static void rnd_fn(struct rp_report_fn *f, size_t str_max)
 	f->offcpu_cum_ns = rnd_u64();
 	f->errors = rnd_u64();
 	f->started = rnd_u64();
+	f->milestone = (uint8_t)(rnd() & 1);
 }
 
 static void rnd_conc(struct rp_report_conc *c, size_t str_max)
@@ -797,7 +799,8 @@ static bool fn_eq(const struct rp_report_fn *x, const struct rp_report_fn *y, ui
 	       u_eq(x->offcpu_ns, y->offcpu_ns, what, "fn.offcpu_ns", i) &&
 	       u_eq(x->offcpu_cum_ns, y->offcpu_cum_ns, what, "fn.offcpu_cum_ns", i) &&
 	       u_eq(x->errors, y->errors, what, "fn.errors", i) &&
-	       u_eq(x->started, y->started, what, "fn.started", i);
+	       u_eq(x->started, y->started, what, "fn.started", i) &&
+	       u_eq(x->milestone, y->milestone, what, "fn.milestone", i);
 }
 
 static bool conc_eq(const struct rp_report_conc *x, const struct rp_report_conc *y, uint32_t i,
@@ -1219,6 +1222,7 @@ struct ref_opts {
 	bool v1_1;	/* as a 1.1 writer: none of the keys 1.2 added */
 	bool v1_2;	/* as a 1.2 writer: none of the keys 1.3 added */
 	bool v1_3;	/* as a 1.3 writer: none of the keys 1.4 added */
+	bool v1_4;	/* as a 1.4 writer: none of the keys 1.5 added */
 };
 
 static const struct ref_opts plain = { .major = 1, .minor = RP_REPORT_VERSION_MINOR };
@@ -1236,6 +1240,11 @@ static bool has_1_3(const struct ref_opts *o)
 static bool has_1_4(const struct ref_opts *o)
 {
 	return has_1_3(o) && !o->v1_3;
+}
+
+static bool has_1_5(const struct ref_opts *o)
+{
+	return has_1_4(o) && !o->v1_4;
 }
 
 static void key(msgpack_packer *pk, const char *k)
@@ -1778,7 +1787,7 @@ static void ref_fn(msgpack_packer *pk, const struct rp_report_fn *f, const struc
 		   uint32_t i)
 {
 	msgpack_pack_map(pk, (o->v1_0 ? 11 : o->v1_1 ? 17 : o->v1_2 ? 18 : o->v1_3 ? 21 : 23) +
-				     o->extras);
+				     has_1_5(o) + o->extras);
 	kv_str(pk, "name", f->name);
 	kv_str(pk, "category", f->category);
 	kv_str(pk, "file", f->file);
@@ -1811,6 +1820,8 @@ static void ref_fn(msgpack_packer *pk, const struct rp_report_fn *f, const struc
 		return;
 	kv_u64(pk, "errors", f->errors); /* 1.4 */
 	kv_u64(pk, "started", f->started);
+	if (has_1_5(o))
+		kv_u64(pk, "milestone", f->milestone); /* 1.5 */
 }
 
 static void ref_edge(msgpack_packer *pk, const struct rp_report_edge *e, const struct ref_opts *o)
@@ -2093,8 +2104,10 @@ static void as_1_3(struct rp_report *r)
 	for (uint32_t i = 0; i < r->n_windows; i++)
 		for (uint32_t j = 0; j < r->windows[i].n_fns; j++)
 			rp_report_sketch_free(&r->windows[i].fns[j].dur);
-	for (uint32_t i = 0; i < r->n_fns; i++)
+	for (uint32_t i = 0; i < r->n_fns; i++) {
 		r->fns[i].errors = r->fns[i].started = 0;
+		r->fns[i].milestone = 0; /* 1.5 */
+	}
 	free(r->requests.name);
 	r->requests = (struct rp_report_conc){ .name = strdup("") }; /* absent (1.4) */
 	free(r->writer);
@@ -2210,6 +2223,31 @@ static void test_snapshot_1_0_read(void **state)
 		rp_report_free(&b);
 		msgpack_sbuffer_destroy(&sb);
 	}
+}
+
+/* A 1.4 file (no 1.5 keys) reads with no function a milestone. */
+static void test_snapshot_1_4_read(void **state)
+{
+	static const struct ref_opts v14 = { .major = 1, .minor = 4, .v1_4 = true };
+	struct rp_report a, b;
+	msgpack_sbuffer sb;
+	uint32_t marked = 0;
+
+	(void)state;
+	build(&a, 43, &big);
+	for (uint32_t i = 0; i < a.n_fns; i++)
+		marked += a.fns[i].milestone;
+	assert_true(marked > 0); /* the writer left them out */
+	ref_pack(&sb, &a, &v14);
+	decode_ok(sb.data, sb.size, &b);
+	assert_int_equal(b.version_minor, 4);
+	for (uint32_t i = 0; i < a.n_fns; i++)
+		a.fns[i].milestone = 0;
+	a.version_minor = 4;
+	assert_same(&a, &b);
+	rp_report_free(&a);
+	rp_report_free(&b);
+	msgpack_sbuffer_destroy(&sb);
 }
 
 /* A 1.3 file (no 1.4 keys) reads with no window sketches. */
@@ -4110,6 +4148,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_snapshot_encode_deterministic),
 		cmocka_unit_test(test_snapshot_encode_matches_schema),
 		cmocka_unit_test(test_snapshot_unknown_keys_skipped),
+		cmocka_unit_test(test_snapshot_1_4_read),
 		cmocka_unit_test(test_snapshot_minus_one_is_nil),
 		cmocka_unit_test(test_snapshot_minor_version_accepted),
 		cmocka_unit_test(test_snapshot_1_0_read),

@@ -265,6 +265,33 @@ void rp_analyses_summary(struct rp_analyses *a, const struct rp_sum_call *c, con
 	}
 }
 
+void rp_analyses_mark(struct rp_analyses *a, uint32_t name, uint64_t dur)
+{
+	struct rp_wentry *e = NULL;
+	struct rp_sketch *k;
+
+	if (a->win.n > 0) {
+		e = rp_window_entry(&a->win, &a->win.w[0], name);
+		if (e == NULL)
+			e = rp_analyses_evict(a, name);
+	}
+	if (e != NULL) {
+		if (++e->calls == 2) /* no longer an eviction candidate */
+			rp_wslot_settle(a->win.w[0].cs, e);
+		e->total_ns += dur;
+		rp_sketch_add(&e->dur, (double)dur);
+		return;
+	}
+	if (a->win.n > 0) { /* no room in the sub-window: as rp_analyses_close_overflow() */
+		/* counted only: a milestone has no self or cumulative time to rank */
+		rp_spacesaving_offer(&a->win.w[0].cs->ss[RP_WIN_COUNT], name, 1);
+		a->win.cap_hits++;
+	}
+	k = name_sketch(a, name, 1);
+	if (k != NULL)
+		rp_sketch_add(k, (double)dur);
+}
+
 void rp_analyses_keep_slow(struct rp_slowest *sl, const struct rp_span_info *sp, uint32_t ci,
 			   uint32_t level, bool known)
 {

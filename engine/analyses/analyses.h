@@ -237,6 +237,13 @@ static inline void rp_analyses_close(struct rp_analyses *a, const struct rp_span
 void rp_analyses_summary(struct rp_analyses *a, const struct rp_sum_call *c, const uint64_t *len,
 			 const uint64_t *calls, uint32_t n);
 
+/*
+ * A request milestone of @dur ns (marks.h): one call of @name into its entry of the
+ * finest sub-window (calls, total_ns and the sketch; no self or cumulative time), or
+ * its all-time sketch; never to the sweeps, the categories nor the slowest lists.
+ */
+void rp_analyses_mark(struct rp_analyses *a, uint32_t name, uint64_t dur);
+
 /* The event clock reached @t >= a->next: the finest sub-window is over. */
 void rp_analyses_rotate(struct rp_analyses *a, uint64_t t);
 

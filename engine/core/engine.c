@@ -105,6 +105,7 @@ size_t rp_engine_memory_bound(const struct rp_engine_cfg *cfg)
 	/* sources: rows and their names (segment names are < 96 bytes) */
 	b += ((size_t)cfg->max_sources + 1) * (sizeof(struct rp_source) + 96 + CHUNK_OVERHEAD);
 	b += rp_analyses_memory_bound(&a) + rp_windows_memory_bound(&a.win);
+	b += rp_marks_memory_bound(cfg->max_tracks) + CHUNK_OVERHEAD;
 	/* the flight recorder (labels: one per track) and the device analysis */
 	b += rp_recorder_memory_bound(cfg->recorder_spans, cfg->recorder_samples,
 				      cfg->max_tracks) +
@@ -152,6 +153,7 @@ int rp_engine_open(const struct rp_engine_cfg *cfg, struct rp_engine **out)
 					     .steps = &e->steps, .rec = &e->rec,
 					     .tracks = e->tracks.t };
 	e->tracks.sinks = &e->sinks;
+	rp_marks_init(&e->marks, e->cfg.max_tracks);
 	strcpy(e->clock, "monotonic");
 	*out = e;
 	return 0;
@@ -166,6 +168,7 @@ void rp_engine_close(struct rp_engine *e)
 	free(e->src);
 	free(e->folded.rep.name);
 	rp_tracks_free(&e->tracks);
+	rp_marks_free(&e->marks);
 	rp_analyses_fini(&e->an);
 	rp_recorder_fini(&e->rec);
 	rp_steps_fini(&e->steps);
@@ -498,7 +501,9 @@ static inline void dispatch(struct rp_engine *e, struct rp_source *s, uint32_t s
 		summary_event(e, s, src, thread, ev, hint);
 		break;
 	case RP_EV_INSTANT:
-		break; /* counted */
+		if (ev->flags & RP_INSTANT_MARK) /* a request's milestone (marks.h) */
+			rp_marks_event(&e->marks, &e->tracks, &e->an, src, ev, &s->counts);
+		break; /* else counted */
 	default:
 		s->counts.anomalies[RP_ANOM_BAD_EVENT]++;
 	}
@@ -727,7 +732,7 @@ static int copy_fns(const struct rp_engine *e, const uint32_t *map, struct rp_re
 			.cum_ns = f->cum_ns, .total_ns = f->total_ns, .min_ns = f->min_ns,
 			.max_ns = f->max_ns, .drop_lost = f->drop_lost,
 			.offcpu_ns = f->offcpu_ns, .offcpu_cum_ns = f->offcpu_cum_ns,
-			.errors = f->errors, .started = f->started,
+			.errors = f->errors, .started = f->started, .milestone = f->milestone,
 		};
 		if (!o->name || !o->category || !o->file)
 			return -ENOMEM;

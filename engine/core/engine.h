@@ -19,6 +19,7 @@
 
 #include "analyses.h"
 #include "device.h"
+#include "marks.h"
 #include "names.h"
 #include "recorder.h"
 #include "report.h"
@@ -110,6 +111,7 @@ struct rp_engine {
 	bool drops_seen;
 	struct rp_report_expiry expiry;
 	struct rp_report_offcpu offcpu;	/* off-CPU: kept by its feeder (offcpu.h) */
+	struct rp_marks marks;		/* request milestones (marks.h) */
 };
 
 /** rp_engine_open() - make an engine with @cfg (NULL: defaults). 0, -EINVAL (see

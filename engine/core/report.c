@@ -28,6 +28,8 @@ const char *const rp_anomaly_names[RP_ANOM_KIND_COUNT] = {
 	[RP_ANOM_RESTART_GAP] = "restart_gap",
 	[RP_ANOM_SKETCH_EVICTED] = "sketch_evicted",
 	[RP_ANOM_WINDOW_EVICTED] = "window_evicted",
+	[RP_ANOM_MARK_UNMATCHED] = "mark_unmatched",
+	[RP_ANOM_MARK_REPEAT] = "mark_repeat",
 };
 
 void rp_report_sketch_free(struct rp_report_sketch *k)

@@ -59,6 +59,10 @@ enum rp_anomaly {
 	RP_ANOM_WINDOW_EVICTED,	/* a sub-window entry called once evicted for a new
 				   name at --max-window-names (its calls also count
 				   as window_cap) 1.4 */
+	RP_ANOM_MARK_UNMATCHED,	/* a milestone mark (RP_INSTANT_MARK) with no request
+				   open on its track: not recorded 1.5 */
+	RP_ANOM_MARK_REPEAT,	/* a milestone its request marked already (or past
+				   RP_MARKS_PER_REQUEST names on it): not recorded 1.5 */
 	RP_ANOM_KIND_COUNT
 };
 
@@ -159,6 +163,10 @@ struct rp_report_fn {
 	uint64_t errors;	/* its calls that ended in error (RP_SPAN_ERROR; in calls) 1.4 */
 	uint64_t started;	/* its spans begun (arrivals): calls + open now + lost by
 				   drops; 0 before 1.4 1.4 */
+	/* 1: a request milestone (RP_INSTANT_MARK, engine/core/marks.h), not a span: each
+	 * call is one request's time from its start to the mark (in total_ns, min/max,
+	 * quantiles and windows); self_ns, cum_ns, primitive_calls stay 0. 1.5 */
+	uint8_t milestone;
 };
 
 /*

@@ -28,6 +28,7 @@ struct rp_fn_stats {
 	uint64_t errors;	/* its calls whose END said RP_SPAN_ERROR (in calls) */
 	uint64_t started;	/* its BEGINs the stacks took, and summarized calls: every
 				   call counted in calls started here first */
+	bool milestone;		/* a request milestone's name (marks.h), not a span's */
 };
 
 struct rp_edge_stats {

@@ -16,6 +16,7 @@
  *    with calls in both inputs but a sketch in only one (a sketch cap, a 1.1 file)
  *    has no valid quantiles: its sketch is dropped and its p50..p99 are 0
  *    (unknown). A row with no calls on one side keeps the other side's figures.
+ *    A request milestone's row (1.5, `milestone`) merges the same way: it stays one.
  *  - edges: matched by (caller, callee) functions; cct: by the path from the root
  *    (each node by its merged parent and function). Figures add.
  *  - concurrency: levels of different processes do not add over time without their
@@ -405,6 +406,7 @@ static int fn_add(struct ctx *c, struct rp_report_fn *o, const struct rp_report_
 	o->offcpu_cum_ns = sat(o->offcpu_cum_ns, f->offcpu_cum_ns);
 	o->errors = sat(o->errors, f->errors);
 	o->started = sat(o->started, f->started);
+	o->milestone |= f->milestone; /* 1.5: a milestone in either input (marks.h) */
 	return 0;
 }
 

@@ -103,6 +103,7 @@ static const struct field fn_fields[] = {
 	FN(offcpu_cum_ns, F_U64, false),
 	FN(errors, F_U64, false), /* 1.4 */
 	FN(started, F_U64, false),
+	FN(milestone, F_U8, false), /* 1.5 */
 };
 
 static const struct field edge_fields[] = {

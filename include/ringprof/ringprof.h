@@ -719,6 +719,18 @@ RP_INLINE void rp_instant(uint32_t name)
 	rp_emit(RP_EV_INSTANT, 0, name, 0, 0);
 }
 
+/**
+ * rp_async_mark() - milestone @name (the first token, the end of the queue wait) of the
+ * request open on track @track: the time from the request's start to now is recorded
+ * under @name, with percentiles and windows as a span's duration (RP_INSTANT_MARK). A
+ * request marks each name once; a mark on no open request, or a second one, is counted
+ * (mark_unmatched, mark_repeat) and left out. Use a name of its own (not a span's).
+ */
+RP_INLINE void rp_async_mark(uint32_t name, uint64_t track)
+{
+	rp_emit(RP_EV_INSTANT, RP_INSTANT_MARK, name, track, 0);
+}
+
 /** rp_counter() - a counter sample (queue length, tokens, bytes, ...). */
 RP_INLINE void rp_counter(uint32_t name, int64_t value)
 {

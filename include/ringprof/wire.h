@@ -157,6 +157,13 @@ enum rp_summary_data {
  * request), not a request: its root is not counted in requests in flight. */
 #define RP_CHILD_TASK		0x04u
 
+/* rp_event.flags for RP_EV_INSTANT (1.2, a later addition a reader may ignore): a
+ * milestone of a request (the first token, the end of its queue wait): track = the
+ * request's async track id; the time from the request's start (its track's root span)
+ * to this record's ts is a "duration" of the milestone `name`. An older reader sees
+ * an instant. */
+#define RP_INSTANT_MARK		0x01u
+
 /* arg of RP_EV_CHILD_BEGIN: span ids are 32-bit and unique within their track. */
 #define RP_CHILD_ARG(parent, span)	((uint64_t)(uint32_t)(parent) << 32 | (uint32_t)(span))
 

@@ -57,6 +57,7 @@ static int g_requests;		/* a request was ever opened: the context variable
 static Py_ssize_t g_extra = -1; /* code object extra slot: interned id + 1 */
 static int g_builtins;		/* trace_calls(): C functions too */
 static PyObject *g_names;	/* counter/instant names -> id */
+static PyObject *g_marks;	/* milestone names -> id (category "milestone") */
 static PyObject *g_decorate;	/* ringprof._decorate(span, func) */
 static PyObject *g_threading_setprofile;
 static PyObject *g_str_name, *g_str_main; /* "__name__", "__main__": import-time calls */
@@ -618,6 +619,7 @@ static PyTypeObject NullType = {
 typedef struct {
 	PyObject_HEAD uint32_t id;
 	Node *node; /* while open */
+	uint64_t track; /* since it was opened (marks after its end name it too) */
 	PyObject *token, *prev;
 	PyObject *name;
 } Request;
@@ -669,6 +671,7 @@ static int request_open(Request *r)
 	r->node = node_new(NULL, r->id);
 	if (r->node == NULL)
 		return -1;
+	r->track = r->node->track;
 	rp_child_begin(r->id, r->node->track, 0, 1);
 	r->token = PyContextVar_Set(g_current, (PyObject *)r->node);
 	return r->token ? 0 : -1;
@@ -734,9 +737,20 @@ static PyObject *request_error_m(Request *r, PyObject *unused)
 	Py_RETURN_NONE;
 }
 
+static PyObject *mark_track(PyObject *name, uint64_t track);
+
+/* request.mark(name): a milestone of this request (docs/python.md). */
+static PyObject *request_mark_m(Request *r, PyObject *name)
+{
+	return mark_track(name, r->track);
+}
+
 static PyMethodDef request_methods[] = {
 	{ "error", (PyCFunction)request_error_m, METH_NOARGS,
 	  "error(): the request ends in error" },
+	{ "mark", (PyCFunction)request_mark_m, METH_O,
+	  "mark(name): the time from the request's start to now, as milestone `name` "
+	  "(first_token, queue_wait): once per request and name" },
 	{ "__enter__", (PyCFunction)request_enter_m, METH_NOARGS, NULL },
 	{ "__exit__", (PyCFunction)(void (*)(void))request_exit_m, METH_FASTCALL, NULL },
 	{ "__aenter__", (PyCFunction)request_aenter_m, METH_NOARGS, NULL },
@@ -763,7 +777,8 @@ static PyTypeObject RequestType = {
 
 /* ---- counters, instants, status ---- */
 
-static int name_id(PyObject *name, uint32_t *id)
+/* The id of @name in category @cat, interned once (@cache: name -> id). */
+static int cached_id(PyObject *cache, PyObject *name, const char *cat, uint32_t *id)
 {
 	PyObject *v;
 
@@ -771,20 +786,63 @@ static int name_id(PyObject *name, uint32_t *id)
 		PyErr_SetString(PyExc_TypeError, "a name must be a str");
 		return -1;
 	}
-	v = PyDict_GetItemWithError(g_names, name);
+	v = PyDict_GetItemWithError(cache, name);
 	if (v != NULL) {
 		*id = (uint32_t)PyLong_AsUnsignedLong(v);
 		return 0;
 	}
-	if (PyErr_Occurred() || (*id = intern_obj(name, NULL, "")) == UINT32_MAX)
+	if (PyErr_Occurred() || (*id = intern_obj(name, NULL, cat)) == UINT32_MAX)
 		return -1;
 	v = PyLong_FromUnsignedLong(*id);
-	if (v == NULL || PyDict_SetItem(g_names, name, v) < 0) {
+	if (v == NULL || PyDict_SetItem(cache, name, v) < 0) {
 		Py_XDECREF(v);
 		return -1;
 	}
 	Py_DECREF(v);
 	return 0;
+}
+
+static int name_id(PyObject *name, uint32_t *id)
+{
+	return cached_id(g_names, name, "", id);
+}
+
+/*
+ * A milestone of the request on @track (rp_async_mark(): the engine records the time
+ * from the request's start to now under @name). Milestone names are interned in
+ * category "milestone", apart from spans of the same text. Track 0 (no request) or a
+ * request that ended: the engine counts it (mark_unmatched), records nothing.
+ */
+static PyObject *mark_track(PyObject *name, uint64_t track)
+{
+	uint32_t id;
+
+	if (g_off)
+		Py_RETURN_NONE;
+	if (cached_id(g_marks, name, "milestone", &id) < 0)
+		return NULL;
+	rp_async_mark(id, track);
+	Py_RETURN_NONE;
+}
+
+/* mark(name): a milestone of the current request (the context's), if any. */
+static PyObject *mod_mark(PyObject *m, PyObject *name)
+{
+	Node *cur = NULL;
+	uint64_t track = 0;
+	PyObject *r;
+
+	(void)m;
+	if (g_off)
+		Py_RETURN_NONE;
+	if (g_requests && current(&cur) < 0)
+		return NULL;
+	/* a task's own track is not a request: nothing to mark there */
+	if (cur != NULL && !(cur->root ? cur->root : cur)->task)
+		track = cur->track;
+	Py_XDECREF(cur);
+	r = mark_track(name, track);
+	return r;
 }
 
 static PyObject *mod_counter(PyObject *m, PyObject *const *args, Py_ssize_t n)
@@ -1350,6 +1408,8 @@ static PyMethodDef mod_methods[] = {
 	{ "counter", (PyCFunction)(void (*)(void))mod_counter, METH_FASTCALL,
 	  "counter(name, value): a counter sample" },
 	{ "instant", mod_instant, METH_O, "instant(name): a point in time" },
+	{ "mark", mod_mark, METH_O,
+	  "mark(name): request.mark(name) of the current request (the context's)" },
 	{ "link", (PyCFunction)(void (*)(void))mod_link, METH_VARARGS | METH_KEYWORDS,
 	  "link(name, correlation, side='launch', span=0): rp_link() (docs/device.md)" },
 	{ "dropped", mod_dropped, METH_NOARGS, "events this process could not record" },
@@ -1407,9 +1467,10 @@ PyMODINIT_FUNC PyInit__ringprof(void)
 		goto fail;
 	g_current = PyContextVar_New("ringprof.current", Py_None);
 	g_names = PyDict_New();
+	g_marks = PyDict_New();
 	g_extra = _PyEval_RequestCodeExtraIndex(NULL);
 	th = PyImport_ImportModule("threading");
-	if (g_current == NULL || g_names == NULL || g_extra < 0 || th == NULL)
+	if (g_current == NULL || g_names == NULL || g_marks == NULL || g_extra < 0 || th == NULL)
 		goto fail;
 	g_threading_setprofile = PyObject_GetAttrString(th, "setprofile");
 	Py_DECREF(th);

@@ -1,8 +1,11 @@
 # SPDX-License-Identifier: MIT
 """Inference-server figures from Python: counter(..., rate=True) (the total and the rate
 per interval, against a computation here), request attributes (one name per set of
-values: distinct rows in every figure), and link() (rp_link's semantics: the device
-analysis pairs each launch with its kernel)."""
+values: distinct rows in every figure), link() (rp_link's semantics: the device
+analysis pairs each launch with its kernel), and request milestones (req.mark: TTFT and
+queue wait exact against the producer's records, within bounds of the server's own
+stamps; repeats and late marks counted)."""
+from rpharness import read_segment
 from test_spans import check_against_raw, run_script  # noqa: F401
 
 SCRIPT = """
@@ -61,3 +64,97 @@ def test_counter_rate_requests_attributes_link(run_script):
     dev = rep["device"]
     assert (dev["launches"], dev["kernels"], dev["linked"]) == (3, 3, 3)
     assert dev["unmatched_launches"] == 0 and dev["links_orphan"] == 0
+
+
+MARKS = """
+import asyncio, json, random, time, ringprof
+random.seed(7)
+stamps = []   # the server's own: (track, start lo, start hi, first lo, first hi, queue lo, queue hi)
+
+async def decode(n):
+    for _ in range(n):
+        await asyncio.sleep(0)
+
+async def handle(i):
+    await asyncio.sleep(random.random() * 0.05)       # arrivals
+    lo = time.monotonic_ns()
+    async with ringprof.request() as req:
+        hi = time.monotonic_ns()
+        await asyncio.sleep(random.random() * 0.01)   # queued
+        q0 = time.monotonic_ns(); req.mark("queue_wait"); q1 = time.monotonic_ns()
+        await decode(1 + i % 5)                       # prefill
+        async def first():                            # in a task: the context's request
+            await asyncio.sleep(random.random() * 0.005)
+            a = time.monotonic_ns(); ringprof.mark("first_token"); b = time.monotonic_ns()
+            return a, b
+        f0, f1 = await asyncio.create_task(first())
+        if i == 3:
+            req.mark("first_token")                   # twice: counted, not recorded
+        await decode(3)
+        stamps.append((req.track, lo, hi, f0, f1, q0, q1))
+    if i == 5:
+        req.mark("queue_wait")                        # after the end: counted
+    return req
+
+async def main():
+    await asyncio.gather(*(handle(i) for i in range(300)))
+
+asyncio.run(main())
+ringprof.mark("first_token")                          # no request: counted
+print(json.dumps(stamps))
+"""
+
+
+def lower_q(v, q):
+    """The lower-rank q-quantile of sorted v (engine/analyses/sketch.h's rank)."""
+    return v[int(q * (len(v) - 1))]
+
+
+def test_marks_ttft_against_server_stamps(run_script):
+    r = run_script("marks", MARKS)
+    rep, stamps = r.report, r.result()
+    f = r.functions()
+    ttft, queue = f["first_token"], f["queue_wait"]
+    assert ttft["milestone"] and queue["milestone"] and not f["request"]["milestone"]
+    assert ttft["category"] == "milestone"
+    assert ttft["calls"] == queue["calls"] == len(stamps) == 300
+    assert ttft["self_ns"] == ttft["cum_ns"] == ttft["primitive_calls"] == 0
+    assert rep["anomalies"]["mark_repeat"] == 1 and rep["anomalies"]["mark_unmatched"] == 2
+    assert f["request"]["calls"] == 300
+    # Exact against the producer's own records: mark time minus its request's BEGIN.
+    (seg,) = r.segments
+    names, events, _ = read_segment(seg)
+    begin, raw = {}, {"first_token": [], "queue_wait": []}
+    seen = set()
+    for (_ring, ns, nm, kind, flags, track, arg) in events:
+        if kind == 8 and (arg >> 32) == 0:
+            begin[track] = ns
+        elif kind == 3 and flags == 1 and track in begin and (track, nm) not in seen:
+            seen.add((track, nm))
+            raw[names[nm][0]].append(ns - begin[track])
+    for name, row in (("first_token", ttft), ("queue_wait", queue)):
+        v = sorted(x for x in raw[name] if x >= 0)
+        assert len(v) == row["calls"] and sum(v) // len(v) == row["mean_ns"]
+        assert (v[0], v[-1]) == (row["min_ns"], row["max_ns"])
+        for q in (50, 90, 99):
+            x = lower_q(v, q / 100)
+            assert abs(row["p%d_ns" % q] - x) <= 0.01 * x + 1, (name, q)
+    # Against the server's own stamps (time.monotonic_ns, another clock than the
+    # producer's): each true value lies in [mark lo - start hi, mark hi - start lo], so
+    # each order statistic lies between those of the bounds; 1% for the sketch and
+    # 1 ms for the two clocks.
+    for name, row, a, b in (("first_token", ttft, 3, 4), ("queue_wait", queue, 5, 6)):
+        lo = sorted(s[a] - s[2] for s in stamps)
+        hi = sorted(s[b] - s[1] for s in stamps)
+        for q in (50, 90, 99):
+            got = row["p%d_ns" % q]
+            assert lower_q(lo, q / 100) * 0.99 - 1e6 <= got <= lower_q(hi, q / 100) * 1.01 + 1e6
+        print("%s p50/p90/p99 ms: ringprof %s, server %s" % (name, [
+            round(row["p%d_ns" % q] / 1e6, 3) for q in (50, 90, 99)], [
+            round((lower_q(lo, q / 100) + lower_q(hi, q / 100)) / 2e6, 3) for q in (50, 90, 99)]))
+    # The 1m window holds them all (the run is shorter).
+    w = [w for w in rep["windows"] if w["name"] == "1m"][0]
+    wf = {x["name"]: x for x in w["functions"]}
+    assert wf["first_token"]["calls"] == 300 and wf["first_token"]["self_ns"] == 0
+    # Not spans in flight: requests in flight as without them (at most 300).
+    assert rep["concurrency"]["requests"]["max"] <= 300

@@ -28,7 +28,7 @@
  *                "anchor_realtime_ns", "anchor_monotonic_ns", "clock_shift_ns",
  *                "summary_ns", "summary_raised"}],
  *    "functions" [{"name", "category", "file", "line", "calls", "drop_lost", "errors", "started",
- *                  "primitive_calls", "self_ns", "cum_ns", "offcpu_ns",
+ *                  "milestone", "primitive_calls", "self_ns", "cum_ns", "offcpu_ns",
  *                  "offcpu_cum_ns", "min_ns", "max_ns",
  *                  "mean_ns", "p50_ns", "p90_ns", "p95_ns", "p99_ns",
  *                  "midpoint_concurrency_mean"}],
@@ -65,7 +65,9 @@
  * in its text order too: cum_ns, self_ns, calls descending, then name.
  * drop_lost: the name's spans a drop cut (in none of its figures). errors: its calls
  * whose END said RP_SPAN_ERROR (part of calls); a category's, its names' summed. started:
- * its spans begun (calls, open ones, lost ones; 0 in reports before 1.4). async_expiry: the
+ * its spans begun (calls, open ones, lost ones; 0 in reports before 1.4). milestone: true for
+ * a request milestone (engine/core/marks.h: each call one request's time from its start to
+ * the mark, in min/max/mean/p*; no self or cum time), false for spans. async_expiry: the
  * async requests closed after drops (report.h) and the bound on concurrency they
  * leave: at most overstated_max open spans too many, each for at most overstated_ns
  * (null: unbounded, no expiry; both 0: none).
@@ -226,6 +228,7 @@ static void put_fn(FILE *out, const struct rp_report_fn *f)
 	put_u64(out, ",", "drop_lost", f->drop_lost);
 	put_u64(out, ",", "errors", f->errors);
 	put_u64(out, ",", "started", f->started);
+	fprintf(out, ",\"milestone\":%s", f->milestone ? "true" : "false");
 	put_u64(out, ",", "primitive_calls", f->primitive_calls);
 	if ((int64_t)f->self_ns < 0) /* torch nesting only (report.h) */
 		fprintf(out, ",\"self_ns\":%" PRId64, (int64_t)f->self_ns);

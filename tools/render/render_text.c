@@ -485,6 +485,44 @@ static void put_fn_label(FILE *out, const struct rp_report *r, uint32_t fn)
 	}
 }
 
+/* Request milestones (1.5, engine/core/marks.h): each call is one request's time from
+ * its start to the mark; listed apart, as their rows above have no self or cum time. */
+static void print_milestones(FILE *out, const struct rp_report *r,
+			     const struct rp_report_fn *const *order)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < r->n_fns; i++)
+		n += r->fns[i].milestone != 0;
+	if (n == 0)
+		return;
+	fprintf(out, "\nmilestones %" PRIu32 ": time from a request's start to its mark\n", n);
+	fprintf(out, "%15s %12s %12s %12s %12s %12s %12s  %s\n", "requests", "mean us", "min us",
+		"p50 us", "p90 us", "p99 us", "max us", "name [category]");
+	for (uint32_t i = 0; i < r->n_fns; i++) {
+		const struct rp_report_fn *f = order[i];
+		char c[32], mean[32] = "-", lo[32] = "-", hi[32] = "-";
+		char p50[32] = "-", p90[32] = "-", p99[32] = "-";
+
+		if (!f->milestone)
+			continue;
+		if (f->calls) {
+			fmt_us(mean, div_round(f->total_ns, f->calls));
+			fmt_us(lo, f->min_ns);
+			fmt_us(hi, f->max_ns);
+		}
+		if (rp_report_fn_has_quantiles(f)) {
+			fmt_us(p50, f->p50_ns);
+			fmt_us(p90, f->p90_ns);
+			fmt_us(p99, f->p99_ns);
+		}
+		snprintf(c, sizeof(c), "%" PRIu64, f->calls);
+		fprintf(out, "%15s %12s %12s %12s %12s %12s %12s  ", c, mean, lo, p50, p90, p99, hi);
+		put_fn_label(out, r, (uint32_t)(f - r->fns));
+		fputc('\n', out);
+	}
+}
+
 /* One bottleneck list: times in ms, or counts; "±error" when the entry is not exact. */
 static void print_tops(FILE *out, const struct rp_report *r, const char *what, const char *column,
 		       const struct rp_report_top *t, uint32_t n, uint64_t bound, bool count,
@@ -772,6 +810,7 @@ int rp_render_text(const struct rp_report *r, FILE *out, unsigned limit)
 		return -ENOMEM;
 	print_header(out, r);
 	print_table(out, r, order, limit);
+	print_milestones(out, r, order);
 	rp_render_steps_text(r, out); /* export: steps by phase */
 	rp_render_device_text(r, out);
 	free(order);

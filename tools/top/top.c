@@ -419,8 +419,56 @@ static unsigned put_line(FILE *out, const char *line, int width)
 }
 
 /*
+ * Request milestones (1.5, engine/core/marks.h: time from a request's start to its mark,
+ * "first_token" for a TTFT) over the selected window, as many as fit one line: p50/p99
+ * and how many requests marked it ("-" without a sketch). @return the lines written.
+ */
+static unsigned milestones(const struct top *t, FILE *out, int width)
+{
+	const struct rp_report *r = &t->cur;
+	const struct rp_report_window *w = window_of(t);
+	uint32_t cap = w ? w->n_fns : r->n_fns, shown = 0, all = 0;
+	char line[512];
+	size_t len = (size_t)snprintf(line, sizeof(line), "milestones");
+
+	for (uint32_t i = 0; i < cap; i++) {
+		const struct rp_report_fn *f = w ? (w->fns[i].fn < r->n_fns ? &r->fns[w->fns[i].fn]
+									: NULL)
+						 : &r->fns[i];
+		uint64_t calls = w ? w->fns[i].calls : f ? f->calls : 0;
+		bool q = f && (w ? true : rp_report_fn_has_quantiles(f));
+		char name[40], a[16] = "-", b[16] = "-", item[120];
+		int k;
+
+		if (f == NULL || !f->milestone || calls == 0)
+			continue;
+		all++;
+		if (q) {
+			dur(a, w ? w->fns[i].p50_ns : f->p50_ns);
+			dur(b, w ? w->fns[i].p99_ns : f->p99_ns);
+		}
+		k = snprintf(item, sizeof(item), "  %s p50 %s p99 %s (%" PRIu64 ")",
+			     rp_render_safe_buf(name, sizeof(name), f->name ? f->name : "?"), a, b,
+			     calls);
+		if (all != shown + 1 || k < 0 || (size_t)k >= sizeof(item) ||
+		    (int)len + k + 12 > width)
+			continue; /* counted in "+N more" */
+		memcpy(line + len, item, (size_t)k + 1);
+		len += (size_t)k;
+		shown++;
+	}
+	if (all == 0)
+		return 0;
+	if (shown < all)
+		snprintf(line + len, sizeof(line) - len, "  +%" PRIu32 " more", all - shown);
+	put_cut(out, line, width);
+	fputc('\n', out);
+	return 1;
+}
+
+/*
  * The header, every line within @width: session, events and their rate; losses and
- * caps (each cap by name); window, sort, view, filter, off-CPU; counters.
+ * caps (each cap by name); window, sort, view, filter, off-CPU; counters; milestones.
  * @return the lines written.
  */
 static unsigned header(const struct top *t, FILE *out, int width)
@@ -502,7 +550,7 @@ static unsigned header(const struct top *t, FILE *out, int width)
 		fputc('\n', out);
 		n++;
 	}
-	return n;
+	return n + milestones(t, out, width);
 }
 
 /* Drops first: a line above everything else while producers are losing events.
