@@ -10,7 +10,9 @@ The scheduler's own steps (schedule, prefill, decode_step) are spans on the
 event-loop thread (outside any request, each on a track of its own); the queue
 length and the batch size are counters, the tokens made a rate (tokens/s). Requests
 carry their model and endpoint as attributes (their own rows in top and the slowest
-list). With --torch (Debian's python3-torch), prefill and decode run a small
+list), and mark two milestones (req.mark): "scheduled" (its first sequence entered a
+batch: tokenize and queue wait) and "first_token" (TTFT); at the end the server prints
+its own TTFT percentiles, from its own clock stamps, to compare with ringprof's. With --torch (Debian's python3-torch), prefill and decode run a small
 transformer layer with random weights (no download) on the CPU; otherwise the
 "device" time is a sleep.
 
@@ -65,9 +67,12 @@ class Model:
 
 
 class Seq:
-    def __init__(self, prompt_tokens, max_new):
+    def __init__(self, prompt_tokens, max_new, req=None):
         self.prompt = prompt_tokens
         self.left = max_new
+        self.req = req  # the request whose milestones it marks (its first sequence)
+        self.t0 = time.monotonic_ns()  # the server's own stamp of the request's start
+        self.ttft_ns = None
         self.started = asyncio.Event()
         self.done = asyncio.get_running_loop().create_future()
 
@@ -88,6 +93,8 @@ class Scheduler:
             if new:
                 for s in new:
                     s.started.set()
+                    if s.req is not None:
+                        s.req.mark("scheduled")
                 with prefill:
                     await self.model.run(len(new), max(s.prompt for s in new), 0.004)
                 self.running += new
@@ -100,6 +107,9 @@ class Scheduler:
                 await self.model.run(len(self.running), 1, 0.002)
             ringprof.counter("tokens", len(self.running), rate=True)  # tokens, tokens/s
             for s in self.running:
+                if s.req is not None and s.ttft_ns is None:  # its first token
+                    s.ttft_ns = time.monotonic_ns() - s.t0
+                    s.req.mark("first_token")
                 s.left -= 1
                 if s.left == 0:
                     s.done.set_result(None)
@@ -115,18 +125,24 @@ async def tool_call(kind):
 ENDPOINTS = ("/v1/chat", "/v1/completions")
 
 
+TTFT_NS = []  # the server's own TTFT of each request, from time.monotonic_ns
+
+
 async def handle(sched, rid, rng):
     endpoint = ENDPOINTS[rng.random() < 0.3]
-    async with ringprof.request("request", model=sched.model.name, endpoint=endpoint):
+    async with ringprof.request("request", model=sched.model.name, endpoint=endpoint) as req:
+        t0 = time.monotonic_ns()
         with tokenize:
             prompt = sum(len(w) for w in ("tok%d" % i for i in range(rng.randint(50, 400))))
             prompt = 16 + prompt % 240
-        seq = Seq(prompt, rng.randint(8, 48))
+        seq = Seq(prompt, rng.randint(8, 48), req)
+        seq.t0 = t0
         async with queue_wait:
             await sched.queue.put(seq)
             await seq.started.wait()
         async with generate:
             await seq.done
+        TTFT_NS.append(seq.ttft_ns)
         tools = rng.sample(["search", "calc", "retrieve", "code"], rng.randint(1, 3))
         async with tools_span:  # the tool calls: siblings under it, at once
             await asyncio.gather(*(tool_call(t) for t in tools))
@@ -156,6 +172,10 @@ async def main(a):
     loop_task.cancel()
     print("demo_server: %d requests, ringprof %s, dropped %d" %
           (rid, "on" if ringprof.enabled() else "off", ringprof.dropped()))
+    v = sorted(TTFT_NS)
+    if v:  # lower-rank quantiles, as ringprof's sketch defines them
+        print("demo_server: TTFT (server's own stamps) p50 %.3f ms p90 %.3f ms p99 %.3f ms" %
+              tuple(v[int(q * (len(v) - 1))] / 1e6 for q in (0.5, 0.9, 0.99)))
 
 
 if __name__ == "__main__":
