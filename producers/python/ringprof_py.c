@@ -845,6 +845,23 @@ static PyObject *mod_mark(PyObject *m, PyObject *name)
 	return r;
 }
 
+/* _in_request(): whether the context has a request open (a task's own track is none). */
+static PyObject *mod_in_request(PyObject *m, PyObject *unused)
+{
+	Node *cur = NULL;
+	int in;
+
+	(void)m;
+	(void)unused;
+	if (g_off || !g_requests)
+		Py_RETURN_FALSE;
+	if (current(&cur) < 0)
+		return NULL;
+	in = cur != NULL && !(cur->root ? cur->root : cur)->task;
+	Py_XDECREF(cur);
+	return PyBool_FromLong(in);
+}
+
 static PyObject *mod_counter(PyObject *m, PyObject *const *args, Py_ssize_t n)
 {
 	uint32_t id;
@@ -1423,6 +1440,7 @@ static PyMethodDef mod_methods[] = {
 	{ "_next_track", mod_next_track, METH_NOARGS, NULL },
 	{ "_emit", mod_emit, METH_VARARGS, NULL },
 	{ "_intern", mod_intern, METH_VARARGS, NULL },
+	{ "_in_request", mod_in_request, METH_NOARGS, NULL },
 	{ "segment_path", mod_segment, METH_NOARGS, "this process's segment name, or None" },
 	{ NULL, NULL, 0, NULL },
 };

@@ -158,3 +158,36 @@ def test_marks_ttft_against_server_stamps(run_script):
     assert wf["first_token"]["calls"] == 300 and wf["first_token"]["self_ns"] == 0
     # Not spans in flight: requests in flight as without them (at most 300).
     assert rep["concurrency"]["requests"]["max"] <= 300
+
+
+EXECUTOR = """
+import asyncio, contextvars, ringprof, warnings
+def work():
+    with ringprof.span("work"):
+        sum(range(1000))
+async def main():
+    loop = asyncio.get_running_loop()
+    await loop.run_in_executor(None, work)            # outside a request: no warning
+    async with ringprof.request():
+        await asyncio.to_thread(work)                 # copies the context itself
+        await loop.run_in_executor(None, contextvars.copy_context().run, work)
+        await loop.getaddrinfo("localhost", 80)       # a C function: no span in it
+        print("before")
+        await loop.run_in_executor(None, work)        # escapes: warned, once
+        await loop.run_in_executor(None, work)
+asyncio.run(main())
+"""
+
+
+def test_run_in_executor_warns_once(run_script):
+    r = run_script("executor", EXECUTOR)
+    lines = r.stderr.splitlines()
+    warned = [ln for ln in lines if "run_in_executor() runs" in ln]
+    assert len(warned) == 1, r.stderr
+    assert "RuntimeWarning" in warned[0] and "copy_context().run" in warned[0]
+    assert r.out.strip() == "before"
+    # the escaped calls' spans are on their thread, not in the request: 3 + 2 calls
+    f = r.functions()
+    assert f["work"]["calls"] == 5
+    edges = {(e["caller"], e["callee"]): e["calls"] for e in r.report["edges"]}
+    assert edges[("request", "work")] == 2

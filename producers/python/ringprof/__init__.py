@@ -114,4 +114,49 @@ class profile:
         return False
 
 
+def _patch_run_in_executor():
+    """loop.run_in_executor(executor, fn) runs fn in another thread without the caller's
+    context (Python's rule: contextvars are not copied), so spans in fn lose their
+    request. Warn once (RuntimeWarning, to stderr by default) when it is called inside a
+    request with fn a Python function (not a Context.run, as asyncio.to_thread passes,
+    nor a C function such as getaddrinfo, which records no span); the fix is
+    loop.run_in_executor(None, contextvars.copy_context().run, fn, *args). asyncio's own
+    loops (BaseEventLoop); other loops (uvloop) are left alone."""
+    import asyncio.base_events
+    import contextvars
+    import warnings
+
+    base = asyncio.base_events.BaseEventLoop
+    orig = base.run_in_executor
+    if getattr(orig, "_ringprof", False):
+        return
+    warned = []
+
+    def escapes(func):
+        while isinstance(func, functools.partial):
+            if isinstance(getattr(func.func, "__self__", None), contextvars.Context):
+                return False
+            func = func.func
+        if isinstance(getattr(func, "__self__", None), contextvars.Context):
+            return False
+        return hasattr(func, "__code__") or hasattr(getattr(func, "__func__", None), "__code__")
+
+    @functools.wraps(orig)
+    def run_in_executor(self, executor, func, *args):
+        if not warned and _ringprof._in_request() and escapes(func):
+            warned.append(True)
+            warnings.warn("ringprof: loop.run_in_executor() runs %r outside the request's "
+                          "context, so its spans lose their request; pass "
+                          "contextvars.copy_context().run, %s (docs/python.md)"
+                          % (func, getattr(func, "__name__", "fn")), RuntimeWarning,
+                          stacklevel=2)
+        return orig(self, executor, func, *args)
+
+    run_in_executor._ringprof = True
+    base.run_in_executor = run_in_executor
+
+
+if enabled():
+    _patch_run_in_executor()
+
 from . import nat  # noqa: E402  (needs the names above)
