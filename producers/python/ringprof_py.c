@@ -862,6 +862,35 @@ static PyObject *mod_in_request(PyObject *m, PyObject *unused)
 	return PyBool_FromLong(in);
 }
 
+/*
+ * _request_span(): (track, parent, span) for a span to open in the context's request:
+ * its track, the innermost open span there and a new span id of the track; None
+ * outside a request (ringprof.nat nests an agent's steps under it).
+ */
+static PyObject *mod_request_span(PyObject *m, PyObject *unused)
+{
+	Node *cur = NULL, *root;
+	PyObject *r;
+
+	(void)m;
+	(void)unused;
+	if (g_off || !g_requests)
+		Py_RETURN_NONE;
+	if (current(&cur) < 0)
+		return NULL;
+	if (cur == NULL)
+		Py_RETURN_NONE;
+	root = cur->root ? cur->root : cur;
+	if (root->task) {
+		Py_DECREF(cur);
+		Py_RETURN_NONE;
+	}
+	r = Py_BuildValue("KkI", (unsigned long long)cur->track, (unsigned long)cur->span,
+			  (unsigned int)++root->next); /* under the GIL */
+	Py_DECREF(cur);
+	return r;
+}
+
 static PyObject *mod_counter(PyObject *m, PyObject *const *args, Py_ssize_t n)
 {
 	uint32_t id;
@@ -1441,6 +1470,7 @@ static PyMethodDef mod_methods[] = {
 	{ "_emit", mod_emit, METH_VARARGS, NULL },
 	{ "_intern", mod_intern, METH_VARARGS, NULL },
 	{ "_in_request", mod_in_request, METH_NOARGS, NULL },
+	{ "_request_span", mod_request_span, METH_NOARGS, NULL },
 	{ "segment_path", mod_segment, METH_NOARGS, "this process's segment name, or None" },
 	{ NULL, NULL, 0, NULL },
 };

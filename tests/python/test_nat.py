@@ -42,3 +42,51 @@ def test_record_matches_analyze():
         assert got["concurrency"]["by_category"] == want["concurrency"]["by_category"]
     finally:
         r.cleanup()
+
+
+NESTED = """
+import asyncio, json, time, ringprof
+from ringprof import nat
+def S(etype, uuid, ts, name="f"):
+    return {"function_ancestry": {"function_name": name},
+            "payload": {"event_type": etype, "UUID": uuid, "event_timestamp": ts, "name": name}}
+async def main():
+    t = time.time()
+    async with ringprof.request():            # the server's request: the agent nests in it
+        with ringprof.span("handler"):
+            nat.record(S("WORKFLOW_START", "w", t))
+            nat.record(S("FUNCTION_START", "a", t + 0.001, "agent"))
+            nat.record(S("LLM_START", "b", t + 0.002, "llm"))
+            await asyncio.sleep(0.01)
+            nat.record(S("LLM_END", "b", t + 0.003, "llm"))
+            nat.record(S("FUNCTION_END", "a", t + 0.004, "agent"))
+            nat.record(S("WORKFLOW_END", "w", t + 0.005))
+    # bounded: 20 examples by key, 8 kept, each END forgets its UUID
+    nat.MAX_EXAMPLES = 8
+    for i in range(20):
+        nat.record(S("TOOL_START", "u%d" % i, t, "tool"), request=i)
+        nat.record(S("TOOL_END", "u%d" % i, t + 0.001, "tool"), request=i)
+    print(json.dumps({"evicted": nat.evicted(), "kept": len(nat._examples),
+                      "uuids": sum(len(e.spans) for e in nat._examples.values()),
+                      "bad": nat.bad_steps()}))
+asyncio.run(main())
+"""
+
+
+def test_record_nests_in_request_and_bounds_state():
+    """Inside ringprof.request() the agent's calls nest under the request (it counts
+    once in flight); examples past MAX_EXAMPLES are evicted and counted, and an END
+    forgets its UUID."""
+    r = Run("natreq", NESTED)
+    try:
+        assert r.result() == {"evicted": 12, "kept": 8, "uuids": 0, "bad": 0}
+        rep = r.report
+        f = {x["name"]: x for x in rep["functions"]}
+        assert f["request"]["calls"] == 1 and f["agent"]["calls"] == 1 and f["llm"]["calls"] == 1
+        edges = {(e["caller"], e["callee"]) for e in rep["edges"]}
+        assert ("handler", "agent") in edges and ("agent", "llm") in edges
+        # one request in flight at most, not two (the agent's example is no request)
+        assert rep["concurrency"]["requests"]["max"] == 1
+        assert {k: v for k, v in rep["anomalies"].items() if v} == {}
+    finally:
+        r.cleanup()
