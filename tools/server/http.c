@@ -406,8 +406,8 @@ int rp_http_body_take(struct rp_http_body *b, const char *in, size_t n, size_t *
 			r = -EINVAL;
 			break;
 		}
-		b->line_len = 0;
 		r = chunk_step(b);
+		b->line_len = 0;
 	}
 	*used = i;
 	return r;
