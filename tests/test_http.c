@@ -497,7 +497,9 @@ static void test_http_slowloris(void **state)
 	char got[64];
 
 	(void)state;
-	srv_start(400, 800); /* idle 400 ms, request deadline 800 ms */
+	/* idle 1 s, request deadline 2 s: a client thread descheduled for longer than the
+	 * idle time on a loaded machine would be cut before it sends */
+	srv_start(1000, 2000);
 	for (unsigned i = 0; i < SLOTS - 1; i++) {
 		fds[i] = connect_srv();
 		open[i] = true;
