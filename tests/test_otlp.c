@@ -998,6 +998,33 @@ static void test_otlp_http_framing(void **state)
 		     "10001\r\n");
 	assert_int_equal(exchange(fd, req, (size_t)n, body, sizeof(body)), 413);
 	close(fd);
+	/* framings two readers could read two ways (the HTTP core, tools/server/http.c):
+	 * refused with a google.rpc.Status, not guessed at */
+	{
+		static const char *const smuggle[] = {
+			"Content-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n",
+			"Content-Length: 2\r\nContent-Length: 3\r\n\r\n",
+			"Content-Length: +2\r\n\r\n",
+			"Transfer-Encoding: chunked\r\n\r\n0x2\r\n",
+		};
+
+		for (int i = 0; i < 4; i++) {
+			fd = connect_port();
+			n = snprintf(req, sizeof(req),
+				     "POST /v1/traces HTTP/1.1\r\nHost: x\r\n"
+				     "Content-Type: application/x-protobuf\r\n%s",
+				     smuggle[i]);
+			assert_int_equal(exchange(fd, req, (size_t)n, body, sizeof(body)), 400);
+			assert_int_equal(body[0], 0x08); /* google.rpc.Status: code */
+			close(fd);
+		}
+	}
+	fd = connect_port();
+	n = snprintf(req, sizeof(req),
+		     "POST /v1/traces HTTP/1.1\r\nHost: x\r\n"
+		     "Content-Type: application/x-protobuf\r\nTransfer-Encoding: gzip\r\n\r\n");
+	assert_int_equal(exchange(fd, req, (size_t)n, body, sizeof(body)), 415);
+	close(fd);
 	/* 405, 404 */
 	fd = connect_port();
 	n = snprintf(req, sizeof(req), "GET /v1/traces HTTP/1.1\r\nHost: x\r\n\r\n");

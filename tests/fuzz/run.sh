@@ -12,6 +12,8 @@
 #                  JSON then the body: decoders, reorder buffer, engine)
 #   fuzz_http      seeds: tests/fuzz/seeds/http/* (the CLI's HTTP response parser)
 #   fuzz_accept    seeds: tests/fuzz/seeds/accept/* (/metrics content negotiation)
+#   fuzz_http_request seeds: tests/fuzz/seeds/http_request/* (the listeners' HTTP core:
+#                  pipelined request heads and bodies, whole and byte by byte)
 #
 # usage: tests/fuzz/run.sh BUILD_DIR SECONDS
 set -euo pipefail
@@ -43,7 +45,7 @@ run_target() { # target max_len
 	fi
 }
 
-for t in segment chrome snapshot import nat nat_split otlp http accept; do
+for t in segment chrome snapshot import nat nat_split otlp http accept http_request; do
 	mkdir -p "$dir/corpus-$t" "$dir/artifacts-$t"
 	seeds=$t
 	[ "$t" = import ] && seeds=chrome
@@ -65,4 +67,5 @@ run_target nat_split 65536
 run_target otlp 65536
 run_target http 65536
 run_target accept 8192
+run_target http_request 16384
 exit "$failed"

@@ -79,15 +79,3 @@ enum rp_metrics_format rp_metrics_format(const char *path, const char *head, siz
 	}
 	return best;
 }
-
-
-size_t rp_http_head_end(const char *b, size_t n)
-{
-	for (size_t i = 0; i + 1 < n; i++) {
-		if (b[i] == '\n' && b[i + 1] == '\n')
-			return i + 2;
-		if (i + 3 < n && memcmp(b + i, "\r\n\r\n", 4) == 0)
-			return i + 4;
-	}
-	return 0;
-}

@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * HTTP request heads, for both listeners (serve.c, otlp_http.c): where a head ends, and
- * which exposition format a /metrics request asks for: the Prometheus text 0.0.4,
+ * Which exposition format a /metrics request asks for: the Prometheus text 0.0.4,
  * OpenMetrics 1.0 text, or delimited protobuf MetricFamily messages (which carry native
  * histograms). A file of its own, with no dependency, so that the fuzzer links it alone.
  */
@@ -22,9 +21,5 @@ enum rp_metrics_format { RP_FMT_TEXT, RP_FMT_OPENMETRICS, RP_FMT_PROTOBUF, RP_FM
  * nothing matches. Never RP_FMT_NONE.
  */
 enum rp_metrics_format rp_metrics_format(const char *path, const char *head, size_t len);
-
-/* rp_http_head_end() - the end of a request head in @b[0..@n): just after its "\r\n\r\n"
- * or "\n\n"; 0 if it has not all come yet. */
-size_t rp_http_head_end(const char *b, size_t n);
 
 #endif

@@ -1,30 +1,20 @@
 // SPDX-License-Identifier: MIT
 /*
- * The OTLP/HTTP receiver (otlp_http.h): HTTP/1.1 framing, decompression and the
- * OTLP answers around the decoder and reorder buffer of engine/ingest/otlp.c.
+ * The OTLP/HTTP receiver (otlp_http.h): the OTLP answers, decompression and routing
+ * around the decoder and reorder buffer of engine/ingest/otlp.c, on the HTTP core
+ * (http.h: connections, framing, keep-alive, caps and timeouts).
  *
- * Each connection reads into its head buffer; once a whole head is there it is
- * parsed, and the body is taken from the same buffer as it comes (by Content-Length
- * or chunk by chunk) into a body buffer that grows up to max_body. A whole body is
- * gunzipped if need be, decoded and fed to the receiver at once, on the loop: no
- * body is held between loop turns beyond its connection's buffer. What follows a
- * body in the head buffer is the next request (pipelining) and waits for the answer
- * to be sent.
+ * A whole body is gunzipped if need be, decoded and fed to the receiver at once, on
+ * the loop: no body is held between loop turns beyond its connection's buffer.
  */
-#include <arpa/inet.h>
-#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
-#include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/socket.h>
-#include <time.h>
-#include <unistd.h>
 #include <zlib.h>
 
-#include "negotiate.h"
+#include "http.h"
 #include "otlp_http.h"
 #include "serve.h"
 
@@ -32,128 +22,20 @@
 #define MAX_CLIENTS_DEFAULT 16u
 #define IDLE_DEFAULT_NS	    30000000000ull
 #define REQUEST_DEFAULT_NS  10000000000ull
-#define BODY_KEEP	    (1u << 20) /* a body buffer above this is freed after its request */
 
-enum state { S_HEAD, S_BODY, S_SEND };
-enum chunk { CH_SIZE, CH_DATA, CH_DATA_END, CH_TRAILER };
-
-struct oclient {
-	struct rp_otlp_http *h;
-	int fd; /* -1: free */
-	enum state state;
-	bool shut, close_after;
-	uint64_t last, req_start;
-	char *rbuf; /* RP_SERVE_HTTP_MAX */
-	size_t rlen;
-	/* the request */
-	bool json, gzip, chunked, keep;
-	uint64_t left; /* body bytes still due (Content-Length) or of this chunk */
-	enum chunk ch;
-	char line[80];
-	size_t line_len;
-	unsigned char *body;
-	size_t blen, bcap;
-	/* the answer */
-	char *out;
-	size_t out_len, sent;
-};
+/* rp_http_req.user: what the head said of the body */
+#define U_JSON 1u
+#define U_GZIP 2u
 
 struct rp_otlp_http {
 	struct rp_loop *loop;
 	struct rp_otlp_http_opts o;
 	struct rp_otlp *rx;
-	int fd;
-	bool armed;
-	struct oclient *c;
+	struct rp_http *srv;
 	struct rp_otlp_http_stats st;
-	unsigned clients;
 };
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static void client_recv(struct oclient *c);
-static void client_process(struct oclient *c);
-
-static void client_close(struct oclient *c)
-{
-	close(c->fd);
-	c->fd = -1;
-	free(c->out);
-	c->out = NULL;
-	free(c->body);
-	c->body = NULL;
-	c->bcap = c->blen = 0;
-	c->h->clients--;
-}
-
 /* --- answers --- */
-
-static void on_sent(void *ctx, int res)
-{
-	struct oclient *c = ctx;
-
-	if (res <= 0 || c->shut) {
-		if (res < 0 && !c->shut)
-			c->h->st.errors++;
-		client_close(c);
-		return;
-	}
-	c->sent += (size_t)res;
-	c->last = now_ns();
-	if (c->sent < c->out_len) {
-		if (rp_loop_send(c->h->loop, c->fd, c->out + c->sent, c->out_len - c->sent, on_sent,
-				 c) < 0) {
-			c->h->st.errors++;
-			client_close(c);
-		}
-		return;
-	}
-	free(c->out);
-	c->out = NULL;
-	if (c->close_after) {
-		client_close(c);
-		return;
-	}
-	c->state = S_HEAD;
-	c->req_start = c->rlen > 0 ? c->last : 0;
-	client_process(c); /* a pipelined request, or read the next one */
-}
-
-/* Send @status with @body (@type), then keep the connection or close it. */
-static void answer(struct oclient *c, const char *status, const char *type, const void *body,
-		   size_t len, bool close_after)
-{
-	char head[256];
-	int hl;
-
-	c->close_after = close_after || !c->keep;
-	hl = snprintf(head, sizeof(head),
-		      "HTTP/1.1 %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
-		      "Connection: %s\r\n\r\n",
-		      status, type, len, c->close_after ? "close" : "keep-alive");
-	c->out = malloc((size_t)hl + len + 1);
-	if (c->out == NULL) {
-		c->h->st.errors++;
-		client_close(c);
-		return;
-	}
-	memcpy(c->out, head, (size_t)hl);
-	if (len)
-		memcpy(c->out + hl, body, len);
-	c->out_len = (size_t)hl + len;
-	c->sent = 0;
-	c->state = S_SEND;
-	if (rp_loop_send(c->h->loop, c->fd, c->out, c->out_len, on_sent, c) < 0) {
-		c->h->st.errors++;
-		client_close(c);
-	}
-}
 
 static size_t put_varint(unsigned char *p, uint64_t v)
 {
@@ -185,18 +67,19 @@ static void json_escape(const char *s, char *out)
 
 /* An error with a google.rpc.Status body (code 3 = INVALID_ARGUMENT) in the request's
  * encoding, as OTLP/HTTP answers failures. */
-static void answer_status(struct oclient *c, const char *status, const char *msg, bool close_after)
+static void answer_status(struct rp_http_conn *c, const struct rp_http_req *r, const char *status,
+			  const char *msg, bool close_after)
 {
 	unsigned char pb[RP_WHY_MAX + 16];
 	char js[RP_WHY_MAX * 6 + 64], esc[RP_WHY_MAX * 6 + 1];
 	size_t n = strlen(msg) < RP_WHY_MAX ? strlen(msg) : RP_WHY_MAX - 1, k = 0;
 
-	if (c->json) {
+	if (r->user & U_JSON) {
 		char m[RP_WHY_MAX];
 		snprintf(m, sizeof(m), "%.*s", (int)n, msg);
 		json_escape(m, esc);
 		snprintf(js, sizeof(js), "{\"code\":3,\"message\":\"%s\"}", esc);
-		answer(c, status, "application/json", js, strlen(js), close_after);
+		rp_http_answer(c, status, NULL, "application/json", js, strlen(js), close_after);
 		return;
 	}
 	pb[k++] = 0x08; /* code */
@@ -204,20 +87,21 @@ static void answer_status(struct oclient *c, const char *status, const char *msg
 	pb[k++] = 0x12; /* message */
 	k += put_varint(pb + k, n);
 	memcpy(pb + k, msg, n);
-	answer(c, status, "application/x-protobuf", pb, k + n, close_after);
+	rp_http_answer(c, status, NULL, "application/x-protobuf", pb, k + n, close_after);
 }
 
 /* 200: an ExportTraceServiceResponse, with partial_success if spans were rejected. */
-static void answer_ok(struct oclient *c, uint64_t rejected, const char *why)
+static void answer_ok(struct rp_otlp_http *h, struct rp_http_conn *c, const struct rp_http_req *r,
+		      uint64_t rejected, const char *why)
 {
 	unsigned char pb[RP_WHY_MAX + 40], inner[RP_WHY_MAX + 20];
 	char js[RP_WHY_MAX * 6 + 96], esc[RP_WHY_MAX * 6 + 1];
 	size_t k = 0, n = 0, wl = strlen(why);
 
-	c->h->st.requests++;
-	if (c->json) {
+	h->st.requests++;
+	if (r->user & U_JSON) {
 		if (rejected == 0) {
-			answer(c, "200 OK", "application/json", "{}", 2, false);
+			rp_http_answer(c, "200 OK", NULL, "application/json", "{}", 2, false);
 			return;
 		}
 		json_escape(why, esc);
@@ -225,7 +109,7 @@ static void answer_ok(struct oclient *c, uint64_t rejected, const char *why)
 			 "{\"partialSuccess\":{\"rejectedSpans\":\"%" PRIu64
 			 "\",\"errorMessage\":\"%s\"}}",
 			 rejected, esc);
-		answer(c, "200 OK", "application/json", js, strlen(js), false);
+		rp_http_answer(c, "200 OK", NULL, "application/json", js, strlen(js), false);
 		return;
 	}
 	if (rejected > 0) {
@@ -240,20 +124,21 @@ static void answer_ok(struct oclient *c, uint64_t rejected, const char *why)
 		memcpy(pb + k, inner, n);
 		k += n;
 	}
-	answer(c, "200 OK", "application/x-protobuf", pb, k, false);
+	rp_http_answer(c, "200 OK", NULL, "application/x-protobuf", pb, k, false);
 }
 
-static void answer_plain(struct oclient *c, const char *status)
+static void answer_plain(struct rp_otlp_http *h, struct rp_http_conn *c, const char *status)
 {
-	c->h->st.other++;
-	answer(c, status, "text/plain", status, strlen(status), true);
+	h->st.other++;
+	rp_http_answer(c, status, NULL, "text/plain", status, strlen(status), true);
 }
 
 /* --- the body --- */
 
-static int gunzip(struct oclient *c, unsigned char **out, size_t *len)
+static int gunzip(const struct rp_otlp_http *h, const unsigned char *in, size_t in_len,
+		  unsigned char **out, size_t *len)
 {
-	size_t cap = c->blen * 4 + 1024, max = c->h->o.max_body;
+	size_t cap = in_len * 4 + 1024, max = h->o.max_body;
 	z_stream z = { 0 };
 	unsigned char *b;
 	int r;
@@ -263,8 +148,8 @@ static int gunzip(struct oclient *c, unsigned char **out, size_t *len)
 	if (inflateInit2(&z, 16 + MAX_WBITS) != Z_OK)
 		return -ENOMEM;
 	b = malloc(cap + 1);
-	z.next_in = c->body;
-	z.avail_in = (uInt)c->blen;
+	z.next_in = (unsigned char *)in;
+	z.avail_in = (uInt)in_len;
 	for (;;) {
 		if (b == NULL) {
 			inflateEnd(&z);
@@ -303,395 +188,130 @@ static int gunzip(struct oclient *c, unsigned char **out, size_t *len)
 }
 
 /* A whole body: decode, feed, answer. */
-static void handle_body(struct oclient *c)
+static void on_body(void *ctx, struct rp_http_conn *c, struct rp_http_req *r,
+		    const unsigned char *body, size_t blen)
 {
+	struct rp_otlp_http *h = ctx;
 	struct rp_otlp_decode_stats ds = { 0 };
-	unsigned char *plain = c->body;
-	size_t len = c->blen;
+	unsigned char *plain = NULL;
+	const unsigned char *in = body;
+	size_t len = blen;
 	char why[RP_WHY_MAX] = "";
 	int err = 0;
 
-	c->h->st.bytes += c->blen;
-	if (c->gzip && (err = gunzip(c, &plain, &len)) != 0) {
+	h->st.bytes += blen;
+	if ((r->user & U_GZIP) && (err = gunzip(h, body, blen, &plain, &len)) != 0) {
 		if (err == -EFBIG) {
-			c->h->st.too_large++;
-			answer_status(c, "413 Payload Too Large",
-				      "body above --otlp-max-body "
-				      "once decompressed",
-				      true);
+			h->st.too_large++;
+			answer_status(c, r, "413 Payload Too Large",
+				      "body above --otlp-max-body once decompressed", true);
 		} else if (err == -EINVAL) {
-			c->h->st.bad++;
-			answer_status(c, "400 Bad Request", "malformed gzip body", false);
+			h->st.bad++;
+			answer_status(c, r, "400 Bad Request", "malformed gzip body", false);
 		} else {
-			c->h->st.errors++;
-			answer_status(c, "500 Internal Server Error", "out of memory", true);
+			h->st.errors++;
+			answer_status(c, r, "500 Internal Server Error", "out of memory", true);
 		}
 		return;
 	}
+	if (plain != NULL)
+		in = plain;
 	if (len > 0)
-		err = c->json ? rp_otlp_decode_json(plain, len, &c->h->o.decode, rp_otlp_add,
-						    c->h->rx, &ds, why)
-			      : rp_otlp_decode_pb(plain, len, &c->h->o.decode, rp_otlp_add,
-						  c->h->rx, &ds, why);
-	if (plain != c->body)
-		free(plain);
-	c->h->st.spans += ds.spans;
-	c->h->st.rejected += ds.rejected;
-	if (c->bcap > BODY_KEEP) {
-		free(c->body);
-		c->body = NULL;
-		c->bcap = 0;
-	}
-	c->blen = 0;
+		err = (r->user & U_JSON) ? rp_otlp_decode_json(in, len, &h->o.decode, rp_otlp_add,
+							       h->rx, &ds, why)
+					 : rp_otlp_decode_pb(in, len, &h->o.decode, rp_otlp_add,
+							     h->rx, &ds, why);
+	free(plain);
+	h->st.spans += ds.spans;
+	h->st.rejected += ds.rejected;
 	if (err == -EINVAL) {
-		c->h->st.bad++;
-		answer_status(c, "400 Bad Request", why, false);
+		h->st.bad++;
+		answer_status(c, r, "400 Bad Request", why, false);
 	} else if (err != 0) {
-		c->h->st.errors++;
-		answer_status(c, "500 Internal Server Error", "out of memory", true);
+		h->st.errors++;
+		answer_status(c, r, "500 Internal Server Error", "out of memory", true);
 	} else {
-		answer_ok(c, ds.rejected,
+		answer_ok(h, c, r, ds.rejected,
 			  ds.rejected ? "spans rejected: bad ids or times, past the "
 					"per-request cap, or the receiver full (ringprof_otlp_*)"
 				      : "");
 	}
 }
 
-static bool body_put(struct oclient *c, const char *p, size_t n)
-{
-	if (c->blen + n > c->h->o.max_body)
-		return false;
-	if (c->blen + n > c->bcap) {
-		size_t cap = c->bcap ? c->bcap : 65536;
-		unsigned char *b;
-
-		while (cap < c->blen + n)
-			cap *= 2;
-		if (cap > c->h->o.max_body)
-			cap = c->h->o.max_body;
-		b = realloc(c->body, cap);
-		if (b == NULL)
-			return false;
-		c->body = b;
-		c->bcap = cap;
-	}
-	memcpy(c->body + c->blen, p, n);
-	c->blen += n;
-	return true;
-}
-
-/* A line of the chunked framing, gathered in c->line; 1: whole, 0: more, -1: too long. */
-static int chunk_line(struct oclient *c, size_t *i)
-{
-	while (*i < c->rlen) {
-		char ch = c->rbuf[(*i)++];
-		if (ch == '\n') {
-			if (c->line_len > 0 && c->line[c->line_len - 1] == '\r')
-				c->line_len--;
-			c->line[c->line_len] = '\0';
-			c->line_len = 0;
-			return 1;
-		}
-		if (c->line_len + 1 >= sizeof(c->line))
-			return -1;
-		c->line[c->line_len++] = ch;
-	}
-	return 0;
-}
-
-/* Take body bytes from rbuf: 1 whole, 0 more needed, -EINVAL bad framing, -EFBIG. */
-static int body_take(struct oclient *c)
-{
-	size_t i = 0;
-	int r = 0;
-
-	while (r == 0 && i < c->rlen) {
-		size_t n = c->rlen - i;
-
-		if (!c->chunked || c->ch == CH_DATA) {
-			if (n > c->left)
-				n = (size_t)c->left;
-			if (!body_put(c, c->rbuf + i, n)) {
-				r = -EFBIG;
-				break;
-			}
-			i += n;
-			c->left -= n;
-			if (c->left == 0)
-				r = c->chunked ? (c->ch = CH_DATA_END, 0) : 1;
-			continue;
-		}
-		int l = chunk_line(c, &i);
-		char *end;
-		unsigned long long sz;
-
-		if (l < 0) {
-			r = -EINVAL;
-		} else if (l == 0) {
-			break;
-		} else if (c->ch == CH_SIZE) {
-			errno = 0;
-			sz = strtoull(c->line, &end, 16);
-			if (end == c->line || errno || (*end && *end != ';' && *end != ' '))
-				r = -EINVAL;
-			else if (sz > c->h->o.max_body - c->blen)
-				r = -EFBIG;
-			else if (sz == 0)
-				c->ch = CH_TRAILER;
-			else
-				c->ch = CH_DATA, c->left = sz;
-		} else if (c->ch == CH_DATA_END) {
-			if (c->line[0] != '\0')
-				r = -EINVAL;
-			c->ch = CH_SIZE;
-		} else if (c->line[0] == '\0') { /* the trailer's end */
-			r = 1;
-		}
-	}
-	if (!c->chunked && c->left == 0)
-		r = r < 0 ? r : 1;
-	c->rlen -= i;
-	memmove(c->rbuf, c->rbuf + i, c->rlen);
-	return r;
-}
-
 /* --- the head --- */
 
-static bool has_token(const char *v, const char *tok)
+/* The routes and the media types; true: read the body. */
+static bool on_head(void *ctx, struct rp_http_conn *c, struct rp_http_req *r)
 {
-	size_t n = strlen(tok);
+	struct rp_otlp_http *h = ctx;
+	const char *v;
+	size_t n;
 
-	for (const char *p = v; *p; p++)
-		if (strncasecmp(p, tok, n) == 0 && (p == v || !isalnum((unsigned char)p[-1])) &&
-		    !isalnum((unsigned char)p[n]))
-			return true;
-	return false;
-}
-
-/* Parse the head in rbuf[0..end); false if it was answered (an error). */
-static bool parse_head(struct oclient *c, size_t end)
-{
-	char method[16], path[256], version[16];
-	bool has_len = false, ctype = false, v11;
-	char *p = c->rbuf, *eol;
-
-	c->json = c->gzip = c->chunked = false;
-	c->left = 0;
-	c->ch = CH_SIZE;
-	c->line_len = 0;
-	c->blen = 0;
-	c->keep = true;
-	if (memchr(c->rbuf, '\0', end) != NULL)
-		goto bad;
-	c->rbuf[end - 1] = '\0';
-	eol = strchr(p, '\n');
-	*eol = '\0';
-	if (sscanf(p, "%15[A-Z] %255[^ \r] %15[^ \r]", method, path, version) != 3 ||
-	    strncmp(version, "HTTP/1.", 7) != 0)
-		goto bad;
-	v11 = strcmp(version, "HTTP/1.0") != 0;
-	c->keep = v11;
-	for (p = eol + 1; *p; p = eol + 1) {
-		char *colon, *v;
-
-		eol = strchr(p, '\n');
-		if (eol == NULL)
-			eol = p + strlen(p) - 1;
-		*eol = '\0';
-		if (eol > p && eol[-1] == '\r')
-			eol[-1] = '\0';
-		if (*p == '\0')
-			break;
-		colon = strchr(p, ':');
-		if (colon == NULL)
-			goto bad;
-		*colon = '\0';
-		for (v = colon + 1; *v == ' ' || *v == '\t'; v++)
-			;
-		if (strcasecmp(p, "Content-Length") == 0) {
-			char *e;
-			errno = 0;
-			c->left = strtoull(v, &e, 10);
-			if (e == v || errno || (*e && *e != ' '))
-				goto bad;
-			has_len = true;
-		} else if (strcasecmp(p, "Transfer-Encoding") == 0) {
-			if (!has_token(v, "chunked"))
-				goto unsupported;
-			c->chunked = true;
-		} else if (strcasecmp(p, "Content-Type") == 0) {
-			ctype = true;
-			if (strncasecmp(v, "application/json", 16) == 0)
-				c->json = true;
-			else if (strncasecmp(v, "application/x-protobuf", 22) != 0)
-				goto unsupported;
-		} else if (strcasecmp(p, "Content-Encoding") == 0) {
-			if (strcasecmp(v, "gzip") == 0)
-				c->gzip = true;
-			else if (strcasecmp(v, "identity") != 0)
-				goto unsupported;
-		} else if (strcasecmp(p, "Connection") == 0) {
-			if (has_token(v, "close"))
-				c->keep = false;
-			else if (has_token(v, "keep-alive"))
-				c->keep = true;
-		}
-	}
-	if (strcmp(path, "/v1/traces") != 0 && strncmp(path, "/v1/traces?", 11) != 0) {
-		answer_plain(c, "404 Not Found");
+	if (strcmp(r->path, "/v1/traces") != 0 && strncmp(r->path, "/v1/traces?", 11) != 0) {
+		answer_plain(h, c, "404 Not Found");
 		return false;
 	}
-	if (strcmp(method, "POST") != 0) {
-		answer_plain(c, "405 Method Not Allowed");
+	if (strcmp(r->method, "POST") != 0) {
+		answer_plain(h, c, "405 Method Not Allowed");
 		return false;
 	}
-	if (!ctype)
+	v = rp_http_header(r->head, r->head_len, "Content-Type", &n);
+	if (v != NULL && n >= 16 && strncasecmp(v, "application/json", 16) == 0)
+		r->user |= U_JSON;
+	else if (v == NULL || n < 22 || strncasecmp(v, "application/x-protobuf", 22) != 0)
 		goto unsupported;
-	if (c->chunked && has_len)
-		goto bad; /* RFC 9112: a request smuggling shape */
-	if (!c->chunked && !has_len)
-		goto bad; /* 411 in spirit; OTLP clients always frame their bodies */
-	if (!c->chunked && c->left > c->h->o.max_body) {
-		c->h->st.too_large++;
-		answer_status(c, "413 Payload Too Large", "body above --otlp-max-body", true);
+	v = rp_http_header(r->head, r->head_len, "Content-Encoding", &n);
+	if (v != NULL && n == 4 && strncasecmp(v, "gzip", 4) == 0)
+		r->user |= U_GZIP;
+	else if (v != NULL && !(n == 8 && strncasecmp(v, "identity", 8) == 0))
+		goto unsupported;
+	if (!r->chunked && !r->has_len && !r->te_other) {
+		h->st.bad++; /* 411 in spirit; OTLP clients always frame their bodies */
+		answer_status(c, r, "400 Bad Request", "malformed HTTP request", true);
 		return false;
 	}
 	return true;
-bad:
-	c->h->st.bad++;
-	answer_status(c, "400 Bad Request", "malformed HTTP request", true);
-	return false;
 unsupported:
-	c->h->st.unsupported++;
-	answer_status(c, "415 Unsupported Media Type",
+	h->st.unsupported++;
+	answer_status(c, r, "415 Unsupported Media Type",
 		      "application/x-protobuf or application/json, identity or gzip", true);
 	return false;
 }
 
-static void client_process(struct oclient *c)
-{
-	size_t end;
-	int r;
-
-	if (c->state == S_HEAD) {
-		end = rp_http_head_end(c->rbuf, c->rlen);
-		if (end == 0) {
-			if (c->rlen == RP_SERVE_HTTP_MAX)
-				answer_plain(c, "431 Request Header Fields Too Large");
-			else
-				client_recv(c);
-			return;
-		}
-		if (!parse_head(c, end))
-			return;
-		c->rlen -= end;
-		memmove(c->rbuf, c->rbuf + end, c->rlen);
-		c->state = S_BODY;
-	}
-	r = body_take(c);
-	if (r == 0) {
-		client_recv(c);
-	} else if (r == -EFBIG) {
-		c->h->st.too_large++;
-		answer_status(c, "413 Payload Too Large", "body above --otlp-max-body", true);
-	} else if (r < 0) {
-		c->h->st.bad++;
-		answer_status(c, "400 Bad Request", "malformed chunked body", true);
-	} else {
-		handle_body(c);
-	}
-}
-
-static void on_recv(void *ctx, int res)
-{
-	struct oclient *c = ctx;
-
-	if (res <= 0 || c->shut) {
-		client_close(c);
-		return;
-	}
-	c->rlen += (size_t)res;
-	c->last = now_ns();
-	if (c->req_start == 0)
-		c->req_start = c->last;
-	client_process(c);
-}
-
-static void client_recv(struct oclient *c)
-{
-	if (rp_loop_recv(c->h->loop, c->fd, c->rbuf + c->rlen, RP_SERVE_HTTP_MAX - c->rlen, on_recv,
-			 c) < 0) {
-		c->h->st.errors++;
-		client_close(c);
-	}
-}
-
-/* --- the listener --- */
-
-static void arm(struct rp_otlp_http *h);
-
-static void on_accept(void *ctx, int res)
+/* What the core refused (http.h), answered as OTLP answers and counted. */
+static void on_refuse(void *ctx, struct rp_http_conn *c, const struct rp_http_req *r, int status,
+		      const char *why)
 {
 	struct rp_otlp_http *h = ctx;
-	struct oclient *c = NULL;
 
-	h->armed = false;
-	if (res < 0) {
-		h->st.errors++;
-		return;
+	switch (status) {
+	case 413:
+		h->st.too_large++;
+		answer_status(c, r, "413 Payload Too Large", "body above --otlp-max-body", true);
+		break;
+	case 415:
+		h->st.unsupported++;
+		answer_status(c, r, "415 Unsupported Media Type",
+			      "application/x-protobuf or application/json, identity or gzip",
+			      true);
+		break;
+	case 431:
+		answer_plain(h, c, rp_http_reason(431));
+		break;
+	default:
+		h->st.bad++;
+		answer_status(c, r, "400 Bad Request", why, true);
 	}
-	arm(h);
-	for (unsigned i = 0; i < h->o.max_clients && c == NULL; i++)
-		if (h->c[i].fd < 0)
-			c = &h->c[i];
-	if (c == NULL) {
-		static const char busy[] = "HTTP/1.1 503 Service Unavailable\r\n"
-					   "Content-Length: 0\r\nConnection: close\r\n\r\n";
-		h->st.refused_cap++;
-		if (send(res, busy, sizeof(busy) - 1, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
-			(void)0; /* best effort: the close says the rest */
-		close(res);
-		return;
-	}
-	h->st.accepted++;
-	h->clients++;
-	c->fd = res;
-	c->state = S_HEAD;
-	c->shut = false;
-	c->rlen = 0;
-	c->out = NULL;
-	c->last = now_ns();
-	c->req_start = 0;
-	client_recv(c);
-}
-
-static void arm(struct rp_otlp_http *h)
-{
-	if (h->fd < 0 || h->armed)
-		return;
-	if (rp_loop_accept(h->loop, h->fd, on_accept, h) >= 0)
-		h->armed = true;
-	else
-		h->st.errors++;
 }
 
 void rp_otlp_http_tick(struct rp_otlp_http *h)
 {
-	uint64_t now = now_ns();
-
-	for (unsigned i = 0; i < h->o.max_clients; i++) {
-		struct oclient *c = &h->c[i];
-		bool late = c->state != S_SEND && c->req_start != 0 &&
-			    now - c->req_start > h->o.request_ns;
-
-		if (c->fd >= 0 && !c->shut && (late || now - c->last > h->o.idle_ns)) {
-			c->shut = true;
-			h->st.timeouts++;
-			shutdown(c->fd, SHUT_RDWR);
-		}
-	}
-	arm(h);
+	rp_http_tick(h->srv);
 }
+
+static const struct rp_http_handler handler = {
+	.head = on_head, .body = on_body, .refuse = on_refuse,
+};
 
 int rp_otlp_http_open(struct rp_loop *loop, const struct rp_otlp_http_opts *o, struct rp_otlp *rx,
 		      struct rp_otlp_http **out, char why[RP_WHY_MAX])
@@ -699,9 +319,10 @@ int rp_otlp_http_open(struct rp_loop *loop, const struct rp_otlp_http_opts *o, s
 	struct rp_otlp_http *h = calloc(1, sizeof(*h));
 	struct sockaddr_storage ss;
 	char spec[128];
+	struct rp_http_opts ho;
 	socklen_t len;
 	bool loopback;
-	int one = 1, err;
+	int fd, err;
 
 	why[0] = '\0';
 	*out = NULL;
@@ -710,7 +331,6 @@ int rp_otlp_http_open(struct rp_loop *loop, const struct rp_otlp_http_opts *o, s
 	h->loop = loop;
 	h->o = *o;
 	h->rx = rx;
-	h->fd = -1;
 	h->o.max_body = o->max_body ? o->max_body : MAX_BODY_DEFAULT;
 	h->o.max_clients = o->max_clients ? o->max_clients : MAX_CLIENTS_DEFAULT;
 	h->o.idle_ns = o->idle_ns ? o->idle_ns : IDLE_DEFAULT_NS;
@@ -734,24 +354,19 @@ int rp_otlp_http_open(struct rp_loop *loop, const struct rp_otlp_http_opts *o, s
 		rp_otlp_http_close(h);
 		return -EPERM;
 	}
-	h->c = calloc(h->o.max_clients, sizeof(*h->c));
-	for (unsigned i = 0; h->c && i < h->o.max_clients; i++)
-		h->c[i] = (struct oclient){ .h = h, .fd = -1 };
-	for (unsigned i = 0; h->c && i < h->o.max_clients; i++) {
-		if ((h->c[i].rbuf = malloc(RP_SERVE_HTTP_MAX)) == NULL) {
-			rp_otlp_http_close(h);
-			return -ENOMEM;
-		}
-	}
-	if (h->c == NULL) {
-		rp_otlp_http_close(h);
-		return -ENOMEM;
-	}
-	h->fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (h->fd < 0 || setsockopt(h->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
-	    bind(h->fd, (struct sockaddr *)&ss, len) < 0 || listen(h->fd, 64) < 0) {
-		err = -errno;
-		snprintf(why, RP_WHY_MAX, "--otlp %.60s: %s", spec, strerror(errno));
+	ho = (struct rp_http_opts){
+		.head_max = RP_SERVE_HTTP_MAX,
+		.max_body = h->o.max_body,
+		.max_clients = h->o.max_clients,
+		.idle_ns = h->o.idle_ns,
+		.request_ns = h->o.request_ns,
+		.busy = "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n"
+			"Connection: close\r\n\r\n",
+	};
+	fd = rp_http_listen_tcp(&ss, len, 64);
+	err = fd < 0 ? fd : rp_http_open(loop, fd, &ho, &handler, h, &h->srv);
+	if (err != 0) {
+		snprintf(why, RP_WHY_MAX, "--otlp %.60s: %s", spec, strerror(-err));
 		rp_otlp_http_close(h);
 		return err;
 	}
@@ -759,34 +374,45 @@ int rp_otlp_http_open(struct rp_loop *loop, const struct rp_otlp_http_opts *o, s
 		snprintf(why, RP_WHY_MAX,
 			 "warning: OTLP on %.60s takes spans from the network, unauthenticated",
 			 spec);
-	arm(h);
 	*out = h;
 	return 0;
 }
 
+/* The receiver's counters, and the core's for its connections (http.h). */
 void rp_otlp_http_stats(const struct rp_otlp_http *h, struct rp_otlp_http_stats *out)
 {
+	struct rp_http_stats hs = { 0 };
+
+	if (h->srv != NULL)
+		rp_http_stats(h->srv, &hs);
 	*out = h->st;
+	out->accepted = hs.accepted;
+	out->refused_cap = hs.refused_cap;
+	out->timeouts = hs.timeouts;
+	out->errors += hs.errors;
 }
 
 void rp_otlp_http_metrics(const struct rp_otlp_http *h, FILE *m)
 {
+	struct rp_otlp_http_stats st;
 	struct rp_otlp_stats rs;
+
+	rp_otlp_http_stats(h, &st);
 	const struct {
 		const char *name, *help;
 		uint64_t v;
 	} c[] = {
-		{ "requests", "OTLP requests answered 200.", h->st.requests },
-		{ "bad_requests", "OTLP requests answered 400 (malformed).", h->st.bad },
-		{ "too_large", "OTLP requests answered 413 (--otlp-max-body).", h->st.too_large },
-		{ "unsupported", "OTLP requests answered 415.", h->st.unsupported },
-		{ "other", "Requests answered 404, 405 or 431.", h->st.other },
-		{ "refused_cap", "OTLP connections refused: max clients.", h->st.refused_cap },
+		{ "requests", "OTLP requests answered 200.", st.requests },
+		{ "bad_requests", "OTLP requests answered 400 (malformed).", st.bad },
+		{ "too_large", "OTLP requests answered 413 (--otlp-max-body).", st.too_large },
+		{ "unsupported", "OTLP requests answered 415.", st.unsupported },
+		{ "other", "Requests answered 404, 405 or 431.", st.other },
+		{ "refused_cap", "OTLP connections refused: max clients.", st.refused_cap },
 		{ "timeouts", "OTLP connections shut down for making no progress.",
-		  h->st.timeouts },
-		{ "bytes", "OTLP body bytes received, as sent.", h->st.bytes },
-		{ "spans", "Spans decoded and taken.", h->st.spans },
-		{ "rejected", "Spans rejected (partial success).", h->st.rejected },
+		  st.timeouts },
+		{ "bytes", "OTLP body bytes received, as sent.", st.bytes },
+		{ "spans", "Spans decoded and taken.", st.spans },
+		{ "rejected", "Spans rejected (partial success).", st.rejected },
 		{ "late",
 		  "Spans that came after the reorder horizon passed their start: "
 		  "not analysed.",
@@ -824,13 +450,6 @@ void rp_otlp_http_close(struct rp_otlp_http *h)
 {
 	if (h == NULL)
 		return;
-	for (unsigned i = 0; h->c && i < h->o.max_clients; i++) {
-		if (h->c[i].fd >= 0)
-			client_close(&h->c[i]);
-		free(h->c[i].rbuf);
-	}
-	free(h->c);
-	if (h->fd >= 0)
-		close(h->fd);
+	rp_http_close(h->srv);
 	free(h);
 }

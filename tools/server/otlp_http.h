@@ -12,11 +12,11 @@
  * encoding, 404/405 for other paths and methods, 431 for a head above
  * RP_SERVE_HTTP_MAX. Every answer is counted.
  *
- * As serve.c: one loop operation in flight per connection, connections capped (a new
- * one past the cap gets 503 and is closed), a connection idle for idle_ns or whose
- * request is not whole request_ns after its first byte is shut down; a connection's
- * body buffer grows to max_body at most, so memory is bounded by max_clients x
- * (max_body x 2 + RP_SERVE_HTTP_MAX).
+ * On the HTTP core (http.h), as serve.c: one loop operation in flight per connection,
+ * connections capped (a new one past the cap gets 503 and is closed), a connection
+ * idle for idle_ns or whose request is not whole request_ns after its first byte is
+ * shut down; a connection's body buffer grows to max_body at most, so memory is
+ * bounded by max_clients x (max_body x 2 + RP_SERVE_HTTP_MAX).
  */
 #ifndef RP_TOOLS_OTLP_HTTP_H
 #define RP_TOOLS_OTLP_HTTP_H

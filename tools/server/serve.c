@@ -1,14 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * The live endpoints (serve.h): a unix socket speaking one request line per reply,
- * and a minimal HTTP/1.1 server for Prometheus, both on the engine's loop.
- *
- * Each connection is a small state machine with exactly one loop operation in
- * flight: RECV (into its bounded request buffer) until a whole request is there, then
- * SEND of the reply until all of it is sent, then RECV again (unix) or close (HTTP,
- * errors). Closing happens only in a callback, when nothing is in flight, so a
- * buffer is never freed under the kernel; a timeout shuts the socket down, which
- * ends the pending operation and so reaches that callback. Replies are blobs with a
+ * and a minimal HTTP/1.1 server for Prometheus, both on the engine's loop through the
+ * one HTTP core (http.h: connections, caps, timeouts, parsing, partial writes); this
+ * file keeps the routing, the reports and the token. Replies are blobs with a
  * reference count: the cache holds one, each client sending it holds one.
  */
 #include <arpa/inet.h>
@@ -28,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "http.h"
 #include "negotiate.h"
 #include "render.h"
 #include "serve.h"
@@ -66,36 +62,12 @@ static const char *const content_type[C_KINDS] = {
 			 "encoding=delimited",
 };
 
-struct listener {
-	struct rp_serve *s;
-	int fd;
-	bool http;
-	bool armed; /* an accept is in flight */
-};
-
-struct client {
-	struct rp_serve *s;
-	int fd; /* -1: the slot is free */
-	bool http;
-	bool close_after; /* close once this reply is sent */
-	bool loopback;	  /* HTTP: the peer's address is a loopback one */
-	bool shut;	  /* shut down for a timeout: the pending op ends soon */
-	uint64_t last;	  /* CLOCK_MONOTONIC ns of the last progress */
-	uint64_t req_start; /* when the request now awaited began; 0: none yet */
-	size_t rlen;
-	char *rbuf; /* RP_SERVE_HTTP_MAX bytes */
-	struct blob *out;
-	size_t sent;
-};
-
 struct rp_serve {
 	struct rp_loop *loop;
 	struct rp_serve_opts o;
 	rp_serve_report_fn fn;
 	void *ctx;
-	struct listener ls[2]; /* unix, http; fd -1 when not used */
-	struct client *clients; /* max_clients unix slots, then max_http_clients */
-	unsigned n_clients;
+	struct rp_http *ls[2]; /* unix (line mode), HTTP; NULL when not used */
 	struct blob *cache[C_KINDS];
 	uint64_t built[C_KINDS];
 	struct rp_serve_stats st;
@@ -127,13 +99,6 @@ static struct blob *blob_new(char *data, size_t len)
 	}
 	*b = (struct blob){ .refs = 1, .len = len, .data = data };
 	return b;
-}
-
-static struct blob *blob_str(const char *s)
-{
-	char *d = strdup(s);
-
-	return d ? blob_new(d, strlen(s)) : NULL;
 }
 
 static void blob_put(struct blob *b)
@@ -171,23 +136,26 @@ static struct blob *make_snapshot(const struct rp_report *r)
 /* The server's own counters, after the report's: every cap hit counted (serve.h). */
 static void serve_metrics(const struct rp_serve *s, FILE *m)
 {
+	struct rp_serve_stats st;
+
+	rp_serve_stats(s, &st);
 	const struct {
 		const char *name, *help;
 		uint64_t v;
 	} c[] = {
-		{ "accepted", "Connections taken.", s->st.accepted },
+		{ "accepted", "Connections taken.", st.accepted },
 		{ "refused_cap", "Connections closed at once: max clients connected.",
-		  s->st.refused_cap },
+		  st.refused_cap },
 		{ "refused_uid", "Socket peers of another uid, closed at once.",
-		  s->st.refused_uid },
-		{ "requests", "Requests answered with a report.", s->st.requests },
-		{ "bad_requests", "Requests answered with an error.", s->st.bad_requests },
-		{ "timeouts", "Connections shut down for making no progress.", s->st.timeouts },
-		{ "reports", "Reports built for the live endpoints.", s->st.reports },
-		{ "errors", "Failed accepts, reports or sends.", s->st.errors },
+		  st.refused_uid },
+		{ "requests", "Requests answered with a report.", st.requests },
+		{ "bad_requests", "Requests answered with an error.", st.bad_requests },
+		{ "timeouts", "Connections shut down for making no progress.", st.timeouts },
+		{ "reports", "Reports built for the live endpoints.", st.reports },
+		{ "errors", "Failed accepts, reports or sends.", st.errors },
 		{ "unauthorized", "GET /snapshot refused: no or a wrong token, or a "
 				  "non-loopback peer with no token set (of bad_requests).",
-		  s->st.unauthorized },
+		  st.unauthorized },
 	};
 
 	for (unsigned i = 0; i < sizeof(c) / sizeof(c[0]); i++)
@@ -199,7 +167,7 @@ static void serve_metrics(const struct rp_serve *s, FILE *m)
 	fprintf(m,
 		"# HELP ringprof_serve_clients Live connections now.\n"
 		"# TYPE ringprof_serve_clients gauge\nringprof_serve_clients %u\n",
-		s->st.clients);
+		st.clients);
 	if (s->o.extra_metrics)
 		s->o.extra_metrics(s->o.extra_ctx, m);
 }
@@ -330,55 +298,44 @@ static struct blob *reply_get(struct rp_serve *s, enum cache_kind kind)
 	return s->cache[kind];
 }
 
-/* --- connections --- */
+/* --- answers --- */
 
-static void client_recv(struct client *c);
-static void client_send(struct client *c);
-
-static void client_close(struct client *c)
+static void blob_release(void *b)
 {
-	close(c->fd);
-	c->fd = -1;
-	blob_put(c->out);
-	c->out = NULL;
-	c->s->st.clients--;
+	blob_put(b);
 }
 
-/* Answer @b (a new reference; NULL: "error: out of memory"), then maybe close. */
-static void reply(struct client *c, struct blob *b, bool close_after)
+/* Answer @b (a new reference; NULL: an error that the report could not be built),
+ * then maybe close. */
+static void reply(struct rp_http_conn *c, struct blob *b, bool http, bool close_after)
 {
-	c->out = b;
-	c->sent = 0;
-	c->close_after = close_after;
+	static const char fail_http[] = "HTTP/1.1 500 Internal Server Error\r\n"
+					"Content-Length: 0\r\nConnection: close\r\n\r\n";
+	static const char fail_unix[] = "error: cannot build the report\n";
+
 	if (b == NULL) {
-		c->s->st.errors++;
-		c->out = blob_str(c->http ? "HTTP/1.1 500 Internal Server Error\r\n"
-					    "Content-Length: 0\r\nConnection: close\r\n\r\n"
-					  : "error: cannot build the report\n");
-		c->close_after = true;
-		if (c->out == NULL) {
-			client_close(c);
-			return;
-		}
+		if (http)
+			rp_http_send(c, fail_http, sizeof(fail_http) - 1, NULL, NULL, true);
+		else
+			rp_http_send(c, fail_unix, sizeof(fail_unix) - 1, NULL, NULL, true);
+		return;
 	}
-	client_send(c);
+	rp_http_send(c, b->data, b->len, blob_release, b, close_after);
 }
 
-static void reply_error(struct client *c, const char *text)
+static void reply_error(struct rp_serve *s, struct rp_http_conn *c, const char *text)
 {
-	c->s->st.bad_requests++;
-	reply(c, blob_str(text), true);
+	s->st.bad_requests++;
+	rp_http_send(c, text, strlen(text), NULL, NULL, true);
 }
 
-static void http_status(struct client *c, const char *status)
+static void http_status(struct rp_serve *s, struct rp_http_conn *c, const char *status)
 {
-	char buf[160];
+	char body[64];
+	int n = snprintf(body, sizeof(body), "%s\n", status);
 
-	snprintf(buf, sizeof(buf),
-		 "HTTP/1.1 %s\r\nContent-Type: text/plain\r\nContent-Length: %zu\r\n"
-		 "Connection: close\r\n\r\n%s\n",
-		 status, strlen(status) + 1, status);
-	reply_error(c, buf);
+	s->st.bad_requests++;
+	rp_http_answer(c, status, NULL, "text/plain", body, (size_t)n, true);
 }
 
 /* --- GET /snapshot: a bearer token, or loopback peers only --- */
@@ -393,62 +350,37 @@ static bool token_eq(const char *a, size_t alen, const char *b, size_t blen)
 	return d == 0;
 }
 
-/* The value of header @name (case-insensitive) in the head's lines @h[0..n); its
- * length in *@len, trailing blanks cut. NULL if absent. */
-static const char *header_value(const char *h, size_t n, const char *name, size_t *len)
+static void http_unauthorized(struct rp_serve *s, struct rp_http_conn *c)
 {
-	size_t nl = strlen(name);
+	static const char body[] = "401 Unauthorized\n";
 
-	for (const char *p = h, *end = h + n; p < end;) {
-		const char *eol = memchr(p, '\n', (size_t)(end - p));
-		size_t ll = (size_t)((eol ? eol : end) - p);
-
-		if (ll > nl && p[nl] == ':' && strncasecmp(p, name, nl) == 0) {
-			const char *v = p + nl + 1;
-
-			while (v < p + ll && (*v == ' ' || *v == '\t'))
-				v++;
-			*len = (size_t)(p + ll - v);
-			while (*len > 0 && (v[*len - 1] == '\r' || v[*len - 1] == ' ' ||
-					    v[*len - 1] == '\t'))
-				(*len)--;
-			return v;
-		}
-		p += ll + 1;
-	}
-	return NULL;
+	s->st.unauthorized++;
+	s->st.bad_requests++;
+	rp_http_answer(c, "401 Unauthorized", "WWW-Authenticate: Bearer realm=\"ringprof\"\r\n",
+		       "text/plain", body, sizeof(body) - 1, true);
 }
 
-static void http_unauthorized(struct client *c)
+static void snapshot_request(struct rp_serve *s, struct rp_http_conn *c,
+			     const struct rp_http_req *r)
 {
-	c->s->st.unauthorized++;
-	reply_error(c, "HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Bearer realm=\"ringprof\""
-		       "\r\nContent-Type: text/plain\r\nContent-Length: 17\r\n"
-		       "Connection: close\r\n\r\n401 Unauthorized\n");
-}
-
-/* @h[0..n): the header lines after the request line. */
-static void snapshot_request(struct client *c, const char *h, size_t n)
-{
-	const struct rp_serve *s = c->s;
 	const char *v;
 	size_t len = 0;
 
-	if (s->token_len == 0 && !c->loopback) {
-		c->s->st.unauthorized++;
-		http_status(c, "403 Forbidden");
+	if (s->token_len == 0 && !rp_http_conn_loopback(c)) {
+		s->st.unauthorized++;
+		http_status(s, c, "403 Forbidden");
 		return;
 	}
 	if (s->token_len > 0) {
-		v = header_value(h, n, "Authorization", &len);
+		v = rp_http_header(r->head, r->head_len, "Authorization", &len);
 		if (v == NULL || len < 7 || strncasecmp(v, "Bearer ", 7) != 0 ||
 		    !token_eq(v + 7, len - 7, s->token, s->token_len)) {
-			http_unauthorized(c);
+			http_unauthorized(s, c);
 			return;
 		}
 	}
-	c->s->st.requests++;
-	reply(c, reply_get(c->s, C_SNAPSHOT_HTTP), true);
+	s->st.requests++;
+	reply(c, reply_get(s, C_SNAPSHOT_HTTP), true, true);
 }
 
 /* The token: the file's first line, 1 to TOKEN_MAX printable bytes. */
@@ -481,25 +413,6 @@ static int read_token(struct rp_serve *s, const char *path, char why[RP_WHY_MAX]
 	return 0;
 }
 
-/* Whether the peer of HTTP connection @fd has a loopback address. */
-static bool peer_loopback(int fd)
-{
-	struct sockaddr_storage ss;
-	socklen_t len = sizeof(ss);
-
-	if (getpeername(fd, (struct sockaddr *)&ss, &len) != 0)
-		return false;
-	if (ss.ss_family == AF_INET)
-		return (ntohl(((struct sockaddr_in *)&ss)->sin_addr.s_addr) >> 24) == 127;
-	if (ss.ss_family == AF_INET6) {
-		const struct in6_addr *a = &((struct sockaddr_in6 *)&ss)->sin6_addr;
-
-		return memcmp(a, &in6addr_loopback, sizeof(*a)) == 0 ||
-		       (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
-	}
-	return false;
-}
-
 /* The cache kind of the /metrics format a request asks for (negotiate.h). */
 static enum cache_kind metrics_kind(const char *path, const char *head, size_t len)
 {
@@ -513,261 +426,74 @@ static enum cache_kind metrics_kind(const char *path, const char *head, size_t l
 	}
 }
 
-/* A whole request head is in rbuf[0..end): answer it. */
-static void http_request(struct client *c, size_t end)
+/* The HTTP listener's routes: a whole head (no body is ever read: each answer closes). */
+static bool http_head(void *ctx, struct rp_http_conn *c, struct rp_http_req *r)
 {
-	char method[16], path[256], version[16];
-	char *line = c->rbuf, *eol = memchr(c->rbuf, '\n', end);
-	bool nul = memchr(c->rbuf, '\0', end) != NULL;
+	struct rp_serve *s = ctx;
 
-	*eol = '\0';
-	if (eol > line && eol[-1] == '\r')
-		eol[-1] = '\0';
-	if (nul || sscanf(line, "%15[A-Z] %255[^ ] %15s", method, path, version) != 3 ||
-	    strncmp(version, "HTTP/1.", 7) != 0 || path[0] != '/') {
-		http_status(c, "400 Bad Request");
-		return;
-	}
-	if (strcmp(method, "GET") != 0) {
-		http_status(c, "405 Method Not Allowed");
-		return;
-	}
-	if (strcmp(path, "/snapshot") == 0) {
-		snapshot_request(c, eol + 1, end - (size_t)(eol + 1 - c->rbuf));
-		return;
-	}
-	if (strcmp(path, "/metrics") != 0 && strncmp(path, "/metrics?", 9) != 0) {
-		http_status(c, "404 Not Found");
-		return;
-	}
-	c->s->st.requests++;
-	reply(c, reply_get(c->s, metrics_kind(path, eol + 1, (size_t)(c->rbuf + end - eol - 1))),
-	      true);
-}
-
-/* A request line is in rbuf[0..nl]: answer it, keep what follows for later. */
-static void unix_request(struct client *c, char *nl)
-{
-	size_t len = (size_t)(nl - c->rbuf); /* < RP_SERVE_REQUEST_MAX: rlen is capped */
-	char line[RP_SERVE_REQUEST_MAX];
-
-	memcpy(line, c->rbuf, len);
-	line[len] = '\0';
-	c->rlen -= len + 1;
-	memmove(c->rbuf, nl + 1, c->rlen);
-	if (len > 0 && line[len - 1] == '\r')
-		line[--len] = '\0';
-	if (memchr(line, '\0', len) != NULL) {
-		reply_error(c, "error: NUL byte in the request\n");
-	} else if (strcmp(line, "snapshot") == 0) {
-		c->s->st.requests++;
-		reply(c, reply_get(c->s, C_SNAPSHOT), false);
-	} else if (strcmp(line, "metrics") == 0) {
-		c->s->st.requests++;
-		reply(c, reply_get(c->s, C_METRICS_FRAME), false);
+	if (strcmp(r->method, "GET") != 0) {
+		http_status(s, c, "405 Method Not Allowed");
+	} else if (strcmp(r->path, "/snapshot") == 0) {
+		snapshot_request(s, c, r);
+	} else if (strcmp(r->path, "/metrics") != 0 && strncmp(r->path, "/metrics?", 9) != 0) {
+		http_status(s, c, "404 Not Found");
 	} else {
-		reply_error(c, "error: unknown request (use \"snapshot\" or \"metrics\")\n");
+		s->st.requests++;
+		reply(c, reply_get(s, metrics_kind(r->path, r->head, r->head_len)), true, true);
 	}
+	return false;
 }
 
-/* Answer the request in rbuf if it is whole; else read more. */
-static void client_process(struct client *c)
+static void http_refuse(void *ctx, struct rp_http_conn *c, const struct rp_http_req *r,
+			int status, const char *why)
 {
-	size_t cap = c->http ? RP_SERVE_HTTP_MAX : RP_SERVE_REQUEST_MAX;
-	char *nl;
-	size_t end;
-
-	if (c->http) {
-		end = rp_http_head_end(c->rbuf, c->rlen);
-		if (end > 0)
-			http_request(c, end);
-		else if (c->rlen == cap)
-			http_status(c, "431 Request Header Fields Too Large");
-		else
-			client_recv(c);
-		return;
-	}
-	nl = memchr(c->rbuf, '\n', c->rlen);
-	if (nl != NULL)
-		unix_request(c, nl);
-	else if (c->rlen == cap)
-		reply_error(c, "error: request too long\n");
-	else
-		client_recv(c);
+	(void)r;
+	(void)why;
+	http_status(ctx, c, rp_http_reason(status));
 }
 
-static void on_recv(void *ctx, int res)
+/* The unix socket's request lines; the connection stays for the next. */
+static void unix_line(void *ctx, struct rp_http_conn *c, const char *line, size_t len)
 {
-	struct client *c = ctx;
+	struct rp_serve *s = ctx;
 
-	if (res <= 0 || c->shut) {
-		client_close(c);
-		return;
+	if (memchr(line, '\0', len) != NULL) {
+		reply_error(s, c, "error: NUL byte in the request\n");
+	} else if (strcmp(line, "snapshot") == 0) {
+		s->st.requests++;
+		reply(c, reply_get(s, C_SNAPSHOT), false, false);
+	} else if (strcmp(line, "metrics") == 0) {
+		s->st.requests++;
+		reply(c, reply_get(s, C_METRICS_FRAME), false, false);
+	} else {
+		reply_error(s, c, "error: unknown request (use \"snapshot\" or \"metrics\")\n");
 	}
-	c->rlen += (size_t)res;
-	c->last = now_ns();
-	if (c->req_start == 0)
-		c->req_start = c->last; /* unix: the request's first byte */
-	client_process(c);
 }
 
-static void client_recv(struct client *c)
+static void unix_refuse(void *ctx, struct rp_http_conn *c, const struct rp_http_req *r,
+			int status, const char *why)
 {
-	size_t cap = c->http ? RP_SERVE_HTTP_MAX : RP_SERVE_REQUEST_MAX;
-
-	if (rp_loop_recv(c->s->loop, c->fd, c->rbuf + c->rlen, cap - c->rlen, on_recv, c) < 0) {
-		c->s->st.errors++;
-		client_close(c);
-	}
+	(void)r;
+	(void)status;
+	(void)why; /* a line too long: the only refusal of line mode */
+	reply_error(ctx, c, "error: request too long\n");
 }
 
-static void on_sent(void *ctx, int res)
-{
-	struct client *c = ctx;
-
-	if (res <= 0 || c->shut) {
-		if (res < 0 && !c->shut)
-			c->s->st.errors++;
-		client_close(c);
-		return;
-	}
-	c->sent += (size_t)res;
-	c->last = now_ns();
-	if (c->sent < c->out->len) {
-		client_send(c);
-		return;
-	}
-	blob_put(c->out);
-	c->out = NULL;
-	c->req_start = c->rlen > 0 ? c->last : 0; /* the next request's clock */
-	if (c->close_after)
-		client_close(c);
-	else
-		client_process(c); /* a request sent meanwhile, or read the next one */
-}
-
-static void client_send(struct client *c)
-{
-	if (rp_loop_send(c->s->loop, c->fd, c->out->data + c->sent, c->out->len - c->sent, on_sent,
-			 c) < 0) {
-		c->s->st.errors++;
-		client_close(c);
-	}
-}
-
-/* --- listeners --- */
-
-static void arm(struct listener *ls);
-
-static bool same_uid(int fd)
+/* Peers of another uid are refused (serve.h). */
+static bool same_uid(void *ctx, int fd)
 {
 	struct ucred cred;
 	socklen_t len = sizeof(cred);
 
+	(void)ctx;
 	return getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 && cred.uid == geteuid();
-}
-
-/* A free slot of the listener's own pool: HTTP clients cannot take the local
- * socket's slots (`ringprof top` stays served when /metrics is flooded). */
-static struct client *client_slot(struct rp_serve *s, bool http)
-{
-	unsigned lo = http ? s->o.max_clients : 0;
-	unsigned hi = http ? s->n_clients : s->o.max_clients;
-
-	for (unsigned i = lo; i < hi; i++)
-		if (s->clients[i].fd < 0)
-			return &s->clients[i];
-	return NULL;
-}
-
-/* Past the cap: say so before closing, so that a client can tell "busy" from "gone"
- * (one non-blocking send into an empty socket buffer; lost if it does not fit). */
-static void refuse_busy(int fd, bool http, unsigned cap)
-{
-	static const char busy_http[] = "HTTP/1.1 503 Service Unavailable\r\n"
-					"Content-Length: 0\r\nConnection: close\r\n\r\n";
-	char msg[200], sink[512];
-	int n;
-
-	/* What the peer already sent, read away: TCP resets a connection closed with
-	 * unread data, and the reset could overtake our answer. */
-	for (int i = 0; i < 4 && recv(fd, sink, sizeof(sink), MSG_DONTWAIT) > 0; i++)
-		;
-	if (http)
-		n = snprintf(msg, sizeof(msg), "%s", busy_http);
-	else
-		n = snprintf(msg, sizeof(msg),
-			     "error: busy: %u clients connected (--max-clients)\n", cap);
-	if (n > 0 && send(fd, msg, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
-		(void)0; /* best effort: the close says the rest */
-	close(fd);
-}
-
-static void on_accept(void *ctx, int res)
-{
-	struct listener *ls = ctx;
-	struct rp_serve *s = ls->s;
-	struct client *c;
-
-	ls->armed = false;
-	if (res < 0) {
-		s->st.errors++; /* EMFILE and friends: the next tick tries again */
-		return;
-	}
-	arm(ls);
-	if (!ls->http && !same_uid(res)) {
-		s->st.refused_uid++;
-		close(res);
-		return;
-	}
-	c = client_slot(s, ls->http);
-	if (c == NULL) {
-		s->st.refused_cap++;
-		refuse_busy(res, ls->http, ls->http ? s->o.max_http_clients : s->o.max_clients);
-		return;
-	}
-	s->st.accepted++;
-	s->st.clients++;
-	c->fd = res;
-	c->http = ls->http;
-	c->loopback = ls->http && peer_loopback(res);
-	c->shut = false;
-	c->rlen = 0;
-	c->out = NULL;
-	c->last = now_ns();
-	c->req_start = c->http ? c->last : 0; /* HTTP: one request, due from the connect */
-	client_recv(c);
-}
-
-static void arm(struct listener *ls)
-{
-	if (ls->fd < 0 || ls->armed)
-		return;
-	if (rp_loop_accept(ls->s->loop, ls->fd, on_accept, ls) >= 0)
-		ls->armed = true;
-	else
-		ls->s->st.errors++;
 }
 
 void rp_serve_tick(struct rp_serve *s)
 {
-	uint64_t now = now_ns();
-
-	for (unsigned i = 0; i < s->n_clients; i++) {
-		struct client *c = &s->clients[i];
-		/* A request must be whole within request_ns: trickled bytes are progress
-		 * for the idle timeout, but not for this deadline. */
-		bool late = c->out == NULL && c->req_start != 0 &&
-			    now - c->req_start > s->o.request_ns;
-
-		if (c->fd >= 0 && !c->shut && (late || now - c->last > s->o.idle_ns)) {
-			c->shut = true;
-			s->st.timeouts++;
-			shutdown(c->fd, SHUT_RDWR); /* the pending operation ends */
-		}
-	}
-	arm(&s->ls[0]);
-	arm(&s->ls[1]);
+	for (int i = 0; i < 2; i++)
+		if (s->ls[i] != NULL)
+			rp_http_tick(s->ls[i]);
 }
 
 /* --- opening --- */
@@ -801,6 +527,34 @@ static int check_dir(const char *path, char why[RP_WHY_MAX])
 	return 0;
 }
 
+/* Serve the listening @fd (0: the unix socket's lines, 1: HTTP) through the core. */
+static int serve_fd(struct rp_serve *s, int i, int fd)
+{
+	static const struct rp_http_handler unix_hd = {
+		.line = unix_line, .refuse = unix_refuse, .admit = same_uid,
+	};
+	static const struct rp_http_handler http_hd = { .head = http_head, .refuse = http_refuse };
+	static const char busy_http[] = "HTTP/1.1 503 Service Unavailable\r\n"
+					"Content-Length: 0\r\nConnection: close\r\n\r\n";
+	char busy_unix[128];
+	struct rp_http_opts o = {
+		.lines = i == 0,
+		.head_max = i == 0 ? RP_SERVE_REQUEST_MAX : RP_SERVE_HTTP_MAX,
+		.max_clients = i == 0 ? s->o.max_clients : s->o.max_http_clients,
+		.idle_ns = s->o.idle_ns,
+		.request_ns = s->o.request_ns,
+		.deadline_from_connect = i == 1, /* HTTP: one request, due from the connect */
+		.busy = busy_http,
+	};
+
+	if (i == 0) {
+		snprintf(busy_unix, sizeof(busy_unix),
+			 "error: busy: %u clients connected (--max-clients)\n", o.max_clients);
+		o.busy = busy_unix;
+	}
+	return rp_http_open(s->loop, fd, &o, i == 0 ? &unix_hd : &http_hd, s, &s->ls[i]);
+}
+
 static int listen_unix(struct rp_serve *s, const char *path, char why[RP_WHY_MAX])
 {
 	struct sockaddr_un a = { .sun_family = AF_UNIX };
@@ -829,8 +583,9 @@ static int listen_unix(struct rp_serve *s, const char *path, char why[RP_WHY_MAX
 	if (err < 0 || chmod(path, 0600) < 0 || listen(fd, 16) < 0)
 		goto err;
 	snprintf(s->unix_path, sizeof(s->unix_path), "%s", path);
-	s->ls[0].fd = fd;
-	return 0;
+	if ((err = serve_fd(s, 0, fd)) != 0)
+		snprintf(why, RP_WHY_MAX, "%.100s: %s", path, strerror(-err));
+	return err;
 err:
 	err = -errno;
 	snprintf(why, RP_WHY_MAX, "%.100s: %s", path, strerror(errno));
@@ -886,7 +641,7 @@ static int listen_http(struct rp_serve *s, const char *spec, char why[RP_WHY_MAX
 	struct sockaddr_storage ss;
 	socklen_t len;
 	bool loopback;
-	int fd, one = 1, err;
+	int fd, err;
 
 	if (rp_serve_parse_addr(spec, &ss, &len, &loopback) != 0) {
 		snprintf(why, RP_WHY_MAX, "--prometheus %.60s: not HOST:PORT (127.0.0.1:9464)",
@@ -901,35 +656,16 @@ static int listen_http(struct rp_serve *s, const char *spec, char why[RP_WHY_MAX
 			spec);
 		return -EPERM;
 	}
-	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
-	    bind(fd, (struct sockaddr *)&ss, len) < 0 || listen(fd, 16) < 0) {
-		err = -errno;
-		snprintf(why, RP_WHY_MAX, "--prometheus %.60s: %s", spec, strerror(errno));
-		if (fd >= 0)
-			close(fd);
+	fd = rp_http_listen_tcp(&ss, len, 16);
+	if (fd < 0 || (err = serve_fd(s, 1, fd)) != 0) {
+		err = fd < 0 ? fd : err;
+		snprintf(why, RP_WHY_MAX, "--prometheus %.60s: %s", spec, strerror(-err));
 		return err;
 	}
-	s->ls[1].fd = fd;
 	if (!loopback)
 		snprintf(why, RP_WHY_MAX,
 			 "warning: /metrics on %.60s is reachable from the network, unauthenticated%s",
 			 spec, s->token_len ? " (/snapshot needs the token)" : "");
-	return 0;
-}
-
-static int alloc_clients(struct rp_serve *s)
-{
-	s->n_clients = s->o.max_clients + s->o.max_http_clients;
-	s->clients = calloc(s->n_clients, sizeof(*s->clients));
-	if (s->clients == NULL)
-		return -ENOMEM;
-	for (unsigned i = 0; i < s->n_clients; i++) {
-		s->clients[i] = (struct client){ .s = s, .fd = -1 };
-		s->clients[i].rbuf = malloc(RP_SERVE_HTTP_MAX);
-		if (s->clients[i].rbuf == NULL)
-			return -ENOMEM;
-	}
 	return 0;
 }
 
@@ -963,20 +699,12 @@ int rp_serve_open(struct rp_loop *loop, const struct rp_serve_opts *o, rp_serve_
 		}
 		s->has_re = true;
 	}
-	for (int i = 0; i < 2; i++)
-		s->ls[i] = (struct listener){ .s = s, .fd = -1, .http = i == 1 };
-	if (alloc_clients(s) != 0) {
-		snprintf(why, RP_WHY_MAX, "serve: out of memory");
-		goto err_close;
-	}
 	if (o->http_token_file && (err = read_token(s, o->http_token_file, why)) != 0)
 		goto err_close;
 	if (o->unix_path && (err = listen_unix(s, o->unix_path, why)) != 0)
 		goto err_close;
 	if (o->http_addr && (err = listen_http(s, o->http_addr, why)) != 0)
 		goto err_close;
-	arm(&s->ls[0]);
-	arm(&s->ls[1]);
 	*out = s;
 	return 0;
 err_close:
@@ -984,24 +712,31 @@ err_close:
 	return err;
 }
 
+/* The server's own counters, and its two listeners' (http.h). */
 void rp_serve_stats(const struct rp_serve *s, struct rp_serve_stats *out)
 {
+	struct rp_http_stats hs;
+
 	*out = s->st;
+	for (int i = 0; i < 2; i++) {
+		if (s->ls[i] == NULL)
+			continue;
+		rp_http_stats(s->ls[i], &hs);
+		out->accepted += hs.accepted;
+		out->refused_cap += hs.refused_cap;
+		out->refused_uid += hs.refused_peer;
+		out->timeouts += hs.timeouts;
+		out->errors += hs.errors;
+		out->clients += hs.clients;
+	}
 }
 
 void rp_serve_close(struct rp_serve *s)
 {
 	if (s == NULL)
 		return;
-	for (unsigned i = 0; s->clients != NULL && i < s->n_clients; i++) {
-		if (s->clients[i].fd >= 0)
-			client_close(&s->clients[i]);
-		free(s->clients[i].rbuf);
-	}
-	free(s->clients);
 	for (int i = 0; i < 2; i++)
-		if (s->ls[i].fd >= 0)
-			close(s->ls[i].fd);
+		rp_http_close(s->ls[i]);
 	if (s->unix_path[0])
 		unlink(s->unix_path);
 	for (int k = 0; k < C_KINDS; k++)
