@@ -94,14 +94,14 @@ static int reads_back(int64_t n, int d, double v)
  * path: the fewest decimals d for which round(v x 10^d) / 10^d is v again (in long
  * double, then confirmed as strtod would, which is what decides: reads_back());
  * fixed-point text (Python writes 1e-05 where this writes 0.00001: the same value).
- * Otherwise %.17g.
+ * Otherwise %.17g. @buf: 48 bytes. The reference rp_render_repr_double() is
+ * compared with (test_aiq), and its path for what that one does not decide.
  */
-static void put_double(FILE *out, double v)
+static void repr_slow(char *buf, double v)
 {
 	static const long double p10[] = { 1e0L,  1e1L,	 1e2L,	1e3L,  1e4L,  1e5L,  1e6L,  1e7L,
 					   1e8L,  1e9L,	 1e10L, 1e11L, 1e12L, 1e13L, 1e14L, 1e15L,
 					   1e16L, 1e17L, 1e18L, 1e19L, 1e20L, 1e21L, 1e22L };
-	char buf[48];
 	uint64_t bits, m;
 	int k;
 	u128 ten = 1;
@@ -135,19 +135,138 @@ static void put_double(FILE *out, double v)
 		if (rb == 0)
 			continue;
 		fixed_text(buf, n, d);
-		if (rb == 1 || strtod(buf, NULL) == v) {
-			fputs_unlocked(buf, out);
+		if (rb == 1 || strtod(buf, NULL) == v)
 			return;
-		}
 	}
 	if (v != v || v - v != 0) { /* as Python's json.dumps writes them */
-		fputs_unlocked(v != v ? "NaN" : v > 0 ? "Infinity" : "-Infinity", out);
+		strcpy(buf, v != v ? "NaN" : v > 0 ? "Infinity" : "-Infinity");
 		return;
 	}
-	snprintf(buf, sizeof(buf), "%.17g", v);
+	snprintf(buf, 48, "%.17g", v);
 	if (strpbrk(buf, ".en") == NULL)
 		strcat(buf, ".0");
-	fputs_unlocked(buf, out);
+}
+
+static const char digit_pairs[201] = "00010203040506070809101112131415161718192021222324"
+				      "25262728293031323334353637383940414243444546474849"
+				      "50515253545556575859606162636465666768697071727374"
+				      "75767778798081828384858687888990919293949596979899";
+
+/* @n / 10^@d as fixed_text() writes it ("-" if @neg), two digits a step; @return its length. */
+static size_t fixed_fast(char *buf, bool neg, uint64_t n, int d)
+{
+	char dig[32];
+	int k = sizeof(dig), p = 0;
+
+	while (n >= 100) {
+		k -= 2;
+		memcpy(dig + k, digit_pairs + 2 * (n % 100), 2);
+		n /= 100;
+	}
+	if (n >= 10) {
+		k -= 2;
+		memcpy(dig + k, digit_pairs + 2 * n, 2);
+	} else {
+		dig[--k] = (char)('0' + n);
+	}
+	while ((int)sizeof(dig) - k <= d) /* at least one digit before the point */
+		dig[--k] = '0';
+	if (neg)
+		buf[p++] = '-';
+	int whole = (int)sizeof(dig) - k - d;
+	memcpy(buf + p, dig + k, (size_t)whole), p += whole;
+	buf[p++] = '.';
+	if (d == 0)
+		buf[p++] = '0';
+	memcpy(buf + p, dig + k + whole, (size_t)d), p += d;
+	return (size_t)p;
+}
+
+/*
+ * repr_slow()'s text, found in integers alone for the doubles it handles with its
+ * cheap test (|v| = m x 2^-k, 0 < k <= 124: every timestamp and duration): the
+ * fewest decimals d for which the nearest n to v x 10^d (ties to even) reads back
+ * as v, i.e. lies in v's rounding interval, decided exactly on m x 10^d (< 2^127)
+ * rather than in long double and strtod. What it does not decide (other doubles,
+ * n near 2^62) goes to repr_slow(). test_aiq compares the two on millions of
+ * doubles and with Python's repr.
+ */
+size_t rp_render_repr_double(char *buf, double v)
+{
+	uint64_t bits, m;
+	int k, d;
+
+	memcpy(&bits, &v, sizeof(bits));
+	m = (bits & ((1ull << 52) - 1)) | (1ull << 52);
+	k = 1075 - (int)((bits >> 52) & 0x7ff);
+	if (((bits >> 52) & 0x7ff) == 0 || k <= 0 || k > 124)
+		goto slow;
+	u128 mask = ((u128)1 << k) - 1, half = (u128)1 << (k - 1), r, ten = 1;
+
+	d = 0;
+next:
+	/* The first d that repr_slow()'s cheap test keeps: r = m x 10^d mod 2^k. In
+	 * 64 bits while r x 10 fits (k <= 60; 10^19 > 2^61 ends it by d = 19). */
+	if (k <= 60 && d <= 19) {
+		uint64_t r64 = m & (uint64_t)mask, h64 = (uint64_t)half, t64 = (uint64_t)ten;
+
+		for (int i = 0; i < d; i++)
+			r64 = (r64 * 10) & (uint64_t)mask;
+		while ((r64 < h64 ? r64 : (uint64_t)mask + 1 - r64) * 2 > t64) {
+			r64 = (r64 * 10) & (uint64_t)mask, t64 *= 10, d++;
+			if (d > 19)
+				goto slow;
+		}
+		ten = t64;
+	} else {
+		r = m & mask;
+		for (int i = 0; i < d; i++)
+			r = (r * 10) & mask;
+		while ((r < half ? r : mask + 1 - r) * 2 > ten) {
+			r = (r * 10) & mask, ten *= 10, d++;
+			if (d > 22)
+				goto slow;
+		}
+	}
+	if (d > 22)
+		goto slow;
+	/* v x 10^d = q + r / 2^k exactly; n the nearest integer, D its distance in
+	 * units of 2^-k, below whether n x 10^-d <= v. */
+	u128 p = (u128)m * ten, q = p >> k, dist;
+	bool below;
+	uint64_t n;
+
+	r = p & mask;
+	if (q >= ((u128)1 << 62) - 1) /* where repr_slow() stops, or close to it */
+		goto slow;
+	n = (uint64_t)q;
+	if (r < half || (r == half && !(n & 1))) {
+		dist = r, below = true;
+	} else {
+		dist = mask + 1 - r, below = false, n++;
+	}
+	/* v's interval: +-2^-k / 2, ends in when m is even (strtod's ties to even);
+	 * below a power of two only 2^-k / 4 (the double below is closer). */
+	bool ok = dist == 0 || (below && m == (1ull << 52) ? dist * 4 <= ten :
+			       m % 2 == 0		   ? dist * 2 <= ten :
+							     dist * 2 < ten);
+	if (!ok) {
+		if (++d > 22)
+			goto slow;
+		ten *= 10;
+		goto next;
+	}
+	return fixed_fast(buf, v < 0, n, d);
+slow:
+	repr_slow(buf, v);
+	return strlen(buf);
+}
+
+static void put_double(FILE *out, double v)
+{
+	char buf[48];
+
+	fwrite_unlocked(buf, 1, rp_render_repr_double(buf, v), out);
 }
 
 static void put_string(FILE *out, const char *s)
