@@ -152,33 +152,44 @@ static const char digit_pairs[201] = "000102030405060708091011121314151617181920
 				      "50515253545556575859606162636465666768697071727374"
 				      "75767778798081828384858687888990919293949596979899";
 
-/* @n / 10^@d as fixed_text() writes it ("-" if @neg), two digits a step; @return its length. */
+/* @v (< 10^8) as exactly eight digits at @p, in 32-bit arithmetic. */
+static void eight_digits(char *p, uint32_t v)
+{
+	uint32_t hi = v / 10000, lo = v % 10000;
+
+	memcpy(p, digit_pairs + 2 * (hi / 100), 2);
+	memcpy(p + 2, digit_pairs + 2 * (hi % 100), 2);
+	memcpy(p + 4, digit_pairs + 2 * (lo / 100), 2);
+	memcpy(p + 6, digit_pairs + 2 * (lo % 100), 2);
+}
+
+/* @n / 10^@d as fixed_text() writes it ("-" if @neg); @return its length. */
 static size_t fixed_fast(char *buf, bool neg, uint64_t n, int d)
 {
-	char dig[32];
-	int k = sizeof(dig), p = 0;
+	char dig[24]; /* n < 2^62 < 10^19: zero-padded to 24 digits */
+	int nd, p = 0;
 
-	while (n >= 100) {
-		k -= 2;
-		memcpy(dig + k, digit_pairs + 2 * (n % 100), 2);
-		n /= 100;
-	}
-	if (n >= 10) {
-		k -= 2;
-		memcpy(dig + k, digit_pairs + 2 * n, 2);
-	} else {
-		dig[--k] = (char)('0' + n);
-	}
-	while ((int)sizeof(dig) - k <= d) /* at least one digit before the point */
-		dig[--k] = '0';
+	eight_digits(dig + 16, (uint32_t)(n % 100000000));
+	eight_digits(dig + 8, (uint32_t)(n / 100000000 % 100000000));
+	eight_digits(dig, (uint32_t)(n / 10000000000000000ull));
+	/* digits of n: from its bit length (x log10(2) ~ 1233 / 4096), then one test */
+	static const uint64_t p10[20] = { 1, 10, 100, 1000, 10000, 100000, 1000000, 10000000,
+					  100000000, 1000000000, 10000000000ull, 100000000000ull,
+					  1000000000000ull, 10000000000000ull, 100000000000000ull,
+					  1000000000000000ull, 10000000000000000ull,
+					  100000000000000000ull, 1000000000000000000ull,
+					  10000000000000000000ull };
+	nd = (int)(((64 - __builtin_clzll(n | 1)) * 1233) >> 12);
+	nd += n >= p10[nd];
+	if (nd <= d) /* at least one digit before the point */
+		nd = d + 1;
 	if (neg)
 		buf[p++] = '-';
-	int whole = (int)sizeof(dig) - k - d;
-	memcpy(buf + p, dig + k, (size_t)whole), p += whole;
+	memcpy(buf + p, dig + 24 - nd, (size_t)(nd - d)), p += nd - d;
 	buf[p++] = '.';
 	if (d == 0)
 		buf[p++] = '0';
-	memcpy(buf + p, dig + k + whole, (size_t)d), p += d;
+	memcpy(buf + p, dig + 24 - d, (size_t)d), p += d;
 	return (size_t)p;
 }
 
