@@ -144,4 +144,11 @@ int rp_render_aiq_text_indent(const struct rp_aiq *a, uint64_t *indent, uint32_t
 /** rp_render_aiq_text() - the toolkit's textual report, line for line. */
 int rp_render_aiq_text(const struct rp_aiq *a, FILE *out);
 
+/**
+ * rp_render_repr_double() - @v as the aiq renderer writes floats (Python's repr() digits,
+ * in fixed-point notation) at @buf (48 bytes), NUL-terminated only when the fallback
+ * printed it. @return its length.
+ */
+size_t rp_render_repr_double(char *buf, double v);
+
 #endif

@@ -94,14 +94,14 @@ static int reads_back(int64_t n, int d, double v)
  * path: the fewest decimals d for which round(v x 10^d) / 10^d is v again (in long
  * double, then confirmed as strtod would, which is what decides: reads_back());
  * fixed-point text (Python writes 1e-05 where this writes 0.00001: the same value).
- * Otherwise %.17g.
+ * Otherwise %.17g. @buf: 48 bytes. The reference rp_render_repr_double() is
+ * compared with (test_aiq), and its path for what that one does not decide.
  */
-static void put_double(FILE *out, double v)
+static void repr_slow(char *buf, double v)
 {
 	static const long double p10[] = { 1e0L,  1e1L,	 1e2L,	1e3L,  1e4L,  1e5L,  1e6L,  1e7L,
 					   1e8L,  1e9L,	 1e10L, 1e11L, 1e12L, 1e13L, 1e14L, 1e15L,
 					   1e16L, 1e17L, 1e18L, 1e19L, 1e20L, 1e21L, 1e22L };
-	char buf[48];
 	uint64_t bits, m;
 	int k;
 	u128 ten = 1;
@@ -135,37 +135,219 @@ static void put_double(FILE *out, double v)
 		if (rb == 0)
 			continue;
 		fixed_text(buf, n, d);
-		if (rb == 1 || strtod(buf, NULL) == v) {
-			fputs_unlocked(buf, out);
+		if (rb == 1 || strtod(buf, NULL) == v)
 			return;
-		}
 	}
 	if (v != v || v - v != 0) { /* as Python's json.dumps writes them */
-		fputs_unlocked(v != v ? "NaN" : v > 0 ? "Infinity" : "-Infinity", out);
+		strcpy(buf, v != v ? "NaN" : v > 0 ? "Infinity" : "-Infinity");
 		return;
 	}
-	snprintf(buf, sizeof(buf), "%.17g", v);
+	snprintf(buf, 48, "%.17g", v);
 	if (strpbrk(buf, ".en") == NULL)
 		strcat(buf, ".0");
-	fputs_unlocked(buf, out);
 }
 
-static void put_string(FILE *out, const char *s)
+static const char digit_pairs[201] = "00010203040506070809101112131415161718192021222324"
+				      "25262728293031323334353637383940414243444546474849"
+				      "50515253545556575859606162636465666768697071727374"
+				      "75767778798081828384858687888990919293949596979899";
+
+/* @v (< 10^8) as exactly eight digits at @p, in 32-bit arithmetic. */
+static void eight_digits(char *p, uint32_t v)
 {
-	fputc_unlocked('"', out);
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		if (*p == '"' || *p == '\\')
-			fprintf(out, "\\%c", *p);
-		else if (*p < 0x20)
-			fprintf(out, "\\u%04x", *p);
-		else
-			fputc_unlocked(*p, out);
+	uint32_t hi = v / 10000, lo = v % 10000;
+
+	memcpy(p, digit_pairs + 2 * (hi / 100), 2);
+	memcpy(p + 2, digit_pairs + 2 * (hi % 100), 2);
+	memcpy(p + 4, digit_pairs + 2 * (lo / 100), 2);
+	memcpy(p + 6, digit_pairs + 2 * (lo % 100), 2);
+}
+
+/* @n / 10^@d as fixed_text() writes it ("-" if @neg); @return its length. */
+static size_t fixed_fast(char *buf, bool neg, uint64_t n, int d)
+{
+	char dig[24]; /* n < 2^62 < 10^19: zero-padded to 24 digits */
+	int nd, p = 0;
+
+	eight_digits(dig + 16, (uint32_t)(n % 100000000));
+	eight_digits(dig + 8, (uint32_t)(n / 100000000 % 100000000));
+	eight_digits(dig, (uint32_t)(n / 10000000000000000ull));
+	/* digits of n: from its bit length (x log10(2) ~ 1233 / 4096), then one test */
+	static const uint64_t p10[20] = { 1, 10, 100, 1000, 10000, 100000, 1000000, 10000000,
+					  100000000, 1000000000, 10000000000ull, 100000000000ull,
+					  1000000000000ull, 10000000000000ull, 100000000000000ull,
+					  1000000000000000ull, 10000000000000000ull,
+					  100000000000000000ull, 1000000000000000000ull,
+					  10000000000000000000ull };
+	nd = (int)(((64 - __builtin_clzll(n | 1)) * 1233) >> 12);
+	nd += n >= p10[nd];
+	if (nd <= d) /* at least one digit before the point */
+		nd = d + 1;
+	if (neg)
+		buf[p++] = '-';
+	memcpy(buf + p, dig + 24 - nd, (size_t)(nd - d)), p += nd - d;
+	buf[p++] = '.';
+	if (d == 0)
+		buf[p++] = '0';
+	memcpy(buf + p, dig + 24 - d, (size_t)d), p += d;
+	return (size_t)p;
+}
+
+/*
+ * repr_slow()'s text, found in integers alone for the doubles it handles with its
+ * cheap test (|v| = m x 2^-k, 0 < k <= 124: every timestamp and duration): the
+ * fewest decimals d for which the nearest n to v x 10^d (ties to even) reads back
+ * as v, i.e. lies in v's rounding interval, decided exactly on m x 10^d (< 2^127)
+ * rather than in long double and strtod. What it does not decide (other doubles,
+ * n near 2^62) goes to repr_slow(). test_aiq compares the two on millions of
+ * doubles and with Python's repr.
+ */
+size_t rp_render_repr_double(char *buf, double v)
+{
+	uint64_t bits, m;
+	int k, d;
+
+	memcpy(&bits, &v, sizeof(bits));
+	m = (bits & ((1ull << 52) - 1)) | (1ull << 52);
+	k = 1075 - (int)((bits >> 52) & 0x7ff);
+	if (((bits >> 52) & 0x7ff) == 0 || k <= 0 || k > 124)
+		goto slow;
+	u128 mask = ((u128)1 << k) - 1, half = (u128)1 << (k - 1), r, ten = 1;
+
+	d = 0;
+next:
+	/* The first d that repr_slow()'s cheap test keeps: r = m x 10^d mod 2^k. In
+	 * 64 bits while r x 10 fits (k <= 60; 10^19 > 2^61 ends it by d = 19). */
+	if (k <= 60 && d <= 19) {
+		uint64_t r64 = m & (uint64_t)mask, h64 = (uint64_t)half, t64 = (uint64_t)ten;
+
+		for (int i = 0; i < d; i++)
+			r64 = (r64 * 10) & (uint64_t)mask;
+		while ((r64 < h64 ? r64 : (uint64_t)mask + 1 - r64) * 2 > t64) {
+			r64 = (r64 * 10) & (uint64_t)mask, t64 *= 10, d++;
+			if (d > 19)
+				goto slow;
+		}
+		ten = t64;
+	} else {
+		r = m & mask;
+		for (int i = 0; i < d; i++)
+			r = (r * 10) & mask;
+		while ((r < half ? r : mask + 1 - r) * 2 > ten) {
+			r = (r * 10) & mask, ten *= 10, d++;
+			if (d > 22)
+				goto slow;
+		}
 	}
-	fputc_unlocked('"', out);
+	if (d > 22)
+		goto slow;
+	/* v x 10^d = q + r / 2^k exactly; n the nearest integer, D its distance in
+	 * units of 2^-k, below whether n x 10^-d <= v. */
+	u128 p = (u128)m * ten, q = p >> k, dist;
+	bool below;
+	uint64_t n;
+
+	r = p & mask;
+	if (q >= ((u128)1 << 62) - 1) /* where repr_slow() stops, or close to it */
+		goto slow;
+	n = (uint64_t)q;
+	if (r < half || (r == half && !(n & 1))) {
+		dist = r, below = true;
+	} else {
+		dist = mask + 1 - r, below = false, n++;
+	}
+	/* v's interval: +-2^-k / 2, ends in when m is even (strtod's ties to even);
+	 * below a power of two only 2^-k / 4 (the double below is closer). */
+	bool ok = dist == 0 || (below && m == (1ull << 52) ? dist * 4 <= ten :
+			       m % 2 == 0		   ? dist * 2 <= ten :
+							     dist * 2 < ten);
+	if (!ok) {
+		if (++d > 22)
+			goto slow;
+		ten *= 10;
+		goto next;
+	}
+	return fixed_fast(buf, v < 0, n, d);
+slow:
+	repr_slow(buf, v);
+	return strlen(buf);
+}
+
+/*
+ * Text gathered in memory and written with one fwrite: through stdio, every piece
+ * (a key, a float, a bracket) cost ~100 instructions of its own, more than the
+ * formatting of most of them.
+ */
+struct wb {
+	FILE *out;
+	size_t n;
+	char b[8192];
+};
+
+static void wb_flush(struct wb *w)
+{
+	fwrite_unlocked(w->b, 1, w->n, w->out);
+	w->n = 0;
+}
+
+/* Room for @k bytes at the end (@k <= sizeof(w->b)). */
+static inline char *wb_room(struct wb *w, size_t k)
+{
+	if (w->n + k > sizeof(w->b))
+		wb_flush(w);
+	return w->b + w->n;
+}
+
+static inline void wb_put(struct wb *w, const char *s, size_t k)
+{
+	if (k > sizeof(w->b) / 2) {
+		wb_flush(w);
+		fwrite_unlocked(s, 1, k, w->out);
+		return;
+	}
+	memcpy(wb_room(w, k), s, k);
+	w->n += k;
+}
+
+static inline void wb_str(struct wb *w, const char *s)
+{
+	wb_put(w, s, strlen(s));
+}
+
+static void put_double(struct wb *w, double v)
+{
+	char *p = wb_room(w, 48);
+
+	w->n += rp_render_repr_double(p, v);
+}
+
+/* @s as a JSON string: '"' and '\\' escaped, control bytes as \u00XX. */
+static void put_string(struct wb *w, const char *s)
+{
+	const char *run = s;
+
+	wb_put(w, "\"", 1);
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if (*p != '"' && *p != '\\' && *p >= 0x20)
+			continue;
+		char e[6] = { '\\', (char)*p };
+		size_t k = 2;
+
+		if (*p < 0x20) {
+			memcpy(e + 1, "u00", 3);
+			e[4] = "0123456789abcdef"[*p >> 4], e[5] = "0123456789abcdef"[*p & 15];
+			k = 6;
+		}
+		wb_put(w, run, (size_t)((const char *)p - run));
+		wb_put(w, e, k);
+		run = (const char *)p + 1;
+	}
+	wb_str(w, run);
+	wb_put(w, "\"", 1);
 }
 
 /* @v in decimal (fprintf's %u, without parsing a format each time). */
-static void put_uint(FILE *out, uint32_t v)
+static void put_uint(struct wb *w, uint32_t v)
 {
 	char b[12];
 	int k = sizeof(b);
@@ -174,53 +356,49 @@ static void put_uint(FILE *out, uint32_t v)
 		b[--k] = (char)('0' + v % 10);
 		v /= 10;
 	} while (v > 0);
-	fwrite_unlocked(b + k, 1, sizeof(b) - (size_t)k, out);
+	wb_put(w, b + k, sizeof(b) - (size_t)k);
 }
 
-/* ",\n" @indent "  \"@key\": ": a member's start, in fputs (hundreds of MB of it). */
-static void put_key(FILE *out, const char *indent, const char *lead, const char *key)
+/* @lead @indent "  \"@key\": ": a member's start (hundreds of MB of it). */
+static void put_key(struct wb *w, const char *indent, const char *lead, const char *key)
 {
-	char b[128];
-	size_t n = 0, k;
-
-	k = strlen(lead), memcpy(b + n, lead, k), n += k;
-	k = strlen(indent), memcpy(b + n, indent, k), n += k;
-	b[n++] = ' ', b[n++] = ' ', b[n++] = '"';
-	k = strlen(key), memcpy(b + n, key, k), n += k;
-	b[n++] = '"', b[n++] = ':', b[n++] = ' ';
-	fwrite_unlocked(b, 1, n, out);
+	wb_str(w, lead);
+	wb_str(w, indent);
+	wb_put(w, "  \"", 3);
+	wb_str(w, key);
+	wb_put(w, "\": ", 3);
 }
 
-static void put_metrics(FILE *out, const struct rp_aiq *a, uint32_t id, const char *indent)
+static void put_metrics(struct wb *w, const struct rp_aiq *a, uint32_t id, const char *indent)
 {
 	const struct rp_aiq_node *n = &a->nodes[id];
 
-	put_key(out, indent, "{\n", "uuid");
-	put_string(out, rp_strtab_str(&a->uuids, n->uuid));
-	put_key(out, indent, ",\n", "operation_type");
-	fputc_unlocked('"', out);
-	fputs_unlocked(rp_aiq_type_names[n->type], out);
-	fputc_unlocked('"', out);
-	put_key(out, indent, ",\n", "operation_name");
-	put_string(out, rp_strtab_str(&a->names, n->name));
-	put_key(out, indent, ",\n", "start_time");
-	put_double(out, n->start);
-	put_key(out, indent, ",\n", "end_time");
-	put_double(out, n->end);
-	put_key(out, indent, ",\n", "duration");
-	put_double(out, rp_aiq_duration(n));
-	put_key(out, indent, ",\n", "self_time");
-	put_double(out, n->self);
-	put_key(out, indent, ",\n", "subtree_time");
-	put_double(out, n->subtree);
-	put_key(out, indent, ",\n", "concurrency_midpoint");
-	put_uint(out, n->mid);
-	fputs_unlocked(".0", out);
-	put_key(out, indent, ",\n", "bottleneck_score");
-	put_double(out, n->subtree);
-	fputc_unlocked('\n', out);
-	fputs_unlocked(indent, out);
-	fputc_unlocked('}', out);
+	put_key(w, indent, "{\n", "uuid");
+	put_string(w, rp_strtab_str(&a->uuids, n->uuid));
+	put_key(w, indent, ",\n", "operation_type");
+	wb_put(w, "\"", 1);
+	wb_str(w, rp_aiq_type_names[n->type]);
+	wb_put(w, "\"", 1);
+	put_key(w, indent, ",\n", "operation_name");
+	put_string(w, rp_strtab_str(&a->names, n->name));
+	put_key(w, indent, ",\n", "start_time");
+	put_double(w, n->start);
+	put_key(w, indent, ",\n", "end_time");
+	put_double(w, n->end);
+	put_key(w, indent, ",\n", "duration");
+	put_double(w, rp_aiq_duration(n));
+	put_key(w, indent, ",\n", "self_time");
+	put_double(w, n->self);
+	put_key(w, indent, ",\n", "subtree_time");
+	put_double(w, n->subtree);
+	put_key(w, indent, ",\n", "concurrency_midpoint");
+	put_uint(w, n->mid);
+	wb_put(w, ".0", 2);
+	put_key(w, indent, ",\n", "bottleneck_score");
+	put_double(w, n->subtree);
+	wb_put(w, "\n", 1);
+	wb_str(w, indent);
+	wb_put(w, "}", 1);
 }
 
 static void put_counts(FILE *out, const struct rp_aiq_counts *c)
@@ -238,26 +416,32 @@ static void put_counts(FILE *out, const struct rp_aiq_counts *c)
 /* Segments [from, to) of the concurrency timeline. */
 static void put_segments(FILE *out, const struct rp_aiq *a, uint32_t from, uint32_t to)
 {
+	struct wb w = { .out = out };
+
 	for (uint32_t k = from; k < to; k++) {
-		fputs_unlocked(k ? ",\n      [" : "\n      [", out);
-		put_double(out, a->seg_t[k]);
-		fputs_unlocked(", ", out);
-		put_double(out, a->seg_t[k + 1]);
-		fputs_unlocked(", ", out);
-		put_uint(out, a->seg_level[k]);
-		fputc_unlocked(']', out);
+		wb_str(&w, k ? ",\n      [" : "\n      [");
+		put_double(&w, a->seg_t[k]);
+		wb_put(&w, ", ", 2);
+		put_double(&w, a->seg_t[k + 1]);
+		wb_put(&w, ", ", 2);
+		put_uint(&w, a->seg_level[k]);
+		wb_put(&w, "]", 1);
 	}
+	wb_flush(&w);
 }
 
 /* Entries [from, to) of node_metrics. */
 static void put_node_metrics(FILE *out, const struct rp_aiq *a, uint32_t from, uint32_t to)
 {
+	struct wb w = { .out = out };
+
 	for (uint32_t i = from; i < to; i++) {
-		fputs_unlocked(i ? ",\n    " : "\n    ", out);
-		put_string(out, rp_strtab_str(&a->uuids, a->nodes[a->metrics[i]].uuid));
-		fputs_unlocked(": ", out);
-		put_metrics(out, a, a->metrics[i], "    ");
+		wb_str(&w, i ? ",\n    " : "\n    ");
+		put_string(&w, rp_strtab_str(&a->uuids, a->nodes[a->metrics[i]].uuid));
+		wb_put(&w, ": ", 2);
+		put_metrics(&w, a, a->metrics[i], "    ");
 	}
+	wb_flush(&w);
 }
 
 typedef void (*put_range_fn)(FILE *out, const struct rp_aiq *a, uint32_t from, uint32_t to);
@@ -320,9 +504,12 @@ int rp_render_aiq_json(const struct rp_aiq *a, FILE *out)
 	fputs_unlocked("{\n  \"concurrency\": {\n    \"timeline_segments\": [", out);
 	put_two_cores(out, a, a->n_seg, put_segments);
 	fputs_unlocked(a->n_seg ? "\n    ]" : "]", out);
+	struct wb w = { .out = out };
+
 	for (int i = 0; i < 4; i++) {
 		fprintf(out, ",\n    \"%s\": ", pn[i]);
-		put_double(out, p[i]);
+		put_double(&w, p[i]);
+		wb_flush(&w);
 	}
 	fputs_unlocked("\n  },\n  \"node_metrics\": {", out);
 	put_two_cores(out, a, a->n_metrics, put_node_metrics);
@@ -330,7 +517,8 @@ int rp_render_aiq_json(const struct rp_aiq *a, FILE *out)
 	      out);
 	for (uint32_t i = 0; i < a->n_top; i++) {
 		fputs_unlocked(i ? ",\n    " : "\n    ", out);
-		put_metrics(out, a, a->top[i], "    ");
+		put_metrics(&w, a, a->top[i], "    ");
+		wb_flush(&w);
 	}
 	fputs_unlocked(a->n_top ? "\n  ],\n" : "],\n", out);
 	put_counts(out, &a->c);

@@ -106,14 +106,52 @@
 #include "render_priv.h"
 
 
+/*
+ * @sep "@key": at @b (96 bytes; @sep and @key are literals of this file), @return
+ * its length, or 0 if they do not fit. One fwrite of it, and integers written
+ * here rather than by fprintf (~1,000 instructions a call, the report's largest
+ * cost on Chrome traces).
+ */
+static size_t key_text(char *b, const char *sep, const char *key)
+{
+	size_t ns = strlen(sep), nk = strlen(key);
+
+	if (ns + nk > 64)
+		return 0;
+	memcpy(b, sep, ns);
+	b[ns] = '"';
+	memcpy(b + ns + 1, key, nk);
+	b[ns + 1 + nk] = '"', b[ns + 2 + nk] = ':';
+	return ns + nk + 3;
+}
+
 static void put_key(FILE *out, const char *sep, const char *key)
 {
-	fprintf(out, "%s\"%s\":", sep, key);
+	char b[96];
+	size_t n = key_text(b, sep, key);
+
+	if (n == 0)
+		fprintf(out, "%s\"%s\":", sep, key);
+	else
+		fwrite(b, 1, n, out);
 }
 
 static void put_u64(FILE *out, const char *sep, const char *key, uint64_t v)
 {
-	fprintf(out, "%s\"%s\":%" PRIu64, sep, key, v);
+	char b[96], d[20];
+	size_t n = key_text(b, sep, key);
+	int k = sizeof(d);
+
+	if (n == 0) {
+		fprintf(out, "%s\"%s\":%" PRIu64, sep, key, v);
+		return;
+	}
+	do { /* %PRIu64 */
+		d[--k] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v > 0);
+	memcpy(b + n, d + k, sizeof(d) - (size_t)k);
+	fwrite(b, 1, n + sizeof(d) - (size_t)k, out);
 }
 
 static void put_anomalies(FILE *out, const char *sep, const uint64_t a[RP_ANOM_KIND_COUNT])
