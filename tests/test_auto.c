@@ -16,7 +16,9 @@
  *     leaves out every standard-library template, those whose demangled names start
  *     with a return type included, and nothing else;
  *   - prog_firstcall: the first call of each of 2,000 functions (a name lookup) costs
- *     its caller no self time: main's matches that of the same calls made warm.
+ *     its caller no self time: main's matches that of the same calls made warm;
+ *   - prog_clones: symbols named as compilers name their copies of a function
+ *     ("f.constprop.0", "f.llvm.<hash>") are reported as the source function.
  * Every event the programs emitted is accounted for: none dropped.
  */
 #include <signal.h>
@@ -442,6 +444,36 @@ static void test_auto_caps_name_knobs(void **state)
 	yajl_tree_free(root);
 }
 
+/*
+ * A compiler's copies of a function are that function: prog_clones' symbols named as
+ * gcc and LLVM name clones ("work.constprop.0", "split.isra.0.part.1", "hot.cold",
+ * "promoted.llvm.8812345", a C++ "_ZN4demo5cloneEl.constprop.3") are reported under
+ * their source names, with every call; names whose dot is no copy's stay whole.
+ */
+static void test_auto_copies_named_as_source(void **state)
+{
+	static const char *const want[] = { "work", "split", "promoted", "hot",
+					     "demo::clone(long)", "dotted.name",
+					     "almost.llvmx.1" };
+	static const char *const gone[] = { "work.constprop.0", "split.isra.0.part.1",
+					     "split.isra.0", "promoted.llvm.8812345",
+					     "hot.cold", "demo::clone(long) [clone .constprop.3]" };
+	const uint64_t N = 1000;
+	yajl_val root;
+
+	(void)state;
+	root = run_program("clones", "", "prog_clones 1000");
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		print_message("    %s: %llu calls\n", want[i],
+			      (unsigned long long)calls(root, want[i]));
+		assert_int_equal(calls(root, want[i]), (i + 1) * N);
+		assert_int_equal(edge_calls(root, "main", want[i]), (i + 1) * N);
+	}
+	for (size_t i = 0; i < sizeof(gone) / sizeof(gone[0]); i++)
+		assert_null(fn_row(root, gone[i]));
+	yajl_tree_free(root);
+}
+
 static int setup(void **state)
 {
 	const char *b = getenv("RP_BIN_DIR"), *p = getenv("RP_AUTO_DIR"),
@@ -476,6 +508,7 @@ int main(void)
 		cmocka_unit_test(test_auto_longjmp_heals),
 		cmocka_unit_test(test_auto_first_call_off_caller_clock),
 		cmocka_unit_test(test_auto_caps_name_knobs),
+		cmocka_unit_test(test_auto_copies_named_as_source),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

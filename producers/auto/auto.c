@@ -14,7 +14,8 @@
  * (address, value) slots, CACHE_SIZE of them, probed linearly at most PROBES slots
  * from the address's hash. Readers take no lock: they load a slot's key and value
  * and use the value when it is ready. A miss resolves the address once (symtab.c:
- * the ELF symbol tables, static functions included; C++ names demangled with the
+ * the ELF symbol tables, static functions included, a compiler's copies of a
+ * function, "f.constprop.0", named as the function; C++ names demangled with the
  * process's own __cxa_demangle, found at run time so C programs need no libstdc++,
  * or libstdc++.so.6 loaded on the first mangled name when the program has none),
  * finds its source file and line in the DWARF line tables when there are any
@@ -223,7 +224,7 @@ NO_INSTR static char *demangle(const char *name)
 NO_INSTR static uint32_t resolve(uintptr_t fn)
 {
 	struct rp_sym sym;
-	char hex[2 + 16 + 1], *dm;
+	char hex[2 + 16 + 1], *dm, *base;
 	const char *name, *file;
 	uint32_t v, line = 0;
 
@@ -233,6 +234,11 @@ NO_INSTR static uint32_t resolve(uintptr_t fn)
 		file = sym.object;
 		line = 0;
 	}
+	/* A compiler's copy ("f.constprop.0", "f.llvm.42") is its source function. */
+	base = sym.name && sym.name[rp_symtab_base_len(sym.name)] ?
+		strndup(sym.name, rp_symtab_base_len(sym.name)) : NULL;
+	if (base) /* no memory: the symbol's own name */
+		sym.name = base;
 	dm = sym.name ? demangle(sym.name) : NULL;
 	name = dm ? dm : sym.name;
 	if (!name) {
@@ -244,6 +250,7 @@ NO_INSTR static uint32_t resolve(uintptr_t fn)
 	else
 		v = V_READY | (rp_intern(name, "FUNCTION", file, line) & V_ID);
 	free(dm);
+	free(base);
 	return v;
 }
 

@@ -8,6 +8,12 @@
  * symbols, and the mapping kept so that names can point into its string table.
  * Every offset and size read from the file is checked against the file's size
  * before use: a truncated or odd file gives "no symbol", never a bad read.
+ *
+ * A function the compiler copied (a clone specialised for constant arguments, the
+ * split-off part of a partially inlined one, an LTO-promoted static) has a symbol of
+ * its own, "f.constprop.0", "f.llvm.1234"; rp_symtab_base_len() tells the source
+ * function's name inside it, so that every copy is one row of the report, as the
+ * user wrote it.
  */
 #include <dlfcn.h>
 #include <elf.h>
@@ -162,6 +168,59 @@ static const struct fsym *find(const struct object *o, uintptr_t rel)
 		return NULL;
 	const struct fsym *s = &o->syms[lo - 1];
 	return rel < s->value + (s->size ? s->size : 1) ? s : NULL;
+}
+
+/* A compiler's copy suffix: the word, and whether a number (".N") must follow it. */
+static const struct {
+	const char *word;
+	bool numbered;
+} copy_suffixes[] = {
+	{ "constprop", true }, { "isra", true }, { "part", true }, { "lto_priv", true },
+	{ "llvm", true }, { "specialized", true }, { "__uniq", true }, { "cold", false },
+	{ "localalias", false },
+};
+
+/* At @dot, is there one copy suffix that ends the name at @end? */
+static bool copy_suffix(const char *dot, const char *end)
+{
+	for (size_t i = 0; i < sizeof(copy_suffixes) / sizeof(copy_suffixes[0]); i++) {
+		size_t w = strlen(copy_suffixes[i].word);
+		const char *p = dot + 1 + w;
+
+		if ((size_t)(end - dot - 1) < w || strncmp(dot + 1, copy_suffixes[i].word, w) != 0)
+			continue;
+		if (p == end) /* ".cold" alone; ".cold.N" too (below) */
+			return !copy_suffixes[i].numbered;
+		if (*p != '.' || p + 1 == end)
+			continue;
+		for (p++; p < end && *p >= '0' && *p <= '9'; p++)
+			;
+		if (p == end)
+			return true;
+	}
+	return false;
+}
+
+size_t rp_symtab_base_len(const char *name)
+{
+	const char *end = name + strlen(name);
+
+	for (;;) {
+		/* The suffix starts at one of the last two dots: ".cold", ".isra.0". */
+		const char *dot = NULL, *prev = NULL;
+
+		for (const char *p = name + 1; p < end; p++)
+			if (*p == '.') {
+				prev = dot;
+				dot = p;
+			}
+		if (dot && copy_suffix(dot, end))
+			end = dot;
+		else if (prev && copy_suffix(prev, end))
+			end = prev;
+		else
+			return (size_t)(end - name);
+	}
 }
 
 void rp_symtab_preload(void)

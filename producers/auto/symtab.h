@@ -32,4 +32,13 @@ int rp_symtab_lookup(uintptr_t addr, struct rp_sym *out);
  */
 void rp_symtab_preload(void);
 
+/*
+ * rp_symtab_base_len() - the length of @name without the suffixes compilers give the
+ * copies they make of one source function: gcc's ".constprop.N", ".isra.N",
+ * ".part.N", ".cold", ".lto_priv.N", ".localalias", LLVM's ".llvm.N",
+ * ".specialized.N", ".__uniq.N" (and several of them, as "f.constprop.0.isra.0").
+ * Any other dot is kept: no such copy, so nothing to fold.
+ */
+size_t rp_symtab_base_len(const char *name);
+
 #endif
