@@ -411,35 +411,46 @@ uint32_t rp_segment_avail(struct rp_segment *s, uint32_t ring, struct rp_ring_in
 	return n;
 }
 
+/* Marks among @n records of run @e, in two counts that do not wait on each other. */
+static uint32_t count_marks_run(const struct rp_event *e, uint32_t n)
+{
+	uint32_t m0 = 0, m1 = 0, k;
+
+	for (k = 0; k + 2 <= n; k += 2) {
+		m0 += e[k].kind == RP_EV_THREAD;
+		m1 += e[k + 1].kind == RP_EV_THREAD;
+	}
+	if (k < n)
+		m0 += e[k].kind == RP_EV_THREAD;
+	return m0 + m1;
+}
+
 /*
  * 1.2: the owner marks among records [c->head, c->head + n), still in the ring (the
  * producer reuses no slot before c_head passes it). A successor engine subtracts the
  * marks a dead engine read after its last snapshot from the restart gap, which
  * counts events: marks are none.
+ * Read once more here for a caller that did not count them (rp_segment_consume_marks):
+ * as at most two contiguous runs (the ring wraps once), no index arithmetic per record.
  */
 static uint32_t count_marks(const struct rp_segment *s, uint32_t ring, uint32_t n)
 {
-	uint32_t m = 0;
+	uint32_t h = s->rings[ring].head & (s->v.ring_capacity - 1);
+	const struct rp_event *slots = rp_segment_peek(s, ring, 0) - h;
+	uint32_t first = s->v.ring_capacity - h < n ? s->v.ring_capacity - h : n;
 
-	for (uint32_t k = 0; k < n; k++)
-		m += rp_segment_peek(s, ring, k)->kind == RP_EV_THREAD;
-	return m;
+	return count_marks_run(slots + h, first) + count_marks_run(slots, n - first);
 }
 
-void rp_segment_consume(struct rp_segment *s, uint32_t ring, uint32_t n)
+void rp_segment_consume_marks(struct rp_segment *s, uint32_t ring, uint32_t n, uint32_t marks)
 {
 	struct rp_ring_cursor *c = &s->rings[ring];
 
-	if (s->v.version_minor >= 2) {
-		uint32_t m = count_marks(s, ring, n);
-
-		/* Before c_head: an engine killed between the two stores leaves the
-		 * count ahead by this batch's marks, never behind (docs/operations.md). */
-		if (m != 0) {
-			c->marks += m;
-			__atomic_store_n(&ring_desc(s, ring)->marks_read, c->marks,
-					 __ATOMIC_RELAXED);
-		}
+	/* Before c_head: an engine killed between the two stores leaves the count ahead
+	 * by this batch's marks, never behind (docs/operations.md). */
+	if (s->v.version_minor >= 2 && marks != 0) {
+		c->marks += marks;
+		__atomic_store_n(&ring_desc(s, ring)->marks_read, c->marks, __ATOMIC_RELAXED);
 	}
 	c->head += n;
 	c->received += n;
@@ -447,17 +458,40 @@ void rp_segment_consume(struct rp_segment *s, uint32_t ring, uint32_t n)
 	__atomic_store_n(&ring_desc(s, ring)->ring.c_head, c->head, __ATOMIC_RELEASE);
 }
 
+void rp_segment_consume(struct rp_segment *s, uint32_t ring, uint32_t n)
+{
+	rp_segment_consume_marks(s, ring, n, s->v.version_minor >= 2 ? count_marks(s, ring, n) : 0);
+}
+
+/* Copies @n records of the run @e out, counting the owner marks as it goes. */
+static uint32_t copy_out(struct rp_event *out, const struct rp_event *e, uint32_t n)
+{
+	uint32_t m = 0;
+
+	for (uint32_t k = 0; k < n; k++) {
+		out[k] = e[k];
+		m += out[k].kind == RP_EV_THREAD;
+	}
+	return m;
+}
+
 unsigned rp_segment_drain(struct rp_segment *s, uint32_t ring, struct rp_event *out,
 			  unsigned max, struct rp_ring_info *info)
 {
-	uint32_t n = rp_segment_avail(s, ring, info);
+	uint32_t n = rp_segment_avail(s, ring, info), h, first, m;
+	const struct rp_event *slots;
 
 	if (n > max)
 		n = max;
-	for (uint32_t k = 0; k < n; k++)
-		out[k] = *rp_segment_peek(s, ring, k);
-	if (n > 0)
-		rp_segment_consume(s, ring, n);
+	if (n == 0)
+		return 0;
+	/* at most two contiguous runs: the ring wraps once */
+	h = s->rings[ring].head & (s->v.ring_capacity - 1);
+	slots = rp_segment_peek(s, ring, 0) - h;
+	first = s->v.ring_capacity - h < n ? s->v.ring_capacity - h : n;
+	m = copy_out(out, slots + h, first);
+	m += copy_out(out + first, slots, n - first);
+	rp_segment_consume_marks(s, ring, n, m);
 	return n;
 }
 

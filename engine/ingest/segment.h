@@ -144,6 +144,10 @@ static inline const struct rp_event *rp_segment_peek(const struct rp_segment *s,
 /** rp_segment_consume() - release @n records (<= avail) of @ring to the producer. */
 void rp_segment_consume(struct rp_segment *s, uint32_t ring, uint32_t n);
 
+/** rp_segment_consume_marks() - the same, from a caller that has read the records
+ * and counted the owner marks (RP_EV_THREAD) among them: @marks, exactly. */
+void rp_segment_consume_marks(struct rp_segment *s, uint32_t ring, uint32_t n, uint32_t marks);
+
 /** rp_segment_ring_pending() - records published and not yet drained in @ring. */
 uint32_t rp_segment_ring_pending(const struct rp_segment *s, uint32_t ring);
 

@@ -57,6 +57,7 @@ struct rp_rbuf {
 	/* Records after the buffer's, read in place in the ring by the merge. */
 	uint32_t avail;		/* published and not yet read, as of the last copy */
 	uint32_t taken;		/* read and processed, released at the merge's end */
+	uint32_t taken_marks;	/* the owner marks among them (1.2) */
 	bool look_ok;		/* look holds the next of them (copied once) */
 	bool mark_lost;		/* the next span record comes after a resync */
 	struct rp_bev look;
@@ -718,8 +719,10 @@ static bool at_risk(const struct rp_live *l, const struct rp_ring_info *info, ui
 static void release_taken(struct rp_live *l, uint32_t ring)
 {
 	if (l->buf[ring].taken > 0) {
-		rp_segment_consume(l->seg, ring, l->buf[ring].taken);
+		rp_segment_consume_marks(l->seg, ring, l->buf[ring].taken,
+					 l->buf[ring].taken_marks);
 		l->buf[ring].taken = 0;
+		l->buf[ring].taken_marks = 0;
 	}
 }
 
@@ -799,6 +802,15 @@ static void offcpu_read(struct rp_sources *ss, struct rp_live *l, struct rp_rbuf
 	rp_offcpu_ring_read(&ss->off, &b->off);
 }
 
+/* The first owner mark among the @n records of run @e in the ring, or NULL. */
+static const struct rp_event *mark_in(const struct rp_event *e, uint32_t n)
+{
+	for (const struct rp_event *end = e + n; e < end; e++)
+		if (__atomic_load_n(&e->kind, __ATOMIC_RELAXED) == RP_EV_THREAD)
+			return e;
+	return NULL;
+}
+
 /*
  * Looks at one ring: a ring at risk (or @all) has its records taken into its buffer
  * and released at once; the others' stay, read in place by the merge after the
@@ -819,19 +831,41 @@ static uint32_t first_gen(struct rp_live *l, uint32_t ring, uint32_t gen)
 	const struct rp_wire_ring *r =
 		(const struct rp_wire_ring *)((const char *)l->seg->base + l->seg->v.ring_desc_offset) +
 		ring;
+	const uint32_t cap = l->seg->v.ring_capacity, h = l->seg->rings[ring].head & (cap - 1);
+	const struct rp_event *slots = rp_segment_peek(l->seg, ring, 0) - h, *e;
 	uint32_t n;
 
 	__atomic_load_n(&r->gen, __ATOMIC_ACQUIRE); /* pairs with the producer's release */
 	n = __atomic_load_n(&r->ring.p_tail, __ATOMIC_ACQUIRE) - l->seg->rings[ring].head;
-	if (n > l->seg->v.ring_capacity - 1)
+	if (n > cap - 1)
 		return gen; /* implausible: the next avail resyncs */
-	for (uint32_t k = 0; k < n; k++) {
-		const struct rp_event *e = rp_segment_peek(l->seg, ring, k);
+	/* A whole backlog at an engine's attach: read as two contiguous runs at most
+	 * (the ring wraps once). */
+	e = mark_in(slots + h, cap - h < n ? cap - h : n);
+	if (e == NULL && n > cap - h)
+		e = mark_in(slots, n - (cap - h));
+	return e != NULL ? (uint32_t)__atomic_load_n(&e->track, __ATOMIC_RELAXED) - 1 : gen;
+}
 
-		if (__atomic_load_n(&e->kind, __ATOMIC_RELAXED) == RP_EV_THREAD)
-			return (uint32_t)__atomic_load_n(&e->track, __ATOMIC_RELAXED) - 1;
+/* The first @n records of @ring into @b's free room: the indexes and the bases in
+ * locals, so that take()'s stores do not make the compiler load them again for
+ * every record. @return the owner marks among them, counted as they pass (the
+ * release then reads none of them again). */
+static uint32_t copy_run(struct rp_live *l, struct rp_rbuf *b, uint32_t ring, uint32_t n)
+{
+	const uint32_t smask = l->seg->v.ring_capacity - 1, dmask = b->cap - 1;
+	const uint32_t sh = l->seg->rings[ring].head, dh = b->head + b->n;
+	const struct rp_event *slots = rp_segment_peek(l->seg, ring, 0) - (sh & smask);
+	struct rp_bev *ev = b->ev;
+	uint32_t m = 0;
+
+	for (uint32_t k = 0; k < n; k++) {
+		struct rp_bev *d = &ev[(dh + k) & dmask];
+
+		take(l, b, &slots[(sh + k) & smask], d);
+		m += d->ev.kind == RP_EV_THREAD;
 	}
-	return gen;
+	return m;
 }
 
 static void copy_ring(struct rp_sources *ss, struct rp_live *l, uint32_t ring, bool all)
@@ -839,7 +873,7 @@ static void copy_ring(struct rp_sources *ss, struct rp_live *l, uint32_t ring, b
 	struct rp_rbuf *b = &l->buf[ring];
 	struct rp_ring_info info;
 	uint64_t resyncs = l->seg->rings[ring].resyncs;
-	uint32_t n, got;
+	uint32_t n, got, marks;
 
 	release_taken(l, ring); /* none: every merge releases what it read in place */
 	n = rp_segment_avail(l->seg, ring, &info);
@@ -878,10 +912,9 @@ static void copy_ring(struct rp_sources *ss, struct rp_live *l, uint32_t ring, b
 	}
 	got = buf_room(ss, b, n);
 	b->short_copy = got < n;
-	for (uint32_t k = 0; k < got; k++)
-		take(l, b, rp_segment_peek(l->seg, ring, k), &b->ev[(b->head + b->n + k) & (b->cap - 1)]);
+	marks = copy_run(l, b, ring, got);
 	if (got > 0)
-		rp_segment_consume(l->seg, ring, got);
+		rp_segment_consume_marks(l->seg, ring, got, marks);
 	b->avail = n - got; /* what did not fit: read in place */
 	b->n += got;
 	if (b->n > b->hwm)
@@ -1011,6 +1044,7 @@ struct rp_cursor {
 	struct rp_rbuf *b;
 	const struct rp_event *slots; /* the ring's slots, indexed by h & mask */
 	uint32_t ring, mask, h, k;    /* h: the index of b->look when we began; k: read */
+	uint32_t marks;		      /* owner marks among the k */
 };
 
 static inline void cursor_start(struct rp_cursor *c, struct rp_live *l, uint32_t ring)
@@ -1022,6 +1056,7 @@ static inline void cursor_start(struct rp_cursor *c, struct rp_live *l, uint32_t
 	c->h = l->seg->rings[ring].head + c->b->taken;
 	c->slots = rp_segment_peek(l->seg, ring, c->b->taken) - (c->h & c->mask);
 	c->k = 0;
+	c->marks = 0;
 }
 
 /* The next record after the c->k read, into b->look. */
@@ -1035,6 +1070,7 @@ static inline void cursor_take(struct rp_cursor *c)
 static void cursor_finish(struct rp_cursor *c)
 {
 	c->b->taken += c->k;
+	c->b->taken_marks += c->marks;
 	if (c->b->taken >= RP_SOURCES_SLICE)
 		release_taken(c->l, c->ring);
 }
@@ -1054,6 +1090,7 @@ static uint32_t merge_in_place(struct rp_sources *ss, struct rp_live *l, uint32_
 	cursor_start(&c, l, ring);
 	*again = false;
 	for (;;) {
+		c.marks += b->look.ev.kind == RP_EV_THREAD;
 		process(ss, l, ring, &b->look);
 		c.k++;
 		if (--b->avail == 0) {
@@ -1090,6 +1127,7 @@ static uint64_t merge_two(struct rp_sources *ss, struct rp_cursor c[2], uint64_t
 		struct rp_cursor *x = &c[c[1].b->look.ev.ts < c[0].b->look.ev.ts];
 		struct rp_rbuf *b = x->b;
 
+		x->marks += b->look.ev.kind == RP_EV_THREAD;
 		process(ss, x->l, x->ring, &b->look);
 		x->k++;
 		done++;
