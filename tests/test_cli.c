@@ -340,24 +340,16 @@ static void test_cli_man_page(void **state)
 /* --- the live path --- */
 
 /* @refuse_uring: make the loop believe io_uring is refused (the poll(2) path);
- * the engine's stderr goes to <tmpdir>/<session>.err. */
+ * the engine's stderr goes to <tmpdir>/<session>.err. Not waited for. */
 static pid_t start_engine_ex(const char *session, bool refuse_uring)
 {
-	pid_t pid = track(fork());
+	char dir[300], err[400];
 
-	if (pid == 0) {
-		char dir[300], err[400];
-		snprintf(dir, sizeof(dir), "%s/snaps", tmpdir);
-		snprintf(err, sizeof(err), "%s/%s.err", tmpdir, session);
-		if (freopen(err, "w", stderr) == NULL)
-			_exit(126);
-		if (refuse_uring)
-			setenv("RINGPROF_LOOP_FAIL_URING", "1", 1);
-		execl(bin, "ringprof", "run", "--session", session, "--snapshot-dir", dir, "--quiet",
-		      (char *)NULL);
-		_exit(127);
-	}
-	return pid;
+	snprintf(dir, sizeof(dir), "%s/snaps", tmpdir);
+	snprintf(err, sizeof(err), "%s/%s.err", tmpdir, session);
+	return track(rp_test_engine_spawn(bin, session, dir, err,
+					  refuse_uring ? "RINGPROF_LOOP_FAIL_URING=1" : NULL,
+					  "--quiet", (char *)NULL));
 }
 
 static pid_t start_engine(const char *session)
@@ -365,37 +357,12 @@ static pid_t start_engine(const char *session)
 	return start_engine_ex(session, false);
 }
 
-static void wait_engine_ready(const char *session)
+/* Until the marker names @pid: it holds the marker's lock and has blocked the
+ * signals we send; a killed engine's marker stays until the next one replaces it,
+ * and a slow start (sanitizers) must not be mistaken for it. */
+static void wait_engine(const char *session, pid_t pid)
 {
-	char name[128];
-	struct timespec ms = { 0, 10000000 };
-
-	snprintf(name, sizeof(name), "/dev/shm/ringprof.%s.engine", session);
-	for (int i = 0; i < 500 && access(name, F_OK) != 0; i++)
-		nanosleep(&ms, NULL);
-	assert_int_equal(access(name, F_OK), 0);
-}
-
-/* Until the marker names @pid: a killed engine's marker stays until the next one
- * replaces it, and a slow start (sanitizers) must not be mistaken for it. */
-static void wait_engine_pid(const char *session, pid_t pid)
-{
-	char name[128];
-	struct timespec ms = { 0, 10000000 };
-	struct rp_wire_engine m = { 0 };
-
-	snprintf(name, sizeof(name), "/dev/shm/ringprof.%s.engine", session);
-	for (int i = 0; i < 1000 && m.pid != pid; i++) {
-		FILE *f = fopen(name, "rb");
-
-		if (f == NULL || fread(&m, sizeof(m), 1, f) != 1)
-			m.pid = 0;
-		if (f != NULL)
-			fclose(f);
-		if (m.pid != pid)
-			nanosleep(&ms, NULL);
-	}
-	assert_int_equal(m.pid, pid);
+	assert_int_equal(rp_test_engine_wait(session, pid, NULL), -1);
 }
 
 static int wait_exit(pid_t pid)
@@ -536,7 +503,7 @@ static void live_accounting(const char *session, bool refuse_uring)
 	int fd;
 
 	eng = start_engine_ex(session, refuse_uring);
-	wait_engine_ready(session);
+	wait_engine(session, eng);
 	demo = start_demo(session, "--duration 2 --rate 300 --time-scale 0.2", &fd);
 	emitted = read_emitted(fd);
 	assert_int_equal(wait_exit(demo), 0);
@@ -586,13 +553,13 @@ static void test_cli_engine_restart_reattaches(void **state)
 	(void)state;
 	snprintf(session, sizeof(session), "t_cli_restart_%d", (int)getpid());
 	eng = start_engine(session);
-	wait_engine_ready(session);
+	wait_engine(session, eng);
 	demo = start_demo(session, "--duration 3 --rate 200 --time-scale 0.2", &fd);
 	nanosleep(&pause, NULL);
 	kill(eng, SIGKILL);
 	assert_int_equal(wait_exit(eng), 128 + SIGKILL);
 	eng = start_engine(session); /* the marker names a dead pid: replaced */
-	wait_engine_pid(session, eng);
+	wait_engine(session, eng);
 	nanosleep(&pause, NULL);
 	/* No shape check: requests begun before the restart end unmatched here. */
 	snapshot_counts(session, demo, &events, &dropped, false);
@@ -605,27 +572,6 @@ static void test_cli_engine_restart_reattaches(void **state)
 
 /* --- issue 10: one consumer, no silent loss, no signal to a stranger --- */
 
-/* The engine of @session holds the marker's lock (rather than: the file exists). */
-static void wait_engine_locked(const char *session)
-{
-	struct timespec ms = { 0, 10000000 };
-	char name[128];
-
-	snprintf(name, sizeof(name), "/dev/shm/ringprof.%s.engine", session);
-	for (int i = 0; i < 500; i++) {
-		struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
-		int fd = open(name, O_RDONLY | O_CLOEXEC);
-		bool held = fd >= 0 && fcntl(fd, F_GETLK, &fl) == 0 && fl.l_type != F_UNLCK;
-
-		if (fd >= 0)
-			close(fd);
-		if (held)
-			return;
-		nanosleep(&ms, NULL);
-	}
-	fail_msg("no engine took the lock of %s", name);
-}
-
 /* Repro 1: a second `run` for a running session is refused and leaves the first
  * one's marker alone: `snapshot` still reaches it, and no second consumer starts. */
 static void test_cli_second_engine_refused(void **state)
@@ -636,7 +582,7 @@ static void test_cli_second_engine_refused(void **state)
 	(void)state;
 	snprintf(session, sizeof(session), "t_cli_two_%d", (int)getpid());
 	eng = start_engine(session);
-	wait_engine_locked(session);
+	wait_engine(session, eng);
 	assert_int_equal(run(&out, "%s run --session %s --snapshot-dir %s/snaps --quiet 2>&1",
 			     bin, session, tmpdir), 1);
 	assert_non_null(strstr(out, "an engine already runs"));
@@ -680,7 +626,7 @@ static void test_cli_snapshot_signals_only_the_engine(void **state)
 	free(out);
 	assert_int_equal(waitpid(victim, &st, WNOHANG), 0); /* still alive */
 	eng = start_engine(session); /* the stale marker does not block it */
-	wait_engine_locked(session);
+	wait_engine(session, eng);
 	assert_int_equal(run(&out, "%s snapshot --session %s", bin, session), 0);
 	free(out);
 	kill(eng, SIGTERM);
@@ -729,7 +675,7 @@ static void test_cli_shrunk_segment_survived(void **state)
 	(void)state;
 	snprintf(session, sizeof(session), "t_cli_bus_%d", (int)getpid());
 	eng = start_engine(session);
-	wait_engine_locked(session);
+	wait_engine(session, eng);
 	demo = start_demo(session, "--duration 3 --rate 300 --time-scale 0.2", &fd);
 	snprintf(seg, sizeof(seg), "/dev/shm/ringprof.%s.%d.0", session, (int)demo);
 	for (int i = 0; i < 500 && access(seg, F_OK) != 0; i++)
@@ -769,7 +715,7 @@ static void test_cli_engine_start_survives_snapshot_requests(void **state)
 		nanosleep(&pause, NULL);
 		/* our own SIGTERM only once the marker names it: signals are blocked by
 		 * then, and before (exec, a sanitizer's start) TERM's default is right */
-		wait_engine_pid(session, eng);
+		wait_engine(session, eng);
 		kill(eng, SIGTERM);
 		assert_int_equal(wait_exit(eng), 0);
 	}
@@ -819,7 +765,7 @@ static void test_cli_stopped_engine_loses_nothing(void **state)
 	(void)state;
 	snprintf(session, sizeof(session), "t_cli_stop_%d", (int)getpid());
 	eng = start_engine(session);
-	wait_engine_locked(session);
+	wait_engine(session, eng);
 	kill(eng, SIGSTOP);
 	demo = start_demo(session, "--duration 1 --rate 300 --time-scale 0.2", &fd);
 	emitted = read_emitted(fd);
@@ -848,13 +794,13 @@ static void test_cli_restart_gap_counted(void **state)
 	(void)state;
 	snprintf(session, sizeof(session), "t_cli_gap_%d", (int)getpid());
 	eng = start_engine(session);
-	wait_engine_locked(session);
+	wait_engine(session, eng);
 	demo = start_demo(session, "--duration 2 --rate 200 --time-scale 0.2", &fd);
 	nanosleep(&pause, NULL);
 	kill(eng, SIGKILL);
 	assert_int_equal(wait_exit(eng), 128 + SIGKILL);
 	eng = start_engine(session);
-	wait_engine_locked(session);
+	wait_engine(session, eng);
 	emitted = read_emitted(fd);
 	assert_int_equal(wait_exit(demo), 0);
 	snapshot_counts_gap(session, demo, &events, &dropped, &gap);

@@ -246,8 +246,6 @@ static int setup(void **state)
 {
 	const char *b = getenv("RP_BIN_DIR"), *s = getenv("RINGPROF_SESSION");
 	char addr[64];
-	uint64_t end;
-	struct stat st;
 
 	(void)state;
 	if (b == NULL) {
@@ -264,17 +262,11 @@ static int setup(void **state)
 	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
 	id_alpha = rp_intern("alpha", "A", "test_serve.c", 1);
 	id_beta = rp_intern("beta", "B", "test_serve.c", 2);
-	engine = fork();
-	if (engine == 0) {
-		execl(bin, "ringprof", "run", "--session", session, "--snapshot-dir", dir,
-		      "--quiet", "--prometheus", addr, "--max-clients", "4", "--client-idle-ms",
-		      "400", "--client-request-ms", "1000", "--step-name", "beta", use_poll ? "--poll" : "--quiet", (char *)NULL);
-		_exit(127);
-	}
-	for (end = now_ms() + 10000; stat(sock_path, &st) != 0; sleep_ms(20))
-		if (now_ms() > end)
-			return -1;
-	return 0;
+	engine = rp_test_engine_spawn(bin, session, dir, NULL, NULL, "--quiet", "--prometheus", addr,
+				      "--max-clients", "4", "--client-idle-ms", "400",
+				      "--client-request-ms", "1000", "--step-name", "beta",
+				      use_poll ? "--poll" : "--quiet", (char *)NULL);
+	return rp_test_engine_wait(session, engine, sock_path) == -1 ? 0 : -1;
 }
 
 static int teardown(void **state)
