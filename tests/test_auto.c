@@ -72,7 +72,7 @@ static yajl_val run_program(const char *suffix, const char *env, const char *pro
 	start_engine(session);
 	assert_int_equal(run(NULL, "RINGPROF_SESSION=%s %s %s/%s", session, env, progdir,
 			     prog_args), 0);
-	assert_int_equal(run(&path, "%s snapshot --session %s", bin, session), 0);
+	assert_int_equal(run(&path, "%s snapshot --timeout-ms 60000 --session %s", bin, session), 0);
 	path[strcspn(path, "\n")] = '\0';
 	assert_int_equal(run(&json, "%s report %s --format json", bin, path), 0);
 	free(last_text);

@@ -121,7 +121,8 @@ static void snapshot_counts(const char *session, pid_t pid, struct counts *c)
 	const char *spath[] = { "sources", NULL }, *apath[] = { "anomalies", NULL };
 	yajl_val root, src;
 
-	assert_int_equal(rp_test_sh(&path, NULL, "%s snapshot --session %s", bin, session), 0);
+	assert_int_equal(rp_test_sh(&path, NULL, "%s snapshot --timeout-ms 60000 --session %s",
+				    bin, session), 0);
 	path[strcspn(path, "\n")] = '\0';
 	assert_int_equal(rp_test_sh(&json, NULL, "%s report %s --format json", bin, path), 0);
 	root = yajl_tree_parse(json, err, sizeof(err));

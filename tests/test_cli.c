@@ -417,7 +417,7 @@ static void snapshot_counts(const char *session, pid_t pid, uint64_t *events, ui
 	const char *spath[] = { "sources", NULL };
 	yajl_val root, src;
 
-	assert_int_equal(run(&path, "%s snapshot --session %s", bin, session), 0);
+	assert_int_equal(run(&path, "%s snapshot --timeout-ms 60000 --session %s", bin, session), 0);
 	path[strcspn(path, "\n")] = '\0';
 	assert_int_equal(run(&json, "%s report %s --format json", bin, path), 0);
 	root = yajl_tree_parse(json, err, sizeof(err));
@@ -478,13 +478,13 @@ static void keep_snapshots(const char *session)
 	char *a, *b, *c, *out;
 	struct timespec ms = { 0, 2000000 };
 
-	assert_int_equal(run(&a, "%s snapshot --session %s -o %s/kept.msgpack", bin, session,
-			     tmpdir), 0);
+	assert_int_equal(run(&a, "%s snapshot --timeout-ms 60000 --session %s -o %s/kept.msgpack",
+			     bin, session, tmpdir), 0);
 	a[strcspn(a, "\n")] = '\0';
 	assert_true(strstr(a, "/kept.msgpack") != NULL);
-	assert_int_equal(run(&b, "%s snapshot --session %s --keep", bin, session), 0);
+	assert_int_equal(run(&b, "%s snapshot --timeout-ms 60000 --session %s --keep", bin, session), 0);
 	nanosleep(&ms, NULL);
-	assert_int_equal(run(&c, "%s snapshot --session %s --keep", bin, session), 0);
+	assert_int_equal(run(&c, "%s snapshot --timeout-ms 60000 --session %s --keep", bin, session), 0);
 	b[strcspn(b, "\n")] = c[strcspn(c, "\n")] = '\0';
 	assert_string_not_equal(b, c);
 	assert_true(strstr(b, session) != NULL && strstr(b, ".msgpack") != NULL);
@@ -587,7 +587,7 @@ static void test_cli_second_engine_refused(void **state)
 			     bin, session, tmpdir), 1);
 	assert_non_null(strstr(out, "an engine already runs"));
 	free(out);
-	assert_int_equal(run(&out, "%s snapshot --session %s", bin, session), 0);
+	assert_int_equal(run(&out, "%s snapshot --timeout-ms 60000 --session %s", bin, session), 0);
 	free(out);
 	/* and a third is refused too */
 	assert_int_equal(run(NULL, "%s run --session %s --snapshot-dir %s/snaps --quiet "
@@ -627,7 +627,7 @@ static void test_cli_snapshot_signals_only_the_engine(void **state)
 	assert_int_equal(waitpid(victim, &st, WNOHANG), 0); /* still alive */
 	eng = start_engine(session); /* the stale marker does not block it */
 	wait_engine(session, eng);
-	assert_int_equal(run(&out, "%s snapshot --session %s", bin, session), 0);
+	assert_int_equal(run(&out, "%s snapshot --timeout-ms 60000 --session %s", bin, session), 0);
 	free(out);
 	kill(eng, SIGTERM);
 	assert_int_equal(wait_exit(eng), 0);
@@ -685,7 +685,7 @@ static void test_cli_shrunk_segment_survived(void **state)
 	assert_int_equal(truncate(seg, 4096), 0);
 	close(fd);
 	wait_exit(demo); /* it dies of the same SIGBUS: its own writes */
-	assert_int_equal(run(&out, "%s snapshot --session %s", bin, session), 0);
+	assert_int_equal(run(&out, "%s snapshot --timeout-ms 60000 --session %s", bin, session), 0);
 	free(out);
 	assert_int_equal(kill(eng, 0), 0);
 	kill(eng, SIGTERM);
@@ -731,7 +731,7 @@ static void snapshot_counts_gap(const char *session, pid_t pid, uint64_t *events
 	const char *spath[] = { "sources", NULL }, *gpath[] = { "anomalies", "restart_gap", NULL };
 	yajl_val root, src;
 
-	assert_int_equal(run(&path, "%s snapshot --session %s", bin, session), 0);
+	assert_int_equal(run(&path, "%s snapshot --timeout-ms 60000 --session %s", bin, session), 0);
 	path[strcspn(path, "\n")] = '\0';
 	assert_int_equal(run(&json, "%s report %s --format json", bin, path), 0);
 	root = yajl_tree_parse(json, err, sizeof(err));

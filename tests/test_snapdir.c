@@ -192,7 +192,7 @@ static void test_snapdir_snapshot_failure_reported(void **state)
 	assert_int_equal(mkdir(dir, 0700), 0);
 	pid = start_engine(session, dir, err);
 	assert_int_equal(wait_engine(session, pid), -1);
-	rc = rp_test_sh(&out, NULL, "%s snapshot --session %s 2>&1", bin, session);
+	rc = rp_test_sh(&out, NULL, "%s snapshot --timeout-ms 60000 --session %s 2>&1", bin, session);
 	assert_int_equal(rc, 0); /* it works first */
 	free(out);
 	assert_int_equal(rp_test_sh(NULL, NULL, "rm -rf %s", dir), 0);

@@ -64,7 +64,7 @@ static yajl_val run_program_as(const char *suffix, const char *env, const char *
 	start_engine(session);
 	assert_int_equal(run(out, "RINGPROF_SESSION=%s %s %s/%s", session, env, progdir,
 			     prog_args), 0);
-	assert_int_equal(run(&path, "%s snapshot --session %s", bin, session), 0);
+	assert_int_equal(run(&path, "%s snapshot --timeout-ms 60000 --session %s", bin, session), 0);
 	path[strcspn(path, "\n")] = '\0';
 	assert_int_equal(run(&json, "%s report %s --format json", bin, path), 0);
 	stop_engine();
