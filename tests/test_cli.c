@@ -554,7 +554,10 @@ static void test_cli_engine_restart_reattaches(void **state)
 	snprintf(session, sizeof(session), "t_cli_restart_%d", (int)getpid());
 	eng = start_engine(session);
 	wait_engine(session, eng);
-	demo = start_demo(session, "--duration 3 --rate 200 --time-scale 0.2", &fd);
+	/* Runs until told to stop (SIGTERM: it stops, prints its count, exits 0): one
+	 * that ended before the new engine came up would have unlinked its segment, as
+	 * a producer with no live engine does, on a machine slow to start engines. */
+	demo = start_demo(session, "--duration 600 --rate 200 --time-scale 0.2", &fd);
 	nanosleep(&pause, NULL);
 	kill(eng, SIGKILL);
 	assert_int_equal(wait_exit(eng), 128 + SIGKILL);
@@ -564,6 +567,7 @@ static void test_cli_engine_restart_reattaches(void **state)
 	/* No shape check: requests begun before the restart end unmatched here. */
 	snapshot_counts(session, demo, &events, &dropped, false);
 	assert_true(events > 0); /* the new engine drains the same producer */
+	kill(demo, SIGTERM);
 	read_emitted(fd);
 	assert_int_equal(wait_exit(demo), 0);
 	kill(eng, SIGTERM);
