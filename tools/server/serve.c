@@ -350,6 +350,9 @@ static void reply(struct client *c, struct blob *b, bool close_after)
 	c->out = b;
 	c->sent = 0;
 	c->close_after = close_after;
+	/* The idle clock restarts here: the time we took to build the reply is ours, not
+	 * the client's (a slow build let the tick shut a client whose reply was queued). */
+	c->last = now_ns();
 	if (b == NULL) {
 		c->s->st.errors++;
 		c->out = blob_str(c->http ? "HTTP/1.1 500 Internal Server Error\r\n"
