@@ -785,6 +785,40 @@ static void test_cli_stopped_engine_loses_nothing(void **state)
 	assert_int_equal(wait_exit(eng), 0);
 }
 
+/* Until the engine has read records from @pid's segment of @session (some ring's
+ * consumer index moved), up to 60 s: read through a read-only mapping of our own. */
+static void wait_engine_read(const char *session, pid_t pid)
+{
+	struct timespec ms = { 0, 10000000 };
+	char name[160];
+
+	snprintf(name, sizeof(name), "/dev/shm/ringprof.%s.%d.0", session, (int)pid);
+	for (int i = 0; i < 6000; i++, nanosleep(&ms, NULL)) {
+		int fd = open(name, O_RDONLY | O_CLOEXEC);
+		struct stat st;
+		const struct rp_wire_header *h;
+		const struct rp_wire_ring *rings;
+		bool read = false;
+
+		if (fd < 0 || fstat(fd, &st) != 0 || (size_t)st.st_size < sizeof(*h)) {
+			if (fd >= 0)
+				close(fd);
+			continue;
+		}
+		h = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+		close(fd);
+		assert_true(h != MAP_FAILED);
+		rings = (const void *)((const char *)h + h->ring_desc_offset);
+		for (uint32_t r = 0; h->ring_desc_offset + (uint64_t)h->ring_count * sizeof(*rings) <=
+				     (uint64_t)st.st_size && r < h->ring_count && !read; r++)
+			read = __atomic_load_n(&rings[r].ring.c_head, __ATOMIC_ACQUIRE) != 0;
+		munmap((void *)h, (size_t)st.st_size);
+		if (read)
+			return;
+	}
+	fail_msg("no engine read %s in 60 s", name);
+}
+
 /* Repro 8: an engine SIGKILLed after reading records it never wrote in a snapshot:
  * its successor counts them as restart_gap, so emitted = events + dropped + gap. */
 static void test_cli_restart_gap_counted(void **state)
@@ -799,12 +833,18 @@ static void test_cli_restart_gap_counted(void **state)
 	snprintf(session, sizeof(session), "t_cli_gap_%d", (int)getpid());
 	eng = start_engine(session);
 	wait_engine(session, eng);
-	demo = start_demo(session, "--duration 2 --rate 200 --time-scale 0.2", &fd);
+	/* Runs until stopped: it must outlive the first engine's reads and the second's
+	 * start, however slow the machine. The first engine is killed once it has read
+	 * some of its records (not after a pause: a sanitized demo on a loaded machine
+	 * may not have written any by then), and half a second later. */
+	demo = start_demo(session, "--duration 600 --rate 200 --time-scale 0.2", &fd);
+	wait_engine_read(session, demo);
 	nanosleep(&pause, NULL);
 	kill(eng, SIGKILL);
 	assert_int_equal(wait_exit(eng), 128 + SIGKILL);
 	eng = start_engine(session);
 	wait_engine(session, eng);
+	kill(demo, SIGTERM);
 	emitted = read_emitted(fd);
 	assert_int_equal(wait_exit(demo), 0);
 	snapshot_counts_gap(session, demo, &events, &dropped, &gap);
