@@ -217,7 +217,11 @@ static void test_hotnames_top_shows_absent(void **state)
 		 "--quiet --max-sketch-names 3 & E=$!; " /* up: its marker (60 s, a hang) */
 		 "for i in $(seq 600); do [ -s /dev/shm/ringprof.$S.engine ] && break; sleep 0.1; "
 		 "done; RINGPROF_SESSION=$S "
-		 "%s/ringprof-demo --quiet --duration 1 --rate 100 --time-scale 0.1 >/dev/null; "
+		 /* 3 s: its events cross two boundaries of the finest sub-windows (1 s, on
+		  * the event clock), so a whole second of its names folds into the all-time
+		  * sketches (where the evictions are) before the snapshot; 1 s crossed one,
+		  * anywhere in it, and its first part could hold 3 names or fewer */
+		 "%s/ringprof-demo --quiet --duration 3 --rate 100 --time-scale 0.1 >/dev/null; "
 		 "sleep 1; " /* the engine's merge delay and a loaded machine: drained first */
 		 "%s/ringprof snapshot --timeout-ms 60000 --session $S -o %s >/dev/null; "
 		 "%s/ringprof top --session $S "
