@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Test helpers: cmocka includes in the order cmocka 1.1.5 needs, and a consumer
- * view of this process's own segment.
+ * Test helpers: cmocka includes in the order cmocka 1.1.5 needs, a consumer view of
+ * this process's own segment, and a `ringprof run` child started, waited for and
+ * stopped the one way every end-to-end test does it.
  */
 #ifndef RP_TEST_SUPPORT_H
 #define RP_TEST_SUPPORT_H
@@ -16,7 +17,9 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
+#include <time.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -25,6 +28,7 @@
 #include <unistd.h>
 
 #include <ringprof/ringprof.h>
+#include <ringprof/wire.h>
 
 #include "segment.h"
 
@@ -162,6 +166,121 @@ static inline int rp_test_free_port(void)
 	p = ntohs(a.sin_port);
 	close(fd);
 	return p;
+}
+
+/* --- a `ringprof run` child --- */
+
+/*
+ * rp_test_engine_spawn() - fork `@bin run --session @session --snapshot-dir @dir`
+ * followed by the extra arguments (NULL-terminated), its stderr into the file @err
+ * (NULL: ours), with @env ("NAME=value", NULL: none) added to its environment.
+ * Does not wait for it: rp_test_engine_wait().
+ * Return: its pid.
+ */
+static pid_t rp_test_engine_spawn(const char *bin, const char *session, const char *dir,
+				  const char *err, const char *env, ...)
+	__attribute__((sentinel, unused));
+static pid_t rp_test_engine_spawn(const char *bin, const char *session, const char *dir,
+				  const char *err, const char *env, ...)
+{
+	const char *argv[32] = { "ringprof", "run", "--session", session, "--snapshot-dir", dir };
+	unsigned n = 6;
+	va_list ap;
+	pid_t pid;
+
+	va_start(ap, env);
+	while (n < 31 && (argv[n] = va_arg(ap, const char *)) != NULL)
+		n++;
+	va_end(ap);
+	argv[n] = NULL;
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		if (err != NULL && freopen(err, "w", stderr) == NULL)
+			_exit(126);
+		if (env != NULL)
+			putenv((char *)env);
+		execv(bin, (char *const *)argv);
+		_exit(127);
+	}
+	return pid;
+}
+
+/*
+ * rp_test_engine_wait() - until the engine @pid of @session runs, or has ended. It
+ * runs once its marker names it (it then holds the marker's lock and has blocked
+ * the signals `ringprof snapshot` and SIGTERM send) and @ready (a path it makes once
+ * serving, e.g. its socket; NULL: none) exists. Waits up to 60 s: a sanitized engine
+ * on a loaded 2-core machine starts slowly, and the wait only turns a hang into a
+ * failure.
+ * Return: -1 once it runs, else its exit status (128 + signal if killed), reaped.
+ */
+static int rp_test_engine_wait(const char *session, pid_t pid, const char *ready)
+	__attribute__((unused));
+static int rp_test_engine_wait(const char *session, pid_t pid, const char *ready)
+{
+	struct timespec ms = { 0, 10000000 };
+	char name[128];
+	int st;
+
+	snprintf(name, sizeof(name), "/dev/shm" RP_WIRE_ENGINE_FMT, session);
+	for (int i = 0; i < 6000; i++) {
+		struct rp_wire_engine m = { 0 };
+		FILE *f = fopen(name, "rb");
+		bool up = f != NULL && fread(&m, sizeof(m), 1, f) == 1 && m.pid == pid;
+
+		if (f != NULL)
+			fclose(f);
+		if (up && (ready == NULL || access(ready, F_OK) == 0))
+			return -1;
+		if (waitpid(pid, &st, WNOHANG) == pid)
+			return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+		nanosleep(&ms, NULL);
+	}
+	fail_msg("engine %d of session %s neither up nor gone after 60 s", (int)pid, session);
+	return -1;
+}
+
+/*
+ * rp_test_engine_start() - the common case: `@bin run` for @session with its snapshots
+ * in <@tmpdir>/snaps, its stderr in <@tmpdir>/<@session>.err, @env as for
+ * rp_test_engine_spawn() and one more argument @arg (NULL: none), waited for until it
+ * runs (the test fails if it ends instead).
+ * Return: its pid.
+ */
+static pid_t rp_test_engine_start(const char *bin, const char *tmpdir, const char *session,
+				  const char *env, const char *arg) __attribute__((unused));
+static pid_t rp_test_engine_start(const char *bin, const char *tmpdir, const char *session,
+				  const char *env, const char *arg)
+{
+	char dir[600], err[700];
+	pid_t pid;
+
+	snprintf(dir, sizeof(dir), "%s/snaps", tmpdir);
+	snprintf(err, sizeof(err), "%s/%s.err", tmpdir, session);
+	pid = rp_test_engine_spawn(bin, session, dir, err, env, arg, (char *)NULL);
+	assert_int_equal(rp_test_engine_wait(session, pid, NULL), -1);
+	return pid;
+}
+
+/* rp_test_engine_stop() - SIGTERM to @pid, then its exit status (128 + signal), reaped. */
+static int rp_test_engine_stop(pid_t pid) __attribute__((unused));
+static int rp_test_engine_stop(pid_t pid)
+{
+	int st;
+
+	kill(pid, SIGTERM);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* rp_test_engine_kill() - SIGKILL to @pid (> 0) and reaped: a test that failed half-way. */
+static inline void rp_test_engine_kill(pid_t pid)
+{
+	if (pid > 0) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+	}
 }
 
 #endif

@@ -48,44 +48,6 @@ static int wait_exit(pid_t pid)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
-static pid_t start_engine(const char *session)
-{
-	pid_t pid = track(fork());
-
-	if (pid == 0) {
-		char dir[300], err[400];
-		snprintf(dir, sizeof(dir), "%s/snaps", tmpdir);
-		snprintf(err, sizeof(err), "%s/%s.err", tmpdir, session);
-		if (freopen(err, "w", stderr) == NULL)
-			_exit(126);
-		execl(bin, "ringprof", "run", "--session", session, "--snapshot-dir", dir, "--quiet",
-		      (char *)NULL);
-		_exit(127);
-	}
-	return pid;
-}
-
-/* The engine of @session holds the marker's lock: it runs. */
-static void wait_engine_locked(const char *session)
-{
-	struct timespec ms = { 0, 10000000 };
-	char name[128];
-
-	snprintf(name, sizeof(name), "/dev/shm/ringprof.%s.engine", session);
-	for (int i = 0; i < 500; i++) {
-		struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
-		int fd = open(name, O_RDONLY | O_CLOEXEC);
-		bool held = fd >= 0 && fcntl(fd, F_GETLK, &fl) == 0 && fl.l_type != F_UNLCK;
-
-		if (fd >= 0)
-			close(fd);
-		if (held)
-			return;
-		nanosleep(&ms, NULL);
-	}
-	fail_msg("no engine took the lock of %s", name);
-}
-
 static uint32_t outer_id, inner_id;
 
 static void *short_thread(void *arg)
@@ -159,7 +121,8 @@ static void snapshot_counts(const char *session, pid_t pid, struct counts *c)
 	const char *spath[] = { "sources", NULL }, *apath[] = { "anomalies", NULL };
 	yajl_val root, src;
 
-	assert_int_equal(rp_test_sh(&path, NULL, "%s snapshot --session %s", bin, session), 0);
+	assert_int_equal(rp_test_sh(&path, NULL, "%s snapshot --timeout-ms 60000 --session %s",
+				    bin, session), 0);
 	path[strcspn(path, "\n")] = '\0';
 	assert_int_equal(rp_test_sh(&json, NULL, "%s report %s --format json", bin, path), 0);
 	root = yajl_tree_parse(json, err, sizeof(err));
@@ -195,8 +158,7 @@ static void test_churn_stopped_engine_loses_nothing(void **state)
 
 	(void)state;
 	snprintf(session, sizeof(session), "t_churn_%d", (int)getpid());
-	eng = start_engine(session);
-	wait_engine_locked(session);
+	eng = track(rp_test_engine_start(bin, tmpdir, session, NULL, "--quiet"));
 	kill(eng, SIGSTOP);
 	prod = track(fork());
 	if (prod == 0)

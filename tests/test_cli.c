@@ -340,24 +340,16 @@ static void test_cli_man_page(void **state)
 /* --- the live path --- */
 
 /* @refuse_uring: make the loop believe io_uring is refused (the poll(2) path);
- * the engine's stderr goes to <tmpdir>/<session>.err. */
+ * the engine's stderr goes to <tmpdir>/<session>.err. Not waited for. */
 static pid_t start_engine_ex(const char *session, bool refuse_uring)
 {
-	pid_t pid = track(fork());
+	char dir[300], err[400];
 
-	if (pid == 0) {
-		char dir[300], err[400];
-		snprintf(dir, sizeof(dir), "%s/snaps", tmpdir);
-		snprintf(err, sizeof(err), "%s/%s.err", tmpdir, session);
-		if (freopen(err, "w", stderr) == NULL)
-			_exit(126);
-		if (refuse_uring)
-			setenv("RINGPROF_LOOP_FAIL_URING", "1", 1);
-		execl(bin, "ringprof", "run", "--session", session, "--snapshot-dir", dir, "--quiet",
-		      (char *)NULL);
-		_exit(127);
-	}
-	return pid;
+	snprintf(dir, sizeof(dir), "%s/snaps", tmpdir);
+	snprintf(err, sizeof(err), "%s/%s.err", tmpdir, session);
+	return track(rp_test_engine_spawn(bin, session, dir, err,
+					  refuse_uring ? "RINGPROF_LOOP_FAIL_URING=1" : NULL,
+					  "--quiet", (char *)NULL));
 }
 
 static pid_t start_engine(const char *session)
@@ -365,37 +357,12 @@ static pid_t start_engine(const char *session)
 	return start_engine_ex(session, false);
 }
 
-static void wait_engine_ready(const char *session)
+/* Until the marker names @pid: it holds the marker's lock and has blocked the
+ * signals we send; a killed engine's marker stays until the next one replaces it,
+ * and a slow start (sanitizers) must not be mistaken for it. */
+static void wait_engine(const char *session, pid_t pid)
 {
-	char name[128];
-	struct timespec ms = { 0, 10000000 };
-
-	snprintf(name, sizeof(name), "/dev/shm/ringprof.%s.engine", session);
-	for (int i = 0; i < 500 && access(name, F_OK) != 0; i++)
-		nanosleep(&ms, NULL);
-	assert_int_equal(access(name, F_OK), 0);
-}
-
-/* Until the marker names @pid: a killed engine's marker stays until the next one
- * replaces it, and a slow start (sanitizers) must not be mistaken for it. */
-static void wait_engine_pid(const char *session, pid_t pid)
-{
-	char name[128];
-	struct timespec ms = { 0, 10000000 };
-	struct rp_wire_engine m = { 0 };
-
-	snprintf(name, sizeof(name), "/dev/shm/ringprof.%s.engine", session);
-	for (int i = 0; i < 1000 && m.pid != pid; i++) {
-		FILE *f = fopen(name, "rb");
-
-		if (f == NULL || fread(&m, sizeof(m), 1, f) != 1)
-			m.pid = 0;
-		if (f != NULL)
-			fclose(f);
-		if (m.pid != pid)
-			nanosleep(&ms, NULL);
-	}
-	assert_int_equal(m.pid, pid);
+	assert_int_equal(rp_test_engine_wait(session, pid, NULL), -1);
 }
 
 static int wait_exit(pid_t pid)
@@ -450,7 +417,7 @@ static void snapshot_counts(const char *session, pid_t pid, uint64_t *events, ui
 	const char *spath[] = { "sources", NULL };
 	yajl_val root, src;
 
-	assert_int_equal(run(&path, "%s snapshot --session %s", bin, session), 0);
+	assert_int_equal(run(&path, "%s snapshot --timeout-ms 60000 --session %s", bin, session), 0);
 	path[strcspn(path, "\n")] = '\0';
 	assert_int_equal(run(&json, "%s report %s --format json", bin, path), 0);
 	root = yajl_tree_parse(json, err, sizeof(err));
@@ -511,13 +478,13 @@ static void keep_snapshots(const char *session)
 	char *a, *b, *c, *out;
 	struct timespec ms = { 0, 2000000 };
 
-	assert_int_equal(run(&a, "%s snapshot --session %s -o %s/kept.msgpack", bin, session,
-			     tmpdir), 0);
+	assert_int_equal(run(&a, "%s snapshot --timeout-ms 60000 --session %s -o %s/kept.msgpack",
+			     bin, session, tmpdir), 0);
 	a[strcspn(a, "\n")] = '\0';
 	assert_true(strstr(a, "/kept.msgpack") != NULL);
-	assert_int_equal(run(&b, "%s snapshot --session %s --keep", bin, session), 0);
+	assert_int_equal(run(&b, "%s snapshot --timeout-ms 60000 --session %s --keep", bin, session), 0);
 	nanosleep(&ms, NULL);
-	assert_int_equal(run(&c, "%s snapshot --session %s --keep", bin, session), 0);
+	assert_int_equal(run(&c, "%s snapshot --timeout-ms 60000 --session %s --keep", bin, session), 0);
 	b[strcspn(b, "\n")] = c[strcspn(c, "\n")] = '\0';
 	assert_string_not_equal(b, c);
 	assert_true(strstr(b, session) != NULL && strstr(b, ".msgpack") != NULL);
@@ -536,7 +503,7 @@ static void live_accounting(const char *session, bool refuse_uring)
 	int fd;
 
 	eng = start_engine_ex(session, refuse_uring);
-	wait_engine_ready(session);
+	wait_engine(session, eng);
 	demo = start_demo(session, "--duration 2 --rate 300 --time-scale 0.2", &fd);
 	emitted = read_emitted(fd);
 	assert_int_equal(wait_exit(demo), 0);
@@ -586,17 +553,21 @@ static void test_cli_engine_restart_reattaches(void **state)
 	(void)state;
 	snprintf(session, sizeof(session), "t_cli_restart_%d", (int)getpid());
 	eng = start_engine(session);
-	wait_engine_ready(session);
-	demo = start_demo(session, "--duration 3 --rate 200 --time-scale 0.2", &fd);
+	wait_engine(session, eng);
+	/* Runs until told to stop (SIGTERM: it stops, prints its count, exits 0): one
+	 * that ended before the new engine came up would have unlinked its segment, as
+	 * a producer with no live engine does, on a machine slow to start engines. */
+	demo = start_demo(session, "--duration 600 --rate 200 --time-scale 0.2", &fd);
 	nanosleep(&pause, NULL);
 	kill(eng, SIGKILL);
 	assert_int_equal(wait_exit(eng), 128 + SIGKILL);
 	eng = start_engine(session); /* the marker names a dead pid: replaced */
-	wait_engine_pid(session, eng);
+	wait_engine(session, eng);
 	nanosleep(&pause, NULL);
 	/* No shape check: requests begun before the restart end unmatched here. */
 	snapshot_counts(session, demo, &events, &dropped, false);
 	assert_true(events > 0); /* the new engine drains the same producer */
+	kill(demo, SIGTERM);
 	read_emitted(fd);
 	assert_int_equal(wait_exit(demo), 0);
 	kill(eng, SIGTERM);
@@ -604,27 +575,6 @@ static void test_cli_engine_restart_reattaches(void **state)
 }
 
 /* --- issue 10: one consumer, no silent loss, no signal to a stranger --- */
-
-/* The engine of @session holds the marker's lock (rather than: the file exists). */
-static void wait_engine_locked(const char *session)
-{
-	struct timespec ms = { 0, 10000000 };
-	char name[128];
-
-	snprintf(name, sizeof(name), "/dev/shm/ringprof.%s.engine", session);
-	for (int i = 0; i < 500; i++) {
-		struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
-		int fd = open(name, O_RDONLY | O_CLOEXEC);
-		bool held = fd >= 0 && fcntl(fd, F_GETLK, &fl) == 0 && fl.l_type != F_UNLCK;
-
-		if (fd >= 0)
-			close(fd);
-		if (held)
-			return;
-		nanosleep(&ms, NULL);
-	}
-	fail_msg("no engine took the lock of %s", name);
-}
 
 /* Repro 1: a second `run` for a running session is refused and leaves the first
  * one's marker alone: `snapshot` still reaches it, and no second consumer starts. */
@@ -636,12 +586,12 @@ static void test_cli_second_engine_refused(void **state)
 	(void)state;
 	snprintf(session, sizeof(session), "t_cli_two_%d", (int)getpid());
 	eng = start_engine(session);
-	wait_engine_locked(session);
+	wait_engine(session, eng);
 	assert_int_equal(run(&out, "%s run --session %s --snapshot-dir %s/snaps --quiet 2>&1",
 			     bin, session, tmpdir), 1);
 	assert_non_null(strstr(out, "an engine already runs"));
 	free(out);
-	assert_int_equal(run(&out, "%s snapshot --session %s", bin, session), 0);
+	assert_int_equal(run(&out, "%s snapshot --timeout-ms 60000 --session %s", bin, session), 0);
 	free(out);
 	/* and a third is refused too */
 	assert_int_equal(run(NULL, "%s run --session %s --snapshot-dir %s/snaps --quiet "
@@ -680,8 +630,8 @@ static void test_cli_snapshot_signals_only_the_engine(void **state)
 	free(out);
 	assert_int_equal(waitpid(victim, &st, WNOHANG), 0); /* still alive */
 	eng = start_engine(session); /* the stale marker does not block it */
-	wait_engine_locked(session);
-	assert_int_equal(run(&out, "%s snapshot --session %s", bin, session), 0);
+	wait_engine(session, eng);
+	assert_int_equal(run(&out, "%s snapshot --timeout-ms 60000 --session %s", bin, session), 0);
 	free(out);
 	kill(eng, SIGTERM);
 	assert_int_equal(wait_exit(eng), 0);
@@ -729,7 +679,7 @@ static void test_cli_shrunk_segment_survived(void **state)
 	(void)state;
 	snprintf(session, sizeof(session), "t_cli_bus_%d", (int)getpid());
 	eng = start_engine(session);
-	wait_engine_locked(session);
+	wait_engine(session, eng);
 	demo = start_demo(session, "--duration 3 --rate 300 --time-scale 0.2", &fd);
 	snprintf(seg, sizeof(seg), "/dev/shm/ringprof.%s.%d.0", session, (int)demo);
 	for (int i = 0; i < 500 && access(seg, F_OK) != 0; i++)
@@ -739,7 +689,7 @@ static void test_cli_shrunk_segment_survived(void **state)
 	assert_int_equal(truncate(seg, 4096), 0);
 	close(fd);
 	wait_exit(demo); /* it dies of the same SIGBUS: its own writes */
-	assert_int_equal(run(&out, "%s snapshot --session %s", bin, session), 0);
+	assert_int_equal(run(&out, "%s snapshot --timeout-ms 60000 --session %s", bin, session), 0);
 	free(out);
 	assert_int_equal(kill(eng, 0), 0);
 	kill(eng, SIGTERM);
@@ -769,7 +719,7 @@ static void test_cli_engine_start_survives_snapshot_requests(void **state)
 		nanosleep(&pause, NULL);
 		/* our own SIGTERM only once the marker names it: signals are blocked by
 		 * then, and before (exec, a sanitizer's start) TERM's default is right */
-		wait_engine_pid(session, eng);
+		wait_engine(session, eng);
 		kill(eng, SIGTERM);
 		assert_int_equal(wait_exit(eng), 0);
 	}
@@ -785,7 +735,7 @@ static void snapshot_counts_gap(const char *session, pid_t pid, uint64_t *events
 	const char *spath[] = { "sources", NULL }, *gpath[] = { "anomalies", "restart_gap", NULL };
 	yajl_val root, src;
 
-	assert_int_equal(run(&path, "%s snapshot --session %s", bin, session), 0);
+	assert_int_equal(run(&path, "%s snapshot --timeout-ms 60000 --session %s", bin, session), 0);
 	path[strcspn(path, "\n")] = '\0';
 	assert_int_equal(run(&json, "%s report %s --format json", bin, path), 0);
 	root = yajl_tree_parse(json, err, sizeof(err));
@@ -819,7 +769,7 @@ static void test_cli_stopped_engine_loses_nothing(void **state)
 	(void)state;
 	snprintf(session, sizeof(session), "t_cli_stop_%d", (int)getpid());
 	eng = start_engine(session);
-	wait_engine_locked(session);
+	wait_engine(session, eng);
 	kill(eng, SIGSTOP);
 	demo = start_demo(session, "--duration 1 --rate 300 --time-scale 0.2", &fd);
 	emitted = read_emitted(fd);
@@ -835,6 +785,40 @@ static void test_cli_stopped_engine_loses_nothing(void **state)
 	assert_int_equal(wait_exit(eng), 0);
 }
 
+/* Until the engine has read records from @pid's segment of @session (some ring's
+ * consumer index moved), up to 60 s: read through a read-only mapping of our own. */
+static void wait_engine_read(const char *session, pid_t pid)
+{
+	struct timespec ms = { 0, 10000000 };
+	char name[160];
+
+	snprintf(name, sizeof(name), "/dev/shm/ringprof.%s.%d.0", session, (int)pid);
+	for (int i = 0; i < 6000; i++, nanosleep(&ms, NULL)) {
+		int fd = open(name, O_RDONLY | O_CLOEXEC);
+		struct stat st;
+		const struct rp_wire_header *h;
+		const struct rp_wire_ring *rings;
+		bool read = false;
+
+		if (fd < 0 || fstat(fd, &st) != 0 || (size_t)st.st_size < sizeof(*h)) {
+			if (fd >= 0)
+				close(fd);
+			continue;
+		}
+		h = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+		close(fd);
+		assert_true(h != MAP_FAILED);
+		rings = (const void *)((const char *)h + h->ring_desc_offset);
+		for (uint32_t r = 0; h->ring_desc_offset + (uint64_t)h->ring_count * sizeof(*rings) <=
+				     (uint64_t)st.st_size && r < h->ring_count && !read; r++)
+			read = __atomic_load_n(&rings[r].ring.c_head, __ATOMIC_ACQUIRE) != 0;
+		munmap((void *)h, (size_t)st.st_size);
+		if (read)
+			return;
+	}
+	fail_msg("no engine read %s in 60 s", name);
+}
+
 /* Repro 8: an engine SIGKILLed after reading records it never wrote in a snapshot:
  * its successor counts them as restart_gap, so emitted = events + dropped + gap. */
 static void test_cli_restart_gap_counted(void **state)
@@ -848,13 +832,19 @@ static void test_cli_restart_gap_counted(void **state)
 	(void)state;
 	snprintf(session, sizeof(session), "t_cli_gap_%d", (int)getpid());
 	eng = start_engine(session);
-	wait_engine_locked(session);
-	demo = start_demo(session, "--duration 2 --rate 200 --time-scale 0.2", &fd);
+	wait_engine(session, eng);
+	/* Runs until stopped: it must outlive the first engine's reads and the second's
+	 * start, however slow the machine. The first engine is killed once it has read
+	 * some of its records (not after a pause: a sanitized demo on a loaded machine
+	 * may not have written any by then), and half a second later. */
+	demo = start_demo(session, "--duration 600 --rate 200 --time-scale 0.2", &fd);
+	wait_engine_read(session, demo);
 	nanosleep(&pause, NULL);
 	kill(eng, SIGKILL);
 	assert_int_equal(wait_exit(eng), 128 + SIGKILL);
 	eng = start_engine(session);
-	wait_engine_locked(session);
+	wait_engine(session, eng);
+	kill(demo, SIGTERM);
 	emitted = read_emitted(fd);
 	assert_int_equal(wait_exit(demo), 0);
 	snapshot_counts_gap(session, demo, &events, &dropped, &gap);

@@ -114,7 +114,9 @@ static void test_fork_while_interning_does_not_deadlock(void **state)
 		pid_t pid = fork();
 		assert_true(pid >= 0);
 		if (pid == 0) {
-			alarm(10); /* a deadlock ends in SIGALRM, not a hung test */
+			/* a deadlock ends in SIGALRM, not a hung test (60 s: a sanitized
+			 * child on a loaded machine is slow; a deadlock is forever) */
+			alarm(60);
 			uint32_t id = rp_intern("in-child", "X", NULL, 0);
 			rp_counter(id, 1);
 			rp_shutdown();

@@ -214,10 +214,17 @@ static void test_hotnames_top_shows_absent(void **state)
 	snprintf(path, sizeof(path), "%s/s.msgpack", dir);
 	snprintf(cmd, sizeof(cmd),
 		 "set -e; mkdir -p %s; S=hn%d; %s/ringprof run --session $S --snapshot-dir %s "
-		 "--quiet --max-sketch-names 3 & E=$!; sleep 0.5; RINGPROF_SESSION=$S "
-		 "%s/ringprof-demo --quiet --duration 1 --rate 100 --time-scale 0.1 >/dev/null; "
+		 "--quiet --max-sketch-names 3 & E=$!; " /* up: its marker (60 s, a hang) */
+		 "for i in $(seq 600); do [ -s /dev/shm/ringprof.$S.engine ] && break; sleep 0.1; "
+		 "done; RINGPROF_SESSION=$S "
+		 /* 3 s: its events cross two boundaries of the finest sub-windows (1 s, on
+		  * the event clock), so a whole second of its names folds into the all-time
+		  * sketches (where the evictions are) before the snapshot; 1 s crossed one,
+		  * anywhere in it, and its first part could hold 3 names or fewer */
+		 "%s/ringprof-demo --quiet --duration 3 --rate 100 --time-scale 0.1 >/dev/null; "
 		 "sleep 1; " /* the engine's merge delay and a loaded machine: drained first */
-		 "%s/ringprof snapshot --session $S -o %s >/dev/null; %s/ringprof top --session $S "
+		 "%s/ringprof snapshot --timeout-ms 60000 --session $S -o %s >/dev/null; "
+		 "%s/ringprof top --session $S "
 		 "--dir %s --once > %s/top.txt; kill $E; wait $E || true",
 		 dir, (int)getpid(), bin, dir, bin, bin, path, bin, dir, dir);
 	assert_int_equal(system(cmd), 0);

@@ -234,7 +234,8 @@ static void test_nospace_engine_counts_every_event(void **state)
 	unlink(filler);
 	assert_int_equal(sscanf(out, "emitted: %llu", &emitted), 1);
 	free(out);
-	assert_int_equal(rp_test_sh(&path, NULL, "%s snapshot --session %s", bin, sess), 0);
+	assert_int_equal(rp_test_sh(&path, NULL, "%s snapshot --timeout-ms 60000 --session %s",
+				    bin, sess), 0);
 	path[strcspn(path, "\n")] = '\0';
 	assert_int_equal(rp_test_sh(&json, NULL, "%s report %s --format json", bin, path), 0);
 	root = yajl_tree_parse(json, err, sizeof(err));

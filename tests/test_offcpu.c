@@ -279,7 +279,11 @@ static void *work(void *arg)
 
 	rp_instant(parent); /* claims the ring: the engine sees its owner */
 	while (atomic_load(&go) == 0)
-		usleep(1000); /* no span open: the source's idle time */
+		usleep(1000);
+	/* No span open: the source's idle time. After go, not only before it: go is set
+	 * once the engine watches this thread, and a thread asleep since before that
+	 * (its switch-out unseen) may wake to go and never be seen idle. */
+	usleep(1000);
 	rp_begin(parent);
 	t0 = now_ns();
 	c0 = cpu_ns();

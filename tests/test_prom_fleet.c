@@ -3,8 +3,8 @@
  * test_prom_fleet: fleet percentiles through a real Prometheus server. Two engines
  * (`ringprof run --prometheus`) each take a demo load (400 requests/s for 10 s, 8 workers),
  * one at --time-scale 1, the other at 2 (different latencies); a Prometheus (Debian's, /usr/bin/prometheus, temp config and
- * data dir, 1 s scrape interval) scrapes both. Once the loads have ended and two scrapes
- * more have landed, its HTTP API answers
+ * data dir, 1 s scrape interval) scrapes both. Once the loads have ended and it counts
+ * every call the engines count, its HTTP API answers
  *	histogram_quantile(q, sum by (le) (ringprof_span_duration_seconds_bucket{name=N}))
  * over the cumulative buckets, for q = 0.5 and 0.99 and N = decode_step and prefill. The
  * oracle is independent of /metrics: the two engines' final snapshots merged
@@ -62,13 +62,26 @@ static void wait_ok(pid_t p)
 	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
+/* The value of the instant query @query from Prometheus's API; -1: none. */
+static double prom_value(int port, const char *query)
+{
+	char *out = NULL, *v;
+	double r = -1;
+
+	if (rp_test_sh(&out, NULL,
+		       "curl -sf http://127.0.0.1:%d/api/v1/query --data-urlencode 'query=%s'",
+		       port, query) == 0 &&
+	    (v = strstr(out, "\"value\":[")) != NULL && (v = strchr(v, ',')) != NULL && v[1] == '"')
+		r = strtod(v + 2, NULL);
+	free(out);
+	return r;
+}
+
 /* histogram_quantile(@q) of @name over both engines in @form, from Prometheus's API; -1:
  * none. */
 static double promql(int port, int form, const char *q, const char *name)
 {
-	char *out = NULL, *v, query[200];
-	double r = -1;
-
+	char query[200];
 
 	if (form)
 		snprintf(query, sizeof(query),
@@ -80,13 +93,46 @@ static double promql(int port, int form, const char *q, const char *name)
 			 "histogram_quantile(%s, "
 			 "sum(ringprof_span_duration_seconds{job=\"ringprof\",name=\"%s\"}))",
 			 q, name);
-	if (rp_test_sh(&out, NULL,
-		       "curl -sf http://127.0.0.1:%d/api/v1/query --data-urlencode 'query=%s'",
-		       port, query) == 0 &&
-	    (v = strstr(out, "\"value\":[")) != NULL && (v = strchr(v, ',')) != NULL && v[1] == '"')
-		r = strtod(v + 2, NULL);
-	free(out);
-	return r;
+	return prom_value(port, query);
+}
+
+/* The completed calls of @name over both engines in @form, as Prometheus has them. */
+static double prom_count(int port, int form, const char *name)
+{
+	char query[200];
+
+	if (form)
+		snprintf(query, sizeof(query),
+			 "sum(ringprof_span_duration_seconds_count{job=\"classic\",name=\"%s\"})",
+			 name);
+	else
+		snprintf(query, sizeof(query),
+			 "histogram_count(sum(ringprof_span_duration_seconds{job=\"ringprof\","
+			 "name=\"%s\"}))",
+			 name);
+	return prom_value(port, query);
+}
+
+/* The calls of @name in a snapshot taken now of the engine of @session. */
+static double calls_now(const char *eng, const char *session, const char *name)
+{
+	char *path = NULL, *json = NULL, pat[128];
+	const char *f, *k;
+	double n;
+
+	assert_int_equal(rp_test_sh(&path, NULL, "%s snapshot --session %s --timeout-ms 60000", eng,
+				    session), 0);
+	path[strcspn(path, "\n")] = '\0';
+	assert_int_equal(rp_test_sh(&json, NULL, "%s report %s --format json", eng, path), 0);
+	snprintf(pat, sizeof(pat), "\"name\":\"%s\",\"category\"", name);
+	f = strstr(json, pat);
+	assert_non_null(f);
+	k = strstr(f, "\"calls\":");
+	assert_non_null(k);
+	n = strtod(k + strlen("\"calls\":"), NULL);
+	free(json);
+	free(path);
+	return n;
 }
 
 /* @key ("p50_ns") of function @name in the JSON report @json, in seconds. */
@@ -114,7 +160,6 @@ static void test_prom_fleet_quantiles(void **state)
 	int eport[2], pport;
 	pid_t e[2], d[2], p;
 	char *json = NULL;
-	struct stat st;
 	FILE *f;
 
 	(void)state;
@@ -160,10 +205,7 @@ static void test_prom_fleet_quantiles(void **state)
 	}
 	for (int i = 0; i < 2; i++) {
 		snprintf(sock, sizeof(sock), "%s/ringprof-%s.sock", dir, sess[i]);
-		for (int t = 0; stat(sock, &st) != 0; t++) {
-			assert_true(t < 500);
-			sleep_ms(20);
-		}
+		assert_int_equal(rp_test_engine_wait(sess[i], e[i], sock), -1);
 	}
 	for (int i = 0; i < 2; i++) {
 		char *dargv[] = { demo,		 "--duration",	 "10",		"--rate",
@@ -175,18 +217,31 @@ static void test_prom_fleet_quantiles(void **state)
 	}
 	for (int i = 0; i < 2; i++)
 		wait_ok(d[i]);
-	/* Every span is ended and drained; two scrapes land after that. */
-	sleep_ms(3500);
-	for (int m = 0; m < 2; m++)
-		for (int n = 0; n < 2; n++)
-			for (int k = 0; k < 2; k++) {
-				double v = -1;
+	/* Every span is ended and drained (a producer's exit waits for it). Prometheus
+	 * has it all once its count of each name's calls, over both engines, is the
+	 * engines' own: not after a pause, as a scrape can come late or time out (then
+	 * the target's series go stale) on a loaded machine. The quantiles are read
+	 * between two reads of that count. Up to 60 s: a hang, not a slow machine. */
+	for (int n = 0; n < 2; n++) {
+		double want = calls_now(eng, sess[0], names[n]) + calls_now(eng, sess[1], names[n]);
 
-				for (int t = 0; t < 20 && v < 0; t++, sleep_ms(v < 0 ? 500 : 0))
-					v = promql(pport, m, qs[k], names[n]);
-				assert_true(v > 0);
-				promql_seen[m][n][k] = v;
+		assert_true(want > 0);
+		for (int m = 0; m < 2; m++)
+			for (int t = 0;; t++, sleep_ms(500)) {
+				double got = prom_count(pport, m, names[n]);
+
+				for (int k = 0; k < 2 && got == want; k++)
+					promql_seen[m][n][k] = promql(pport, m, qs[k], names[n]);
+				if (got == want && prom_count(pport, m, names[n]) == want)
+					break;
+				if (t == 120)
+					fail_msg("%s %s: Prometheus counts %.0f calls, the engines %.0f",
+						 forms[m], names[n], got, want);
 			}
+		for (int m = 0; m < 2; m++)
+			for (int k = 0; k < 2; k++)
+				assert_true(promql_seen[m][n][k] > 0);
+	}
 	kill(p, SIGTERM);
 	for (int i = 0; i < 2; i++) {
 		kill(e[i], SIGINT);

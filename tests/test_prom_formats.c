@@ -578,7 +578,9 @@ static void test_prom_formats_negotiation(void **state)
 		      "--no-socket", "--prometheus", addr, "--metrics-names", "^none$", NULL);
 		_exit(127);
 	}
-	for (int t = 0; t < 250; t++, sleep_ms(20))
+	/* listening once the marker names it and its listeners are open: /metrics answers */
+	assert_int_equal(rp_test_engine_wait(sess, e, NULL), -1);
+	for (int t = 0; t < 3000; t++, sleep_ms(20))
 		if (rp_test_sh(NULL, NULL, "curl -sf -o /dev/null http://%s/metrics", addr) == 0)
 			break;
 	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {

@@ -69,20 +69,13 @@ struct result {
 /* A fresh engine, one demo run with @args, every event in: the engine's figures. */
 static void measure(const char *session, const char *args, struct result *res)
 {
-	char marker[128], *out, *json;
+	char *out, *json;
 	yajl_val root;
 	int status;
 
-	snprintf(marker, sizeof(marker), "/dev/shm/ringprof.%s.engine", session);
-	engine = fork();
-	if (engine == 0) {
-		execl(bin, bin, "run", "--session", session, "--snapshot-dir", dir, "--quiet",
-		      "--no-socket", (char *)NULL);
-		_exit(127);
-	}
-	for (int i = 0; i < 200 && access(marker, F_OK) != 0; i++)
-		usleep(10000);
-	assert_int_equal(access(marker, F_OK), 0);
+	engine = rp_test_engine_spawn(bin, session, dir, NULL, NULL, "--quiet", "--no-socket",
+				      (char *)NULL);
+	assert_int_equal(rp_test_engine_wait(session, engine, NULL), -1);
 	assert_int_equal(
 		run(&out, "RINGPROF_SESSION=%s %s --duration 0 --quiet %s", session, demo, args),
 		0);

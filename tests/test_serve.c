@@ -246,8 +246,6 @@ static int setup(void **state)
 {
 	const char *b = getenv("RP_BIN_DIR"), *s = getenv("RINGPROF_SESSION");
 	char addr[64];
-	uint64_t end;
-	struct stat st;
 
 	(void)state;
 	if (b == NULL) {
@@ -264,17 +262,11 @@ static int setup(void **state)
 	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
 	id_alpha = rp_intern("alpha", "A", "test_serve.c", 1);
 	id_beta = rp_intern("beta", "B", "test_serve.c", 2);
-	engine = fork();
-	if (engine == 0) {
-		execl(bin, "ringprof", "run", "--session", session, "--snapshot-dir", dir,
-		      "--quiet", "--prometheus", addr, "--max-clients", "4", "--client-idle-ms",
-		      "400", "--client-request-ms", "1000", "--step-name", "beta", use_poll ? "--poll" : "--quiet", (char *)NULL);
-		_exit(127);
-	}
-	for (end = now_ms() + 10000; stat(sock_path, &st) != 0; sleep_ms(20))
-		if (now_ms() > end)
-			return -1;
-	return 0;
+	engine = rp_test_engine_spawn(bin, session, dir, NULL, NULL, "--quiet", "--prometheus", addr,
+				      "--max-clients", "4", "--client-idle-ms", "400",
+				      "--client-request-ms", "1000", "--step-name", "beta",
+				      use_poll ? "--poll" : "--quiet", (char *)NULL);
+	return rp_test_engine_wait(session, engine, sock_path) == -1 ? 0 : -1;
 }
 
 static int teardown(void **state)
@@ -415,35 +407,53 @@ static void test_serve_stalled_client(void **state)
 	close(stalled);
 }
 
-/* Past --max-clients 4, a new connection is closed at once; after the idle timeout
- * the slots are free again. */
+/* Past --max-clients 4, a new connection is told it is busy and closed at once; the
+ * idle ones are closed after 400 ms; then the slots are free again. What a loaded
+ * machine changes is when the engine sees things: an earlier test's client may still
+ * hold its slot (freed a moment after the peer sees the close: one of our four is
+ * told busy), or the first of our four may already be closed idle when the fifth
+ * comes (the fifth gets a slot and is closed idle, told nothing). Such an attempt
+ * is told by what came and tried again, up to 10 times; a cap that does not hold
+ * fails every one. */
 static void test_serve_client_cap_and_idle(void **state)
 {
-	int fds[4], extra;
-	char c;
-	struct pollfd p;
+	static const char busy[] = "error: busy: 4 clients connected (--max-clients)\n";
 	struct rp_report r;
+	int attempt;
 
 	(void)state;
-	sleep_ms(500); /* earlier tests' connections are gone */
-	for (int i = 0; i < 4; i++)
-		fds[i] = connect_unix();
-	sleep_ms(100);
-	extra = connect_unix();
-	{
-		char busy[128];
+	for (attempt = 0; attempt < 10; attempt++) {
+		int fds[4], extra, told = 0;
+		char got[128];
+		bool extra_busy;
 
-		recv_until_close(extra, busy, sizeof(busy)); /* told why, then closed */
-		assert_string_equal(busy, "error: busy: 4 clients connected (--max-clients)\n");
+		sleep_ms(500); /* earlier connections are gone, mostly */
+		for (int i = 0; i < 4; i++)
+			fds[i] = connect_unix();
+		sleep_ms(100);
+		extra = connect_unix();
+		recv_until_close(extra, got, sizeof(got)); /* told why, then closed */
+		close(extra);
+		extra_busy = got[0] != '\0';
+		if (extra_busy)
+			assert_string_equal(got, busy);
+		for (int i = 0; i < 4; i++) { /* idle: closed, nothing said; or told busy */
+			struct pollfd p = { .fd = fds[i], .events = POLLIN };
+
+			assert_int_equal(poll(&p, 1, 10000), 1);
+			recv_until_close(fds[i], got, sizeof(got));
+			if (got[0] != '\0') {
+				assert_string_equal(got, busy);
+				told++;
+			}
+			close(fds[i]);
+		}
+		if (extra_busy && told == 0)
+			break;
+		print_message("    attempt %d: %d of the first four told busy, the fifth %s\n",
+			      attempt + 1, told, extra_busy ? "too" : "served");
 	}
-	close(extra);
-	/* Idle ones are closed after 400 ms without progress. */
-	for (int i = 0; i < 4; i++) {
-		p = (struct pollfd){ .fd = fds[i], .events = POLLIN };
-		assert_int_equal(poll(&p, 1, 10000), 1);
-		assert_int_equal(recv(fds[i], &c, 1, 0), 0);
-		close(fds[i]);
-	}
+	assert_true(attempt < 10);
 	fetch_when_free(&r); /* the cap has room again */
 	rp_report_free(&r);
 }

@@ -156,30 +156,19 @@ static void fetch_caught_up(struct rp_report *r)
 
 static pid_t spawn(const char *sess, const char *addr, const char *tok, bool any)
 {
-	pid_t p = fork();
-
-	if (p == 0) {
-		execl(bin, "ringprof", "run", "--session", sess, "--snapshot-dir", dir, "--quiet",
-		      "--prometheus", addr, any ? "--prometheus-any" : "--quiet",
-		      tok ? "--http-token-file" : "--quiet", tok ? tok : "--quiet", (char *)NULL);
-		_exit(127);
-	}
-	return p;
+	return rp_test_engine_spawn(bin, sess, dir, NULL, NULL, "--quiet", "--prometheus", addr,
+				    any ? "--prometheus-any" : "--quiet",
+				    tok ? "--http-token-file" : "--quiet", tok ? tok : "--quiet",
+				    (char *)NULL);
 }
 
-static int wait_sock(const char *sess)
+/* Until the engine of @sess runs and serves (its socket is there). */
+static int wait_sock(const char *sess, pid_t pid)
 {
 	char path[200];
-	struct stat st;
-	uint64_t end = now_ms() + 10000;
 
 	snprintf(path, sizeof(path), "%s/ringprof-%s.sock", dir, sess);
-	while (stat(path, &st) != 0) {
-		if (now_ms() > end)
-			return -1;
-		sleep_ms(20);
-	}
-	return 0;
+	return rp_test_engine_wait(sess, pid, path) == -1 ? 0 : -1;
 }
 
 static int setup(void **state)
@@ -211,7 +200,7 @@ static int setup(void **state)
 	id_beta = rp_intern("beta", "B", "test_snapshot_http.c", 2);
 	engine = spawn(session, addr, token_file, false);
 	engine_b = spawn(sess_b, addr_b, NULL, true);
-	if (wait_sock(session) != 0 || wait_sock(sess_b) != 0)
+	if (wait_sock(session, engine) != 0 || wait_sock(sess_b, engine_b) != 0)
 		return -1;
 	return 0;
 }

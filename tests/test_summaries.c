@@ -36,42 +36,16 @@ static pid_t engine;
 
 static void start_engine(const char *session)
 {
-	char name[128];
-	struct timespec ms = { 0, 10000000 };
-
-	/* A marker left by an engine killed in an earlier run would pass for ours. */
-	snprintf(name, sizeof(name), "/dev/shm/ringprof.%s.engine", session);
-	unlink(name);
-
-	if (engine > 0) { /* left by a test that failed half-way */
-		kill(engine, SIGKILL);
-		waitpid(engine, NULL, 0);
-	}
-	engine = fork();
-	if (engine == 0) {
-		char dir[300], err[400];
-		snprintf(dir, sizeof(dir), "%s/snaps", tmpdir);
-		snprintf(err, sizeof(err), "%s/%s.err", tmpdir, session);
-		if (freopen(err, "w", stderr) == NULL)
-			_exit(126);
-		execl(bin, "ringprof", "run", "--session", session, "--snapshot-dir", dir,
-		      loud ? "--poll" : "--quiet", (char *)NULL);
-		_exit(127);
-	}
-	assert_true(engine > 0);
-	for (int i = 0; i < 500 && access(name, F_OK) != 0; i++)
-		nanosleep(&ms, NULL);
-	assert_int_equal(access(name, F_OK), 0);
+	rp_test_engine_kill(engine); /* left by a test that failed half-way */
+	engine = rp_test_engine_start(bin, tmpdir, session, NULL, loud ? "--poll" : "--quiet");
 }
 
 static void stop_engine(void)
 {
-	int st;
+	int st = rp_test_engine_stop(engine);
 
-	kill(engine, SIGTERM);
-	assert_int_equal(waitpid(engine, &st, 0), engine);
 	engine = 0;
-	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	assert_int_equal(st, 0);
 }
 
 /* Runs @prog_args (from the programs' directory) with @env in session
@@ -90,7 +64,7 @@ static yajl_val run_program_as(const char *suffix, const char *env, const char *
 	start_engine(session);
 	assert_int_equal(run(out, "RINGPROF_SESSION=%s %s %s/%s", session, env, progdir,
 			     prog_args), 0);
-	assert_int_equal(run(&path, "%s snapshot --session %s", bin, session), 0);
+	assert_int_equal(run(&path, "%s snapshot --timeout-ms 60000 --session %s", bin, session), 0);
 	path[strcspn(path, "\n")] = '\0';
 	assert_int_equal(run(&json, "%s report %s --format json", bin, path), 0);
 	stop_engine();
@@ -361,10 +335,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	(void)state;
-	if (engine > 0) {
-		kill(engine, SIGKILL);
-		waitpid(engine, NULL, 0);
-	}
+	rp_test_engine_kill(engine);
 	return getenv("RP_KEEP_TMP") ? 0 : run(NULL, "rm -rf %s", tmpdir);
 }
 

@@ -47,15 +47,23 @@ static int columns(const char *s, size_t n)
 	return c;
 }
 
-/* The pane's text, after @keys (tmux send-keys arguments, "" none) and a frame. */
-static char *capture(const char *keys)
+/* The pane's text, after @keys (tmux send-keys arguments, "" none), once it shows
+ * @want: top redraws once a second, later on a loaded machine (sanitizers, other
+ * builds), so a fixed pause would be a guess; up to 60 s turns a hang into a failure.
+ * The pane as last captured either way: the test's own checks say what is missing. */
+static char *capture(const char *keys, const char *want)
 {
-	char *out;
+	char *out = NULL;
 
 	if (keys[0] != '\0')
 		assert_int_equal(run(NULL, "%s send-keys -t top '%s'", tmux, keys), 0);
-	sleep_ms(1500);
-	assert_int_equal(run(&out, "%s capture-pane -p -t top", tmux), 0);
+	for (int i = 0; i < 300; i++) {
+		free(out);
+		sleep_ms(200);
+		assert_int_equal(run(&out, "%s capture-pane -p -t top", tmux), 0);
+		if (strstr(out, want) != NULL)
+			break;
+	}
 	return out;
 }
 
@@ -93,7 +101,7 @@ static void test_top_80x24_fits(void **state)
 
 	(void)state;
 	start_top(80, 24);
-	pane = capture("");
+	pane = capture("", "q:quit\n");
 	assert_fits(pane, 80, 24, "q:quit");
 	assert_memory_equal(pane, "ringprof top  session ", 22);
 	assert_non_null(strstr(pane, "events/s ("));
@@ -107,19 +115,19 @@ static void test_top_80x24_fits(void **state)
 	assert_non_null(strstr(pane, " h:help /:filter v:view 1-6:sort w:window p:pause q:quit"));
 	free(pane);
 	/* keys: 1 calls, > the next column (self), 6 p99, < back to p90 */
-	pane = capture("1");
+	pane = capture("1", "sort calls  view");
 	assert_non_null(strstr(pane, "sort calls  view"));
 	free(pane);
-	pane = capture(">");
+	pane = capture(">", "sort self  view");
 	assert_non_null(strstr(pane, "sort self  view"));
 	free(pane);
-	pane = capture("6");
+	pane = capture("6", "sort p99  view");
 	assert_non_null(strstr(pane, "sort p99  view"));
 	free(pane);
-	pane = capture("<");
+	pane = capture("<", "sort p90  view");
 	assert_non_null(strstr(pane, "sort p90  view"));
 	free(pane);
-	pane = capture("h"); /* the help fits too */
+	pane = capture("h", "help: any key closes it\n"); /* the help fits too */
 	assert_fits(pane, 80, 24, "help: any key closes it");
 	free(pane);
 	run(NULL, "%s send-keys -t top q; %s kill-server 2>/dev/null", tmux, tmux);
@@ -131,7 +139,7 @@ static void test_top_120x40_shows_more(void **state)
 
 	(void)state;
 	start_top(120, 40);
-	pane = capture("");
+	pane = capture("", "q quit\n");
 	assert_fits(pane, 120, 40, "q quit");
 	assert_non_null(strstr(pane, "      p90      p99  name [category]\n"));
 	assert_non_null(strstr(pane, "\ntop by cum "));
@@ -142,17 +150,24 @@ static void test_top_120x40_shows_more(void **state)
 }
 
 /* Piped: frames of plain text, one a second, no escape code; from the second one
- * events/s is over the fetches of the window, not between two. */
+ * events/s is over the fetches of the window, not between two: the third frame's
+ * spans the first fetch to the third, at least 2 s (a second's sleep, then a fetch,
+ * between two frames). Not exactly 2 s: a loaded machine adds to every fetch. */
 static void test_top_piped_plain_frames(void **state)
 {
-	char *out;
+	char *out, *last = NULL;
+	unsigned secs = 0;
 
 	(void)state;
 	assert_int_equal(run(&out, "%s top --session %s --dir %s --frames 3 | cat", bin, session,
 			     tmpdir), 0);
 	assert_null(strchr(out, '\x1b'));
 	assert_non_null(strstr(out, "events/s (average)"));
-	assert_non_null(strstr(out, " events/s (2 s)"));
+	for (char *p = out; (p = strstr(p, " events/s (")) != NULL; p++)
+		last = p;
+	assert_non_null(last);
+	if (sscanf(last, " events/s (%u s)", &secs) != 1 || secs < 2)
+		fail_msg("the third frame's rate is not over 2 s or more:\n%s", out);
 	free(out);
 }
 
@@ -194,12 +209,25 @@ static int setup(void **state)
 		 "--max-window-level 4 --windows 10s,1m >%s/engine.log 2>&1", bin, session, tmpdir,
 		 tmpdir);
 	engine = spawn(cmd);
-	sleep_ms(500);
-	snprintf(cmd, sizeof(cmd), "RINGPROF_SESSION=%s exec %s-demo --quiet --duration 60 "
+	snprintf(cmd, sizeof(cmd), "%s/ringprof-%s.sock", tmpdir, session);
+	if (rp_test_engine_wait(session, engine, cmd) != -1)
+		return -1;
+	snprintf(cmd, sizeof(cmd), "RINGPROF_SESSION=%s exec %s-demo --quiet --duration 600 "
 		 "--rate 150 --distinct-names 50 >/dev/null", session, bin);
 	demo = spawn(cmd);
-	sleep_ms(2500);
-	return 0;
+	/* until the engine has the demo's requests (not a pause long enough on a quiet
+	 * machine: up to 60 s) */
+	for (int i = 0; i < 120; i++) {
+		char *out = NULL;
+		bool seen = run(&out, "%s top --session %s --dir %s --once --width 120", bin,
+				session, tmpdir) == 0 && strstr(out, "  request [REQUEST]\n") != NULL;
+
+		free(out);
+		if (seen)
+			return 0;
+		sleep_ms(500);
+	}
+	return -1;
 }
 
 static int teardown(void **state)

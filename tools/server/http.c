@@ -487,6 +487,10 @@ void rp_http_send(struct rp_http_conn *c, const void *data, size_t len, void (*r
 	c->out = data;
 	c->out_len = len;
 	c->sent = 0;
+	/* The idle clock restarts here: the time the engine took to build the answer is
+	 * its own, not the client's (a slow build let the tick shut a client whose answer
+	 * was queued: test_serve under TSan). */
+	c->last = now_ns();
 	c->release = release;
 	c->ref = ref;
 	c->close_after = close_after || c->must_close;
