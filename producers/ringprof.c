@@ -724,6 +724,10 @@ bool rp_sum_fine_attach(struct rp_thread *t)
 	struct rp_wire_ring *r0;
 	bool on;
 
+	if (t->off) { /* RINGPROF=0: never */
+		t->nofine = 1;
+		return false;
+	}
 	/* No ring yet: this BEGIN is a span (rp_slot() claims one), the next tries. */
 	if (t->slots == NULL || t->sum != NULL || !rp_enter(t))
 		return t->sum != NULL;
