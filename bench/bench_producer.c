@@ -26,6 +26,12 @@
  * index store and the doorbell check. ratio_vs_floor = median(producer) /
  * median(floor), both without a concurrent reader.
  *
+ * --api fine runs the loop with rp_begin_fine/rp_end_fine (docs/summaries.md: each pair
+ * folds into the thread's summaries, so few records reach the ring), --api mixed the
+ * plain loop on threads whose summaries a fine name turned on: their plain spans take
+ * the summaries' path. Instructions per pair: callgrind --toggle-collect=producer_loop
+ * (fine_loop for --api fine).
+ *
  * The disabled cost is the same begin+end loop in a process started with
  * RINGPROF=0: this binary re-executes itself (/proc/self/exe --disabled-child) and
  * reads the child's per-run figures, one line, from a pipe.
@@ -62,11 +68,18 @@
 
 #define barrier() __asm__ __volatile__("" ::: "memory")
 
+/* --api: which calls the producer loop makes (docs/summaries.md, the C API). */
+enum api { API_PLAIN, API_FINE, API_MIXED };
+static const char *const api_name[] = { "plain", "fine", "mixed" };
+
 struct opts {
 	uint64_t events;	/* per thread and run; even */
 	unsigned runs;
 	bool json;
 	bool disabled_child;
+	enum api api;		/* plain: rp_begin+rp_end; fine: rp_begin_fine+rp_end_fine
+				   (folded: few records); mixed: rp_begin+rp_end on a
+				   thread whose summaries a fine name turned on */
 };
 
 enum job_kind { JOB_FLOOR, JOB_PRODUCER, JOB_PRODUCER_LIVE, JOB_QUIT };
@@ -96,6 +109,7 @@ static struct {
 	uint32_t id;			/* interned name of the span */
 	uint32_t ring_events;
 	bool tsc;
+	enum api api;
 } ctl;
 
 struct worker {
@@ -153,6 +167,15 @@ static __attribute__((noinline)) void producer_loop(uint64_t iters, uint32_t id)
 	}
 }
 
+static __attribute__((noinline)) void fine_loop(uint64_t iters, uint32_t id)
+{
+	for (uint64_t n = 0; n < iters; n++) {
+		rp_begin_fine(id);
+		rp_end_fine(id);
+		barrier();
+	}
+}
+
 /* One timed loop of @events events on this thread; ns per event. */
 static double run_floor(struct worker *w, uint64_t events)
 {
@@ -166,7 +189,10 @@ static double run_producer(struct worker *w, uint64_t events, uint32_t id)
 {
 	uint64_t t0 = now_ns();
 
-	producer_loop(events / 2, id);
+	if (ctl.api == API_FINE)
+		fine_loop(events / 2, id);
+	else
+		producer_loop(events / 2, id);
 	w->emitted += events;
 	return (double)(now_ns() - t0) / (double)events;
 }
@@ -240,6 +266,12 @@ static void *worker_main(void *arg)
 		exit(1);
 	}
 	memset(w->floor, 0, bytes);
+	if (ctl.api == API_MIXED) { /* this thread's summaries on, by a fine name */
+		rp_begin_fine(ctl.id);
+		rp_end_fine(ctl.id);
+		rp_begin_fine(ctl.id); /* (the first one claimed the ring: a span) */
+		rp_end_fine(ctl.id);
+	}
 	for (;;) {
 		pthread_barrier_wait(&ctl.start);
 		if (ctl.job.kind == JOB_QUIT)
@@ -338,8 +370,9 @@ static void print_table(const struct opts *o, const struct result *r)
 	const struct stats *f = r->fig;
 	double d1 = drop_share(o, r, FIG_PROD1), d2 = drop_share(o, r, FIG_PROD2);
 
-	printf("bench_producer: rp_begin+rp_end, %" PRIu64 " events/thread/run, %u runs, "
-	       "ring %u events\n", o->events, o->runs, r->ring_events);
+	printf("bench_producer: rp_begin+rp_end (--api %s), %" PRIu64 " events/thread/run, "
+	       "%u runs, ring %u events\n", api_name[o->api], o->events, o->runs,
+	       r->ring_events);
 	printf("%-28s %7s %14s %9s %9s %9s %8s\n", "figure", "threads", "ns/event(med)", "min",
 	       "max", "vs floor", "dropped");
 	print_row("floor (clock + 32B store)", 1, &f[FIG_FLOOR1], f[FIG_FLOOR1].med, -1);
@@ -375,6 +408,7 @@ static void print_json(const struct opts *o, const struct result *r)
 	printf("\"ns_per_event_min\": %.4f, \"ns_per_event_max\": %.4f, "
 	       "\"disabled_ratio_vs_floor\": %.4f, ",
 	       f[FIG_PROD1].min, f[FIG_PROD1].max, r->disabled.med / f[FIG_FLOOR1].med);
+	printf("\"api\": \"%s\", ", api_name[o->api]);
 	printf("\"runs\": %u, \"events_per_run\": %" PRIu64 ", \"ring_events\": %u, "
 	       "\"clock\": \"%s\", \"emitted\": %" PRIu64 ", \"received\": %" PRIu64 ", "
 	       "\"dropped\": %" PRIu64 ", \"threads1_dropped\": %" PRIu64 ", "
@@ -586,6 +620,7 @@ static int run_bench(const struct opts *o)
 			o->events, c.seg->v.ring_capacity);
 		return 2;
 	}
+	ctl.api = o->api;
 	if (start_threads(&c, ws) != 0)
 		return 1;
 	measure(o, &c, ws, v, &r);
@@ -603,10 +638,12 @@ static int run_bench(const struct opts *o)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: bench_producer [--events N] [--runs R] [--json]\n"
+	fprintf(f, "usage: bench_producer [--events N] [--runs R] [--json] [--api A]\n"
 		   "  --events N  events per thread and run, even (default %llu)\n"
 		   "  --runs R    runs per figure, 1..%d; medians are reported (default %d)\n"
-		   "  --json      one JSON object on stdout instead of the table\n",
+		   "  --json      one JSON object on stdout instead of the table\n"
+		   "  --api A     plain (rp_begin+rp_end), fine (rp_begin_fine+rp_end_fine)\n"
+		   "              or mixed (plain, on threads with a fine name's summaries on)\n",
 		DEFAULT_EVENTS, MAX_RUNS, DEFAULT_RUNS);
 }
 
@@ -617,6 +654,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{ "runs", required_argument, NULL, 'r' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "disabled-child", no_argument, NULL, 'D' },
+		{ "api", required_argument, NULL, 'a' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -629,6 +667,13 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		case 'r': o->runs = (unsigned)strtoul(optarg, NULL, 10); break;
 		case 'j': o->json = true; break;
 		case 'D': o->disabled_child = true; break;
+		case 'a':
+			o->api = strcmp(optarg, "fine") == 0	? API_FINE
+				 : strcmp(optarg, "mixed") == 0 ? API_MIXED
+								: API_PLAIN;
+			if (o->api == API_PLAIN && strcmp(optarg, "plain") != 0)
+				return -EINVAL;
+			break;
 		case 'h': usage(stdout); exit(0);
 		default: return -EINVAL;
 		}

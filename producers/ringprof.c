@@ -81,6 +81,8 @@ static struct {
 	bool names_frozen;		/* exit released the name table's free pages */
 	struct rp_clock_cfg clock;
 	uint64_t summary_ns;		/* RINGPROF_SUMMARY_NS (docs/summaries.md) */
+	uint64_t fine_ns;		/* fine names' threshold: RINGPROF_SUMMARY_NS if
+					   set, else RP_FINE_DEFAULT_NS */
 	uint32_t exit_wait_ms;
 	uint32_t keep_max;		/* RINGPROF_KEEP_MAX: kept segments per session */
 	bool keep;
@@ -185,6 +187,9 @@ static bool read_config(struct rp_layout_cfg *cfg, char *session)
 	proc.clock.want_tsc = !(s != NULL && strcmp(s, "monotonic") == 0);
 	proc.clock.calib_us = (uint32_t)env_u64("RINGPROF_CALIBRATE_US", 2000, 100, 1000000);
 	proc.summary_ns = env_u64("RINGPROF_SUMMARY_NS", rp_summary_default_ns, 0, UINT32_MAX);
+	s = getenv("RINGPROF_SUMMARY_NS");
+	proc.fine_ns = (s != NULL && *s != '\0') || rp_summary_default_ns ? proc.summary_ns
+									  : RP_FINE_DEFAULT_NS;
 	return true;
 }
 
@@ -466,7 +471,7 @@ static int create_segment(void)
 	}
 	if (rp_shadow_alloc(cfg.ring_count) != 0)
 		say("no memory for the span shadows; nesting does not heal after longjmp");
-	if (rp_sum_alloc(cfg.ring_count, proc.summary_ns, &proc.clk) != 0)
+	if (rp_sum_alloc(cfg.ring_count, proc.summary_ns, proc.fine_ns, &proc.clk) != 0)
 		say("no memory for summaries (RINGPROF_SUMMARY_NS); every call is a span");
 	if ((err = create_shm(session, &fd)) != 0)
 		return err;
@@ -712,6 +717,24 @@ static void setup_thread(struct rp_thread *t, struct rp_wire_header *h, int idx,
 	rp_sum_attach(t, (uint32_t)idx, &proc.clk);
 	t->slots = slots;
 	pthread_setspecific(proc.key, t);
+}
+
+bool rp_sum_fine_attach(struct rp_thread *t)
+{
+	struct rp_wire_ring *r0;
+	bool on;
+
+	if (t->off) { /* RINGPROF=0: never */
+		t->nofine = 1;
+		return false;
+	}
+	/* No ring yet: this BEGIN is a span (rp_slot() claims one), the next tries. */
+	if (t->slots == NULL || t->sum != NULL || !rp_enter(t))
+		return t->sum != NULL;
+	r0 = rp_layout_ring(&proc.lay, t->hdr, 0);
+	on = rp_sum_fine_on(t, (uint32_t)(t->ring - r0), &proc.clk);
+	rp_leave(t);
+	return on;
 }
 
 /* Said once per process: a full /dev/shm is the operator's to fix. */

@@ -38,9 +38,11 @@
 #include "summary.h"
 
 static struct {
-	struct rp_sum *s;	/* rings of them */
+	struct rp_sum *s;	/* rings of them; atomic (a fine name's first BEGIN may
+				   allocate them: rp_sum_fine_attach) */
 	uint32_t rings;
-	uint64_t thr_ns;	/* RINGPROF_SUMMARY_NS; 0: off */
+	uint64_t thr_ns;	/* RINGPROF_SUMMARY_NS; 0: off for every thread */
+	uint64_t fine_ns;	/* the threshold of fine names (rp_begin_fine); 0: off */
 } sm;
 
 /* ns -> ticks and back, for thresholds (never for records: the engine converts). */
@@ -60,46 +62,92 @@ static uint64_t ticks_to_ns(const struct rp_wire_clock *c, uint64_t ticks)
 
 static const struct rp_wire_clock *clk; /* the process's; set once, before any thread */
 
-int rp_sum_alloc(uint32_t rings, uint64_t thr_ns, const struct rp_wire_clock *c)
+int rp_sum_alloc(uint32_t rings, uint64_t thr_ns, uint64_t fine_ns,
+		 const struct rp_wire_clock *c)
 {
+	struct rp_sum *s;
+
 	sm.thr_ns = thr_ns;
+	sm.fine_ns = thr_ns ? thr_ns : fine_ns;
 	clk = c;
-	if (thr_ns == 0)
-		return 0;
 	if (sm.s != NULL && sm.rings == rings)
 		return 0; /* a fork child: its own copy */
 	free(sm.s);
-	sm.s = calloc(rings, sizeof(*sm.s));
-	sm.rings = sm.s ? rings : 0;
-	return sm.s ? 0 : -ENOMEM;
+	sm.s = NULL;
+	sm.rings = rings;
+	if (thr_ns == 0)
+		return 0; /* fine names only: allocated at the first one's BEGIN */
+	s = calloc(rings, sizeof(*s));
+	__atomic_store_n(&sm.s, s, __ATOMIC_RELAXED); /* no thread yet */
+	return s ? 0 : -ENOMEM;
 }
 
-void rp_sum_attach(struct rp_thread *t, uint32_t idx, const struct rp_wire_clock *c)
+/* Summaries on for @t with threshold @thr_ns in slice @s, at @now (0: not read; the
+ * first END then flushes and sets the period going). */
+static void attach(struct rp_thread *t, struct rp_sum *s, uint64_t thr_ns, uint64_t now,
+		   const struct rp_wire_clock *c)
 {
-	struct rp_sum *s;
-	uint64_t now;
-
-	t->sum = NULL;
-	if (sm.s == NULL || idx >= sm.rings || t->scap == 0 || sm.thr_ns == 0)
-		return;
-	s = &sm.s[idx];
-	now = rp_clock_read(t->tsc);
-	s->thr_ns = sm.thr_ns;
-	s->thr = ns_to_ticks(c, sm.thr_ns);
+	s->thr_ns = thr_ns;
+	s->thr = ns_to_ticks(c, thr_ns);
 	s->thr_max = ns_to_ticks(c, RP_SUM_THR_MAX_NS);
 	s->period = ns_to_ticks(c, RP_SUM_PERIOD_NS);
 	s->next_flush = now + s->period;
 	s->used = 0;
 	s->top = RP_SUM_NONE;
-	/* Levels opened before the ring (their BEGINs were not recorded): written, as
-	 * far as this thread knows, with no start to measure self time from. */
+	/* Levels opened before the ring, or before a fine name turned summaries on:
+	 * written, as far as this thread knows, with no start to measure self time
+	 * from (the engine takes the summaries hanging from them as children). */
 	t->spend = t->depth < t->scap ? t->depth : (uint16_t)t->scap;
 	for (uint32_t i = 0; i < t->spend; i++)
 		s->lv[i] = (struct rp_sum_level){ .start = now, .node = RP_SUM_NONE, .noself = 1 };
 	__atomic_store_n(&t->ring->pending_ticks, 0, __ATOMIC_RELAXED);
-	__atomic_store_n(&t->ring->summary_ns, (uint32_t)sm.thr_ns, __ATOMIC_RELAXED);
+	__atomic_store_n(&t->ring->summary_ns, (uint32_t)thr_ns, __ATOMIC_RELAXED);
 	__atomic_store_n(&t->ring->summary_raised, 0, __ATOMIC_RELAXED);
 	t->sum = s;
+}
+
+void rp_sum_attach(struct rp_thread *t, uint32_t idx, const struct rp_wire_clock *c)
+{
+	/* Relaxed: set before any thread existed (rp_sum_alloc), or by a fine name's
+	 * first BEGIN, which this thread has not seen: then it is not ours to use. */
+	struct rp_sum *s = __atomic_load_n(&sm.s, __ATOMIC_RELAXED);
+
+	t->sum = NULL;
+	if (sm.thr_ns == 0 || s == NULL || idx >= sm.rings || t->scap == 0)
+		return;
+	attach(t, &s[idx], sm.thr_ns, rp_clock_read(t->tsc), c);
+}
+
+/*
+ * A thread with a ring and no summaries begins a fine name (rp_begin_fine): they go
+ * on for it, with the fine names' threshold, from its current depth (the levels open
+ * now are written spans). The slices are allocated at the first such BEGIN of the
+ * process (calloc: only the pages of threads that fold are touched); a race of two
+ * first BEGINs keeps one. False, and t->nofine set: never for this thread (the
+ * threshold is 0, no memory, no shadow).
+ */
+bool rp_sum_fine_on(struct rp_thread *t, uint32_t idx, const struct rp_wire_clock *c)
+{
+	struct rp_sum *s = __atomic_load_n(&sm.s, __ATOMIC_ACQUIRE), *mine = NULL;
+
+	if (sm.fine_ns == 0 || idx >= sm.rings || t->scap == 0) {
+		t->nofine = 1;
+		return false;
+	}
+	if (s == NULL && (mine = calloc(sm.rings, sizeof(*mine))) == NULL) {
+		t->nofine = 1;
+		return false;
+	}
+	/* Acquire/release: the zeroed slices before the pointer that publishes them. */
+	if (s == NULL && !__atomic_compare_exchange_n(&sm.s, &s, mine, false, __ATOMIC_ACQ_REL,
+						      __ATOMIC_ACQUIRE))
+		free(mine); /* another thread's won: s is it */
+	else if (s == NULL)
+		s = mine;
+	/* No clock read: this thread's times stay those of its records (a test's
+	 * deterministic clock counts reads). */
+	attach(t, &s[idx], sm.fine_ns, 0, c);
+	return true;
 }
 
 /* ---- the table ---- */

@@ -19,6 +19,8 @@
  *     its caller no self time: main's matches that of the same calls made warm;
  *   - prog_clones: symbols named as compilers name their copies of a function
  *     ("f.constprop.0", "f.llvm.<hash>") are reported as the source function.
+ *   - prog_inline: a header's static inline function, its path spelled three ways
+ *     by the units that include it, is one row.
  * Every event the programs emitted is accounted for: none dropped.
  */
 #include <signal.h>
@@ -448,6 +450,42 @@ static void test_auto_copies_named_as_source(void **state)
 	yajl_tree_free(root);
 }
 
+/*
+ * prog_inline: a header's static inline function, one copy in each of three units
+ * that spell the header's path "inl.h", "./inl.h" and "<dir>/../auto/inl.h", is one
+ * function: one row with every copy's calls, its file one spelling with neither "."
+ * nor ".." in it (with libdw; without, every copy is the program's object, line 0).
+ */
+static void test_auto_inline_one_row(void **state)
+{
+	const uint64_t N = 1000;
+	yajl_val root, fns;
+	uint32_t rows = 0;
+
+	(void)state;
+	root = run_program("inline", "", "prog_inline 1000");
+	fns = json_arr(root, "functions");
+	for (size_t i = 0; i < YAJL_GET_ARRAY(fns)->len; i++) {
+		yajl_val f = YAJL_GET_ARRAY(fns)->values[i];
+		const char *name = json_str(f, "name"), *file = json_str(f, "file");
+
+		if (name == NULL || strcmp(name, "inl_twice") != 0)
+			continue;
+		rows++;
+		print_message("    inl_twice: %s:%llu, %llu calls\n", file ? file : "(none)",
+			      (unsigned long long)json_u64(f, "line"),
+			      (unsigned long long)json_u64(f, "calls"));
+		assert_int_equal(json_u64(f, "calls"), 3 * N);
+#ifdef RP_AUTO_DWARF
+		assert_true(ends_with(file, "/inl.h"));
+		assert_null(strstr(file, "/./"));
+		assert_null(strstr(file, "/../"));
+#endif
+	}
+	assert_int_equal(rows, 1);
+	yajl_tree_free(root);
+}
+
 static int setup(void **state)
 {
 	const char *b = getenv("RP_BIN_DIR"), *p = getenv("RP_AUTO_DIR"),
@@ -480,6 +518,7 @@ int main(void)
 		cmocka_unit_test(test_auto_first_call_off_caller_clock),
 		cmocka_unit_test(test_auto_caps_name_knobs),
 		cmocka_unit_test(test_auto_copies_named_as_source),
+		cmocka_unit_test(test_auto_inline_one_row),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -280,12 +280,103 @@ static void test_summary_engine_rejects_malformed(void **state)
 	rp_engine_close(e);
 }
 
+/* One event of name id @id (not one of names[]). */
+static void ev_id(struct rp_engine *e, uint64_t ts, uint8_t kind, uint8_t flags, uint32_t id,
+		  uint16_t depth, uint64_t track, uint64_t arg)
+{
+	struct rp_event x = { .ts = ts, .name = id, .kind = kind, .flags = flags,
+			      .depth = depth, .track = track, .arg = arg };
+
+	rp_engine_event(e, 0, 1, &x);
+}
+
+/*
+ * main calls g, h, i once each, then f 1000 times (1 ns each: spans, or one summary
+ * with its histogram when @sum), then j and k once each. @x: the ids of g h i j k.
+ */
+static void cap_run(struct rp_engine *e, bool sum, const uint32_t *x)
+{
+	static const uint64_t len[] = { 1 }, cnt[] = { 1000 };
+
+	BEGIN(0, MAIN, 0);
+	for (uint32_t i = 0; i < 3; i++) {
+		ev_id(e, 1 + 2 * i, RP_EV_BEGIN, RP_SPAN_DEPTH, x[i], 1, 0, 0);
+		ev_id(e, 2 + 2 * i, RP_EV_END, RP_SPAN_DEPTH, x[i], 1, 0, 0);
+	}
+	if (sum) {
+		summary_hist(e, 2010, F, 0, 0, 1000, 1000, 1000, 1, 1, 1, len, cnt);
+	} else {
+		for (uint64_t k = 0; k < 1000; k++) {
+			BEGIN(10 + 2 * k, F, 1);
+			END(11 + 2 * k, F, 1);
+		}
+	}
+	for (uint32_t i = 3; i < 5; i++) {
+		ev_id(e, 3000 + 2 * i, RP_EV_BEGIN, RP_SPAN_DEPTH, x[i], 1, 0, 0);
+		ev_id(e, 3001 + 2 * i, RP_EV_END, RP_SPAN_DEPTH, x[i], 1, 0, 0);
+	}
+	ev(e, 4000, RP_EV_END, RP_SPAN_DEPTH | RP_SPAN_SELF, MAIN, 0, 0, 4000 - 5 - 1000);
+}
+
+/*
+ * A summary takes its name's entry of the sub-window as the same calls' spans do, and
+ * keeps it: with 4 names a sub-window, f's 1000 calls, summarized after g, h and i took
+ * three entries, are no victim for the names after them (an entry called once is).
+ * The oracle, the same calls as spans: window_cap and window_evicted equal (i, j and k
+ * evicted in turn), and so is every window row.
+ */
+static void test_summary_engine_window_cap(void **state)
+{
+	static const char *const xn[] = { "g2", "h2", "i2", "j2", "k2" };
+	struct rp_engine *eng[2];
+	struct rp_report r[2];
+	struct rp_engine_cfg c;
+	uint32_t x[5];
+
+	(void)state;
+	rp_engine_cfg_default(&c);
+	c.max_window_names = 4;
+	for (int k = 0; k < 2; k++) {
+		assert_int_equal(rp_engine_open(&c, &eng[k]), 0);
+		assert_int_equal(rp_engine_add_source(eng[k], "s", 1, 0), 0);
+		for (int i = 0; i < NN; i++)
+			ids[i] = rp_engine_name(eng[k], 0, names[i], "", "", 0);
+		for (int i = 0; i < 5; i++)
+			x[i] = rp_engine_name(eng[k], 0, xn[i], "", "", 0);
+		cap_run(eng[k], k == 1, x);
+		assert_int_equal(rp_engine_report(eng[k], &r[k]), 0);
+	}
+	assert_int_equal(r[0].anomalies[RP_ANOM_WINDOW_CAP], 3);
+	assert_int_equal(r[1].anomalies[RP_ANOM_WINDOW_CAP], r[0].anomalies[RP_ANOM_WINDOW_CAP]);
+	assert_int_equal(r[1].anomalies[RP_ANOM_WINDOW_EVICTED],
+			 r[0].anomalies[RP_ANOM_WINDOW_EVICTED]);
+	assert_int_equal(r[1].n_windows, r[0].n_windows);
+	for (uint32_t w = 0; w < r[0].n_windows; w++) {
+		assert_int_equal(r[1].windows[w].n_fns, r[0].windows[w].n_fns);
+		for (uint32_t i = 0; i < r[0].windows[w].n_fns; i++) {
+			const struct rp_report_wfn *p = &r[0].windows[w].fns[i];
+			const struct rp_report_wfn *q = &r[1].windows[w].fns[i];
+
+			assert_string_equal(r[1].fns[q->fn].name, r[0].fns[p->fn].name);
+			assert_int_equal(q->calls, p->calls);
+			assert_int_equal(q->self_ns, p->self_ns);
+			assert_int_equal(q->cum_ns, p->cum_ns);
+		}
+	}
+	assert_int_equal(eng[1]->src[0].counts.anomalies[RP_ANOM_BAD_EVENT], 0);
+	for (int k = 0; k < 2; k++) {
+		rp_report_free(&r[k]);
+		rp_engine_close(eng[k]);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_summary_engine_matches_spans),
 		cmocka_unit_test(test_summary_engine_rejects_malformed),
 		cmocka_unit_test(test_summary_engine_histograms),
+		cmocka_unit_test(test_summary_engine_window_cap),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -233,11 +233,17 @@ void rp_analyses_summary(struct rp_analyses *a, const struct rp_sum_call *c, con
 
 	rp_analyses_cat_sweep(a, c->name); /* its category, known from now on */
 	ci = a->cat_of[c->name];
-	if (a->win.n > 0)
-		e = rp_window_entry(&a->win, &a->win.w[0], c->name);
+	/* As a span's close: a full table evicts an entry called once; and an entry
+	 * that now holds more than one call is no eviction candidate any more (left
+	 * in the once set, a summary of a million calls was the next victim, and its
+	 * million calls counted window_cap). */
+	if (a->win.n > 0 && (e = rp_window_entry(&a->win, &a->win.w[0], c->name)) == NULL)
+		e = rp_analyses_evict(a, c->name);
 	if (e != NULL) {
 		e->cat = ci;
 		e->calls += c->calls;
+		if (e->calls > 1)
+			rp_wslot_settle(a->win.w[0].cs, e);
 		e->self_ns += c->self_ns;
 		e->cum_ns += cum;
 		e->total_ns += c->total_ns;

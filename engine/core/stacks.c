@@ -413,6 +413,9 @@ static bool sum_apply(struct rp_tracks *ts, struct rp_track *k, struct rp_sum_in
 		} else if (root < k->depth && !k->f[root].lost) {
 			parent = k->f[root].node;
 			caller = k->f[root].name;
+			/* its children's time, for a frame whose END carries no self time
+			 * (opened before its thread's summaries went on: summary.c) */
+			k->f[root].child_ns += call.total_ns;
 		} else {
 			return false;
 		}

@@ -87,7 +87,9 @@ struct rp_thread {
 					   whether recorded or not; modulo 2^16 */
 	/* Since wire 1.2 (docs/producer.md, "Signals" and "Self-healing nesting"). */
 	uint16_t scap;			/* shadow levels this thread may use; 0: none */
-	uint16_t pad;
+	uint8_t nofine;			/* fine names are plain spans here for good
+					   (rp_begin_fine: threshold 0, no memory) */
+	uint8_t pad;
 	struct rp_shadow *shadow;	/* its ring's slice of private memory */
 	uintptr_t ftop;			/* the innermost known frame among the open
 					   spans; UINTPTR_MAX: none */
@@ -188,6 +190,10 @@ RP_API extern __thread struct rp_thread rp_thread_state
  * front end set it before the library starts (ringprof-auto: docs/summaries.md). */
 RP_API extern uint64_t rp_summary_default_ns;
 
+/* The threshold of fine names (rp_begin_fine) when RINGPROF_SUMMARY_NS is unset and
+ * no front end set a default: ringprof-auto's, 10 us (docs/summaries.md). */
+#define RP_FINE_DEFAULT_NS	10000u
+
 /* Out-of-line slow paths used by the inline functions below. */
 RP_API bool rp_thread_attach(struct rp_thread *t);
 RP_API bool rp_ring_refresh(struct rp_thread *t);
@@ -204,6 +210,7 @@ RP_API void rp_sum_begin_slow(struct rp_thread *t, uint32_t name, uintptr_t fram
 RP_API void rp_sum_end_slow(struct rp_thread *t, uint32_t name, uintptr_t probe, uint64_t now);
 RP_API void rp_sum_flush_all(struct rp_thread *t, uint64_t now);
 RP_API void rp_sum_hist_full(struct rp_sum_hist *h, uint64_t ticks);
+RP_API bool rp_sum_fine_attach(struct rp_thread *t);
 
 /**
  * rp_init() - create this process's segment now rather than on the first event.
@@ -651,6 +658,58 @@ RP_INLINE void rp_sum_end(uint32_t name, uintptr_t probe)
 	rp_leave(t);
 }
 
+/*
+ * Fine-grained names (docs/summaries.md, "The C API"): a span opened with
+ * rp_begin_fine() that lasts less than the fine threshold (RINGPROF_SUMMARY_NS; unset,
+ * RP_FINE_DEFAULT_NS) folds into its thread's summaries, as ringprof-auto's calls do;
+ * a longer one is an ordinary span. The thread's first fine BEGIN turns summaries on
+ * for it (rp_sum_fine_attach); from then on its other records take the summaries'
+ * path too. A thread that never begins a fine name keeps the plain path as it is.
+ * With the threshold 0 (or no memory for summaries) they are rp_begin()/rp_end().
+ */
+RP_INLINE bool rp_fine_on(struct rp_thread *t)
+{
+	return RP_LIKELY(t->sum != NULL) || (!t->nofine && rp_sum_fine_attach(t));
+}
+
+/** rp_begin_fine() - open span @name, fine-grained: folded if it ends soon enough. */
+RP_INLINE void rp_begin_fine(uint32_t name)
+{
+	if (rp_fine_on(&rp_thread_state))
+		rp_sum_begin(name, 0, 0);
+	else
+		rp_emit_full(true, 0, RP_EV_BEGIN, 0, name, 0, 0, RP_HEAL_NONE, 0, 0, 0);
+}
+
+/** rp_end_fine() - close the innermost open span @name (rp_end() closes it too). */
+RP_INLINE void rp_end_fine(uint32_t name)
+{
+	rp_sum_end(name, 0); /* summaries off: rp_end() */
+}
+
+/**
+ * rp_begin_fine_frame() - rp_begin_fine() of a scope: rp_begin_frame()'s healing by
+ * frame (@frame, the function's CFA; @local, the scope object's address).
+ */
+RP_INLINE void rp_begin_fine_frame(uint32_t name, uintptr_t frame, uintptr_t local)
+{
+	if (rp_fine_on(&rp_thread_state))
+		rp_sum_begin(name, frame, (uint32_t)local | 1u);
+	else
+		rp_emit_full(true, 0, RP_EV_BEGIN, 0, name, 0, 0, RP_HEAL_FRAME, frame, frame,
+			     (uint32_t)local | 1u);
+}
+
+/** rp_end_fine_frame() - the END of rp_begin_fine_frame()'s scope (heals by name, as
+ * ringprof-auto's exit hooks do: summary.c). */
+RP_INLINE void rp_end_fine_frame(uint32_t name, uintptr_t local)
+{
+	if (rp_thread_state.sum != NULL)
+		rp_sum_end(name, local + 1);
+	else /* rp_end_frame() */
+		rp_emit_full(true, 0, RP_EV_END, 0, name, 0, 0, RP_HEAL_FRAME, 0, local + 1, 0);
+}
+
 /**
  * rp_emit_at() - record one event with an explicit timestamp (in rp_now() ticks).
  * For replaying or bridging events whose time was taken elsewhere.
@@ -826,6 +885,18 @@ RP_INLINE void rp_scope_leave(struct rp_scope *s)
 	rp_end_frame(s->name, (uintptr_t)s);
 }
 
+RP_INLINE struct rp_scope rp_fine_scope_enter_frame(uint32_t name, uintptr_t frame,
+						   const struct rp_scope *s)
+{
+	rp_begin_fine_frame(name, frame, (uintptr_t)s);
+	return (struct rp_scope){ name };
+}
+
+RP_INLINE void rp_fine_scope_leave(struct rp_scope *s)
+{
+	rp_end_fine_frame(s->name, (uintptr_t)s);
+}
+
 #define RP_CONCAT_(a, b) a##b
 #define RP_CONCAT(a, b) RP_CONCAT_(a, b)
 
@@ -834,6 +905,13 @@ RP_INLINE void rp_scope_leave(struct rp_scope *s)
 		__attribute__((cleanup(rp_scope_leave), unused)) =                     \
 			rp_scope_enter_frame(id, (uintptr_t)__builtin_dwarf_cfa(),       \
 					     &RP_CONCAT(rp_scope_, __LINE__))
+
+/* RP_SCOPE_FINE(id): RP_SCOPE() of a fine-grained name (rp_begin_fine()). */
+#define RP_SCOPE_FINE(id)                                                              \
+	struct rp_scope RP_CONCAT(rp_scope_, __LINE__)                                 \
+		__attribute__((cleanup(rp_fine_scope_leave), unused)) =                \
+			rp_fine_scope_enter_frame(id, (uintptr_t)__builtin_dwarf_cfa(),  \
+						  &RP_CONCAT(rp_scope_, __LINE__))
 
 /*
  * RP_SCOPE_NAMED("decode", "LLM"): intern (name, category, __FILE__, __LINE__) on
@@ -845,6 +923,12 @@ RP_INLINE void rp_scope_leave(struct rp_scope *s)
 	static uint32_t RP_CONCAT(rp_id_, __LINE__) = UINT32_MAX;                      \
 	RP_SCOPE(rp_scope_id(&RP_CONCAT(rp_id_, __LINE__), name, category, __FILE__,   \
 			     __LINE__))
+
+/* RP_SCOPE_FINE_NAMED("hash", "FUNCTION"): RP_SCOPE_NAMED() of a fine name. */
+#define RP_SCOPE_FINE_NAMED(name, category)                                            \
+	static uint32_t RP_CONCAT(rp_id_, __LINE__) = UINT32_MAX;                      \
+	RP_SCOPE_FINE(rp_scope_id(&RP_CONCAT(rp_id_, __LINE__), name, category,        \
+				  __FILE__, __LINE__))
 
 static inline RP_NO_INSTR uint32_t rp_scope_id(uint32_t *cache, const char *name, const char *category,
 				   const char *file, uint32_t line)

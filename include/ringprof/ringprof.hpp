@@ -67,6 +67,29 @@ private:
 };
 
 /*
+ * FineScope - a Scope of a fine-grained name (rp_begin_fine(), docs/summaries.md):
+ * folded into its thread's summaries when shorter than the fine threshold.
+ */
+class FineScope {
+public:
+	explicit FineScope(uint32_t name,
+			   uintptr_t frame = (uintptr_t)__builtin_dwarf_cfa()) noexcept
+		: name_(name)
+	{
+		rp_begin_fine_frame(name_, frame, (uintptr_t)this);
+	}
+	~FineScope()
+	{
+		rp_end_fine_frame(name_, (uintptr_t)this);
+	}
+	FineScope(const FineScope &) = delete;
+	FineScope &operator=(const FineScope &) = delete;
+
+private:
+	uint32_t name_;
+};
+
+/*
  * AsyncScope - a span on a track (a request) that is not nested per thread: it may
  * be moved to another thread and end there. end() closes it early; a moved-from,
  * ended or default-constructed scope records nothing (more).
@@ -167,6 +190,10 @@ inline void instant(uint32_t name) noexcept
 /* A scope to the end of the enclosing block, named once per call site. */
 #define RINGPROF_SCOPE(name, category)                                                 \
 	::ringprof::Scope RP_CONCAT(rp_cxx_scope_, __LINE__)(RINGPROF_ID(name, category))
+
+/* A fine-grained scope (FineScope) to the end of the enclosing block. */
+#define RINGPROF_FINE_SCOPE(name, category)                                            \
+	::ringprof::FineScope RP_CONCAT(rp_cxx_fine_, __LINE__)(RINGPROF_ID(name, category))
 
 /* An async span on @track with span id @span, to the end of the enclosing block
  * (or moved elsewhere: use ::ringprof::AsyncScope with RINGPROF_ID directly). */

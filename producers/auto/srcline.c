@@ -8,13 +8,75 @@
  * and build-id files under /usr/lib/debug).
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "srcline.h"
 
+/* Appends @n bytes of @s to out[*len] if they fit (then true). */
+static bool put(char *out, size_t size, size_t *len, const char *s, size_t n)
+{
+	if (*len + n >= size)
+		return false;
+	memcpy(out + *len, s, n);
+	*len += n;
+	out[*len] = '\0';
+	return true;
+}
+
+/* One component of @p ([@c, @c + @n)) onto the path in @out: "." is nothing, ".."
+ * takes the last component off when there is one to take (at the root: nothing). */
+static bool component(char *out, size_t size, size_t *len, size_t root, const char *c, size_t n)
+{
+	if (n == 0 || (n == 1 && c[0] == '.'))
+		return true;
+	if (n == 2 && c[0] == '.' && c[1] == '.') {
+		char *slash = *len > root ? memrchr(out + root, '/', *len - root) : NULL;
+		const char *last = slash ? slash + 1 : out + root;
+
+		if (*len > root && strcmp(last, "..") != 0) {
+			*len = slash ? (size_t)(slash - out) : root;
+			out[*len] = '\0';
+			return true;
+		}
+		if (root == 1) /* "/..": the root */
+			return true;
+	}
+	return (*len == root || put(out, size, len, "/", 1)) && put(out, size, len, c, n);
+}
+
+int rp_srcline_path(char *out, size_t size, const char *dir, const char *path)
+{
+	const char *parts[2] = { dir, path };
+	size_t len = 0, root;
+
+	if (size == 0)
+		return -ENAMETOOLONG;
+	out[0] = '\0';
+	if (path[0] == '/' || dir == NULL || dir[0] != '/')
+		parts[0] = NULL; /* absolute already, or nothing to make it so */
+	root = (parts[0] ? parts[0] : path)[0] == '/';
+	if (root && !put(out, size, &len, "/", 1))
+		return -ENAMETOOLONG;
+	for (int i = 0; i < 2; i++) {
+		for (const char *c = parts[i]; c != NULL && *c;) {
+			size_t n = strcspn(c, "/");
+
+			if (!component(out, size, &len, root, c, n))
+				return -ENAMETOOLONG;
+			c += n + (c[n] == '/');
+		}
+	}
+	if (len == 0 && !put(out, size, &len, ".", 1))
+		return -ENAMETOOLONG;
+	return 0;
+}
+
 #ifdef RP_AUTO_DWARF
+#include <dwarf.h>
 #include <elfutils/libdwfl.h>
 
 static char *debuginfo_path;
@@ -68,8 +130,18 @@ const char *rp_srcline_name(uintptr_t addr)
 	return m ? dwfl_module_addrname(m, (GElf_Addr)addr) : NULL;
 }
 
+/* The compilation directory of the unit @l belongs to, or NULL. */
+static const char *comp_dir(Dwfl_Line *l)
+{
+	Dwarf_Die *cu = dwfl_linecu(l);
+	Dwarf_Attribute a;
+
+	return cu && dwarf_attr(cu, DW_AT_comp_dir, &a) ? dwarf_formstring(&a) : NULL;
+}
+
 int rp_srcline(uintptr_t addr, const char **file, uint32_t *line)
 {
+	static char norm[PATH_MAX]; /* callers are serialised (srcline.h) */
 	Dwfl_Module *m = module_of(addr);
 	Dwfl_Line *l;
 	const char *src;
@@ -80,7 +152,10 @@ int rp_srcline(uintptr_t addr, const char **file, uint32_t *line)
 	src = dwfl_lineinfo(l, NULL, &lineno, NULL, NULL, NULL);
 	if (!src || lineno <= 0)
 		return -ENOENT;
-	*file = src;
+	/* One spelling per file: a static inline function of a header is one copy per
+	 * unit that includes it, each named by that unit's spelling of the path ("x.h",
+	 * "./x.h", "/src/inc/../x.h"), and would be one row per spelling. */
+	*file = rp_srcline_path(norm, sizeof(norm), comp_dir(l), src) == 0 ? norm : src;
 	*line = (uint32_t)lineno;
 	return 0;
 }

@@ -32,5 +32,13 @@ int rp_header_use(void)
 	{
 		RP_SCOPE_NAMED("named", "C");
 	}
+	rp_begin_fine(id);
+	rp_end_fine(id);
+	{
+		RP_SCOPE_FINE(id);
+	}
+	{
+		RP_SCOPE_FINE_NAMED("fine", "C");
+	}
 	return (c ? (int)rp_ticks_to_ns(c, rp_now()) : 0) & 0;
 }

@@ -26,5 +26,9 @@ int rp_header_use_cxx()
 	{
 		RP_SCOPE_NAMED("c-macro", "CXX");
 	}
+	{
+		RINGPROF_FINE_SCOPE("fine", "CXX");
+		ringprof::FineScope f(c.id());
+	}
 	return 0;
 }
