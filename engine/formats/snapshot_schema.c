@@ -425,6 +425,7 @@ static const struct field header_fields[] = {
 	REP(clock, F_STR),
 	REP(writer, F_STR), /* 1.4 */
 	KEYED("caps", F_REC, false, offsetof(struct rp_report, caps), &caps_table),
+	REP(unmerged_records, F_U64), /* 1.5 */
 };
 
 static const struct field totals_fields[] = {

@@ -1509,6 +1509,20 @@ static void notice_summaries(struct rp_sources *ss)
  */
 uint64_t rp_sources_drain(struct rp_sources *ss, uint64_t watermark)
 {
+	return rp_sources_drain_some(ss, watermark, 64);
+}
+
+/* Whether the drain stops after this slice: the cap, or ss->interrupt (asked only
+ * when another slice would follow: one call per RP_SOURCES_SLICE records at most). */
+static bool slice_stop(struct rp_sources *ss, unsigned *slices, unsigned max_slices)
+{
+	if (++*slices >= max_slices)
+		return true;
+	return ss->interrupt != NULL && ss->interrupt(ss->hook_ctx);
+}
+
+uint64_t rp_sources_drain_some(struct rp_sources *ss, uint64_t watermark, unsigned max_slices)
+{
 	uint64_t n = 0, got, force;
 	unsigned slices = 0;
 
@@ -1516,8 +1530,9 @@ uint64_t rp_sources_drain(struct rp_sources *ss, uint64_t watermark)
 	notice_summaries(ss);
 	watermark = pending_floor(ss, watermark);
 	do {
-		/* At most 64 slices a call (but everything for a final drain): an engine
-		 * slower than its producers still returns to its loop and is called again. */
+		/* At most max_slices slices a call (but everything for a final drain): an
+		 * engine slower than its producers still returns to its loop and is
+		 * called again. */
 		do {
 			force = copy_all(ss);
 			got = merge(ss, force > watermark ? force : watermark, RP_SOURCES_SLICE);
@@ -1526,11 +1541,26 @@ uint64_t rp_sources_drain(struct rp_sources *ss, uint64_t watermark)
 			 * leads): `>=`, or a final drain would stop with records left. */
 		} while ((got >= RP_SOURCES_SLICE ||
 			  (got > 0 && (force != 0 || watermark == UINT64_MAX))) &&
-			 (++slices < 64 || watermark == UINT64_MAX));
+			 (watermark == UINT64_MAX || !slice_stop(ss, &slices, max_slices)));
 		evacuate(ss);
 		end_tracks(ss);
 	} while (check_ends(ss) > 0);
 	rp_engine_expire(ss->e, ss->e->t_merged);
+	return n;
+}
+
+uint64_t rp_sources_unmerged(const struct rp_sources *ss)
+{
+	uint64_t n = 0;
+
+	for (uint32_t i = 0; i < ss->n_live; i++) {
+		const struct rp_live *l = ss->live[i];
+
+		/* (pending is bounded by the ring's capacity: the producer's head is
+		 * untrusted, rp_segment_ring_pending() clamps it) */
+		for (uint32_t r = 0; r < l->seg->v.ring_count; r++)
+			n += (uint64_t)rp_segment_ring_pending(l->seg, r) + l->buf[r].n;
+	}
 	return n;
 }
 

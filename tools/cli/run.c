@@ -6,8 +6,9 @@
  *   - the doorbell: when a tick finds nothing, producers are told we sleep and a
  *     futex wait is armed on each one's doorbell word; a producer whose ring gets
  *     1/8 full wakes us before the next tick;
- *   - signals through a signalfd: SIGUSR1 writes a snapshot; SIGINT/SIGTERM drain
- *     everything, write a final snapshot and exit 0;
+ *   - signals through a signalfd: SIGUSR1 writes a snapshot at once, the backlog
+ *     left unmerged and counted in it (a pending signal stops a long drain between
+ *     two slices); SIGINT/SIGTERM drain everything, write a final snapshot and exit 0;
  *   - inotify on /dev/shm for new segments;
  *   - producers' pidfds, so a death is handled at once;
  *   - snapshot writes (write, fsync, rename: a snapshot is whole or absent);
@@ -25,6 +26,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -48,6 +50,10 @@
 
 #define MAX_PIDFDS 1024
 #define AUTO_SNAPSHOT_UNLINKS 256
+/* Slices (RP_SOURCES_SLICE records) merged when SIGUSR1 comes, before the report: what
+ * was due since the last drain, when the engine keeps up; a backlog stays for later
+ * (header.unmerged_records says how much), so the snapshot answers in milliseconds. */
+#define SNAPSHOT_SLICES 4
 
 struct daemon {
 	struct rp_loop *loop;
@@ -69,6 +75,8 @@ struct daemon {
 	unsigned snapshots;
 	unsigned snap_failures;		/* writes that failed, told in the marker */
 	uint64_t snap_started;
+	uint64_t snap_cpu_ns;		/* its report and encoding, thread CPU time */
+	uint64_t snap_unmerged;		/* records it left for the next one */
 	uint64_t processed;
 	uint64_t ticks;
 	bool quiet;
@@ -102,11 +110,12 @@ static void log_line(void *ctx, const char *line)
 static void arm_doorbells(struct daemon *d);
 
 /* Every drain takes all the rings hold (sources.h) and leaves the doorbells armed: a
- * producer whose ring gets 1/8 full wakes us at once, whatever the tick. */
-static void drain(struct daemon *d, uint64_t watermark)
+ * producer whose ring gets 1/8 full wakes us at once, whatever the tick. At most
+ * @slices slices are merged (sources.h), everything when @watermark is UINT64_MAX. */
+static void drain_some(struct daemon *d, uint64_t watermark, unsigned slices)
 {
 	rp_sources_wake(&d->ss);
-	d->processed += rp_sources_drain(&d->ss, watermark);
+	d->processed += rp_sources_drain_some(&d->ss, watermark, slices);
 	/* OTLP spans: what the horizon has passed; everything at exit */
 	if (d->otlp != NULL) {
 		uint64_t now = mono_ns();
@@ -115,6 +124,29 @@ static void drain(struct daemon *d, uint64_t watermark)
 	}
 	if (!d->exiting)
 		arm_doorbells(d);
+}
+
+static void drain(struct daemon *d, uint64_t watermark)
+{
+	drain_some(d, watermark, 64);
+}
+
+/* ss.interrupt: the drain stops at this slice boundary, back to the loop, when one
+ * of our signals waits in the signalfd (it stays pending until read), or while a
+ * snapshot is being written: each of its steps (open, write, fsync, close, rename)
+ * waits for the loop to submit the next, so a backlog drained 64 slices a turn
+ * would stretch it by as many drains. */
+static bool signal_waits(void *ctx)
+{
+	const struct daemon *d = ctx;
+	sigset_t set;
+
+	if (d->writing)
+		return true;
+	if (sigpending(&set) != 0)
+		return false;
+	return sigismember(&set, SIGUSR1) == 1 || sigismember(&set, SIGINT) == 1 ||
+	       sigismember(&set, SIGTERM) == 1;
 }
 
 static void on_bell(void *ctx, int res);
@@ -181,8 +213,12 @@ static int live_report(void *ctx, struct rp_report *out)
 {
 	struct daemon *d = ctx;
 
+	int err;
+
 	rp_sources_update(&d->ss);
-	return rp_engine_report_at(d->e, mono_ns() - d->delay_ns, out);
+	err = rp_engine_report_at(d->e, mono_ns() - d->delay_ns, out);
+	out->unmerged_records = rp_sources_unmerged(&d->ss);
+	return err;
 }
 
 static void otlp_metrics(void *ctx, FILE *m)
@@ -281,9 +317,11 @@ static void on_written(void *ctx, int res)
 		note_failure(d, res);
 	}
 	else if (!d->quiet)
-		fprintf(stderr, "ringprof: snapshot %u written to %s (%zu bytes, %.1f ms)\n",
+		fprintf(stderr, "ringprof: snapshot %u written to %s (%zu bytes, %.1f ms; report "
+			"and encode %.1f ms CPU, %" PRIu64 " records unmerged)\n",
 			d->snapshots, d->snap_path, d->snap.len,
-			(double)(mono_ns() - d->snap_started) / 1e6);
+			(double)(mono_ns() - d->snap_started) / 1e6, (double)d->snap_cpu_ns / 1e6,
+			d->snap_unmerged);
 	if (d->again) {
 		d->again = false;
 		write_snapshot(d);
@@ -292,9 +330,20 @@ static void on_written(void *ctx, int res)
 	}
 }
 
+/* CPU time of this thread: what a snapshot's report and encoding cost, whatever else
+ * runs on the machine. */
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 static void write_snapshot(struct daemon *d)
 {
 	struct rp_report r;
+	uint64_t cpu0;
 	int err;
 
 	if (d->writing) { /* one at a time; the next one right after */
@@ -302,14 +351,17 @@ static void write_snapshot(struct daemon *d)
 		return;
 	}
 	d->snap_started = mono_ns();
+	cpu0 = thread_cpu_ns();
 	rp_sources_update(&d->ss);
 	d->snap.len = 0;
 	err = rp_engine_report(d->e, &r);
+	r.unmerged_records = d->snap_unmerged = rp_sources_unmerged(&d->ss);
 	if (err == 0)
 		rp_sources_snapshot_taken(&d->ss);
 	if (err == 0)
 		err = rp_snapshot_encode(&r, rp_membuf_sink, &d->snap);
 	rp_report_free(&r);
+	d->snap_cpu_ns = thread_cpu_ns() - cpu0;
 	if (err == 0)
 		err = rp_loop_write_file(d->loop, d->snap_path, d->snap.data, d->snap.len,
 					 on_written, d);
@@ -336,7 +388,7 @@ static void on_signal(void *ctx, int res)
 			/* Segments whose inotify event is still queued behind this signal
 			 * (an engine resumed after SIGSTOP) belong in this snapshot. */
 			rp_sources_scan(&d->ss);
-			drain(d, mono_ns() - d->delay_ns);
+			drain_some(d, mono_ns() - d->delay_ns, SNAPSHOT_SLICES);
 			write_snapshot(d);
 		} else if (!d->exiting) {
 			if (!d->quiet)
@@ -526,6 +578,7 @@ static int start(struct daemon *d, bool force_poll)
 	d->ss.pidfd_added = pidfd_added;
 	d->ss.pidfd_removed = pidfd_removed;
 	d->ss.hook_ctx = d;
+	d->ss.interrupt = signal_waits;
 	if (rp_sources_offcpu(&d->ss, d->offcpu, d->offcpu_threads) != 0)
 		return rp_cli_error(-EPERM, "--offcpu on: the kernel refused (see above)");
 	rp_sources_scan(&d->ss);
