@@ -278,6 +278,7 @@ static const struct field rspan_fields[] = {
 	FIELD(struct rp_report_rspan, dur_ns, F_U64, false),
 };
 static const struct table rspan_table = TABLE(rspan_fields, struct rp_report_rspan);
+const struct table *const rp_snap_rspan_table = &rspan_table;
 
 static const struct field rsample_fields[] = {
 	REF(struct rp_report_rsample, name, REF_RNAME, true),

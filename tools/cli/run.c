@@ -71,6 +71,8 @@ struct daemon {
 	} pidfds[MAX_PIDFDS];
 	unsigned n_pidfds;
 	struct rp_membuf snap;	/* the snapshot being written */
+	struct rp_snap_cache *snap_cache; /* the recorder's spans as last encoded; NULL:
+					     none (each snapshot encodes them all) */
 	bool writing, again, exiting;
 	unsigned snapshots;
 	unsigned snap_failures;		/* writes that failed, told in the marker */
@@ -359,7 +361,7 @@ static void write_snapshot(struct daemon *d)
 	if (err == 0)
 		rp_sources_snapshot_taken(&d->ss);
 	if (err == 0)
-		err = rp_snapshot_encode(&r, rp_membuf_sink, &d->snap);
+		err = rp_snapshot_encode_cached(&r, d->snap_cache, rp_membuf_sink, &d->snap);
 	rp_report_free(&r);
 	d->snap_cpu_ns = thread_cpu_ns() - cpu0;
 	if (err == 0)
@@ -579,6 +581,7 @@ static int start(struct daemon *d, bool force_poll)
 	d->ss.pidfd_removed = pidfd_removed;
 	d->ss.hook_ctx = d;
 	d->ss.interrupt = signal_waits;
+	d->snap_cache = rp_snap_cache_new(); /* NULL (no memory): encoded whole each time */
 	if (rp_sources_offcpu(&d->ss, d->offcpu, d->offcpu_threads) != 0)
 		return rp_cli_error(-EPERM, "--offcpu on: the kernel refused (see above)");
 	rp_sources_scan(&d->ss);
@@ -818,6 +821,7 @@ static void stop(struct daemon *d)
 	rp_sources_free(&d->ss);
 	rp_engine_close(d->e);
 	rp_membuf_free(&d->snap);
+	rp_snap_cache_free(d->snap_cache);
 	drop_marker(d);
 	if (d->sfd >= 0)
 		close(d->sfd);
