@@ -44,6 +44,9 @@ struct rp_rbuf {
 	struct rp_bev *ev;
 	uint32_t cap, head, n;
 	uint32_t hwm;		/* most records held at once */
+	uint32_t marks;		/* owner marks (RP_EV_THREAD) among the n: counted as
+				   they come and go, so a snapshot does not scan a
+				   backlog for them (buffered_marks()) */
 	uint32_t gen_now;	/* the ring's owner generation at the last copy */
 	uint32_t cur;		/* generation of the next record taken from the ring:
 				   gen_now, or (1.2) as the owner marks in it say */
@@ -345,11 +348,7 @@ static void restart_gap(struct rp_sources *ss, struct rp_live *l)
  * yet in any report): a snapshot's marks are those consumed, less these. */
 static uint32_t buffered_marks(const struct rp_rbuf *b)
 {
-	uint32_t m = 0;
-
-	for (uint32_t k = 0; k < b->n; k++)
-		m += b->ev[(b->head + k) & (b->cap - 1)].ev.kind == RP_EV_THREAD;
-	return m;
+	return b->marks;
 }
 
 void rp_sources_snapshot_taken(struct rp_sources *ss)
@@ -878,8 +877,14 @@ static void copy_ring(struct rp_sources *ss, struct rp_live *l, uint32_t ring, b
 	}
 	got = buf_room(ss, b, n);
 	b->short_copy = got < n;
-	for (uint32_t k = 0; k < got; k++)
-		take(l, b, rp_segment_peek(l->seg, ring, k), &b->ev[(b->head + b->n + k) & (b->cap - 1)]);
+	for (uint32_t k = 0, m = 0; k < got; k++) {
+		struct rp_bev *d = &b->ev[(b->head + b->n + k) & (b->cap - 1)];
+
+		take(l, b, rp_segment_peek(l->seg, ring, k), d);
+		m += d->ev.kind == RP_EV_THREAD;
+		if (k + 1 == got)
+			b->marks += m;
+	}
 	if (got > 0)
 		rp_segment_consume(l->seg, ring, got);
 	b->avail = n - got; /* what did not fit: read in place */
@@ -1147,6 +1152,8 @@ static uint64_t merge(struct rp_sources *ss, uint64_t watermark, uint64_t max)
 				}
 				break;
 			}
+			/* (before process(), which may rewrite the record) */
+			b->marks -= b->ev[b->head].ev.kind == RP_EV_THREAD;
 			process(ss, l, it.ring, &b->ev[b->head]);
 			done++;
 			b->head = (b->head + 1) & (b->cap - 1);
