@@ -12,7 +12,8 @@
  * CPU time (thread CPU, ms) the engine spent building and encoding one report, as its
  * stderr line says (an engine that does not say it: "-"), with the records it had not
  * merged. --baseline BIN measures another ringprof binary (an older build) in the same
- * run, one load after the other, for a before/after. Wall-clock figures of a shared
+ * run, one load after the other, for a before/after; --recorder-spans N runs the
+ * engines with that flight recorder size. Wall-clock figures of a shared
  * machine are noisy: they are printed, never judged.
  */
 #include <errno.h>
@@ -47,6 +48,7 @@
 
 struct opts {
 	const char *bin, *baseline, *demo;
+	const char *recorder_spans;	/* --recorder-spans for the engine; NULL: its default */
 	unsigned snapshots, gap_ms, rate;
 	double warmup_s;
 	bool json;
@@ -59,6 +61,8 @@ struct result {
 	long long size;		/* bytes of the last file */
 	double cpu_ms;		/* median report + encode CPU ms; < 0: not said */
 	double unmerged;	/* median records not merged at the snapshot; < 0: not said */
+	double write_ms;	/* median ms from the report to the written callback, as the
+				   engine says it; < 0: not said */
 };
 
 static uint64_t now_ns(void)
@@ -122,21 +126,25 @@ static pid_t spawn(const char *const argv[], const char *session, const char *er
 /* The engine's lines "... (report and encode X ms CPU, N records unmerged)": medians. */
 static void engine_figures(const char *log, struct result *res)
 {
-	static double cpu[MAX_SNAPS], unm[MAX_SNAPS];
+	static double cpu[MAX_SNAPS], unm[MAX_SNAPS], wr[MAX_SNAPS];
 	char line[1024];
 	unsigned n = 0;
 	FILE *f = fopen(log, "r");
 
-	res->cpu_ms = res->unmerged = -1;
+	res->cpu_ms = res->unmerged = res->write_ms = -1;
 	if (f == NULL)
 		return;
 	while (fgets(line, sizeof(line), f) != NULL && n < MAX_SNAPS) {
 		const char *p = strstr(line, "report and encode ");
-		double c, u;
+		const char *w = strstr(line, " bytes, ");
+		double c, u, ms;
 
-		if (p != NULL && sscanf(p, "report and encode %lf ms CPU, %lf", &c, &u) == 2) {
+		if (p != NULL && w != NULL &&
+		    sscanf(p, "report and encode %lf ms CPU, %lf", &c, &u) == 2 &&
+		    sscanf(w, " bytes, %lf ms", &ms) == 1) {
 			cpu[n] = c;
-			unm[n++] = u;
+			unm[n] = u;
+			wr[n++] = ms;
 		}
 	}
 	fclose(f);
@@ -144,6 +152,8 @@ static void engine_figures(const char *log, struct result *res)
 		return;
 	qsort(cpu, n, sizeof(*cpu), cmp_double);
 	qsort(unm, n, sizeof(*unm), cmp_double);
+	qsort(wr, n, sizeof(*wr), cmp_double);
+	res->write_ms = pct(wr, n, 50);
 	res->cpu_ms = pct(cpu, n, 50);
 	res->unmerged = pct(unm, n, 50);
 }
@@ -200,7 +210,8 @@ static int run_load(const struct opts *o, const char *bin, bool saturated, struc
 	snprintf(rate, sizeof(rate), "%u", o->rate);
 	{
 		const char *argv[] = { bin, "run", "--session", session, "--snapshot-dir", dir,
-				       "--no-socket", NULL };
+				       "--no-socket", o->recorder_spans ? "--recorder-spans" : NULL,
+				       o->recorder_spans, NULL };
 
 		eng = spawn(argv, session, log);
 	}
@@ -269,31 +280,34 @@ static void print(const struct opts *o, const struct result *r, unsigned n)
 			if (r[i].cpu_ms < 0)
 				printf("\"encode_cpu_ms\":null,\"unmerged\":null}");
 			else
-				printf("\"encode_cpu_ms\":%.2f,\"unmerged\":%.0f}", r[i].cpu_ms,
-				       r[i].unmerged);
+				printf("\"encode_cpu_ms\":%.2f,\"engine_ms\":%.2f,\"unmerged\":%.0f}",
+				       r[i].cpu_ms, r[i].write_ms, r[i].unmerged);
 		}
 		printf("]}\n");
 		return;
 	}
-	printf("%-10s %-9s %5s %8s %8s %8s %8s %10s %10s %10s\n", "load", "engine", "n",
-	       "p50_ms", "p90_ms", "p99_ms", "max_ms", "bytes", "cpu_ms", "unmerged");
+	printf("%-10s %-9s %5s %8s %8s %8s %8s %10s %8s %9s %10s\n", "load", "engine", "n",
+	       "p50_ms", "p90_ms", "p99_ms", "max_ms", "bytes", "cpu_ms", "engine_ms", "unmerged");
 	for (unsigned i = 0; i < n; i++) {
 		printf("%-10s %-9s %5u %8.2f %8.2f %8.2f %8.2f %10lld ", r[i].load, r[i].engine,
 		       r[i].n, r[i].p50, r[i].p90, r[i].p99, r[i].max, r[i].size);
 		if (r[i].cpu_ms < 0)
-			printf("%10s %10s\n", "-", "-");
+			printf("%8s %9s %10s\n", "-", "-", "-");
 		else
-			printf("%10.2f %10.0f\n", r[i].cpu_ms, r[i].unmerged);
+			printf("%8.2f %9.2f %10.0f\n", r[i].cpu_ms, r[i].write_ms, r[i].unmerged);
 	}
 	printf("(signal to renamed file, wall time of a shared machine: one run each; cpu_ms: "
-	       "median thread CPU of report + encode, as the engine says it)\n");
+	       "median thread CPU of report + encode, engine_ms: median wall time from the "
+	       "report to the file written, unmerged: median records left for the next "
+	       "snapshot, as the engine says them)\n");
 }
 
 static void usage(void)
 {
 	fprintf(stderr,
 		"usage: bench_snapshot [--snapshots N] [--gap-ms MS] [--warmup-s S] [--rate R]\n"
-		"                      [--only demo|saturated] [--baseline RINGPROF_BIN] [--json]\n");
+		"                      [--only demo|saturated] [--baseline RINGPROF_BIN]\n"
+		"                      [--recorder-spans N] [--json]\n");
 	exit(2);
 }
 
@@ -305,7 +319,8 @@ int main(int argc, char **argv)
 		{ "snapshots", 1, NULL, 'n' }, { "gap-ms", 1, NULL, 'g' },
 		{ "warmup-s", 1, NULL, 'w' },  { "rate", 1, NULL, 'r' },
 		{ "baseline", 1, NULL, 'b' },  { "only", 1, NULL, 'o' },
-		{ "json", 0, NULL, 'j' },      { NULL, 0, NULL, 0 },
+		{ "json", 0, NULL, 'j' },      { "recorder-spans", 1, NULL, 's' },
+		{ NULL, 0, NULL, 0 },
 	};
 	struct result res[4];
 	const char *only = NULL;
@@ -321,6 +336,7 @@ int main(int argc, char **argv)
 		case 'b': o.baseline = optarg; break;
 		case 'o': only = optarg; break;
 		case 'j': o.json = true; break;
+		case 's': o.recorder_spans = optarg; break;
 		default: usage();
 		}
 	}
