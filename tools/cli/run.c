@@ -54,6 +54,10 @@
  * was due since the last drain, when the engine keeps up; a backlog stays for later
  * (header.unmerged_records says how much), so the snapshot answers in milliseconds. */
 #define SNAPSHOT_SLICES 4
+/* The flight recorder of the live engine (--recorder-spans; `analyze` keeps the
+ * engine's 65536): most of a snapshot's bytes and of its fsync, chosen by what a
+ * snapshot costs (docs/performance.md, Snapshots). */
+#define RUN_RECORDER_SPANS 16384
 
 struct daemon {
 	struct rp_loop *loop;
@@ -652,7 +656,9 @@ static const char usage_serve[] =
 
 static const char usage_caps[] =
 	RP_CLI_CAP_USAGE
-	"SIGUSR1 writes a snapshot (or: ringprof snapshot); SIGINT/SIGTERM a final one.\n";
+	"(run keeps 16384 recorder spans by default: a snapshot's cost)\n"
+	"SIGUSR1 writes a snapshot at once, the backlog left for the next one (ringprof\n"
+	"snapshot does the same); SIGINT/SIGTERM a final one, everything merged.\n";
 
 /* --async-expire-ms: N ms (> 0), "auto" (0 in the config) or "off" (never). */
 static int parse_expire(const char *s, uint64_t *ns)
@@ -878,6 +884,7 @@ int rp_cmd_run(int argc, char **argv)
 	int err;
 
 	rp_engine_cfg_default(&cfg);
+	cfg.recorder_spans = RUN_RECORDER_SPANS;
 	if ((err = parse(argc, argv, &d, &cfg, &dir, &force_poll)) != 0)
 		return err;
 	the_daemon = &d;
