@@ -158,8 +158,9 @@ static void engine_figures(const char *log, struct result *res)
 	res->unmerged = pct(unm, n, 50);
 }
 
-/* Waits for @name to be renamed into the watched directory; false after 60 s. */
-static bool wait_rename(int ifd, const char *name)
+/* Waits for @name to be renamed into the watched directory; false after 60 s or when
+ * the engine @eng is gone (it refused its options, say: its log has why). */
+static bool wait_rename(int ifd, const char *name, pid_t *eng)
 {
 	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
 	uint64_t until = now_ns() + 60000000000ull;
@@ -170,6 +171,10 @@ static bool wait_rename(int ifd, const char *name)
 
 		if (now_ns() > until)
 			return false;
+		if (waitpid(*eng, NULL, WNOHANG) == *eng) {
+			*eng = -1; /* reaped: never signalled again */
+			return false;
+		}
 		if (poll(&p, 1, 1000) <= 0)
 			continue;
 		len = read(ifd, buf, sizeof(buf));
@@ -215,6 +220,8 @@ static int run_load(const struct opts *o, const char *bin, bool saturated, struc
 
 		eng = spawn(argv, session, log);
 	}
+	if (eng <= 0) /* never kill(-1, ...) */
+		return -EAGAIN;
 	for (int i = 0; i < 5000 && !engine_up(session); i++)
 		usleep(1000);
 	if (saturated) {
@@ -237,8 +244,8 @@ static int run_load(const struct opts *o, const char *bin, bool saturated, struc
 		uint64_t t0 = now_ns();
 
 		kill(eng, SIGUSR1);
-		if (!wait_rename(ifd, base)) {
-			fprintf(stderr, "bench_snapshot: no snapshot within 60 s\n");
+		if (!wait_rename(ifd, base, &eng)) {
+			fprintf(stderr, "bench_snapshot: no snapshot within 60 s, or no engine\n");
 			break;
 		}
 		lat[res->n++] = (double)(now_ns() - t0) / 1e6;
@@ -251,8 +258,10 @@ static int run_load(const struct opts *o, const char *bin, bool saturated, struc
 			kill(prod[k], SIGTERM);
 			waitpid(prod[k], &status, 0);
 		}
-	kill(eng, SIGTERM);
-	waitpid(eng, &status, 0);
+	if (eng > 0) {
+		kill(eng, SIGTERM);
+		waitpid(eng, &status, 0);
+	}
 	qsort(lat, res->n, sizeof(*lat), cmp_double);
 	res->p50 = pct(lat, res->n, 50);
 	res->p90 = pct(lat, res->n, 90);

@@ -838,7 +838,7 @@ static void copy_ring(struct rp_sources *ss, struct rp_live *l, uint32_t ring, b
 	struct rp_rbuf *b = &l->buf[ring];
 	struct rp_ring_info info;
 	uint64_t resyncs = l->seg->rings[ring].resyncs;
-	uint32_t n, got;
+	uint32_t n, got, marks = 0;
 
 	release_taken(l, ring); /* none: every merge releases what it read in place */
 	n = rp_segment_avail(l->seg, ring, &info);
@@ -877,14 +877,13 @@ static void copy_ring(struct rp_sources *ss, struct rp_live *l, uint32_t ring, b
 	}
 	got = buf_room(ss, b, n);
 	b->short_copy = got < n;
-	for (uint32_t k = 0, m = 0; k < got; k++) {
+	for (uint32_t k = 0; k < got; k++) {
 		struct rp_bev *d = &b->ev[(b->head + b->n + k) & (b->cap - 1)];
 
 		take(l, b, rp_segment_peek(l->seg, ring, k), d);
-		m += d->ev.kind == RP_EV_THREAD;
-		if (k + 1 == got)
-			b->marks += m;
+		marks += d->ev.kind == RP_EV_THREAD;
 	}
+	b->marks += marks;
 	if (got > 0)
 		rp_segment_consume(l->seg, ring, got);
 	b->avail = n - got; /* what did not fit: read in place */
