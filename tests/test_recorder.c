@@ -12,6 +12,7 @@
 
 #include "engine.h"
 #include "recorder.h"
+#include "snapshot.h"
 
 /* One thread track, spans i = 0..n-1: [1000 i + 1, 1000 i + 1 + (i % 7) + 1]. */
 static void feed_spans(struct rp_engine *e, uint32_t src, uint32_t name, uint64_t n)
@@ -198,6 +199,108 @@ static void test_recorder_zero(void **state)
 	check_wrap(0, 5);
 }
 
+/* What the incremental test fed: a span's name, track, start and duration. */
+struct fed {
+	uint32_t name;
+	uint8_t kind;
+	uint64_t track, start, dur;
+};
+
+/*
+ * A live engine snapshotted again and again (issue 25): each report encoded through one
+ * struct rp_snap_cache is byte for byte the encoding from scratch, while the ring wraps
+ * (5000 spans: not a whole number of chunks), names start being called late (the
+ * function numbers move), async tracks come and go (their numbers are kept, then
+ * trimmed) and a report has no change at all. The spans read back are the last 5000
+ * fed (brute force), each on its own track; chunks are reused.
+ */
+static void test_recorder_incremental_encoding_is_byte_identical(void **state)
+{
+	enum { CAP = 5000, ROUNDS = 40, NAMES = 8 };
+	static struct fed fed[ROUNDS * 1200];
+	struct rp_snap_cache *c = rp_snap_cache_new();
+	struct rp_snap_cache_stats st;
+	struct rp_engine_cfg cfg;
+	struct rp_engine *e;
+	uint32_t src, names[NAMES];
+	uint64_t ts = 1, n_fed = 0, trimmed = 0, prev_tracks = 0;
+	char why[RP_WHY_MAX];
+
+	(void)state;
+	assert_non_null(c);
+	rp_engine_cfg_default(&cfg);
+	cfg.recorder_spans = CAP;
+	assert_int_equal(rp_engine_open(&cfg, &e), 0);
+	src = (uint32_t)rp_engine_add_source(e, "live", 1234, 0);
+	for (int k = 0; k < NAMES; k++) {
+		char nm[16];
+
+		snprintf(nm, sizeof(nm), "n%d", k);
+		names[k] = rp_engine_name(e, src, nm, "cpu", "", 0);
+	}
+	for (uint32_t round = 0; round < ROUNDS; round++) {
+		/* round 7 adds nothing; others up to 1199 spans */
+		uint32_t add = round == 7 ? 0 : (round * 337u) % 1200;
+		struct rp_membuf a = { 0 }, b = { 0 };
+		struct rp_report r, back;
+
+		for (uint32_t i = 0; i < add; i++, n_fed++) {
+			/* name k is called from round k on: late ones move the numbers */
+			uint32_t nm = names[(n_fed % NAMES) <= round ? n_fed % NAMES : 0];
+			bool async = n_fed % 3 != 0;
+			uint64_t tr = async ? 1000 + n_fed / 7 : 42, d = n_fed % 5 + 1;
+			struct rp_event be = { .ts = ts, .name = nm, .kind = RP_EV_BEGIN };
+			struct rp_event en = { .ts = ts + d, .name = nm, .kind = RP_EV_END };
+
+			if (async) {
+				be = (struct rp_event){ .ts = ts, .name = nm, .track = tr, .arg = 1,
+							.kind = RP_EV_ASYNC_BEGIN };
+				en = (struct rp_event){ .ts = ts + d, .name = nm, .track = tr,
+							.arg = 1, .kind = RP_EV_ASYNC_END };
+			}
+			rp_engine_event(e, src, 42, &be);
+			rp_engine_event(e, src, 42, &en);
+			fed[n_fed] = (struct fed){ nm, async ? 2 : 1, tr, ts, d };
+			ts += d + 1;
+		}
+		assert_int_equal(rp_engine_report(e, &r), 0);
+		assert_int_equal(rp_snapshot_encode(&r, rp_membuf_sink, &a), 0);
+		assert_int_equal(rp_snapshot_encode_cached(&r, c, rp_membuf_sink, &b), 0);
+		assert_int_equal(a.len, b.len);
+		assert_memory_equal(a.data, b.data, a.len);
+		/* brute force: the last CAP spans fed, in order, on their tracks */
+		assert_int_equal(rp_snapshot_decode(b.data, b.len, &back, why), 0);
+		assert_int_equal(back.recorder.n_spans, n_fed < CAP ? n_fed : CAP);
+		for (uint32_t k = 0; k < back.recorder.n_spans; k++) {
+			const struct rp_report_rspan *sp = &back.recorder.spans[k];
+			const struct fed *f = &fed[n_fed - back.recorder.n_spans + k];
+			const struct rp_report_rtrack *t = &back.recorder.tracks[sp->track];
+			char nm[16];
+
+			snprintf(nm, sizeof(nm), "n%u", (unsigned)(f->name - names[0]));
+			assert_string_equal(back.fns[sp->fn].name, nm);
+			assert_int_equal(t->kind, f->kind);
+			assert_int_equal(t->id, f->track);
+			assert_int_equal(sp->start_ns, f->start);
+			assert_int_equal(sp->dur_ns, f->dur);
+		}
+		/* unused tracks stay listed, within the bound */
+		assert_true(back.recorder.n_tracks <=
+			    2 * (uint64_t)back.recorder.n_spans + RP_REC_TRACKS_SLACK);
+		trimmed += back.recorder.n_tracks < prev_tracks;
+		prev_tracks = back.recorder.n_tracks;
+		rp_report_free(&back);
+		rp_report_free(&r);
+		rp_membuf_free(&a);
+		rp_membuf_free(&b);
+	}
+	rp_snap_cache_stats(c, &st);
+	assert_true(st.hits > 0 && st.misses > 0 && st.loose > 0);
+	assert_true(trimmed > 0);
+	rp_snap_cache_free(c);
+	rp_engine_close(e);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -206,6 +309,7 @@ int main(void)
 		cmocka_unit_test(test_recorder_samples_wrap),
 		cmocka_unit_test(test_recorder_labels),
 		cmocka_unit_test(test_recorder_zero),
+		cmocka_unit_test(test_recorder_incremental_encoding_is_byte_identical),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1020,6 +1020,23 @@ static void test_render_text_nothing_lost(void **state)
 	free(text);
 }
 
+/* A snapshot taken with a backlog says, in one line after the totals, how many records
+ * it does not hold yet (they are not lost: "nothing lost" still follows). */
+static void test_render_text_unmerged_said(void **state)
+{
+	struct rp_report_source src = { .name = "demo", .pid = 7, .events = 5 };
+	struct rp_report r = { .t_first = 5, .t_last = 5, .clock = "monotonic", .events = 5,
+			       .sources = &src, .n_sources = 1, .unmerged_records = 123457 };
+	char *text = text_mem(&r, 0);
+
+	(void)state;
+	assert_non_null(strstr(text, "events 5  dropped 0  late 0  truncated 0\n"
+				     "not yet merged 123457 records (the engine's backlog when "
+				     "this snapshot was taken)\n"
+				     "nothing lost\n"));
+	free(text);
+}
+
 /* Control characters are escaped and bad UTF-8 repaired: one line per row. */
 static void test_render_text_names_stay_on_one_line(void **state)
 {
@@ -2240,6 +2257,7 @@ int main(void)
 		cmocka_unit_test(test_render_requests_in_flight),
 		cmocka_unit_test(test_render_text_limit_cuts_rows),
 		cmocka_unit_test(test_render_text_nothing_lost),
+		cmocka_unit_test(test_render_text_unmerged_said),
 		cmocka_unit_test(test_render_text_caps_name_knobs),
 		cmocka_unit_test(test_render_text_names_stay_on_one_line),
 		cmocka_unit_test(test_render_text_full_report),

@@ -581,6 +581,8 @@ static void rnd_header(struct rp_report *r)
 	r->t_last = UINT64_MAX;
 	r->clock = strdup(rnd() % 2 ? "monotonic" : "trace");
 	r->writer = strdup(rnd() % 2 ? "ringprof 0.1.0" : "");
+	/* (no rnd() call: the other fields keep their values) */
+	r->unmerged_records = r->t_first % 3 ? r->created_realtime_ns >> (r->t_first % 64) : 0;
 	r->caps.max_names = rnd_u32();
 	r->caps.max_tracks = rnd_u32();
 	r->caps.max_depth = rnd_u32();
@@ -727,6 +729,7 @@ static bool header_eq(const struct rp_report *a, const struct rp_report *b, char
 	       u_eq(a->t_last, b->t_last, what, "t_last", 0) &&
 	       s_eq(a->clock, b->clock, what, "clock", 0) &&
 	       s_eq(a->writer, b->writer, what, "writer", 0) &&
+	       u_eq(a->unmerged_records, b->unmerged_records, what, "unmerged_records", 0) &&
 	       u_eq(a->caps.max_names, b->caps.max_names, what, "max_names", 0) &&
 	       u_eq(a->caps.max_tracks, b->caps.max_tracks, what, "max_tracks", 0) &&
 	       u_eq(a->caps.max_depth, b->caps.max_depth, what, "max_depth", 0) &&
@@ -1333,7 +1336,7 @@ static void ref_header(msgpack_packer *pk, const struct rp_report *r, const stru
 	const struct rp_report_caps *c = &r->caps;
 
 	key(pk, "header");
-	msgpack_pack_map(pk, 5 + has_1_4(o) + o->extras);
+	msgpack_pack_map(pk, 5 + has_1_4(o) + has_1_5(o) + o->extras);
 	if (o->extras)
 		extra(pk, 1);
 	kv_u64(pk, "created_realtime_ns", r->created_realtime_ns);
@@ -1360,6 +1363,8 @@ static void ref_header(msgpack_packer *pk, const struct rp_report *r, const stru
 	kv_u64(pk, "memory_bound", c->memory_bound);
 	kv_u64(pk, "subwindows", c->subwindows);
 	kv_u64(pk, "max_window_level", c->max_window_level);
+	if (has_1_5(o)) /* after caps */
+		kv_u64(pk, "unmerged_records", r->unmerged_records);
 }
 
 static void ref_totals(msgpack_packer *pk, const struct rp_report *r, const struct ref_opts *o)
@@ -2093,6 +2098,7 @@ static void test_snapshot_minor_version_accepted(void **state)
 /* What a 1.3 writer could say of @r: no window sketches, hosts or clock anchors. */
 static void as_1_3(struct rp_report *r)
 {
+	r->unmerged_records = 0; /* 1.5 */
 	for (uint32_t i = 0; i < r->n_sources; i++) {
 		struct rp_report_source *s = &r->sources[i];
 

@@ -17,6 +17,7 @@
 #include <sys/wait.h>
 #include <time.h>
 
+#include "snapshot.h"
 #include "sources.h"
 #include "support.h"
 
@@ -351,6 +352,83 @@ static void test_sources_in_place_merge_exactly(void **state)
 	assert_int_equal(r.events, 106000);
 	assert_int_equal(r.late, 0);
 	rp_report_free(&r);
+	close_engine();
+}
+
+static unsigned interrupts;
+
+static bool interrupt_now(void *ctx)
+{
+	(void)ctx;
+	interrupts++;
+	return true;
+}
+
+/* What a report holds plus what rp_sources_unmerged() counts is what was written. */
+static uint64_t merged_plus_unmerged(void)
+{
+	struct rp_report r;
+	uint64_t n;
+
+	report(&r);
+	n = r.events + rp_sources_unmerged(&ss);
+	rp_report_free(&r);
+	return n;
+}
+
+/*
+ * A snapshot taken with a backlog (issue 25): the drain before it merges at most the
+ * slices it is given (or stops when ss.interrupt says so), and the records not merged
+ * are counted exactly, in the rings and in the buffers: 106000 written, the events
+ * merged plus the unmerged count are 106000 at every step; the count goes through a
+ * snapshot unchanged, and is 0 once everything is merged.
+ */
+static void test_sources_unmerged_counts_the_backlog(void **state)
+{
+	struct spaced_arg dense = { 1, 1, 60000 }, sparse = { 10, 10, 6000 }, own = { 2, 3, 40000 };
+	struct rp_report r, back;
+	struct rp_membuf m = { 0 };
+	char why[RP_WHY_MAX];
+	uint64_t got, total = 0;
+
+	(void)state;
+	open_engine();
+	rp_sources_scan(&ss);
+	on_thread(thread_spaced, &dense);
+	on_thread(thread_spaced, &sparse);
+	thread_spaced(&own);
+	assert_int_equal(rp_sources_unmerged(&ss), 106000); /* all in the rings */
+	/* one slice: RP_SOURCES_SLICE records, or a little more (a run merged whole) */
+	got = rp_sources_drain_some(&ss, 30000, 1);
+	total += got;
+	assert_true(got >= RP_SOURCES_SLICE && got < 43000);
+	assert_int_equal(merged_plus_unmerged(), 106000);
+	/* an interrupt stops it at the first slice boundary, asked once */
+	ss.interrupt = interrupt_now;
+	got = rp_sources_drain(&ss, 30000);
+	total += got;
+	ss.interrupt = NULL;
+	assert_int_equal(interrupts, 1);
+	assert_true(got >= RP_SOURCES_SLICE && total < 43000);
+	assert_int_equal(merged_plus_unmerged(), 106000);
+	/* the count in a snapshot reads back */
+	report(&r);
+	r.unmerged_records = rp_sources_unmerged(&ss);
+	assert_int_equal(r.unmerged_records, 106000 - total);
+	assert_int_equal(rp_snapshot_encode(&r, rp_membuf_sink, &m), 0);
+	assert_int_equal(rp_snapshot_decode(m.data, m.len, &back, why), 0);
+	assert_int_equal(back.unmerged_records, 106000 - total);
+	assert_int_equal(back.events, total);
+	rp_report_free(&back);
+	rp_report_free(&r);
+	rp_membuf_free(&m);
+	/* the rest: what was due, then everything */
+	total += rp_sources_drain(&ss, 30000);
+	assert_int_equal(total, 43000);
+	assert_int_equal(rp_sources_unmerged(&ss), 63000);
+	assert_int_equal(rp_sources_drain(&ss, UINT64_MAX), 63000);
+	assert_int_equal(rp_sources_unmerged(&ss), 0);
+	assert_int_equal(merged_plus_unmerged(), 106000);
 	close_engine();
 }
 
@@ -870,6 +948,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_sources_watermark_and_late),
 		cmocka_unit_test(test_sources_final_drain_takes_all),
 		cmocka_unit_test(test_sources_in_place_merge_exactly),
+		cmocka_unit_test(test_sources_unmerged_counts_the_backlog),
 		cmocka_unit_test(test_sources_two_rings_interleaved_at_random),
 		cmocka_unit_test(test_sources_producer_killed_mid_span),
 		cmocka_unit_test(test_sources_stale_segment_swept),

@@ -2,7 +2,8 @@
 /*
  * The flight recorder; see recorder.h. Recording is inline in the header; this file
  * has the slow parts: allocation, track labels, and turning the rings into report
- * data (tracks deduplicated through a small open-addressing table built per report).
+ * data (tracks numbered through an open-addressing table kept from one report to
+ * the next: recorder.h).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -10,16 +11,34 @@
 
 #include "recorder.h"
 
+/* A numbered track: engine source row, kind, id; the report that last used it. */
+struct rec_track {
+	uint64_t id, used;
+	uint32_t src;
+	uint8_t kind;
+};
+
+struct rp_rec_numbering {
+	struct rec_track *t;	/* by number */
+	uint32_t n, cap;
+	uint32_t *slot, mask;	/* open addressing -> number; UINT32_MAX: empty */
+	uint64_t serial;	/* reports made */
+};
+
 size_t rp_recorder_memory_bound(uint32_t max_spans, uint32_t max_samples, uint32_t max_labels)
 {
 	size_t slots = 4;
+	size_t tracks = 2 * ((size_t)max_spans + max_samples) + RP_REC_TRACKS_SLACK, tslots = 4;
 
 	while (slots < 2 * (size_t)max_labels)
 		slots <<= 1;
+	while (tslots < 2 * tracks)
+		tslots <<= 1;
 	return ((size_t)max_spans + 1) * sizeof(struct rp_rec_span) +
 	       ((size_t)max_samples + 1) * sizeof(struct rp_rec_sample) +
 	       slots * sizeof(struct rp_rec_label) +
-	       (size_t)max_labels * 2 * (RP_REC_LABEL_MAX + 1 + 16) + 3 * 4096;
+	       (size_t)max_labels * 2 * (RP_REC_LABEL_MAX + 1 + 16) + 3 * 4096 +
+	       tracks * 2 * 32 + tslots * sizeof(uint32_t); /* numbering (grows by doubling) */
 }
 
 int rp_recorder_init(struct rp_recorder *r, uint32_t max_spans, uint32_t max_samples,
@@ -36,7 +55,8 @@ int rp_recorder_init(struct rp_recorder *r, uint32_t max_spans, uint32_t max_sam
 	r->spans = calloc(max_spans ? max_spans : 1, sizeof(*r->spans));
 	r->samples = calloc(max_samples ? max_samples : 1, sizeof(*r->samples));
 	r->labels = malloc((size_t)slots * sizeof(*r->labels));
-	if (!r->spans || !r->samples || !r->labels) {
+	r->numbering = calloc(1, sizeof(*r->numbering));
+	if (!r->spans || !r->samples || !r->labels || !r->numbering) {
 		rp_recorder_fini(r);
 		return -ENOMEM;
 	}
@@ -55,6 +75,11 @@ void rp_recorder_fini(struct rp_recorder *r)
 	free(r->labels);
 	free(r->spans);
 	free(r->samples);
+	if (r->numbering != NULL) {
+		free(r->numbering->t);
+		free(r->numbering->slot);
+	}
+	free(r->numbering);
 	memset(r, 0, sizeof(*r));
 }
 
@@ -100,56 +125,147 @@ int rp_recorder_label(struct rp_recorder *r, uint32_t src, uint64_t track, const
 	return 0;
 }
 
-/* Per report: (src, kind, track) -> index into out->tracks. */
+/* Per report. */
 struct track_set {
-	uint32_t *slot, mask;
+	struct rp_rec_numbering *nb;
 	const struct rp_recorder *rec;
 	const uint32_t *src_map;
 	struct rp_report_recorder *out;
 };
 
-static int track_set_init(struct track_set *ts, uint32_t n)
+static uint32_t track_hash(uint32_t src, uint8_t kind, uint64_t id)
 {
-	uint32_t slots = 4;
+	return hash2(src ^ ((uint32_t)kind << 30), id);
+}
 
-	while (slots < 2 * n)
+/* The hash table again, for nb->n tracks and room to double. */
+static int numbering_rehash(struct rp_rec_numbering *nb, uint32_t want)
+{
+	uint32_t slots = 4, *slot;
+
+	while (slots < 2 * want)
 		slots <<= 1;
-	ts->slot = malloc((size_t)slots * sizeof(*ts->slot));
-	if (ts->slot == NULL)
+	slot = malloc((size_t)slots * sizeof(*slot));
+	if (slot == NULL)
 		return -ENOMEM;
-	memset(ts->slot, 0xff, (size_t)slots * sizeof(*ts->slot));
-	ts->mask = slots - 1;
+	memset(slot, 0xff, (size_t)slots * sizeof(*slot));
+	for (uint32_t k = 0; k < nb->n; k++) {
+		uint32_t i = track_hash(nb->t[k].src, nb->t[k].kind, nb->t[k].id) & (slots - 1);
+
+		while (slot[i] != UINT32_MAX)
+			i = (i + 1) & (slots - 1);
+		slot[i] = k;
+	}
+	free(nb->slot);
+	nb->slot = slot;
+	nb->mask = slots - 1;
 	return 0;
 }
 
-/* The index of the track (report source @rsrc, engine row @src); made if new. */
+/* The number of the track (engine row @src, @kind, @id), marked used; made if new. */
 static int64_t track_of(struct track_set *ts, uint32_t src, uint8_t kind, uint64_t id)
 {
-	struct rp_report_rtrack *t = ts->out->tracks;
-	uint32_t rsrc = ts->src_map[src], i;
-	const struct rp_rec_label *l = NULL;
+	struct rp_rec_numbering *nb = ts->nb;
+	uint32_t i;
 
-	for (i = hash2(rsrc ^ ((uint32_t)kind << 30), id) & ts->mask; ts->slot[i] != UINT32_MAX;
-	     i = (i + 1) & ts->mask) {
-		const struct rp_report_rtrack *o = &t[ts->slot[i]];
-		if (o->source == rsrc && o->kind == kind && o->id == id)
-			return ts->slot[i];
+	if (nb->slot != NULL)
+		for (i = track_hash(src, kind, id) & nb->mask; nb->slot[i] != UINT32_MAX;
+		     i = (i + 1) & nb->mask) {
+			struct rec_track *t = &nb->t[nb->slot[i]];
+
+			if (t->src == src && t->kind == kind && t->id == id) {
+				t->used = nb->serial;
+				return nb->slot[i];
+			}
+		}
+	if (nb->n == nb->cap) {
+		uint32_t cap = nb->cap ? 2 * nb->cap : 64;
+		struct rec_track *t = realloc(nb->t, (size_t)cap * sizeof(*t));
+
+		if (t == NULL)
+			return -ENOMEM;
+		nb->t = t;
+		nb->cap = cap;
 	}
-	if (kind == 1)
-		l = label_slot(ts->rec, src, id);
-	t[ts->out->n_tracks] = (struct rp_report_rtrack){
-		.source = rsrc,
-		.kind = kind,
-		.id = id,
-		.pid = strdup(l && l->pid ? l->pid : ""),
-		.tid = strdup(l && l->tid ? l->tid : ""),
-	};
-	if (!t[ts->out->n_tracks].pid || !t[ts->out->n_tracks].tid) {
-		ts->out->n_tracks++; /* freed with the rest */
+	if (nb->slot == NULL || 2 * (nb->n + 1) > nb->mask + 1) {
+		if (numbering_rehash(nb, nb->cap) != 0)
+			return -ENOMEM;
+	}
+	for (i = track_hash(src, kind, id) & nb->mask; nb->slot[i] != UINT32_MAX;
+	     i = (i + 1) & nb->mask)
+		;
+	nb->t[nb->n] = (struct rec_track){ .id = id, .used = nb->serial, .src = src, .kind = kind };
+	nb->slot[i] = nb->n;
+	return nb->n++;
+}
+
+/* Whether a track no span or sample of this report uses may stay listed: its source
+ * row is listed. */
+static bool may_stay(const struct track_set *ts, const struct rec_track *t, uint32_t n_src)
+{
+	return t->src < n_src && ts->src_map[t->src] != RP_NONE;
+}
+
+/*
+ * Unused tracks go when they are more than half the list (and RP_REC_TRACKS_SLACK),
+ * or when one cannot be listed; the others are numbered again in their order, and the
+ * report's spans and samples follow.
+ */
+static int numbering_trim(struct track_set *ts, uint32_t n_src)
+{
+	struct rp_rec_numbering *nb = ts->nb;
+	struct rp_report_recorder *out = ts->out;
+	uint32_t used = 0, *renum, k, n = 0;
+	bool must = false;
+
+	for (k = 0; k < nb->n; k++) {
+		used += nb->t[k].used == nb->serial;
+		must |= nb->t[k].used != nb->serial && !may_stay(ts, &nb->t[k], n_src);
+	}
+	if (!must && nb->n - used <= used + RP_REC_TRACKS_SLACK)
+		return 0;
+	renum = malloc((size_t)(nb->n ? nb->n : 1) * sizeof(*renum));
+	if (renum == NULL)
 		return -ENOMEM;
+	for (k = 0; k < nb->n; k++) {
+		renum[k] = nb->t[k].used == nb->serial ? n : UINT32_MAX;
+		if (renum[k] != UINT32_MAX)
+			nb->t[n++] = nb->t[k];
 	}
-	ts->slot[i] = ts->out->n_tracks;
-	return ts->out->n_tracks++;
+	for (k = 0; k < out->n_spans; k++)
+		out->spans[k].track = renum[out->spans[k].track];
+	for (k = 0; k < out->n_samples; k++)
+		out->samples[k].track = renum[out->samples[k].track];
+	free(renum);
+	nb->n = n;
+	return numbering_rehash(nb, nb->cap);
+}
+
+/* out->tracks: every numbered track, with the labels of thread tracks. */
+static int list_tracks(struct track_set *ts)
+{
+	struct rp_rec_numbering *nb = ts->nb;
+	struct rp_report_recorder *out = ts->out;
+
+	out->tracks = calloc(nb->n ? nb->n : 1, sizeof(*out->tracks));
+	if (out->tracks == NULL)
+		return -ENOMEM;
+	for (uint32_t k = 0; k < nb->n; k++) {
+		const struct rec_track *t = &nb->t[k];
+		const struct rp_rec_label *l = t->kind == 1 ? label_slot(ts->rec, t->src, t->id) : NULL;
+		struct rp_report_rtrack *o = &out->tracks[out->n_tracks++]; /* freed with the rest */
+
+		*o = (struct rp_report_rtrack){
+			.source = ts->src_map[t->src],
+			.kind = t->kind,
+			.id = t->id,
+			.pid = strdup(l && l->pid ? l->pid : ""),
+			.tid = strdup(l && l->tid ? l->tid : ""),
+		};
+		if (!o->pid || !o->tid)
+			return -ENOMEM;
+	}
+	return 0;
 }
 
 static int copy_spans(struct track_set *ts, const uint32_t *map, uint32_t n_src)
@@ -227,7 +343,7 @@ int rp_recorder_report(const struct rp_recorder *rec, const struct rp_names *nam
 {
 	uint64_t ns = rec->n_spans < rec->max_spans ? rec->n_spans : rec->max_spans;
 	uint64_t nc = rec->n_samples < rec->max_samples ? rec->n_samples : rec->max_samples;
-	struct track_set ts = { .rec = rec, .src_map = src_map, .out = out };
+	struct track_set ts = { .nb = rec->numbering, .rec = rec, .src_map = src_map, .out = out };
 	uint32_t n_names = names->n;
 	int err;
 
@@ -241,17 +357,17 @@ int rp_recorder_report(const struct rp_recorder *rec, const struct rp_names *nam
 	out->labels_dropped = rec->labels_dropped;
 	out->spans = calloc(ns ? ns : 1, sizeof(*out->spans));
 	out->samples = calloc(nc ? nc : 1, sizeof(*out->samples));
-	out->tracks = calloc(ns + nc ? ns + nc : 1, sizeof(*out->tracks));
 	out->names =
 		calloc(n_names < nc ? (n_names ? n_names : 1) : (nc ? nc : 1), sizeof(*out->names));
-	if (!out->spans || !out->samples || !out->tracks || !out->names ||
-	    track_set_init(&ts, (uint32_t)(ns + nc)) != 0) {
-		free(ts.slot);
+	if (!out->spans || !out->samples || !out->names)
 		return -ENOMEM;
-	}
+	ts.nb->serial++;
 	err = copy_spans(&ts, map, n_src);
 	if (err == 0)
 		err = copy_samples(&ts, names, n_src);
-	free(ts.slot);
+	if (err == 0)
+		err = numbering_trim(&ts, n_src);
+	if (err == 0)
+		err = list_tracks(&ts);
 	return err;
 }

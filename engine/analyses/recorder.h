@@ -15,8 +15,16 @@
  * (rp_recorder_label) so the export shows the trace's own pids and tids. Bounded by
  * max_labels; past it a track is exported under a generated number (labels_dropped).
  *
+ * Track numbers in reports: a track keeps its number from one report to the next
+ * (rp_rec_numbering), so the spans still in the ring read the same in the next
+ * snapshot and its encoder can reuse their bytes (snapshot.h, rp_snap_cache). A report
+ * therefore also lists tracks none of its spans or samples use any more, until they
+ * are more than half of the list (and at least RP_REC_TRACKS_SLACK): then the unused
+ * ones go and the rest are numbered again, in the same order.
+ *
  * Memory: 48 bytes per span slot, 32 per sample slot, 16 per label slot plus the
- * label strings (each at most RP_CHROME_STR_MAX bytes).
+ * label strings (each at most RP_CHROME_STR_MAX bytes), and the numbering: at most
+ * 2 * (spans + samples) + RP_REC_TRACKS_SLACK tracks of 32 bytes.
  */
 #ifndef RP_ENGINE_RECORDER_H
 #define RP_ENGINE_RECORDER_H
@@ -50,7 +58,15 @@ struct rp_rec_label {
 	char *pid, *tid;
 };
 
+#define RP_REC_TRACKS_SLACK 1024u
+
+/* A report's track numbers, kept between reports (recorder.c). */
+struct rp_rec_numbering;
+
 struct rp_recorder {
+	/* Changed by rp_recorder_report(), which takes the recorder const: it is
+	 * what was reported, not what was recorded. */
+	struct rp_rec_numbering *numbering;
 	struct rp_rec_span *spans;
 	uint32_t max_spans;
 	uint64_t n_spans;   /* spans ever recorded */

@@ -537,6 +537,10 @@ struct rp_report {
 	 * request()) open at once, exactly; unlike conc[1] "roots", no batching loop's
 	 * spans. name NULL or "": absent (no request seen, an older or merged report). 1.4 */
 	struct rp_report_conc requests;
+	/* 1.5: records the producers had published that this report does not hold yet
+	 * (a live snapshot is taken without draining the backlog first: they are in
+	 * the next one); 0 for a trace file's report and in older snapshots. */
+	uint64_t unmerged_records;
 };
 
 /* Whether @r has a requests-in-flight figure (r->requests). */

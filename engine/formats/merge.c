@@ -3,7 +3,7 @@
  * Merging reports (merge.h): @src is added to @dst, section by section.
  *
  *  - header: t_first is the minimum, t_last the maximum, created_realtime_ns the
- *    latest; clock and caps are the first input's. Clocks must be equal: a "trace"
+ *    latest; unmerged_records adds (1.5); clock and caps are the first input's. Clocks must be equal: a "trace"
  *    time base and CLOCK_MONOTONIC have nothing in common, so such a merge is refused
  *    (live snapshots of different hosts are all "monotonic" and merge: their
  *    t_first/t_last then span the hosts' clocks, which only the header shows).
@@ -290,8 +290,10 @@ static int merge_header(struct ctx *c)
 		d->t_first = s->t_first;
 		d->t_last = s->t_last;
 		d->created_realtime_ns = s->created_realtime_ns;
+		d->unmerged_records = s->unmerged_records;
 		return 0;
 	}
+	d->unmerged_records = sat(d->unmerged_records, s->unmerged_records); /* backlogs */
 	if (strcmp(d->clock ? d->clock : "", s->clock ? s->clock : "") != 0)
 		return failf(
 			c, -EINVAL,

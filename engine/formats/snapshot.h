@@ -29,6 +29,30 @@ void rp_membuf_free(struct rp_membuf *m);
 /** rp_snapshot_encode() - write @r through @sink. @return 0 or the sink's -errno. */
 int rp_snapshot_encode(const struct rp_report *r, rp_sink_fn sink, void *ctx);
 
+/*
+ * An encoder's memory of the flight recorder's spans, for a writer that encodes one
+ * engine's reports again and again (`ringprof run`): spans are encoded in chunks of
+ * RP_SNAP_CHUNK by their place in the recorder's history (recorder.wrapped + index),
+ * and a chunk whose spans are field for field those of the last report is copied as
+ * it was encoded instead of encoded again. The bytes are those rp_snapshot_encode()
+ * writes. Memory: about 100 bytes per span of the largest recorder encoded.
+ */
+#define RP_SNAP_CHUNK 512u
+struct rp_snap_cache;
+
+struct rp_snap_cache_stats {
+	uint64_t hits, misses;	/* chunks copied, chunks encoded (and kept) */
+	uint64_t loose;		/* spans encoded outside whole chunks (the ends) */
+};
+
+struct rp_snap_cache *rp_snap_cache_new(void);
+void rp_snap_cache_free(struct rp_snap_cache *c);
+void rp_snap_cache_stats(const struct rp_snap_cache *c, struct rp_snap_cache_stats *out);
+
+/** rp_snapshot_encode_cached() - rp_snapshot_encode() through @c (NULL: none). */
+int rp_snapshot_encode_cached(const struct rp_report *r, struct rp_snap_cache *c,
+			      rp_sink_fn sink, void *ctx);
+
 /**
  * rp_snapshot_decode() - read a snapshot into @out (which the caller frees with
  * rp_report_free, also on failure).

@@ -8,6 +8,11 @@
  * Keys come out in table order, so the same report always gives the same bytes.
  * Files are written to a temporary name, synced and renamed, so a reader never
  * sees half a snapshot.
+ *
+ * The flight recorder's spans (65,536 by default, most of a live snapshot) are packed
+ * here byte by byte rather than through msgpack-c, the same bytes (test_snapshot's
+ * reference writer checks them), and with a struct rp_snap_cache a chunk of spans
+ * equal to the last report's is copied instead of packed again (snapshot.h).
  */
 #include <assert.h>
 #include <errno.h>
@@ -33,6 +38,7 @@
 struct enc {
 	rp_sink_fn sink;
 	void *ctx;
+	struct rp_snap_cache *cache; /* NULL: none */
 	int err;  /* the sink's first error; nothing is written after it */
 	size_t n; /* bytes in buf */
 	msgpack_packer pk;
@@ -89,6 +95,8 @@ static void pack_anomalies(struct enc *e, const uint64_t *a)
 }
 
 static void pack_record(struct enc *e, const struct table *t, const void *base);
+static void pack_rspans(struct enc *e, const struct rp_report_rspan *s, uint32_t n,
+			uint64_t seq0);
 
 /* An F_ARR or F_U64S: the array at @p, its count at @base + f->aux. */
 static void pack_array(struct enc *e, const struct field *f, const void *base, const char *p)
@@ -98,6 +106,13 @@ static void pack_array(struct enc *e, const struct field *f, const void *base, c
 
 	assert(a != NULL || n == 0);
 	msgpack_pack_array(&e->pk, n);
+	if (f->type == F_ARR && f->sub == rp_snap_rspan_table) {
+		/* span i of the report is the recorder's span wrapped + i (when none
+		 * was left out: unlisted); only the cache's hit rate depends on it */
+		pack_rspans(e, (const struct rp_report_rspan *)a, n,
+			    ((const struct rp_report_recorder *)base)->wrapped);
+		return;
+	}
 	for (uint32_t i = 0; i < n && e->err == 0; i++) {
 		if (f->type == F_U64S)
 			msgpack_pack_uint64(&e->pk, ((const uint64_t *)a)[i]);
@@ -159,6 +174,12 @@ static void pack_record(struct enc *e, const struct table *t, const void *base)
 
 int rp_snapshot_encode(const struct rp_report *r, rp_sink_fn sink, void *ctx)
 {
+	return rp_snapshot_encode_cached(r, NULL, sink, ctx);
+}
+
+int rp_snapshot_encode_cached(const struct rp_report *r, struct rp_snap_cache *c,
+			      rp_sink_fn sink, void *ctx)
+{
 	struct enc *e;
 	int err;
 
@@ -169,6 +190,7 @@ int rp_snapshot_encode(const struct rp_report *r, rp_sink_fn sink, void *ctx)
 		return -ENOMEM;
 	e->sink = sink;
 	e->ctx = ctx;
+	e->cache = c;
 	e->err = 0;
 	e->n = 0;
 	msgpack_packer_init(&e->pk, e, enc_write);
@@ -177,6 +199,241 @@ int rp_snapshot_encode(const struct rp_report *r, rp_sink_fn sink, void *ctx)
 	err = e->err;
 	free(e);
 	return err;
+}
+
+/* --- the recorder's spans -------------------------------------------------------- */
+
+/*
+ * MessagePack written directly: what msgpack-c writes for the same calls (integers in
+ * their smallest form, nil for RP_NONE, fixmap and fixstr headers), without a call
+ * and a copy per item. Fields of other types than these fall back to pack_record().
+ */
+#define SPAN_MAX 160u /* bytes of one packed span at most (16 keys < 32 bytes: checked) */
+
+struct rp_snap_chunk {
+	uint64_t tag;			/* chunk number + 1; 0: empty */
+	struct rp_report_rspan *key;	/* the RP_SNAP_CHUNK spans it was packed from */
+	unsigned char *bytes;
+	size_t len, cap;
+};
+
+struct rp_snap_cache {
+	struct rp_snap_chunk *ch;	/* chunk k in ch[k % n_ch] */
+	uint32_t n_ch;
+	struct rp_snap_cache_stats st;
+};
+
+static unsigned char *put_be(unsigned char *p, uint64_t v, unsigned bytes)
+{
+	for (unsigned i = bytes; i-- > 0; v >>= 8)
+		p[i] = (unsigned char)v;
+	return p + bytes;
+}
+
+static unsigned char *put_uint(unsigned char *p, uint64_t v)
+{
+	if (v < 0x80) {
+		*p++ = (unsigned char)v;
+		return p;
+	}
+	if (v <= 0xff) {
+		*p++ = 0xcc;
+		return put_be(p, v, 1);
+	}
+	if (v <= 0xffff) {
+		*p++ = 0xcd;
+		return put_be(p, v, 2);
+	}
+	if (v <= 0xffffffffu) {
+		*p++ = 0xce;
+		return put_be(p, v, 4);
+	}
+	*p++ = 0xcf;
+	return put_be(p, v, 8);
+}
+
+/* Whether put_rspan() can pack the span table: few fields, short keys, simple types. */
+static bool rspan_direct(void)
+{
+	const struct table *t = rp_snap_rspan_table;
+
+	if (t->n > 15)
+		return false;
+	for (uint32_t i = 0; i < t->n; i++)
+		if (t->f[i].keylen > 31 ||
+		    (t->f[i].type != F_REF && t->f[i].type != F_U32 && t->f[i].type != F_U64))
+			return false;
+	return true;
+}
+
+/* One span, at most SPAN_MAX bytes (rspan_direct() holds). */
+static unsigned char *put_rspan(unsigned char *p, const struct rp_report_rspan *s)
+{
+	const struct table *t = rp_snap_rspan_table;
+
+	*p++ = (unsigned char)(0x80 | t->n);
+	for (uint32_t i = 0; i < t->n; i++) {
+		const struct field *f = &t->f[i];
+		const char *v = (const char *)s + f->off;
+
+		*p++ = (unsigned char)(0xa0 | f->keylen);
+		memcpy(p, f->key, f->keylen);
+		p += f->keylen;
+		if (f->type == F_U64)
+			p = put_uint(p, *(const uint64_t *)v);
+		else if (f->type == F_U32 || *(const uint32_t *)v != RP_NONE)
+			p = put_uint(p, *(const uint32_t *)v);
+		else
+			*p++ = 0xc0; /* an F_REF to nothing */
+	}
+	return p;
+}
+
+/* @n spans through the packer's buffer, a few at a time. */
+static void put_rspans(struct enc *e, const struct rp_report_rspan *s, uint32_t n)
+{
+	unsigned char buf[16 * SPAN_MAX]; /* 2.5 KiB: the stack may be a small thread's */
+
+	while (n > 0 && e->err == 0) {
+		uint32_t k = n < 16 ? n : 16;
+		unsigned char *p = buf;
+
+		for (uint32_t i = 0; i < k; i++)
+			p = put_rspan(p, &s[i]);
+		enc_write(e, (const char *)buf, (size_t)(p - buf));
+		s += k;
+		n -= k;
+	}
+}
+
+/* Field for field (the structs have padding). */
+static bool same_spans(const struct rp_report_rspan *a, const struct rp_report_rspan *b,
+		       uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (a[i].fn != b[i].fn || a[i].track != b[i].track || a[i].depth != b[i].depth ||
+		    a[i].step != b[i].step || a[i].start_ns != b[i].start_ns ||
+		    a[i].dur_ns != b[i].dur_ns)
+			return false;
+	return true;
+}
+
+static void cache_drop(struct rp_snap_cache *c)
+{
+	for (uint32_t i = 0; i < c->n_ch; i++) {
+		free(c->ch[i].key);
+		free(c->ch[i].bytes);
+	}
+	free(c->ch);
+	c->ch = NULL;
+	c->n_ch = 0;
+}
+
+/* Room for the chunks of @n spans (two more: the ends need not be aligned). */
+static bool cache_fit(struct rp_snap_cache *c, uint32_t n)
+{
+	uint32_t need = n / RP_SNAP_CHUNK + 2;
+
+	if (c->n_ch >= need)
+		return true;
+	cache_drop(c);
+	c->ch = calloc(need, sizeof(*c->ch));
+	if (c->ch == NULL)
+		return false;
+	c->n_ch = need;
+	return true;
+}
+
+/* The whole chunk @k, spans @s: copied if the cache has it, else packed and kept. */
+static void put_chunk(struct enc *e, uint64_t k, const struct rp_report_rspan *s)
+{
+	struct rp_snap_cache *c = e->cache;
+	struct rp_snap_chunk *ch = &c->ch[k % c->n_ch];
+	unsigned char *p;
+
+	if (ch->tag == k + 1 && same_spans(ch->key, s, RP_SNAP_CHUNK)) {
+		c->st.hits++;
+		enc_write(e, (const char *)ch->bytes, ch->len);
+		return;
+	}
+	ch->tag = 0;
+	if (ch->key == NULL && (ch->key = malloc(RP_SNAP_CHUNK * sizeof(*s))) == NULL)
+		goto uncached;
+	if (ch->cap < RP_SNAP_CHUNK * SPAN_MAX) {
+		/* packed spans are much shorter than SPAN_MAX: trimmed below */
+		free(ch->bytes);
+		ch->bytes = malloc(RP_SNAP_CHUNK * SPAN_MAX);
+		ch->cap = ch->bytes ? RP_SNAP_CHUNK * SPAN_MAX : 0;
+		if (ch->bytes == NULL)
+			goto uncached;
+	}
+	p = ch->bytes;
+	for (uint32_t i = 0; i < RP_SNAP_CHUNK; i++)
+		p = put_rspan(p, &s[i]);
+	ch->len = (size_t)(p - ch->bytes);
+	if (ch->len < ch->cap / 2) { /* keep about what it needs */
+		unsigned char *q = realloc(ch->bytes, ch->len + ch->len / 4);
+
+		if (q != NULL) {
+			ch->bytes = q;
+			ch->cap = ch->len + ch->len / 4;
+		}
+	}
+	memcpy(ch->key, s, RP_SNAP_CHUNK * sizeof(*s));
+	ch->tag = k + 1;
+	c->st.misses++;
+	enc_write(e, (const char *)ch->bytes, ch->len);
+	return;
+uncached:
+	put_rspans(e, s, RP_SNAP_CHUNK);
+}
+
+/* Spans s[0..n), s[0] the recorder's span @seq0: whole chunks through the cache. */
+static void pack_rspans(struct enc *e, const struct rp_report_rspan *s, uint32_t n,
+			uint64_t seq0)
+{
+	uint32_t i = 0;
+
+	if (!rspan_direct()) {
+		for (i = 0; i < n && e->err == 0; i++)
+			pack_record(e, rp_snap_rspan_table, &s[i]);
+		return;
+	}
+	if (e->cache == NULL || !cache_fit(e->cache, n)) {
+		put_rspans(e, s, n);
+		return;
+	}
+	while (i < n && e->err == 0) {
+		uint64_t seq = seq0 + i, k = seq / RP_SNAP_CHUNK;
+		uint32_t len = (uint32_t)((k + 1) * RP_SNAP_CHUNK - seq);
+
+		if (len == RP_SNAP_CHUNK && n - i >= RP_SNAP_CHUNK) {
+			put_chunk(e, k, &s[i]);
+		} else {
+			len = len < n - i ? len : n - i;
+			e->cache->st.loose += len;
+			put_rspans(e, &s[i], len);
+		}
+		i += len;
+	}
+}
+
+struct rp_snap_cache *rp_snap_cache_new(void)
+{
+	return calloc(1, sizeof(struct rp_snap_cache));
+}
+
+void rp_snap_cache_free(struct rp_snap_cache *c)
+{
+	if (c == NULL)
+		return;
+	cache_drop(c);
+	free(c);
+}
+
+void rp_snap_cache_stats(const struct rp_snap_cache *c, struct rp_snap_cache_stats *out)
+{
+	*out = c->st;
 }
 
 /* --- memory sink ---------------------------------------------------------------- */

@@ -279,6 +279,7 @@ static const struct field rspan_fields[] = {
 	FIELD(struct rp_report_rspan, dur_ns, F_U64, false),
 };
 static const struct table rspan_table = TABLE(rspan_fields, struct rp_report_rspan);
+const struct table *const rp_snap_rspan_table = &rspan_table;
 
 static const struct field rsample_fields[] = {
 	REF(struct rp_report_rsample, name, REF_RNAME, true),
@@ -426,6 +427,7 @@ static const struct field header_fields[] = {
 	REP(clock, F_STR),
 	REP(writer, F_STR), /* 1.4 */
 	KEYED("caps", F_REC, false, offsetof(struct rp_report, caps), &caps_table),
+	REP(unmerged_records, F_U64), /* 1.5 */
 };
 
 static const struct field totals_fields[] = {

@@ -87,6 +87,8 @@ struct where {
 
 /* The root record: struct rp_report. */
 extern const struct table rp_snap_top_table;
+/* The recorder's span records (the encoder packs them itself, snapshot_encode.c). */
+extern const struct table *const rp_snap_rspan_table;
 
 /* Bytes of s[0..n) to keep: at most STR_MAX, on a UTF-8 boundary. */
 size_t rp_snap_cut_len(const char *s, size_t n);

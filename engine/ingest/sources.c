@@ -44,6 +44,9 @@ struct rp_rbuf {
 	struct rp_bev *ev;
 	uint32_t cap, head, n;
 	uint32_t hwm;		/* most records held at once */
+	uint32_t marks;		/* owner marks (RP_EV_THREAD) among the n: counted as
+				   they come and go, so a snapshot does not scan a
+				   backlog for them (buffered_marks()) */
 	uint32_t gen_now;	/* the ring's owner generation at the last copy */
 	uint32_t cur;		/* generation of the next record taken from the ring:
 				   gen_now, or (1.2) as the owner marks in it say */
@@ -346,11 +349,7 @@ static void restart_gap(struct rp_sources *ss, struct rp_live *l)
  * yet in any report): a snapshot's marks are those consumed, less these. */
 static uint32_t buffered_marks(const struct rp_rbuf *b)
 {
-	uint32_t m = 0;
-
-	for (uint32_t k = 0; k < b->n; k++)
-		m += b->ev[(b->head + k) & (b->cap - 1)].ev.kind == RP_EV_THREAD;
-	return m;
+	return b->marks;
 }
 
 void rp_sources_snapshot_taken(struct rp_sources *ss)
@@ -913,6 +912,7 @@ static void copy_ring(struct rp_sources *ss, struct rp_live *l, uint32_t ring, b
 	got = buf_room(ss, b, n);
 	b->short_copy = got < n;
 	marks = copy_run(l, b, ring, got);
+	b->marks += marks;
 	if (got > 0)
 		rp_segment_consume_marks(l->seg, ring, got, marks);
 	b->avail = n - got; /* what did not fit: read in place */
@@ -1185,6 +1185,8 @@ static uint64_t merge(struct rp_sources *ss, uint64_t watermark, uint64_t max)
 				}
 				break;
 			}
+			/* (before process(), which may rewrite the record) */
+			b->marks -= b->ev[b->head].ev.kind == RP_EV_THREAD;
 			process(ss, l, it.ring, &b->ev[b->head]);
 			done++;
 			b->head = (b->head + 1) & (b->cap - 1);
@@ -1547,6 +1549,20 @@ static void notice_summaries(struct rp_sources *ss)
  */
 uint64_t rp_sources_drain(struct rp_sources *ss, uint64_t watermark)
 {
+	return rp_sources_drain_some(ss, watermark, 64);
+}
+
+/* Whether the drain stops after this slice: the cap, or ss->interrupt (asked only
+ * when another slice would follow: one call per RP_SOURCES_SLICE records at most). */
+static bool slice_stop(struct rp_sources *ss, unsigned *slices, unsigned max_slices)
+{
+	if (++*slices >= max_slices)
+		return true;
+	return ss->interrupt != NULL && ss->interrupt(ss->hook_ctx);
+}
+
+uint64_t rp_sources_drain_some(struct rp_sources *ss, uint64_t watermark, unsigned max_slices)
+{
 	uint64_t n = 0, got, force;
 	unsigned slices = 0;
 
@@ -1554,8 +1570,9 @@ uint64_t rp_sources_drain(struct rp_sources *ss, uint64_t watermark)
 	notice_summaries(ss);
 	watermark = pending_floor(ss, watermark);
 	do {
-		/* At most 64 slices a call (but everything for a final drain): an engine
-		 * slower than its producers still returns to its loop and is called again. */
+		/* At most max_slices slices a call (but everything for a final drain): an
+		 * engine slower than its producers still returns to its loop and is
+		 * called again. */
 		do {
 			force = copy_all(ss);
 			got = merge(ss, force > watermark ? force : watermark, RP_SOURCES_SLICE);
@@ -1564,11 +1581,26 @@ uint64_t rp_sources_drain(struct rp_sources *ss, uint64_t watermark)
 			 * leads): `>=`, or a final drain would stop with records left. */
 		} while ((got >= RP_SOURCES_SLICE ||
 			  (got > 0 && (force != 0 || watermark == UINT64_MAX))) &&
-			 (++slices < 64 || watermark == UINT64_MAX));
+			 (watermark == UINT64_MAX || !slice_stop(ss, &slices, max_slices)));
 		evacuate(ss);
 		end_tracks(ss);
 	} while (check_ends(ss) > 0);
 	rp_engine_expire(ss->e, ss->e->t_merged);
+	return n;
+}
+
+uint64_t rp_sources_unmerged(const struct rp_sources *ss)
+{
+	uint64_t n = 0;
+
+	for (uint32_t i = 0; i < ss->n_live; i++) {
+		const struct rp_live *l = ss->live[i];
+
+		/* (pending is bounded by the ring's capacity: the producer's head is
+		 * untrusted, rp_segment_ring_pending() clamps it) */
+		for (uint32_t r = 0; r < l->seg->v.ring_count; r++)
+			n += (uint64_t)rp_segment_ring_pending(l->seg, r) + l->buf[r].n;
+	}
 	return n;
 }
 

@@ -101,6 +101,10 @@ struct rp_sources {
 	void (*pidfd_added)(void *ctx, int pidfd);
 	void (*pidfd_removed)(void *ctx, int pidfd);
 	void *hook_ctx;
+	/* Asked between two slices of a drain that is not final (may be NULL): true
+	 * stops the drain there (a snapshot is wanted: it need not wait for the
+	 * backlog, docs/live.md). Same ctx as the pidfd hooks. */
+	bool (*interrupt)(void *ctx);
 	struct rp_offcpu off;		/* off-CPU time (rp_sources_offcpu) */
 };
 
@@ -128,6 +132,22 @@ int rp_sources_scan(struct rp_sources *ss);
  * @return records processed.
  */
 uint64_t rp_sources_drain(struct rp_sources *ss, uint64_t watermark);
+
+/**
+ * rp_sources_drain_some() - rp_sources_drain(), but at most @max_slices slices of
+ * RP_SOURCES_SLICE records (a final drain, @watermark UINT64_MAX, takes everything):
+ * what a snapshot merges before it is taken, so that it answers at once however
+ * far behind the engine is. @return records processed.
+ */
+uint64_t rp_sources_drain_some(struct rp_sources *ss, uint64_t watermark, unsigned max_slices);
+
+/**
+ * rp_sources_unmerged() - records published in the producers' rings or copied into
+ * the engine's buffers and not merged yet (not in a report made now): the backlog a
+ * snapshot states (header.unmerged_records, docs/snapshot.md). Owner marks count:
+ * they are records.
+ */
+uint64_t rp_sources_unmerged(const struct rp_sources *ss);
 
 /**
  * rp_sources_snapshot_taken() - a report for a snapshot was just made: remember

@@ -6,8 +6,9 @@
  *   - the doorbell: when a tick finds nothing, producers are told we sleep and a
  *     futex wait is armed on each one's doorbell word; a producer whose ring gets
  *     1/8 full wakes us before the next tick;
- *   - signals through a signalfd: SIGUSR1 writes a snapshot; SIGINT/SIGTERM drain
- *     everything, write a final snapshot and exit 0;
+ *   - signals through a signalfd: SIGUSR1 writes a snapshot at once, the backlog
+ *     left unmerged and counted in it (a pending signal stops a long drain between
+ *     two slices); SIGINT/SIGTERM drain everything, write a final snapshot and exit 0;
  *   - inotify on /dev/shm for new segments;
  *   - producers' pidfds, so a death is handled at once;
  *   - snapshot writes (write, fsync, rename: a snapshot is whole or absent);
@@ -25,6 +26,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -48,6 +50,14 @@
 
 #define MAX_PIDFDS 1024
 #define AUTO_SNAPSHOT_UNLINKS 256
+/* Slices (RP_SOURCES_SLICE records) merged when SIGUSR1 comes, before the report: what
+ * was due since the last drain, when the engine keeps up; a backlog stays for later
+ * (header.unmerged_records says how much), so the snapshot answers in milliseconds. */
+#define SNAPSHOT_SLICES 4
+/* The flight recorder of the live engine (--recorder-spans; `analyze` keeps the
+ * engine's 65536): most of a snapshot's bytes and of its fsync, chosen by what a
+ * snapshot costs (docs/performance.md, Snapshots). */
+#define RUN_RECORDER_SPANS 16384
 
 struct daemon {
 	struct rp_loop *loop;
@@ -65,10 +75,14 @@ struct daemon {
 	} pidfds[MAX_PIDFDS];
 	unsigned n_pidfds;
 	struct rp_membuf snap;	/* the snapshot being written */
+	struct rp_snap_cache *snap_cache; /* the recorder's spans as last encoded; NULL:
+					     none (each snapshot encodes them all) */
 	bool writing, again, exiting;
 	unsigned snapshots;
 	unsigned snap_failures;		/* writes that failed, told in the marker */
 	uint64_t snap_started;
+	uint64_t snap_cpu_ns;		/* its report and encoding, thread CPU time */
+	uint64_t snap_unmerged;		/* records it left for the next one */
 	uint64_t processed;
 	uint64_t ticks;
 	bool quiet;
@@ -102,11 +116,12 @@ static void log_line(void *ctx, const char *line)
 static void arm_doorbells(struct daemon *d);
 
 /* Every drain takes all the rings hold (sources.h) and leaves the doorbells armed: a
- * producer whose ring gets 1/8 full wakes us at once, whatever the tick. */
-static void drain(struct daemon *d, uint64_t watermark)
+ * producer whose ring gets 1/8 full wakes us at once, whatever the tick. At most
+ * @slices slices are merged (sources.h), everything when @watermark is UINT64_MAX. */
+static void drain_some(struct daemon *d, uint64_t watermark, unsigned slices)
 {
 	rp_sources_wake(&d->ss);
-	d->processed += rp_sources_drain(&d->ss, watermark);
+	d->processed += rp_sources_drain_some(&d->ss, watermark, slices);
 	/* OTLP spans: what the horizon has passed; everything at exit */
 	if (d->otlp != NULL) {
 		uint64_t now = mono_ns();
@@ -115,6 +130,29 @@ static void drain(struct daemon *d, uint64_t watermark)
 	}
 	if (!d->exiting)
 		arm_doorbells(d);
+}
+
+static void drain(struct daemon *d, uint64_t watermark)
+{
+	drain_some(d, watermark, 64);
+}
+
+/* ss.interrupt: the drain stops at this slice boundary, back to the loop, when one
+ * of our signals waits in the signalfd (it stays pending until read), or while a
+ * snapshot is being written: each of its steps (open, write, fsync, close, rename)
+ * waits for the loop to submit the next, so a backlog drained 64 slices a turn
+ * would stretch it by as many drains. */
+static bool signal_waits(void *ctx)
+{
+	const struct daemon *d = ctx;
+	sigset_t set;
+
+	if (d->writing)
+		return true;
+	if (sigpending(&set) != 0)
+		return false;
+	return sigismember(&set, SIGUSR1) == 1 || sigismember(&set, SIGINT) == 1 ||
+	       sigismember(&set, SIGTERM) == 1;
 }
 
 static void on_bell(void *ctx, int res);
@@ -181,8 +219,12 @@ static int live_report(void *ctx, struct rp_report *out)
 {
 	struct daemon *d = ctx;
 
+	int err;
+
 	rp_sources_update(&d->ss);
-	return rp_engine_report_at(d->e, mono_ns() - d->delay_ns, out);
+	err = rp_engine_report_at(d->e, mono_ns() - d->delay_ns, out);
+	out->unmerged_records = rp_sources_unmerged(&d->ss);
+	return err;
 }
 
 static void otlp_metrics(void *ctx, FILE *m)
@@ -281,9 +323,11 @@ static void on_written(void *ctx, int res)
 		note_failure(d, res);
 	}
 	else if (!d->quiet)
-		fprintf(stderr, "ringprof: snapshot %u written to %s (%zu bytes, %.1f ms)\n",
+		fprintf(stderr, "ringprof: snapshot %u written to %s (%zu bytes, %.1f ms; report "
+			"and encode %.1f ms CPU, %" PRIu64 " records unmerged)\n",
 			d->snapshots, d->snap_path, d->snap.len,
-			(double)(mono_ns() - d->snap_started) / 1e6);
+			(double)(mono_ns() - d->snap_started) / 1e6, (double)d->snap_cpu_ns / 1e6,
+			d->snap_unmerged);
 	if (d->again) {
 		d->again = false;
 		write_snapshot(d);
@@ -292,9 +336,20 @@ static void on_written(void *ctx, int res)
 	}
 }
 
+/* CPU time of this thread: what a snapshot's report and encoding cost, whatever else
+ * runs on the machine. */
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 static void write_snapshot(struct daemon *d)
 {
 	struct rp_report r;
+	uint64_t cpu0;
 	int err;
 
 	if (d->writing) { /* one at a time; the next one right after */
@@ -302,14 +357,17 @@ static void write_snapshot(struct daemon *d)
 		return;
 	}
 	d->snap_started = mono_ns();
+	cpu0 = thread_cpu_ns();
 	rp_sources_update(&d->ss);
 	d->snap.len = 0;
 	err = rp_engine_report(d->e, &r);
+	r.unmerged_records = d->snap_unmerged = rp_sources_unmerged(&d->ss);
 	if (err == 0)
 		rp_sources_snapshot_taken(&d->ss);
 	if (err == 0)
-		err = rp_snapshot_encode(&r, rp_membuf_sink, &d->snap);
+		err = rp_snapshot_encode_cached(&r, d->snap_cache, rp_membuf_sink, &d->snap);
 	rp_report_free(&r);
+	d->snap_cpu_ns = thread_cpu_ns() - cpu0;
 	if (err == 0)
 		err = rp_loop_write_file(d->loop, d->snap_path, d->snap.data, d->snap.len,
 					 on_written, d);
@@ -336,7 +394,7 @@ static void on_signal(void *ctx, int res)
 			/* Segments whose inotify event is still queued behind this signal
 			 * (an engine resumed after SIGSTOP) belong in this snapshot. */
 			rp_sources_scan(&d->ss);
-			drain(d, mono_ns() - d->delay_ns);
+			drain_some(d, mono_ns() - d->delay_ns, SNAPSHOT_SLICES);
 			write_snapshot(d);
 		} else if (!d->exiting) {
 			if (!d->quiet)
@@ -526,6 +584,8 @@ static int start(struct daemon *d, bool force_poll)
 	d->ss.pidfd_added = pidfd_added;
 	d->ss.pidfd_removed = pidfd_removed;
 	d->ss.hook_ctx = d;
+	d->ss.interrupt = signal_waits;
+	d->snap_cache = rp_snap_cache_new(); /* NULL (no memory): encoded whole each time */
 	if (rp_sources_offcpu(&d->ss, d->offcpu, d->offcpu_threads) != 0)
 		return rp_cli_error(-EPERM, "--offcpu on: the kernel refused (see above)");
 	rp_sources_scan(&d->ss);
@@ -596,7 +656,9 @@ static const char usage_serve[] =
 
 static const char usage_caps[] =
 	RP_CLI_CAP_USAGE
-	"SIGUSR1 writes a snapshot (or: ringprof snapshot); SIGINT/SIGTERM a final one.\n";
+	"(run keeps 16384 recorder spans by default: a snapshot's cost)\n"
+	"SIGUSR1 writes a snapshot at once, the backlog left for the next one (ringprof\n"
+	"snapshot does the same); SIGINT/SIGTERM a final one, everything merged.\n";
 
 /* --async-expire-ms: N ms (> 0), "auto" (0 in the config) or "off" (never). */
 static int parse_expire(const char *s, uint64_t *ns)
@@ -765,6 +827,7 @@ static void stop(struct daemon *d)
 	rp_sources_free(&d->ss);
 	rp_engine_close(d->e);
 	rp_membuf_free(&d->snap);
+	rp_snap_cache_free(d->snap_cache);
 	drop_marker(d);
 	if (d->sfd >= 0)
 		close(d->sfd);
@@ -821,6 +884,7 @@ int rp_cmd_run(int argc, char **argv)
 	int err;
 
 	rp_engine_cfg_default(&cfg);
+	cfg.recorder_spans = RUN_RECORDER_SPANS;
 	if ((err = parse(argc, argv, &d, &cfg, &dir, &force_poll)) != 0)
 		return err;
 	the_daemon = &d;

@@ -234,6 +234,9 @@ static void print_losses(FILE *out, const struct rp_report *r)
 	fprintf(out, "events %" PRIu64 "  dropped %" PRIu64 "  late %" PRIu64
 		     "  truncated %" PRIu64 "\n",
 		r->events, r->dropped, r->late, r->truncated);
+	if (r->unmerged_records > 0) /* not lost: in the engine's next snapshot */
+		fprintf(out, "not yet merged %" PRIu64 " records (the engine's backlog when "
+			     "this snapshot was taken)\n", r->unmerged_records);
 	for (unsigned k = 0; k < RP_ANOM_KIND_COUNT; k++)
 		lost = lost || r->anomalies[k];
 	if (!lost) {

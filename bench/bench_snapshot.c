@@ -1,0 +1,365 @@
+// SPDX-License-Identifier: MIT
+/*
+ * bench_snapshot: how long `ringprof run` takes to answer SIGUSR1 with a snapshot, end
+ * to end: from the signal to the renamed file (the engine writes a temporary name and
+ * renames it; an inotify watch on the directory sees the rename), under two loads:
+ *   demo       ringprof-demo at --rate requests/s (default 2,000; Poisson arrivals);
+ *   saturated  two ringprof-demo --no-sleep processes (arrivals as fast as their
+ *              queues take them): the engine is behind, a backlog waits in the rings.
+ * Each load: an engine of its own, --warmup-s for the flight recorder to fill, then
+ * --snapshots snapshots one after the other, --gap-ms apart. Printed per load and
+ * engine: p50/p90/p99/max of the latency in ms, the last file's size, and the median
+ * CPU time (thread CPU, ms) the engine spent building and encoding one report, as its
+ * stderr line says (an engine that does not say it: "-"), with the records it had not
+ * merged. --baseline BIN measures another ringprof binary (an older build) in the same
+ * run, one load after the other, for a before/after; --recorder-spans N runs the
+ * engines with that flight recorder size. Wall-clock figures of a shared
+ * machine are noisy: they are printed, never judged.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <ringprof/wire.h>
+
+#ifndef RINGPROF_BIN
+#define RINGPROF_BIN "ringprof"
+#endif
+#ifndef DEMO_BIN
+#define DEMO_BIN "ringprof-demo"
+#endif
+
+#define MAX_SNAPS 10000
+
+struct opts {
+	const char *bin, *baseline, *demo;
+	const char *recorder_spans;	/* --recorder-spans for the engine; NULL: its default */
+	unsigned snapshots, gap_ms, rate;
+	double warmup_s;
+	bool json;
+};
+
+struct result {
+	const char *load, *engine;
+	unsigned n;		/* snapshots answered */
+	double p50, p90, p99, max; /* ms, signal to rename */
+	long long size;		/* bytes of the last file */
+	double cpu_ms;		/* median report + encode CPU ms; < 0: not said */
+	double unmerged;	/* median records not merged at the snapshot; < 0: not said */
+	double write_ms;	/* median ms from the report to the written callback, as the
+				   engine says it; < 0: not said */
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The nearest-rank percentile of the sorted v[0..n). */
+static double pct(const double *v, unsigned n, double p)
+{
+	unsigned k;
+
+	if (n == 0)
+		return 0;
+	k = (unsigned)(p / 100.0 * n + 0.999999);
+	return v[k == 0 ? 0 : k > n ? n - 1 : k - 1];
+}
+
+static bool engine_up(const char *session)
+{
+	char path[96];
+	int fd;
+
+	snprintf(path, sizeof(path), RP_WIRE_ENGINE_FMT, session);
+	fd = shm_open(path, O_RDONLY, 0);
+	if (fd < 0)
+		return false;
+	close(fd);
+	return true;
+}
+
+static pid_t spawn(const char *const argv[], const char *session, const char *err_path)
+{
+	pid_t pid;
+
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		int null = open("/dev/null", O_WRONLY);
+		int err = err_path ? open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0600) : null;
+
+		dup2(null, 1);
+		dup2(err >= 0 ? err : null, 2);
+		setenv("RINGPROF_SESSION", session, 1);
+		execv(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	return pid;
+}
+
+/* The engine's lines "... (report and encode X ms CPU, N records unmerged)": medians. */
+static void engine_figures(const char *log, struct result *res)
+{
+	static double cpu[MAX_SNAPS], unm[MAX_SNAPS], wr[MAX_SNAPS];
+	char line[1024];
+	unsigned n = 0;
+	FILE *f = fopen(log, "r");
+
+	res->cpu_ms = res->unmerged = res->write_ms = -1;
+	if (f == NULL)
+		return;
+	while (fgets(line, sizeof(line), f) != NULL && n < MAX_SNAPS) {
+		const char *p = strstr(line, "report and encode ");
+		const char *w = strstr(line, " bytes, ");
+		double c, u, ms;
+
+		if (p != NULL && w != NULL &&
+		    sscanf(p, "report and encode %lf ms CPU, %lf", &c, &u) == 2 &&
+		    sscanf(w, " bytes, %lf ms", &ms) == 1) {
+			cpu[n] = c;
+			unm[n] = u;
+			wr[n++] = ms;
+		}
+	}
+	fclose(f);
+	if (n == 0)
+		return;
+	qsort(cpu, n, sizeof(*cpu), cmp_double);
+	qsort(unm, n, sizeof(*unm), cmp_double);
+	qsort(wr, n, sizeof(*wr), cmp_double);
+	res->write_ms = pct(wr, n, 50);
+	res->cpu_ms = pct(cpu, n, 50);
+	res->unmerged = pct(unm, n, 50);
+}
+
+/* Waits for @name to be renamed into the watched directory; false after 60 s or when
+ * the engine @eng is gone (it refused its options, say: its log has why). */
+static bool wait_rename(int ifd, const char *name, pid_t *eng)
+{
+	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+	uint64_t until = now_ns() + 60000000000ull;
+
+	for (;;) {
+		struct pollfd p = { .fd = ifd, .events = POLLIN };
+		ssize_t len;
+
+		if (now_ns() > until)
+			return false;
+		if (waitpid(*eng, NULL, WNOHANG) == *eng) {
+			*eng = -1; /* reaped: never signalled again */
+			return false;
+		}
+		if (poll(&p, 1, 1000) <= 0)
+			continue;
+		len = read(ifd, buf, sizeof(buf));
+		for (char *q = buf; len > 0 && q < buf + len;) {
+			const struct inotify_event *ev = (const struct inotify_event *)q;
+
+			if (ev->len > 0 && strcmp(ev->name, name) == 0)
+				return true;
+			q += sizeof(*ev) + ev->len;
+		}
+	}
+}
+
+static void sleep_ms(unsigned ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
+
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+}
+
+static int run_load(const struct opts *o, const char *bin, bool saturated, struct result *res)
+{
+	static unsigned seq;
+	static double lat[MAX_SNAPS];
+	char session[48], dir[] = "/tmp/bench_snapshot_XXXXXX", log[96], base[96], path[160];
+	char rate[32];
+	pid_t eng, prod[2] = { -1, -1 };
+	struct stat st;
+	int ifd, status;
+
+	if (mkdtemp(dir) == NULL)
+		return -errno;
+	snprintf(session, sizeof(session), "bs%d_%u", (int)getpid(), seq++);
+	snprintf(log, sizeof(log), "%s/engine.log", dir);
+	snprintf(base, sizeof(base), "ringprof-%s.msgpack", session);
+	snprintf(path, sizeof(path), "%s/%s", dir, base);
+	snprintf(rate, sizeof(rate), "%u", o->rate);
+	{
+		const char *argv[] = { bin, "run", "--session", session, "--snapshot-dir", dir,
+				       "--no-socket", o->recorder_spans ? "--recorder-spans" : NULL,
+				       o->recorder_spans, NULL };
+
+		eng = spawn(argv, session, log);
+	}
+	if (eng <= 0) /* never kill(-1, ...) */
+		return -EAGAIN;
+	for (int i = 0; i < 5000 && !engine_up(session); i++)
+		usleep(1000);
+	if (saturated) {
+		const char *argv[] = { o->demo, "--no-sleep", "--duration", "0", "--threads", "2",
+				       "--quiet", NULL };
+
+		prod[0] = spawn(argv, session, NULL);
+		prod[1] = spawn(argv, session, NULL);
+	} else {
+		const char *argv[] = { o->demo, "--rate", rate, "--duration", "0", "--quiet", NULL };
+
+		prod[0] = spawn(argv, session, NULL);
+	}
+	sleep_ms((unsigned)(o->warmup_s * 1000));
+	ifd = inotify_init1(IN_CLOEXEC);
+	if (ifd < 0 || inotify_add_watch(ifd, dir, IN_MOVED_TO) < 0)
+		return -errno;
+	res->n = 0;
+	for (unsigned i = 0; i < o->snapshots && i < MAX_SNAPS; i++) {
+		uint64_t t0 = now_ns();
+
+		kill(eng, SIGUSR1);
+		if (!wait_rename(ifd, base, &eng)) {
+			fprintf(stderr, "bench_snapshot: no snapshot within 60 s, or no engine\n");
+			break;
+		}
+		lat[res->n++] = (double)(now_ns() - t0) / 1e6;
+		sleep_ms(o->gap_ms);
+	}
+	close(ifd);
+	res->size = stat(path, &st) == 0 ? (long long)st.st_size : -1;
+	for (int k = 0; k < 2; k++)
+		if (prod[k] > 0) {
+			kill(prod[k], SIGTERM);
+			waitpid(prod[k], &status, 0);
+		}
+	if (eng > 0) {
+		kill(eng, SIGTERM);
+		waitpid(eng, &status, 0);
+	}
+	qsort(lat, res->n, sizeof(*lat), cmp_double);
+	res->p50 = pct(lat, res->n, 50);
+	res->p90 = pct(lat, res->n, 90);
+	res->p99 = pct(lat, res->n, 99);
+	res->max = res->n ? lat[res->n - 1] : 0;
+	res->load = saturated ? "saturated" : "demo";
+	res->engine = bin == o->bin ? "this" : "baseline";
+	engine_figures(log, res);
+	unlink(log);
+	unlink(path);
+	rmdir(dir);
+	return 0;
+}
+
+static void print(const struct opts *o, const struct result *r, unsigned n)
+{
+	if (o->json) {
+		printf("{\"bench\":\"snapshot\",\"snapshots\":%u,\"gap_ms\":%u,\"rate\":%u,"
+		       "\"runs\":[", o->snapshots, o->gap_ms, o->rate);
+		for (unsigned i = 0; i < n; i++) {
+			printf("%s{\"load\":\"%s\",\"engine\":\"%s\",\"n\":%u,\"p50_ms\":%.2f,"
+			       "\"p90_ms\":%.2f,\"p99_ms\":%.2f,\"max_ms\":%.2f,\"bytes\":%lld,",
+			       i ? "," : "", r[i].load, r[i].engine, r[i].n, r[i].p50, r[i].p90,
+			       r[i].p99, r[i].max, r[i].size);
+			if (r[i].cpu_ms < 0)
+				printf("\"encode_cpu_ms\":null,\"unmerged\":null}");
+			else
+				printf("\"encode_cpu_ms\":%.2f,\"engine_ms\":%.2f,\"unmerged\":%.0f}",
+				       r[i].cpu_ms, r[i].write_ms, r[i].unmerged);
+		}
+		printf("]}\n");
+		return;
+	}
+	printf("%-10s %-9s %5s %8s %8s %8s %8s %10s %8s %9s %10s\n", "load", "engine", "n",
+	       "p50_ms", "p90_ms", "p99_ms", "max_ms", "bytes", "cpu_ms", "engine_ms", "unmerged");
+	for (unsigned i = 0; i < n; i++) {
+		printf("%-10s %-9s %5u %8.2f %8.2f %8.2f %8.2f %10lld ", r[i].load, r[i].engine,
+		       r[i].n, r[i].p50, r[i].p90, r[i].p99, r[i].max, r[i].size);
+		if (r[i].cpu_ms < 0)
+			printf("%8s %9s %10s\n", "-", "-", "-");
+		else
+			printf("%8.2f %9.2f %10.0f\n", r[i].cpu_ms, r[i].write_ms, r[i].unmerged);
+	}
+	printf("(signal to renamed file, wall time of a shared machine: one run each; cpu_ms: "
+	       "median thread CPU of report + encode, engine_ms: median wall time from the "
+	       "report to the file written, unmerged: median records left for the next "
+	       "snapshot, as the engine says them)\n");
+}
+
+static void usage(void)
+{
+	fprintf(stderr,
+		"usage: bench_snapshot [--snapshots N] [--gap-ms MS] [--warmup-s S] [--rate R]\n"
+		"                      [--only demo|saturated] [--baseline RINGPROF_BIN]\n"
+		"                      [--recorder-spans N] [--json]\n");
+	exit(2);
+}
+
+int main(int argc, char **argv)
+{
+	struct opts o = { .bin = RINGPROF_BIN, .demo = DEMO_BIN, .snapshots = 40, .gap_ms = 100,
+			  .rate = 2000, .warmup_s = 3 };
+	static const struct option lo[] = {
+		{ "snapshots", 1, NULL, 'n' }, { "gap-ms", 1, NULL, 'g' },
+		{ "warmup-s", 1, NULL, 'w' },  { "rate", 1, NULL, 'r' },
+		{ "baseline", 1, NULL, 'b' },  { "only", 1, NULL, 'o' },
+		{ "json", 0, NULL, 'j' },      { "recorder-spans", 1, NULL, 's' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct result res[4];
+	const char *only = NULL;
+	unsigned n = 0;
+	int c;
+
+	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+		switch (c) {
+		case 'n': o.snapshots = (unsigned)strtoul(optarg, NULL, 10); break;
+		case 'g': o.gap_ms = (unsigned)strtoul(optarg, NULL, 10); break;
+		case 'w': o.warmup_s = strtod(optarg, NULL); break;
+		case 'r': o.rate = (unsigned)strtoul(optarg, NULL, 10); break;
+		case 'b': o.baseline = optarg; break;
+		case 'o': only = optarg; break;
+		case 'j': o.json = true; break;
+		case 's': o.recorder_spans = optarg; break;
+		default: usage();
+		}
+	}
+	if (o.snapshots == 0 || o.snapshots > MAX_SNAPS || o.rate == 0)
+		usage();
+	signal(SIGPIPE, SIG_IGN);
+	for (int sat = 0; sat < 2; sat++) {
+		if (only != NULL && strcmp(only, sat ? "saturated" : "demo") != 0)
+			continue;
+		if (run_load(&o, o.bin, sat, &res[n]) == 0)
+			n++;
+		if (o.baseline != NULL && run_load(&o, o.baseline, sat, &res[n]) == 0)
+			n++;
+	}
+	print(&o, res, n);
+	return 0;
+}
