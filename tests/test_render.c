@@ -547,6 +547,7 @@ static yajl_val check_top(const struct rp_report *r, const char *text, const cha
 	static const char *const keys[] = { "events",	     "dropped", "late",	 "truncated",
 					    "anomalies",     "async_expiry",	"offcpu",
 					    "time_range_ns", "clock",	"writer",
+					    "unmerged_records",
 					    "caps",	     "concurrency",	"steps",
 					    "recorder",	     "sources",		"functions",
 					    "edges",	     "categories",	"counters",
@@ -576,6 +577,7 @@ static yajl_val check_top(const struct rp_report *r, const char *text, const cha
 		assert_jstr(field(o, "writer"), r->writer);
 	else
 		assert_true(YAJL_IS_NULL(field(o, "writer")));
+	assert_u64(o, "unmerged_records", r->unmerged_records);
 	caps = field(o, "caps");
 	assert_keys(caps, cap_keys, ARRAY_SIZE(cap_keys));
 	assert_u64(caps, "max_names", r->caps.max_names);
@@ -623,10 +625,13 @@ static void test_render_json_tricky_round_trips(void **state)
 	static const char *const cats[] = { "LLM", CATNAME };
 	static const char *const exited[] = { "exited" }, *const file[] = { "file" };
 	struct rp_report r = tricky_report();
-	char *text = render_mem(rp_render_json, &r);
-	yajl_val o = check_top(&r, text, "monotonic"), a;
+	char *text;
+	yajl_val o, a;
 
 	(void)state;
+	r.unmerged_records = 123457; /* a live snapshot's backlog (1.5) */
+	text = render_mem(rp_render_json, &r);
+	o = check_top(&r, text, "monotonic");
 	a = array_of(o, "sources", 2);
 	check_source(a->u.array.values[0], &r.sources[0], "api \"srv\"\\\n\t", exited, 1);
 	check_source(a->u.array.values[1], &r.sources[1], "trace" FFFD ".json", file, 1);

@@ -16,7 +16,7 @@
  *                    "overstated_max", "overstated_ns"},
  *    "offcpu" {"state", "threads", "watched", "refused", "lost", "unpaired", "overflow",
  *              "overflow_ns", "late", "intervals", "total_ns"},
- *    "time_range_ns" [t_first, t_last], "clock", "writer",
+ *    "time_range_ns" [t_first, t_last], "clock", "writer", "unmerged_records",
  *    "caps" {"max_names", "max_tracks", "max_depth", "max_cct_nodes", "max_sources",
  *            "max_sketch_names", "max_window_names", "max_counters", "topk",
  *            "memory_bound", "subwindows", "max_window_level"},
@@ -396,6 +396,8 @@ static void put_totals(FILE *out, const struct rp_report *r)
 		rp_render_json_str(out, r->writer);
 	else
 		fputs("null", out);
+	/* 1.5: records published but not yet merged when a live snapshot was taken */
+	put_u64(out, ",\n  ", "unmerged_records", r->unmerged_records);
 	put_caps(out, &r->caps);
 	put_concurrency(out, r);
 }
