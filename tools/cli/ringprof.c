@@ -55,13 +55,16 @@ static const char usage[] =
 	"  --version  the version\n";
 
 static const char help_snapshot[] =
-	"usage: ringprof snapshot [--session S] [--timeout-ms N] [-o PATH | --keep]\n"
+	"usage: ringprof snapshot [--session S] [--timeout-ms N] [--now] [-o PATH | --keep]\n"
 	"       ringprof snapshot --url http://HOST:PORT/snapshot [--http-token-file F] [-o PATH]\n"
 	"Asks the running engine of a session for a snapshot (SIGUSR1) and prints its path;\n"
 	"with --url, fetches one from an engine's GET /snapshot (docs/fleet.md) to PATH or\n"
 	"stdout.\n"
 	"  --session S     the session (default $RINGPROF_SESSION or \"default\")\n"
 	"  --timeout-ms N  wait at most N ms for the snapshot (0 to 3600000, default 5000)\n"
+	"  --now           the engine's first snapshot, even if it left a backlog unmerged\n"
+	"                  (by default, while records wait, ask again until none do or\n"
+	"                  the timeout; then say how many the last one left)\n"
 	"  -o, --output PATH  keep it at PATH\n"
 	"  --keep          keep it beside the engine's under a timestamped name (the\n"
 	"                  engine's own file is replaced at each one)\n"
@@ -393,6 +396,52 @@ static int snapshot_url(const char *url, const char *token_file, const char *out
 	return 0;
 }
 
+/* The records the snapshot at @path left unmerged (1.5, header.unmerged_records): the
+ * engine's backlog when it took it. 0 when it does not read: `report` says why. */
+static uint64_t snapshot_unmerged(const char *path)
+{
+	char why[RP_WHY_MAX];
+	struct rp_report r;
+	uint64_t n;
+
+	if (rp_snapshot_read_file(path, &r, why) != 0)
+		return 0;
+	n = r.unmerged_records;
+	rp_report_free(&r);
+	return n;
+}
+
+/*
+ * A live snapshot answers at once and leaves the engine's backlog for the next one
+ * (header.unmerged_records). A user who asks after the program ended wants all of it:
+ * while a snapshot left records, ask again (they are being merged meanwhile) until
+ * one holds them all or @timeout ms from @t0 pass. @return the records the last one
+ * left (said on stderr when not 0).
+ */
+static uint64_t snapshot_settle(const char *session, int32_t *pid, char *path, size_t n,
+				uint64_t t0, uint64_t timeout)
+{
+	uint64_t left = snapshot_unmerged(path);
+
+	while (left > 0 && mono_ms() - t0 < timeout) {
+		struct timespec ms = { 0, 5000000 };
+		struct stat before = { 0 }, now;
+
+		if (signal_engine(session, pid, path, n, &before) != 0)
+			break; /* gone: what we have is its last word */
+		while (mono_ms() - t0 < timeout &&
+		       (stat(path, &now) != 0 || (now.st_ino == before.st_ino &&
+						  now.st_mtim.tv_nsec == before.st_mtim.tv_nsec &&
+						  now.st_mtim.tv_sec == before.st_mtim.tv_sec)))
+			nanosleep(&ms, NULL);
+		left = snapshot_unmerged(path);
+	}
+	if (left > 0)
+		fprintf(stderr, "ringprof: snapshot: %llu records not merged yet (the engine's "
+			"backlog; its next snapshot holds them)\n", (unsigned long long)left);
+	return left;
+}
+
 static int cmd_snapshot(int argc, char **argv)
 {
 	static const struct option opts[] = { { "session", 1, NULL, 's' },
@@ -401,11 +450,12 @@ static int cmd_snapshot(int argc, char **argv)
 					      { "keep", 0, NULL, 'k' },
 					      { "url", 1, NULL, 'u' },
 					      { "http-token-file", 1, NULL, 'T' },
+					      { "now", 0, NULL, 'n' },
 					      { "help", 0, NULL, 'h' },
 					      { NULL, 0, NULL, 0 } };
 	const char *session = NULL, *out = NULL, *url = NULL, *token_file = NULL;
 	char kept[PATH_MAX + 64];
-	bool keep = false;
+	bool keep = false, at_once = false;
 	char path[PATH_MAX], why[PATH_MAX + 128];
 	unsigned failed0 = 0, failed = 0;
 	uint64_t timeout = 5000, t0;
@@ -424,6 +474,7 @@ static int cmd_snapshot(int argc, char **argv)
 		case 'k': keep = true; break;
 		case 'u': url = optarg; break;
 		case 'T': token_file = optarg; break;
+		case 'n': at_once = true; break;
 		case 'h': fputs(help_snapshot, stdout); return 0;
 		default: return rp_cli_bad_option("snapshot", argv);
 		}
@@ -450,6 +501,8 @@ static int cmd_snapshot(int argc, char **argv)
 		if (stat(path, &now) == 0 && (now.st_ino != before.st_ino ||
 					      now.st_mtim.tv_nsec != before.st_mtim.tv_nsec ||
 					      now.st_mtim.tv_sec != before.st_mtim.tv_sec)) {
+			if (!at_once)
+				snapshot_settle(session, &pid, path, sizeof(path), t0, timeout);
 			err = out || keep ? keep_snapshot(path, out, kept, sizeof(kept)) : 0;
 			if (err)
 				return rp_cli_error(1, "%s: %s", out ? out : kept, strerror(-err));
