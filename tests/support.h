@@ -129,6 +129,18 @@ static char *rp_test_slurp(const char *path, size_t *len)
 	return buf;
 }
 
+/*
+ * rp_test_rnd() - the next number of the xorshift64 sequence kept in *@rng (seeded
+ * non-zero), mod @m: the same run every time, for generators that a brute force checks.
+ */
+static inline uint64_t rp_test_rnd(uint64_t *rng, uint64_t m)
+{
+	*rng ^= *rng << 13;
+	*rng ^= *rng >> 7;
+	*rng ^= *rng << 17;
+	return *rng % m;
+}
+
 /* A fresh temporary file name "/tmp/rp_test_XXXXXX@suffix"; the caller unlinks it. */
 static inline void rp_test_temp_path(char path[64], const char *suffix)
 {
