@@ -482,7 +482,8 @@ static int setup(void **state)
 
 	(void)state;
 	snprintf(srcdir, sizeof(srcdir), "%s", src ? src : "../../tests/auto");
-	return rp_test_prog_dirs(bin, progdir, tmpdir, "RP_AUTO_DIR", "auto", "/tmp/rp_auto_XXXXXX");
+	return rp_test_prog_dirs(bin, progdir, tmpdir, "RP_AUTO_DIR", "auto",
+				 "/tmp/rp_auto_XXXXXX");
 }
 
 static int teardown(void **state)

@@ -113,9 +113,9 @@ static void test_summaries_native_exact(void **state)
 		uint64_t got = w[i].fn ? calls(root, w[i].a)
 						      : edge_calls(root, w[i].a, w[i].b);
 		if (got != w[i].n)
-			print_message("    %s %s %s: %llu, the program says %llu\n", w[i].fn ? "fn" : "edge",
-				      w[i].a, w[i].b, (unsigned long long)got,
-				      (unsigned long long)w[i].n);
+			print_message("    %s %s %s: %llu, the program says %llu\n",
+				      w[i].fn ? "fn" : "edge", w[i].a, w[i].b,
+				      (unsigned long long)got, (unsigned long long)w[i].n);
 		assert_int_equal(got, w[i].n);
 	}
 	assert_int_equal(calls(root, "nat_leaf"), 2 * (4000000ull * 4 + 20 * 1000));
