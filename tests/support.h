@@ -141,6 +141,22 @@ static inline uint64_t rp_test_rnd(uint64_t *rng, uint64_t m)
 	return *rng % m;
 }
 
+/* CLOCK_MONOTONIC in milliseconds: for deadlines of polls, never for a bound asserted. */
+static inline uint64_t rp_test_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static inline void rp_test_sleep_ms(unsigned ms)
+{
+	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000 };
+
+	nanosleep(&ts, NULL);
+}
+
 /* A fresh temporary file name "/tmp/rp_test_XXXXXX@suffix"; the caller unlinks it. */
 static inline void rp_test_temp_path(char path[64], const char *suffix)
 {
