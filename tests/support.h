@@ -2,7 +2,8 @@
 /*
  * Test helpers: cmocka includes in the order cmocka 1.1.5 needs, a consumer view of
  * this process's own segment, and a `ringprof run` child started, waited for and
- * stopped the one way every end-to-end test does it.
+ * stopped the one way every end-to-end test does it, with the program run under it
+ * snapshotted and its own call counts read; small clocks and a seeded generator.
  */
 #ifndef RP_TEST_SUPPORT_H
 #define RP_TEST_SUPPORT_H
