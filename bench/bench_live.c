@@ -39,6 +39,7 @@
 
 #include <ringprof/ringprof.h>
 
+#include "bench_support.h"
 #include "snapshot.h"
 
 #ifndef RINGPROF_BIN
@@ -73,14 +74,6 @@ struct trial {
 	double engine_cpu_s;
 	double achieved;	/* events/s the producer really emitted */
 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* --- the producer (a child process) --- */
 
@@ -195,19 +188,6 @@ static void producer(int fd, const char *session, unsigned threads, uint64_t rat
 }
 
 /* --- one trial --- */
-
-static bool engine_up(const char *session)
-{
-	char path[96];
-	int fd;
-
-	snprintf(path, sizeof(path), RP_WIRE_ENGINE_FMT, session);
-	fd = shm_open(path, O_RDONLY, 0);
-	if (fd < 0)
-		return false;
-	close(fd);
-	return true;
-}
 
 static void check_report(const struct rp_report *r, struct trial *t)
 {

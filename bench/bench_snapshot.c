@@ -37,6 +37,8 @@
 
 #include <ringprof/wire.h>
 
+#include "bench_support.h"
+
 #ifndef RINGPROF_BIN
 #define RINGPROF_BIN "ringprof"
 #endif
@@ -65,14 +67,6 @@ struct result {
 				   engine says it; < 0: not said */
 };
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -89,19 +83,6 @@ static double pct(const double *v, unsigned n, double p)
 		return 0;
 	k = (unsigned)(p / 100.0 * n + 0.999999);
 	return v[k == 0 ? 0 : k > n ? n - 1 : k - 1];
-}
-
-static bool engine_up(const char *session)
-{
-	char path[96];
-	int fd;
-
-	snprintf(path, sizeof(path), RP_WIRE_ENGINE_FMT, session);
-	fd = shm_open(path, O_RDONLY, 0);
-	if (fd < 0)
-		return false;
-	close(fd);
-	return true;
 }
 
 static pid_t spawn(const char *const argv[], const char *session, const char *err_path)

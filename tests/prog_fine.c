@@ -34,25 +34,12 @@ enum { F_OUTER, F_A, F_B, F_LEAF, F_MID, F_SLOW, F_JUMP, F_N };
 static const char *const fname[F_N] = { "outer", "fine_a", "fine_b", "fine_leaf", "mid",
 					 "fine_slow", "fine_jump" };
 static uint32_t id[F_N];
-static uint64_t calls[F_N], edges[F_N][F_N];
-static __thread uint64_t my_calls[F_N], my_edges[F_N][F_N];
+
+#include "prog_counts.h"
+
 static __thread jmp_buf jb;
 static long groups, every;
 #define GROUP 50 /* iterations per outer span */
-static int det;
-static pthread_mutex_t sum_lock = PTHREAD_MUTEX_INITIALIZER;
-
-/* The deterministic clock (det): interposes on libringprof's. Reads advance it. */
-static __thread uint64_t fake_now __attribute__((tls_model("initial-exec")));
-uint64_t rp_clock_monotonic(void)
-{
-	struct timespec ts;
-
-	if (det)
-		return 1000000 + ++fake_now;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static void call(int from, int to)
 {
@@ -148,13 +135,7 @@ static void run(void)
 {
 	for (long g = 0; g < groups; g++)
 		group(g);
-	pthread_mutex_lock(&sum_lock);
-	for (int f = 0; f < F_N; f++) {
-		calls[f] += my_calls[f];
-		for (int g = 0; g < F_N; g++)
-			edges[f][g] += my_edges[f][g];
-	}
-	pthread_mutex_unlock(&sum_lock);
+	counts_collect();
 }
 
 static void *worker(void *arg)
@@ -182,12 +163,6 @@ int main(int argc, char **argv)
 		return 1;
 	run();
 	pthread_join(th, NULL);
-	for (int f = 0; f < F_N; f++)
-		printf("fn %s %llu\n", fname[f], (unsigned long long)calls[f]);
-	for (int f = 0; f < F_N; f++)
-		for (int g = 0; g < F_N; g++)
-			if (edges[f][g])
-				printf("edge %s %s %llu\n", fname[f], fname[g],
-				       (unsigned long long)edges[f][g]);
+	counts_print();
 	return 0;
 }

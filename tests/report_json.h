@@ -7,7 +7,9 @@
 #ifndef RP_TESTS_REPORT_JSON_H
 #define RP_TESTS_REPORT_JSON_H
 
+#include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <yajl/yajl_tree.h>
 
@@ -60,6 +62,20 @@ static inline uint64_t calls(yajl_val root, const char *name)
 	return f ? json_u64(f, "calls") : 0;
 }
 
+/* The edge row @caller -> @callee, or NULL. */
+static inline yajl_val edge_row(yajl_val root, const char *caller, const char *callee)
+{
+	yajl_val es = json_arr(root, "edges");
+
+	for (size_t i = 0; i < YAJL_GET_ARRAY(es)->len; i++) {
+		yajl_val e = YAJL_GET_ARRAY(es)->values[i];
+		const char *a = json_str(e, "caller"), *b = json_str(e, "callee");
+		if (a && b && strcmp(a, caller) == 0 && strcmp(b, callee) == 0)
+			return e;
+	}
+	return NULL;
+}
+
 static inline uint64_t edge_calls(yajl_val root, const char *caller, const char *callee)
 {
 	yajl_val es = json_arr(root, "edges");
@@ -72,6 +88,34 @@ static inline uint64_t edge_calls(yajl_val root, const char *caller, const char 
 			n += json_u64(e, "calls");
 	}
 	return n;
+}
+
+/* The anomaly counter @name (absent: 0). */
+static inline uint64_t anomaly(yajl_val root, const char *name)
+{
+	const char *path[] = { "anomalies", name, NULL };
+	yajl_val v = yajl_tree_get(root, path, yajl_t_number);
+
+	return v ? (uint64_t)YAJL_GET_INTEGER(v) : 0;
+}
+
+/*
+ * rp_test_report_json() - the json report of snapshot @path (`@bin report`), parsed
+ * (yajl_tree_free() it); with @no_drops, every source must show nothing dropped.
+ */
+static inline yajl_val rp_test_report_json(const char *bin, const char *path, bool no_drops)
+{
+	char *json = NULL, err[256];
+	yajl_val root, srcs;
+
+	assert_int_equal(rp_test_sh(&json, NULL, "%s report %s --format json", bin, path), 0);
+	root = yajl_tree_parse(json, err, sizeof(err));
+	assert_non_null(root);
+	srcs = json_arr(root, "sources");
+	for (size_t i = 0; i < YAJL_GET_ARRAY(srcs)->len && no_drops; i++)
+		assert_int_equal(json_u64(YAJL_GET_ARRAY(srcs)->values[i], "dropped"), 0);
+	free(json);
+	return root;
 }
 
 #endif /* RP_TESTS_REPORT_JSON_H */

@@ -2,12 +2,14 @@
 /*
  * Test helpers: cmocka includes in the order cmocka 1.1.5 needs, a consumer view of
  * this process's own segment, and a `ringprof run` child started, waited for and
- * stopped the one way every end-to-end test does it.
+ * stopped the one way every end-to-end test does it, with the program run under it
+ * snapshotted and its own call counts read; small clocks and a seeded generator.
  */
 #ifndef RP_TEST_SUPPORT_H
 #define RP_TEST_SUPPORT_H
 
 #include <errno.h>
+#include <stdbool.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -128,6 +130,34 @@ static char *rp_test_slurp(const char *path, size_t *len)
 	return buf;
 }
 
+/*
+ * rp_test_rnd() - the next number of the xorshift64 sequence kept in *@rng (seeded
+ * non-zero), mod @m: the same run every time, for generators that a brute force checks.
+ */
+static inline uint64_t rp_test_rnd(uint64_t *rng, uint64_t m)
+{
+	*rng ^= *rng << 13;
+	*rng ^= *rng >> 7;
+	*rng ^= *rng << 17;
+	return *rng % m;
+}
+
+/* CLOCK_MONOTONIC in milliseconds: for deadlines of polls, never for a bound asserted. */
+static inline uint64_t rp_test_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static inline void rp_test_sleep_ms(unsigned ms)
+{
+	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000 };
+
+	nanosleep(&ts, NULL);
+}
+
 /* A fresh temporary file name "/tmp/rp_test_XXXXXX@suffix"; the caller unlinks it. */
 static inline void rp_test_temp_path(char path[64], const char *suffix)
 {
@@ -166,6 +196,45 @@ static inline int rp_test_free_port(void)
 	p = ntohs(a.sin_port);
 	close(fd);
 	return p;
+}
+
+/* A program's own count of its calls, as it prints it: "fn NAME N", "edge A B N". */
+struct rp_test_count {
+	bool fn; /* else an edge A -> B */
+	char a[32], b[32];
+	uint64_t n;
+};
+
+/*
+ * rp_test_parse_counts() - the "fn" and "edge" lines of a program's output @out (cut
+ * up by strtok_r) into @w[0..@max), and into *@rss_kib (NULL: not wanted) the N of an
+ * "rss_kib N" line; other lines are passed over.
+ * Return: how many counts were kept (@max at most).
+ */
+static inline int rp_test_parse_counts(char *out, struct rp_test_count *w, int max,
+				       uint64_t *rss_kib)
+{
+	int n = 0;
+
+	for (char *save = NULL, *l = strtok_r(out, "\n", &save); l;
+	     l = strtok_r(NULL, "\n", &save)) {
+		struct rp_test_count x = { 0 };
+		unsigned long long v;
+
+		if (sscanf(l, "fn %31s %llu", x.a, &v) == 2) {
+			x.fn = true;
+		} else if (sscanf(l, "edge %31s %31s %llu", x.a, x.b, &v) == 3) {
+			x.fn = false;
+		} else {
+			if (rss_kib != NULL && sscanf(l, "rss_kib %llu", &v) == 1)
+				*rss_kib = v;
+			continue;
+		}
+		x.n = v;
+		if (n < max)
+			w[n++] = x;
+	}
+	return n;
 }
 
 /* --- a `ringprof run` child --- */
@@ -272,6 +341,58 @@ static int rp_test_engine_stop(pid_t pid)
 	kill(pid, SIGTERM);
 	assert_int_equal(waitpid(pid, &st, 0), pid);
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/*
+ * rp_test_prog_dirs() - where a test that runs programs under `ringprof run` finds
+ * them: @bin the tool ($RP_BIN_DIR/ringprof, else ../tools/ringprof), @progdir the
+ * programs ($@prog_env, else @prog_dflt) and @tmpdir made afresh from @tmpl
+ * ("/tmp/...XXXXXX").
+ * Return: 0, or -1 if @tmpdir could not be made.
+ */
+static inline int rp_test_prog_dirs(char bin[600], char progdir[512], char tmpdir[256],
+				    const char *prog_env, const char *prog_dflt, const char *tmpl)
+{
+	const char *b = getenv("RP_BIN_DIR"), *p = getenv(prog_env);
+
+	snprintf(bin, 600, "%s/ringprof", b ? b : "../tools");
+	snprintf(progdir, 512, "%s", p ? p : prog_dflt);
+	snprintf(tmpdir, 256, "%s", tmpl);
+	return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+/* rp_test_rm_tmp() - @tmpdir removed, unless $RP_KEEP_TMP (to look at it). Return: 0. */
+static inline int rp_test_rm_tmp(const char *tmpdir)
+{
+	return getenv("RP_KEEP_TMP") ? 0 : rp_test_sh(NULL, NULL, "rm -rf %s", tmpdir);
+}
+
+/*
+ * rp_test_session() - @session set to <$RINGPROF_SESSION>_@suffix (@dflt for an unset
+ * $RINGPROF_SESSION): a name of its own per run of a program, checked valid.
+ */
+static inline void rp_test_session(char session[RP_WIRE_SESSION_MAX], const char *dflt,
+				   const char *suffix)
+{
+	const char *base = getenv("RINGPROF_SESSION");
+
+	snprintf(session, RP_WIRE_SESSION_MAX, "%s_%s", base ? base : dflt, suffix);
+	assert_true(rp_wire_session_valid(session));
+}
+
+/*
+ * rp_test_snapshot() - a snapshot of @session's engine taken now by `@bin snapshot`
+ * (waiting up to 60 s: a sanitized engine on a loaded machine is slow to answer).
+ * Return: its path (malloc'ed).
+ */
+static inline char *rp_test_snapshot(const char *bin, const char *session)
+{
+	char *path = NULL;
+
+	assert_int_equal(rp_test_sh(&path, NULL, "%s snapshot --timeout-ms 60000 --session %s",
+				    bin, session), 0);
+	path[strcspn(path, "\n")] = '\0';
+	return path;
 }
 
 /* rp_test_engine_kill() - SIGKILL to @pid (> 0) and reaped: a test that failed half-way. */

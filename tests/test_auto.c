@@ -66,28 +66,18 @@ static void stop_engine(void)
  * taken after it exited. */
 static yajl_val run_program(const char *suffix, const char *env, const char *prog_args)
 {
-	char *path, *json, err[256], session[RP_WIRE_SESSION_MAX];
-	const char *base = getenv("RINGPROF_SESSION");
-	yajl_val root, srcs;
+	char *path, session[RP_WIRE_SESSION_MAX];
+	yajl_val root;
 
-	snprintf(session, sizeof(session), "%s_%s", base ? base : "t_auto", suffix);
-	assert_true(rp_wire_session_valid(session));
-
+	rp_test_session(session, "t_auto", suffix);
 	start_engine(session);
 	assert_int_equal(run(NULL, "RINGPROF_SESSION=%s %s %s/%s", session, env, progdir,
 			     prog_args), 0);
-	assert_int_equal(run(&path, "%s snapshot --timeout-ms 60000 --session %s", bin, session), 0);
-	path[strcspn(path, "\n")] = '\0';
-	assert_int_equal(run(&json, "%s report %s --format json", bin, path), 0);
+	path = rp_test_snapshot(bin, session);
+	root = rp_test_report_json(bin, path, true);
 	free(last_text);
 	assert_int_equal(run(&last_text, "%s report %s --format text", bin, path), 0);
 	stop_engine();
-	root = yajl_tree_parse(json, err, sizeof(err));
-	assert_non_null(root);
-	srcs = json_arr(root, "sources");
-	for (size_t i = 0; i < YAJL_GET_ARRAY(srcs)->len; i++)
-		assert_int_equal(json_u64(YAJL_GET_ARRAY(srcs)->values[i], "dropped"), 0);
-	free(json);
 	free(path);
 	return root;
 }
@@ -488,15 +478,12 @@ static void test_auto_inline_one_row(void **state)
 
 static int setup(void **state)
 {
-	const char *b = getenv("RP_BIN_DIR"), *p = getenv("RP_AUTO_DIR"),
-		   *src = getenv("RP_AUTO_SRC");
+	const char *src = getenv("RP_AUTO_SRC");
 
 	(void)state;
-	snprintf(bin, sizeof(bin), "%s/ringprof", b ? b : "../tools");
-	snprintf(progdir, sizeof(progdir), "%s", p ? p : "auto");
 	snprintf(srcdir, sizeof(srcdir), "%s", src ? src : "../../tests/auto");
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/rp_auto_XXXXXX");
-	return mkdtemp(tmpdir) ? 0 : -1;
+	return rp_test_prog_dirs(bin, progdir, tmpdir, "RP_AUTO_DIR", "auto",
+				 "/tmp/rp_auto_XXXXXX");
 }
 
 static int teardown(void **state)
@@ -504,7 +491,7 @@ static int teardown(void **state)
 	(void)state;
 	rp_test_engine_kill(engine);
 	free(last_text);
-	return getenv("RP_KEEP_TMP") ? 0 : run(NULL, "rm -rf %s", tmpdir);
+	return rp_test_rm_tmp(tmpdir);
 }
 
 int main(void)

@@ -27,94 +27,30 @@ static pid_t engine;
 
 #define run(out, ...) rp_test_sh(out, NULL, __VA_ARGS__)
 
-static void start_engine(const char *session)
-{
-	char name[128];
-	struct timespec ms = { 0, 10000000 };
-
-	/* A marker left by an engine killed in an earlier run would pass for ours. */
-	snprintf(name, sizeof(name), "/dev/shm/ringprof.%s.engine", session);
-	unlink(name);
-	engine = fork();
-	if (engine == 0) {
-		char dir[300];
-
-		snprintf(dir, sizeof(dir), "%s/snaps", tmpdir);
-		execl(bin, "ringprof", "run", "--session", session, "--snapshot-dir", dir,
-		      "--quiet", (char *)NULL);
-		_exit(127);
-	}
-	assert_true(engine > 0);
-	for (int i = 0; i < 500 && access(name, F_OK) != 0; i++)
-		nanosleep(&ms, NULL);
-	assert_int_equal(access(name, F_OK), 0);
-}
-
-static void stop_engine(void)
-{
-	int st;
-
-	kill(engine, SIGTERM);
-	assert_int_equal(waitpid(engine, &st, 0), engine);
-	engine = 0;
-	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-}
-
 /* Runs prog_fine @args with @env under a fresh engine (session <RINGPROF_SESSION>_
  * @suffix), its stdout in *@out; the json report of a snapshot taken after it exited
  * (nothing dropped), and its folded stacks sorted in *@folded. */
 static yajl_val run_prog(const char *suffix, const char *env, const char *args, char **out,
 			 char **folded)
 {
-	char *path, *json, err[256], session[RP_WIRE_SESSION_MAX];
-	const char *base = getenv("RINGPROF_SESSION");
-	yajl_val root, srcs;
+	char *path, session[RP_WIRE_SESSION_MAX];
+	yajl_val root;
+	int st;
 
-	snprintf(session, sizeof(session), "%s_%s", base ? base : "t_fine", suffix);
-	assert_true(rp_wire_session_valid(session));
-	start_engine(session);
+	rp_test_session(session, "t_fine", suffix);
+	rp_test_engine_kill(engine); /* left by a test that failed half-way */
+	engine = rp_test_engine_start(bin, tmpdir, session, NULL, "--quiet");
 	assert_int_equal(run(out, "RINGPROF_SESSION=%s %s %s/prog_fine %s", session, env,
 			     progdir, args), 0);
-	assert_int_equal(run(&path, "%s snapshot --session %s", bin, session), 0);
-	path[strcspn(path, "\n")] = '\0';
-	assert_int_equal(run(&json, "%s report %s --format json", bin, path), 0);
+	path = rp_test_snapshot(bin, session);
+	root = rp_test_report_json(bin, path, true);
 	assert_int_equal(run(folded, "%s report %s --format folded | LC_ALL=C sort", bin, path),
 			 0);
-	stop_engine();
-	root = yajl_tree_parse(json, err, sizeof(err));
-	assert_non_null(root);
-	srcs = json_arr(root, "sources");
-	for (size_t i = 0; i < YAJL_GET_ARRAY(srcs)->len; i++)
-		assert_int_equal(json_u64(YAJL_GET_ARRAY(srcs)->values[i], "dropped"), 0);
-	free(json);
+	st = rp_test_engine_stop(engine);
+	engine = 0;
+	assert_int_equal(st, 0);
 	free(path);
 	return root;
-}
-
-/* The program's own counts: "fn NAME N" and "edge A B N" lines. */
-struct want {
-	bool fn;
-	char a[32], b[32];
-	uint64_t n;
-};
-
-static int parse_counts(char *out, struct want *w, int max)
-{
-	int n = 0;
-
-	for (char *save = NULL, *l = strtok_r(out, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
-		struct want x = { 0 };
-		unsigned long long v;
-
-		if (sscanf(l, "fn %31s %llu", x.a, &v) == 2)
-			x.fn = true;
-		else if (sscanf(l, "edge %31s %31s %llu", x.a, x.b, &v) != 3)
-			continue;
-		x.n = v;
-		if (n < max)
-			w[n++] = x;
-	}
-	return n;
 }
 
 static uint64_t u64_of(yajl_val row, const char *key)
@@ -125,32 +61,10 @@ static uint64_t u64_of(yajl_val row, const char *key)
 	return v ? (uint64_t)YAJL_GET_INTEGER(v) : UINT64_MAX; /* null: absent */
 }
 
-static yajl_val edge_row(yajl_val root, const char *caller, const char *callee)
-{
-	yajl_val es = json_arr(root, "edges");
-
-	for (size_t i = 0; i < YAJL_GET_ARRAY(es)->len; i++) {
-		yajl_val e = YAJL_GET_ARRAY(es)->values[i];
-		const char *a = json_str(e, "caller"), *b = json_str(e, "callee");
-
-		if (a && b && strcmp(a, caller) == 0 && strcmp(b, callee) == 0)
-			return e;
-	}
-	return NULL;
-}
-
-static uint64_t anomaly(yajl_val root, const char *name)
-{
-	const char *path[] = { "anomalies", name, NULL };
-	yajl_val v = yajl_tree_get(root, path, yajl_t_number);
-
-	return v ? (uint64_t)YAJL_GET_INTEGER(v) : 0;
-}
-
 /* Every function's and edge's calls are the program's. */
-static int expect_counts(yajl_val root, char *out, struct want *w, int max)
+static int expect_counts(yajl_val root, char *out, struct rp_test_count *w, int max)
 {
-	int n = parse_counts(out, w, max);
+	int n = rp_test_parse_counts(out, w, max, NULL);
 
 	assert_true(n >= 14);
 	for (int i = 0; i < n; i++) {
@@ -174,7 +88,7 @@ static void test_fine_matches_unsummarized(void **state)
 {
 	const char *env = "RINGPROF_CLOCK=monotonic RINGPROF_RING_EVENTS=1048576";
 	char off_env[160], *out_on = NULL, *out_off = NULL, *fold_on = NULL, *fold_off = NULL;
-	struct want w[64];
+	struct rp_test_count w[64];
 	uint64_t ev_on, ev_off;
 	yajl_val on, off, src;
 	int n;
@@ -232,7 +146,7 @@ static void test_fine_matches_unsummarized(void **state)
 static void test_fine_real_clock(void **state)
 {
 	char *out = NULL, *fold = NULL;
-	struct want w[64];
+	struct rp_test_count w[64];
 	yajl_val root, slow;
 
 	(void)state;
@@ -250,23 +164,15 @@ static void test_fine_real_clock(void **state)
 
 static int setup(void **state)
 {
-	const char *b = getenv("RP_BIN_DIR"), *p = getenv("RP_FINE_DIR");
-
 	(void)state;
-	snprintf(bin, sizeof(bin), "%s/ringprof", b ? b : "../tools");
-	snprintf(progdir, sizeof(progdir), "%s", p ? p : ".");
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/rp_fine_XXXXXX");
-	return mkdtemp(tmpdir) ? 0 : -1;
+	return rp_test_prog_dirs(bin, progdir, tmpdir, "RP_FINE_DIR", ".", "/tmp/rp_fine_XXXXXX");
 }
 
 static int teardown(void **state)
 {
 	(void)state;
-	if (engine > 0) {
-		kill(engine, SIGKILL);
-		waitpid(engine, NULL, 0);
-	}
-	return getenv("RP_KEEP_TMP") ? 0 : run(NULL, "rm -rf %s", tmpdir);
+	rp_test_engine_kill(engine);
+	return rp_test_rm_tmp(tmpdir);
 }
 
 int main(void)

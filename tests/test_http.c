@@ -138,21 +138,6 @@ static void srv_stop(void)
 
 /* --- the client side --- */
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
-static void sleep_ms(unsigned ms)
-{
-	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000 };
-
-	nanosleep(&ts, NULL);
-}
-
 static int connect_srv(void)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)srv.port) };
@@ -260,7 +245,7 @@ static void test_http_split_at_every_byte(void **state)
 	fd = connect_srv();
 	for (size_t k = 1; k < n; k++) {
 		send_all(fd, convo, k);
-		sleep_ms(1); /* most splits then reach the core apart */
+		rp_test_sleep_ms(1); /* most splits then reach the core apart */
 		send_all(fd, convo + k, n - k);
 		expect_answer(fd, want, wn);
 	}
@@ -458,7 +443,7 @@ static void test_http_huge_headers(void **state)
 static void get_when_free(const char *path)
 {
 	char req[128], body[128], got[512], exp[512];
-	uint64_t t0 = now_ms();
+	uint64_t t0 = rp_test_now_ms();
 	int n = snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nConnection: close\r\n\r\n", path);
 
 	snprintf(body, sizeof(body), "GET %s", path);
@@ -471,9 +456,9 @@ static void get_when_free(const char *path)
 		close(fd);
 		if (strcmp(got, busy) != 0)
 			break;
-		if (now_ms() - t0 > GUARD_MS)
+		if (rp_test_now_ms() - t0 > GUARD_MS)
 			fail_msg("no slot free after %d ms", GUARD_MS);
-		sleep_ms(20);
+		rp_test_sleep_ms(20);
 	}
 	assert_string_equal(got, exp);
 }
@@ -493,7 +478,7 @@ static void test_http_slowloris(void **state)
 	};
 	int fds[SLOTS - 1], quiet, open_n = SLOTS - 1;
 	bool open[SLOTS - 1];
-	uint64_t t0 = now_ms();
+	uint64_t t0 = rp_test_now_ms();
 	char got[64];
 
 	(void)state;
@@ -507,7 +492,7 @@ static void test_http_slowloris(void **state)
 	}
 	quiet = connect_srv();
 	while (open_n > 0) {
-		if (now_ms() - t0 > GUARD_MS)
+		if (rp_test_now_ms() - t0 > GUARD_MS)
 			fail_msg("slow connections still open after %d ms", GUARD_MS);
 		for (unsigned i = 0; i < SLOTS - 1; i++) {
 			char ch;
@@ -521,7 +506,7 @@ static void test_http_slowloris(void **state)
 				close(fds[i]);
 			}
 		}
-		sleep_ms(50);
+		rp_test_sleep_ms(50);
 	}
 	assert_int_equal(recv_to_close(quiet, got, sizeof(got)), 0); /* cut, unanswered */
 	close(quiet);

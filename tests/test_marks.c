@@ -28,6 +28,7 @@
 #include "merge.h"
 #include "render.h"
 #include "snapshot.h"
+#include "support.h"
 
 #define US	1000ull
 #define MS	1000000ull
@@ -53,10 +54,7 @@ static uint64_t want_unmatched, want_repeat, want_bad;
 
 static uint64_t rnd(uint64_t m)
 {
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng % m;
+	return rp_test_rnd(&rng, m);
 }
 
 static void add(uint64_t t, uint8_t kind, uint8_t flags, uint32_t name, uint64_t track,

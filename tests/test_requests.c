@@ -26,6 +26,7 @@
 
 #include "engine.h"
 #include "snapshot.h"
+#include "support.h"
 
 #define US	1000ull
 #define NREQ	400u
@@ -47,10 +48,7 @@ static uint64_t rng = 0x9e3779b97f4a7c15ull;
 
 static uint64_t rnd(uint64_t m)
 {
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng % m;
+	return rp_test_rnd(&rng, m);
 }
 
 static void add(uint64_t t, uint8_t kind, uint32_t name, uint64_t track, uint64_t arg,

@@ -35,21 +35,6 @@ static int port;
 static uint32_t id_alpha, id_beta;
 static unsigned n_alpha, n_beta; /* calls made so far */
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
-static void sleep_ms(unsigned ms)
-{
-	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000 };
-
-	nanosleep(&ts, NULL);
-}
-
 /* alpha calls beta twice, @n times. */
 static void emit(unsigned n)
 {
@@ -165,7 +150,7 @@ static void fetch_when_free(struct rp_report *r)
 		/* a refused connection may already be closed: a failed send is no error */
 		if (send(fd, "snapshot\n", 9, MSG_NOSIGNAL) != 9 || !recv_all(fd, h, 4)) {
 			close(fd);
-			sleep_ms(50);
+			rp_test_sleep_ms(50);
 			continue;
 		}
 		if (h[0] == 'e') { /* still full: only "busy" may be said */
@@ -173,7 +158,7 @@ static void fetch_when_free(struct rp_report *r)
 			assert_memory_equal(h, "erro", 4);
 			assert_true(strncmp(rest, "r: busy: ", 9) == 0);
 			close(fd);
-			sleep_ms(50);
+			rp_test_sleep_ms(50);
 			continue;
 		}
 		len = (size_t)h[0] << 24 | (size_t)h[1] << 16 | (size_t)h[2] << 8 | h[3];
@@ -199,7 +184,7 @@ static const struct rp_report_fn *fn_named(const struct rp_report *r, const char
 /* Until the engine has every call made so far (it caches a report 200 ms). */
 static void fetch_caught_up(struct rp_report *r)
 {
-	uint64_t end = now_ms() + 20000;
+	uint64_t end = rp_test_now_ms() + 20000;
 
 	for (;;) {
 		const struct rp_report_fn *a, *b;
@@ -209,9 +194,9 @@ static void fetch_caught_up(struct rp_report *r)
 		b = fn_named(r, "beta");
 		if (a && b && a->calls == n_alpha && b->calls == n_beta)
 			return;
-		assert_true(now_ms() < end);
+		assert_true(rp_test_now_ms() < end);
 		rp_report_free(r);
-		sleep_ms(50);
+		rp_test_sleep_ms(50);
 	}
 }
 
@@ -393,7 +378,7 @@ static void test_serve_stalled_client(void **state)
 	rp_report_free(&r);
 	/* The engine shuts the stalled one down: reading ends, not hangs, before all
 	 * the replies it asked for arrived. */
-	sleep_ms(1500);
+	rp_test_sleep_ms(1500);
 	while (recv_all(stalled, h, 4)) {
 		size_t len = (size_t)h[0] << 24 | (size_t)h[1] << 16 | (size_t)h[2] << 8 | h[3];
 		char *body = malloc(len);
@@ -427,10 +412,10 @@ static void test_serve_client_cap_and_idle(void **state)
 		char got[128];
 		bool extra_busy;
 
-		sleep_ms(500); /* earlier connections are gone, mostly */
+		rp_test_sleep_ms(500); /* earlier connections are gone, mostly */
 		for (int i = 0; i < 4; i++)
 			fds[i] = connect_unix();
-		sleep_ms(100);
+		rp_test_sleep_ms(100);
 		extra = connect_unix();
 		recv_until_close(extra, got, sizeof(got)); /* told why, then closed */
 		close(extra);
@@ -466,25 +451,25 @@ static void test_serve_trickling_clients_lock_nobody_out(void **state)
 	static const char get[] = "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n";
 	int slow[4];
 	struct rp_report r;
-	uint64_t t0 = now_ms();
+	uint64_t t0 = rp_test_now_ms();
 	bool fetched = false;
 	char *resp;
 
 	(void)state;
-	sleep_ms(500); /* earlier tests' connections are gone */
+	rp_test_sleep_ms(500); /* earlier tests' connections are gone */
 	for (int i = 0; i < 4; i++) {
 		slow[i] = connect_http();
 		send_all(slow[i], "GET /metrics HTTP/1.1\r\n", 23);
 	}
-	while (now_ms() - t0 < 1600) {
+	while (rp_test_now_ms() - t0 < 1600) {
 		for (int i = 0; i < 4; i++) /* progress every 100 ms: never idle */
 			send(slow[i], "X: y\r\n", 6, MSG_NOSIGNAL | MSG_DONTWAIT);
-		if (!fetched && now_ms() - t0 > 200) {
+		if (!fetched && rp_test_now_ms() - t0 > 200) {
 			fetch(&r); /* the unix socket is served meanwhile */
 			rp_report_free(&r);
 			fetched = true;
 		}
-		sleep_ms(100);
+		rp_test_sleep_ms(100);
 	}
 	for (int i = 0; i < 4; i++) { /* cut at the deadline, answered or not */
 		char buf[256];
@@ -523,7 +508,7 @@ static void test_serve_http_metrics(void **state)
 	(void)state;
 	emit(7);
 	fetch_caught_up(&r);
-	sleep_ms(250); /* the next report is built fresh, with the same figures */
+	rp_test_sleep_ms(250); /* the next report is built fresh, with the same figures */
 	resp = http(get, sizeof(get) - 1);
 	assert_true(strncmp(resp, "HTTP/1.1 200 OK\r\n", 17) == 0);
 	assert_non_null(strstr(resp, "Content-Type: text/plain; version=0.0.4"));
@@ -579,7 +564,7 @@ static void test_serve_top_once(void **state)
 	(void)state;
 	emit(3);
 	fetch_caught_up(&r);
-	sleep_ms(250);
+	rp_test_sleep_ms(250);
 	snprintf(cmd, sizeof(cmd), "%s top --session %s --dir %s --once --sort calls", bin, session,
 		 dir);
 	p = popen(cmd, "r");

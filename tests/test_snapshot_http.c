@@ -33,21 +33,6 @@ static int port, port_b;
 static uint32_t id_alpha, id_beta;
 static unsigned n_alpha, n_beta;
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
-static void sleep_ms(unsigned ms)
-{
-	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000 };
-
-	nanosleep(&ts, NULL);
-}
-
 static void emit(unsigned n)
 {
 	for (unsigned i = 0; i < n; i++) {
@@ -134,7 +119,7 @@ static bool caught_up(const struct rp_report *r)
 static void fetch_caught_up(struct rp_report *r)
 {
 	const char *auth = "Authorization: Bearer " TOKEN "\r\n";
-	uint64_t end = now_ms() + 20000;
+	uint64_t end = rp_test_now_ms() + 20000;
 	char req[256], why[RP_WHY_MAX], *raw;
 	const char *b;
 	size_t len, blen;
@@ -148,9 +133,9 @@ static void fetch_caught_up(struct rp_report *r)
 		free(raw);
 		if (caught_up(r))
 			return;
-		assert_true(now_ms() < end);
+		assert_true(rp_test_now_ms() < end);
 		rp_report_free(r);
-		sleep_ms(50);
+		rp_test_sleep_ms(50);
 	}
 }
 
@@ -283,12 +268,12 @@ static void test_snapshot_http_equals_sigusr1(void **state)
 	snprintf(path, sizeof(path), "%s/ringprof-%s.msgpack", dir, session);
 	stat(path, &before);
 	assert_int_equal(kill(engine, SIGUSR1), 0);
-	for (end = now_ms() + 10000;; sleep_ms(20)) {
+	for (end = rp_test_now_ms() + 10000;; rp_test_sleep_ms(20)) {
 		if (stat(path, &now) == 0 && (now.st_mtim.tv_nsec != before.st_mtim.tv_nsec ||
 					      now.st_mtim.tv_sec != before.st_mtim.tv_sec ||
 					      now.st_ino != before.st_ino))
 			break;
-		assert_true(now_ms() < end);
+		assert_true(rp_test_now_ms() < end);
 	}
 	file = rp_test_slurp(path, &flen);
 	if (rp_snapshot_decode(file, flen, &f, why) != 0)

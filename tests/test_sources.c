@@ -326,6 +326,22 @@ static void *thread_spaced(void *arg)
 }
 
 /*
+ * A fresh engine and three rings to merge, 106000 records written: a dense retired
+ * ring (60000 records, 1 ns apart), a sparse one (6000, 10 ns apart) and this
+ * thread's live ring (40000, 3 ns apart from 2).
+ */
+static void open_spaced_three(void)
+{
+	struct spaced_arg dense = { 1, 1, 60000 }, sparse = { 10, 10, 6000 }, own = { 2, 3, 40000 };
+
+	open_engine();
+	rp_sources_scan(&ss);
+	on_thread(thread_spaced, &dense);
+	on_thread(thread_spaced, &sparse);
+	thread_spaced(&own);
+}
+
+/*
  * Records already due are merged in place in the rings, the rest taken into the
  * buffers; a live ring a quarter full is emptied into its buffer. The merge must be
  * exact across both: a dense retired ring (60000 records, 1 ns apart), a sparse one
@@ -335,15 +351,10 @@ static void *thread_spaced(void *arg)
  */
 static void test_sources_in_place_merge_exactly(void **state)
 {
-	struct spaced_arg dense = { 1, 1, 60000 }, sparse = { 10, 10, 6000 }, own = { 2, 3, 40000 };
 	struct rp_report r;
 
 	(void)state;
-	open_engine();
-	rp_sources_scan(&ss);
-	on_thread(thread_spaced, &dense);
-	on_thread(thread_spaced, &sparse);
-	thread_spaced(&own);
+	open_spaced_three();
 	/* up to 30000: 30000 dense, 3000 sparse, 10000 of ours (2, 5, ..., 29999) */
 	assert_int_equal(rp_sources_drain(&ss, 30000), 43000);
 	assert_false(rp_sources_sleep_prepare(&ss)); /* nothing left in the rings */
@@ -385,18 +396,13 @@ static uint64_t merged_plus_unmerged(void)
  */
 static void test_sources_unmerged_counts_the_backlog(void **state)
 {
-	struct spaced_arg dense = { 1, 1, 60000 }, sparse = { 10, 10, 6000 }, own = { 2, 3, 40000 };
 	struct rp_report r, back;
 	struct rp_membuf m = { 0 };
 	char why[RP_WHY_MAX];
 	uint64_t got, total = 0;
 
 	(void)state;
-	open_engine();
-	rp_sources_scan(&ss);
-	on_thread(thread_spaced, &dense);
-	on_thread(thread_spaced, &sparse);
-	thread_spaced(&own);
+	open_spaced_three();
 	assert_int_equal(rp_sources_unmerged(&ss), 106000); /* all in the rings */
 	/* one slice: RP_SOURCES_SLICE records, or a little more (a run merged whole) */
 	got = rp_sources_drain_some(&ss, 30000, 1);

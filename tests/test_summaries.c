@@ -54,30 +54,19 @@ static void stop_engine(void)
 static yajl_val run_program_as(const char *suffix, const char *env, const char *prog_args,
 			       char **out, bool no_drops)
 {
-	char *path, *json, err[256], session[RP_WIRE_SESSION_MAX];
-	const char *base = getenv("RINGPROF_SESSION");
-	yajl_val root, srcs;
+	char *path, session[RP_WIRE_SESSION_MAX];
+	yajl_val root;
 
-	snprintf(session, sizeof(session), "%s_%s", base ? base : "t_sum", suffix);
-	assert_true(rp_wire_session_valid(session));
-
+	rp_test_session(session, "t_sum", suffix);
 	start_engine(session);
 	assert_int_equal(run(out, "RINGPROF_SESSION=%s %s %s/%s", session, env, progdir,
 			     prog_args), 0);
-	assert_int_equal(run(&path, "%s snapshot --timeout-ms 60000 --session %s", bin, session), 0);
-	path[strcspn(path, "\n")] = '\0';
-	assert_int_equal(run(&json, "%s report %s --format json", bin, path), 0);
+	path = rp_test_snapshot(bin, session);
+	root = rp_test_report_json(bin, path, no_drops);
 	stop_engine();
-	root = yajl_tree_parse(json, err, sizeof(err));
-	assert_non_null(root);
-	srcs = json_arr(root, "sources");
-	for (size_t i = 0; i < YAJL_GET_ARRAY(srcs)->len && no_drops; i++)
-		assert_int_equal(json_u64(YAJL_GET_ARRAY(srcs)->values[i], "dropped"), 0);
-	free(json);
 	free(path);
 	return root;
 }
-
 
 static yajl_val run_program(const char *suffix, const char *env, const char *prog_args,
 			    char **out)
@@ -85,54 +74,9 @@ static yajl_val run_program(const char *suffix, const char *env, const char *pro
 	return run_program_as(suffix, env, prog_args, out, true);
 }
 
-/* The program's own counts: "fn NAME N" and "edge A B N" lines. */
-struct want {
-	char kind[8], a[32], b[32];
-	uint64_t n;
-};
-
-static int parse_counts(char *out, struct want *w, int max, uint64_t *rss_kib)
-{
-	int n = 0;
-
-	for (char *save = NULL, *l = strtok_r(out, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
-		struct want x = { 0 };
-		unsigned long long v;
-
-		if (sscanf(l, "fn %31s %llu", x.a, &v) == 2) {
-			strcpy(x.kind, "fn");
-		} else if (sscanf(l, "edge %31s %31s %llu", x.a, x.b, &v) == 3) {
-			strcpy(x.kind, "edge");
-		} else if (sscanf(l, "rss_kib %llu", &v) == 1) {
-			*rss_kib = v;
-			continue;
-		} else {
-			continue;
-		}
-		x.n = v;
-		if (n < max)
-			w[n++] = x;
-	}
-	return n;
-}
-
 static uint64_t u64_of(yajl_val row, const char *key)
 {
 	return row ? json_u64(row, key) : UINT64_MAX;
-}
-
-/* The edge row caller -> callee, or NULL. */
-static yajl_val edge_row(yajl_val root, const char *caller, const char *callee)
-{
-	yajl_val es = json_arr(root, "edges");
-
-	for (size_t i = 0; i < YAJL_GET_ARRAY(es)->len; i++) {
-		yajl_val e = YAJL_GET_ARRAY(es)->values[i];
-		const char *a = json_str(e, "caller"), *b = json_str(e, "callee");
-		if (a && b && strcmp(a, caller) == 0 && strcmp(b, callee) == 0)
-			return e;
-	}
-	return NULL;
 }
 
 /* Function @fn's row in the last (longest) rolling window, or NULL. */
@@ -152,18 +96,10 @@ static yajl_val window_fn_row(yajl_val root, const char *fn)
 	return NULL;
 }
 
-static uint64_t anomaly(yajl_val root, const char *name)
-{
-	const char *path[] = { "anomalies", name, NULL };
-	yajl_val v = yajl_tree_get(root, path, yajl_t_number);
-
-	return v ? (uint64_t)YAJL_GET_INTEGER(v) : 0;
-}
-
 /* At the defaults: 2 x 4 M iterations of 8 calls, 2 x 20 long calls. */
 static void test_summaries_native_exact(void **state)
 {
-	struct want w[64];
+	struct rp_test_count w[64];
 	uint64_t rss = 0, sent;
 	char *out = NULL;
 	yajl_val root, slow, src;
@@ -171,15 +107,15 @@ static void test_summaries_native_exact(void **state)
 
 	(void)state;
 	root = run_program("native", "", "prog_native 4000000 20", &out);
-	n = parse_counts(out, w, 64, &rss);
+	n = rp_test_parse_counts(out, w, 64, &rss);
 	assert_true(n >= 12);
 	for (int i = 0; i < n; i++) {
-		uint64_t got = strcmp(w[i].kind, "fn") == 0 ? calls(root, w[i].a)
+		uint64_t got = w[i].fn ? calls(root, w[i].a)
 						      : edge_calls(root, w[i].a, w[i].b);
 		if (got != w[i].n)
-			print_message("    %s %s %s: %llu, the program says %llu\n", w[i].kind,
-				      w[i].a, w[i].b, (unsigned long long)got,
-				      (unsigned long long)w[i].n);
+			print_message("    %s %s %s: %llu, the program says %llu\n",
+				      w[i].fn ? "fn" : "edge", w[i].a, w[i].b,
+				      (unsigned long long)got, (unsigned long long)w[i].n);
 		assert_int_equal(got, w[i].n);
 	}
 	assert_int_equal(calls(root, "nat_leaf"), 2 * (4000000ull * 4 + 20 * 1000));
@@ -191,7 +127,7 @@ static void test_summaries_native_exact(void **state)
 	/* The short calls, summarized, have theirs too (the producer's histograms),
 	 * within their range; and the longest window has every call. */
 	for (int i = 0; i < n; i++) {
-		yajl_val f = strcmp(w[i].kind, "fn") == 0 ? fn_row(root, w[i].a) : NULL;
+		yajl_val f = w[i].fn ? fn_row(root, w[i].a) : NULL;
 
 		if (f == NULL || strcmp(w[i].a, "nat_leaf") == 0) /* (leaf: can read 0) */
 			continue;
@@ -232,7 +168,7 @@ static void test_summaries_match_unsummarized(void **state)
 	/* Rings that hold the unsummarized run whole: none of it dropped. */
 	const char *env = "RINGPROF_CLOCK=monotonic RINGPROF_RING_EVENTS=1048576";
 	char off_env[160], *out_on = NULL, *out_off = NULL;
-	struct want w[64];
+	struct rp_test_count w[64];
 	uint64_t rss = 0, ev_on, ev_off;
 	yajl_val on, off;
 	int n;
@@ -241,10 +177,10 @@ static void test_summaries_match_unsummarized(void **state)
 	snprintf(off_env, sizeof(off_env), "%s RINGPROF_SUMMARY_NS=0", env);
 	on = run_program("det_on", env, "prog_native 20000 10 det", &out_on);
 	off = run_program("det_off", off_env, "prog_native 20000 10 det", &out_off);
-	n = parse_counts(out_on, w, 64, &rss);
+	n = rp_test_parse_counts(out_on, w, 64, &rss);
 	assert_true(n >= 12);
 	for (int i = 0; i < n; i++) {
-		bool fn = strcmp(w[i].kind, "fn") == 0;
+		bool fn = w[i].fn;
 		yajl_val a = fn ? fn_row(on, w[i].a) : edge_row(on, w[i].a, w[i].b);
 		yajl_val b = fn ? fn_row(off, w[i].a) : edge_row(off, w[i].a, w[i].b);
 		const char *const *keys = fn ? fn_keys : edge_keys;
@@ -266,7 +202,7 @@ static void test_summaries_match_unsummarized(void **state)
 		for (size_t k = 0; k < nk; k++) {
 			if (u64_of(a, keys[k]) != u64_of(b, keys[k]))
 				print_message("    %s %s %s %s: %llu summarized, %llu not\n",
-					      w[i].kind, w[i].a, w[i].b, keys[k],
+					      w[i].fn ? "fn" : "edge", w[i].a, w[i].b, keys[k],
 					      (unsigned long long)u64_of(a, keys[k]),
 					      (unsigned long long)u64_of(b, keys[k]));
 			assert_int_equal(u64_of(a, keys[k]), u64_of(b, keys[k]));
@@ -323,20 +259,15 @@ static void test_summaries_threshold_adapts(void **state)
 
 static int setup(void **state)
 {
-	const char *b = getenv("RP_BIN_DIR"), *p = getenv("RP_AUTO_DIR");
-
 	(void)state;
-	snprintf(bin, sizeof(bin), "%s/ringprof", b ? b : "../tools");
-	snprintf(progdir, sizeof(progdir), "%s", p ? p : "auto");
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/rp_sum_XXXXXX");
-	return mkdtemp(tmpdir) ? 0 : -1;
+	return rp_test_prog_dirs(bin, progdir, tmpdir, "RP_AUTO_DIR", "auto", "/tmp/rp_sum_XXXXXX");
 }
 
 static int teardown(void **state)
 {
 	(void)state;
 	rp_test_engine_kill(engine);
-	return getenv("RP_KEEP_TMP") ? 0 : run(NULL, "rm -rf %s", tmpdir);
+	return rp_test_rm_tmp(tmpdir);
 }
 
 int main(void)

@@ -36,25 +36,10 @@ static const char *const fname[F_N] = { "main", "nat_worker", "nat_a", "nat_b", 
 					 "nat_leaf", "nat_slow", "api" };
 static uint32_t api_id, counter_id;
 
-static uint64_t calls[F_N], edges[F_N][F_N]; /* summed from the threads at the end */
-static __thread uint64_t my_calls[F_N], my_edges[F_N][F_N];
+#include "../prog_counts.h"
+
 static __thread volatile uint64_t sink;
 static long iters, every;
-static int det;
-static pthread_mutex_t sum_lock = PTHREAD_MUTEX_INITIALIZER;
-
-/* The deterministic clock (det): interposes on libringprof's. Reads advance it. */
-static __thread uint64_t fake_now __attribute__((tls_model("initial-exec")));
-uint64_t rp_clock_monotonic(void) __attribute__((no_instrument_function));
-uint64_t rp_clock_monotonic(void)
-{
-	struct timespec ts;
-
-	if (det)
-		return 1000000 + ++fake_now;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 #define CALL(from, to, expr)                                                           \
 	do {                                                                           \
@@ -123,23 +108,12 @@ static __attribute__((no_instrument_function)) void run(int self)
 	}
 }
 
-static __attribute__((no_instrument_function)) void collect(void)
-{
-	pthread_mutex_lock(&sum_lock);
-	for (int f = 0; f < F_N; f++) {
-		calls[f] += my_calls[f];
-		for (int g = 0; g < F_N; g++)
-			edges[f][g] += my_edges[f][g];
-	}
-	pthread_mutex_unlock(&sum_lock);
-}
-
 static NOINL void *nat_worker(void *arg)
 {
 	(void)arg;
 	my_calls[F_WORKER]++;
 	run(F_WORKER);
-	collect();
+	counts_collect();
 	return NULL;
 }
 
@@ -161,14 +135,8 @@ int main(int argc, char **argv)
 		return 1;
 	run(F_MAIN);
 	pthread_join(th, NULL);
-	collect();
-	for (int f = 0; f < F_N; f++)
-		printf("fn %s %llu\n", fname[f], (unsigned long long)calls[f]);
-	for (int f = 0; f < F_N; f++)
-		for (int g = 0; g < F_N; g++)
-			if (edges[f][g])
-				printf("edge %s %s %llu\n", fname[f], fname[g],
-				       (unsigned long long)edges[f][g]);
+	counts_collect();
+	counts_print();
 	getrusage(RUSAGE_SELF, &ru);
 	printf("rss_kib %ld\n", ru.ru_maxrss);
 	return 0;
