@@ -1793,6 +1793,38 @@ static void test_render_pstats_python_loads_big(void **state)
 	free(want);
 }
 
+/* A request milestone (1.5: a request's time to its mark, calls but no self or cum
+ * time) is no function: pstats has the function beside it and nothing else. */
+static void test_render_pstats_milestones_left_out(void **state)
+{
+	static const struct py_entry entries[] = {
+		{ { "w.c", 7, "work" }, 2, 3, 10 * MS, 30 * MS },
+	};
+	static const char *const tail[] = {
+		"totals 3 2",
+		"header 3 function calls (2 primitive calls) in 0.010 seconds",
+	};
+	struct rp_report_fn fns[] = {
+		{ .name = "first_token", .category = "milestone", .calls = 5, .total_ns = 90 * MS,
+		  .min_ns = 10 * MS, .max_ns = 30 * MS, .milestone = 1 },
+		{ .name = "work", .category = "", .file = "w.c", .line = 7, .calls = 3,
+		  .primitive_calls = 2, .self_ns = 10 * MS, .cum_ns = 30 * MS, .total_ns = 30 * MS },
+	};
+	struct rp_report r = { .clock = "monotonic", .fns = fns, .n_fns = ARRAY_SIZE(fns) };
+	char *path, *got, *want;
+
+	(void)state;
+	need_python();
+	path = pstats_file(&r);
+	got = run_python(dump_py, path, "-");
+	want = expected_dump(entries, ARRAY_SIZE(entries), NULL, 0, tail, ARRAY_SIZE(tail));
+	assert_string_equal(got, want);
+	unlink(path);
+	free(path);
+	free(got);
+	free(want);
+}
+
 /* Byte layout of small values, read by hand: an empty report is an empty dict. */
 static void test_render_pstats_empty_is_empty_dict(void **state)
 {
@@ -2269,6 +2301,7 @@ int main(void)
 		cmocka_unit_test(test_render_text_full_report_limit),
 		cmocka_unit_test(test_render_pstats_python_loads_tricky),
 		cmocka_unit_test(test_render_pstats_python_loads_big),
+		cmocka_unit_test(test_render_pstats_milestones_left_out),
 		cmocka_unit_test(test_render_pstats_empty_is_empty_dict),
 		cmocka_unit_test(test_render_pstats_bytes_one_entry),
 		cmocka_unit_test(test_render_window_rate_covered),

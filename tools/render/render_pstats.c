@@ -28,6 +28,9 @@
  * bytes with U+FFFD, as Python's errors="replace" does), so two names that only
  * differed in bad bytes merge as well. Entries are written in key order.
  *
+ * Request milestones (report.h `milestone`: a request's time to its mark, no self or
+ * cumulative time) are no functions: they are left out, as cProfile has none.
+ *
  * Marshal codes used: '{' dict ... '0' end, '(' tuple with an int32 count, 'u' str
  * with an int32 byte length, 'i' int32, 'l' long (int32 digit count, then 15-bit
  * digits as little-endian uint16, least significant first) for counts and lines above
@@ -55,6 +58,7 @@ struct pkey {
 /* One merged entry: the figures of every function with the same key. */
 struct pentry {
 	uint64_t calls, primitive_calls, self_ns, cum_ns;
+	bool function; /* a function's, not only request milestones' (those are left out) */
 };
 
 /* An edge seen from its callee's entry: sorted by (callee, caller, edge). */
@@ -165,6 +169,7 @@ static void merge_entries(struct pstats *p)
 			p->first_key[p->n_entries++] = i;
 		p->entry_of[p->keys[i].fn] = p->n_entries - 1;
 		e = &p->entries[p->n_entries - 1];
+		e->function |= !f->milestone;
 		e->calls = add_sat(e->calls, f->calls);
 		e->primitive_calls = add_sat(e->primitive_calls, f->primitive_calls);
 		/* pstats has no negative tottime: a torch-nesting total below 0 is 0 */
@@ -290,6 +295,11 @@ static void put_stats(FILE *out, const struct pstats *p)
 	for (uint32_t e = 0; e < p->n_entries; e++) {
 		const struct pentry *en = &p->entries[e];
 
+		if (!en->function) { /* a milestone: no function (and no edges) */
+			while (at < p->r->n_edges && p->callers[at].callee == e)
+				at++;
+			continue;
+		}
 		put_key(out, &p->keys[p->first_key[e]]);
 		put_tuple(out, 5);
 		put_int(out, en->primitive_calls);
