@@ -529,6 +529,24 @@ static struct rp_engine *engine_new(void)
 	return e;
 }
 
+/* @order: the spans' indexes in the order they end, children before their parents at
+ * equal ends (an SDK exports a span when it ends, in that order). */
+static void end_order(int *order)
+{
+	for (int i = 0; i < n_sp; i++)
+		order[i] = i;
+	for (int i = 1; i < n_sp; i++)
+		for (int j = i; j > 0 && (sp[order[j - 1]].end > sp[order[j]].end ||
+					  (sp[order[j - 1]].end == sp[order[j]].end &&
+					   order[j - 1] < order[j]));
+		     j--) {
+			int t = order[j];
+
+			order[j] = order[j - 1];
+			order[j - 1] = t;
+		}
+}
+
 /* Spans handed over in the order they end, in batches, with the horizon advanced as a
  * live engine would: the engine's figures equal the oracle's. */
 static void test_otlp_reorder_matches_oracle(void **state)
@@ -549,17 +567,7 @@ static void test_otlp_reorder_matches_oracle(void **state)
 	gen(200, t0);
 	oracle(&x);
 	/* the order spans end in (children before their parents at equal ends) */
-	for (int i = 0; i < n_sp; i++)
-		order[i] = i;
-	for (int i = 1; i < n_sp; i++)
-		for (int j = i; j > 0 && (sp[order[j - 1]].end > sp[order[j]].end ||
-					  (sp[order[j - 1]].end == sp[order[j]].end &&
-					   order[j - 1] < order[j]));
-		     j--) {
-			int t = order[j];
-			order[j] = order[j - 1];
-			order[j - 1] = t;
-		}
+	end_order(order);
 	assert_int_equal(rp_otlp_open(e, &cfg, &o), 0);
 	/* batches of 7, sent 10 ms (span clock) after the newest end they hold */
 	for (int k = 0; k < n_sp; k += 7) {
@@ -1107,17 +1115,7 @@ static void sdk_send(const char *protocol, const char *compression, const char *
 			sp[i].name == N_LLM ? ",\"attrs\":{\"gen_ai.operation.name\":\"chat\"}"
 					    : "");
 	/* end order: by end time, children first; the SDK exports in that order */
-	for (int i = 0; i < n_sp; i++)
-		order[i] = i;
-	for (int i = 1; i < n_sp; i++)
-		for (int j = i; j > 0 && (sp[order[j - 1]].end > sp[order[j]].end ||
-					  (sp[order[j - 1]].end == sp[order[j]].end &&
-					   order[j - 1] < order[j]));
-		     j--) {
-			int t = order[j];
-			order[j] = order[j - 1];
-			order[j - 1] = t;
-		}
+	end_order(order);
 	fprintf(f, "],\"end_order\":[");
 	for (int i = 0; i < n_sp; i++)
 		fprintf(f, "%s%d", i ? "," : "", order[i]);
