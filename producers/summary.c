@@ -152,7 +152,8 @@ bool rp_sum_fine_on(struct rp_thread *t, uint32_t idx, const struct rp_wire_cloc
 
 /* ---- the table ---- */
 
-static uint32_t node_new(struct rp_sum *s, uint32_t parent, uint32_t name, uint16_t level)
+static uint32_t node_new(struct rp_sum *s, uint32_t parent, uint32_t name, uint16_t level,
+			 uint8_t imp)
 {
 	uint32_t i = s->used;
 
@@ -161,7 +162,7 @@ static uint32_t node_new(struct rp_sum *s, uint32_t parent, uint32_t name, uint1
 	s->used++;
 	s->node[i] = (struct rp_sum_node){ .min = UINT64_MAX, .name = name, .parent = parent,
 					   .kid = RP_SUM_NONE, .sib = RP_SUM_NONE,
-					   .level = level };
+					   .level = level, .imp = imp != 0 };
 	s->hist[i].n = s->hist[i].shift = 0;
 	if (parent != RP_SUM_NONE) {
 		s->node[i].sib = s->node[parent].kid;
@@ -170,8 +171,9 @@ static uint32_t node_new(struct rp_sum *s, uint32_t parent, uint32_t name, uint1
 	return i;
 }
 
-/* The child of @parent named @name, made if new; moved to the front of the list. */
-static uint32_t node_child(struct rp_sum *s, uint32_t parent, uint32_t name)
+/* The child of @parent named @name, made if new (@imp: at import time, rp_thread.imp);
+ * moved to the front of the list. */
+static uint32_t node_child(struct rp_sum *s, uint32_t parent, uint32_t name, uint8_t imp)
 {
 	uint32_t prev = RP_SUM_NONE;
 
@@ -185,7 +187,7 @@ static uint32_t node_child(struct rp_sum *s, uint32_t parent, uint32_t name)
 		}
 		return i;
 	}
-	return node_new(s, parent, name, 0);
+	return node_new(s, parent, name, 0, imp);
 }
 
 /*
@@ -201,18 +203,18 @@ uint32_t rp_sum_resolve(struct rp_thread *t, uint16_t d)
 	if (s->lv[d].node != RP_SUM_NONE)
 		return s->lv[d].node;
 	if (d < t->spend) {
-		p = node_new(s, RP_SUM_NONE, t->shadow[d].name, d);
+		p = node_new(s, RP_SUM_NONE, t->shadow[d].name, d, 0);
 	} else {
 		if (d == 0) {
 			if (s->top == RP_SUM_NONE)
-				s->top = node_new(s, RP_SUM_NONE, 0, RP_SUMMARY_TOP);
+				s->top = node_new(s, RP_SUM_NONE, 0, RP_SUMMARY_TOP, 0);
 			p = s->top;
 		} else {
 			p = rp_sum_resolve(t, (uint16_t)(d - 1));
 		}
 		if (p == RP_SUM_NONE)
 			return RP_SUM_NONE;
-		p = node_child(s, p, t->shadow[d].name);
+		p = node_child(s, p, t->shadow[d].name, t->imp);
 	}
 	s->lv[d].node = p;
 	return p;
@@ -358,7 +360,8 @@ static void put_node(struct rp_thread *t, uint32_t i, uint64_t ts, uint16_t leve
 	const struct rp_sum_node *x = &t->sum->node[i];
 	const struct rp_sum_hist *h = &t->sum->hist[i];
 
-	put(t, ts, RP_EV_SUMMARY, (uint8_t)(2 + h->n), x->name, level, k, x->count);
+	put(t, ts, RP_EV_SUMMARY, (uint8_t)((2 + h->n) | (x->imp ? RP_SUMMARY_IMPORT : 0)),
+	    x->name, level, k, x->count);
 	put(t, ts, RP_EV_SUMMARY_DATA, RP_SUMDATA_TIMES, 0, 0, x->total, x->self);
 	put(t, ts, RP_EV_SUMMARY_DATA, RP_SUMDATA_RANGE, 0, 0, x->count ? x->min : 0, x->max);
 	for (uint32_t b = 0; b < h->n; b++)

@@ -370,6 +370,86 @@ static void test_summary_engine_window_cap(void **state)
 	}
 }
 
+/*
+ * Import time gives way (RP_SUMMARY_IMPORT, docs/windows.md): with 4 names a
+ * sub-window, four import-time summaries of 5 calls each fill it; then three names
+ * called as spans, 3 times each, interleaved, and main closes. Flagged, the summaries
+ * are eviction candidates taken in turn: the four names take their entries (each
+ * eviction counted, the 4 x 5 import calls window_cap) and keep all their calls, so
+ * the window rows equal the all-time rows. Unflagged (the same records from a
+ * producer that does not say import time), the entries hold 5 calls each and the
+ * spans overflow: 10 calls window_cap, no eviction, no row.
+ */
+static void test_summary_engine_import_gives_way(void **state)
+{
+	static const char *const in[] = { "imp0", "imp1", "imp2", "imp3" };
+	static const char *const wn[] = { "w0", "w1", "w2" };
+	struct rp_engine_cfg c;
+	uint32_t imp[4], w[3];
+
+	(void)state;
+	rp_engine_cfg_default(&c);
+	c.max_window_names = 4;
+	for (int flagged = 0; flagged < 2; flagged++) {
+		struct rp_engine *e;
+		struct rp_report r;
+		uint64_t t = 100;
+
+		assert_int_equal(rp_engine_open(&c, &e), 0);
+		assert_int_equal(rp_engine_add_source(e, "s", 1, 0), 0);
+		for (int i = 0; i < NN; i++)
+			ids[i] = rp_engine_name(e, 0, names[i], "", "", 0);
+		for (int i = 0; i < 4; i++)
+			imp[i] = rp_engine_name(e, 0, in[i], "", "", 0);
+		for (int i = 0; i < 3; i++)
+			w[i] = rp_engine_name(e, 0, wn[i], "", "", 0);
+		BEGIN(0, MAIN, 0);
+		for (int i = 0; i < 4; i++) {
+			struct rp_event x = { .ts = 50, .name = imp[i], .kind = RP_EV_SUMMARY,
+					      .flags = 3 | (flagged ? RP_SUMMARY_IMPORT : 0),
+					      .depth = 0, .track = 0, .arg = 5 };
+
+			rp_engine_event(e, 0, 1, &x);
+			ev(e, 50, RP_EV_SUMMARY_DATA, RP_SUMDATA_TIMES, -1, 0, 10, 10);
+			ev(e, 50, RP_EV_SUMMARY_DATA, RP_SUMDATA_RANGE, -1, 0, 2, 2);
+			ev(e, 50, RP_EV_SUMMARY_DATA, RP_SUMDATA_HIST, -1, 0, 2, 5);
+		}
+		for (int k = 0; k < 3; k++)
+			for (int i = 0; i < 3; i++) {
+				ev_id(e, t, RP_EV_BEGIN, RP_SPAN_DEPTH, w[i], 1, 0, 0);
+				ev_id(e, t + 1 + (uint64_t)i, RP_EV_END, RP_SPAN_DEPTH, w[i], 1, 0,
+				      0);
+				t += 10;
+			}
+		END(1000, MAIN, 0);
+		assert_int_equal(rp_engine_report(e, &r), 0);
+		/* main's one call too: it closes last, into a full table */
+		assert_int_equal(r.anomalies[RP_ANOM_WINDOW_EVICTED], flagged ? 4 : 0);
+		assert_int_equal(r.anomalies[RP_ANOM_WINDOW_CAP], flagged ? 4 * 5 : 3 * 3 + 1);
+		assert_int_equal(r.anomalies[RP_ANOM_BAD_EVENT], 0);
+		assert_true(r.n_windows > 0);
+		for (uint32_t k = 0; k < r.n_windows; k++) {
+			uint32_t found = 0;
+
+			for (uint32_t i = 0; i < r.windows[k].n_fns; i++) {
+				const struct rp_report_wfn *q = &r.windows[k].fns[i];
+				const struct rp_report_fn *f = &r.fns[q->fn];
+
+				if (f->name[0] != 'w')
+					continue;
+				found++;
+				assert_int_equal(q->calls, 3);
+				assert_int_equal(q->calls, f->calls);
+				assert_int_equal(q->cum_ns, f->cum_ns);
+				assert_true(q->p50_ns > 0);
+			}
+			assert_int_equal(found, flagged ? 3 : 0);
+		}
+		rp_report_free(&r);
+		rp_engine_close(e);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -377,6 +457,7 @@ int main(void)
 		cmocka_unit_test(test_summary_engine_rejects_malformed),
 		cmocka_unit_test(test_summary_engine_histograms),
 		cmocka_unit_test(test_summary_engine_window_cap),
+		cmocka_unit_test(test_summary_engine_import_gives_way),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -490,12 +490,13 @@ static void test_window_topk_within_bound_past_cap(void **state)
 	assert_int_equal(rp_engine_report(e, &r), 0);
 	check_report(&r, &c, n_ev, false);
 	/* brute: per finest sub-window, a table of three names; a new name takes the
-	 * place of the newest entry called once (window.h: the once set, last in,
-	 * first out; an entry called twice leaves it, the last one taking its place),
-	 * else its span overflows. Both are window_cap, each eviction window_evicted. */
+	 * place of an entry called once (window.h: the once set, taken in turn by a
+	 * hand, the new name keeping the victim's place; an entry called twice leaves
+	 * it, the last one taking its place), else its span overflows. Both are
+	 * window_cap, each eviction window_evicted. */
 	{
 		uint64_t g = c.window_ns[0] / c.subwindows, cur = UINT64_MAX, evicted = 0;
-		uint32_t seen[3], calls[3], once[3], n_seen = 0, n_once = 0;
+		uint32_t seen[3], calls[3], once[3], n_seen = 0, n_once = 0, hand = 0;
 
 		for (uint32_t i = 0; i < n_ev; i++) {
 			const struct span *s = &sp[evs[i].span];
@@ -503,7 +504,7 @@ static void test_window_topk_within_bound_past_cap(void **state)
 
 			if (evs[i].ts / g != cur) {
 				cur = evs[i].ts / g;
-				n_seen = n_once = 0;
+				n_seen = n_once = hand = 0;
 			}
 			if (evs[i].begin)
 				continue;
@@ -514,7 +515,9 @@ static void test_window_topk_within_bound_past_cap(void **state)
 				calls[n_seen] = 0;
 				once[n_once++] = n_seen++;
 			} else if (j == n_seen && n_once) {
-				j = once[n_once - 1]; /* stays in the once set */
+				if (hand >= n_once)
+					hand = 0;
+				j = once[hand++]; /* stays in the once set */
 				want += calls[j];
 				evicted++;
 				seen[j] = s->name;
@@ -901,6 +904,62 @@ static void test_window_config_checked(void **state)
 	assert_int_equal(rp_engine_cfg_check(&c, why, sizeof(why)), -EINVAL);
 }
 
+/*
+ * A coarser window's full sub-window with no entry called once takes a name folded in
+ * with more calls in place of the entry with the fewest (an LFU), never one with
+ * fewer: two names a sub-window, two windows (g 2 ms and 8 ms). Finest sub-windows:
+ * a x2 and b x2 | c x5 | d x1 | e x1 (the current one, not folded). The coarse one
+ * then holds b 2 and c 5 (a's 2 calls evicted, d's 1 overflowing: 3 window_cap, 1
+ * eviction); its report adds the finest current sub-window (e).
+ */
+static void test_window_fold_keeps_busier_names(void **state)
+{
+	static const char *const nm[] = { "a", "b", "c", "d", "e" };
+	static const struct {
+		int name, calls;
+	} seq[] = { { 0, 2 }, { 1, 2 }, { 2, 5 }, { 3, 1 }, { 4, 1 } };
+	static const int sub[] = { 0, 0, 1, 2, 3 };
+	struct rp_engine_cfg c;
+	struct rp_engine *e;
+	struct rp_report r;
+	uint32_t src, id[5];
+	uint64_t want[5] = { 0, 2, 5, 0, 1 }, got[5] = { 0 };
+
+	(void)state;
+	cfg_small(&c);
+	c.n_windows = 2;
+	c.max_window_names = 2;
+	assert_int_equal(rp_engine_open(&c, &e), 0);
+	src = (uint32_t)rp_engine_add_source(e, "s", 1, 0);
+	for (int i = 0; i < 5; i++)
+		id[i] = rp_engine_name(e, src, nm[i], "", "", 0);
+	for (int i = 0; i < 5; i++)
+		for (int k = 0; k < seq[i].calls; k++) {
+			uint64_t t = BASE + (uint64_t)sub[i] * 2000 * US + (uint64_t)(i * 10 + k) * US;
+			struct rp_event b = { .ts = t, .name = id[seq[i].name], .kind = RP_EV_BEGIN };
+			struct rp_event x = { .ts = t + 100, .name = id[seq[i].name],
+					      .kind = RP_EV_END };
+
+			rp_engine_event(e, src, 1, &b);
+			rp_engine_event(e, src, 1, &x);
+		}
+	assert_int_equal(rp_engine_report(e, &r), 0);
+	assert_int_equal(r.n_windows, 2);
+	for (uint32_t i = 0; i < r.windows[1].n_fns; i++) {
+		const struct rp_report_wfn *q = &r.windows[1].fns[i];
+
+		for (int n = 0; n < 5; n++)
+			if (strcmp(r.fns[q->fn].name, nm[n]) == 0)
+				got[n] = q->calls;
+	}
+	for (int n = 0; n < 5; n++)
+		assert_int_equal(got[n], want[n]);
+	assert_int_equal(r.anomalies[RP_ANOM_WINDOW_EVICTED], 1);
+	assert_int_equal(r.anomalies[RP_ANOM_WINDOW_CAP], 2 + 1);
+	rp_report_free(&r);
+	rp_engine_close(e);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -913,6 +972,7 @@ int main(void)
 		cmocka_unit_test(test_window_empties_when_idle),
 		cmocka_unit_test(test_window_cap_counters),
 		cmocka_unit_test(test_window_config_checked),
+		cmocka_unit_test(test_window_fold_keeps_busier_names),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

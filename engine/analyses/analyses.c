@@ -240,9 +240,11 @@ void rp_analyses_summary(struct rp_analyses *a, const struct rp_sum_call *c, con
 	if (a->win.n > 0 && (e = rp_window_entry(&a->win, &a->win.w[0], c->name)) == NULL)
 		e = rp_analyses_evict(a, c->name);
 	if (e != NULL) {
+		if (e->calls == 0) /* new: an eviction candidate while all its calls are */
+			e->imp = c->imp;
 		e->cat = ci;
 		e->calls += c->calls;
-		if (e->calls > 1)
+		if (e->calls > 1 && !(e->imp && c->imp))
 			rp_wslot_settle(a->win.w[0].cs, e);
 		e->self_ns += c->self_ns;
 		e->cum_ns += cum;
@@ -282,7 +284,7 @@ void rp_analyses_mark(struct rp_analyses *a, uint32_t name, uint64_t dur)
 			e = rp_analyses_evict(a, name);
 	}
 	if (e != NULL) {
-		if (++e->calls == 2) /* no longer an eviction candidate */
+		if (++e->calls == 2 || e->imp) /* no longer an eviction candidate */
 			rp_wslot_settle(a->win.w[0].cs, e);
 		e->total_ns += dur;
 		rp_sketch_add(&e->dur, (double)dur);

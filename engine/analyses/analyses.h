@@ -215,7 +215,7 @@ static inline void rp_analyses_close(struct rp_analyses *a, const struct rp_span
 		e = rp_analyses_evict(a, name);
 	if (e != NULL) {
 		e->cat = ci;
-		if (++e->calls == 2) /* no longer an eviction candidate */
+		if (++e->calls == 2 || e->imp) /* no longer an eviction candidate */
 			rp_wslot_settle(a->win.w[0].cs, e);
 		e->self_ns += sp->self_ns;
 		e->cum_ns += sp->primitive ? dur : 0;

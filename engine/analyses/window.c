@@ -122,6 +122,7 @@ static void slot_clear(struct rp_wslot *s, const struct rp_windows *ws, uint64_t
 		rp_sketch_reset(&s->e[i].dur);
 	s->n = 0;
 	s->n_once = 0;
+	s->hand = 0;
 	for (int i = 0; i < 3; i++)
 		if (rp_spacesaving_total(&s->ss[i]) > 0)
 			rp_spacesaving_reset(&s->ss[i]);
@@ -190,6 +191,7 @@ struct rp_wentry *rp_window_insert(struct rp_windows *ws, struct rp_window *w, u
 	e = &s->e[s->n];
 	e->name = name;
 	e->cat = 0;
+	e->imp = 0;
 	e->calls = e->self_ns = e->cum_ns = e->total_ns = 0;
 	e->once_pos = s->n_once; /* new: called at most once so far */
 	s->once[s->n_once++] = s->n;
@@ -213,6 +215,7 @@ struct rp_wentry *rp_window_replace(struct rp_windows *ws, struct rp_window *w,
 	w->tag[v->name] = 0; /* gen 0 is never current: the victim's tag is stale */
 	v->name = name;
 	v->cat = 0;
+	v->imp = 0;
 	v->calls = v->self_ns = v->cum_ns = v->total_ns = 0;
 	rp_sketch_reset(&v->dur);
 	w->tag[name] = (uint64_t)w->gen << 32 | (uint32_t)(v - w->cs->e); /* keeps once_pos */
@@ -262,6 +265,24 @@ void rp_wslot_add_time(struct rp_windows *ws, struct rp_wslot *s, int which, uin
 	s->conc[which][level] += dt;
 }
 
+/*
+ * A full coarser sub-window and no entry called once: the entry with the fewest calls,
+ * if it has fewer than @calls (the name folded in), else NULL. So the names that
+ * fill a coarse sub-window first (an import burst, each name called a few times) give
+ * way to busier ones folded later (a server's handlers), as an LFU would; never a
+ * busier name to a quieter one, so a hot table does not churn. A scan of the table:
+ * folds come once per finest sub-window, not per span.
+ */
+static struct rp_wentry *fewer_calls(struct rp_wslot *s, uint64_t calls)
+{
+	struct rp_wentry *v = NULL;
+
+	for (uint32_t i = 0; i < s->n; i++)
+		if (s->e[i].calls < calls && (v == NULL || s->e[i].calls < v->calls))
+			v = &s->e[i];
+	return v;
+}
+
 void rp_wslot_fold(struct rp_windows *ws, struct rp_window *w, const struct rp_wslot *src)
 {
 	struct rp_wslot *dst = w->cs;
@@ -270,7 +291,8 @@ void rp_wslot_fold(struct rp_windows *ws, struct rp_window *w, const struct rp_w
 		const struct rp_wentry *e = &src->e[i];
 		struct rp_wentry *d = rp_window_entry(ws, w, e->name);
 
-		if (d == NULL && (d = rp_window_victim(w)) != NULL) {
+		if (d == NULL && ((d = rp_window_victim(w)) != NULL ||
+				  (!e->imp && (d = fewer_calls(dst, e->calls)) != NULL))) {
 			rp_wslot_spill(ws, dst, d);
 			d = rp_window_replace(ws, w, d, e->name);
 		}
@@ -281,12 +303,14 @@ void rp_wslot_fold(struct rp_windows *ws, struct rp_window *w, const struct rp_w
 			ws->cap_hits += e->calls;
 			continue;
 		}
+		if (d->calls == 0) /* new here: import time if its calls were */
+			d->imp = e->imp;
 		d->cat = e->cat;
 		d->calls += e->calls;
 		d->self_ns += e->self_ns;
 		d->cum_ns += e->cum_ns;
 		d->total_ns += e->total_ns;
-		if (d->calls > 1)
+		if (d->calls > 1 && !(d->imp && e->imp))
 			rp_wslot_settle(dst, d);
 		rp_sketch_merge(&d->dur, &e->dur); /* -ENOMEM leaves d's sketch as it was */
 	}

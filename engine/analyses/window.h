@@ -29,13 +29,16 @@
  * max_level (time there in over_cap_ns; the mean stays exact).
  *
  * Eviction. A full table makes room for a new name by evicting an entry called once
- * in that sub-window (the once set: entries with calls <= 1, O(1) to find and to
- * leave), so an import burst of names called once cannot keep the names that follow
+ * in that sub-window, or one whose calls were all made at import time (summaries
+ * with RP_SUMMARY_IMPORT: an import runs once); the once set holds them, O(1) to find
+ * and to leave, taken in turn. So an import burst cannot keep the names that follow
  * it out of the sub-window. The evicted entry goes where an overflowing name goes (the
  * summaries; its calls count as RP_ANOM_WINDOW_CAP, since its exact figures are no
  * longer kept there) and is counted as RP_ANOM_WINDOW_EVICTED; the finest window's
- * victims also go to the all-time figures first (analyses.c). With no entry called
- * once, the new name overflows as before.
+ * victims also go to the all-time figures first (analyses.c). With no candidate, a
+ * name folded into a coarser window takes the place of the entry with the fewest
+ * calls if that has fewer than it (an LFU: never a busier name for a quieter one);
+ * a span's new name in the finest window overflows.
  *
  * Memory (W windows, S sub-windows, M names, k slowest, N max_names, L max_level):
  *   W S (sizeof slot + M (sizeof entry + 4 + sketch stores) + 3 (sizeof ss + SS_MEMSIZE(M))
@@ -64,6 +67,7 @@ struct rp_wentry {
 	uint32_t name;
 	uint32_t cat; /* the analyses' category index + 1; 0: none */
 	uint32_t once_pos; /* its place in the slot's once set; RP_NONE: not in it */
+	uint8_t imp;	   /* every call in it was made at import time (summaries) */
 	uint64_t calls, self_ns, cum_ns, total_ns;
 	struct rp_sketch dur; /* durations (ns); memory kept across sub-windows */
 };
@@ -72,8 +76,9 @@ struct rp_wslot {
 	uint64_t index;	     /* the sub-window (t / g); UINT64_MAX: never used */
 	struct rp_wentry *e; /* max_window_names entries */
 	uint32_t n;
-	uint32_t *once;	     /* entries with calls <= 1: eviction candidates */
+	uint32_t *once;	     /* eviction candidates: calls <= 1, or import time */
 	uint32_t n_once;
+	uint32_t hand;	     /* the next candidate to evict: once[hand % n_once] */
 	struct rp_spacesaving ss[3]; /* the names past the table: cum, self, count */
 	struct rp_slowest slow;
 	uint64_t *conc[2]; /* time at each level 0..max_level: overall, roots */
@@ -139,11 +144,13 @@ static inline struct rp_wentry *rp_window_entry(struct rp_windows *ws, struct rp
 	return rp_window_insert(ws, w, name);
 }
 
-/* @e (in @s) has been called more than once: no longer an eviction candidate. */
+/* @e (in @s) has been called more than once, not all at import time: no longer an
+ * eviction candidate. */
 static inline void rp_wslot_settle(struct rp_wslot *s, struct rp_wentry *e)
 {
 	uint32_t p = e->once_pos, last;
 
+	e->imp = 0;
 	if (p == RP_NONE)
 		return;
 	last = s->once[--s->n_once];
@@ -152,13 +159,20 @@ static inline void rp_wslot_settle(struct rp_wslot *s, struct rp_wentry *e)
 	e->once_pos = RP_NONE;
 }
 
-/* An entry of @w's current sub-window called at most once (the eviction victim), or
- * NULL. The caller spills it (rp_wslot_spill) before rp_window_replace(). */
-static inline struct rp_wentry *rp_window_victim(const struct rp_window *w)
+/* An eviction candidate of @w's current sub-window (the victim), or NULL. The caller
+ * spills it (rp_wslot_spill) before rp_window_replace(), which leaves the new name in
+ * the victim's place in the set: the hand moves on, so the candidates go in turn and a
+ * new name is the last one the hand comes back to (taking the set's last, each new
+ * name would evict the one before it and none would stay). */
+static inline struct rp_wentry *rp_window_victim(struct rp_window *w)
 {
-	const struct rp_wslot *s = w->cs;
+	struct rp_wslot *s = w->cs;
 
-	return s->n_once ? &s->e[s->once[s->n_once - 1]] : NULL;
+	if (s->n_once == 0)
+		return NULL;
+	if (s->hand >= s->n_once)
+		s->hand = 0;
+	return &s->e[s->once[s->hand++]];
 }
 
 /* @v's figures into @s's summaries (an evicted entry, as if it had overflowed). */

@@ -396,7 +396,8 @@ static bool sum_apply(struct rp_tracks *ts, struct rp_track *k, struct rp_sum_in
 	uint32_t lv = (uint32_t)ev->track, root = ev->depth, parent, caller;
 	struct rp_sum_call call = { .name = ev->name, .calls = ev->arg, .total_ns = s->total,
 				    .self_ns = s->self, .min_ns = s->min, .max_ns = s->max,
-				    .primitive = true };
+				    .primitive = true,
+				    .imp = (ev->flags & RP_SUMMARY_IMPORT) != 0 };
 	const uint32_t need = 1u << RP_SUMDATA_TIMES | 1u << RP_SUMDATA_RANGE;
 	uint64_t in_hist = 0;
 	bool folded;

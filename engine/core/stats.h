@@ -163,6 +163,7 @@ struct rp_sum_call {
 	uint64_t calls, total_ns, self_ns, min_ns, max_ns;
 	bool primitive;
 	bool sketched;			/* its durations went to the sketches */
+	bool imp;			/* RP_SUMMARY_IMPORT: import-time calls */
 };
 
 /* A summary, added as its calls one by one would be; false if its edge hit the cap. */

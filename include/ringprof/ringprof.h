@@ -89,7 +89,8 @@ struct rp_thread {
 	uint16_t scap;			/* shadow levels this thread may use; 0: none */
 	uint8_t nofine;			/* fine names are plain spans here for good
 					   (rp_begin_fine: threshold 0, no memory) */
-	uint8_t pad;
+	uint8_t imp;			/* nonzero: calls made now are import-time
+					   (Python): their summaries say so */
 	struct rp_shadow *shadow;	/* its ring's slice of private memory */
 	uintptr_t ftop;			/* the innermost known frame among the open
 					   spans; UINTPTR_MAX: none */
@@ -138,7 +139,7 @@ struct rp_sum_node {
 	uint32_t name;
 	uint32_t parent;		/* node index; RP_SUM_NONE: a root anchor */
 	uint32_t kid, sib;		/* first child, next sibling; RP_SUM_NONE */
-	uint32_t pad;
+	uint32_t imp;			/* made at import time (rp_thread.imp) */
 	uint16_t level;			/* root anchor: the open level it stands for */
 	uint8_t dead;			/* written or discarded: not in the table */
 	uint8_t mark;			/* in the subtree being flushed */

@@ -123,6 +123,10 @@ enum rp_event_kind {
 
 /* RP_EV_SUMMARY (1.2): flags and depth. */
 #define RP_SUMMARY_DATA_MASK	0x0fu	/* data records that follow */
+/* (1.2, a later addition a reader may ignore) every call in it was made at import time
+ * (a module body other than the program's own, and below: the Python producer): an
+ * import runs once, so a reader need not keep room for these names (docs/analyses.md, windows). */
+#define RP_SUMMARY_IMPORT	0x10u
 #define RP_SUMMARY_TOP		0xffffu	/* depth: hangs from the track's root */
 
 /* RP_EV_SUMMARY_DATA (1.2): flags, the figures the record holds (in track, arg). */

@@ -1205,10 +1205,14 @@ static PyObject *eval_import(PyThreadState *ts, struct _PyInterpreterFrame *f, i
 	uintptr_t frame = (uintptr_t)__builtin_frame_address(0);
 	PyObject *r;
 
+	uint8_t was = rp_thread_state.imp;
+
 	t_traced += T_IMPORT;
+	rp_thread_state.imp = 1; /* its summaries say import time (RP_SUMMARY_IMPORT) */
 	rp_sum_begin(id, frame, 0);
 	r = g_prev_eval(ts, f, throwflag);
 	rp_sum_end(id, frame);
+	rp_thread_state.imp = was;
 	t_traced -= T_IMPORT;
 	return r;
 }
