@@ -133,11 +133,11 @@ static inline void rp_analyses_open(struct rp_analyses *a, uint32_t name, uint32
 
 	rp_sweep_open(&a->overall, t);
 	if (c != NULL)
-		rp_sweep_open(c, t);
+		rp_sweep_open_levels(c, t);
 	if (depth == 0)
-		rp_sweep_open(&a->roots, t);
+		rp_sweep_open_levels(&a->roots, t);
 	if (request)
-		rp_sweep_open(&a->requests, t);
+		rp_sweep_open_levels(&a->requests, t);
 }
 
 /* A span opened here that will never close (a drop cut it): it leaves the sweeps at
@@ -149,11 +149,11 @@ static inline void rp_analyses_abandon(struct rp_analyses *a, uint32_t name, uin
 
 	rp_sweep_close(&a->overall, t);
 	if (c != NULL)
-		rp_sweep_close(c, t);
+		rp_sweep_close_levels(c, t);
 	if (depth == 0)
-		rp_sweep_close(&a->roots, t);
+		rp_sweep_close_levels(&a->roots, t);
 	if (request)
-		rp_sweep_close(&a->requests, t);
+		rp_sweep_close_levels(&a->requests, t);
 }
 
 /* rp_analyses_close()'s out-of-line parts (analyses.c): a span among the slowest
@@ -195,11 +195,11 @@ static inline void rp_analyses_close(struct rp_analyses *a, const struct rp_span
 
 	rp_sweep_close(&a->overall, t);
 	if (c != NULL)
-		rp_sweep_close(c, t);
+		rp_sweep_close_levels(c, t);
 	if (sp->depth == 0)
-		rp_sweep_close(&a->roots, t);
+		rp_sweep_close_levels(&a->roots, t);
 	if (sp->request)
-		rp_sweep_close(&a->requests, t);
+		rp_sweep_close_levels(&a->requests, t);
 	known = rp_sweep_level_at(&a->overall, rp_sweep_midpoint(sp->start, t), &level) >= 0;
 	if (known) {
 		a->mid_sum[name] += level;

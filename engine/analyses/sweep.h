@@ -21,13 +21,14 @@
  *    before the first open and after the last close.
  *
  * Memory: the struct (152 bytes), (max_level + 1) x 8 bytes at most for the level
- * array (grown on demand, 16 entries at first) and history x 12 bytes for the change
- * points, allocated by the sweep; after init, memory is allocated only when the level
+ * array (grown on demand, 16 entries at first) and history (rounded up to a power of
+ * two) x 12 bytes for the change points, allocated by the sweep; after init, memory is allocated only when the level
  * array grows, never per event.
  *
  * Cost: open and close are inline; an event at a new time, below the level array's
  * end, is an array add and, when the level changed, a history push (none for a sweep
- * made by rp_sweep_init_levels()).
+ * made by rp_sweep_init_levels(), whose callers may use the _levels entry points,
+ * which do not even test for one).
  */
 #ifndef RP_ENGINE_SWEEP_H
 #define RP_ENGINE_SWEEP_H
@@ -47,12 +48,15 @@ struct rp_sweep {
 	uint64_t last_t;	       /* latest time fed; events before it are complete */
 	uint64_t excess_hi, excess_lo; /* sum of (level - max_level) x ns above the cap */
 
-	/* History: the last hist_cap change points before last_t, oldest at hist_head;
-	   from hist_t[i] on, the level was hist_level[i]. */
+	/* History: the last hist_cap change points before last_t; the q-th ever pushed
+	   (q from 0) is in slot q & hist_mask (a power of two >= hist_cap slots), so a
+	   push is two stores and an increment. From hist_t[i] on, the level was
+	   hist_level[i]. */
 	uint64_t *hist_t;
 	uint32_t *hist_level;
-	uint32_t hist_cap, hist_head, hist_n;
-	uint32_t hist_tail; /* the slot the next change point goes to */
+	uint64_t hist_seq;  /* change points ever pushed (0 without a history) */
+	uint32_t hist_cap;  /* 0: no history (rp_sweep_init_levels()) */
+	uint32_t hist_mask; /* slots - 1 */
 	uint32_t n_fast;    /* n_alloc once opened, else 0: the levels the inline
 			       step takes (sweep.c keeps it up to date) */
 	bool opened; /* an open was fed: the observed range has started */
@@ -61,7 +65,6 @@ struct rp_sweep {
 	uint64_t unmatched;    /* closes with no open span (settled timestamps only;
 				  rp_sweep_unmatched() adds the pending ones) */
 	uint64_t backwards;    /* events or accruals earlier than last_t, taken at it */
-	uint64_t hist_evicted; /* change points that fell out of the history */
 	uint64_t hist_misses;  /* rp_sweep_level_at() answers of -ENOENT */
 	uint64_t nomem;	       /* failed level-array growths (the cap was lowered) */
 };
@@ -102,20 +105,25 @@ static inline void rp_sweep_step_(struct rp_sweep *s, uint64_t t)
 	if (__builtin_expect(t > s->last_t && (uint64_t)l < s->n_fast, 1)) {
 		/* level_before only decides pushes: a sweep without history skips it */
 		if (s->hist_cap != 0 && l != s->level_before) {
-			uint32_t i = s->hist_tail; /* push (last_t, l); l < n_alloc fits */
+			uint32_t i = (uint32_t)s->hist_seq++ & s->hist_mask; /* push (last_t, l) */
 
 			s->level_before = l;
 			s->hist_t[i] = s->last_t;
-			s->hist_level[i] = (uint32_t)l;
-			i = i + 1 == s->hist_cap ? 0 : i + 1;
-			s->hist_tail = i;
-			if (s->hist_n == s->hist_cap) {
-				s->hist_head = i;
-				s->hist_evicted++;
-			} else {
-				s->hist_n++;
-			}
+			s->hist_level[i] = (uint32_t)l; /* l < n_alloc fits */
 		}
+		s->ns[l] += t - s->last_t;
+		s->last_t = t;
+	} else if (t != s->last_t) {
+		rp_sweep_advance_slow(s, t);
+	}
+}
+
+/* rp_sweep_step_() for a sweep without history (rp_sweep_init_levels()). */
+static inline void rp_sweep_step_levels_(struct rp_sweep *s, uint64_t t)
+{
+	int64_t l = s->level;
+
+	if (__builtin_expect(t > s->last_t && (uint64_t)l < s->n_fast, 1)) {
 		s->ns[l] += t - s->last_t;
 		s->last_t = t;
 	} else if (t != s->last_t) {
@@ -139,6 +147,31 @@ static inline void rp_sweep_close(struct rp_sweep *s, uint64_t t)
 {
 	rp_sweep_step_(s, t);
 	s->level--;
+}
+
+/* The same for a sweep made by rp_sweep_init_levels() only (no history test). */
+static inline void rp_sweep_open_levels(struct rp_sweep *s, uint64_t t)
+{
+	rp_sweep_step_levels_(s, t);
+	s->opened = true;
+	s->level++;
+}
+
+static inline void rp_sweep_close_levels(struct rp_sweep *s, uint64_t t)
+{
+	rp_sweep_step_levels_(s, t);
+	s->level--;
+}
+
+/* Change points the history holds now, and those that fell out of it. */
+static inline uint32_t rp_sweep_hist_n(const struct rp_sweep *s)
+{
+	return s->hist_seq < s->hist_cap ? (uint32_t)s->hist_seq : s->hist_cap;
+}
+
+static inline uint64_t rp_sweep_hist_evicted(const struct rp_sweep *s)
+{
+	return s->hist_seq - rp_sweep_hist_n(s);
 }
 
 /*
@@ -191,7 +224,7 @@ uint64_t rp_sweep_unmatched(const struct rp_sweep *s);
  *	at the end of the stream. For a span of positive length that has been closed
  *	this never happens; for a zero-length span closed at last_t it does.
  *	-ENOENT: @t is before the oldest change point kept and older ones were
- *	dropped (counted in hist_misses).
+ *	dropped, or the sweep keeps no history (counted in hist_misses).
  */
 int rp_sweep_level_at_slow(struct rp_sweep *s, uint64_t t, uint32_t *level);
 
@@ -199,8 +232,8 @@ static inline int rp_sweep_level_at(struct rp_sweep *s, uint64_t t, uint32_t *le
 {
 	/* A span just closed has its midpoint mostly after the newest change point
 	   (a leaf: the point its open made): answered here, the rest in sweep.c. */
-	if (t < s->last_t && s->hist_n > 0) {
-		uint32_t i = (s->hist_tail ? s->hist_tail : s->hist_cap) - 1;
+	if (t < s->last_t && s->hist_seq > 0) {
+		uint32_t i = (uint32_t)(s->hist_seq - 1) & s->hist_mask;
 
 		if (s->hist_t[i] <= t) {
 			*level = s->hist_level[i];
