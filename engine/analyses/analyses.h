@@ -220,7 +220,7 @@ static inline void rp_analyses_close(struct rp_analyses *a, const struct rp_span
 		e->self_ns += sp->self_ns;
 		e->cum_ns += sp->primitive ? dur : 0;
 		e->total_ns += dur;
-		rp_sketch_add(&e->dur, (double)dur);
+		rp_sketch_add_ns(&e->dur, dur);
 	} else {
 		rp_analyses_close_overflow(a, sp, ci);
 	}
