@@ -304,30 +304,34 @@ static inline uint64_t hist_time(const struct rp_sweep *s, int64_t k)
 }
 
 /*
- * Index (0 = oldest) of the newest change point at or before @t; -1 if none.
- * Midpoints of spans just closed are recent: most lie a few points back (a parent's,
- * past its children's opens and closes), found by a short scan of the ring itself;
- * past it, gallop back (O(log distance)), then bisect.
+ * The number (hist_seq's count) of the newest change point at or before @t; -1 if
+ * none is kept. Midpoints of spans just closed are recent: most lie a few points
+ * back (a parent's, past its children's opens and closes). So when the point
+ * HIST_WIN back is at or before @t, the answer is among the newest HIST_WIN and four
+ * halvings without a branch find it; past them, gallop back (O(log distance)), then
+ * bisect.
  */
-#define HIST_SCAN 8
+#define HIST_WIN 16 /* the halvings below assume 16 */
 
 static int64_t hist_find(const struct rp_sweep *s, uint64_t t)
 {
-	uint32_t n = rp_sweep_hist_n(s);
-	int64_t hi = (int64_t)n - 1, lo, step = 1;
+	uint32_t n = rp_sweep_hist_n(s), mask = s->hist_mask;
 	const uint64_t *ht = s->hist_t;
-	uint64_t q = s->hist_seq; /* the number of the point after the newest */
-	uint32_t m = n < HIST_SCAN ? n : HIST_SCAN;
+	uint64_t first = s->hist_seq - n, k;
+	int64_t hi = n, lo, step = 1; /* hist_time(hi) > t; n is +infinity */
 
-	for (uint32_t j = 0; j < m; j++) {
-		q--;
-		if (ht[(uint32_t)q & s->hist_mask] <= t)
-			return hi - j;
+	if (n >= HIST_WIN) {
+		k = s->hist_seq - HIST_WIN;
+		if (ht[(uint32_t)k & mask] <= t) { /* the answer is in k .. k + 15 */
+			k = ht[(uint32_t)(k + 8) & mask] <= t ? k + 8 : k;
+			k = ht[(uint32_t)(k + 4) & mask] <= t ? k + 4 : k;
+			k = ht[(uint32_t)(k + 2) & mask] <= t ? k + 2 : k;
+			k = ht[(uint32_t)(k + 1) & mask] <= t ? k + 1 : k;
+			return (int64_t)k;
+		}
+		hi = (int64_t)(k - first);
 	}
-	if (n <= HIST_SCAN)
-		return -1; /* every point is after t */
-	hi -= HIST_SCAN - 1;
-	for (;;) { /* hist_time(hi) > t */
+	for (;;) {
 		lo = hi - step;
 		if (lo < 0) {
 			lo = -1;
@@ -346,7 +350,7 @@ static int64_t hist_find(const struct rp_sweep *s, uint64_t t)
 		else
 			hi = mid;
 	}
-	return lo;
+	return lo < 0 ? -1 : (int64_t)(first + (uint64_t)lo);
 }
 
 int rp_sweep_level_at_slow(struct rp_sweep *s, uint64_t t, uint32_t *level)
@@ -362,6 +366,6 @@ int rp_sweep_level_at_slow(struct rp_sweep *s, uint64_t t, uint32_t *level)
 		s->hist_misses++;
 		return -ENOENT;
 	}
-	*level = k < 0 ? 0 : s->hist_level[hist_index(s, (uint64_t)k)];
+	*level = k < 0 ? 0 : s->hist_level[(uint32_t)k & s->hist_mask];
 	return 0;
 }
