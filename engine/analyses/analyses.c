@@ -317,6 +317,12 @@ void rp_analyses_close_direct(struct rp_analyses *a, const struct rp_span_info *
 	rp_analyses_offer_slow(&a->slow, sp, ci, level, known);
 }
 
+void rp_analyses_close_batch(struct rp_analyses *a, const struct rp_span_info *sp, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		rp_analyses_close(a, &sp[i]);
+}
+
 void rp_analyses_close_overflow(struct rp_analyses *a, const struct rp_span_info *sp,
 				uint32_t ci)
 {

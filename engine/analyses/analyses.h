@@ -234,6 +234,14 @@ static inline void rp_analyses_close(struct rp_analyses *a, const struct rp_span
 }
 
 /*
+ * rp_analyses_close_batch() - @n spans closed at non-decreasing times with no open
+ * between them and no sub-window boundary (a->next) among them, the caller having
+ * run rp_analyses_clock() as for one close: the same as rp_analyses_close() on each
+ * in order (test_analyses). For a caller that collects a slice's closes.
+ */
+void rp_analyses_close_batch(struct rp_analyses *a, const struct rp_span_info *sp, uint32_t n);
+
+/*
  * A producer's summary whose histogram holds all its calls (docs/summaries.md): @n
  * buckets of @calls[i] calls @len[i] ns long. Its calls, self and cumulative times
  * and durations go where a span's do (its name's entry of the finest sub-window, or
