@@ -137,7 +137,7 @@ static inline void rp_analyses_open(struct rp_analyses *a, uint32_t name, uint32
 {
 	struct rp_sweep *c = rp_analyses_cat_sweep(a, name);
 
-	rp_sweep_open(&a->overall, t);
+	rp_sweep_open_hist(&a->overall, t);
 	if (c != NULL)
 		rp_sweep_open_levels(c, t);
 	if (depth == 0)
@@ -153,7 +153,7 @@ static inline void rp_analyses_abandon(struct rp_analyses *a, uint32_t name, uin
 {
 	struct rp_sweep *c = rp_analyses_cat_sweep(a, name);
 
-	rp_sweep_close(&a->overall, t);
+	rp_sweep_close_hist(&a->overall, t);
 	if (c != NULL)
 		rp_sweep_close_levels(c, t);
 	if (depth == 0)
@@ -200,7 +200,7 @@ static inline void rp_analyses_close(struct rp_analyses *a, const struct rp_span
 	bool known;
 
 	ci = a->cat_of[name]; /* rp_analyses_cat_new() set it (or left it 0) */
-	rp_sweep_close(&a->overall, t);
+	rp_sweep_close_hist(&a->overall, t);
 	if (c != NULL)
 		rp_sweep_close_levels(c, t);
 	if (sp->depth == 0)

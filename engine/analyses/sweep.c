@@ -221,7 +221,7 @@ void rp_sweep_advance_slow(struct rp_sweep *s, uint64_t t)
 
 void rp_sweep_accrue(struct rp_sweep *s, uint64_t t)
 {
-	rp_sweep_step_(s, t);
+	rp_sweep_step_(s, t, s->hist_cap != 0);
 }
 
 uint32_t rp_sweep_level(const struct rp_sweep *s)

@@ -27,8 +27,8 @@
  *
  * Cost: open and close are inline; an event at a new time, below the level array's
  * end, is an array add and, when the level changed, a history push (none for a sweep
- * made by rp_sweep_init_levels(), whose callers may use the _levels entry points,
- * which do not even test for one).
+ * made by rp_sweep_init_levels()); the _hist and _levels entry points do not test
+ * which kind the sweep is.
  */
 #ifndef RP_ENGINE_SWEEP_H
 #define RP_ENGINE_SWEEP_H
@@ -95,35 +95,23 @@ void rp_sweep_advance_slow(struct rp_sweep *s, uint64_t t);
  * Move the sweep to @t (see sweep.c for the invariants). The common case inline: a
  * later time, an opened sweep, a settled level that is not negative and has its
  * entry in ns[]; the time since last_t is at the level of [last_t, t), which becomes
- * a change point if it differs from the one before.
+ * a change point if it differs from the one before and @hist (the sweep keeps a
+ * history: hist_cap != 0; a constant where the caller knows it).
  */
-static inline void rp_sweep_step_(struct rp_sweep *s, uint64_t t)
+static inline void rp_sweep_step_(struct rp_sweep *s, uint64_t t, bool hist)
 {
 	int64_t l = s->level;
 
 	/* (uint64_t)l < n_fast: opened, and 0 <= l < n_alloc */
 	if (__builtin_expect(t > s->last_t && (uint64_t)l < s->n_fast, 1)) {
 		/* level_before only decides pushes: a sweep without history skips it */
-		if (s->hist_cap != 0 && l != s->level_before) {
+		if (hist && l != s->level_before) {
 			uint32_t i = (uint32_t)s->hist_seq++ & s->hist_mask; /* push (last_t, l) */
 
 			s->level_before = l;
 			s->hist_t[i] = s->last_t;
 			s->hist_level[i] = (uint32_t)l; /* l < n_alloc fits */
 		}
-		s->ns[l] += t - s->last_t;
-		s->last_t = t;
-	} else if (t != s->last_t) {
-		rp_sweep_advance_slow(s, t);
-	}
-}
-
-/* rp_sweep_step_() for a sweep without history (rp_sweep_init_levels()). */
-static inline void rp_sweep_step_levels_(struct rp_sweep *s, uint64_t t)
-{
-	int64_t l = s->level;
-
-	if (__builtin_expect(t > s->last_t && (uint64_t)l < s->n_fast, 1)) {
 		s->ns[l] += t - s->last_t;
 		s->last_t = t;
 	} else if (t != s->last_t) {
@@ -138,28 +126,42 @@ static inline void rp_sweep_step_levels_(struct rp_sweep *s, uint64_t t)
  */
 static inline void rp_sweep_open(struct rp_sweep *s, uint64_t t)
 {
-	rp_sweep_step_(s, t);
+	rp_sweep_step_(s, t, s->hist_cap != 0);
 	s->opened = true;
 	s->level++; /* one per event: 2^63 of them cannot come */
 }
 
 static inline void rp_sweep_close(struct rp_sweep *s, uint64_t t)
 {
-	rp_sweep_step_(s, t);
+	rp_sweep_step_(s, t, s->hist_cap != 0);
 	s->level--;
 }
 
-/* The same for a sweep made by rp_sweep_init_levels() only (no history test). */
+/* The same for a sweep made by rp_sweep_init() with a history (_hist) or by
+ * rp_sweep_init_levels() (_levels): the kind is not tested on every event. */
+static inline void rp_sweep_open_hist(struct rp_sweep *s, uint64_t t)
+{
+	rp_sweep_step_(s, t, true);
+	s->opened = true;
+	s->level++;
+}
+
+static inline void rp_sweep_close_hist(struct rp_sweep *s, uint64_t t)
+{
+	rp_sweep_step_(s, t, true);
+	s->level--;
+}
+
 static inline void rp_sweep_open_levels(struct rp_sweep *s, uint64_t t)
 {
-	rp_sweep_step_levels_(s, t);
+	rp_sweep_step_(s, t, false);
 	s->opened = true;
 	s->level++;
 }
 
 static inline void rp_sweep_close_levels(struct rp_sweep *s, uint64_t t)
 {
-	rp_sweep_step_levels_(s, t);
+	rp_sweep_step_(s, t, false);
 	s->level--;
 }
 
