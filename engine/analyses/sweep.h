@@ -20,10 +20,10 @@
  *  - The level at t is that of the segment [start, end) with start <= t < end; 0
  *    before the first open and after the last close.
  *
- * Memory: the struct (152 bytes), (max_level + 1) x 8 bytes at most for the level
- * array (grown on demand, 16 entries at first) and history (rounded up to a power of
- * two) x 12 bytes for the change points, allocated by the sweep; after init, memory is allocated only when the level
- * array grows, never per event.
+ * Memory: the struct (144 bytes), (max_level + 1) x 8 bytes at most for the level
+ * array (grown on demand, 16 entries at first) and history (rounded up to a power
+ * of two) x 12 bytes for the change points, allocated by the sweep; after init,
+ * memory is allocated only when the level array grows, never per event.
  *
  * Cost: open and close are inline; an event at a new time, below the level array's
  * end, is an array add and, when the level changed, a history push (none for a sweep
