@@ -737,6 +737,63 @@ static void test_sketch_add_n_equals_repeated_add(void **state)
 	rp_sketch_fini(&b);
 }
 
+/* Every field of two sketches, bit for bit where they are doubles. */
+static void assert_same_sketch(const struct rp_sketch *a, const struct rp_sketch *b)
+{
+	assert_same_buckets(a, b);
+	assert_same_answers(a, b);
+	assert_int_equal(a->count, b->count);
+	assert_int_equal(a->zero, b->zero);
+	assert_int_equal(a->dropped, b->dropped);
+	assert_int_equal(a->pos.total, b->pos.total);
+	assert_int_equal(a->pos.collapsed, b->pos.collapsed);
+	assert_int_equal(a->neg.total, b->neg.total);
+	assert_int_equal(to_bits(a->min), to_bits(b->min));
+	assert_int_equal(to_bits(a->max), to_bits(b->max));
+	assert_int_equal(to_bits(a->sum), to_bits(b->sum));
+	assert_int_equal(to_bits(a->sum_c), to_bits(b->sum_c));
+}
+
+/* rp_sketch_add_ns(s, ns) is rp_sketch_add(s, (double)ns): durations of every bit
+ * length (past 2^53 too), 0 and UINT64_MAX, at every alpha, with a small bucket cap
+ * (collapses), and among other values (negative, huge, infinite) that take the
+ * sum through its other branches. */
+static void test_sketch_add_ns_equals_add(void **state)
+{
+	static const double alphas[] = { RP_SKETCH_ALPHA_MIN, RP_SKETCH_ALPHA, 0.05,
+					 RP_SKETCH_ALPHA_MAX };
+	static const double other[] = { -1.5, 1e300, -1e308, 1e308, INFINITY, 0.25 };
+
+	(void)state;
+	rng = 0xd0a;
+	for (size_t k = 0; k < sizeof(alphas) / sizeof(alphas[0]); k++) {
+		for (int bounded = 0; bounded < 2; bounded++) {
+			struct rp_sketch a, b;
+			uint32_t cap = bounded ? 24 : rp_sketch_default_buckets(alphas[k]);
+
+			assert_int_equal(rp_sketch_init_bounded(&a, alphas[k], cap), 0);
+			assert_int_equal(rp_sketch_init_bounded(&b, alphas[k], cap), 0);
+			for (int i = 0; i < 20000; i++) {
+				uint64_t r = rnd(), ns = rnd() >> (r % 64);
+
+				if (r % 97 == 0)
+					ns = r % 2 ? UINT64_MAX : 0;
+				if (r % 1009 == 0 && i > 10000) {
+					double x = other[(r >> 8) % 6];
+
+					rp_sketch_add(&a, x);
+					rp_sketch_add(&b, x);
+				}
+				rp_sketch_add_ns(&a, ns);
+				rp_sketch_add(&b, (double)ns);
+			}
+			assert_same_sketch(&a, &b);
+			rp_sketch_fini(&a);
+			rp_sketch_fini(&b);
+		}
+	}
+}
+
 static void test_sketch_reset_keeps_memory(void **state)
 {
 	const size_t n = 100000;
@@ -1205,6 +1262,7 @@ int main(void)
 		cmocka_unit_test(test_sketch_every_rank_every_alpha),
 		cmocka_unit_test(test_sketch_non_finite_and_tiny),
 		cmocka_unit_test(test_sketch_add_n_equals_repeated_add),
+		cmocka_unit_test(test_sketch_add_ns_equals_add),
 		cmocka_unit_test(test_sketch_reset_keeps_memory),
 		cmocka_unit_test(test_sketch_3m_samples_speed),
 		cmocka_unit_test(test_sketch_merge_equals_whole),

@@ -597,7 +597,7 @@ static void test_sweep_two_disjoint_spans(void **state)
 	assert_int_equal(l, 0);
 	assert_int_equal(rp_sweep_level_at(&sw, 150, &l), 0);
 	assert_int_equal(l, 1);
-	assert_int_equal(sw.hist_n, 3); /* 100 -> 1, 200 -> 0, 300 -> 1; 500 pending */
+	assert_int_equal(rp_sweep_hist_n(&sw), 3); /* 100 -> 1, 200 -> 0, 300 -> 1; 500 pending */
 	rp_sweep_fini(&sw);
 	check_list(iv, 2);
 }
@@ -623,7 +623,7 @@ static void test_sweep_zero_length_span_alone(void **state)
 		assert_int_equal(rp_sweep_unmatched(&sw), 0);
 		rp_sweep_accrue(&sw, 101); /* settles: no anomaly, no change point */
 		assert_int_equal(rp_sweep_unmatched(&sw), 0);
-		assert_int_equal(sw.hist_n, 0);
+		assert_int_equal(rp_sweep_hist_n(&sw), 0);
 		assert_int_equal(sw.ns[0], 1);
 		rp_sweep_fini(&sw);
 	}
@@ -648,7 +648,7 @@ static void test_sweep_open_and_close_at_same_time(void **state)
 		assert_int_equal(sw.ns[0], 150);
 		assert_int_equal(sw.ns[1], 200);
 		assert_int_equal(rp_sweep_max(&sw), 1);
-		assert_int_equal(sw.hist_n, 2); /* 100 -> 1, 300 -> 0 */
+		assert_int_equal(rp_sweep_hist_n(&sw), 2); /* 100 -> 1, 300 -> 0 */
 		assert_int_equal(rp_sweep_level_at(&sw, 200, &l), 0);
 		assert_int_equal(l, 1);
 		assert_int_equal(rp_sweep_level_at(&sw, 300, &l), 0);
@@ -692,20 +692,23 @@ static void test_sweep_unmatched_and_backwards(void **state)
 	rp_sweep_fini(&sw);
 }
 
-/* A sweep without history keeps the same levels and counters as one with; it
- * answers midpoints only at or after last_t. Random opens, closes (some stray),
- * equal and backward times, levels past the cap. */
+/* A sweep without history keeps the same levels and counters as one with, fed
+ * through either entry points (one with history fed through _hist keeps the same
+ * history too); it answers midpoints only at or after last_t. Random opens, closes
+ * (some stray), equal and backward times, levels past the cap. */
 static void test_sweep_levels_only_matches(void **state)
 {
 	(void)state;
 	rng = 7;
 	for (int round = 0; round < 200; round++) {
-		struct rp_sweep h, o;
+		struct rp_sweep h, o, v, g; /* v, g: through the _levels, _hist entry points */
 		uint64_t t = below(3);
-		uint32_t cap = 1 + (uint32_t)below(40), la, lb;
+		uint32_t cap = 1 + (uint32_t)below(40), la, lb, hist = 1 + (uint32_t)below(4);
 
-		assert_int_equal(rp_sweep_init(&h, cap, 1 + (uint32_t)below(4)), 0);
+		assert_int_equal(rp_sweep_init(&h, cap, hist), 0);
+		assert_int_equal(rp_sweep_init(&g, cap, hist), 0);
 		assert_int_equal(rp_sweep_init_levels(&o, cap), 0);
+		assert_int_equal(rp_sweep_init_levels(&v, cap), 0);
 		assert_int_equal(o.hist_cap, 0);
 		for (int i = 0; i < 400; i++) {
 			uint64_t r = below(100);
@@ -716,23 +719,50 @@ static void test_sweep_levels_only_matches(void **state)
 			if (below(2)) {
 				rp_sweep_open(&h, t);
 				rp_sweep_open(&o, t);
+				rp_sweep_open_levels(&v, t);
+				rp_sweep_open_hist(&g, t);
 			} else {
 				rp_sweep_close(&h, t);
 				rp_sweep_close(&o, t);
+				rp_sweep_close_levels(&v, t);
+				rp_sweep_close_hist(&g, t);
 			}
 			if (below(10) == 0) {
 				rp_sweep_accrue(&h, t + 5);
 				rp_sweep_accrue(&o, t + 5);
+				rp_sweep_accrue(&v, t + 5);
+				rp_sweep_accrue(&g, t + 5);
 			}
 			assert_int_equal(rp_sweep_level_at(&o, o.last_t, &la), 1);
 			assert_int_equal(rp_sweep_level_at(&h, h.last_t, &lb), 1);
 			assert_int_equal(la, lb);
+			for (uint64_t m = t > 60 ? t - 60 : 0; m <= t; m += 7) {
+				int ra = rp_sweep_level_at(&g, m, &la);
+				int rb = rp_sweep_level_at(&h, m, &lb);
+
+				assert_int_equal(ra, rb);
+				if (ra >= 0)
+					assert_int_equal(la, lb);
+			}
 			if (o.last_t > 0)
 				assert_int_equal(rp_sweep_level_at(&o, o.last_t - 1, &la), -ENOENT);
 		}
 		assert_int_equal(o.n_alloc, h.n_alloc);
-		for (uint32_t c = 0; c < o.n_alloc; c++)
+		assert_int_equal(v.n_alloc, h.n_alloc);
+		for (uint32_t c = 0; c < o.n_alloc; c++) {
 			assert_int_equal(o.ns[c], h.ns[c]);
+			assert_int_equal(v.ns[c], h.ns[c]);
+		}
+		assert_int_equal(v.level, h.level);
+		assert_int_equal(v.first_t, h.first_t);
+		assert_int_equal(v.last_t, h.last_t);
+		assert_int_equal(v.over_cap_ns, h.over_cap_ns);
+		assert_int_equal(v.unmatched, h.unmatched);
+		assert_int_equal(v.backwards, h.backwards);
+		assert_int_equal(v.hist_seq, 0);
+		assert_int_equal(g.hist_seq, h.hist_seq);
+		assert_int_equal(g.hist_misses, h.hist_misses);
+		assert_memory_equal(g.ns, h.ns, h.n_alloc * sizeof(*h.ns));
 		assert_int_equal(o.level, h.level);
 		assert_int_equal(o.first_t, h.first_t);
 		assert_int_equal(o.last_t, h.last_t);
@@ -742,10 +772,12 @@ static void test_sweep_levels_only_matches(void **state)
 		assert_int_equal(o.unmatched, h.unmatched);
 		assert_int_equal(o.backwards, h.backwards);
 		assert_true(rp_sweep_mean(&o) == rp_sweep_mean(&h));
-		assert_int_equal(o.hist_n, 0);
-		assert_int_equal(o.hist_evicted, 0);
+		assert_int_equal(rp_sweep_hist_n(&o), 0);
+		assert_int_equal(rp_sweep_hist_evicted(&o), 0);
 		rp_sweep_fini(&h);
 		rp_sweep_fini(&o);
+		rp_sweep_fini(&v);
+		rp_sweep_fini(&g);
 	}
 }
 

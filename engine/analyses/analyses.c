@@ -15,7 +15,7 @@
 size_t rp_analyses_memory_bound(const struct rp_analyses_cfg *c)
 {
 	size_t store = (size_t)rp_sketch_default_buckets(RP_SKETCH_ALPHA) * sizeof(uint64_t);
-	size_t per_name = sizeof(uint8_t) + sizeof(struct rp_sketch *) + 2 * sizeof(uint64_t) +
+	size_t per_name = sizeof(uint8_t) + sizeof(struct rp_sketch *) + sizeof(struct rp_mid) +
 			  sizeof(uint32_t) + 2 * sizeof(uint32_t) + sizeof(uint8_t); /* + LRU */
 	size_t sweep = sizeof(struct rp_sweep) + ((size_t)RP_ANALYSES_MAX_LEVEL + 1) * 8;
 	size_t b = (size_t)c->max_names * per_name;
@@ -45,15 +45,14 @@ int rp_analyses_init(struct rp_analyses *a, const struct rp_names *names,
 		rp_sketch_init(&a->cats[i].dur, RP_SKETCH_ALPHA);
 	a->cat_of = calloc(c->max_names, sizeof(*a->cat_of));
 	a->sketch = calloc(c->max_names, sizeof(*a->sketch));
-	a->mid_sum = calloc(c->max_names, sizeof(*a->mid_sum));
-	a->mid_count = calloc(c->max_names, sizeof(*a->mid_count));
+	a->mid = calloc(c->max_names, sizeof(*a->mid));
 	a->counter_of = calloc(c->max_names, sizeof(*a->counter_of));
 	a->lru_prev = calloc(c->max_names, sizeof(*a->lru_prev));
 	a->lru_next = calloc(c->max_names, sizeof(*a->lru_next));
 	a->lru_list = calloc(c->max_names, sizeof(*a->lru_list));
 	a->lru_head[0] = a->lru_head[1] = a->lru_tail[0] = a->lru_tail[1] = RP_NONE;
 	a->counters = calloc(c->max_counters ? c->max_counters : 1, sizeof(*a->counters));
-	if (!a->cat_of || !a->sketch || !a->mid_sum || !a->mid_count || !a->counter_of ||
+	if (!a->cat_of || !a->sketch || !a->mid || !a->counter_of ||
 	    !a->counters || !a->lru_prev || !a->lru_next || !a->lru_list ||
 	    rp_slowest_init(&a->slow, c->win.topk ? c->win.topk : 1) ||
 	    rp_sweep_init(&a->overall, RP_ANALYSES_MAX_LEVEL, RP_ANALYSES_HISTORY) ||
@@ -98,8 +97,7 @@ void rp_analyses_fini(struct rp_analyses *a)
 	free(a->prev[1]);
 	free(a->cat_of);
 	free(a->sketch);
-	free(a->mid_sum);
-	free(a->mid_count);
+	free(a->mid);
 	free(a->counter_of);
 	free(a->counters);
 	free(a->lru_prev);
@@ -321,6 +319,12 @@ void rp_analyses_close_direct(struct rp_analyses *a, const struct rp_span_info *
 	rp_analyses_offer_slow(&a->slow, sp, ci, level, known);
 }
 
+void rp_analyses_close_batch(struct rp_analyses *a, const struct rp_span_info *sp, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		rp_analyses_close(a, &sp[i]);
+}
+
 void rp_analyses_close_overflow(struct rp_analyses *a, const struct rp_span_info *sp,
 				uint32_t ci)
 {
@@ -519,8 +523,8 @@ static int report_fns(const struct rp_analyses *a, const uint32_t *map, struct r
 		if (map[i] == RP_NONE)
 			continue;
 		f = &r->fns[map[i]];
-		f->midpoint_sum = a->mid_sum[i];
-		f->midpoint_count = a->mid_count[i];
+		f->midpoint_sum = a->mid[i].sum;
+		f->midpoint_count = a->mid[i].count;
 		if (a->lru_list[i] == RP_LRU_EVICTED || (k == NULL && a->max_sketch == 0))
 			continue; /* its sketch was evicted (or none allowed): no quantiles */
 		err = merged_sketch(a, k, i, &m);

@@ -57,6 +57,12 @@ struct rp_cat_stats {
 	struct rp_sketch dur;
 };
 
+/* Per name: the overall level at its spans' midpoints, summed, and how many were
+ * known; side by side, so a close touches one line. */
+struct rp_mid {
+	uint64_t sum, count;
+};
+
 /* Per counter name (RP_EV_COUNTER): its values. */
 struct rp_counter_stats {
 	uint32_t name;
@@ -79,7 +85,7 @@ struct rp_analyses {
 	uint8_t *lru_list;		/* per name: enum rp_lru_state */
 	uint32_t lru_head[2], lru_tail[2]; /* probation, protected: newest .. oldest */
 	uint64_t sketch_evicted;	/* RP_ANOM_SKETCH_EVICTED */
-	uint64_t *mid_sum, *mid_count;	/* per name */
+	struct rp_mid *mid;		/* per name */
 	uint32_t max_names;
 
 	/* Rolling windows (window.h); the finest one's sub-window boundary. */
@@ -131,13 +137,13 @@ static inline void rp_analyses_open(struct rp_analyses *a, uint32_t name, uint32
 {
 	struct rp_sweep *c = rp_analyses_cat_sweep(a, name);
 
-	rp_sweep_open(&a->overall, t);
+	rp_sweep_open_hist(&a->overall, t);
 	if (c != NULL)
-		rp_sweep_open(c, t);
+		rp_sweep_open_levels(c, t);
 	if (depth == 0)
-		rp_sweep_open(&a->roots, t);
+		rp_sweep_open_levels(&a->roots, t);
 	if (request)
-		rp_sweep_open(&a->requests, t);
+		rp_sweep_open_levels(&a->requests, t);
 }
 
 /* A span opened here that will never close (a drop cut it): it leaves the sweeps at
@@ -147,13 +153,13 @@ static inline void rp_analyses_abandon(struct rp_analyses *a, uint32_t name, uin
 {
 	struct rp_sweep *c = rp_analyses_cat_sweep(a, name);
 
-	rp_sweep_close(&a->overall, t);
+	rp_sweep_close_hist(&a->overall, t);
 	if (c != NULL)
-		rp_sweep_close(c, t);
+		rp_sweep_close_levels(c, t);
 	if (depth == 0)
-		rp_sweep_close(&a->roots, t);
+		rp_sweep_close_levels(&a->roots, t);
 	if (request)
-		rp_sweep_close(&a->requests, t);
+		rp_sweep_close_levels(&a->requests, t);
 }
 
 /* rp_analyses_close()'s out-of-line parts (analyses.c): a span among the slowest
@@ -187,25 +193,25 @@ static inline void rp_analyses_offer_slow(struct rp_slowest *sl, const struct rp
  */
 static inline void rp_analyses_close(struct rp_analyses *a, const struct rp_span_info *sp)
 {
-	uint32_t name = sp->name, level = 0, ci;
-	struct rp_sweep *c = rp_analyses_cat_sweep(a, name);
+	uint32_t name = sp->name, level = 0, ci = a->cat_of[name];
+	struct rp_sweep *c = ci != 0 ? &a->cat[ci - 1] : rp_analyses_cat_new(a, name);
 	uint64_t t = sp->end, dur = sp->end - sp->start;
 	struct rp_wentry *e;
 	bool known;
 
-	rp_sweep_close(&a->overall, t);
+	ci = a->cat_of[name]; /* rp_analyses_cat_new() set it (or left it 0) */
+	rp_sweep_close_hist(&a->overall, t);
 	if (c != NULL)
-		rp_sweep_close(c, t);
+		rp_sweep_close_levels(c, t);
 	if (sp->depth == 0)
-		rp_sweep_close(&a->roots, t);
+		rp_sweep_close_levels(&a->roots, t);
 	if (sp->request)
-		rp_sweep_close(&a->requests, t);
+		rp_sweep_close_levels(&a->requests, t);
 	known = rp_sweep_level_at(&a->overall, rp_sweep_midpoint(sp->start, t), &level) >= 0;
 	if (known) {
-		a->mid_sum[name] += level;
-		a->mid_count[name]++;
+		a->mid[name].sum += level;
+		a->mid[name].count++;
 	}
-	ci = a->cat_of[name];
 	if (a->win.n == 0) {
 		rp_analyses_close_direct(a, sp, ci, level, known);
 		return;
@@ -218,14 +224,22 @@ static inline void rp_analyses_close(struct rp_analyses *a, const struct rp_span
 		if (++e->calls == 2 || e->imp) /* no longer an eviction candidate */
 			rp_wslot_settle(a->win.w[0].cs, e);
 		e->self_ns += sp->self_ns;
-		e->cum_ns += sp->primitive ? dur : 0;
+		e->cum_ns += dur & -(uint64_t)sp->primitive; /* dur if primitive, no branch */
 		e->total_ns += dur;
-		rp_sketch_add(&e->dur, (double)dur);
+		rp_sketch_add_ns(&e->dur, dur);
 	} else {
 		rp_analyses_close_overflow(a, sp, ci);
 	}
 	rp_analyses_offer_slow(&a->win.w[0].cs->slow, sp, ci, level, known);
 }
+
+/*
+ * rp_analyses_close_batch() - @n spans closed at non-decreasing times with no open
+ * between them and no sub-window boundary (a->next) among them, the caller having
+ * run rp_analyses_clock() as for one close: the same as rp_analyses_close() on each
+ * in order (test_analyses). For a caller that collects a slice's closes.
+ */
+void rp_analyses_close_batch(struct rp_analyses *a, const struct rp_span_info *sp, uint32_t n);
 
 /*
  * A producer's summary whose histogram holds all its calls (docs/summaries.md): @n

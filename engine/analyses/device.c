@@ -19,7 +19,7 @@ enum {
 	CLS_LAUNCH = 0x02,	/* torch's launch family */
 	CLS_KERNEL = 0x04,	/* a device-work name that is not a memory operation */
 	CLS_SOURCE = 0x08,	/* "file.py(line): fn" */
-	CLS_DEVCAT = 0x10,	/* category of device work */
+	CLS_DEVCAT = RP_DEVICE_CLS_DEVCAT, /* category of device work */
 };
 
 struct span_rec {		/* a span of torch's event tree */
@@ -55,9 +55,6 @@ struct rp_device {
 	struct rp_device_head head;	/* first: device.h's inline checks read it */
 	struct rp_device_cfg cfg;
 	uint32_t max_tracks, max_names;
-	uint8_t *cls;			/* per name id, for ids below n_cls */
-	uint32_t n_cls;			/* names classified: the table's names only grow, so
-					   new ones are classified as they appear */
 	bool any_source;		/* a classified name is a source location: until
 					   then no span can have a source, skip the walk */
 	struct span_rec *spans;
@@ -67,8 +64,6 @@ struct rp_device {
 	struct plink *plinks;		/* links_per_track per track slot */
 	struct slink *slinks;		/* max_span_links, direct-mapped */
 	uint64_t other_device;
-	uint64_t spans_unarmed;		/* closed before the first device activity */
-	bool armed;			/* keeping spans (cfg.always, or device work seen) */
 	uint64_t spans_dropped, events_dropped, links_dropped, links_orphan;
 };
 
@@ -150,16 +145,16 @@ __attribute__((noinline, cold)) static void classify_new(struct rp_device *d,
 {
 	uint32_t n = names->n < d->max_names ? names->n : d->max_names;
 
-	for (; d->n_cls < n; d->n_cls++) {
-		d->cls[d->n_cls] = classify(&names->e[d->n_cls]);
-		d->any_source |= (d->cls[d->n_cls] & CLS_SOURCE) != 0;
+	for (; d->head.n_cls < n; d->head.n_cls++) {
+		d->head.cls[d->head.n_cls] = classify(&names->e[d->head.n_cls]);
+		d->any_source |= (d->head.cls[d->head.n_cls] & CLS_SOURCE) != 0;
 	}
 }
 
 /* The class of name @id; ids past the table (or the cap) have none. */
 static inline uint8_t name_class(const struct rp_device *d, uint32_t id)
 {
-	return id < d->n_cls ? d->cls[id] : CLS_DONE;
+	return id < d->head.n_cls ? d->head.cls[id] : CLS_DONE;
 }
 
 int rp_device_open(const struct rp_device_cfg *cfg, uint32_t max_tracks, uint32_t max_names,
@@ -177,15 +172,15 @@ int rp_device_open(const struct rp_device_cfg *cfg, uint32_t max_tracks, uint32_
 		d->cfg.max_span_links = 4096;
 	d->max_tracks = max_tracks;
 	d->max_names = max_names;
-	d->armed = d->cfg.always;
+	d->head.armed = d->cfg.always;
 	/* calloc: pages are touched only as records arrive. */
-	d->cls = calloc(max_names ? max_names : 1, 1);
+	d->head.cls = calloc(max_names ? max_names : 1, 1);
 	d->spans = calloc(d->cfg.max_spans ? d->cfg.max_spans : 1, sizeof(*d->spans));
 	d->launches = calloc(d->cfg.max_events ? d->cfg.max_events : 1, sizeof(*d->launches));
 	d->kernels = calloc(d->cfg.max_events ? d->cfg.max_events : 1, sizeof(*d->kernels));
 	d->plinks = calloc((size_t)max_tracks * d->cfg.links_per_track + 1, sizeof(*d->plinks));
 	d->slinks = calloc(d->cfg.max_span_links, sizeof(*d->slinks));
-	if (!d->cls || !d->spans || !d->launches || !d->kernels || !d->plinks || !d->slinks) {
+	if (!d->head.cls || !d->spans || !d->launches || !d->kernels || !d->plinks || !d->slinks) {
 		rp_device_close(d);
 		return -ENOMEM;
 	}
@@ -197,7 +192,7 @@ void rp_device_close(struct rp_device *d)
 {
 	if (d == NULL)
 		return;
-	free(d->cls);
+	free(d->head.cls);
 	free(d->spans);
 	free(d->launches);
 	free(d->kernels);
@@ -215,13 +210,13 @@ static struct slink *slot_of(const struct rp_device *d, uint32_t src, uint64_t s
 
 void rp_device_arm(struct rp_device *d)
 {
-	d->armed = true;
+	d->head.armed = true;
 }
 
 void rp_device_link(struct rp_device *d, uint32_t src, uint32_t tr, uint32_t depth,
 		    const struct rp_frame *f, uint64_t span, uint8_t side, uint64_t correlation)
 {
-	d->armed = true;
+	d->head.armed = true;
 	if (span != 0) {
 		struct slink *s = slot_of(d, src, span);
 		if (s->used)
@@ -319,7 +314,7 @@ __attribute__((noinline)) static void span_armed(struct rp_device *d, const stru
 				break;
 			}
 	}
-	if (names->n > d->n_cls && d->n_cls < d->max_names)
+	if (names->n > d->head.n_cls && d->head.n_cls < d->max_names)
 		classify_new(d, names);
 	c = name_class(d, f->name);
 	device = (c & CLS_DEVCAT) || (linked && side == RP_LINK_DEVICE);
@@ -345,17 +340,17 @@ __attribute__((noinline)) static void span_armed(struct rp_device *d, const stru
 		add_qev(d, false, src, f->start, end, linked, corr);
 }
 
-void rp_device_span(struct rp_device *d, const struct rp_names *names,
-		    const struct rp_track *k, uint32_t tr, const struct rp_span_info *sp)
+void rp_device_span_slow(struct rp_device *d, const struct rp_names *names,
+			 const struct rp_track *k, uint32_t tr, const struct rp_span_info *sp)
 {
-	if (!d->armed) { /* no device work yet: keep nothing (live, no GPU) */
-		if (names->n > d->n_cls && d->n_cls < d->max_names)
+	if (!d->head.armed) { /* no device work yet: keep nothing (live, no GPU) */
+		if (names->n > d->head.n_cls && d->head.n_cls < d->max_names)
 			classify_new(d, names);
 		if (!(name_class(d, k->f[sp->depth].name) & CLS_DEVCAT)) {
-			d->spans_unarmed++;
+			d->head.spans_unarmed++;
 			return;
 		}
-		d->armed = true;
+		d->head.armed = true;
 	}
 	span_armed(d, names, k, tr, sp);
 }

@@ -102,6 +102,21 @@ void rp_device_link(struct rp_device *d, uint32_t src, uint32_t tr, uint32_t dep
 		    const struct rp_frame *f, uint64_t span, uint8_t side,
 		    uint64_t correlation);
 
+/* The first member of struct rp_device: what the inline checks below read. */
+struct rp_device_head {
+	uint64_t plinks_live; /* links to open frames in use: 0 spares every END the search */
+	uint64_t spans_unarmed; /* closed before the first device activity */
+	uint8_t *cls;	      /* per name id, for ids below n_cls: its class (device.c) */
+	uint32_t n_cls;	      /* names classified: the table's names only grow, so new
+				 ones are classified as they appear */
+	bool armed;	      /* keeping spans (cfg.always, or device work seen) */
+};
+
+#define RP_DEVICE_CLS_DEVCAT 0x10 /* a name of a device-work category (device.c) */
+
+void rp_device_span_slow(struct rp_device *d, const struct rp_names *names,
+			 const struct rp_track *k, uint32_t tr, const struct rp_span_info *sp);
+
 /**
  * rp_device_span() - a span completed normally (closed by its own END).
  * @k, @tr:	its track and the track's slot; k->f[sp->depth] is this span, the frames
@@ -109,14 +124,22 @@ void rp_device_link(struct rp_device *d, uint32_t src, uint32_t tr, uint32_t dep
  *		span id (non-zero).
  * @sp:		the span as the stack machine closed it (its self_ns: its duration
  *		minus its children's)
+ * Inline: until the first device work, a span of a name already classified and not
+ * of a device category is only counted (every span of a run without a GPU).
  */
-void rp_device_span(struct rp_device *d, const struct rp_names *names,
-		    const struct rp_track *k, uint32_t tr, const struct rp_span_info *sp);
+static inline void rp_device_span(struct rp_device *d, const struct rp_names *names,
+				  const struct rp_track *k, uint32_t tr,
+				  const struct rp_span_info *sp)
+{
+	struct rp_device_head *h = (struct rp_device_head *)(void *)d;
+	uint32_t name = sp->name; /* k->f[sp->depth]'s */
 
-/* The first member of struct rp_device: what the inline checks below read. */
-struct rp_device_head {
-	uint64_t plinks_live; /* links to open frames in use: 0 spares every END the search */
-};
+	if (!h->armed && name < h->n_cls && !(h->cls[name] & RP_DEVICE_CLS_DEVCAT)) {
+		h->spans_unarmed++;
+		return;
+	}
+	rp_device_span_slow(d, names, k, tr, sp);
+}
 
 void rp_device_track_end_slow(struct rp_device *d, uint32_t tr, uint32_t depth);
 

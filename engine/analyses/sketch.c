@@ -532,6 +532,46 @@ void rp_sketch_add(struct rp_sketch *s, double v)
 	side_add(s, v, 1);
 }
 
+/*
+ * rp_sketch_add() of (double)@ns. A positive integer converts to a normal double
+ * >= 1 (0 goes to the zero bucket, the slow way), so: the positive store, no NaN
+ * or infinity; its exponent e >= 0 and 0 <= cubic(m) < 1 make the index's
+ * argument >= 0, where floor is the truncation; and |x| is x in the sum.
+ */
+void rp_sketch_add_ns(struct rp_sketch *s, uint64_t ns)
+{
+	double v = (double)ns, x, t;
+	uint64_t b = dbits(v);
+	struct rp_sketch_store *st = &s->pos;
+	int32_t i;
+
+	if (ns == 0 || s->count == UINT64_MAX) {
+		add_one_slow(s, v);
+		return;
+	}
+	x = bitsd((b & MANT_MASK) | EXP_ONE) - 1.0;
+	i = (int32_t)(((double)(int)((b >> 52) - 1023) + cubic(x)) * s->multiplier);
+	if (i < st->lo || i > st->hi) {
+		add_one_slow(s, v);
+		return;
+	}
+	st->counts[slot_of(st, i)]++;
+	st->total++;
+	s->count++;
+	if (v < s->min)
+		s->min = v;
+	if (v > s->max)
+		s->max = v;
+	t = s->sum + v; /* sum_add() with |v| = v */
+	if (!isfinite(t))
+		s->sum_c = 0;
+	else if (absd(s->sum) >= v)
+		s->sum_c += (s->sum - t) + v;
+	else
+		s->sum_c += (v - t) + s->sum;
+	s->sum = t;
+}
+
 /* --- queries ----------------------------------------------------------------------------- */
 
 /* The bucket's value, clamped to the exact [min, max]: x_r lies there, so the

@@ -164,6 +164,10 @@ void rp_sketch_add_n(struct rp_sketch *s, double v, uint64_t n);
 /* rp_sketch_add_n(s, v, 1). */
 void rp_sketch_add(struct rp_sketch *s, double v);
 
+/* rp_sketch_add(s, (double)ns) for a duration, with the same result: a value that
+ * cannot be negative, NaN nor infinite skips those tests (one per closed span). */
+void rp_sketch_add_ns(struct rp_sketch *s, uint64_t ns);
+
 /**
  * rp_sketch_quantile() - the q-quantile estimate (see the top of this file).
  * @return NaN when @s is empty or @q is not in [0, 1].

@@ -19,7 +19,11 @@
  *  - The history ring holds the last hist_cap change points before last_t, in time
  *    order with distinct times and consecutive levels distinct; level_before is the
  *    level from the newest of them (or 0 if none was ever made) to last_t. If one
- *    ever fell out, times before the oldest left are unknown (-ENOENT).
+ *    ever fell out, times before the oldest left are unknown (-ENOENT). Its slots
+ *    are a power of two, at least hist_cap: the q-th point pushed goes to slot
+ *    q & hist_mask, and the points kept are those numbered hist_seq - hist_n ..
+ *    hist_seq - 1 (hist_n = min(hist_seq, hist_cap)), so no slot is reused while
+ *    its point is kept.
  *
  * Percentiles compare cum x 10000 >= p_times_100 x total in 128-bit integers, so
  * they are exact (the toolkit does it in floating point and may differ from the
@@ -77,9 +81,13 @@ int rp_sweep_init(struct rp_sweep *s, uint32_t max_level, uint32_t history)
 	s->n_alloc = max_level + 1 < LEVELS_FIRST ? max_level + 1 : LEVELS_FIRST;
 	s->ns = calloc(s->n_alloc, sizeof(*s->ns));
 	s->hist_cap = history;
+	while ((uint64_t)s->hist_mask + 1 < history)
+		s->hist_mask = s->hist_mask * 2 + 1;
 	if (history > 0) {
-		s->hist_t = malloc((size_t)history * sizeof(*s->hist_t));
-		s->hist_level = malloc((size_t)history * sizeof(*s->hist_level));
+		size_t slots = (size_t)s->hist_mask + 1;
+
+		s->hist_t = malloc(slots * sizeof(*s->hist_t));
+		s->hist_level = malloc(slots * sizeof(*s->hist_level));
 	}
 	if (!s->ns || (history > 0 && (!s->hist_t || !s->hist_level))) {
 		rp_sweep_fini(s);
@@ -98,6 +106,7 @@ int rp_sweep_init_levels(struct rp_sweep *s, uint32_t max_level)
 		s->hist_t = NULL;
 		s->hist_level = NULL;
 		s->hist_cap = 0;
+		s->hist_mask = 0;
 	}
 	return err;
 }
@@ -161,31 +170,22 @@ static inline void add_time(struct rp_sweep *s, uint64_t dt)
 		add_time_slow(s, level, dt);
 }
 
-/* Slot of the change point @k places after the oldest (k <= hist_n <= hist_cap). */
+/* Slot of the change point @k places after the oldest kept (k < hist_n). */
 static inline uint32_t hist_index(const struct rp_sweep *s, uint64_t k)
 {
-	uint64_t i = s->hist_head + k;
-
-	return (uint32_t)(i >= s->hist_cap ? i - s->hist_cap : i);
+	return (uint32_t)(s->hist_seq - rp_sweep_hist_n(s) + k) & s->hist_mask;
 }
 
 /* The same push as rp_sweep_step_()'s; none without a history. */
 static void hist_push(struct rp_sweep *s, uint64_t t, uint32_t level)
 {
-	uint32_t i = s->hist_tail;
+	uint32_t i = (uint32_t)s->hist_seq & s->hist_mask;
 
 	if (s->hist_cap == 0)
 		return;
 	s->hist_t[i] = t;
 	s->hist_level[i] = level;
-	i = i + 1 == s->hist_cap ? 0 : i + 1;
-	s->hist_tail = i;
-	if (s->hist_n == s->hist_cap) {
-		s->hist_head = i;
-		s->hist_evicted++;
-	} else {
-		s->hist_n++;
-	}
+	s->hist_seq++;
 }
 
 /* Every event at last_t is in: fix the level of [last_t, ...) and record it. */
@@ -221,7 +221,7 @@ void rp_sweep_advance_slow(struct rp_sweep *s, uint64_t t)
 
 void rp_sweep_accrue(struct rp_sweep *s, uint64_t t)
 {
-	rp_sweep_step_(s, t);
+	rp_sweep_step_(s, t, s->hist_cap != 0);
 }
 
 uint32_t rp_sweep_level(const struct rp_sweep *s)
@@ -304,29 +304,34 @@ static inline uint64_t hist_time(const struct rp_sweep *s, int64_t k)
 }
 
 /*
- * Index (0 = oldest) of the newest change point at or before @t; -1 if none.
- * Midpoints of spans just closed are recent: most lie a few points back (a parent's,
- * past its children's opens and closes), found by a short scan of the ring itself;
- * past it, gallop back (O(log distance)), then bisect.
+ * The number (hist_seq's count) of the newest change point at or before @t; -1 if
+ * none is kept. Midpoints of spans just closed are recent: most lie a few points
+ * back (a parent's, past its children's opens and closes). So when the point
+ * HIST_WIN back is at or before @t, the answer is among the newest HIST_WIN and four
+ * halvings without a branch find it; past them, gallop back (O(log distance)), then
+ * bisect.
  */
-#define HIST_SCAN 8
+#define HIST_WIN 16 /* the halvings below assume 16 */
 
 static int64_t hist_find(const struct rp_sweep *s, uint64_t t)
 {
-	int64_t hi = (int64_t)s->hist_n - 1, lo, step = 1;
+	uint32_t n = rp_sweep_hist_n(s), mask = s->hist_mask;
 	const uint64_t *ht = s->hist_t;
-	uint32_t i = s->hist_tail, cap = s->hist_cap; /* i: the slot after the newest point */
-	uint32_t m = s->hist_n < HIST_SCAN ? s->hist_n : HIST_SCAN;
+	uint64_t first = s->hist_seq - n, k;
+	int64_t hi = n, lo, step = 1; /* hist_time(hi) > t; n is +infinity */
 
-	for (uint32_t j = 0; j < m; j++) {
-		i = (i != 0 ? i : cap) - 1;
-		if (ht[i] <= t)
-			return hi - j;
+	if (n >= HIST_WIN) {
+		k = s->hist_seq - HIST_WIN;
+		if (ht[(uint32_t)k & mask] <= t) { /* the answer is in k .. k + 15 */
+			k = ht[(uint32_t)(k + 8) & mask] <= t ? k + 8 : k;
+			k = ht[(uint32_t)(k + 4) & mask] <= t ? k + 4 : k;
+			k = ht[(uint32_t)(k + 2) & mask] <= t ? k + 2 : k;
+			k = ht[(uint32_t)(k + 1) & mask] <= t ? k + 1 : k;
+			return (int64_t)k;
+		}
+		hi = (int64_t)(k - first);
 	}
-	if (s->hist_n <= HIST_SCAN)
-		return -1; /* every point is after t */
-	hi -= HIST_SCAN - 1;
-	for (;;) { /* hist_time(hi) > t */
+	for (;;) {
 		lo = hi - step;
 		if (lo < 0) {
 			lo = -1;
@@ -345,7 +350,7 @@ static int64_t hist_find(const struct rp_sweep *s, uint64_t t)
 		else
 			hi = mid;
 	}
-	return lo;
+	return lo < 0 ? -1 : (int64_t)(first + (uint64_t)lo);
 }
 
 int rp_sweep_level_at_slow(struct rp_sweep *s, uint64_t t, uint32_t *level)
@@ -357,10 +362,10 @@ int rp_sweep_level_at_slow(struct rp_sweep *s, uint64_t t, uint32_t *level)
 		return 1;
 	}
 	k = hist_find(s, t);
-	if (k < 0 && (s->hist_evicted > 0 || s->hist_cap == 0)) {
+	if (k < 0 && (s->hist_seq > s->hist_cap || s->hist_cap == 0)) {
 		s->hist_misses++;
 		return -ENOENT;
 	}
-	*level = k < 0 ? 0 : s->hist_level[hist_index(s, (uint64_t)k)];
+	*level = k < 0 ? 0 : s->hist_level[(uint32_t)k & s->hist_mask];
 	return 0;
 }

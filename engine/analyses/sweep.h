@@ -20,14 +20,15 @@
  *  - The level at t is that of the segment [start, end) with start <= t < end; 0
  *    before the first open and after the last close.
  *
- * Memory: the struct (152 bytes), (max_level + 1) x 8 bytes at most for the level
- * array (grown on demand, 16 entries at first) and history x 12 bytes for the change
- * points, allocated by the sweep; after init, memory is allocated only when the level
- * array grows, never per event.
+ * Memory: the struct (144 bytes), (max_level + 1) x 8 bytes at most for the level
+ * array (grown on demand, 16 entries at first) and history (rounded up to a power
+ * of two) x 12 bytes for the change points, allocated by the sweep; after init,
+ * memory is allocated only when the level array grows, never per event.
  *
  * Cost: open and close are inline; an event at a new time, below the level array's
  * end, is an array add and, when the level changed, a history push (none for a sweep
- * made by rp_sweep_init_levels()).
+ * made by rp_sweep_init_levels()); the _hist and _levels entry points do not test
+ * which kind the sweep is.
  */
 #ifndef RP_ENGINE_SWEEP_H
 #define RP_ENGINE_SWEEP_H
@@ -47,12 +48,15 @@ struct rp_sweep {
 	uint64_t last_t;	       /* latest time fed; events before it are complete */
 	uint64_t excess_hi, excess_lo; /* sum of (level - max_level) x ns above the cap */
 
-	/* History: the last hist_cap change points before last_t, oldest at hist_head;
-	   from hist_t[i] on, the level was hist_level[i]. */
+	/* History: the last hist_cap change points before last_t; the q-th ever pushed
+	   (q from 0) is in slot q & hist_mask (a power of two >= hist_cap slots), so a
+	   push is two stores and an increment. From hist_t[i] on, the level was
+	   hist_level[i]. */
 	uint64_t *hist_t;
 	uint32_t *hist_level;
-	uint32_t hist_cap, hist_head, hist_n;
-	uint32_t hist_tail; /* the slot the next change point goes to */
+	uint64_t hist_seq;  /* change points ever pushed (0 without a history) */
+	uint32_t hist_cap;  /* 0: no history (rp_sweep_init_levels()) */
+	uint32_t hist_mask; /* slots - 1 */
 	uint32_t n_fast;    /* n_alloc once opened, else 0: the levels the inline
 			       step takes (sweep.c keeps it up to date) */
 	bool opened; /* an open was fed: the observed range has started */
@@ -61,7 +65,6 @@ struct rp_sweep {
 	uint64_t unmatched;    /* closes with no open span (settled timestamps only;
 				  rp_sweep_unmatched() adds the pending ones) */
 	uint64_t backwards;    /* events or accruals earlier than last_t, taken at it */
-	uint64_t hist_evicted; /* change points that fell out of the history */
 	uint64_t hist_misses;  /* rp_sweep_level_at() answers of -ENOENT */
 	uint64_t nomem;	       /* failed level-array growths (the cap was lowered) */
 };
@@ -92,29 +95,22 @@ void rp_sweep_advance_slow(struct rp_sweep *s, uint64_t t);
  * Move the sweep to @t (see sweep.c for the invariants). The common case inline: a
  * later time, an opened sweep, a settled level that is not negative and has its
  * entry in ns[]; the time since last_t is at the level of [last_t, t), which becomes
- * a change point if it differs from the one before.
+ * a change point if it differs from the one before and @hist (the sweep keeps a
+ * history: hist_cap != 0; a constant where the caller knows it).
  */
-static inline void rp_sweep_step_(struct rp_sweep *s, uint64_t t)
+static inline void rp_sweep_step_(struct rp_sweep *s, uint64_t t, bool hist)
 {
 	int64_t l = s->level;
 
 	/* (uint64_t)l < n_fast: opened, and 0 <= l < n_alloc */
 	if (__builtin_expect(t > s->last_t && (uint64_t)l < s->n_fast, 1)) {
 		/* level_before only decides pushes: a sweep without history skips it */
-		if (s->hist_cap != 0 && l != s->level_before) {
-			uint32_t i = s->hist_tail; /* push (last_t, l); l < n_alloc fits */
+		if (hist && l != s->level_before) {
+			uint32_t i = (uint32_t)s->hist_seq++ & s->hist_mask; /* push (last_t, l) */
 
 			s->level_before = l;
 			s->hist_t[i] = s->last_t;
-			s->hist_level[i] = (uint32_t)l;
-			i = i + 1 == s->hist_cap ? 0 : i + 1;
-			s->hist_tail = i;
-			if (s->hist_n == s->hist_cap) {
-				s->hist_head = i;
-				s->hist_evicted++;
-			} else {
-				s->hist_n++;
-			}
+			s->hist_level[i] = (uint32_t)l; /* l < n_alloc fits */
 		}
 		s->ns[l] += t - s->last_t;
 		s->last_t = t;
@@ -130,15 +126,54 @@ static inline void rp_sweep_step_(struct rp_sweep *s, uint64_t t)
  */
 static inline void rp_sweep_open(struct rp_sweep *s, uint64_t t)
 {
-	rp_sweep_step_(s, t);
+	rp_sweep_step_(s, t, s->hist_cap != 0);
 	s->opened = true;
 	s->level++; /* one per event: 2^63 of them cannot come */
 }
 
 static inline void rp_sweep_close(struct rp_sweep *s, uint64_t t)
 {
-	rp_sweep_step_(s, t);
+	rp_sweep_step_(s, t, s->hist_cap != 0);
 	s->level--;
+}
+
+/* The same for a sweep made by rp_sweep_init() with a history (_hist) or by
+ * rp_sweep_init_levels() (_levels): the kind is not tested on every event. */
+static inline void rp_sweep_open_hist(struct rp_sweep *s, uint64_t t)
+{
+	rp_sweep_step_(s, t, true);
+	s->opened = true;
+	s->level++;
+}
+
+static inline void rp_sweep_close_hist(struct rp_sweep *s, uint64_t t)
+{
+	rp_sweep_step_(s, t, true);
+	s->level--;
+}
+
+static inline void rp_sweep_open_levels(struct rp_sweep *s, uint64_t t)
+{
+	rp_sweep_step_(s, t, false);
+	s->opened = true;
+	s->level++;
+}
+
+static inline void rp_sweep_close_levels(struct rp_sweep *s, uint64_t t)
+{
+	rp_sweep_step_(s, t, false);
+	s->level--;
+}
+
+/* Change points the history holds now, and those that fell out of it. */
+static inline uint32_t rp_sweep_hist_n(const struct rp_sweep *s)
+{
+	return s->hist_seq < s->hist_cap ? (uint32_t)s->hist_seq : s->hist_cap;
+}
+
+static inline uint64_t rp_sweep_hist_evicted(const struct rp_sweep *s)
+{
+	return s->hist_seq - rp_sweep_hist_n(s);
 }
 
 /*
@@ -191,7 +226,7 @@ uint64_t rp_sweep_unmatched(const struct rp_sweep *s);
  *	at the end of the stream. For a span of positive length that has been closed
  *	this never happens; for a zero-length span closed at last_t it does.
  *	-ENOENT: @t is before the oldest change point kept and older ones were
- *	dropped (counted in hist_misses).
+ *	dropped, or the sweep keeps no history (counted in hist_misses).
  */
 int rp_sweep_level_at_slow(struct rp_sweep *s, uint64_t t, uint32_t *level);
 
@@ -199,8 +234,8 @@ static inline int rp_sweep_level_at(struct rp_sweep *s, uint64_t t, uint32_t *le
 {
 	/* A span just closed has its midpoint mostly after the newest change point
 	   (a leaf: the point its open made): answered here, the rest in sweep.c. */
-	if (t < s->last_t && s->hist_n > 0) {
-		uint32_t i = (s->hist_tail ? s->hist_tail : s->hist_cap) - 1;
+	if (t < s->last_t && s->hist_seq > 0) {
+		uint32_t i = (uint32_t)(s->hist_seq - 1) & s->hist_mask;
 
 		if (s->hist_t[i] <= t) {
 			*level = s->hist_level[i];

@@ -29,6 +29,8 @@ struct rp_fn_stats {
 	uint64_t started;	/* its BEGINs the stacks took, and summarized calls: every
 				   call counted in calls started here first */
 	bool milestone;		/* a request milestone's name (marks.h), not a span's */
+	uint32_t edge_hint;	/* index + 1 of the edge its last call from a caller went
+				   to (0: none yet): a callee mostly has the caller it had */
 };
 
 struct rp_edge_stats {
@@ -117,6 +119,22 @@ static inline struct rp_edge_stats *rp_stats_edge_get(struct rp_stats *s, uint32
 	return rp_stats_edge(s, caller, callee);
 }
 
+/* The (@caller, f's name) edge: the one f's last call went to when the caller is the
+ * same (that edge's callee is f's name), else rp_stats_edge_get()'s, remembered. */
+static inline struct rp_edge_stats *rp_stats_edge_of(struct rp_stats *s, struct rp_fn_stats *f,
+						     uint32_t caller, uint32_t callee)
+{
+	uint32_t j = f->edge_hint;
+	struct rp_edge_stats *e;
+
+	if (j != 0 && s->edges[j - 1].caller == caller)
+		return &s->edges[j - 1];
+	e = rp_stats_edge_get(s, caller, callee);
+	if (e != NULL)
+		f->edge_hint = (uint32_t)(e - s->edges) + 1;
+	return e;
+}
+
 /* A completed call; false if its edge hit the cap. Inline: once per span. */
 static inline bool rp_stats_add(struct rp_stats *s, const struct rp_call *c)
 {
@@ -144,7 +162,7 @@ static inline bool rp_stats_add(struct rp_stats *s, const struct rp_call *c)
 	}
 	if (c->caller == RP_NONE)
 		return true;
-	e = rp_stats_edge_get(s, c->caller, c->name);
+	e = rp_stats_edge_of(s, f, c->caller, c->name);
 	if (e == NULL)
 		return false;
 	e->calls++;
@@ -194,7 +212,7 @@ static inline bool rp_stats_add_sum(struct rp_stats *s, const struct rp_sum_call
 	}
 	if (c->caller == RP_NONE)
 		return true;
-	e = rp_stats_edge_get(s, c->caller, c->name);
+	e = rp_stats_edge_of(s, f, c->caller, c->name);
 	if (e == NULL)
 		return false;
 	e->calls += c->calls;

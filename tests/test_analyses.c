@@ -1,0 +1,211 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The analyses' batch entry point against the one it batches: random nested spans
+ * on two tracks (a thread and an async request track, names in three categories,
+ * sub-windows that rotate) fed to one set of analyses close by close and to another
+ * with each run of closes in one rp_analyses_close_batch() call leave the same
+ * state: every sweep's level array and history, the midpoint sums, the current
+ * sub-window's entries, the all-time sketches, categories and slowest spans.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <string.h>
+
+#include "analyses.h"
+
+#define NNAMES	 6
+#define MAXDEPTH 6
+#define NSPANS	 20000
+#define MS	 1000000ull
+
+static uint64_t rng = 0x5eed;
+
+static uint64_t below(uint64_t m)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return rng % m;
+}
+
+static void init(struct rp_analyses *a, const struct rp_names *names)
+{
+	struct rp_analyses_cfg c = {
+		.max_names = 64, .max_sketch_names = 4, .max_counters = 4,
+		.win = { .n = 2, .length = { 50 * MS, 200 * MS }, .subwindows = 5,
+			 .max_names = 64, .topk = 5, .max_level = 255,
+			 .max_window_names = 3 }, /* 3 entries for 6 names: evictions */
+	};
+
+	assert_int_equal(rp_analyses_init(a, names, &c), 0);
+}
+
+static void assert_same_sweep(const struct rp_sweep *x, const struct rp_sweep *y)
+{
+	assert_int_equal(x->n_alloc, y->n_alloc);
+	assert_memory_equal(x->ns, y->ns, x->n_alloc * sizeof(*x->ns));
+	assert_int_equal(x->level, y->level);
+	assert_int_equal(x->last_t, y->last_t);
+	assert_int_equal(x->hist_seq, y->hist_seq);
+	for (uint64_t q = 0; q < rp_sweep_hist_n(x); q++) {
+		uint32_t i = (uint32_t)(x->hist_seq - 1 - q) & x->hist_mask;
+
+		assert_int_equal(x->hist_t[i], y->hist_t[i]);
+		assert_int_equal(x->hist_level[i], y->hist_level[i]);
+	}
+}
+
+static void assert_same_sketch(const struct rp_sketch *x, const struct rp_sketch *y)
+{
+	assert_int_equal(x->count, y->count);
+	assert_int_equal(x->pos.total, y->pos.total);
+	assert_true(x->sum == y->sum && x->sum_c == y->sum_c);
+	assert_true(x->min == y->min && x->max == y->max);
+	for (int k = 0; k <= 20; k++)
+		assert_true(rp_sketch_quantile(x, k / 20.0) == rp_sketch_quantile(y, k / 20.0) ||
+			    x->count == 0);
+}
+
+static void assert_same_slowest(const struct rp_slowest *x, const struct rp_slowest *y)
+{
+	assert_int_equal(x->n, y->n);
+	for (uint32_t i = 0; i < x->n; i++) {
+		assert_int_equal(x->heap[i].dur_ns, y->heap[i].dur_ns);
+		assert_int_equal(x->heap[i].name_id, y->heap[i].name_id);
+		assert_int_equal(x->heap[i].concurrency, y->heap[i].concurrency);
+		assert_int_equal(x->heap[i].concurrency_known, y->heap[i].concurrency_known);
+	}
+}
+
+static void assert_same(const struct rp_analyses *x, const struct rp_analyses *y)
+{
+	const struct rp_wslot *cx = x->win.w[0].cs, *cy = y->win.w[0].cs;
+
+	assert_same_sweep(&x->overall, &y->overall);
+	assert_same_sweep(&x->roots, &y->roots);
+	assert_same_sweep(&x->requests, &y->requests);
+	assert_int_equal(x->n_cat, y->n_cat);
+	for (uint32_t i = 0; i < x->n_cat; i++) {
+		assert_same_sweep(&x->cat[i], &y->cat[i]);
+		assert_int_equal(x->cats[i].calls, y->cats[i].calls);
+		assert_same_sketch(&x->cats[i].dur, &y->cats[i].dur);
+	}
+	assert_memory_equal(x->mid, y->mid, x->max_names * sizeof(*x->mid));
+	for (uint32_t i = 0; i < x->max_names; i++) {
+		assert_int_equal(x->sketch[i] != NULL, y->sketch[i] != NULL);
+		if (x->sketch[i] != NULL)
+			assert_same_sketch(x->sketch[i], y->sketch[i]);
+	}
+	assert_int_equal(x->sketch_evicted, y->sketch_evicted);
+	assert_int_equal(cx->n, cy->n);
+	for (uint32_t i = 0; i < cx->n; i++) {
+		assert_int_equal(cx->e[i].name, cy->e[i].name);
+		assert_int_equal(cx->e[i].calls, cy->e[i].calls);
+		assert_int_equal(cx->e[i].self_ns, cy->e[i].self_ns);
+		assert_int_equal(cx->e[i].cum_ns, cy->e[i].cum_ns);
+		assert_int_equal(cx->e[i].total_ns, cy->e[i].total_ns);
+		assert_same_sketch(&cx->e[i].dur, &cy->e[i].dur);
+	}
+	assert_int_equal(x->win.cap_hits, y->win.cap_hits);
+	assert_int_equal(x->win.evicted, y->win.evicted);
+	assert_same_slowest(&cx->slow, &cy->slow);
+	assert_same_slowest(&x->slow, &y->slow);
+}
+
+/* One track's open frames. */
+struct track {
+	struct rp_span_info f[MAXDEPTH];
+	uint64_t child[MAXDEPTH];
+	uint32_t depth;
+	bool async;
+};
+
+static void test_analyses_close_batch_equals_closes(void **state)
+{
+	static const char *cat[] = { "FUNCTION", "LLM", "IO" };
+	struct rp_span_info pend[MAXDEPTH * 2];
+	struct rp_analyses a, b;
+	struct track tk[2] = { { .async = false }, { .async = true } };
+	struct rp_names names;
+	uint32_t id[NNAMES], n_pend = 0, spans = 0, batches = 0;
+	uint64_t t = 1000 * MS;
+	bool full;
+	char nm[16];
+
+	(void)state;
+	assert_int_equal(rp_names_init(&names, 64), 0);
+	for (uint32_t i = 0; i < NNAMES; i++) {
+		snprintf(nm, sizeof(nm), "f%u", i);
+		id[i] = rp_names_get(&names, nm, cat[i % 3], "x.c", i, &full);
+		assert_false(full);
+	}
+	init(&a, &names);
+	init(&b, &names);
+	while (spans < NSPANS || tk[0].depth || tk[1].depth) {
+		struct track *k = &tk[below(2)];
+		bool open = spans < NSPANS && k->depth < MAXDEPTH && (k->depth == 0 || below(2));
+
+		t += below(4) == 0 ? 0 : below(300000); /* equal times too */
+		if (open) {
+			struct rp_span_info *f = &k->f[k->depth];
+
+			if (n_pend > 0) { /* the batch ends before an open */
+				rp_analyses_close_batch(&b, pend, n_pend);
+				n_pend = 0;
+				batches++;
+			}
+			*f = (struct rp_span_info){ .start = t, .name = id[below(NNAMES)],
+						    .depth = k->depth, .track = k->async ? 2 : 1,
+						    .span = k->async ? spans + 1 : 0,
+						    .request = k->async && k->depth == 0 };
+			f->primitive = true;
+			for (uint32_t d = 0; d < k->depth; d++)
+				f->primitive &= k->f[d].name != f->name;
+			k->child[k->depth] = 0;
+			rp_analyses_clock(&a, t);
+			rp_analyses_clock(&b, t);
+			rp_analyses_open(&a, f->name, f->depth, t, f->request);
+			rp_analyses_open(&b, f->name, f->depth, t, f->request);
+			k->depth++;
+			spans++;
+		} else if (k->depth > 0) {
+			struct rp_span_info *f = &k->f[--k->depth];
+
+			f->end = t;
+			f->subtree_ns = t - f->start;
+			f->self_ns = f->subtree_ns - k->child[k->depth];
+			if (k->depth > 0)
+				k->child[k->depth - 1] += f->subtree_ns;
+			if (n_pend > 0 && t >= b.next) { /* nor crosses a sub-window */
+				rp_analyses_close_batch(&b, pend, n_pend);
+				n_pend = 0;
+				batches++;
+			}
+			rp_analyses_clock(&a, t);
+			rp_analyses_clock(&b, t);
+			rp_analyses_close(&a, f);
+			pend[n_pend++] = *f;
+		}
+	}
+	rp_analyses_close_batch(&b, pend, n_pend);
+	assert_true(batches > 1000);
+	assert_true(a.win.evicted > 0 && a.overall.hist_seq > 1000);
+	assert_same(&a, &b);
+	rp_analyses_fini(&a);
+	rp_analyses_fini(&b);
+	rp_names_free(&names);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_analyses_close_batch_equals_closes),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
