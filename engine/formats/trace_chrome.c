@@ -103,12 +103,11 @@ struct parser {
 	struct rp_chrome_ev ev;
 	bool have_value;
 	bool value_name_cut;
-	double value;
 	char name[RP_CHROME_STR_MAX], cat[RP_CHROME_STR_MAX];
 	char pid[RP_CHROME_STR_MAX], tid[RP_CHROME_STR_MAX];
-	char id[RP_CHROME_STR_MAX], value_name[RP_CHROME_STR_MAX];
-	char argkey[RP_CHROME_STR_MAX];
-	char num[NUM_MAX + 1];
+	char id[RP_CHROME_STR_MAX];
+	char argkey[RP_CHROME_STR_MAX]; /* with have_value: the key of the first number */
+	char num[NUM_MAX + 1], value_num[NUM_MAX + 1];
 
 	unsigned char chunk[CHUNK];
 };
@@ -382,9 +381,10 @@ static int arg(struct parser *p, enum kind k)
 		}
 	}
 	if (!p->have_value) {
+		/* only a 'C' event's value is used, and "ph" may come later: converted
+		 * at the event's end; its key stays in argkey (cb_map_key keeps it) */
 		p->have_value = true;
-		p->value = rp_jfast_strtod(p->num);
-		memcpy(p->value_name, p->argkey, sizeof(p->value_name));
+		memcpy(p->value_num, p->num, strlen(p->num) + 1);
 		p->value_name_cut = p->argkey_cut;
 	}
 	return 1;
@@ -417,8 +417,8 @@ static int event_end(struct parser *p)
 		ev->id = p->id;
 	if (ev->ph == 'C' && p->have_value) {
 		ev->has_value = true;
-		ev->value = p->value;
-		ev->value_name = p->value_name;
+		ev->value = rp_jfast_strtod(p->value_num);
+		ev->value_name = p->argkey;
 		p->st->cut += p->value_name_cut;
 	}
 	p->st->events++;
