@@ -803,30 +803,38 @@ static int fast_run(struct imp *m, const unsigned char *b, size_t n, uint64_t at
 	return 0;
 }
 
+static enum rp_jfast_rc nat_run(void *ctx, const unsigned char *b, size_t n, uint64_t at, bool last,
+				size_t *used)
+{
+	struct imp *m = ctx;
+
+	m->run_ptr = b;
+	m->run_off = at;
+	return rp_jfast_run(&m->jf, b, n, last, used);
+}
+
 /* The next chunk of text (a file's), through the window; NULL, last: the end. */
 static int parse(struct imp *m, const unsigned char *b, size_t n, bool last)
 {
-	struct rp_jfast_win *w = &m->win;
-	size_t used;
-	bool bail;
-	int err;
+	struct rp_jfast_stop s;
+	enum rp_jfast_rc rc;
 
 	if (!m->fast)
 		return slow_parse(m, b, n, last);
 	m->text += n;
-	if (n > 0 && !rp_jfast_win_put(w, b, n))
-		return hand_over(m, w->base + w->start, b, n, last);
 	if (n == 0 && !last)
 		return 0;
 	/* Each chunk is read as it comes, as yajl read it: what the callbacks saw
 	 * when a chunk ends (or an error stops the read) is the same. */
-	err = fast_run(m, rp_jfast_win_data(w), rp_jfast_win_len(w), w->base + w->start, last,
-		       &used, &bail);
-	if (err)
-		return err;
-	rp_jfast_win_take(w, used);
-	if (bail)
-		return hand_over(m, w->base + w->start, NULL, 0, last);
+	rc = rp_jfast_feed(&m->win, nat_run, m, b, n, last, &s);
+	if (rc == RP_JFAST_CANCEL && m->split_done)
+		return SPLIT_DONE;
+	if (rc == RP_JFAST_CANCEL)
+		return fail_at(m, m->rc, s.at, m->what);
+	if (rc == RP_JFAST_NOMEM)
+		return fail_at(m, -ENOMEM, s.at, "out of memory");
+	if (rc == RP_JFAST_BAIL)
+		return hand_over(m, s.at, s.rest, s.rest_n, last);
 	if (last)
 		m->off = m->text;
 	return 0;
@@ -985,17 +993,24 @@ struct split {
 	struct imp b;
 };
 
+static enum rp_jfast_rc split_run(void *ctx, const unsigned char *b, size_t n, uint64_t at,
+				  bool last, size_t *used)
+{
+	struct imp *m = ctx;
+
+	(void)at;
+	return rp_jfast_run(&m->jf, b, n, last, used);
+}
+
 /* The second reader's text: the fast path only, false when it would hand over. */
 static bool split_parse(struct imp *m, const unsigned char *b, size_t n, bool last)
 {
-	struct rp_jfast_win *w = &m->win;
+	struct rp_jfast_stop s;
 	enum rp_jfast_rc rc;
-	size_t used;
 
-	if (n > 0 && !rp_jfast_win_put(w, b, n))
-		return false;
-	rc = rp_jfast_run(&m->jf, rp_jfast_win_data(w), rp_jfast_win_len(w), last, &used);
-	rp_jfast_win_take(w, used);
+	if (n == 0 && !last)
+		return true;
+	rc = rp_jfast_feed(&m->win, split_run, m, b, n, last, &s);
 	return last ? rc == RP_JFAST_DONE : rc == RP_JFAST_MORE;
 }
 

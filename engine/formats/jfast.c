@@ -633,12 +633,13 @@ static void drop_bounds(struct rp_jfast_win *w)
 	}
 }
 
-bool rp_jfast_win_put(struct rp_jfast_win *w, const unsigned char *b, size_t n)
+/* Appends @n bytes; @bound: they end a chunk (else more of the chunk follows). */
+static bool win_add(struct rp_jfast_win *w, const unsigned char *b, size_t n, bool bound)
 {
 	if (n == 0)
 		return true;
 	drop_bounds(w);
-	if (w->nb == RP_JFAST_BOUNDS)
+	if (bound && w->nb == RP_JFAST_BOUNDS)
 		return false;
 	if (w->fill + n > w->cap && w->start > 0) {
 		memmove(w->buf, w->buf + w->start, w->fill - w->start);
@@ -658,8 +659,22 @@ bool rp_jfast_win_put(struct rp_jfast_win *w, const unsigned char *b, size_t n)
 	}
 	memcpy(w->buf + w->fill, b, n);
 	w->fill += n;
-	w->bound[w->nb++] = w->base + w->fill;
+	if (bound)
+		w->bound[w->nb++] = w->base + w->fill;
 	return true;
+}
+
+bool rp_jfast_win_put(struct rp_jfast_win *w, const unsigned char *b, size_t n)
+{
+	return win_add(w, b, n, true);
+}
+
+/* Empties the window; the next byte read is at text offset @at. */
+static void win_reset(struct rp_jfast_win *w, uint64_t at)
+{
+	w->base = at;
+	w->start = w->fill = 0;
+	w->nb = 0;
 }
 
 void rp_jfast_win_take(struct rp_jfast_win *w, size_t n)
@@ -681,4 +696,91 @@ size_t rp_jfast_win_next(struct rp_jfast_win *w, const unsigned char **b)
 	*b = w->buf + w->start;
 	w->start += n;
 	return n;
+}
+
+/* ---- one chunk, read in place where it can be ---- */
+
+/* A chunk's first bytes copied behind a pending token: enough for nearly every one
+ * (a longer token gets the whole chunk copied, as before). */
+#define BRIDGE 512
+
+static enum rp_jfast_rc feed_run(struct rp_jfast_win *w, rp_jfast_run_fn run, void *ctx, bool eof,
+				 size_t *used)
+{
+	return run(ctx, rp_jfast_win_data(w), rp_jfast_win_len(w), w->base + w->start, eof, used);
+}
+
+/* The window empty: the chunk read where it is, what is left of it kept. */
+static enum rp_jfast_rc feed_in_place(struct rp_jfast_win *w, rp_jfast_run_fn run, void *ctx,
+				      const unsigned char *b, size_t n, bool eof,
+				      struct rp_jfast_stop *s)
+{
+	uint64_t t = w->base + w->start; /* the text offset of b[0] */
+	size_t used;
+	enum rp_jfast_rc rc = run(ctx, b, n, t, eof, &used);
+
+	s->at = t + used;
+	win_reset(w, t + used);
+	if (rc == RP_JFAST_BAIL) {
+		s->rest = b + used;
+		s->rest_n = n - used;
+	} else if ((rc == RP_JFAST_MORE || rc == RP_JFAST_DONE) && !win_add(w, b + used, n - used, true)) {
+		s->rest = b + used; /* a tail longer than the window: yajl's */
+		s->rest_n = n - used;
+		return RP_JFAST_BAIL;
+	}
+	return rc;
+}
+
+enum rp_jfast_rc rp_jfast_feed(struct rp_jfast_win *w, rp_jfast_run_fn run, void *ctx,
+			       const unsigned char *b, size_t n, bool eof, struct rp_jfast_stop *s)
+{
+	size_t k = rp_jfast_win_len(w), m = n < BRIDGE ? n : BRIDGE, used;
+	enum rp_jfast_rc rc;
+
+	s->rest = NULL;
+	s->rest_n = 0;
+	if (k == 0)
+		return feed_in_place(w, run, ctx, b, n, eof, s);
+	/* A token is pending: the chunk's first bytes after it, then, once it is
+	 * read, the rest of the chunk in place. */
+	if (!win_add(w, b, m, m == n)) {
+		s->at = w->base + w->start;
+		s->rest = b;
+		s->rest_n = n;
+		return RP_JFAST_BAIL;
+	}
+	rc = feed_run(w, run, ctx, eof && m == n, &used);
+	s->at = w->base + w->start + used;
+	if (rc == RP_JFAST_CANCEL || rc == RP_JFAST_NOMEM)
+		return rc;
+	rp_jfast_win_take(w, used);
+	if (m < n && used >= k) { /* the pending token is read: b[used - k] on in place */
+		size_t c = used - k;
+		win_reset(w, s->at);
+		if (rc == RP_JFAST_BAIL) {
+			s->rest = b + c;
+			s->rest_n = n - c;
+			return rc;
+		}
+		return feed_in_place(w, run, ctx, b + c, n - c, eof, s);
+	}
+	if (m < n) { /* a long token: the whole chunk in the window, as one piece */
+		if (!win_add(w, b + m, n - m, true)) {
+			w->fill -= m;
+			s->at = w->base + w->start;
+			s->rest = b;
+			s->rest_n = n;
+			return RP_JFAST_BAIL;
+		}
+		if (rc != RP_JFAST_BAIL) {
+			rc = feed_run(w, run, ctx, eof, &used);
+			s->at = w->base + w->start + used;
+			if (rc == RP_JFAST_CANCEL || rc == RP_JFAST_NOMEM)
+				return rc;
+			rp_jfast_win_take(w, used);
+		}
+	}
+	s->at = w->base + w->start;
+	return rc;
 }

@@ -98,6 +98,28 @@ void rp_jfast_win_take(struct rp_jfast_win *w, size_t n);
  */
 size_t rp_jfast_win_next(struct rp_jfast_win *w, const unsigned char **b);
 
+/* What rp_jfast_feed() runs: rp_jfast_run() on @b, @n at text offset @at. */
+typedef enum rp_jfast_rc (*rp_jfast_run_fn)(void *ctx, const unsigned char *b, size_t n,
+					    uint64_t at, bool eof, size_t *used);
+
+struct rp_jfast_stop {
+	uint64_t at; /* CANCEL, NOMEM: the text offset where it stopped; BAIL: yajl's start */
+	const unsigned char *rest; /* BAIL: after the window's pieces, these bytes (or none) */
+	size_t rest_n;
+};
+
+/**
+ * rp_jfast_feed() - read the next chunk @b, @n of the text (@eof: the last) through
+ * @run, as rp_jfast_win_put() then one run over the window would, without
+ * copying it: with nothing pending the chunk is read where it is and only its
+ * unread end is kept; behind a pending token only the chunk's first bytes are
+ * copied, and the rest is read in place once that token is read. The callbacks
+ * see the same, and a hand-over gets yajl the same pieces of text.
+ * @return RP_JFAST_MORE or DONE when read; CANCEL, NOMEM or BAIL as in @s.
+ */
+enum rp_jfast_rc rp_jfast_feed(struct rp_jfast_win *w, rp_jfast_run_fn run, void *ctx,
+			       const unsigned char *b, size_t n, bool eof, struct rp_jfast_stop *s);
+
 /**
  * rp_jfast_strtod() - strtod(@s, NULL) for a JSON number @s (NUL-terminated), the
  * same double: exactly (one correctly rounded IEEE operation on exact operands)

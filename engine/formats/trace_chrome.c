@@ -716,30 +716,35 @@ static int fast_run(struct parser *p, const unsigned char *b, size_t n, uint64_t
 	return 0;
 }
 
+static enum rp_jfast_rc chrome_run(void *ctx, const unsigned char *b, size_t n, uint64_t at,
+				   bool eof, size_t *used)
+{
+	struct parser *p = ctx;
+
+	(void)at;
+	return rp_jfast_run(&p->jf, b, n, eof, used);
+}
+
 /* The next chunk of text, through the window (@eof: the end, no chunk). */
 static int feed_win(struct parser *p, const unsigned char *b, size_t n, bool eof)
 {
-	struct rp_jfast_win *w = &p->win;
-	size_t used;
-	bool bail;
-	int rc;
+	struct rp_jfast_stop s;
+	enum rp_jfast_rc rc;
 
 	if (!p->fast)
 		return n > 0 ? slow_feed(p, b, n) : 0;
 	p->text += n;
-	if (n > 0 && !rp_jfast_win_put(w, b, n))
-		return hand_over(p, w->base + w->start, b, n);
 	if (n == 0 && !eof)
 		return 0;
 	/* Each chunk is read as it comes, as yajl read it: what the callbacks saw
 	 * when a chunk ends (or an error stops the read) is the same. */
-	rc = fast_run(p, rp_jfast_win_data(w), rp_jfast_win_len(w), w->base + w->start, eof, &used,
-		      &bail);
-	if (rc)
-		return rc;
-	rp_jfast_win_take(w, used);
-	if (bail)
-		return hand_over(p, w->base + w->start, NULL, 0);
+	rc = rp_jfast_feed(&p->win, chrome_run, p, b, n, eof, &s);
+	if (rc == RP_JFAST_CANCEL)
+		return parse_fail(p, yajl_status_client_canceled, s.at);
+	if (rc == RP_JFAST_NOMEM)
+		return fail(p, -ENOMEM, s.at, "out of memory");
+	if (rc == RP_JFAST_BAIL)
+		return hand_over(p, s.at, s.rest, s.rest_n);
 	if (eof) {
 		p->off = p->text; /* read to the end */
 		p->fast_end = true;
