@@ -128,6 +128,24 @@ enum rp_jfast_rc rp_jfast_feed(struct rp_jfast_win *w, rp_jfast_run_fn run, void
  */
 double rp_jfast_strtod(const char *s);
 
+/* A JSON number of the plain form -?D+(.D+)? with at most 19 digits, as read. */
+struct rp_jfast_dec {
+	uint64_t w; /* its digits, point dropped */
+	int p;	    /* minus the digits after the point */
+	int digits;
+	bool neg, point;
+};
+
+/**
+ * rp_jfast_dec() - the number @s[0..@n) (a JSON number token) as a rp_jfast_dec,
+ * digits read eight at a time. @return false if it is not of that plain form
+ * (an exponent, more than 19 digits): then *@d means nothing.
+ */
+bool rp_jfast_dec(const char *s, size_t n, struct rp_jfast_dec *d);
+
+/* rp_jfast_strtod(@s) for the number @s (NUL-terminated) that gave @d. */
+double rp_jfast_dec_double(const struct rp_jfast_dec *d, const char *s);
+
 /* Primes the fresh @h (allocated with rp_jfast_relay and @j) for a hand-over. */
 bool rp_jfast_prime_yajl(struct rp_jfast *j, yajl_handle h);
 

@@ -108,6 +108,7 @@ struct parser {
 	char id[RP_CHROME_STR_MAX];
 	char argkey[RP_CHROME_STR_MAX]; /* with have_value: the key of the first number */
 	char num[NUM_MAX + 1], value_num[NUM_MAX + 1];
+	size_t num_len;
 
 	unsigned char chunk[CHUNK];
 };
@@ -298,11 +299,24 @@ static void number_text(struct parser *p, char dst[RP_CHROME_STR_MAX])
 }
 
 /* Microseconds to nanoseconds: integers exactly, floats rounded to nearest. */
-static int us_to_ns(const char *s, int64_t *ns)
+static int us_to_ns(const char *s, size_t n, int64_t *ns)
 {
+	struct rp_jfast_dec dec;
 	long long v;
 	double d;
 
+	/* the usual forms (up to 18 digits, no exponent) read in one pass */
+	if (rp_jfast_dec(s, n, &dec) && dec.digits <= 18) {
+		if (!dec.point) {
+			v = dec.neg ? -(long long)dec.w : (long long)dec.w;
+			return __builtin_mul_overflow(v, 1000, ns) ? -ERANGE : 0;
+		}
+		d = rp_jfast_dec_double(&dec, s) * 1000.0;
+		if (!in_int64(d))
+			return -ERANGE;
+		*ns = round_nearest(d);
+		return 0;
+	}
 	if (is_integer(s)) {
 		errno = 0;
 		v = strtoll(s, NULL, 10);
@@ -319,7 +333,7 @@ static int us_to_ns(const char *s, int64_t *ns)
 
 static int put_time(struct parser *p, const char *key, int64_t *ns, bool *has)
 {
-	if (us_to_ns(p->num, ns) != 0)
+	if (us_to_ns(p->num, p->num_len, ns) != 0)
 		return stop(p, "\"%s\" %.40s is out of range", key, p->num);
 	*has = true;
 	return 1;
@@ -491,6 +505,7 @@ static int cb_number(void *ctx, const char *s, size_t n)
 		return stop(p, "number longer than %d bytes", NUM_MAX);
 	memcpy(p->num, s, n);
 	p->num[n] = '\0';
+	p->num_len = n;
 	return on_value(p, V_NUM, NULL, 0);
 }
 
