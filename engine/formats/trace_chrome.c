@@ -282,19 +282,28 @@ static bool in_int64(double d)
 	return d >= -0x1p63 && d < 0x1p63;
 }
 
+/* is_integer() for the number token @s[0..@n). */
+static bool is_integer_n(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (s[i] == '.' || s[i] == 'e' || s[i] == 'E')
+			return false;
+	return true;
+}
+
 /* A number as text: integers and integral floats in decimal, others as written. */
 static void number_text(struct parser *p, char dst[RP_CHROME_STR_MAX])
 {
 	double d;
 
-	if (!is_integer(p->num)) {
+	if (!is_integer_n(p->num, p->num_len)) {
 		d = rp_jfast_strtod(p->num);
 		if (in_int64(d) && d == (double)(int64_t)d) {
 			snprintf(dst, RP_CHROME_STR_MAX, "%lld", (long long)d);
 			return;
 		}
 	}
-	if (put_text(dst, p->num, strlen(p->num)))
+	if (put_text(dst, p->num, p->num_len))
 		p->st->cut++;
 }
 
@@ -381,12 +390,16 @@ static int member(struct parser *p, enum kind k, const unsigned char *s, size_t 
 /* A member of the event's "args": correlation, and the first number for 'C'. */
 static int arg(struct parser *p, enum kind k)
 {
+	struct rp_jfast_dec dec;
 	unsigned long long v;
 	char *end;
 
 	if (k != V_NUM)
 		return 1;
-	if (p->arg_is_corr && is_integer(p->num) && p->num[0] != '-') {
+	if (p->arg_is_corr && rp_jfast_dec(p->num, p->num_len, &dec) && !dec.point && !dec.neg) {
+		p->ev.has_correlation = true; /* up to 19 digits: strtoull's value */
+		p->ev.correlation = dec.w;
+	} else if (p->arg_is_corr && is_integer(p->num) && p->num[0] != '-') {
 		errno = 0;
 		v = strtoull(p->num, &end, 10);
 		if (errno == 0 && *end == '\0') {
