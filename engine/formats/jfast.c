@@ -382,11 +382,18 @@ enum rp_jfast_rc rp_jfast_run(struct rp_jfast *j, const unsigned char *b, size_t
 			size_t ll = strlen(lit);
 			if (!value_state(st))
 				STOP(RP_JFAST_BAIL);
-			/* a wrong byte ends it even before the rest comes, as in yajl */
-			if (memcmp(b + i, lit, i + ll > n ? n - i : ll) != 0)
-				STOP(RP_JFAST_BAIL);
-			if (i + ll > n)
+			if (i + ll <= n) { /* whole: four bytes at once, and false's 'e' */
+				uint32_t x, y;
+				memcpy(&x, b + i, 4);
+				memcpy(&y, lit, 4);
+				if (x != y || (ll == 5 && b[i + 4] != 'e'))
+					STOP(RP_JFAST_BAIL);
+			} else {
+				/* a wrong byte ends it even before the rest comes, as in yajl */
+				if (memcmp(b + i, lit, n - i) != 0)
+					STOP(RP_JFAST_BAIL);
 				STOP(eof ? RP_JFAST_BAIL : RP_JFAST_MORE);
+			}
 			i += ll;
 			j->state = ST_AFTER;
 			if (!muted(j))
