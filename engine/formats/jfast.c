@@ -828,6 +828,8 @@ enum rp_jfast_rc rp_jfast_feed(struct rp_jfast_win *w, rp_jfast_run_fn run, void
 
 	s->rest = NULL;
 	s->rest_n = 0;
+	if (b == NULL) /* the end: no chunk (no offsets from NULL) */
+		b = (const unsigned char *)"";
 	if (k == 0)
 		return feed_in_place(w, run, ctx, b, n, eof, s);
 	/* A token is pending: the chunk's first bytes after it, then, once it is
