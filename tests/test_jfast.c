@@ -467,12 +467,69 @@ static uint64_t sd_next(void)
 
 static unsigned sd_mismatch;
 
+/* The toolkit reader's decimal-to-nanoseconds as it was, digit by digit: the
+ * oracle for rp_nat_ns_of(). */
+static bool ref_dec_to_ns(const char *s, uint64_t *out)
+{
+	char dig[128];
+	size_t nd = 0;
+	long ip = 0, ex = 0;
+	uint64_t v = 0;
+	bool point = false;
+
+	if (*s == '-')
+		return false;
+	for (; *s && *s != 'e' && *s != 'E'; s++) {
+		if (*s == '.') {
+			point = true;
+			continue;
+		}
+		dig[nd++] = *s;
+		ip += !point;
+	}
+	if (*s)
+		ex = strtol(s + 1, NULL, 10);
+	if (ex > 40 || ex < -40)
+		return ex < 0 ? (*out = 0, true) : false;
+	ip += ex + 9;
+	for (long i = 0; i < ip; i++) {
+		unsigned d = i < (long)nd ? (unsigned)(dig[i] - '0') : 0;
+		if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, d, &v))
+			return false;
+	}
+	if (ip >= 0 && ip < (long)nd && dig[ip] >= '5' && __builtin_add_overflow(v, 1, &v))
+		return false;
+	*out = v;
+	return true;
+}
+
+/* rp_jfast_strtod, rp_jfast_dec (taken exactly for the plain forms of up to 19
+ * digits) and rp_nat_ns_of against strtod and the oracle above. */
 static void sd_check(const char *s)
 {
-	double a = rp_jfast_strtod(s), b = strtod(s, NULL);
+	double a = rp_jfast_strtod(s), b = strtod(s, NULL), c;
+	size_t n = strlen(s), digits = 0;
+	struct rp_jfast_dec d;
+	uint64_t x = 0, y = 0;
+	bool ox, oy;
 
 	if (memcmp(&a, &b, sizeof(a)) != 0 && sd_mismatch++ < 10)
 		print_error("rp_jfast_strtod(\"%s\") = %.17g, strtod %.17g\n", s, a, b);
+	for (size_t i = 0; i < n; i++)
+		digits += s[i] >= '0' && s[i] <= '9';
+	if (rp_jfast_dec(s, n, &d) != (strpbrk(s, "eE") == NULL && digits <= 19) &&
+	    sd_mismatch++ < 10)
+		print_error("rp_jfast_dec(\"%s\") wrong form\n", s);
+	if (rp_jfast_dec(s, n, &d)) {
+		c = rp_jfast_dec_double(&d, s);
+		if (memcmp(&c, &b, sizeof(c)) != 0 && sd_mismatch++ < 10)
+			print_error("rp_jfast_dec_double(\"%s\") = %.17g, strtod %.17g\n", s, c, b);
+	}
+	ox = rp_nat_ns_of(s, n, &x);
+	oy = ref_dec_to_ns(s, &y);
+	if ((ox != oy || (ox && x != y)) && sd_mismatch++ < 10)
+		print_error("rp_nat_ns_of(\"%s\") = %d %llu, oracle %d %llu\n", s, ox,
+			    (unsigned long long)x, oy, (unsigned long long)y);
 }
 
 /* @nd digits (leading ones may be 0), a point after @ip of them, an exponent. */
@@ -530,6 +587,9 @@ static void test_jfast_strtod_matches_strtod(void **state)
 		"9007199254740993.0", "1e-27", "1e27", "9999999999999999999e27",
 		"9999999999999999999e-27", "1.7976931348623157e308", "4.9e-324", "123456789012345678e-5",
 		"1750000000.3340001", "0.1", "0.30000000000000004", "2.2250738585072014e-308",
+		"18446744073.709551615", "18446744073.709551616", "9999999999.9999999995", "0.0000000005",
+		"0.00000000049", "-1.5", "12345678.12345678", "1234567812345678", "0.9999999999999999999",
+		"9999999999.999999999", "99999999999.99999999", "18446744073.70955161",
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(edge); i++)
 		sd_check(edge[i]);

@@ -118,6 +118,7 @@ struct imp {
 	/* The step being read. */
 	char type[32], name[RP_NAT_STR_MAX], uuid[RP_NAT_STR_MAX], fname[RP_NAT_STR_MAX];
 	char num[NUM_MAX + 1];
+	size_t num_len;
 	bool has_type, has_ts, has_uuid, type_cut;
 	size_t name_len, uuid_len, fname_len;
 
@@ -199,6 +200,31 @@ static bool dec_to_ns(const char *s, uint64_t *out)
 	return true;
 }
 
+/* dec_to_ns() for a number read by rp_jfast_dec(): the same, in integers. */
+static bool plain_to_ns(const struct rp_jfast_dec *d, uint64_t *out)
+{
+	static const uint64_t p10[] = { 1,	 10,	   100,	      1000,	  10000,
+					100000,	 1000000,  10000000,  100000000, 1000000000,
+					10000000000ull };
+	int fd = -d->p; /* digits after the point: 0..19 */
+
+	if (d->neg)
+		return false;
+	if (fd <= 9)
+		return !__builtin_mul_overflow(d->w, p10[9 - fd], out);
+	/* cut to nanoseconds; up when the first digit cut is 5 or more */
+	uint64_t div = p10[fd - 9];
+	*out = d->w / div + (d->w % div >= div / 2);
+	return true;
+}
+
+bool rp_nat_ns_of(const char *s, size_t n, uint64_t *out)
+{
+	struct rp_jfast_dec dec;
+
+	return rp_jfast_dec(s, n, &dec) ? plain_to_ns(&dec, out) : dec_to_ns(s, out);
+}
+
 /* ---- a step, a request ---- */
 
 static const struct {
@@ -266,6 +292,7 @@ static int name_ids(struct imp *m, struct step *s)
 
 static int step_end(struct imp *m)
 {
+	struct rp_jfast_dec dec;
 	struct step *s;
 	size_t t;
 
@@ -290,11 +317,16 @@ static int step_end(struct imp *m)
 	if (!push((void **)&m->steps, &m->cap_steps, sizeof(*s), m->n_steps))
 		return stop(m, -ENOMEM, "out of memory");
 	s = &m->steps[m->n_steps];
-	*s = (struct step){ .ts = rp_jfast_strtod(m->num),
-			    .start = (uint8_t)types[t].start,
+	*s = (struct step){ .start = (uint8_t)types[t].start,
 			    .type = types[t].type,
 			    .seq = (uint32_t)m->n_steps };
-	s->ns_ok = dec_to_ns(m->num, &s->ns);
+	if (rp_jfast_dec(m->num, m->num_len, &dec)) { /* the usual form: one pass */
+		s->ts = rp_jfast_dec_double(&dec, m->num);
+		s->ns_ok = plain_to_ns(&dec, &s->ns);
+	} else {
+		s->ts = rp_jfast_strtod(m->num);
+		s->ns_ok = dec_to_ns(m->num, &s->ns);
+	}
 	s->uuid = uuid_id(m);
 	if (s->uuid == NONE)
 		return stop(m, -ENOMEM, "out of memory");
@@ -525,6 +557,7 @@ static int cb_number(void *ctx, const char *s, size_t n)
 			return stop(m, -EINVAL, "event_timestamp longer than 1024 bytes");
 		memcpy(m->num, s, n);
 		m->num[n] = '\0';
+		m->num_len = n;
 	}
 	return on_value(m, V_NUM, NULL, 0);
 }
@@ -803,30 +836,38 @@ static int fast_run(struct imp *m, const unsigned char *b, size_t n, uint64_t at
 	return 0;
 }
 
+static enum rp_jfast_rc nat_run(void *ctx, const unsigned char *b, size_t n, uint64_t at, bool last,
+				size_t *used)
+{
+	struct imp *m = ctx;
+
+	m->run_ptr = b;
+	m->run_off = at;
+	return rp_jfast_run(&m->jf, b, n, last, used);
+}
+
 /* The next chunk of text (a file's), through the window; NULL, last: the end. */
 static int parse(struct imp *m, const unsigned char *b, size_t n, bool last)
 {
-	struct rp_jfast_win *w = &m->win;
-	size_t used;
-	bool bail;
-	int err;
+	struct rp_jfast_stop s;
+	enum rp_jfast_rc rc;
 
 	if (!m->fast)
 		return slow_parse(m, b, n, last);
 	m->text += n;
-	if (n > 0 && !rp_jfast_win_put(w, b, n))
-		return hand_over(m, w->base + w->start, b, n, last);
 	if (n == 0 && !last)
 		return 0;
 	/* Each chunk is read as it comes, as yajl read it: what the callbacks saw
 	 * when a chunk ends (or an error stops the read) is the same. */
-	err = fast_run(m, rp_jfast_win_data(w), rp_jfast_win_len(w), w->base + w->start, last,
-		       &used, &bail);
-	if (err)
-		return err;
-	rp_jfast_win_take(w, used);
-	if (bail)
-		return hand_over(m, w->base + w->start, NULL, 0, last);
+	rc = rp_jfast_feed(&m->win, nat_run, m, b, n, last, &s);
+	if (rc == RP_JFAST_CANCEL && m->split_done)
+		return SPLIT_DONE;
+	if (rc == RP_JFAST_CANCEL)
+		return fail_at(m, m->rc, s.at, m->what);
+	if (rc == RP_JFAST_NOMEM)
+		return fail_at(m, -ENOMEM, s.at, "out of memory");
+	if (rc == RP_JFAST_BAIL)
+		return hand_over(m, s.at, s.rest, s.rest_n, last);
 	if (last)
 		m->off = m->text;
 	return 0;
@@ -985,17 +1026,24 @@ struct split {
 	struct imp b;
 };
 
+static enum rp_jfast_rc split_run(void *ctx, const unsigned char *b, size_t n, uint64_t at,
+				  bool last, size_t *used)
+{
+	struct imp *m = ctx;
+
+	(void)at;
+	return rp_jfast_run(&m->jf, b, n, last, used);
+}
+
 /* The second reader's text: the fast path only, false when it would hand over. */
 static bool split_parse(struct imp *m, const unsigned char *b, size_t n, bool last)
 {
-	struct rp_jfast_win *w = &m->win;
+	struct rp_jfast_stop s;
 	enum rp_jfast_rc rc;
-	size_t used;
 
-	if (n > 0 && !rp_jfast_win_put(w, b, n))
-		return false;
-	rc = rp_jfast_run(&m->jf, rp_jfast_win_data(w), rp_jfast_win_len(w), last, &used);
-	rp_jfast_win_take(w, used);
+	if (n == 0 && !last)
+		return true;
+	rc = rp_jfast_feed(&m->win, split_run, m, b, n, last, &s);
 	return last ? rc == RP_JFAST_DONE : rc == RP_JFAST_MORE;
 }
 

@@ -94,4 +94,9 @@ extern uint64_t rp_nat_split_at;
  */
 int rp_nat_detect(const char *path);
 
+/* Tests: a step's event_timestamp @s[0..@n) (a JSON number, NUL-terminated) in
+ * nanoseconds, exactly (half up), as the reader computes it; false if negative or
+ * too big. */
+bool rp_nat_ns_of(const char *s, size_t n, uint64_t *out);
+
 #endif

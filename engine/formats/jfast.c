@@ -333,6 +333,9 @@ enum rp_jfast_rc rp_jfast_run(struct rp_jfast *j, const unsigned char *b, size_t
 				STOP(RP_JFAST_BAIL);
 			j->state = j->stack[j->depth - 1] == '[' ? ST_ARR_NEXT : ST_MAP_NEXT;
 			DONE_TOKEN(i + 1, 0);
+			/* ", " is the common separator: its space without a turn */
+			if (i < n && b[i] == ' ')
+				i++;
 			continue;
 		case ':':
 			if (st != ST_COLON)
@@ -367,6 +370,8 @@ enum rp_jfast_rc rp_jfast_run(struct rp_jfast *j, const unsigned char *b, size_t
 			if (key && i < n && b[i] == ':') {
 				j->state = ST_MAP_VAL;
 				DONE_TOKEN(i + 1, 0);
+				if (i < n && b[i] == ' ')
+					i++;
 			}
 			continue;
 		}
@@ -377,11 +382,18 @@ enum rp_jfast_rc rp_jfast_run(struct rp_jfast *j, const unsigned char *b, size_t
 			size_t ll = strlen(lit);
 			if (!value_state(st))
 				STOP(RP_JFAST_BAIL);
-			/* a wrong byte ends it even before the rest comes, as in yajl */
-			if (memcmp(b + i, lit, i + ll > n ? n - i : ll) != 0)
-				STOP(RP_JFAST_BAIL);
-			if (i + ll > n)
+			if (i + ll <= n) { /* whole: four bytes at once, and false's 'e' */
+				uint32_t x, y;
+				memcpy(&x, b + i, 4);
+				memcpy(&y, lit, 4);
+				if (x != y || (ll == 5 && b[i + 4] != 'e'))
+					STOP(RP_JFAST_BAIL);
+			} else {
+				/* a wrong byte ends it even before the rest comes, as in yajl */
+				if (memcmp(b + i, lit, n - i) != 0)
+					STOP(RP_JFAST_BAIL);
 				STOP(eof ? RP_JFAST_BAIL : RP_JFAST_MORE);
+			}
 			i += ll;
 			j->state = ST_AFTER;
 			if (!muted(j))
@@ -480,16 +492,99 @@ static bool wide_div(uint64_t w, int p, double *out)
 #endif
 }
 
-double rp_jfast_strtod(const char *s)
+/* w x 10^p, negated if @neg: strtod(@s)'s double (@s: the number w and p came from). */
+static double from_dec(uint64_t w, int p, bool neg, const char *s)
 {
 	static const double p10[] = { 1e0,  1e1,  1e2,	1e3,  1e4,  1e5,  1e6,	1e7,
 				      1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
 				      1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22 };
+	double d;
+
+	if (w >= (1ull << 53) || p > 22 || p < -22) {
+		if (!wide_div(w, p, &d))
+			return strtod(s, NULL);
+	} else {
+		d = (double)w;
+		d = p < 0 ? d / p10[-p] : d * p10[p];
+	}
+	return neg ? -d : d;
+}
+
+/*
+ * Eight decimal digits at @s as their value in *@v, or false if they are not all
+ * digits: one load, a range test per byte, three multiplies that each join pairs
+ * of neighbours (little-endian: the first digit is the low byte).
+ */
+static bool eight_digits(const char *s, uint64_t *v)
+{
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	const uint64_t hi = 0xf0f0f0f0f0f0f0f0ull, zeros = 0x3030303030303030ull;
+	uint64_t x;
+
+	memcpy(&x, s, sizeof(x));
+	/* each byte 0x30..0x3f, and still so plus 6 (no carry: all below 0x40) */
+	if ((x & hi) != zeros || ((x + 0x0606060606060606ull) & hi) != zeros)
+		return false;
+	x -= zeros;
+	x = (x * 10 + (x >> 8)) & 0x00ff00ff00ff00ffull;
+	x = (x * 100 + (x >> 16)) & 0x0000ffff0000ffffull;
+	x = (x * 10000 + (x >> 32)) & 0xffffffffull;
+	*v = x;
+	return true;
+#else
+	(void)s;
+	(void)v;
+	return false;
+#endif
+}
+
+/* Digits at @s[*i..@n) into *@w; how many. */
+static int digit_run(const char *s, size_t n, size_t *i, uint64_t *w)
+{
+	size_t k = *i;
+	uint64_t v;
+
+	while (k + 8 <= n && eight_digits(s + k, &v)) {
+		*w = *w * 100000000u + v;
+		k += 8;
+	}
+	for (; k < n && is_digit((unsigned char)s[k]); k++)
+		*w = *w * 10 + (uint64_t)(s[k] - '0');
+	v = k - *i;
+	*i = k;
+	return (int)v;
+}
+
+bool rp_jfast_dec(const char *s, size_t n, struct rp_jfast_dec *d)
+{
+	size_t i = 0;
+	int fd = 0;
+
+	d->w = 0;
+	d->neg = n > 0 && s[0] == '-';
+	i += d->neg;
+	d->digits = digit_run(s, n, &i, &d->w);
+	d->point = i < n && s[i] == '.';
+	if (d->point) {
+		i++;
+		fd = digit_run(s, n, &i, &d->w);
+		d->digits += fd;
+	}
+	d->p = -fd;
+	return i == n && d->digits > 0 && d->digits <= 19 && (!d->point || fd > 0);
+}
+
+double rp_jfast_dec_double(const struct rp_jfast_dec *d, const char *s)
+{
+	return from_dec(d->w, d->p, d->neg, s);
+}
+
+double rp_jfast_strtod(const char *s)
+{
 	const char *c = s;
 	uint64_t w = 0;
 	int digits = 0, p = 0, ex = 0, exs = 1;
 	bool neg = *c == '-';
-	double d;
 
 	c += neg;
 	for (; is_digit((unsigned char)*c); c++, digits++)
@@ -507,14 +602,7 @@ double rp_jfast_strtod(const char *s)
 	}
 	if (*c != '\0' || digits > 19)
 		return strtod(s, NULL);
-	if (w >= (1ull << 53) || p > 22 || p < -22) {
-		if (!wide_div(w, p, &d))
-			return strtod(s, NULL);
-	} else {
-		d = (double)w;
-		d = p < 0 ? d / p10[-p] : d * p10[p];
-	}
-	return neg ? -d : d;
+	return from_dec(w, p, neg, s);
 }
 
 /* ---- the relay in front of a reader's yajl callbacks ---- */
@@ -633,12 +721,13 @@ static void drop_bounds(struct rp_jfast_win *w)
 	}
 }
 
-bool rp_jfast_win_put(struct rp_jfast_win *w, const unsigned char *b, size_t n)
+/* Appends @n bytes; @bound: they end a chunk (else more of the chunk follows). */
+static bool win_add(struct rp_jfast_win *w, const unsigned char *b, size_t n, bool bound)
 {
 	if (n == 0)
 		return true;
 	drop_bounds(w);
-	if (w->nb == RP_JFAST_BOUNDS)
+	if (bound && w->nb == RP_JFAST_BOUNDS)
 		return false;
 	if (w->fill + n > w->cap && w->start > 0) {
 		memmove(w->buf, w->buf + w->start, w->fill - w->start);
@@ -658,8 +747,22 @@ bool rp_jfast_win_put(struct rp_jfast_win *w, const unsigned char *b, size_t n)
 	}
 	memcpy(w->buf + w->fill, b, n);
 	w->fill += n;
-	w->bound[w->nb++] = w->base + w->fill;
+	if (bound)
+		w->bound[w->nb++] = w->base + w->fill;
 	return true;
+}
+
+bool rp_jfast_win_put(struct rp_jfast_win *w, const unsigned char *b, size_t n)
+{
+	return win_add(w, b, n, true);
+}
+
+/* Empties the window; the next byte read is at text offset @at. */
+static void win_reset(struct rp_jfast_win *w, uint64_t at)
+{
+	w->base = at;
+	w->start = w->fill = 0;
+	w->nb = 0;
 }
 
 void rp_jfast_win_take(struct rp_jfast_win *w, size_t n)
@@ -681,4 +784,93 @@ size_t rp_jfast_win_next(struct rp_jfast_win *w, const unsigned char **b)
 	*b = w->buf + w->start;
 	w->start += n;
 	return n;
+}
+
+/* ---- one chunk, read in place where it can be ---- */
+
+/* A chunk's first bytes copied behind a pending token: enough for nearly every one
+ * (a longer token gets the whole chunk copied, as before). */
+#define BRIDGE 512
+
+static enum rp_jfast_rc feed_run(struct rp_jfast_win *w, rp_jfast_run_fn run, void *ctx, bool eof,
+				 size_t *used)
+{
+	return run(ctx, rp_jfast_win_data(w), rp_jfast_win_len(w), w->base + w->start, eof, used);
+}
+
+/* The window empty: the chunk read where it is, what is left of it kept. */
+static enum rp_jfast_rc feed_in_place(struct rp_jfast_win *w, rp_jfast_run_fn run, void *ctx,
+				      const unsigned char *b, size_t n, bool eof,
+				      struct rp_jfast_stop *s)
+{
+	uint64_t t = w->base + w->start; /* the text offset of b[0] */
+	size_t used;
+	enum rp_jfast_rc rc = run(ctx, b, n, t, eof, &used);
+
+	s->at = t + used;
+	win_reset(w, t + used);
+	if (rc == RP_JFAST_BAIL) {
+		s->rest = b + used;
+		s->rest_n = n - used;
+	} else if ((rc == RP_JFAST_MORE || rc == RP_JFAST_DONE) && !win_add(w, b + used, n - used, true)) {
+		s->rest = b + used; /* a tail longer than the window: yajl's */
+		s->rest_n = n - used;
+		return RP_JFAST_BAIL;
+	}
+	return rc;
+}
+
+enum rp_jfast_rc rp_jfast_feed(struct rp_jfast_win *w, rp_jfast_run_fn run, void *ctx,
+			       const unsigned char *b, size_t n, bool eof, struct rp_jfast_stop *s)
+{
+	size_t k = rp_jfast_win_len(w), m = n < BRIDGE ? n : BRIDGE, used;
+	enum rp_jfast_rc rc;
+
+	s->rest = NULL;
+	s->rest_n = 0;
+	if (b == NULL) /* the end: no chunk (no offsets from NULL) */
+		b = (const unsigned char *)"";
+	if (k == 0)
+		return feed_in_place(w, run, ctx, b, n, eof, s);
+	/* A token is pending: the chunk's first bytes after it, then, once it is
+	 * read, the rest of the chunk in place. */
+	if (!win_add(w, b, m, m == n)) {
+		s->at = w->base + w->start;
+		s->rest = b;
+		s->rest_n = n;
+		return RP_JFAST_BAIL;
+	}
+	rc = feed_run(w, run, ctx, eof && m == n, &used);
+	s->at = w->base + w->start + used;
+	if (rc == RP_JFAST_CANCEL || rc == RP_JFAST_NOMEM)
+		return rc;
+	rp_jfast_win_take(w, used);
+	if (m < n && used >= k) { /* the pending token is read: b[used - k] on in place */
+		size_t c = used - k;
+		win_reset(w, s->at);
+		if (rc == RP_JFAST_BAIL) {
+			s->rest = b + c;
+			s->rest_n = n - c;
+			return rc;
+		}
+		return feed_in_place(w, run, ctx, b + c, n - c, eof, s);
+	}
+	if (m < n) { /* a long token: the whole chunk in the window, as one piece */
+		if (!win_add(w, b + m, n - m, true)) {
+			w->fill -= m;
+			s->at = w->base + w->start;
+			s->rest = b;
+			s->rest_n = n;
+			return RP_JFAST_BAIL;
+		}
+		if (rc != RP_JFAST_BAIL) {
+			rc = feed_run(w, run, ctx, eof, &used);
+			s->at = w->base + w->start + used;
+			if (rc == RP_JFAST_CANCEL || rc == RP_JFAST_NOMEM)
+				return rc;
+			rp_jfast_win_take(w, used);
+		}
+	}
+	s->at = w->base + w->start;
+	return rc;
 }

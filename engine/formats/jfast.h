@@ -98,6 +98,28 @@ void rp_jfast_win_take(struct rp_jfast_win *w, size_t n);
  */
 size_t rp_jfast_win_next(struct rp_jfast_win *w, const unsigned char **b);
 
+/* What rp_jfast_feed() runs: rp_jfast_run() on @b, @n at text offset @at. */
+typedef enum rp_jfast_rc (*rp_jfast_run_fn)(void *ctx, const unsigned char *b, size_t n,
+					    uint64_t at, bool eof, size_t *used);
+
+struct rp_jfast_stop {
+	uint64_t at; /* CANCEL, NOMEM: the text offset where it stopped; BAIL: yajl's start */
+	const unsigned char *rest; /* BAIL: after the window's pieces, these bytes (or none) */
+	size_t rest_n;
+};
+
+/**
+ * rp_jfast_feed() - read the next chunk @b, @n of the text (@eof: the last) through
+ * @run, as rp_jfast_win_put() then one run over the window would, without
+ * copying it: with nothing pending the chunk is read where it is and only its
+ * unread end is kept; behind a pending token only the chunk's first bytes are
+ * copied, and the rest is read in place once that token is read. The callbacks
+ * see the same, and a hand-over gets yajl the same pieces of text.
+ * @return RP_JFAST_MORE or DONE when read; CANCEL, NOMEM or BAIL as in @s.
+ */
+enum rp_jfast_rc rp_jfast_feed(struct rp_jfast_win *w, rp_jfast_run_fn run, void *ctx,
+			       const unsigned char *b, size_t n, bool eof, struct rp_jfast_stop *s);
+
 /**
  * rp_jfast_strtod() - strtod(@s, NULL) for a JSON number @s (NUL-terminated), the
  * same double: exactly (one correctly rounded IEEE operation on exact operands)
@@ -105,6 +127,24 @@ size_t rp_jfast_win_next(struct rp_jfast_win *w, const unsigned char **b);
  * digits and 10^27, one x87 operation and a midpoint test (jfast.c); else strtod.
  */
 double rp_jfast_strtod(const char *s);
+
+/* A JSON number of the plain form -?D+(.D+)? with at most 19 digits, as read. */
+struct rp_jfast_dec {
+	uint64_t w; /* its digits, point dropped */
+	int p;	    /* minus the digits after the point */
+	int digits;
+	bool neg, point;
+};
+
+/**
+ * rp_jfast_dec() - the number @s[0..@n) (a JSON number token) as a rp_jfast_dec,
+ * digits read eight at a time. @return false if it is not of that plain form
+ * (an exponent, more than 19 digits): then *@d means nothing.
+ */
+bool rp_jfast_dec(const char *s, size_t n, struct rp_jfast_dec *d);
+
+/* rp_jfast_strtod(@s) for the number @s (NUL-terminated) that gave @d. */
+double rp_jfast_dec_double(const struct rp_jfast_dec *d, const char *s);
 
 /* Primes the fresh @h (allocated with rp_jfast_relay and @j) for a hand-over. */
 bool rp_jfast_prime_yajl(struct rp_jfast *j, yajl_handle h);

@@ -103,12 +103,12 @@ struct parser {
 	struct rp_chrome_ev ev;
 	bool have_value;
 	bool value_name_cut;
-	double value;
 	char name[RP_CHROME_STR_MAX], cat[RP_CHROME_STR_MAX];
 	char pid[RP_CHROME_STR_MAX], tid[RP_CHROME_STR_MAX];
-	char id[RP_CHROME_STR_MAX], value_name[RP_CHROME_STR_MAX];
-	char argkey[RP_CHROME_STR_MAX];
-	char num[NUM_MAX + 1];
+	char id[RP_CHROME_STR_MAX];
+	char argkey[RP_CHROME_STR_MAX]; /* with have_value: the key of the first number */
+	char num[NUM_MAX + 1], value_num[NUM_MAX + 1];
+	size_t num_len;
 
 	unsigned char chunk[CHUNK];
 };
@@ -282,28 +282,50 @@ static bool in_int64(double d)
 	return d >= -0x1p63 && d < 0x1p63;
 }
 
+/* is_integer() for the number token @s[0..@n). */
+static bool is_integer_n(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (s[i] == '.' || s[i] == 'e' || s[i] == 'E')
+			return false;
+	return true;
+}
+
 /* A number as text: integers and integral floats in decimal, others as written. */
 static void number_text(struct parser *p, char dst[RP_CHROME_STR_MAX])
 {
 	double d;
 
-	if (!is_integer(p->num)) {
+	if (!is_integer_n(p->num, p->num_len)) {
 		d = rp_jfast_strtod(p->num);
 		if (in_int64(d) && d == (double)(int64_t)d) {
 			snprintf(dst, RP_CHROME_STR_MAX, "%lld", (long long)d);
 			return;
 		}
 	}
-	if (put_text(dst, p->num, strlen(p->num)))
+	if (put_text(dst, p->num, p->num_len))
 		p->st->cut++;
 }
 
 /* Microseconds to nanoseconds: integers exactly, floats rounded to nearest. */
-static int us_to_ns(const char *s, int64_t *ns)
+static int us_to_ns(const char *s, size_t n, int64_t *ns)
 {
+	struct rp_jfast_dec dec;
 	long long v;
 	double d;
 
+	/* the usual forms (up to 18 digits, no exponent) read in one pass */
+	if (rp_jfast_dec(s, n, &dec) && dec.digits <= 18) {
+		if (!dec.point) {
+			v = dec.neg ? -(long long)dec.w : (long long)dec.w;
+			return __builtin_mul_overflow(v, 1000, ns) ? -ERANGE : 0;
+		}
+		d = rp_jfast_dec_double(&dec, s) * 1000.0;
+		if (!in_int64(d))
+			return -ERANGE;
+		*ns = round_nearest(d);
+		return 0;
+	}
 	if (is_integer(s)) {
 		errno = 0;
 		v = strtoll(s, NULL, 10);
@@ -320,7 +342,7 @@ static int us_to_ns(const char *s, int64_t *ns)
 
 static int put_time(struct parser *p, const char *key, int64_t *ns, bool *has)
 {
-	if (us_to_ns(p->num, ns) != 0)
+	if (us_to_ns(p->num, p->num_len, ns) != 0)
 		return stop(p, "\"%s\" %.40s is out of range", key, p->num);
 	*has = true;
 	return 1;
@@ -368,12 +390,16 @@ static int member(struct parser *p, enum kind k, const unsigned char *s, size_t 
 /* A member of the event's "args": correlation, and the first number for 'C'. */
 static int arg(struct parser *p, enum kind k)
 {
+	struct rp_jfast_dec dec;
 	unsigned long long v;
 	char *end;
 
 	if (k != V_NUM)
 		return 1;
-	if (p->arg_is_corr && is_integer(p->num) && p->num[0] != '-') {
+	if (p->arg_is_corr && rp_jfast_dec(p->num, p->num_len, &dec) && !dec.point && !dec.neg) {
+		p->ev.has_correlation = true; /* up to 19 digits: strtoull's value */
+		p->ev.correlation = dec.w;
+	} else if (p->arg_is_corr && is_integer(p->num) && p->num[0] != '-') {
 		errno = 0;
 		v = strtoull(p->num, &end, 10);
 		if (errno == 0 && *end == '\0') {
@@ -382,9 +408,10 @@ static int arg(struct parser *p, enum kind k)
 		}
 	}
 	if (!p->have_value) {
+		/* only a 'C' event's value is used, and "ph" may come later: converted
+		 * at the event's end; its key stays in argkey (cb_map_key keeps it) */
 		p->have_value = true;
-		p->value = rp_jfast_strtod(p->num);
-		memcpy(p->value_name, p->argkey, sizeof(p->value_name));
+		memcpy(p->value_num, p->num, strlen(p->num) + 1);
 		p->value_name_cut = p->argkey_cut;
 	}
 	return 1;
@@ -417,8 +444,8 @@ static int event_end(struct parser *p)
 		ev->id = p->id;
 	if (ev->ph == 'C' && p->have_value) {
 		ev->has_value = true;
-		ev->value = p->value;
-		ev->value_name = p->value_name;
+		ev->value = rp_jfast_strtod(p->value_num);
+		ev->value_name = p->argkey;
 		p->st->cut += p->value_name_cut;
 	}
 	p->st->events++;
@@ -491,6 +518,7 @@ static int cb_number(void *ctx, const char *s, size_t n)
 		return stop(p, "number longer than %d bytes", NUM_MAX);
 	memcpy(p->num, s, n);
 	p->num[n] = '\0';
+	p->num_len = n;
 	return on_value(p, V_NUM, NULL, 0);
 }
 
@@ -716,30 +744,35 @@ static int fast_run(struct parser *p, const unsigned char *b, size_t n, uint64_t
 	return 0;
 }
 
+static enum rp_jfast_rc chrome_run(void *ctx, const unsigned char *b, size_t n, uint64_t at,
+				   bool eof, size_t *used)
+{
+	struct parser *p = ctx;
+
+	(void)at;
+	return rp_jfast_run(&p->jf, b, n, eof, used);
+}
+
 /* The next chunk of text, through the window (@eof: the end, no chunk). */
 static int feed_win(struct parser *p, const unsigned char *b, size_t n, bool eof)
 {
-	struct rp_jfast_win *w = &p->win;
-	size_t used;
-	bool bail;
-	int rc;
+	struct rp_jfast_stop s;
+	enum rp_jfast_rc rc;
 
 	if (!p->fast)
 		return n > 0 ? slow_feed(p, b, n) : 0;
 	p->text += n;
-	if (n > 0 && !rp_jfast_win_put(w, b, n))
-		return hand_over(p, w->base + w->start, b, n);
 	if (n == 0 && !eof)
 		return 0;
 	/* Each chunk is read as it comes, as yajl read it: what the callbacks saw
 	 * when a chunk ends (or an error stops the read) is the same. */
-	rc = fast_run(p, rp_jfast_win_data(w), rp_jfast_win_len(w), w->base + w->start, eof, &used,
-		      &bail);
-	if (rc)
-		return rc;
-	rp_jfast_win_take(w, used);
-	if (bail)
-		return hand_over(p, w->base + w->start, NULL, 0);
+	rc = rp_jfast_feed(&p->win, chrome_run, p, b, n, eof, &s);
+	if (rc == RP_JFAST_CANCEL)
+		return parse_fail(p, yajl_status_client_canceled, s.at);
+	if (rc == RP_JFAST_NOMEM)
+		return fail(p, -ENOMEM, s.at, "out of memory");
+	if (rc == RP_JFAST_BAIL)
+		return hand_over(p, s.at, s.rest, s.rest_n);
 	if (eof) {
 		p->off = p->text; /* read to the end */
 		p->fast_end = true;
