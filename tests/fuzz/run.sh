@@ -10,8 +10,6 @@
 #   fuzz_nat_split seeds: tests/fuzz/seeds/nat/* (the two-reader path against one reader)
 #   fuzz_otlp      seeds: tests/fuzz/seeds/otlp/* (OTLP requests, 'p' protobuf or 'j'
 #                  JSON then the body: decoders, reorder buffer, engine)
-#   fuzz_jindex    seeds: tests/fuzz/seeds/jindex/* (the JSON block index: every SIMD path
-#                  and the portable one against a byte-by-byte oracle)
 #   fuzz_http      seeds: tests/fuzz/seeds/http/* (the CLI's HTTP response parser)
 #   fuzz_accept    seeds: tests/fuzz/seeds/accept/* (/metrics content negotiation)
 #   fuzz_http_request seeds: tests/fuzz/seeds/http_request/* (the listeners' HTTP core:
@@ -52,7 +50,7 @@ run_target() { # target max_len
 	fi
 }
 
-for t in segment chrome snapshot import nat nat_split otlp jindex http accept http_request; do
+for t in segment chrome snapshot import nat nat_split otlp http accept http_request; do
 	mkdir -p "$dir/corpus-$t" "$dir/artifacts-$t"
 	seeds=$t
 	[ "$t" = import ] && seeds=chrome
@@ -72,7 +70,6 @@ run_target import 65536
 run_target nat 65536
 run_target nat_split 65536
 run_target otlp 65536
-run_target jindex 4096
 run_target http 65536
 run_target accept 8192
 run_target http_request 16384
