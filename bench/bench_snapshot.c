@@ -11,7 +11,8 @@
  * engine: p50/p90/p99/max of the latency in ms, the last file's size, and the median
  * CPU time (thread CPU, ms) the engine spent building and encoding one report, as its
  * stderr line says (an engine that does not say it: "-"), with the records it had not
- * merged. --baseline BIN measures another ringprof binary (an older build) in the same
+ * merged, the wall time from its report to the file at its name, and how long after
+ * reading the signal its report began (engines that say it). --baseline BIN measures another ringprof binary (an older build) in the same
  * run, one load after the other, for a before/after; --recorder-spans N runs the
  * engines with that flight recorder size. Wall-clock figures of a shared
  * machine are noisy: they are printed, never judged.
@@ -63,8 +64,11 @@ struct result {
 	long long size;		/* bytes of the last file */
 	double cpu_ms;		/* median report + encode CPU ms; < 0: not said */
 	double unmerged;	/* median records not merged at the snapshot; < 0: not said */
-	double write_ms;	/* median ms from the report to the written callback, as the
-				   engine says it; < 0: not said */
+	double write_ms;	/* median ms from the report to the file at its name (a
+				   live snapshot's fsync follows), as the engine says it;
+				   < 0: not said */
+	double cut_ms;		/* median ms from reading SIGUSR1 to the report; < 0: not
+				   said */
 };
 
 static int cmp_double(const void *a, const void *b)
@@ -107,17 +111,18 @@ static pid_t spawn(const char *const argv[], const char *session, const char *er
 /* The engine's lines "... (report and encode X ms CPU, N records unmerged)": medians. */
 static void engine_figures(const char *log, struct result *res)
 {
-	static double cpu[MAX_SNAPS], unm[MAX_SNAPS], wr[MAX_SNAPS];
+	static double cpu[MAX_SNAPS], unm[MAX_SNAPS], wr[MAX_SNAPS], cut[MAX_SNAPS];
 	char line[1024];
-	unsigned n = 0;
+	unsigned n = 0, nc = 0;
 	FILE *f = fopen(log, "r");
 
-	res->cpu_ms = res->unmerged = res->write_ms = -1;
+	res->cpu_ms = res->unmerged = res->write_ms = res->cut_ms = -1;
 	if (f == NULL)
 		return;
 	while (fgets(line, sizeof(line), f) != NULL && n < MAX_SNAPS) {
 		const char *p = strstr(line, "report and encode ");
 		const char *w = strstr(line, " bytes, ");
+		const char *k = strstr(line, "; cut ");
 		double c, u, ms;
 
 		if (p != NULL && w != NULL &&
@@ -126,6 +131,8 @@ static void engine_figures(const char *log, struct result *res)
 			cpu[n] = c;
 			unm[n] = u;
 			wr[n++] = ms;
+			if (k != NULL && sscanf(k, "; cut %lf", &cut[nc]) == 1)
+				nc++;
 		}
 	}
 	fclose(f);
@@ -137,6 +144,10 @@ static void engine_figures(const char *log, struct result *res)
 	res->write_ms = pct(wr, n, 50);
 	res->cpu_ms = pct(cpu, n, 50);
 	res->unmerged = pct(unm, n, 50);
+	if (nc > 0) {
+		qsort(cut, nc, sizeof(*cut), cmp_double);
+		res->cut_ms = pct(cut, nc, 50);
+	}
 }
 
 /* Waits for @name to be renamed into the watched directory; false after 60 s or when
@@ -270,26 +281,36 @@ static void print(const struct opts *o, const struct result *r, unsigned n)
 			if (r[i].cpu_ms < 0)
 				printf("\"encode_cpu_ms\":null,\"unmerged\":null}");
 			else
-				printf("\"encode_cpu_ms\":%.2f,\"engine_ms\":%.2f,\"unmerged\":%.0f}",
+				printf("\"encode_cpu_ms\":%.2f,\"engine_ms\":%.2f,\"unmerged\":%.0f,",
 				       r[i].cpu_ms, r[i].write_ms, r[i].unmerged);
+			if (r[i].cut_ms < 0)
+				printf("\"cut_ms\":null}");
+			else
+				printf("\"cut_ms\":%.2f}", r[i].cut_ms);
 		}
 		printf("]}\n");
 		return;
 	}
-	printf("%-10s %-9s %5s %8s %8s %8s %8s %10s %8s %9s %10s\n", "load", "engine", "n",
-	       "p50_ms", "p90_ms", "p99_ms", "max_ms", "bytes", "cpu_ms", "engine_ms", "unmerged");
+	printf("%-10s %-9s %5s %8s %8s %8s %8s %10s %8s %9s %10s %7s\n", "load", "engine", "n",
+	       "p50_ms", "p90_ms", "p99_ms", "max_ms", "bytes", "cpu_ms", "engine_ms", "unmerged",
+	       "cut_ms");
 	for (unsigned i = 0; i < n; i++) {
 		printf("%-10s %-9s %5u %8.2f %8.2f %8.2f %8.2f %10lld ", r[i].load, r[i].engine,
 		       r[i].n, r[i].p50, r[i].p90, r[i].p99, r[i].max, r[i].size);
 		if (r[i].cpu_ms < 0)
-			printf("%8s %9s %10s\n", "-", "-", "-");
+			printf("%8s %9s %10s ", "-", "-", "-");
 		else
-			printf("%8.2f %9.2f %10.0f\n", r[i].cpu_ms, r[i].write_ms, r[i].unmerged);
+			printf("%8.2f %9.2f %10.0f ", r[i].cpu_ms, r[i].write_ms, r[i].unmerged);
+		if (r[i].cut_ms < 0)
+			printf("%7s\n", "-");
+		else
+			printf("%7.2f\n", r[i].cut_ms);
 	}
 	printf("(signal to renamed file, wall time of a shared machine: one run each; cpu_ms: "
 	       "median thread CPU of report + encode, engine_ms: median wall time from the "
-	       "report to the file written, unmerged: median records left for the next "
-	       "snapshot, as the engine says them)\n");
+	       "report to the file at its name, unmerged: median records left for the next "
+	       "snapshot, cut_ms: median wall time from reading the signal to the report, as "
+	       "the engine says them)\n");
 }
 
 static void usage(void)

@@ -21,6 +21,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -860,6 +861,137 @@ static void test_loop_write_file_atomic_replace(void **state)
 	free(buf);
 }
 
+/* RP_LOOP_WRITE_NOW: the file is whole at its name when the call returns (the buffer
+ * may change right after), on a disk and on tmpfs (no fsync there), then the callback
+ * once the tail (fsync, close) is done. */
+static void write_now_in(struct rp_loop *l, const char *base)
+{
+	size_t len = (1u << 20) + 29, i;
+	char *buf = malloc(len), *want = malloc(len), *back = malloc(len + 1);
+	char dir[PATH_MAX], path[PATH_MAX];
+	struct wres w = { 0 };
+	struct stat st;
+
+	assert_non_null(buf);
+	assert_non_null(want);
+	assert_non_null(back);
+	snprintf(dir, PATH_MAX, "%s/rp_loop_now.XXXXXX", base);
+	assert_non_null(mkdtemp(dir));
+	path_in(path, dir, "snap");
+	for (i = 0; i < len; i++)
+		want[i] = buf[i] = (char)(i * 151 + (i >> 7));
+	assert_int_equal(rp_loop_write_file_flags(l, path, buf, len, RP_LOOP_WRITE_NOW,
+						  on_written, &w),
+			 0);
+	memset(buf, 'x', len); /* not used after the call */
+	assert_int_equal(w.calls, 0);
+	assert_int_equal(read_file(path, back, len + 1), len);
+	assert_memory_equal(back, want, len);
+	assert_int_equal(dir_entries(dir, false), 1); /* renamed: no temporary file */
+	/* Another write of the same path may start while the first one's tail runs. */
+	assert_int_equal(rp_loop_write_file_flags(l, path, "abc", 3, RP_LOOP_WRITE_NOW,
+						  on_written, &w),
+			 0);
+	assert_int_equal(read_file(path, back, len), 3);
+	assert_memory_equal(back, "abc", 3);
+	while (w.calls < 2)
+		assert_int_equal(rp_loop_run(l), 0);
+	assert_int_equal(w.calls, 2);
+	assert_int_equal(w.res, 0);
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0600);
+	assert_int_equal(dir_entries(dir, true), 1);
+	free(buf);
+	free(want);
+	free(back);
+}
+
+static void test_loop_write_file_now_whole(void **state)
+{
+	struct rp_loop *l = loop_open(state);
+	const char *base = getenv("TMPDIR");
+
+	write_now_in(l, base != NULL ? base : "/tmp");
+	write_now_in(l, "/dev/shm");
+	rp_loop_close(l);
+}
+
+/* Errors before the rename come back from the call, the callback never runs, the
+ * target is untouched and no temporary file stays. */
+static void test_loop_write_file_now_errors(void **state)
+{
+	struct rp_loop *l = loop_open(state);
+	char dir[PATH_MAX], path[PATH_MAX + 64], back[16];
+	struct rlimit old, small;
+	struct wres w = { 0 };
+	char big[8192];
+
+	tmpdir_make(dir);
+	snprintf(path, sizeof(path), "%s/missing/snap", dir);
+	assert_int_equal(rp_loop_write_file_flags(l, path, "x", 1, RP_LOOP_WRITE_NOW,
+						  on_written, &w),
+			 -ENOENT);
+	/* Fails at the rename. */
+	snprintf(path, sizeof(path), "%s/adir", dir);
+	assert_int_equal(mkdir(path, 0700), 0);
+	assert_int_equal(rp_loop_write_file_flags(l, path, "x", 1, RP_LOOP_WRITE_NOW,
+						  on_written, &w),
+			 -EISDIR);
+	assert_int_equal(dir_entries(dir, false), 1);
+	/* Fails at the write (a full disk would say ENOSPC the same way): the old
+	 * file stays whole. */
+	snprintf(path, sizeof(path), "%s/snap", dir);
+	assert_int_equal(write_wait(l, path, "old", 3), 0);
+	memset(big, 'b', sizeof(big));
+	assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
+	small = old;
+	small.rlim_cur = 4096;
+	signal(SIGXFSZ, SIG_IGN);
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &small), 0);
+	assert_int_equal(rp_loop_write_file_flags(l, path, big, sizeof(big), RP_LOOP_WRITE_NOW,
+						  on_written, &w),
+			 -EFBIG);
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
+	signal(SIGXFSZ, SIG_DFL);
+	assert_int_equal(read_file(path, back, sizeof(back)), 3);
+	assert_memory_equal(back, "old", 3);
+	assert_int_equal(dir_entries(dir, false), 2); /* adir, snap */
+	/* A write of the same path not renamed yet: which would win is unclear. */
+	assert_int_equal(rp_loop_write_file(l, path, "1", 1, on_written, &w), 0);
+	assert_int_equal(rp_loop_write_file_flags(l, path, "2", 1, RP_LOOP_WRITE_NOW,
+						  on_written, &w),
+			 -EBUSY);
+	assert_int_equal(rp_loop_write_file_flags(l, path, "2", 1, 2u, on_written, &w), -EINVAL);
+	while (w.calls == 0)
+		assert_int_equal(rp_loop_run(l), 0);
+	run_for(l, 5 * MS); /* no callback of the failed ones comes late */
+	assert_int_equal(w.calls, 1);
+	assert_int_equal(w.res, 0);
+	assert_int_equal(read_file(path, back, sizeof(back)), 1);
+	assert_memory_equal(back, "1", 1);
+	assert_int_equal(dir_entries(dir, true), 2);
+	rp_loop_close(l);
+}
+
+/* Closed with a renamed write's tail pending: no callback, the file stays whole. */
+static void test_loop_write_file_now_close_pending(void **state)
+{
+	struct rp_loop *l = loop_open(state);
+	char dir[PATH_MAX], path[PATH_MAX], back[16];
+	struct wres w = { 0 };
+
+	tmpdir_make(dir);
+	path_in(path, dir, "snap");
+	assert_int_equal(rp_loop_write_file_flags(l, path, "renamed", 7, RP_LOOP_WRITE_NOW,
+						  on_written, &w),
+			 0);
+	rp_loop_close(l);
+	assert_int_equal(w.calls, 0);
+	assert_int_equal(read_file(path, back, sizeof(back)), 7);
+	assert_memory_equal(back, "renamed", 7);
+	assert_int_equal(dir_entries(dir, true), 1);
+}
+
 /* --- stop, close, open --- */
 
 struct stopper {
@@ -1290,6 +1422,9 @@ static const struct CMUnitTest tests[] = {
 	cmocka_unit_test(test_loop_write_file_errors),
 	cmocka_unit_test(test_loop_write_file_atomic_replace),
 	cmocka_unit_test(test_loop_write_file_ignores_planted_link),
+	cmocka_unit_test(test_loop_write_file_now_whole),
+	cmocka_unit_test(test_loop_write_file_now_errors),
+	cmocka_unit_test(test_loop_write_file_now_close_pending),
 	cmocka_unit_test(test_loop_stop_from_callback),
 	cmocka_unit_test(test_loop_close_pending),
 	cmocka_unit_test(test_loop_close_in_callback),

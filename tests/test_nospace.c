@@ -13,6 +13,9 @@
  *  - a real engine (`ringprof run`) and an 8-thread flood in a /dev/shm with room
  *    for one ring: events + dropped == emitted in its snapshot, the no-space
  *    counters in the source's row (json) and said in the text report.
+ *  - a real engine whose snapshot directory (in /dev/shm) fills up: `ringprof
+ *    snapshot` tells ENOSPC and the path, no temporary file stays, the last
+ *    snapshot stays whole, and the next one is written once there is room.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -267,6 +270,60 @@ static void test_nospace_engine_counts_every_event(void **state)
 	rp_test_sh(NULL, NULL, "rm -rf %s", dir);
 }
 
+/* Entries of @dir. */
+static unsigned dir_entries(const char *dir)
+{
+	unsigned n = 0;
+	DIR *d = opendir(dir);
+
+	assert_non_null(d);
+	for (struct dirent *de; (de = readdir(d)) != NULL;)
+		n += strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0;
+	closedir(d);
+	return n;
+}
+
+/* Snapshots into a full file system (this /dev/shm: a live snapshot is written and
+ * renamed at once, then nothing to fsync): `ringprof snapshot` says the engine's
+ * reason (ENOSPC and the path), no temporary file stays, the last good snapshot is
+ * still whole at its name, and once there is room again the engine writes again. */
+static void test_nospace_snapshot_write_fails_told(void **state)
+{
+	const char *sess = "t_nospace_snap";
+	char dir[64] = "/dev/shm/rp_nospace_snapXXXXXX", filler[64], want[300], *out = NULL;
+	char *path = NULL;
+	pid_t eng;
+	int rc;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	eng = rp_test_engine_spawn(bin, sess, dir, NULL, NULL, "--quiet", "--no-socket",
+				   (char *)NULL);
+	assert_int_equal(rp_test_engine_wait(sess, eng, NULL), -1);
+	assert_int_equal(rp_test_sh(&path, NULL, "%s snapshot --timeout-ms 60000 --session %s",
+				    bin, sess), 0);
+	path[strcspn(path, "\n")] = '\0';
+	assert_int_equal(dir_entries(dir), 1);
+	fill_shm(filler, 0);
+	rc = rp_test_sh(&out, NULL, "%s snapshot --session %s --timeout-ms 60000 2>&1", bin,
+			sess);
+	print_message("    %s", out);
+	assert_int_equal(rc, 1);
+	snprintf(want, sizeof(want), "could not write its snapshot: %s/ringprof-%s.msgpack: %s "
+		 "(errno %d)", dir, sess, strerror(ENOSPC), ENOSPC);
+	if (strstr(out, want) == NULL)
+		fail_msg("no \"%s\" in: %s", want, out);
+	free(out);
+	assert_int_equal(dir_entries(dir), 1); /* no temporary file left */
+	assert_int_equal(rp_test_sh(NULL, NULL, "%s report %s >/dev/null", bin, path), 0);
+	unlink(filler);
+	assert_int_equal(rp_test_sh(NULL, NULL, "%s snapshot --timeout-ms 60000 --session %s "
+				    ">/dev/null", bin, sess), 0);
+	assert_int_equal(rp_test_engine_stop(eng), 0);
+	free(path);
+	rp_test_sh(NULL, NULL, "rm -rf %s", dir);
+}
+
 /* Re-executes this binary in a private mount namespace over a 64 MB tmpfs. */
 static int enter_namespace(char **argv)
 {
@@ -294,6 +351,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_nospace_flooding_threads_exit_cleanly),
 		cmocka_unit_test(test_nospace_repeated_runs_without_engine),
 		cmocka_unit_test(test_nospace_engine_counts_every_event),
+		cmocka_unit_test(test_nospace_snapshot_write_fails_told),
 	};
 	const char *b = getenv("RP_BIN_DIR");
 

@@ -52,11 +52,57 @@ static void enc_flush(struct enc *e)
 	e->n = 0;
 }
 
+/*
+ * @len <= 32 bytes from @s to @d without a call to memcpy (most writes are a few
+ * bytes: an integer, a key): two fixed-size moves that may overlap.
+ */
+static inline void copy_short(void *d, const void *s, size_t len)
+{
+	unsigned char *dp = d;
+	const unsigned char *sp = s;
+	uint64_t a, b, c, x;
+	uint32_t u, v;
+	uint16_t h, k;
+
+	if (len > 16) {
+		memcpy(&a, sp, 8);
+		memcpy(&b, sp + 8, 8);
+		memcpy(&c, sp + len - 16, 8);
+		memcpy(&x, sp + len - 8, 8);
+		memcpy(dp, &a, 8);
+		memcpy(dp + 8, &b, 8);
+		memcpy(dp + len - 16, &c, 8);
+		memcpy(dp + len - 8, &x, 8);
+	} else if (len >= 8) {
+		memcpy(&a, sp, 8);
+		memcpy(&b, sp + len - 8, 8);
+		memcpy(dp, &a, 8);
+		memcpy(dp + len - 8, &b, 8);
+	} else if (len >= 4) {
+		memcpy(&u, sp, 4);
+		memcpy(&v, sp + len - 4, 4);
+		memcpy(dp, &u, 4);
+		memcpy(dp + len - 4, &v, 4);
+	} else if (len >= 2) {
+		memcpy(&h, sp, 2);
+		memcpy(&k, sp + len - 2, 2);
+		memcpy(dp, &h, 2);
+		memcpy(dp + len - 2, &k, 2);
+	} else if (len == 1) {
+		*dp = *sp;
+	}
+}
+
 /* msgpack-c's write callback. */
 static int enc_write(void *data, const char *p, size_t len)
 {
 	struct enc *e = data;
 
+	if (len <= 32 && len <= sizeof(e->buf) - e->n && e->err == 0) {
+		copy_short(e->buf + e->n, p, len);
+		e->n += len;
+		return 0;
+	}
 	if (len > sizeof(e->buf) - e->n) {
 		enc_flush(e);
 		if (e->err == 0 && len > sizeof(e->buf))
@@ -71,9 +117,36 @@ static int enc_write(void *data, const char *p, size_t len)
 	return e->err;
 }
 
+/* Room for @need bytes at the end of the buffer (flushed if it lacks it), or NULL
+ * after an error of the sink: written directly, then counted in e->n. */
+static unsigned char *enc_room(struct enc *e, size_t need)
+{
+	if (need > sizeof(e->buf) - e->n)
+		enc_flush(e);
+	return e->err == 0 ? (unsigned char *)e->buf + e->n : NULL;
+}
+
+/* A string: a fixstr (< 32 bytes, what msgpack-c writes for it) directly, else
+ * through msgpack-c. */
+static void pack_strn(struct enc *e, const char *k, size_t len)
+{
+	unsigned char *p;
+
+	if (len < 32) {
+		p = enc_room(e, 1 + len);
+		if (p != NULL) {
+			*p = (unsigned char)(0xa0 | len);
+			copy_short(p + 1, k, len);
+			e->n += 1 + len;
+		}
+		return;
+	}
+	msgpack_pack_str_with_body(&e->pk, k, len);
+}
+
 static void pack_key(struct enc *e, const char *k, size_t len)
 {
-	msgpack_pack_str_with_body(&e->pk, k, len);
+	pack_strn(e, k, len);
 }
 
 /* A NULL string (a report built carelessly) is written as "". */
@@ -81,7 +154,34 @@ static void pack_str(struct enc *e, const char *s)
 {
 	size_t n = s ? rp_snap_cut_len(s, strnlen(s, STR_MAX + 1)) : 0;
 
-	msgpack_pack_str_with_body(&e->pk, s ? s : "", n);
+	pack_strn(e, s ? s : "", n);
+}
+
+static unsigned char *put_uint(unsigned char *p, uint64_t v);
+
+/* An unsigned integer in its smallest form, as msgpack-c's pack_uint32/64 write it. */
+static void pack_uint(struct enc *e, uint64_t v)
+{
+	unsigned char *p = enc_room(e, 9);
+
+	if (p != NULL)
+		e->n += (size_t)(put_uint(p, v) - p);
+}
+
+/* A map header: a fixmap below 16 entries, as msgpack-c writes it. */
+static void pack_map(struct enc *e, uint32_t n)
+{
+	unsigned char *p;
+
+	if (n >= 16) {
+		msgpack_pack_map(&e->pk, n);
+		return;
+	}
+	p = enc_room(e, 1);
+	if (p != NULL) {
+		*p = (unsigned char)(0x80 | n);
+		e->n++;
+	}
 }
 
 /* Every kind, in enum order, zeros too: a reader sees the whole list. */
@@ -115,7 +215,7 @@ static void pack_array(struct enc *e, const struct field *f, const void *base, c
 	}
 	for (uint32_t i = 0; i < n && e->err == 0; i++) {
 		if (f->type == F_U64S)
-			msgpack_pack_uint64(&e->pk, ((const uint64_t *)a)[i]);
+			pack_uint(e, ((const uint64_t *)a)[i]);
 		else if (f->type == F_STRS)
 			pack_str(e, ((char *const *)a)[i]);
 		else
@@ -129,8 +229,8 @@ static void pack_field(struct enc *e, const struct field *f, const void *base)
 	uint32_t ref;
 
 	switch (f->type) {
-	case F_U64: msgpack_pack_uint64(&e->pk, *(const uint64_t *)p); break;
-	case F_U32: msgpack_pack_uint32(&e->pk, *(const uint32_t *)p); break;
+	case F_U64: pack_uint(e, *(const uint64_t *)p); break;
+	case F_U32: pack_uint(e, *(const uint32_t *)p); break;
 	case F_I32: msgpack_pack_int32(&e->pk, *(const int32_t *)p); break;
 	case F_U8: msgpack_pack_uint8(&e->pk, *(const uint8_t *)p); break;
 	case F_I64: msgpack_pack_int64(&e->pk, *(const int64_t *)p); break;
@@ -142,7 +242,7 @@ static void pack_field(struct enc *e, const struct field *f, const void *base)
 		if (ref == RP_NONE)
 			msgpack_pack_nil(&e->pk);
 		else
-			msgpack_pack_uint32(&e->pk, ref);
+			pack_uint(e, ref);
 		break;
 	case F_ANOM: pack_anomalies(e, (const uint64_t *)p); break;
 	case F_REC: pack_record(e, f->sub, p); break;
@@ -165,7 +265,7 @@ static void pack_field(struct enc *e, const struct field *f, const void *base)
 
 static void pack_record(struct enc *e, const struct table *t, const void *base)
 {
-	msgpack_pack_map(&e->pk, t->n);
+	pack_map(e, t->n);
 	for (uint32_t i = 0; i < t->n; i++) {
 		pack_key(e, t->f[i].key, t->f[i].keylen);
 		pack_field(e, &t->f[i], base);
@@ -277,7 +377,7 @@ static unsigned char *put_rspan(unsigned char *p, const struct rp_report_rspan *
 		const char *v = (const char *)s + f->off;
 
 		*p++ = (unsigned char)(0xa0 | f->keylen);
-		memcpy(p, f->key, f->keylen);
+		copy_short(p, f->key, f->keylen);
 		p += f->keylen;
 		if (f->type == F_U64)
 			p = put_uint(p, *(const uint64_t *)v);

@@ -39,8 +39,11 @@
 #include <sys/socket.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <linux/magic.h>
 
 #include "loop.h"
 #include "loop_backend.h"
@@ -199,6 +202,56 @@ void rp_loop_write_discard(struct loop_write *w)
 	if (w->tmp_exists)
 		unlink(w->tmp);
 	w->tmp_exists = false;
+}
+
+int rp_loop_write_all(int fd, const char *buf, size_t len)
+{
+	ssize_t n;
+
+	while (len > 0) {
+		n = write(fd, buf, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return -EIO;
+		buf += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* Whether an fsync of @fd buys anything: not where the file system lives in memory
+ * (tmpfs, ramfs: /dev/shm, often /tmp), which a crash empties whatever we do. */
+static bool write_needs_sync(int fd)
+{
+	struct statfs sf;
+
+	if (fstatfs(fd, &sf) != 0)
+		return true;
+	return sf.f_type != TMPFS_MAGIC && sf.f_type != RAMFS_MAGIC;
+}
+
+int rp_loop_write_now(struct loop_write *w)
+{
+	int err;
+
+	w->fd = open(w->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (w->fd < 0)
+		return -errno;
+	w->tmp_exists = true;
+	err = rp_loop_write_all(w->fd, w->buf, w->len);
+	if (err == 0 && rename(w->tmp, w->path) < 0)
+		err = -errno;
+	if (err < 0) {
+		rp_loop_write_discard(w); /* closes, unlinks the temporary file */
+		return err;
+	}
+	w->tmp_exists = false;
+	w->renamed = true;
+	w->sync = write_needs_sync(w->fd);
+	return 0;
 }
 
 /* --- open and close --- */
@@ -410,8 +463,8 @@ static struct loop_write *write_slot(struct rp_loop *l, const char *path)
 	for (i = 0; i < RP_LOOP_WRITES; i++) {
 		if (!l->writes[i].used)
 			free_slot = free_slot != NULL ? free_slot : &l->writes[i];
-		else if (strcmp(l->writes[i].path, path) == 0)
-			return NULL; /* both would write the same temporary file */
+		else if (!l->writes[i].renamed && strcmp(l->writes[i].path, path) == 0)
+			return NULL; /* both would rename onto @path: which one wins? */
 	}
 	return free_slot;
 }
@@ -445,6 +498,8 @@ static int write_prepare(struct loop_write *w, const char *path, const void *buf
 	w->err = 0;
 	w->step = 0;
 	w->tmp_exists = false;
+	w->renamed = false;
+	w->sync = true;
 	return 0;
 }
 
@@ -515,15 +570,16 @@ int rp_loop_clean_temps(const char *path, uint64_t *bytes)
 	return n;
 }
 
-int rp_loop_write_file(struct rp_loop *l, const char *path, const void *buf, size_t len,
-		       rp_loop_fn fn, void *ctx)
+int rp_loop_write_file_flags(struct rp_loop *l, const char *path, const void *buf, size_t len,
+			     unsigned flags, rp_loop_fn fn, void *ctx)
 {
 	struct loop_write *w;
 	struct loop_op *op;
 	int err;
 
 	assert(l != NULL && fn != NULL);
-	if (path == NULL || path[0] == '\0' || (buf == NULL && len > 0))
+	if (path == NULL || path[0] == '\0' || (buf == NULL && len > 0) ||
+	    (flags & ~RP_LOOP_WRITE_NOW) != 0)
 		return -EINVAL;
 	w = write_slot(l, path);
 	if (w == NULL)
@@ -536,8 +592,20 @@ int rp_loop_write_file(struct rp_loop *l, const char *path, const void *buf, siz
 		return -EBUSY;
 	w->used = true;
 	op->write = w;
+	/* Before the backend sees it: the backends start a renamed write at its tail. */
+	if ((flags & RP_LOOP_WRITE_NOW) != 0 && (err = rp_loop_write_now(w)) < 0) {
+		op_die(l, op);
+		rp_loop_op_put(l, op);
+		return err;
+	}
 	err = op_start(l, op);
 	return err < 0 ? err : 0;
+}
+
+int rp_loop_write_file(struct rp_loop *l, const char *path, const void *buf, size_t len,
+		       rp_loop_fn fn, void *ctx)
+{
+	return rp_loop_write_file_flags(l, path, buf, len, 0, fn, ctx);
 }
 
 /* --- sockets --- */

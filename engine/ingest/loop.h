@@ -78,6 +78,26 @@ int rp_loop_futex_wait(struct rp_loop *l, uint32_t *word, uint32_t val, uint64_t
 int rp_loop_write_file(struct rp_loop *l, const char *path, const void *buf, size_t len,
 		       rp_loop_fn fn, void *ctx);
 
+/* rp_loop_write_file_flags(): the file is renamed into place within the call. */
+#define RP_LOOP_WRITE_NOW 0x1u
+
+/**
+ * rp_loop_write_file_flags() - rp_loop_write_file(), or with RP_LOOP_WRITE_NOW: create
+ * "<path>.tmp.<pid>...", write it all and rename it over @path within the call, in the
+ * loop's thread (no loop turn in between: @path holds the whole file when it returns
+ * 0, and @buf is not used afterwards); then fsync it, off the thread on io_uring,
+ * unless its file system keeps nothing across a crash anyway (tmpfs, ramfs), close
+ * it, and @fn(ctx, 0 or -errno) says how that ended. The rename before the fsync
+ * means a machine crash in between can leave @path empty or partial on a file system
+ * that does not write a renamed file's data first (ext4 does, auto_da_alloc; XFS
+ * need not); without the flag, the fsync comes first. Another write to the same
+ * @path may start once this one has renamed. @return 0, or -errno with @fn never
+ * called (@path unchanged unless the error came after the rename: no request left
+ * for the fsync).
+ */
+int rp_loop_write_file_flags(struct rp_loop *l, const char *path, const void *buf, size_t len,
+			     unsigned flags, rp_loop_fn fn, void *ctx);
+
 /**
  * rp_loop_clean_temps() - remove the temporary files a writer of @path left when it
  * died mid-write (SIGKILL between create and rename): "<path>.tmp.<pid>" (one-shot

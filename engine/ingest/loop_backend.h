@@ -57,6 +57,8 @@ struct loop_write {
 	int err;	 /* first failure, reported once the clean-up is done */
 	unsigned step;	 /* the backend's position in the chain */
 	bool tmp_exists; /* the temporary file may exist: unlink it on failure */
+	bool renamed;	 /* RP_LOOP_WRITE_NOW: at @path already, fd open for the tail */
+	bool sync;	 /* the tail fsyncs (not on tmpfs or ramfs) */
 	bool used;
 	char path[PATH_MAX];
 	char tmp[PATH_MAX];
@@ -156,5 +158,15 @@ short rp_loop_sock_events(const struct loop_op *op);
 
 /* Synchronous clean-up of an abandoned write: close the fd, unlink the temp file. */
 void rp_loop_write_discard(struct loop_write *w);
+
+/* write(2) all of @buf to @fd. @return 0 or -errno. */
+int rp_loop_write_all(int fd, const char *buf, size_t len);
+
+/*
+ * RP_LOOP_WRITE_NOW's first half, in the caller's thread: create the temporary file,
+ * write it all, rename it over the path; w->fd stays open for the tail (fsync if
+ * w->sync, close), which the backend runs. @return 0, or -errno with nothing left.
+ */
+int rp_loop_write_now(struct loop_write *w);
 
 #endif

@@ -13,7 +13,8 @@
  *  - socket operations: poll(2) for POLLIN (accept, recv) or POLLOUT (send), then
  *    the nonblocking call (rp_loop_sock_try); one that would block stays pending;
  *  - file writes run synchronously inside the iteration (open, write all, fsync,
- *    close, rename; unlink the temporary file on any failure), then the callback.
+ *    close, rename; unlink the temporary file on any failure), then the callback;
+ *    an RP_LOOP_WRITE_NOW write is renamed already (loop.c): its fsync and close.
  *
  * Dispatch walks the records in index order and re-checks each one right before its
  * callback: a callback may cancel, add or reuse records, or stop the loop, and then
@@ -42,24 +43,6 @@ static struct pollset *pollset_of(struct rp_loop *l)
 
 /* --- file writes --- */
 
-static int write_all(int fd, const char *buf, size_t len)
-{
-	ssize_t n;
-
-	while (len > 0) {
-		n = write(fd, buf, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			return -EIO;
-		buf += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 static int write_sync(struct loop_write *w)
 {
 	int err = 0;
@@ -68,7 +51,7 @@ static int write_sync(struct loop_write *w)
 	if (w->fd < 0)
 		return -errno;
 	w->tmp_exists = true;
-	err = write_all(w->fd, w->buf, w->len);
+	err = rp_loop_write_all(w->fd, w->buf, w->len);
 	if (err == 0 && fsync(w->fd) < 0)
 		err = -errno;
 	if (close(w->fd) < 0 && err == 0)
@@ -79,6 +62,20 @@ static int write_sync(struct loop_write *w)
 	if (err == 0)
 		w->tmp_exists = false;
 	rp_loop_write_discard(w); /* unlinks the temporary file after a failure */
+	return err;
+}
+
+/* RP_LOOP_WRITE_NOW's tail: the file is at its path; fsync it (unless w->sync says it
+ * buys nothing), close it. */
+static int write_tail(struct loop_write *w)
+{
+	int err = 0;
+
+	if (w->sync && fsync(w->fd) < 0)
+		err = -errno;
+	if (close(w->fd) < 0 && err == 0)
+		err = -errno;
+	w->fd = -1;
 	return err;
 }
 
@@ -183,7 +180,7 @@ static void run_one(struct rp_loop *l, struct loop_op *op, uint64_t now)
 			rp_loop_op_finish(l, op, res);
 		break;
 	case LOOP_WRITE:
-		res = write_sync(op->write);
+		res = op->write->renamed ? write_tail(op->write) : write_sync(op->write);
 		rp_loop_op_finish(l, op, res);
 		break;
 	}

@@ -20,6 +20,8 @@
  *    request after the other; a failed step closes and unlinks the temporary file
  *    before the callback hears the first error. Close comes before the rename so the
  *    rename is the one commit point: any error means the target was not touched.
+ *    RP_LOOP_WRITE_NOW writes arrive renamed (loop.c, in the caller's thread: no
+ *    loop turn between the steps): only their fsync (not on tmpfs) and close.
  *
  * Cancelling submits IORING_OP_ASYNC_CANCEL for the record's request; the record
  * stays in the pool, dead, until its last completion has arrived. Closing cancels
@@ -258,7 +260,7 @@ static enum write_step write_next(struct loop_write *w, int res)
 	case W_OPEN: return w->len > 0 ? W_WRITE : W_FSYNC;
 	case W_WRITE: return w->done < w->len ? W_WRITE : W_FSYNC;
 	case W_FSYNC: return W_CLOSE;
-	default: return W_RENAME; /* after W_CLOSE */
+	default: return W_RENAME; /* after W_CLOSE (not reached once renamed) */
 	}
 }
 
@@ -287,7 +289,7 @@ static void write_complete(struct rp_loop *l, struct loop_op *op, int res)
 		rp_loop_op_put(l, op); /* abandoned at close: the put cleans up */
 		return;
 	}
-	if (w->step == W_RENAME && res == 0) {
+	if ((w->step == W_RENAME || (w->step == W_CLOSE && w->renamed)) && res == 0) {
 		rp_loop_op_finish(l, op, 0);
 		return;
 	}
@@ -472,7 +474,11 @@ static int uring_start(struct rp_loop *l, struct loop_op *op)
 	case LOOP_TIMER: return arm_timeout(l, op, op->timer.next);
 	case LOOP_FUTEX:
 		return uring_of(l)->futex_op ? arm_futex_op(l, op) : arm_futex_check(l, op);
-	case LOOP_WRITE: return write_submit(l, op, W_OPEN);
+	case LOOP_WRITE:
+		/* RP_LOOP_WRITE_NOW: created, written and renamed in loop.c; the tail. */
+		if (op->write->renamed)
+			return write_submit(l, op, op->write->sync ? W_FSYNC : W_CLOSE);
+		return write_submit(l, op, W_OPEN);
 	case LOOP_ACCEPT:
 	case LOOP_RECV:
 	case LOOP_SEND: return arm_sock(l, op);

@@ -11,7 +11,9 @@
  *     two slices); SIGINT/SIGTERM drain everything, write a final snapshot and exit 0;
  *   - inotify on /dev/shm for new segments;
  *   - producers' pidfds, so a death is handled at once;
- *   - snapshot writes (write, fsync, rename: a snapshot is whole or absent);
+ *   - snapshot writes (a snapshot is whole or absent at its name): a live one is
+ *     created, written and renamed at once, in this thread, then fsynced off it (not
+ *     on tmpfs); the final one is fsynced before its rename (docs/live.md);
  *   - the live socket <snapshot dir>/ringprof-<session>.sock (mode 0600; `ringprof
  *     top`) and, with --prometheus, an HTTP /metrics listener (tools/server/serve.c);
  *   - with --otlp, the OTLP/HTTP receiver (tools/server/otlp_http.c): its spans wait in
@@ -52,8 +54,13 @@
 #define AUTO_SNAPSHOT_UNLINKS 256
 /* Slices (RP_SOURCES_SLICE records) merged when SIGUSR1 comes, before the report: what
  * was due since the last drain, when the engine keeps up; a backlog stays for later
- * (header.unmerged_records says how much), so the snapshot answers in milliseconds. */
+ * (header.unmerged_records says how much), so the snapshot answers in milliseconds.
+ * A backlog of more than that is not caught up by 4 slices: then 1 (a drain's least),
+ * the snapshot being as incomplete either way. */
 #define SNAPSHOT_SLICES 4
+/* Live snapshots renamed whose fsync is still running, at most; one more waits for
+ * one of them (d->again). The loop has 4 write slots: one stays for the final one. */
+#define SNAPSHOT_SYNCS 3
 /* The flight recorder of the live engine (--recorder-spans; `analyze` keeps the
  * engine's 65536): most of a snapshot's bytes and of its fsync, chosen by what a
  * snapshot costs (docs/performance.md, Snapshots). */
@@ -77,10 +84,12 @@ struct daemon {
 	struct rp_membuf snap;	/* the snapshot being written */
 	struct rp_snap_cache *snap_cache; /* the recorder's spans as last encoded; NULL:
 					     none (each snapshot encodes them all) */
-	bool writing, again, exiting;
+	bool writing, again, exiting;	/* writing: the final snapshot, fsync first */
+	unsigned syncing;		/* live snapshots renamed, their fsync running */
 	unsigned snapshots;
 	unsigned snap_failures;		/* writes that failed, told in the marker */
 	uint64_t snap_started;
+	uint64_t snap_signal;		/* when SIGUSR1 was read for it; 0: not asked so */
 	uint64_t snap_cpu_ns;		/* its report and encoding, thread CPU time */
 	uint64_t snap_unmerged;		/* records it left for the next one */
 	uint64_t processed;
@@ -138,17 +147,13 @@ static void drain(struct daemon *d, uint64_t watermark)
 }
 
 /* ss.interrupt: the drain stops at this slice boundary, back to the loop, when one
- * of our signals waits in the signalfd (it stays pending until read), or while a
- * snapshot is being written: each of its steps (open, write, fsync, close, rename)
- * waits for the loop to submit the next, so a backlog drained 64 slices a turn
- * would stretch it by as many drains. */
+ * of our signals waits in the signalfd (it stays pending until read). A live
+ * snapshot's write has no steps for drains to delay (it is renamed at once). */
 static bool signal_waits(void *ctx)
 {
-	const struct daemon *d = ctx;
 	sigset_t set;
 
-	if (d->writing)
-		return true;
+	(void)ctx;
 	if (sigpending(&set) != 0)
 		return false;
 	return sigismember(&set, SIGUSR1) == 1 || sigismember(&set, SIGINT) == 1 ||
@@ -311,6 +316,43 @@ static void note_failure(struct daemon *d, int err)
 			     strerror(errno));
 }
 
+/* The line a written snapshot gets: its size, the wall time from the report to the
+ * file at its name, the report's CPU, what it left unmerged and, asked by SIGUSR1,
+ * how long after the signal the report began (the slices merged first, scheduling). */
+static void snapshot_said(const struct daemon *d)
+{
+	char cut[48] = "";
+
+	if (d->quiet)
+		return;
+	if (d->snap_signal != 0)
+		snprintf(cut, sizeof(cut), "; cut %.1f ms after the signal",
+			 (double)(d->snap_started - d->snap_signal) / 1e6);
+	fprintf(stderr, "ringprof: snapshot %u written to %s (%zu bytes, %.1f ms; report "
+		"and encode %.1f ms CPU, %" PRIu64 " records unmerged%s)\n",
+		d->snapshots, d->snap_path, d->snap.len,
+		(double)(mono_ns() - d->snap_started) / 1e6, (double)d->snap_cpu_ns / 1e6,
+		d->snap_unmerged, cut);
+}
+
+static void snapshot_failed(struct daemon *d, const char *what, int err)
+{
+	rp_cli_error(0, "snapshot %s: %s%s", d->snap_path, what, strerror(-err));
+	note_failure(d, err);
+}
+
+/* The next snapshot, if one was asked while this one was busy. */
+static void snapshot_next(struct daemon *d)
+{
+	if (d->again) {
+		d->again = false;
+		write_snapshot(d);
+	} else if (d->exiting && !d->writing) {
+		rp_loop_stop(d->loop);
+	}
+}
+
+/* The final snapshot: fsynced, then renamed. */
 static void on_written(void *ctx, int res)
 {
 	struct daemon *d = ctx;
@@ -318,22 +360,22 @@ static void on_written(void *ctx, int res)
 	d->writing = false;
 	/* ok: what it holds is safe, a successor counts only what follows */
 	rp_sources_snapshot_written(&d->ss, res >= 0);
-	if (res < 0) {
-		rp_cli_error(0, "snapshot %s: %s", d->snap_path, strerror(-res));
-		note_failure(d, res);
-	}
-	else if (!d->quiet)
-		fprintf(stderr, "ringprof: snapshot %u written to %s (%zu bytes, %.1f ms; report "
-			"and encode %.1f ms CPU, %" PRIu64 " records unmerged)\n",
-			d->snapshots, d->snap_path, d->snap.len,
-			(double)(mono_ns() - d->snap_started) / 1e6, (double)d->snap_cpu_ns / 1e6,
-			d->snap_unmerged);
-	if (d->again) {
-		d->again = false;
-		write_snapshot(d);
-	} else if (d->exiting) {
-		rp_loop_stop(d->loop);
-	}
+	if (res < 0)
+		snapshot_failed(d, "", res);
+	else
+		snapshot_said(d);
+	snapshot_next(d);
+}
+
+/* A live snapshot's tail: at its name since write_snapshot(); now fsynced and closed. */
+static void on_synced(void *ctx, int res)
+{
+	struct daemon *d = ctx;
+
+	d->syncing--;
+	if (res < 0) /* the file is there, but may not outlive a crash of the machine */
+		snapshot_failed(d, "fsync: ", res);
+	snapshot_next(d);
 }
 
 /* CPU time of this thread: what a snapshot's report and encoding cost, whatever else
@@ -346,13 +388,19 @@ static uint64_t thread_cpu_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/*
+ * Report, encode, write. A live snapshot is at its name when this returns (its fsync
+ * follows, on_synced): what it holds is then in a file, so the sources learn it at
+ * once. The final one (exiting) waits for its fsync before the rename: it is the last
+ * word, and nothing follows to replace it.
+ */
 static void write_snapshot(struct daemon *d)
 {
 	struct rp_report r;
 	uint64_t cpu0;
 	int err;
 
-	if (d->writing) { /* one at a time; the next one right after */
+	if (d->writing || (!d->exiting && d->syncing >= SNAPSHOT_SYNCS)) { /* right after */
 		d->again = true;
 		return;
 	}
@@ -368,19 +416,29 @@ static void write_snapshot(struct daemon *d)
 		err = rp_snapshot_encode_cached(&r, d->snap_cache, rp_membuf_sink, &d->snap);
 	rp_report_free(&r);
 	d->snap_cpu_ns = thread_cpu_ns() - cpu0;
-	if (err == 0)
+	if (err == 0 && d->exiting)
 		err = rp_loop_write_file(d->loop, d->snap_path, d->snap.data, d->snap.len,
 					 on_written, d);
+	else if (err == 0)
+		err = rp_loop_write_file_flags(d->loop, d->snap_path, d->snap.data, d->snap.len,
+					       RP_LOOP_WRITE_NOW, on_synced, d);
 	if (err) {
 		rp_sources_snapshot_written(&d->ss, false);
-		rp_cli_error(0, "snapshot: %s", strerror(-err));
-		note_failure(d, err);
+		snapshot_failed(d, "", err);
+		d->snap_signal = 0;
 		if (d->exiting)
 			rp_loop_stop(d->loop);
 		return;
 	}
-	d->writing = true;
 	d->snapshots++;
+	if (d->exiting) {
+		d->writing = true;
+	} else {
+		d->syncing++;
+		rp_sources_snapshot_written(&d->ss, true);
+		snapshot_said(d);
+	}
+	d->snap_signal = 0;
 }
 
 static void on_signal(void *ctx, int res)
@@ -391,10 +449,16 @@ static void on_signal(void *ctx, int res)
 	(void)res;
 	while (read(d->sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
 		if (si.ssi_signo == SIGUSR1) {
+			bool behind;
+
+			if (d->snap_signal == 0)
+				d->snap_signal = mono_ns();
 			/* Segments whose inotify event is still queued behind this signal
 			 * (an engine resumed after SIGSTOP) belong in this snapshot. */
 			rp_sources_scan(&d->ss);
-			drain_some(d, mono_ns() - d->delay_ns, SNAPSHOT_SLICES);
+			behind = rp_sources_unmerged(&d->ss) >
+				 (uint64_t)SNAPSHOT_SLICES * RP_SOURCES_SLICE;
+			drain_some(d, mono_ns() - d->delay_ns, behind ? 1 : SNAPSHOT_SLICES);
 			write_snapshot(d);
 		} else if (!d->exiting) {
 			if (!d->quiet)
