@@ -809,6 +809,34 @@ static void test_sweep_cap_and_large_times(void **state)
 	rp_sweep_fini(&sw);
 }
 
+/* rp_sweep_levels_quantiles() equals the four percentiles and the maximum asked one by
+ * one, on level arrays with runs of zeros, long zero tails, one level, none, and
+ * totals near 2^64 (the rule's products need 128 bits). */
+static void test_sweep_levels_quantiles_match(void **state)
+{
+	static const unsigned p[4] = { 5000, 9000, 9500, 9900 };
+	static uint64_t ns[70000];
+	uint64_t x = 0x9e3779b97f4a7c15ull;
+
+	(void)state;
+	for (int round = 0; round < 3000; round++) {
+		uint32_t n = 1 + (uint32_t)(round % 7 == 0 ? 65536 : (x >> 40) % 300), q[4], max;
+		uint32_t held = (uint32_t)(x % (n + 1));
+		uint64_t scale = round % 5 == 0 ? UINT64_MAX / ((uint64_t)held + 1) : 1000;
+
+		memset(ns, 0, sizeof(ns));
+		for (uint32_t c = 0; c < held; c++) {
+			x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+			ns[c] = x % 3 == 0 ? 0 : x % scale;
+		}
+		rp_sweep_levels_quantiles(ns, n, q, &max);
+		for (int i = 0; i < 4; i++)
+			assert_int_equal(q[i], rp_sweep_levels_percentile(ns, n, p[i]));
+		assert_int_equal(max, rp_sweep_levels_max(ns, n));
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+	}
+}
+
 static void test_sweep_percentile_rule_exact(void **state)
 {
 	const uint64_t q = UINT64_C(1) << 62; /* total 3q: products need 128 bits */
@@ -1147,6 +1175,7 @@ int main(void)
 		cmocka_unit_test(test_sweep_cap_and_large_times),
 		cmocka_unit_test(test_sweep_levels_only_matches),
 		cmocka_unit_test(test_sweep_percentile_rule_exact),
+		cmocka_unit_test(test_sweep_levels_quantiles_match),
 		cmocka_unit_test(test_sweep_random_small_traces_match_oracle),
 		cmocka_unit_test(test_sweep_large_trace_matches_oracle),
 		cmocka_unit_test(test_sweep_accrue_live_reports),

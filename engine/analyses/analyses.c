@@ -470,16 +470,18 @@ static uint64_t round_ns(double v)
 
 static int conc_row(struct rp_report_conc *o, const char *name, const struct rp_sweep *s)
 {
+	uint32_t q[4];
+
 	o->name = strdup(name);
 	if (o->name == NULL)
 		return -ENOMEM;
 	o->observed_ns = rp_sweep_observed_ns(s);
 	o->mean_milli = round_ns(rp_sweep_mean(s) * 1000.0);
-	o->p50 = rp_sweep_percentile(s, 5000);
-	o->p90 = rp_sweep_percentile(s, 9000);
-	o->p95 = rp_sweep_percentile(s, 9500);
-	o->p99 = rp_sweep_percentile(s, 9900);
-	o->max = rp_sweep_max(s);
+	rp_sweep_levels_quantiles(s->ns, s->n_alloc, q, &o->max);
+	o->p50 = q[0];
+	o->p90 = q[1];
+	o->p95 = q[2];
+	o->p99 = q[3];
 	o->over_cap_ns = s->over_cap_ns;
 	o->now = rp_sweep_level(s);
 	return 0;

@@ -268,6 +268,32 @@ uint32_t rp_sweep_levels_percentile(const uint64_t *ns, uint32_t n, unsigned p_t
 	return rp_sweep_levels_max(ns, n);
 }
 
+void rp_sweep_levels_quantiles(const uint64_t *ns, uint32_t n, uint32_t q[4], uint32_t *max)
+{
+	static const unsigned p[4] = { 5000, 9000, 9500, 9900 };
+	uint32_t top = rp_sweep_levels_max(ns, n), k = 0;
+	uint64_t total = 0, cum = 0;
+	struct u128 need[4];
+
+	*max = top;
+	for (uint32_t c = 0; c < n && c <= top; c++)
+		total += ns[c];
+	for (int i = 0; i < 4; i++) {
+		q[i] = 0;
+		need[i] = mul64(total, p[i]);
+	}
+	for (uint32_t c = 0; total > 0 && c < n && c <= top && k < 4; c++) {
+		struct u128 have;
+
+		cum += ns[c];
+		if (ns[c] == 0)
+			continue;
+		have = mul64(cum, 10000);
+		while (k < 4 && ge128(have, need[k]))
+			q[k++] = c;
+	}
+}
+
 uint32_t rp_sweep_percentile(const struct rp_sweep *s, unsigned p_times_100)
 {
 	return rp_sweep_levels_percentile(s->ns, s->n_alloc, p_times_100);
@@ -282,10 +308,11 @@ double rp_sweep_mean(const struct rp_sweep *s)
 {
 	uint64_t total = rp_sweep_observed_ns(s);
 	struct u128 area = { s->excess_hi, s->excess_lo };
+	uint32_t top = rp_sweep_max(s); /* levels above it add nothing */
 
 	if (total == 0)
 		return 0.0;
-	for (uint32_t c = 1; c < s->n_alloc; c++)
+	for (uint32_t c = 1; c <= top && c < s->n_alloc; c++)
 		add128(&area, mul64(c, s->ns[c]));
 	return ((double)area.hi * 0x1p64 + (double)area.lo) / (double)total;
 }

@@ -254,6 +254,11 @@ static inline int rp_sweep_level_at(struct rp_sweep *s, uint64_t t, uint32_t *le
 uint32_t rp_sweep_levels_percentile(const uint64_t *ns, uint32_t n, unsigned p_times_100);
 uint32_t rp_sweep_levels_max(const uint64_t *ns, uint32_t n);
 
+/* The report's p50, p90, p95 and p99 (@q) and maximum of a level array, as the two above
+ * give them one by one, in two passes up to the highest level held: a report asks for
+ * them per sweep and window, and a sweep's array can be 65,536 levels long. */
+void rp_sweep_levels_quantiles(const uint64_t *ns, uint32_t n, uint32_t q[4], uint32_t *max);
+
 /*
  * The midpoint the toolkit queries: start + (end - start) / 2, rounded down; a
  * zero-length span's (or a reversed one's) is its start.

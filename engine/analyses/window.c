@@ -489,6 +489,7 @@ static int conc_row(struct rp_report_conc *o, const char *name, const uint64_t *
 {
 	double area = excess;
 	uint64_t total = 0;
+	uint32_t q[4];
 
 	for (uint32_t c = 0; c < n; c++) {
 		total += ns[c];
@@ -499,11 +500,11 @@ static int conc_row(struct rp_report_conc *o, const char *name, const uint64_t *
 		return -ENOMEM;
 	o->observed_ns = total;
 	o->mean_milli = total ? round_u64(area * 1000.0 / (double)total) : 0;
-	o->p50 = rp_sweep_levels_percentile(ns, n, 5000);
-	o->p90 = rp_sweep_levels_percentile(ns, n, 9000);
-	o->p95 = rp_sweep_levels_percentile(ns, n, 9500);
-	o->p99 = rp_sweep_levels_percentile(ns, n, 9900);
-	o->max = rp_sweep_levels_max(ns, n);
+	rp_sweep_levels_quantiles(ns, n, q, &o->max);
+	o->p50 = q[0];
+	o->p90 = q[1];
+	o->p95 = q[2];
+	o->p99 = q[3];
 	o->over_cap_ns = over;
 	return 0;
 }
