@@ -1320,6 +1320,7 @@ static uint64_t merge(struct rp_sources *ss, uint64_t watermark, uint64_t max)
 {
 	uint32_t n = fill_heap(ss, watermark);
 	uint64_t done = 0;
+	struct rp_run run;
 
 	while (n > 0 && done < max) {
 		struct rp_heap_item it = heap_pop(ss->heap, &n);
@@ -1339,8 +1340,11 @@ static uint64_t merge(struct rp_sources *ss, uint64_t watermark, uint64_t max)
 			push_if_due(ss, &n, o, watermark);
 			continue;
 		}
+		/* the buffer's records go to the engine in runs too (run_add()) */
+		run_start(&run, l, it.ring);
 		for (;;) {
 			if (b->n == 0) { /* due and leading, in b->look */
+				run_flush(ss, &run);
 				done += merge_in_place(ss, l, it.ring, watermark, others, &again);
 				if (again) {
 					it.ts = b->look.ev.ts;
@@ -1350,7 +1354,10 @@ static uint64_t merge(struct rp_sources *ss, uint64_t watermark, uint64_t max)
 			}
 			/* (before process(), which may rewrite the record) */
 			b->marks -= b->ev[b->head].ev.kind == RP_EV_THREAD;
-			process(ss, l, it.ring, &b->ev[b->head]);
+			if (!run_add(ss, &run, 0, &b->ev[b->head])) {
+				run_flush(ss, &run);
+				process(ss, l, it.ring, &b->ev[b->head]);
+			}
 			done++;
 			b->head = (b->head + 1) & (b->cap - 1);
 			if (--b->n == 0 && b->avail == 0)
@@ -1363,6 +1370,7 @@ static uint64_t merge(struct rp_sources *ss, uint64_t watermark, uint64_t max)
 				break;
 			}
 		}
+		run_flush(ss, &run);
 	}
 	for (uint32_t i = 0; i < ss->n_live; i++)
 		for (uint32_t r = 0; r < ss->live[i]->seg->v.ring_count; r++)
