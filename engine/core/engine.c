@@ -558,13 +558,14 @@ __attribute__((flatten)) void rp_engine_event_at(struct rp_engine *e, uint32_t s
 }
 
 /*
- * A run of one producer thread's records (rp_engine_run()): the common record, a
- * BEGIN or END of the thread in order (@tm: the newest time processed), before the
- * finest sub-window's end (read each time: a hook may move it), with no drop mark, self time or error, whose depth (if
- * given) matches the stack and, for an END, that closes the top frame, is done here
- * with its track slot @tr found once for the run; @return false, having done nothing,
- * for any other, which takes the general path. Each does what rp_engine_event_at()
- * does for such a record, and nothing else, so the results are the same.
+ * A run of producer threads' records (rp_engine_run()): the common record, a BEGIN
+ * or END of a thread in order (@tm: the newest time processed), before the finest
+ * sub-window's end (read each time: a hook may move it), with no drop mark, self
+ * time or error, whose depth (if given) matches the stack and, for an END, that
+ * closes the top frame, is done here with its track slot @tr found once for the
+ * run; @return false, having done nothing, for any other, which takes the general
+ * path. Each does what rp_engine_event_at() does for such a record, and nothing
+ * else, so the results are the same.
  */
 static inline __attribute__((always_inline)) bool run_fast(struct rp_engine *e,
 							   struct rp_source *s, uint32_t tr,

@@ -152,8 +152,10 @@ static bool grow(struct rp_track *t, uint32_t max_depth)
 	return true;
 }
 
-void rp_track_begin(struct rp_tracks *ts, uint32_t tr, uint32_t name, uint64_t t,
-		    uint64_t span, struct rp_counts *c)
+/* Pushes a frame; @thread: k is known to be a thread track (no request). */
+static inline __attribute__((always_inline)) void push(struct rp_tracks *ts, uint32_t tr,
+						       uint32_t name, uint64_t t, uint64_t span,
+						       struct rp_counts *c, bool thread)
 {
 	struct rp_track *k = &ts->t[tr];
 	uint32_t parent = k->depth ? k->f[k->depth - 1].node : 0;
@@ -174,7 +176,14 @@ void rp_track_begin(struct rp_tracks *ts, uint32_t tr, uint32_t name, uint64_t t
 	if (folded)
 		c->anomalies[RP_ANOM_CCT_CAP]++;
 	if (ts->sinks)
-		rp_spans_open(ts->sinks, name, k->depth - 1, t, rp_is_request(k, k->depth - 1));
+		rp_spans_open(ts->sinks, name, k->depth - 1, t,
+			      !thread && rp_is_request(k, k->depth - 1));
+}
+
+void rp_track_begin(struct rp_tracks *ts, uint32_t tr, uint32_t name, uint64_t t,
+		    uint64_t span, struct rp_counts *c)
+{
+	push(ts, tr, name, t, span, c, false);
 }
 
 /* Pops the top frame, closed at time t; @normal: by its own END (stacks.h). Inlined
@@ -388,25 +397,7 @@ void rp_track_end(struct rp_tracks *ts, uint32_t tr, uint32_t name, uint64_t t, 
 void rp_track_begin_thread(struct rp_tracks *ts, uint32_t tr, uint32_t name, uint64_t t,
 			   uint64_t span, struct rp_counts *c)
 {
-	struct rp_track *k = &ts->t[tr];
-	uint32_t parent = k->depth ? k->f[k->depth - 1].node : 0;
-	bool folded;
-
-	if (k->depth >= ts->max_depth || k->skipped ||
-	    (k->depth == k->cap && !grow(k, ts->max_depth))) {
-		k->skipped++;
-		c->anomalies[RP_ANOM_DEPTH_CAP]++;
-		return;
-	}
-	k->f[k->depth++] = (struct rp_frame){ .start = t, .span = span, .name = name,
-					      .node = rp_stats_child(ts->stats, parent, name,
-								     &folded),
-					      .up = RP_NONE };
-	ts->stats->fn[name].started++;
-	if (folded)
-		c->anomalies[RP_ANOM_CCT_CAP]++;
-	if (ts->sinks)
-		rp_spans_open(ts->sinks, name, k->depth - 1, t, false);
+	push(ts, tr, name, t, span, c, true);
 }
 
 bool rp_track_end_top(struct rp_tracks *ts, uint32_t tr, uint32_t name, uint64_t t,
