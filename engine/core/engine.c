@@ -557,6 +557,136 @@ __attribute__((flatten)) void rp_engine_event_at(struct rp_engine *e, uint32_t s
 		dispatch(e, s, src, thread, ev, hint);
 }
 
+/*
+ * A run of producer threads' records (rp_engine_run()): the common record, a BEGIN
+ * or END of a thread in order (@tm: the newest time processed), before the finest
+ * sub-window's end (read each time: a hook may move it), with no drop mark, self
+ * time or error, whose depth (if given) matches the stack and, for an END, that
+ * closes the top frame, is done here with its track slot @tr found once for the
+ * run; @return false, having done nothing, for any other, which takes the general
+ * path. Each does what rp_engine_event_at() does for such a record, and nothing
+ * else, so the results are the same.
+ */
+static inline __attribute__((always_inline)) bool run_fast(struct rp_engine *e,
+							   struct rp_source *s, uint32_t tr,
+							   const struct rp_event *ev, uint64_t tm)
+{
+	const uint8_t odd = RP_SPAN_AFTER_DROP | RP_SPAN_SELF | RP_SPAN_ERROR;
+	const struct rp_track *k = &e->tracks.t[tr];
+	uint32_t want = ev->depth + (ev->kind == RP_EV_END);
+
+	if ((ev->flags & odd) || ev->ts < tm || ev->ts >= e->an.next || ev->name >= e->names.n ||
+	    ((ev->flags & RP_SPAN_DEPTH) && want < k->depth + k->skipped))
+		return false;
+	if (ev->kind == RP_EV_BEGIN) {
+		rp_track_begin_thread(&e->tracks, tr, ev->name, ev->ts, ev->arg, &s->counts);
+	} else {
+		if (!rp_track_end_top(&e->tracks, tr, ev->name, ev->ts, &s->counts))
+			return false;
+		rp_device_track_end(e->dev, tr, k->depth);
+	}
+	return true;
+}
+
+/*
+ * Producer threads' records in a row, in order: the common ones through run_fast()
+ * with each thread's track found once and the event clock in a local, the rest as
+ * rp_engine_event_at(). @which NULL: every record is lane 0's.
+ */
+static inline __attribute__((always_inline)) void run_lanes(struct rp_engine *e,
+							    const struct rp_run_lane *lane,
+							    const struct rp_event *ev,
+							    const uint8_t *which, uint32_t n)
+{
+	uint32_t tr[RP_RUN_LANES], i = 0, fast;
+
+	for (uint32_t w = 0; w < RP_RUN_LANES; w++)
+		tr[w] = RP_NONE;
+	while (i < n) {
+		uint64_t tm = e->t_merged;
+
+		for (fast = i; i < n; i++) {
+			const struct rp_event *x = &ev[i];
+			uint32_t w = which != NULL ? which[i] % RP_RUN_LANES : 0;
+			struct rp_source *s = &e->src[lane[w].src];
+
+			if (x->kind != RP_EV_BEGIN && x->kind != RP_EV_END)
+				break;
+			/* the clock's first event, or no track yet: the general path */
+			if (tr[w] == RP_NONE &&
+			    (e->t_first == 0 ||
+			     (tr[w] = rp_tracks_find_at(&e->tracks, lane[w].hint, lane[w].src,
+							RP_TRACK_THREAD, lane[w].thread)) ==
+				     RP_NONE))
+				break;
+			if (!run_fast(e, s, tr[w], x, tm))
+				break;
+			s->rep.events++; /* what rp_engine_event_at() would count */
+			tm = x->ts;
+		}
+		if (i > fast) {
+			e->t_merged = tm;
+			if (tm > e->t_last)
+				e->t_last = tm;
+		}
+		if (i < n) {
+			uint32_t w = which != NULL ? which[i] % RP_RUN_LANES : 0;
+
+			rp_engine_event_at(e, lane[w].src, lane[w].thread, &ev[i++], lane[w].hint);
+			for (w = 0; w < RP_RUN_LANES; w++) /* whatever it did: found again */
+				tr[w] = RP_NONE;
+		}
+	}
+}
+
+/*
+ * Both compiled as one function each (flatten), so that the stack machine and the
+ * analyses' hooks are inlined into the loop and their register saves paid once per
+ * run, not per record.
+ */
+__attribute__((flatten)) void rp_engine_run_lanes(struct rp_engine *e,
+						  const struct rp_run_lane *lane,
+						  const struct rp_event *ev, const uint8_t *which,
+						  uint32_t n)
+{
+	run_lanes(e, lane, ev, which, n);
+}
+
+/* One thread: run_lanes() with one track slot in a register and the records
+ * counted once per stretch. */
+__attribute__((flatten)) void rp_engine_run(struct rp_engine *e, uint32_t src, uint64_t thread,
+					    const struct rp_event *ev, uint32_t n, uint32_t *hint)
+{
+	struct rp_source *s = &e->src[src];
+	uint32_t tr = RP_NONE, i = 0, fast;
+
+	while (i < n) {
+		uint64_t tm = e->t_merged;
+
+		/* the clock's first event, or no track yet: the general path makes them */
+		if (tr == RP_NONE && e->t_first != 0)
+			tr = rp_tracks_find_at(&e->tracks, hint, src, RP_TRACK_THREAD, thread);
+		for (fast = i; tr != RP_NONE && i < n; i++) {
+			const struct rp_event *x = &ev[i];
+
+			if ((x->kind != RP_EV_BEGIN && x->kind != RP_EV_END) ||
+			    !run_fast(e, s, tr, x, tm))
+				break;
+			tm = x->ts;
+		}
+		s->rep.events += i - fast; /* what rp_engine_event_at() would count */
+		if (i > fast) {
+			e->t_merged = tm;
+			if (tm > e->t_last)
+				e->t_last = tm;
+		}
+		if (i < n) {
+			rp_engine_event_at(e, src, thread, &ev[i++], hint);
+			tr = RP_NONE; /* (whatever it did, the slot is looked up again) */
+		}
+	}
+}
+
 void rp_engine_event(struct rp_engine *e, uint32_t src, uint64_t thread,
 		     const struct rp_event *ev)
 {

@@ -155,6 +155,29 @@ void rp_engine_event_at(struct rp_engine *e, uint32_t src, uint64_t thread,
 			const struct rp_event *ev, uint32_t *hint);
 
 /**
+ * rp_engine_run() - @n events of one producer thread @thread of @src, in order: the
+ * same as rp_engine_event_at() on each, with the common ones (thread BEGIN/END)
+ * done in one loop with their track found once. @hint as in rp_engine_event_at().
+ */
+void rp_engine_run(struct rp_engine *e, uint32_t src, uint64_t thread,
+		   const struct rp_event *ev, uint32_t n, uint32_t *hint);
+
+/* One producer thread of a run of several (rp_engine_run_lanes()). */
+#define RP_RUN_LANES 2
+struct rp_run_lane {
+	uint32_t src;
+	uint64_t thread;
+	uint32_t *hint;
+};
+
+/**
+ * rp_engine_run_lanes() - @n events, in order, event i of thread @lane[@which[i]]
+ * (@which NULL: all of lane 0): rp_engine_run() for two threads' records merged.
+ */
+void rp_engine_run_lanes(struct rp_engine *e, const struct rp_run_lane *lane,
+			 const struct rp_event *ev, const uint8_t *which, uint32_t n);
+
+/**
  * rp_engine_offcpu() - thread @thread of @src was off-CPU for @ns (ingest/offcpu.h):
  * added to its innermost open span, or to the source's offcpu_idle_ns when none is
  * open. Called before the thread's first record after the interval. @hint as in

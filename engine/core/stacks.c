@@ -152,8 +152,10 @@ static bool grow(struct rp_track *t, uint32_t max_depth)
 	return true;
 }
 
-void rp_track_begin(struct rp_tracks *ts, uint32_t tr, uint32_t name, uint64_t t,
-		    uint64_t span, struct rp_counts *c)
+/* Pushes a frame; @thread: k is known to be a thread track (no request). */
+static inline __attribute__((always_inline)) void push(struct rp_tracks *ts, uint32_t tr,
+						       uint32_t name, uint64_t t, uint64_t span,
+						       struct rp_counts *c, bool thread)
 {
 	struct rp_track *k = &ts->t[tr];
 	uint32_t parent = k->depth ? k->f[k->depth - 1].node : 0;
@@ -174,7 +176,14 @@ void rp_track_begin(struct rp_tracks *ts, uint32_t tr, uint32_t name, uint64_t t
 	if (folded)
 		c->anomalies[RP_ANOM_CCT_CAP]++;
 	if (ts->sinks)
-		rp_spans_open(ts->sinks, name, k->depth - 1, t, rp_is_request(k, k->depth - 1));
+		rp_spans_open(ts->sinks, name, k->depth - 1, t,
+			      !thread && rp_is_request(k, k->depth - 1));
+}
+
+void rp_track_begin(struct rp_tracks *ts, uint32_t tr, uint32_t name, uint64_t t,
+		    uint64_t span, struct rp_counts *c)
+{
+	push(ts, tr, name, t, span, c, false);
 }
 
 /* Pops the top frame, closed at time t; @normal: by its own END (stacks.h). Inlined
@@ -182,7 +191,8 @@ void rp_track_begin(struct rp_tracks *ts, uint32_t tr, uint32_t name, uint64_t t
 static inline __attribute__((always_inline)) void pop_inline(struct rp_tracks *ts,
 							     struct rp_track *k, uint64_t t,
 							     struct rp_counts *c, bool normal,
-							     const uint64_t *self, bool error)
+							     const uint64_t *self, bool error,
+							     bool thread)
 {
 	struct rp_frame *f = &k->f[--k->depth];
 	uint64_t dur = t > f->start ? t - f->start : 0;
@@ -203,8 +213,9 @@ static inline __attribute__((always_inline)) void pop_inline(struct rp_tracks *t
 
 	for (uint32_t i = 0; i < k->depth && call.primitive; i++)
 		call.primitive = k->f[i].name != f->name;
-	/* off_ns shares its place with busy_since: only thread frames have one */
-	if (k->kind == RP_TRACK_THREAD) {
+	/* off_ns shares its place with busy_since: only thread frames have one
+	 * (@thread: k is known to be a thread track) */
+	if (thread || k->kind == RP_TRACK_THREAD) {
 		call.offcpu_ns = f->off_ns;
 		call.offcpu_self_ns = f->off_self;
 		if (k->depth)
@@ -220,7 +231,7 @@ static inline __attribute__((always_inline)) void pop_inline(struct rp_tracks *t
 			.subtree_ns = call.self_ns + f->child_ns, .track = k->id,
 			.span = f->span, .name = f->name, .depth = k->depth, .src = k->src,
 			.primitive = call.primitive, .error = error,
-			.request = rp_is_request(k, k->depth),
+			.request = !thread && rp_is_request(k, k->depth),
 		};
 		rp_spans_close(ts->sinks, k, &sp, normal);
 	}
@@ -233,7 +244,7 @@ static void pop(struct rp_tracks *ts, struct rp_track *k, uint64_t t, struct rp_
 		k->depth--;
 		return;
 	}
-	pop_inline(ts, k, t, c, normal, NULL, false);
+	pop_inline(ts, k, t, c, normal, NULL, false, false);
 }
 
 /* Frame i becomes lost (counted once); it and its CCT node are "[lost]" now. */
@@ -368,12 +379,37 @@ void rp_track_end(struct rp_tracks *ts, uint32_t tr, uint32_t name, uint64_t t, 
 			pop(ts, k, t, c, false);
 		}
 		pop_inline(ts, k, t, c, normal, ts->end_self_set ? &ts->end_self : NULL,
-			   ts->end_error);
+			   ts->end_error, false);
 	}
 	ts->end_self_set = false;
 	ts->end_error = false;
 	if (k->kind == RP_TRACK_ASYNC && k->depth == 0 && k->skipped == 0)
 		release(ts, tr);
+}
+
+/*
+ * The common span records of a thread track (rp_engine_run()): rp_track_begin() and
+ * rp_track_end() with the track's kind known, so that nothing on the way tests it.
+ * rp_track_end_top() does only an END that closes the top frame normally (no skipped
+ * BEGIN, no lost frame, the name on top, no self time nor error pending) and
+ * @return false, having done nothing, for any other: rp_track_end() then.
+ */
+void rp_track_begin_thread(struct rp_tracks *ts, uint32_t tr, uint32_t name, uint64_t t,
+			   uint64_t span, struct rp_counts *c)
+{
+	push(ts, tr, name, t, span, c, true);
+}
+
+bool rp_track_end_top(struct rp_tracks *ts, uint32_t tr, uint32_t name, uint64_t t,
+		      struct rp_counts *c)
+{
+	struct rp_track *k = &ts->t[tr];
+
+	if (k->skipped || k->depth == 0 || k->f[k->depth - 1].name != name ||
+	    k->f[k->depth - 1].lost || ts->end_self_set || ts->end_error)
+		return false;
+	pop_inline(ts, k, t, c, true, NULL, false, true);
+	return true;
 }
 
 /* ---- summaries (docs/summaries.md) ---- */

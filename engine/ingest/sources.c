@@ -1076,27 +1076,179 @@ static void cursor_finish(struct rp_cursor *c)
 }
 
 /*
+ * A run of records gathered for rp_engine_run_lanes(): times in ns, names mapped,
+ * each of its ring's current track; of one ring (lane 0), or of the two rings
+ * merge_two() interleaves (which[]). Small: it stays in L1.
+ */
+#define RUN_MAX 64u
+struct rp_run {
+	uint32_t n;
+	bool two;			/* which[] says each record's ring */
+	struct rp_live *l[RP_RUN_LANES];
+	uint32_t ring[RP_RUN_LANES];
+	struct rp_event ev[RUN_MAX];
+	uint8_t which[RUN_MAX];
+};
+
+static void run_start(struct rp_run *run, struct rp_live *l, uint32_t ring)
+{
+	run->n = 0;
+	run->two = false;
+	run->l[0] = run->l[1] = l;
+	run->ring[0] = run->ring[1] = ring;
+}
+
+/* The run so far to the engine, in one call. */
+static void run_flush(struct rp_sources *ss, struct rp_run *run)
+{
+	struct rp_run_lane lane[RP_RUN_LANES];
+
+	if (run->n == 0)
+		return;
+	if (!run->two) {
+		struct rp_rbuf *b = &run->l[0]->buf[run->ring[0]];
+
+		rp_engine_run(ss->e, run->l[0]->src, thread_id(run->ring[0], b->trk), run->ev,
+			      run->n, &b->hint);
+		run->n = 0;
+		return;
+	}
+	for (uint32_t w = 0; w < RP_RUN_LANES; w++) {
+		struct rp_rbuf *b = &run->l[w]->buf[run->ring[w]];
+
+		lane[w] = (struct rp_run_lane){ .src = run->l[w]->src,
+						.thread = thread_id(run->ring[w], b->trk),
+						.hint = &b->hint };
+	}
+	rp_engine_run_lanes(ss->e, lane, run->ev, run->which, run->n);
+	run->n = 0;
+}
+
+/*
+ * Record @x of lane @w's ring joins the run when process() would do nothing for it
+ * but map its name and hand it on: its track's (no new owner, not a mark), no
+ * off-CPU time due before it, its name already mapped. @return false: flush, then
+ * process() it.
+ */
+static inline bool run_add(struct rp_sources *ss, struct rp_run *run, uint32_t w,
+			   const struct rp_bev *x)
+{
+	struct rp_live *l = run->l[w];
+	struct rp_rbuf *b = &l->buf[run->ring[w]];
+	uint32_t id = x->ev.name;
+
+	if (__builtin_expect(x->gen != b->trk || x->ev.kind == RP_EV_THREAD ||
+			     rp_offcpu_ring_due(&b->off, x->ev.ts) || id >= l->n_names ||
+			     l->names[id] == RP_NONE, 0))
+		return false;
+	run->ev[run->n] = x->ev;
+	run->ev[run->n].name = l->names[id];
+	run->which[run->n] = (uint8_t)w;
+	if (x->ev.ts > l->last_ts)
+		l->last_ts = x->ev.ts;
+	if (++run->n == RUN_MAX)
+		run_flush(ss, run);
+	return true;
+}
+
+/*
+ * The tight loop of merge_in_place(): after b->look, the ring's next records read
+ * straight from their slots into the run while each is a plain span record of the
+ * ring's current track (a BEGIN or END with no self time to convert, no owner
+ * change, no resync mark pending, no off-CPU time due before it, its name mapped)
+ * due and not later than @others: what take() and process() would do for it is
+ * done here, in locals. The first record that is not stays in the ring, for
+ * cursor_take() and the general path. @return false: the ring has no more records
+ * in place (b->look is then empty).
+ */
+static bool run_plain(struct rp_sources *ss, struct rp_live *l, struct rp_cursor *c,
+		      struct rp_run *run, uint64_t due, uint64_t others)
+{
+	struct rp_rbuf *b = c->b;
+	const struct rp_wire_clock clk = l->seg->v.clock;
+	const struct rp_event *slots = c->slots;
+	const uint32_t *names = l->names, n_names = l->n_names, mask = c->mask, h = c->h;
+	uint64_t lim = due < others ? due : others, last = l->last_ts;
+	/* counts in locals: the stores into the run may alias them */
+	uint32_t k = c->k, avail = b->avail, n = run->n, j, room;
+	bool more = true;
+
+	if (b->mark_lost || b->cur != b->trk)
+		return true;
+	lim = lim < b->off.next ? lim : b->off.next;
+	for (;;) {
+		/* no call in this loop: everything it needs stays in registers */
+		room = RUN_MAX - n < avail ? RUN_MAX - n : avail;
+		for (j = 0; j < room; j++) {
+			struct rp_event x = slots[(h + k + j) & mask]; /* read once */
+
+			if ((x.kind != RP_EV_BEGIN && x.kind != RP_EV_END) ||
+			    (x.flags & RP_SPAN_SELF) || x.name >= n_names ||
+			    names[x.name] == RP_NONE)
+				break;
+			x.ts = rp_ticks_to_ns(&clk, x.ts);
+			if (x.ts > lim)
+				break;
+			x.name = names[x.name];
+			last = x.ts > last ? x.ts : last;
+			run->ev[n + j] = x;
+		}
+		k += j;
+		avail -= j;
+		n += j;
+		if (n > 0)
+			b->off.last_ts = run->ev[n - 1].ts; /* as rp_offcpu_ring_due() leaves it */
+		if (avail == 0) {
+			b->look_ok = false;
+			more = false;
+			break;
+		}
+		if (j < room)
+			break; /* that record is not plain, or not due yet */
+		l->last_ts = last;
+		run->n = n;
+		run_flush(ss, run);
+		n = 0;
+	}
+	c->k = k;
+	b->avail = avail;
+	run->n = n;
+	l->last_ts = last;
+	return more;
+}
+
+/*
  * The records of ring @ring read in place, from b->look on, while they are due and
  * not later than @others (the oldest of every other ring); @return how many. The
  * next one, if any, is left copied in b->look, and *again says the ring goes back
- * into the heap.
+ * into the heap. One ring's records keep their order, so they go to the engine in
+ * runs (rp_engine_run()): the plain ones gathered by run_plain(), the rest through
+ * process(), each ending the run before it.
  */
 static uint32_t merge_in_place(struct rp_sources *ss, struct rp_live *l, uint32_t ring,
 			       uint64_t watermark, uint64_t others, bool *again)
 {
 	struct rp_rbuf *b = &l->buf[ring];
+	uint64_t due = l->ended ? UINT64_MAX : watermark;
 	struct rp_cursor c;
+	struct rp_run run;
 
+	run_start(&run, l, ring);
 	cursor_start(&c, l, ring);
 	*again = false;
 	for (;;) {
-		c.marks += b->look.ev.kind == RP_EV_THREAD;
-		process(ss, l, ring, &b->look);
+		if (!run_add(ss, &run, 0, &b->look)) {
+			run_flush(ss, &run);
+			c.marks += b->look.ev.kind == RP_EV_THREAD;
+			process(ss, l, ring, &b->look);
+		}
 		c.k++;
 		if (--b->avail == 0) {
 			b->look_ok = false;
 			break;
 		}
+		if (!run_plain(ss, l, &c, &run, due, others))
+			break;
 		cursor_take(&c);
 		if (b->look.ev.ts > watermark && !l->ended)
 			break;
@@ -1105,6 +1257,7 @@ static uint32_t merge_in_place(struct rp_sources *ss, struct rp_live *l, uint32_
 			break;
 		}
 	}
+	run_flush(ss, &run);
 	cursor_finish(&c);
 	return c.k;
 }
@@ -1122,13 +1275,22 @@ static uint64_t merge_two(struct rp_sources *ss, struct rp_cursor c[2], uint64_t
 			  uint64_t max)
 {
 	uint64_t done = 0;
+	struct rp_run run;
 
+	run_start(&run, c[0].l, c[0].ring);
+	run.two = true;
+	run.l[1] = c[1].l;
+	run.ring[1] = c[1].ring;
 	for (;;) {
-		struct rp_cursor *x = &c[c[1].b->look.ev.ts < c[0].b->look.ev.ts];
+		uint32_t w = c[1].b->look.ev.ts < c[0].b->look.ev.ts;
+		struct rp_cursor *x = &c[w];
 		struct rp_rbuf *b = x->b;
 
-		x->marks += b->look.ev.kind == RP_EV_THREAD;
-		process(ss, x->l, x->ring, &b->look);
+		if (!run_add(ss, &run, w, &b->look)) {
+			run_flush(ss, &run);
+			x->marks += b->look.ev.kind == RP_EV_THREAD;
+			process(ss, x->l, x->ring, &b->look);
+		}
 		x->k++;
 		done++;
 		if (__builtin_expect(--b->avail == 0, 0)) {
@@ -1142,6 +1304,7 @@ static uint64_t merge_two(struct rp_sources *ss, struct rp_cursor c[2], uint64_t
 		if (__builtin_expect((b->look.ev.ts > watermark && !x->l->ended) || done >= max, 0))
 			break;
 	}
+	run_flush(ss, &run);
 	cursor_finish(&c[0]);
 	cursor_finish(&c[1]);
 	return done;
@@ -1157,6 +1320,7 @@ static uint64_t merge(struct rp_sources *ss, uint64_t watermark, uint64_t max)
 {
 	uint32_t n = fill_heap(ss, watermark);
 	uint64_t done = 0;
+	struct rp_run run;
 
 	while (n > 0 && done < max) {
 		struct rp_heap_item it = heap_pop(ss->heap, &n);
@@ -1176,8 +1340,11 @@ static uint64_t merge(struct rp_sources *ss, uint64_t watermark, uint64_t max)
 			push_if_due(ss, &n, o, watermark);
 			continue;
 		}
+		/* the buffer's records go to the engine in runs too (run_add()) */
+		run_start(&run, l, it.ring);
 		for (;;) {
 			if (b->n == 0) { /* due and leading, in b->look */
+				run_flush(ss, &run);
 				done += merge_in_place(ss, l, it.ring, watermark, others, &again);
 				if (again) {
 					it.ts = b->look.ev.ts;
@@ -1187,7 +1354,10 @@ static uint64_t merge(struct rp_sources *ss, uint64_t watermark, uint64_t max)
 			}
 			/* (before process(), which may rewrite the record) */
 			b->marks -= b->ev[b->head].ev.kind == RP_EV_THREAD;
-			process(ss, l, it.ring, &b->ev[b->head]);
+			if (!run_add(ss, &run, 0, &b->ev[b->head])) {
+				run_flush(ss, &run);
+				process(ss, l, it.ring, &b->ev[b->head]);
+			}
 			done++;
 			b->head = (b->head + 1) & (b->cap - 1);
 			if (--b->n == 0 && b->avail == 0)
@@ -1200,6 +1370,7 @@ static uint64_t merge(struct rp_sources *ss, uint64_t watermark, uint64_t max)
 				break;
 			}
 		}
+		run_flush(ss, &run);
 	}
 	for (uint32_t i = 0; i < ss->n_live; i++)
 		for (uint32_t r = 0; r < ss->live[i]->seg->v.ring_count; r++)
