@@ -286,11 +286,12 @@ static struct row *rows_of(const struct top *t, const struct rp_report_window *w
 		if (w != NULL) {
 			const struct rp_report_wfn *x = &w->fns[i];
 
-			if (x->fn >= r->n_fns || x->calls == 0)
+			/* milestones have their own line (milestones()), not rows */
+			if (x->fn >= r->n_fns || x->calls == 0 || r->fns[x->fn].milestone)
 				continue;
 			v[*n] = (struct row){ &r->fns[x->fn], x->calls,	 x->self_ns, x->cum_ns,
 					      x->p50_ns,      x->p90_ns, x->p99_ns, true };
-		} else if (r->fns[i].calls > 0) {
+		} else if (r->fns[i].calls > 0 && !r->fns[i].milestone) {
 			const struct rp_report_fn *f = &r->fns[i];
 
 			v[*n] = (struct row){ f,	 f->calls,  f->self_ns, f->cum_ns,
