@@ -246,7 +246,9 @@ static const char *const anomaly_keys[] = { "end_mismatch", "end_unmatched", "de
 					    "window_cap",   "counter_cap",   "drop_lost",
 					    "window_level_cap", "restart_gap",
 					    "sketch_evicted",   "window_evicted",
-					    "mark_unmatched",   "mark_repeat" };
+					    "mark_unmatched",   "mark_repeat",
+					    "charge_orphan",    "charge_late",
+					    "charge_cap" };
 
 static yajl_val json_parse(const char *text)
 {
