@@ -201,16 +201,23 @@ static void test_top_milestones_not_rows(void **state)
 	bool seen = false;
 
 	(void)state;
+	uint32_t fwd = rp_intern("top_forward", "LLM", "", 0);
+
 	for (uint64_t track = 1; track <= 3; track++) {
 		rp_async_begin(req, track, 1);
 		rp_async_mark(mark, track);
-		rp_async_end(req, track, 1);
 	}
+	rp_begin(fwd); /* a batch's forward, charged to the three (test_top_charged_line) */
+	for (uint64_t track = 1; track <= 3; track++)
+		rp_charge(fwd, 0, track);
+	rp_end(fwd);
+	for (uint64_t track = 1; track <= 3; track++)
+		rp_async_end(req, track, 1);
 	for (int i = 0; i < 120 && !seen; i++) { /* until the engine has them: up to 60 s */
 		free(out);
 		out = NULL;
-		seen = run(&out, "%s top --session %s --dir %s --once --width 120", bin, session,
-			   tmpdir) == 0 && strstr(out, "  top_ttft p50 ") != NULL &&
+		seen = run(&out, "%s top --session %s --dir %s --once --width 120 --filter top_",
+			   bin, session, tmpdir) == 0 && strstr(out, "  top_ttft p50 ") != NULL &&
 		       strstr(out, "  top_req [REQUEST]\n") != NULL;
 		if (!seen)
 			sleep_ms(500);
@@ -219,6 +226,27 @@ static void test_top_milestones_not_rows(void **state)
 		fail_msg("no milestone line for top_ttft, or no top_req row:\n%s", out);
 	if (strstr(out, "  top_ttft [milestone]") != NULL || strstr(out, "  top_ttft\n") != NULL)
 		fail_msg("the milestone is a row of the table:\n%s", out);
+	free(out);
+}
+
+/* The forward the test above charged to its three requests: on the charged line, with
+ * its three shares (all time). */
+static void test_top_charged_line(void **state)
+{
+	char *out = NULL;
+	bool seen = false;
+
+	(void)state;
+	for (int i = 0; i < 120 && !seen; i++) {
+		free(out);
+		out = NULL;
+		seen = run(&out, "%s top --session %s --dir %s --once --width 120", bin, session,
+			   tmpdir) == 0 && strstr(out, "\ncharged (all time)  top_req ") != NULL;
+		if (!seen)
+			sleep_ms(500);
+	}
+	if (!seen || strstr(strstr(out, "\ncharged (all time)"), "/req (3 shares)") == NULL)
+		fail_msg("no charged line with top_req's 3 shares:\n%s", out);
 	free(out);
 }
 
@@ -283,6 +311,7 @@ int main(void)
 		cmocka_unit_test(test_top_piped_plain_frames),
 		cmocka_unit_test(test_top_capped_level_marked),
 		cmocka_unit_test(test_top_milestones_not_rows),
+		cmocka_unit_test(test_top_charged_line),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
