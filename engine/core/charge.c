@@ -67,11 +67,12 @@ static uint32_t open_request(struct rp_charges *c, uint32_t src, uint64_t id)
 	return tr;
 }
 
-/* The innermost open, not lost frame named @name on slot @tr, or -1. */
-static int open_frame(const struct rp_track *k, uint32_t name)
+/* The innermost open, not lost frame named @name on track @k (@any: of any name, a
+ * producer that does not know it), or -1. */
+static int open_frame(const struct rp_track *k, uint32_t name, bool any)
 {
 	for (uint32_t i = k->depth; i-- > 0;)
-		if (k->f[i].name == name && !k->f[i].lost)
+		if ((k->f[i].name == name || any) && !k->f[i].lost)
 			return (int)i;
 	return -1;
 }
@@ -144,13 +145,13 @@ void rp_charges_event(struct rp_charges *c, uint32_t src, uint64_t thread,
 	rq = open_request(c, src, ev->arg);
 	tr = rp_tracks_find(c->ts, src, kind, ev->track != 0 ? ev->track : thread);
 	if (rq == RP_NONE || tr == RP_NONE ||
-	    (at = open_frame(&c->ts->t[tr], ev->name)) < 0) {
+	    (at = open_frame(&c->ts->t[tr], ev->name, ev->flags & RP_LINK_ANY)) < 0) {
 		cnt->anomalies[RP_ANOM_CHARGE_ORPHAN]++;
 		return;
 	}
 	k = &c->ts->t[tr];
 	key = (struct rp_charge_span){ .id = k->id, .span = k->f[at].span,
-				       .start = k->f[at].start, .src = src, .name = ev->name,
+				       .start = k->f[at].start, .src = src, .name = k->f[at].name,
 				       .kind = k->kind };
 	e = entry(c, &key, true);
 	if (e == NULL) {

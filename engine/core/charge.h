@@ -3,7 +3,8 @@
  * Charging batched work to the requests it served (RP_EV_LINK with RP_LINK_CHARGE,
  * wire 1.3): in a batching server one `forward` span, opened by the batch loop outside
  * any request, serves N requests. Each charge record names the span (its name, on its
- * track: the thread's stack for track 0) and one request (its async track). When the
+ * track: the thread's stack for track 0; with RP_LINK_ANY the innermost open span
+ * whatever its name) and one request (its async track). When the
  * span closes, its duration is split between the N distinct requests charged to it:
  * dur / N each in integer ns, the remainder to the first charged, so the shares sum to
  * the duration exactly. A share goes to the request's name (charged_ns, charged: the

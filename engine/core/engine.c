@@ -290,7 +290,7 @@ static void device_link(struct rp_engine *e, struct rp_source *s, uint32_t src, 
 	uint32_t tr;
 	const struct rp_track *k;
 
-	if (ev->flags == RP_LINK_CHARGE) { /* wire 1.3: batched work (charge.h) */
+	if ((ev->flags & ~RP_LINK_ANY) == RP_LINK_CHARGE) { /* wire 1.3: batched work */
 		rp_charges_event(&e->charges, src, thread, ev, &s->counts);
 		return;
 	}

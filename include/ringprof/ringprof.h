@@ -873,6 +873,13 @@ RP_INLINE void rp_charge(uint32_t name, uint64_t track, uint64_t request)
 	rp_emit(RP_EV_LINK, RP_LINK_CHARGE, name, track, request);
 }
 
+/** rp_charge_innermost() - rp_charge() of the innermost open span on @track (0: this
+ * thread's stack), whatever its name (a caller that does not know it). */
+RP_INLINE void rp_charge_innermost(uint64_t track, uint64_t request)
+{
+	rp_emit(RP_EV_LINK, RP_LINK_CHARGE | RP_LINK_ANY, RP_NAME_OVERFLOW, track, request);
+}
+
 /* Scope: RP_SCOPE(id) records rp_begin(id) now and rp_end(id) when the enclosing
  * block is left, however it is left (cleanup attribute). Both carry the function's
  * frame (its CFA, and the scope's own address): after a longjmp out of scopes the
