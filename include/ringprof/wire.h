@@ -154,8 +154,9 @@ enum rp_summary_data {
 #define RP_LINK_LAUNCH	0x01u	/* CPU side: the launch (cudaLaunchKernel, ...) */
 #define RP_LINK_DEVICE	0x02u	/* device side: the work it caused */
 /* 1.3: charge the innermost open span `name` (with RP_LINK_ANY: of any name) on track
- * `track` (0: this thread's stack) to the request on async track `arg` (a batch's forward and each request it
- * served; docs/abi.md). A 1.2 reader counts it as a bad event. */
+ * `track` (0: this thread's stack) to the request on async track `arg` (a batch's
+ * forward and each request it served; docs/abi.md). A 1.2 reader counts it as a bad
+ * event. */
 #define RP_LINK_CHARGE	0x04u
 #define RP_LINK_ANY	0x08u	/* with RP_LINK_CHARGE: whatever the span's name */
 
