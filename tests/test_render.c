@@ -246,7 +246,9 @@ static const char *const anomaly_keys[] = { "end_mismatch", "end_unmatched", "de
 					    "window_cap",   "counter_cap",   "drop_lost",
 					    "window_level_cap", "restart_gap",
 					    "sketch_evicted",   "window_evicted",
-					    "mark_unmatched",   "mark_repeat" };
+					    "mark_unmatched",   "mark_repeat",
+					    "charge_orphan",    "charge_late",
+					    "charge_cap" };
 
 static yajl_val json_parse(const char *text)
 {
@@ -389,7 +391,7 @@ static void check_fn(yajl_val o, const struct rp_report_fn *f, const struct want
 {
 	static const char *const keys[] = { "name",	"category", "file",   "line",
 					    "calls",	"drop_lost",  "errors", "started", "milestone",
-					    "primitive_calls",
+					    "charged_ns", "charged", "primitive_calls",
 					    "self_ns",
 					    "cum_ns",	"offcpu_ns", "offcpu_cum_ns",
 					    "min_ns",   "max_ns", "mean_ns",
@@ -408,6 +410,8 @@ static void check_fn(yajl_val o, const struct rp_report_fn *f, const struct want
 	assert_u64(o, "started", f->started);
 	assert_true(f->milestone ? YAJL_IS_TRUE(field(o, "milestone"))
 				   : YAJL_IS_FALSE(field(o, "milestone")));
+	assert_u64(o, "charged_ns", f->charged_ns); /* 1.6 */
+	assert_u64(o, "charged", f->charged);
 	assert_u64(o, "primitive_calls", f->primitive_calls);
 	assert_u64(o, "self_ns", f->self_ns);
 	assert_u64(o, "cum_ns", f->cum_ns);
@@ -1196,7 +1200,7 @@ static void check_span(yajl_val o, const struct rp_report *r, const struct rp_re
 	static const char *const keys[] = { "name",	   "category",	  "source",
 					    "track",	   "span_id",	  "start_ns",
 					    "duration_ns", "self_ns",	  "subtree_ns",
-					    "midpoint_concurrency" };
+					    "charged_ns",  "midpoint_concurrency" };
 	yajl_val mid = field(o, "midpoint_concurrency");
 
 	assert_keys(o, keys, ARRAY_SIZE(keys));
@@ -1210,6 +1214,7 @@ static void check_span(yajl_val o, const struct rp_report *r, const struct rp_re
 	assert_u64(o, "duration_ns", s->dur_ns);
 	assert_u64(o, "self_ns", s->self_ns);
 	assert_u64(o, "subtree_ns", s->subtree_ns);
+	assert_u64(o, "charged_ns", s->charged_ns); /* 1.6 */
 	if (s->concurrency_known)
 		assert_u64(o, "midpoint_concurrency", s->concurrency);
 	else
@@ -1393,7 +1398,8 @@ static void test_render_json_full_report(void **state)
 		      "\"value_ns\":990000000,\"error_ns\":0},\n"));
 	assert_non_null(strstr(text, "\"span_id\":9223372036854775808,\"start_ns\":500,"
 				     "\"duration_ns\":300000000,\"self_ns\":250000000,"
-				     "\"subtree_ns\":350000000,\"midpoint_concurrency\":null}\n"
+				     "\"subtree_ns\":350000000,\"charged_ns\":0,"
+				     "\"midpoint_concurrency\":null}\n"
 				     "    ]\n  }\n}\n"));
 	assert_non_null(strstr(text, "\n  \"categories\":{\n"
 				     "    \"TOOL\":{\"calls\":4,"));

@@ -44,7 +44,7 @@ static const char *const anomaly_names[] = {
 	"end_mismatch", "end_unmatched", "depth_cap",	"track_cap",  "name_cap",    "cct_cap",
 	"clamped",	"bad_event",	 "open_at_end", "window_cap", "counter_cap", "drop_lost",
 	"window_level_cap", "restart_gap", "sketch_evicted", "window_evicted", "mark_unmatched",
-	"mark_repeat",
+	"mark_repeat", "charge_orphan", "charge_late", "charge_cap",
 };
 
 /* --- random reports ----------------------------------------------------------------- */
@@ -203,6 +203,8 @@ static void rnd_fn(struct rp_report_fn *f, size_t str_max)
 	f->errors = rnd_u64();
 	f->started = rnd_u64();
 	f->milestone = (uint8_t)(rnd() & 1);
+	f->charged_ns = rnd_u64(); /* 1.6 */
+	f->charged = rnd_u64();
 }
 
 static void rnd_conc(struct rp_report_conc *c, size_t str_max)
@@ -370,6 +372,7 @@ static void rnd_bottlenecks(struct rp_report_bottlenecks *b, uint32_t want, uint
 		s->subtree_ns = rnd_u64();
 		s->concurrency = rnd_u32();
 		s->concurrency_known = rnd_u32();
+		s->charged_ns = rnd_u64(); /* 1.6 */
 	}
 }
 
@@ -803,7 +806,9 @@ static bool fn_eq(const struct rp_report_fn *x, const struct rp_report_fn *y, ui
 	       u_eq(x->offcpu_cum_ns, y->offcpu_cum_ns, what, "fn.offcpu_cum_ns", i) &&
 	       u_eq(x->errors, y->errors, what, "fn.errors", i) &&
 	       u_eq(x->started, y->started, what, "fn.started", i) &&
-	       u_eq(x->milestone, y->milestone, what, "fn.milestone", i);
+	       u_eq(x->milestone, y->milestone, what, "fn.milestone", i) &&
+	       u_eq(x->charged_ns, y->charged_ns, what, "fn.charged_ns", i) &&
+	       u_eq(x->charged, y->charged, what, "fn.charged", i);
 }
 
 static bool conc_eq(const struct rp_report_conc *x, const struct rp_report_conc *y, uint32_t i,
@@ -940,7 +945,8 @@ static bool span_eq(const struct rp_report_span *x, const struct rp_report_span 
 	       u_eq(x->self_ns, y->self_ns, what, "span.self_ns", i) &&
 	       u_eq(x->subtree_ns, y->subtree_ns, what, "span.subtree_ns", i) &&
 	       u_eq(x->concurrency, y->concurrency, what, "span.concurrency", i) &&
-	       u_eq(x->concurrency_known, y->concurrency_known, what, "span.known", i);
+	       u_eq(x->concurrency_known, y->concurrency_known, what, "span.known", i) &&
+	       u_eq(x->charged_ns, y->charged_ns, what, "span.charged_ns", i);
 }
 
 static bool bottlenecks_eq(const struct rp_report_bottlenecks *x,
@@ -1226,6 +1232,7 @@ struct ref_opts {
 	bool v1_2;	/* as a 1.2 writer: none of the keys 1.3 added */
 	bool v1_3;	/* as a 1.3 writer: none of the keys 1.4 added */
 	bool v1_4;	/* as a 1.4 writer: none of the keys 1.5 added */
+	bool v1_5;	/* as a 1.5 writer: none of the keys 1.6 added */
 };
 
 static const struct ref_opts plain = { .major = 1, .minor = RP_REPORT_VERSION_MINOR };
@@ -1248,6 +1255,11 @@ static bool has_1_4(const struct ref_opts *o)
 static bool has_1_5(const struct ref_opts *o)
 {
 	return has_1_4(o) && !o->v1_4;
+}
+
+static bool has_1_6(const struct ref_opts *o)
+{
+	return has_1_5(o) && !o->v1_5;
 }
 
 static void key(msgpack_packer *pk, const char *k)
@@ -1520,7 +1532,7 @@ static void ref_tops(msgpack_packer *pk, const char *k, const struct rp_report_t
 
 static void ref_span(msgpack_packer *pk, const struct rp_report_span *s, const struct ref_opts *o)
 {
-	msgpack_pack_map(pk, 10 + o->extras);
+	msgpack_pack_map(pk, 10 + has_1_6(o) + o->extras);
 	kv_ref(pk, "fn", s->fn, o);
 	kv_ref(pk, "source", s->source, o);
 	if (o->extras)
@@ -1533,6 +1545,8 @@ static void ref_span(msgpack_packer *pk, const struct rp_report_span *s, const s
 	kv_u64(pk, "subtree_ns", s->subtree_ns);
 	kv_u64(pk, "concurrency", s->concurrency);
 	kv_u64(pk, "concurrency_known", s->concurrency_known);
+	if (has_1_6(o))
+		kv_u64(pk, "charged_ns", s->charged_ns); /* 1.6 */
 }
 
 static void ref_bottlenecks(msgpack_packer *pk, const char *k,
@@ -1792,7 +1806,7 @@ static void ref_fn(msgpack_packer *pk, const struct rp_report_fn *f, const struc
 		   uint32_t i)
 {
 	msgpack_pack_map(pk, (o->v1_0 ? 11 : o->v1_1 ? 17 : o->v1_2 ? 18 : o->v1_3 ? 21 : 23) +
-				     has_1_5(o) + o->extras);
+				     has_1_5(o) + 2 * has_1_6(o) + o->extras);
 	kv_str(pk, "name", f->name);
 	kv_str(pk, "category", f->category);
 	kv_str(pk, "file", f->file);
@@ -1827,6 +1841,10 @@ static void ref_fn(msgpack_packer *pk, const struct rp_report_fn *f, const struc
 	kv_u64(pk, "started", f->started);
 	if (has_1_5(o))
 		kv_u64(pk, "milestone", f->milestone); /* 1.5 */
+	if (has_1_6(o)) {
+		kv_u64(pk, "charged_ns", f->charged_ns); /* 1.6 */
+		kv_u64(pk, "charged", f->charged);
+	}
 }
 
 static void ref_edge(msgpack_packer *pk, const struct rp_report_edge *e, const struct ref_opts *o)
@@ -2047,7 +2065,7 @@ static void test_snapshot_encode_matches_schema(void **state)
 		ref_pack(&sb, &a, &plain);
 		assert_int_equal(m.len, sb.size);
 		assert_memory_equal(m.data, sb.data, m.len);
-		assert_memory_equal(m.data, "\xde\x00\x13\xa7version\x92\x01\x05", 14); /* first */
+		assert_memory_equal(m.data, "\xde\x00\x13\xa7version\x92\x01\x06", 14); /* first */
 		msgpack_sbuffer_destroy(&sb);
 		rp_membuf_free(&m);
 		rp_report_free(&a);
@@ -2095,9 +2113,24 @@ static void test_snapshot_minor_version_accepted(void **state)
 }
 
 /* What a 1.2 writer could say of @r: no drop_lost per name, no async expiry. */
+/* What a 1.5 writer could say of @r: nothing charged (charge.h). */
+static void as_1_5(struct rp_report *r)
+{
+	for (uint32_t i = 0; i <= r->n_windows; i++) { /* all time, then each window */
+		struct rp_report_bottlenecks *b = i ? &r->windows[i - 1].top : &r->bottlenecks;
+
+		for (uint32_t j = 0; j < b->n_slowest; j++)
+			b->slowest[j].charged_ns = 0;
+	}
+	for (uint32_t i = 0; i < r->n_fns; i++)
+		r->fns[i].charged_ns = r->fns[i].charged = 0;
+	r->version_minor = 5;
+}
+
 /* What a 1.3 writer could say of @r: no window sketches, hosts or clock anchors. */
 static void as_1_3(struct rp_report *r)
 {
+	as_1_5(r);
 	r->unmerged_records = 0; /* 1.5 */
 	for (uint32_t i = 0; i < r->n_sources; i++) {
 		struct rp_report_source *s = &r->sources[i];
@@ -2231,6 +2264,29 @@ static void test_snapshot_1_0_read(void **state)
 	}
 }
 
+/* A 1.5 file (no 1.6 keys) reads with nothing charged. */
+static void test_snapshot_1_5_read(void **state)
+{
+	static const struct ref_opts v15 = { .major = 1, .minor = 5, .v1_5 = true };
+	struct rp_report a, b;
+	msgpack_sbuffer sb;
+	uint64_t charged = 0;
+
+	(void)state;
+	build(&a, 44, &big);
+	for (uint32_t i = 0; i < a.n_fns; i++)
+		charged |= a.fns[i].charged_ns;
+	assert_true(charged != 0 && a.bottlenecks.n_slowest > 0); /* the writer leaves them out */
+	ref_pack(&sb, &a, &v15);
+	decode_ok(sb.data, sb.size, &b);
+	assert_int_equal(b.version_minor, 5);
+	as_1_5(&a);
+	assert_same(&a, &b);
+	rp_report_free(&a);
+	rp_report_free(&b);
+	msgpack_sbuffer_destroy(&sb);
+}
+
 /* A 1.4 file (no 1.5 keys) reads with no function a milestone. */
 static void test_snapshot_1_4_read(void **state)
 {
@@ -2247,6 +2303,7 @@ static void test_snapshot_1_4_read(void **state)
 	ref_pack(&sb, &a, &v14);
 	decode_ok(sb.data, sb.size, &b);
 	assert_int_equal(b.version_minor, 4);
+	as_1_5(&a);
 	for (uint32_t i = 0; i < a.n_fns; i++)
 		a.fns[i].milestone = 0;
 	a.version_minor = 4;
@@ -2393,7 +2450,7 @@ static void test_snapshot_seeds_decode(void **state)
 	char dir[4096], path[4400], why[RP_WHY_MAX];
 	const char *slash = strrchr(__FILE__, '/');
 	struct dirent **names;
-	unsigned old = 0, v11 = 0, v12 = 0, v13 = 0, v14 = 0, v15 = 0, seen = 0;
+	unsigned old = 0, v11 = 0, v12 = 0, v13 = 0, v14 = 0, v15 = 0, v16 = 0, seen = 0;
 	int k;
 
 	(void)state;
@@ -2469,8 +2526,13 @@ static void test_snapshot_seeds_decode(void **state)
 			assert_true(r.writer != NULL && strncmp(r.writer, "ringprof ", 9) == 0);
 			assert_true(r.fns[0].started != 0 || r.fns[1].started != 0);
 		}
-		ours = r.version_minor == RP_REPORT_VERSION_MINOR && strstr(path, "v1_5") != NULL;
-		v15 += ours; /* v1_5.msgpack: written by this encoder (--write-seed) */
+		if (r.version_minor == 5 && strstr(path, "v1_5") != NULL) {
+			v15++; /* v1_5.msgpack: written by the 1.5 encoder */
+			for (uint32_t j = 0; j < r.n_fns; j++)
+				assert_true(r.fns[j].charged_ns == 0 && r.fns[j].charged == 0);
+		}
+		ours = r.version_minor == RP_REPORT_VERSION_MINOR && strstr(path, "v1_6") != NULL;
+		v16 += ours; /* v1_6.msgpack: written by this encoder (--write-seed) */
 		encode(&r, &m);
 		if (ours) { /* written by this encoder: re-encoded exactly */
 			assert_int_equal(m.len, in.len);
@@ -2492,6 +2554,7 @@ static void test_snapshot_seeds_decode(void **state)
 	assert_int_equal(v13, 1);
 	assert_int_equal(v14, 1);
 	assert_int_equal(v15, 1);
+	assert_int_equal(v16, 1);
 }
 
 static void test_snapshot_major_version_rejected(void **state)
@@ -4155,6 +4218,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_snapshot_encode_matches_schema),
 		cmocka_unit_test(test_snapshot_unknown_keys_skipped),
 		cmocka_unit_test(test_snapshot_1_4_read),
+		cmocka_unit_test(test_snapshot_1_5_read),
 		cmocka_unit_test(test_snapshot_minus_one_is_nil),
 		cmocka_unit_test(test_snapshot_minor_version_accepted),
 		cmocka_unit_test(test_snapshot_1_0_read),

@@ -5,7 +5,8 @@
  * screen and every element is whole (the header's figures, the table's title and
  * names, the status line with all its keys); keys 1-6 and < > pick the sort
  * column; piped, it writes plain frames and no escape code; a concurrency level at
- * its cap is marked (≥N) and the cap hit is named; events/s is over the window.
+ * its cap is marked (≥N) and the cap hit is named; events/s is over the window; a
+ * request milestone is on its own line, not a row of the table.
  */
 #include <signal.h>
 #include <string.h>
@@ -189,6 +190,66 @@ static void test_top_capped_level_marked(void **state)
 	free(out);
 }
 
+/* A request's milestone (rp_async_mark, from this process: a producer of the engine's
+ * session) is on the milestones line, and is not a row of the table: a time from a
+ * request's start is not a span's time (no self, no cum, no rate of calls). */
+static void test_top_milestones_not_rows(void **state)
+{
+	uint32_t req = rp_intern("top_req", "REQUEST", "", 0);
+	uint32_t mark = rp_intern("top_ttft", "milestone", "", 0);
+	char *out = NULL;
+	bool seen = false;
+
+	(void)state;
+	uint32_t fwd = rp_intern("top_forward", "LLM", "", 0);
+
+	for (uint64_t track = 1; track <= 3; track++) {
+		rp_async_begin(req, track, 1);
+		rp_async_mark(mark, track);
+	}
+	rp_begin(fwd); /* a batch's forward, charged to the three (test_top_charged_line) */
+	for (uint64_t track = 1; track <= 3; track++)
+		rp_charge(fwd, 0, track);
+	rp_end(fwd);
+	for (uint64_t track = 1; track <= 3; track++)
+		rp_async_end(req, track, 1);
+	for (int i = 0; i < 120 && !seen; i++) { /* until the engine has them: up to 60 s */
+		free(out);
+		out = NULL;
+		seen = run(&out, "%s top --session %s --dir %s --once --width 120 --filter top_",
+			   bin, session, tmpdir) == 0 && strstr(out, "  top_ttft p50 ") != NULL &&
+		       strstr(out, "  top_req [REQUEST]\n") != NULL;
+		if (!seen)
+			sleep_ms(500);
+	}
+	if (!seen)
+		fail_msg("no milestone line for top_ttft, or no top_req row:\n%s", out);
+	if (strstr(out, "  top_ttft [milestone]") != NULL || strstr(out, "  top_ttft\n") != NULL)
+		fail_msg("the milestone is a row of the table:\n%s", out);
+	free(out);
+}
+
+/* The forward the test above charged to its three requests: on the charged line, with
+ * its three shares (all time). */
+static void test_top_charged_line(void **state)
+{
+	char *out = NULL;
+	bool seen = false;
+
+	(void)state;
+	for (int i = 0; i < 120 && !seen; i++) {
+		free(out);
+		out = NULL;
+		seen = run(&out, "%s top --session %s --dir %s --once --width 120", bin, session,
+			   tmpdir) == 0 && strstr(out, "\ncharged (all time)  top_req ") != NULL;
+		if (!seen)
+			sleep_ms(500);
+	}
+	if (!seen || strstr(strstr(out, "\ncharged (all time)"), "/req (3 shares)") == NULL)
+		fail_msg("no charged line with top_req's 3 shares:\n%s", out);
+	free(out);
+}
+
 static int setup(void **state)
 {
 	const char *b = getenv("RP_BIN_DIR");
@@ -204,6 +265,7 @@ static int setup(void **state)
 	if (mkdtemp(tmpdir) == NULL)
 		return -1;
 	snprintf(session, sizeof(session), "t_top_%d", (int)getpid());
+	setenv("RINGPROF_SESSION", session, 1); /* test_top_milestones_not_rows records */
 	snprintf(tmux, sizeof(tmux), "tmux -L rp_top_%d -f /dev/null", (int)getpid());
 	snprintf(cmd, sizeof(cmd), "exec %s run --session %s --snapshot-dir %s --quiet "
 		 "--max-window-level 4 --windows 10s,1m >%s/engine.log 2>&1", bin, session, tmpdir,
@@ -248,6 +310,8 @@ int main(void)
 		cmocka_unit_test(test_top_120x40_shows_more),
 		cmocka_unit_test(test_top_piped_plain_frames),
 		cmocka_unit_test(test_top_capped_level_marked),
+		cmocka_unit_test(test_top_milestones_not_rows),
+		cmocka_unit_test(test_top_charged_line),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

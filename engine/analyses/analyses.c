@@ -306,7 +306,7 @@ void rp_analyses_keep_slow(struct rp_slowest *sl, const struct rp_span_info *sp,
 		.dur_ns = sp->end - sp->start, .self_ns = sp->self_ns,
 		.subtree_ns = sp->subtree_ns, .name_id = sp->name, .source = sp->src,
 		.concurrency = known ? level : 0, .category_id = (uint16_t)ci,
-		.concurrency_known = known,
+		.concurrency_known = known, .charged_ns = sp->charged_ns,
 	};
 
 	rp_slowest_offer(sl, &x);

@@ -28,7 +28,7 @@
  *   rp_spacesaving: sizeof(struct rp_spacesaving) + RP_SPACESAVING_MEMSIZE(m), where
  *     RP_SPACESAVING_MEMSIZE(m) = 24 m + 4 H(m), H(m) = the smallest power of two
  *     >= 2m; so at most 40 m (m = 1000: 32,192 bytes).
- *   rp_slowest:     sizeof(struct rp_slowest) + RP_SLOWEST_MEMSIZE(k) = 64 k.
+ *   rp_slowest:     sizeof(struct rp_slowest) + RP_SLOWEST_MEMSIZE(k) = 72 k.
  *   rp_topk_select: none besides the caller's k output entries (24 k).
  */
 #ifndef RP_ENGINE_TOPK_H
@@ -162,8 +162,9 @@ struct rp_span_exemplar {
 	uint32_t concurrency;	/* open spans at the midpoint, if known */
 	uint16_t category_id;
 	bool concurrency_known; /* false: the change-point history had moved on */
+	uint64_t charged_ns;	/* a request: batched work charged to it (charge.h) */
 };
-_Static_assert(sizeof(struct rp_span_exemplar) == 64, "an exemplar is one cache line");
+_Static_assert(sizeof(struct rp_span_exemplar) == 72, "an exemplar is 72 bytes (memory bounds)");
 
 #define RP_SLOWEST_MEMSIZE(k) (sizeof(struct rp_span_exemplar) * (size_t)(k))
 

@@ -396,6 +396,7 @@ int rp_window_spans(const struct rp_slowest *sl, const uint32_t *map, struct rp_
 				.subtree_ns = x[i].subtree_ns,
 				.concurrency = x[i].concurrency,
 				.concurrency_known = x[i].concurrency_known,
+				.charged_ns = x[i].charged_ns,
 			};
 	*n = j;
 	free(x);

@@ -42,7 +42,7 @@
  *
  * Memory (W windows, S sub-windows, M names, k slowest, N max_names, L max_level):
  *   W S (sizeof slot + M (sizeof entry + 4 + sketch stores) + 3 (sizeof ss + SS_MEMSIZE(M))
- *        + 64 k + 2 (L + 1) 8) + W N 8 (the tags)
+ *        + 72 k + 2 (L + 1) 8) + W N 8 (the tags)
  * where a duration sketch store is at most 8 rp_sketch_default_buckets(0.01) bytes;
  * rp_windows_memory_bound() computes it.
  */

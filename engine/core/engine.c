@@ -106,6 +106,7 @@ size_t rp_engine_memory_bound(const struct rp_engine_cfg *cfg)
 	b += ((size_t)cfg->max_sources + 1) * (sizeof(struct rp_source) + 96 + CHUNK_OVERHEAD);
 	b += rp_analyses_memory_bound(&a) + rp_windows_memory_bound(&a.win);
 	b += rp_marks_memory_bound(cfg->max_tracks) + CHUNK_OVERHEAD;
+	b += rp_charges_memory_bound(cfg->max_tracks, cfg->max_names) + 3 * CHUNK_OVERHEAD;
 	/* the flight recorder (labels: one per track) and the device analysis */
 	b += rp_recorder_memory_bound(cfg->recorder_spans, cfg->recorder_samples,
 				      cfg->max_tracks) +
@@ -117,6 +118,13 @@ size_t rp_engine_memory_bound(const struct rp_engine_cfg *cfg)
 		 RP_ANALYSES_MAX_CATEGORIES * 2 + 256;
 	b += chunks * CHUNK_OVERHEAD + 256 * 4096 + 2 * store;
 	return b;
+}
+
+/* Where source @src's anomalies are counted (charge.h: a late charge is found when
+ * its span closes, out of the record's way). */
+static struct rp_counts *source_counts(void *ctx, uint32_t src)
+{
+	return &((struct rp_engine *)ctx)->src[src].counts;
 }
 
 int rp_engine_open(const struct rp_engine_cfg *cfg, struct rp_engine **out)
@@ -154,6 +162,9 @@ int rp_engine_open(const struct rp_engine_cfg *cfg, struct rp_engine **out)
 					     .tracks = e->tracks.t };
 	e->tracks.sinks = &e->sinks;
 	rp_marks_init(&e->marks, e->cfg.max_tracks);
+	rp_charges_init(&e->charges, &e->tracks, e->cfg.max_tracks, e->cfg.max_names,
+			source_counts, e);
+	e->sinks.charges = &e->charges;
 	strcpy(e->clock, "monotonic");
 	*out = e;
 	return 0;
@@ -169,6 +180,7 @@ void rp_engine_close(struct rp_engine *e)
 	free(e->folded.rep.name);
 	rp_tracks_free(&e->tracks);
 	rp_marks_free(&e->marks);
+	rp_charges_free(&e->charges);
 	rp_analyses_fini(&e->an);
 	rp_recorder_fini(&e->rec);
 	rp_steps_fini(&e->steps);
@@ -270,13 +282,18 @@ uint32_t rp_engine_name(struct rp_engine *e, uint32_t src, const char *name,
 	return id;
 }
 
-/* RP_EV_LINK: to the span id in ev->track, else to the thread's innermost span. */
+/* RP_EV_LINK: to the span id in ev->track, else to the thread's innermost span; a
+ * charge (RP_LINK_CHARGE) to the charges. */
 static void device_link(struct rp_engine *e, struct rp_source *s, uint32_t src, uint64_t thread,
 			const struct rp_event *ev)
 {
 	uint32_t tr;
 	const struct rp_track *k;
 
+	if ((ev->flags & ~RP_LINK_ANY) == RP_LINK_CHARGE) { /* wire 1.3: batched work */
+		rp_charges_event(&e->charges, src, thread, ev, &s->counts);
+		return;
+	}
 	if (ev->flags != RP_LINK_LAUNCH && ev->flags != RP_LINK_DEVICE) {
 		s->counts.anomalies[RP_ANOM_BAD_EVENT]++;
 		return;
@@ -1064,6 +1081,7 @@ int rp_engine_report_at(const struct rp_engine *e, uint64_t now_ns, struct rp_re
 		goto out;
 	if ((err = export_report(e, map, r)) != 0)
 		goto out;
+	rp_charges_report(&e->charges, map, e->names.n, r);
 	no_summarized_quantiles(e, map, r);
 	copy_graph(e, map, r);
 	expiry_report(e, r);

@@ -18,6 +18,7 @@
 #include <ringprof/wire.h>
 
 #include "analyses.h"
+#include "charge.h"
 #include "device.h"
 #include "marks.h"
 #include "names.h"
@@ -112,6 +113,7 @@ struct rp_engine {
 	struct rp_report_expiry expiry;
 	struct rp_report_offcpu offcpu;	/* off-CPU: kept by its feeder (offcpu.h) */
 	struct rp_marks marks;		/* request milestones (marks.h) */
+	struct rp_charges charges;	/* batched work charged to requests (charge.h) */
 };
 
 /** rp_engine_open() - make an engine with @cfg (NULL: defaults). 0, -EINVAL (see

@@ -30,6 +30,9 @@ const char *const rp_anomaly_names[RP_ANOM_KIND_COUNT] = {
 	[RP_ANOM_WINDOW_EVICTED] = "window_evicted",
 	[RP_ANOM_MARK_UNMATCHED] = "mark_unmatched",
 	[RP_ANOM_MARK_REPEAT] = "mark_repeat",
+	[RP_ANOM_CHARGE_ORPHAN] = "charge_orphan",
+	[RP_ANOM_CHARGE_LATE] = "charge_late",
+	[RP_ANOM_CHARGE_CAP] = "charge_cap",
 };
 
 void rp_report_sketch_free(struct rp_report_sketch *k)

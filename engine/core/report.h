@@ -21,7 +21,7 @@
 #include <stdint.h>
 
 #define RP_REPORT_VERSION_MAJOR 1 /* readers reject another major */
-#define RP_REPORT_VERSION_MINOR 5 /* readers skip fields they do not know */
+#define RP_REPORT_VERSION_MINOR 6 /* readers skip fields they do not know */
 
 #define RP_NONE UINT32_MAX /* "no index" (the CCT root's parent, ...) */
 
@@ -63,6 +63,12 @@ enum rp_anomaly {
 				   open on its track: not recorded 1.5 */
 	RP_ANOM_MARK_REPEAT,	/* a milestone its request marked already (or past
 				   RP_MARKS_PER_REQUEST names on it): not recorded 1.5 */
+	RP_ANOM_CHARGE_ORPHAN,	/* a charge (RP_LINK_CHARGE) naming no open request or no
+				   open span of its name: not recorded 1.6 */
+	RP_ANOM_CHARGE_LATE,	/* a charged request that ended before the span charged
+				   to it: its share in its name's total only 1.6 */
+	RP_ANOM_CHARGE_CAP,	/* a charge past RP_CHARGE_PER_SPAN requests on a span or
+				   RP_CHARGE_SPANS charged spans open: not recorded 1.6 */
 	RP_ANOM_KIND_COUNT
 };
 
@@ -167,6 +173,10 @@ struct rp_report_fn {
 	 * call is one request's time from its start to the mark (in total_ns, min/max,
 	 * quantiles and windows); self_ns, cum_ns, primitive_calls stay 0. 1.5 */
 	uint8_t milestone;
+	/* Batched work charged to this name's requests (RP_LINK_CHARGE, charge.h): the
+	 * sum of their shares, and how many shares (one per charged span and request).
+	 * An attribution view: the charged spans' own time stays in their rows. 1.6 */
+	uint64_t charged_ns, charged;
 };
 
 /*
@@ -259,6 +269,8 @@ struct rp_report_span {
 				   on thread tracks */
 	uint32_t concurrency;	/* open spans at its midpoint */
 	uint32_t concurrency_known; /* 0: the change history had moved on */
+	uint64_t charged_ns;	/* a request: batched work charged to it (charge.h); 0 for
+				   other spans 1.6 */
 };
 
 /* Top-k lists over one window. bound_* is the Space-Saving floor F of that list: any

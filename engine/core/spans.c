@@ -4,9 +4,12 @@
  * concurrency sweeps; every span closed reaches the analyses and, when its own END
  * closed it, the device analysis (with its self time: its children are clamped to
  * it); then the step statistics and the flight recorder, which is filled in place.
+ * Before them, once something was charged (charge.h), a charged span's duration goes
+ * to its requests, and a request takes the sum it was charged to the slowest list.
  * A span a drop cut leaves the sweeps and goes nowhere else.
  */
 #include "analyses.h"
+#include "charge.h"
 #include "device.h"
 #include "recorder.h"
 #include "spans.h"
@@ -30,7 +33,13 @@ void rp_spans_close(struct rp_span_sinks *s, const struct rp_track *k,
 {
 	uint64_t step, dur = sp->end - sp->start;
 	struct rp_rec_span *r;
+	struct rp_span_info charged;
 
+	if (__builtin_expect(rp_charges_wanted(s->charges, sp), 0)) {
+		charged = *sp; /* a charged span's shares; a request's sum of them */
+		rp_charges_close_slow(s->charges, k, sp, &charged.charged_ns);
+		sp = &charged;
+	}
 	rp_analyses_close(s->an, sp);
 	if (normal)
 		rp_device_span(s->dev, s->names, k, (uint32_t)(k - s->tracks), sp);

@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 struct rp_analyses;
+struct rp_charges;
 struct rp_device;
 struct rp_names;
 struct rp_recorder;
@@ -31,6 +32,7 @@ struct rp_span_sinks {
 	struct rp_steps *steps;
 	struct rp_recorder *rec;
 	const struct rp_track *tracks; /* the track table: a track's slot is its index */
+	struct rp_charges *charges; /* batched work charged to requests; NULL: none */
 };
 
 /* A span was pushed at depth @depth at time @t; @request: rp_is_request() of it

@@ -91,6 +91,8 @@ struct rp_span_info {
 	bool primitive;		/* the name was not open below it on its track */
 	bool error;		/* closed by its own END with RP_SPAN_ERROR */
 	bool request;		/* a request: the root of an async track (rp_is_request) */
+	uint64_t charged_ns;	/* a request: batched work charged to it (charge.h); set
+				   by the close hook, 0 from the stack machine */
 };
 
 /* A thread track's summaries being read (stacks.c, rp_track_summary): the record

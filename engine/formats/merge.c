@@ -17,6 +17,7 @@
  *    has no valid quantiles: its sketch is dropped and its p50..p99 are 0
  *    (unknown). A row with no calls on one side keeps the other side's figures.
  *    A request milestone's row (1.5, `milestone`) merges the same way: it stays one.
+ *    Charged work (1.6, `charged_ns`, `charged`) adds; a slowest entry keeps its own.
  *  - edges: matched by (caller, callee) functions; cct: by the path from the root
  *    (each node by its merged parent and function). Figures add.
  *  - concurrency: levels of different processes do not add over time without their
@@ -409,6 +410,8 @@ static int fn_add(struct ctx *c, struct rp_report_fn *o, const struct rp_report_
 	o->errors = sat(o->errors, f->errors);
 	o->started = sat(o->started, f->started);
 	o->milestone |= f->milestone; /* 1.5: a milestone in either input (marks.h) */
+	o->charged_ns = sat(o->charged_ns, f->charged_ns); /* 1.6: shares add (charge.h) */
+	o->charged = sat(o->charged, f->charged);
 	return 0;
 }
 

@@ -104,6 +104,8 @@ static const struct field fn_fields[] = {
 	FN(errors, F_U64, false), /* 1.4 */
 	FN(started, F_U64, false),
 	FN(milestone, F_U8, false), /* 1.5 */
+	FN(charged_ns, F_U64, false), /* 1.6 */
+	FN(charged, F_U64, false),
 };
 
 static const struct field edge_fields[] = {
@@ -193,6 +195,7 @@ static const struct field span_fields[] = {
 	SPAN(subtree_ns, F_U64),
 	SPAN(concurrency, F_U32),
 	SPAN(concurrency_known, F_U32),
+	SPAN(charged_ns, F_U64), /* 1.6 */
 };
 static const struct table span_table = TABLE(span_fields, struct rp_report_span);
 

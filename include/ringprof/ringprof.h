@@ -860,6 +860,27 @@ RP_INLINE void rp_link(uint32_t name, uint8_t side, uint64_t span, uint64_t corr
 	rp_emit(RP_EV_LINK, side, name, span, correlation);
 }
 
+/**
+ * rp_charge() - charge the innermost open span @name on track @track (0: this
+ * thread's stack), a batch's forward, to the request on async track @request, one of
+ * the requests it served (wire 1.3). When the span ends its duration is split between
+ * the distinct requests charged to it, dur / N each (the remainder to the first), into
+ * each request's `charged_ns` and its name's: an attribution view, the span's own time
+ * is unchanged. Counted and left out: no such request or span open (charge_orphan),
+ * past 64 requests on a span (charge_cap); a request that ended first: charge_late.
+ */
+RP_INLINE void rp_charge(uint32_t name, uint64_t track, uint64_t request)
+{
+	rp_emit(RP_EV_LINK, RP_LINK_CHARGE, name, track, request);
+}
+
+/** rp_charge_innermost() - rp_charge() of the innermost open span on @track (0: this
+ * thread's stack), whatever its name (a caller that does not know it). */
+RP_INLINE void rp_charge_innermost(uint64_t track, uint64_t request)
+{
+	rp_emit(RP_EV_LINK, RP_LINK_CHARGE | RP_LINK_ANY, RP_NAME_OVERFLOW, track, request);
+}
+
 /* Scope: RP_SCOPE(id) records rp_begin(id) now and rp_end(id) when the enclosing
  * block is left, however it is left (cleanup attribute). Both carry the function's
  * frame (its CFA, and the scope's own address): after a longjmp out of scopes the

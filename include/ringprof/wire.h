@@ -48,9 +48,10 @@ extern "C" {
 
 #define RP_WIRE_MAGIC		UINT64_C(0x31464f5250474e52) /* "RNGPROF1" little-endian */
 #define RP_WIRE_VERSION_MAJOR	1	/* a change a reader cannot skip */
-#define RP_WIRE_VERSION_MINOR	2	/* additions a reader may ignore (1: span depth,
+#define RP_WIRE_VERSION_MINOR	3	/* additions a reader may ignore (1: span depth,
 				   child spans; 2: owner marks, the error bit,
-				   reentrant and no-space counts; docs/abi.md) */
+				   reentrant and no-space counts; 3: charges of
+				   batched work; docs/abi.md) */
 #define RP_WIRE_CACHELINE	64
 
 /* "/ringprof.<session>.<pid>" + ".<n>" for shm_open(); session is [A-Za-z0-9_-]{1,31}. */
@@ -95,7 +96,8 @@ enum rp_event_kind {
 	RP_EV_COUNTER = 4,	/* arg = counter value (int64_t) */
 	RP_EV_ASYNC_BEGIN = 5,	/* track = track id (request), arg = span id */
 	RP_EV_ASYNC_END = 6,	/* track = track id, arg = span id */
-	RP_EV_LINK = 7,		/* arg = correlation id, track = span id or 0 (innermost) */
+	RP_EV_LINK = 7,		/* arg = correlation id, track = span id or 0 (innermost);
+				   RP_LINK_CHARGE: see there */
 	/* 1.1: spans of a tree-shaped track (a request whose tasks run at once):
 	 * track = track id, arg = RP_CHILD_ARG(parent span id, span id); parent 0 is
 	 * the track's top level. Open children of one parent are siblings. */
@@ -155,6 +157,12 @@ enum rp_summary_data {
 /* rp_event.flags for RP_EV_LINK: which side of the link this record is. */
 #define RP_LINK_LAUNCH	0x01u	/* CPU side: the launch (cudaLaunchKernel, ...) */
 #define RP_LINK_DEVICE	0x02u	/* device side: the work it caused */
+/* 1.3: charge the innermost open span `name` (with RP_LINK_ANY: of any name) on track
+ * `track` (0: this thread's stack) to the request on async track `arg` (a batch's
+ * forward and each request it served; docs/abi.md). A 1.2 reader counts it as a bad
+ * event. */
+#define RP_LINK_CHARGE	0x04u
+#define RP_LINK_ANY	0x08u	/* with RP_LINK_CHARGE: whatever the span's name */
 
 /* rp_event.flags for RP_EV_CHILD_BEGIN of a track's first span (1.2, a later addition a
  * reader may ignore): the track is a task's (a coroutine's own spans outside any

@@ -449,9 +449,38 @@ static PyObject *span_error_m(Span *s, PyObject *unused)
 	Py_RETURN_NONE;
 }
 
+static int charge_track(PyObject *req, uint64_t *track);
+
+/*
+ * span.charge(req): the innermost open span of this name in the current context (the
+ * batch loop's forward: on its task's track, or on the thread's stack) serves request
+ * @req: its time is split between the requests charged to it when it ends (rp_charge,
+ * engine/core/charge.h).
+ */
+static PyObject *span_charge_m(Span *s, PyObject *req)
+{
+	Node *cur = NULL, *n;
+	uint64_t track;
+
+	if (charge_track(req, &track) < 0)
+		return NULL;
+	if (g_off)
+		Py_RETURN_NONE;
+	if (g_requests && current(&cur) < 0)
+		return NULL;
+	for (n = cur; n != NULL && n->name != s->id; n = n->root ? n->parent : NULL)
+		;
+	rp_charge(s->id, n ? n->track : 0, track); /* 0: the thread's stack */
+	Py_XDECREF(cur);
+	Py_RETURN_NONE;
+}
+
 static PyMethodDef span_methods[] = {
 	{ "error", (PyCFunction)span_error_m, METH_NOARGS,
 	  "error(): the innermost open span of this name ends in error" },
+	{ "charge", (PyCFunction)span_charge_m, METH_O,
+	  "charge(req): the innermost open span of this name served request `req` (a "
+	  "ringprof.request): its time is split between the requests charged to it" },
 	{ "__enter__", (PyCFunction)span_enter_m, METH_NOARGS, NULL },
 	{ "__exit__", (PyCFunction)(void (*)(void))span_exit_m, METH_FASTCALL, NULL },
 	{ "__aenter__", (PyCFunction)span_aenter_m, METH_NOARGS, NULL },
@@ -774,6 +803,40 @@ static PyTypeObject RequestType = {
 	.tp_methods = request_methods,
 	.tp_getset = request_getset,
 };
+
+/* The track of @req, a ringprof.request (opened: else 0, which the engine counts as
+ * an orphan); -1 with TypeError otherwise. */
+static int charge_track(PyObject *req, uint64_t *track)
+{
+	if (!PyObject_TypeCheck(req, &RequestType)) {
+		PyErr_SetString(PyExc_TypeError, "charge(req): req is a ringprof.request");
+		return -1;
+	}
+	*track = ((Request *)req)->track;
+	return 0;
+}
+
+/* ringprof.charge(req): the innermost open span of the current context (the node the
+ * context holds, else the thread's innermost span, whatever its name) served @req. */
+static PyObject *mod_charge(PyObject *m, PyObject *req)
+{
+	Node *cur = NULL;
+	uint64_t track;
+
+	(void)m;
+	if (charge_track(req, &track) < 0)
+		return NULL;
+	if (g_off)
+		Py_RETURN_NONE;
+	if (g_requests && current(&cur) < 0)
+		return NULL;
+	if (cur != NULL)
+		rp_charge(cur->name, cur->track, track);
+	else
+		rp_charge_innermost(0, track);
+	Py_XDECREF(cur);
+	Py_RETURN_NONE;
+}
 
 /* ---- counters, instants, status ---- */
 
@@ -1462,6 +1525,9 @@ static PyMethodDef mod_methods[] = {
 	  "mark(name): request.mark(name) of the current request (the context's)" },
 	{ "link", (PyCFunction)(void (*)(void))mod_link, METH_VARARGS | METH_KEYWORDS,
 	  "link(name, correlation, side='launch', span=0): rp_link() (docs/device.md)" },
+	{ "charge", mod_charge, METH_O,
+	  "charge(req): the innermost open span here (the batch's forward) served request "
+	  "`req`: its time is split between the requests charged to it (rp_charge)" },
 	{ "dropped", mod_dropped, METH_NOARGS, "events this process could not record" },
 	{ "enabled", mod_enabled, METH_NOARGS, "whether events are recorded" },
 	{ "trace_calls", (PyCFunction)(void (*)(void))mod_trace_calls, METH_VARARGS | METH_KEYWORDS,

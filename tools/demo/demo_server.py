@@ -11,8 +11,10 @@ event-loop thread (outside any request, each on a track of its own); the queue
 length and the batch size are counters, the tokens made a rate (tokens/s). Requests
 carry their model and endpoint as attributes (their own rows in top and the slowest
 list), and mark two milestones (req.mark): "scheduled" (its first sequence entered a
-batch: tokenize and queue wait) and "first_token" (TTFT); at the end the server prints
-its own TTFT percentiles, from its own clock stamps, to compare with ringprof's. With --torch (Debian's python3-torch), prefill and decode run a small
+batch: tokenize and queue wait) and "first_token" (TTFT). Each prefill and decode step
+is charged to the requests in its batch (span.charge: its time split between them, in
+each request's charged_ns). At the end the server prints its own TTFT percentiles and
+the mean time charged per request, from its own clock stamps, to compare with ringprof's. With --torch (Debian's python3-torch), prefill and decode run a small
 transformer layer with random weights (no download) on the CPU; otherwise the
 "device" time is a sleep.
 
@@ -67,10 +69,11 @@ class Model:
 
 
 class Seq:
-    def __init__(self, prompt_tokens, max_new, req=None):
+    def __init__(self, prompt_tokens, max_new, req, marks=True):
         self.prompt = prompt_tokens
         self.left = max_new
-        self.req = req  # the request whose milestones it marks (its first sequence)
+        self.req = req  # the request it serves (charged its share of each step)
+        self.marks = marks  # it marks its request's milestones (its first sequence)
         self.t0 = time.monotonic_ns()  # the server's own stamp of the request's start
         self.ttft_ns = None
         self.started = asyncio.Event()
@@ -93,21 +96,29 @@ class Scheduler:
             if new:
                 for s in new:
                     s.started.set()
-                    if s.req is not None:
+                    if s.marks:
                         s.req.mark("scheduled")
+                t0 = time.monotonic_ns()
                 with prefill:
+                    for s in new:  # the batch's requests share its time
+                        prefill.charge(s.req)
                     await self.model.run(len(new), max(s.prompt for s in new), 0.004)
+                own_charge(new, time.monotonic_ns() - t0)
                 self.running += new
             if not self.running:
                 s = await self.queue.get()
                 await self.queue.put(s)
                 continue
             ringprof.counter("batch_size", len(self.running))
+            t0 = time.monotonic_ns()
             with decode_step:
+                for s in self.running:
+                    decode_step.charge(s.req)
                 await self.model.run(len(self.running), 1, 0.002)
+            own_charge(self.running, time.monotonic_ns() - t0)
             ringprof.counter("tokens", len(self.running), rate=True)  # tokens, tokens/s
             for s in self.running:
-                if s.req is not None and s.ttft_ns is None:  # its first token
+                if s.marks and s.ttft_ns is None:  # its first token
                     s.ttft_ns = time.monotonic_ns() - s.t0
                     s.req.mark("first_token")
                 s.left -= 1
@@ -126,6 +137,12 @@ ENDPOINTS = ("/v1/chat", "/v1/completions")
 
 
 TTFT_NS = []  # the server's own TTFT of each request, from time.monotonic_ns
+CHARGED_NS = {}  # the server's own: request -> sum of step time / batch size
+
+
+def own_charge(batch, dur_ns):
+    for s in batch:
+        CHARGED_NS[s.req] = CHARGED_NS.get(s.req, 0) + dur_ns // len(batch)
 
 
 async def handle(sched, rid, rng):
@@ -146,7 +163,7 @@ async def handle(sched, rid, rng):
         tools = rng.sample(["search", "calc", "retrieve", "code"], rng.randint(1, 3))
         async with tools_span:  # the tool calls: siblings under it, at once
             await asyncio.gather(*(tool_call(t) for t in tools))
-        seq2 = Seq(32, rng.randint(4, 12))
+        seq2 = Seq(32, rng.randint(4, 12), req, marks=False)
         async with queue_wait:
             await sched.queue.put(seq2)
             await seq2.started.wait()
@@ -176,6 +193,9 @@ async def main(a):
     if v:  # lower-rank quantiles, as ringprof's sketch defines them
         print("demo_server: TTFT (server's own stamps) p50 %.3f ms p90 %.3f ms p99 %.3f ms" %
               tuple(v[int(q * (len(v) - 1))] / 1e6 for q in (0.5, 0.9, 0.99)))
+    if CHARGED_NS:
+        print("demo_server: charged (server's own stamps) %.3f ms per request, %d requests" %
+              (sum(CHARGED_NS.values()) / len(CHARGED_NS) / 1e6, len(CHARGED_NS)))
 
 
 if __name__ == "__main__":

@@ -28,7 +28,7 @@
  *                "anchor_realtime_ns", "anchor_monotonic_ns", "clock_shift_ns",
  *                "summary_ns", "summary_raised"}],
  *    "functions" [{"name", "category", "file", "line", "calls", "drop_lost", "errors", "started",
- *                  "milestone", "primitive_calls", "self_ns", "cum_ns", "offcpu_ns",
+ *                  "milestone", "charged_ns", "charged", "primitive_calls", "self_ns", "cum_ns", "offcpu_ns",
  *                  "offcpu_cum_ns", "min_ns", "max_ns",
  *                  "mean_ns", "p50_ns", "p90_ns", "p95_ns", "p99_ns",
  *                  "midpoint_concurrency_mean"}],
@@ -47,7 +47,7 @@
  *       "by_count" [{"name", "category", "count", "error"}],
  *       "bound" {"cum_ns", "self_ns", "count"},
  *       "slowest_spans" [{"name", "category", "source", "track", "span_id", "start_ns",
- *                         "duration_ns", "self_ns", "subtree_ns",
+ *                         "duration_ns", "self_ns", "subtree_ns", "charged_ns",
  *                         "midpoint_concurrency"}]}
  * with the lists in report order: an entry's true weight lies in [value - error,
  * value], and a name not listed weighs at most the bound. "source" is the source's
@@ -67,7 +67,9 @@
  * whose END said RP_SPAN_ERROR (part of calls); a category's, its names' summed. started:
  * its spans begun (calls, open ones, lost ones; 0 in reports before 1.4). milestone: true for
  * a request milestone (engine/core/marks.h: each call one request's time from its start to
- * the mark, in min/max/mean/p*; no self or cum time), false for spans. async_expiry: the
+ * the mark, in min/max/mean/p*; no self or cum time), false for spans. charged_ns, charged
+ * (1.6): batched spans' time charged to this request name and its shares (charge.h; 0:
+ * none); a slowest entry's charged_ns: what was charged to that request (0 for others). async_expiry: the
  * async requests closed after drops (report.h) and the bound on concurrency they
  * leave: at most overstated_max open spans too many, each for at most overstated_ns
  * (null: unbounded, no expiry; both 0: none).
@@ -267,6 +269,8 @@ static void put_fn(FILE *out, const struct rp_report_fn *f)
 	put_u64(out, ",", "errors", f->errors);
 	put_u64(out, ",", "started", f->started);
 	fprintf(out, ",\"milestone\":%s", f->milestone ? "true" : "false");
+	put_u64(out, ",", "charged_ns", f->charged_ns);
+	put_u64(out, ",", "charged", f->charged);
 	put_u64(out, ",", "primitive_calls", f->primitive_calls);
 	if ((int64_t)f->self_ns < 0) /* torch nesting only (report.h) */
 		fprintf(out, ",\"self_ns\":%" PRId64, (int64_t)f->self_ns);
@@ -509,6 +513,7 @@ static void put_span(FILE *out, const struct rp_report *r, const struct rp_repor
 	put_u64(out, ",", "duration_ns", s->dur_ns);
 	put_u64(out, ",", "self_ns", s->self_ns);
 	put_u64(out, ",", "subtree_ns", s->subtree_ns);
+	put_u64(out, ",", "charged_ns", s->charged_ns);
 	put_key(out, ",", "midpoint_concurrency");
 	if (s->concurrency_known)
 		fprintf(out, "%" PRIu32 "}", s->concurrency);

@@ -13,6 +13,8 @@
  *   ringprof_span_drop_lost_total{name,category} (spans drops cut, 1.3)    counter
  *   ringprof_span_errors_total{name,category} (RP_SPAN_ERROR ends, 1.4)     counter
  *   ringprof_span_started_total{name,category} (arrivals, 1.4 reports)     counter
+ *   ringprof_span_charged_seconds_total, _charged_total{name,category}    counters (1.6:
+ *     batched work charged to a request name, and its shares; names charged only)
  *   ringprof_concurrency_percentile{scope,percentile}, _max, _mean, _now  gauges
  *   ringprof_requests_in_flight, _percentile{percentile}, _max, _mean   gauges (1.4;
  *     request spans only, when the report has them)
@@ -461,6 +463,45 @@ static void started(const struct rp_report *r, FILE *out, const struct rp_report
 	}
 }
 
+/* Batched work charged to requests (1.6, engine/core/charge.h): per request name, the
+ * time and the shares; names never charged have no series (absent, not 0). An
+ * attribution view: the charged spans' time is in their own series too. */
+static void charged(const struct rp_report *r, FILE *out, const struct rp_report_fn **order,
+		    const bool *located, const bool *keep)
+{
+	bool any = false;
+
+	for (uint32_t i = 0; i < r->n_fns && !any; i++)
+		any = keep[i] && r->fns[i].charged > 0;
+	if (!any)
+		return;
+	for (int k = 0; k < 2; k++) {
+		const char *m = k ? "ringprof_span_charged_total" :
+				    "ringprof_span_charged_seconds_total";
+
+		head(out, m, "counter",
+		     k ? "Shares of batched spans charged to this request name (one per span "
+			 "and request)." :
+			 "Batched spans' time charged to this request name (split between the "
+			 "requests each served; also in the spans' own series).");
+		for (uint32_t i = 0; i < r->n_fns; i++) {
+			const struct rp_report_fn *f = order[i];
+
+			if (!keep[f - r->fns] || f->charged == 0)
+				continue;
+			fputs(m, out);
+			fn_labels(out, f, located[f - r->fns]);
+			if (k) {
+				fprintf(out, "} %" PRIu64 "\n", f->charged);
+			} else {
+				fputs("} ", out);
+				put_seconds(out, f->charged_ns);
+				fputc('\n', out);
+			}
+		}
+	}
+}
+
 static void conc_scope(FILE *out, const char *metric, const struct rp_report_conc *c)
 {
 	fprintf(out, "%s{scope=\"", metric);
@@ -595,6 +636,8 @@ static uint64_t fn_series(const struct rp_report *r, const struct rp_report_fn *
 {
 	uint64_t n = 5 + started_known(r, f); /* calls, self, cum, drop_lost, errors, started */
 
+	n += f->charged > 0 ? 2 : 0; /* charged seconds and shares (1.6) */
+
 	/* buckets (+Inf only without a sketch), _sum, _count; the summary's _sum, _count
 	 * and its 4 quantiles, but all time for a name with none (summary()) */
 	if (f->calls > 0)
@@ -689,6 +732,7 @@ int rp_render_prom_select(const struct rp_report *r, FILE *out, const char *wind
 	}
 	span_counters(r, out, order, located, keep);
 	started(r, out, order, located, keep);
+	charged(r, out, order, located, keep);
 	concurrency(r, out);
 	requests_in_flight(r, out);
 	counters_caps(r, out);

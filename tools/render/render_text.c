@@ -526,6 +526,36 @@ static void print_milestones(FILE *out, const struct rp_report *r,
 	}
 }
 
+/* Batched work charged to requests (1.6, engine/core/charge.h), per request name: the
+ * shares (one per charged span and request), their sum, and the mean per request. An
+ * attribution view: the charged spans keep their time in their own rows. */
+static void print_charged(FILE *out, const struct rp_report *r,
+			  const struct rp_report_fn *const *order)
+{
+	uint32_t n = 0;
+	char c[32], ns[32], per[32];
+
+	for (uint32_t i = 0; i < r->n_fns; i++)
+		n += r->fns[i].charged != 0;
+	if (n == 0)
+		return;
+	fprintf(out, "\ncharged to requests %" PRIu32 ": batched spans' time split between the "
+		     "requests they served (the spans keep it in their own rows)\n", n);
+	fprintf(out, "%15s %12s %15s  %s\n", "shares", "charged ms", "per request ms",
+		"name [category]");
+	for (uint32_t i = 0; i < r->n_fns; i++) {
+		const struct rp_report_fn *f = order[i];
+
+		if (f->charged == 0)
+			continue;
+		snprintf(c, sizeof(c), "%" PRIu64, f->charged);
+		fprintf(out, "%15s %12s %15s  ", c, fmt_ms(ns, f->charged_ns),
+			f->calls ? fmt_ms(per, div_round(f->charged_ns, f->calls)) : "-");
+		put_fn_label(out, r, (uint32_t)(f - r->fns));
+		fputc('\n', out);
+	}
+}
+
 /* One bottleneck list: times in ms, or counts; "±error" when the entry is not exact. */
 static void print_tops(FILE *out, const struct rp_report *r, const char *what, const char *column,
 		       const struct rp_report_top *t, uint32_t n, uint64_t bound, bool count,
@@ -597,14 +627,19 @@ static void print_slowest(FILE *out, const struct rp_report *r, unsigned limit)
 {
 	const struct rp_report_bottlenecks *b = &r->bottlenecks;
 	uint32_t rows = rows_of(b->n_slowest, limit);
-	char dur[32], self[32], sub[32], start[40], conc[16];
+	char dur[32], self[32], sub[32], start[40], conc[16], ch[32];
+	bool charged = false; /* a column only when something was charged (1.6) */
 
 	if (b->n_slowest == 0)
 		return;
+	for (uint32_t i = 0; i < rows; i++)
+		charged = charged || b->slowest[i].charged_ns != 0;
 	fprintf(out, "\nslowest spans (all time): %" PRIu32 " of %" PRIu32
 		     ", start from the first event\n", rows, b->n_slowest);
-	fprintf(out, "%15s %12s %12s %12s %6s  %s\n", "duration ms", "self ms", "subtree ms",
-		"start ms", "conc", "name [category]");
+	fprintf(out, "%15s %12s %12s %12s ", "duration ms", "self ms", "subtree ms", "start ms");
+	if (charged)
+		fprintf(out, "%12s ", "charged ms");
+	fprintf(out, "%6s  %s\n", "conc", "name [category]");
 	for (uint32_t i = 0; i < rows; i++) {
 		const struct rp_report_span *sp = &b->slowest[i];
 
@@ -612,9 +647,12 @@ static void print_slowest(FILE *out, const struct rp_report *r, unsigned limit)
 			snprintf(conc, sizeof(conc), "%" PRIu32, sp->concurrency);
 		else
 			snprintf(conc, sizeof(conc), "?");
-		fprintf(out, "%15s %12s %12s %12s %6s  ", fmt_ms(dur, sp->dur_ns),
+		fprintf(out, "%15s %12s %12s %12s ", fmt_ms(dur, sp->dur_ns),
 			fmt_ms(self, sp->self_ns), fmt_ms(sub, sp->subtree_ns),
-			fmt_rel_ms(start, sp->start_ns, r->t_first), conc);
+			fmt_rel_ms(start, sp->start_ns, r->t_first));
+		if (charged) /* "-": nothing charged to it (not a request, or none) */
+			fprintf(out, "%12s ", sp->charged_ns ? fmt_ms(ch, sp->charged_ns) : "-");
+		fprintf(out, "%6s  ", conc);
 		put_fn_label(out, r, sp->fn);
 		fputc('\n', out);
 	}
@@ -814,6 +852,7 @@ int rp_render_text(const struct rp_report *r, FILE *out, unsigned limit)
 	print_header(out, r);
 	print_table(out, r, order, limit);
 	print_milestones(out, r, order);
+	print_charged(out, r, order);
 	rp_render_steps_text(r, out); /* export: steps by phase */
 	rp_render_device_text(r, out);
 	free(order);

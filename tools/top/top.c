@@ -286,11 +286,12 @@ static struct row *rows_of(const struct top *t, const struct rp_report_window *w
 		if (w != NULL) {
 			const struct rp_report_wfn *x = &w->fns[i];
 
-			if (x->fn >= r->n_fns || x->calls == 0)
+			/* milestones have their own line (milestones()), not rows */
+			if (x->fn >= r->n_fns || x->calls == 0 || r->fns[x->fn].milestone)
 				continue;
 			v[*n] = (struct row){ &r->fns[x->fn], x->calls,	 x->self_ns, x->cum_ns,
 					      x->p50_ns,      x->p90_ns, x->p99_ns, true };
-		} else if (r->fns[i].calls > 0) {
+		} else if (r->fns[i].calls > 0 && !r->fns[i].milestone) {
 			const struct rp_report_fn *f = &r->fns[i];
 
 			v[*n] = (struct row){ f,	 f->calls,  f->self_ns, f->cum_ns,
@@ -416,6 +417,45 @@ static unsigned put_line(FILE *out, const char *line, int width)
 	put_cut(out, line, width - (more ? 2 : 0));
 	fputc('\n', out);
 	return n;
+}
+
+/*
+ * Batched work charged to requests (1.6, engine/core/charge.h), all time: per request
+ * name the mean charged to a request and the shares, as many as fit one line. Only
+ * when something was charged. @return the lines written.
+ */
+static unsigned charged_line(const struct top *t, FILE *out, int width)
+{
+	const struct rp_report *r = &t->cur;
+	uint32_t shown = 0, all = 0;
+	char line[512];
+	size_t len = (size_t)snprintf(line, sizeof(line), "charged (all time)");
+
+	for (uint32_t i = 0; i < r->n_fns; i++) {
+		const struct rp_report_fn *f = &r->fns[i];
+		char name[40], a[16], item[120];
+		int k;
+
+		if (f->charged == 0)
+			continue;
+		all++;
+		k = snprintf(item, sizeof(item), "  %s %s/req (%" PRIu64 " shares)",
+			     rp_render_safe_buf(name, sizeof(name), f->name ? f->name : "?"),
+			     f->calls ? dur(a, f->charged_ns / f->calls) : "-", f->charged);
+		if (all != shown + 1 || k < 0 || (size_t)k >= sizeof(item) ||
+		    (int)len + k + 12 > width)
+			continue; /* counted in "+N more" */
+		memcpy(line + len, item, (size_t)k + 1);
+		len += (size_t)k;
+		shown++;
+	}
+	if (all == 0)
+		return 0;
+	if (shown < all)
+		snprintf(line + len, sizeof(line) - len, "  +%" PRIu32 " more", all - shown);
+	put_cut(out, line, width);
+	fputc('\n', out);
+	return 1;
 }
 
 /*
@@ -550,7 +590,8 @@ static unsigned header(const struct top *t, FILE *out, int width)
 		fputc('\n', out);
 		n++;
 	}
-	return n + milestones(t, out, width);
+	n += milestones(t, out, width);
+	return n + charged_line(t, out, width);
 }
 
 /* Drops first: a line above everything else while producers are losing events.
@@ -839,15 +880,21 @@ static void bottlenecks(const struct top *t, FILE *out, unsigned room, int width
 	const struct rp_report_window *w = window_of(t);
 	const struct rp_report_bottlenecks *b = w ? &w->top : &t->cur.bottlenecks;
 	const struct rp_report *r = &t->cur;
-	char d[16], s[16];
+	char d[16], s[16], c[16];
+	bool charged = false; /* the column only when something was charged (1.6) */
 
 	if (room < 2 || (b->n_by_cum == 0 && b->n_slowest == 0))
 		return;
+	for (uint32_t i = 0; i < b->n_slowest && width >= 70; i++)
+		charged = charged || b->slowest[i].charged_ns != 0;
 	fputc('\n', out);
 	top_list(r, out, "cum", b->by_cum, b->n_by_cum, 6, width);
 	top_list(r, out, "self", b->by_self, b->n_by_self, 6, width);
 	top_list(r, out, "count", b->by_count, b->n_by_count, 6, width);
-	if (b->n_slowest > 0 && room > 5)
+	if (b->n_slowest > 0 && room > 5 && charged)
+		fprintf(out, "%-8s %9s %9s %9s %5s  %s\n", "slowest", "duration", "self",
+			"charged", "conc", "name");
+	else if (b->n_slowest > 0 && room > 5)
 		fprintf(out, "%-8s %9s %9s %5s  %s\n", "slowest", "duration", "self", "conc",
 			"name");
 	for (uint32_t i = 0; i < b->n_slowest && i + 5 < room; i++) {
@@ -856,10 +903,12 @@ static void bottlenecks(const struct top *t, FILE *out, unsigned room, int width
 
 		snprintf(conc, sizeof(conc), "%s%" PRIu32, sp->concurrency_known ? "" : "~",
 			 sp->concurrency);
-		fprintf(out, "%8u %9s %9s %5s  ", i + 1, dur(d, sp->dur_ns), dur(s, sp->self_ns),
-			conc);
+		fprintf(out, "%8u %9s %9s ", i + 1, dur(d, sp->dur_ns), dur(s, sp->self_ns));
+		if (charged) /* "-": nothing charged to it (not a request, or none) */
+			fprintf(out, "%9s ", sp->charged_ns ? dur(c, sp->charged_ns) : "-");
+		fprintf(out, "%5s  ", conc);
 		put_cut(out, sp->fn < r->n_fns && r->fns[sp->fn].name ? r->fns[sp->fn].name : "?",
-			width - 37 > 8 ? width - 37 : 8);
+			width - 37 - (charged ? 10 : 0) > 8 ? width - 37 - (charged ? 10 : 0) : 8);
 		fputc('\n', out);
 	}
 }

@@ -15,11 +15,11 @@ _cli.early()  # `python -m ringprof --session S ...`: before the extension reads
 import threading
 import time
 
-from ._ringprof import (dropped, enabled, instant, link, mark, nullcontext, segment_path,
-                        span, trace_calls)
+from ._ringprof import (charge, dropped, enabled, instant, link, mark, nullcontext,
+                        segment_path, span, trace_calls)
 from . import _ringprof
 
-__all__ = ["span", "request", "counter", "instant", "link", "mark", "dropped", "enabled",
+__all__ = ["span", "request", "counter", "instant", "link", "charge", "mark", "dropped", "enabled",
            "trace_calls", "profile", "nullcontext", "segment_path", "nat"]
 
 
