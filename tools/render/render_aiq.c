@@ -193,6 +193,28 @@ static size_t fixed_fast(char *buf, bool neg, uint64_t n, int d)
 	return (size_t)p;
 }
 
+static const uint64_t p10_u64[20] = { 1, 10, 100, 1000, 10000, 100000, 1000000, 10000000,
+					100000000, 1000000000, 10000000000ull, 100000000000ull,
+					1000000000000ull, 10000000000000ull, 100000000000000ull,
+					1000000000000000ull, 10000000000000000ull,
+					100000000000000000ull, 1000000000000000000ull,
+					10000000000000000000ull };
+
+/*
+ * Whether the nearest n to m x 2^-k x @ten (a power of ten) certainly does not
+ * read back, by rp_render_repr_double()'s test (m != 2^52, so v's interval is
+ * symmetric): false also when unsure (n near 2^62, where that one goes slow).
+ */
+static bool repr_fails_at(uint64_t m, int k, uint64_t ten)
+{
+	u128 p = (u128)m * ten, mask = ((u128)1 << k) - 1, r = p & mask, dist;
+
+	if ((p >> k) >= ((u128)1 << 62) - 1)
+		return false;
+	dist = r <= mask + 1 - r ? r : mask + 1 - r;
+	return m % 2 == 0 ? dist * 2 > ten : dist * 2 >= ten;
+}
+
 /*
  * repr_slow()'s text, found in integers alone for the doubles it handles with its
  * cheap test (|v| = m x 2^-k, 0 < k <= 124: every timestamp and duration): the
@@ -215,14 +237,26 @@ size_t rp_render_repr_double(char *buf, double v)
 	u128 mask = ((u128)1 << k) - 1, half = (u128)1 << (k - 1), r, ten = 1;
 
 	d = 0;
+	/* Most numbers here need 16 or 17 digits, reached from d = 0 one decimal at a
+	 * time. So first d0, about 15 significant digits: if n at d0 fails, every d
+	 * below fails too (n x 10^(d0 - d) is as near v at d0, and the nearest n at d0
+	 * nearer still, inside v's symmetric interval: not so below a power of two,
+	 * m == 2^52, left to the loop), and the search goes on from d0 + 1. */
+	if (m != (1ull << 52)) {
+		int e10 = ((52 - k) * 1233) >> 12; /* ~floor(log10 |v|), may be one low */
+		int d0 = 14 - e10;
+
+		if (d0 > 0 && d0 <= 18 && repr_fails_at(m, k, p10_u64[d0]))
+			d = d0 + 1, ten = (u128)p10_u64[d0] * 10;
+	}
 next:
 	/* The first d that repr_slow()'s cheap test keeps: r = m x 10^d mod 2^k. In
 	 * 64 bits while r x 10 fits (k <= 60; 10^19 > 2^61 ends it by d = 19). */
 	if (k <= 60 && d <= 19) {
-		uint64_t r64 = m & (uint64_t)mask, h64 = (uint64_t)half, t64 = (uint64_t)ten;
+		/* m x 10^d mod 2^k from the product's low 64 bits (2^k divides 2^64) */
+		uint64_t r64 = (m * p10_u64[d]) & (uint64_t)mask, h64 = (uint64_t)half;
+		uint64_t t64 = (uint64_t)ten;
 
-		for (int i = 0; i < d; i++)
-			r64 = (r64 * 10) & (uint64_t)mask;
 		while ((r64 < h64 ? r64 : (uint64_t)mask + 1 - r64) * 2 > t64) {
 			r64 = (r64 * 10) & (uint64_t)mask, t64 *= 10, d++;
 			if (d > 19)
@@ -321,6 +355,17 @@ static void put_double(struct wb *w, double v)
 	w->n += rp_render_repr_double(p, v);
 }
 
+/* put_double(), its text also kept in @keep (48 bytes): @return its length. */
+static size_t put_double_keep(struct wb *w, double v, char *keep)
+{
+	char *p = wb_room(w, 48);
+	size_t k = rp_render_repr_double(p, v);
+
+	memcpy(keep, p, k);
+	w->n += k;
+	return k;
+}
+
 /* @s as a JSON string: '"' and '\\' escaped, control bytes as \u00XX. */
 static void put_string(struct wb *w, const char *s)
 {
@@ -372,6 +417,8 @@ static void put_key(struct wb *w, const char *indent, const char *lead, const ch
 static void put_metrics(struct wb *w, const struct rp_aiq *a, uint32_t id, const char *indent)
 {
 	const struct rp_aiq_node *n = &a->nodes[id];
+	char sub[48];
+	size_t sub_len;
 
 	put_key(w, indent, "{\n", "uuid");
 	put_string(w, rp_strtab_str(&a->uuids, n->uuid));
@@ -390,12 +437,12 @@ static void put_metrics(struct wb *w, const struct rp_aiq *a, uint32_t id, const
 	put_key(w, indent, ",\n", "self_time");
 	put_double(w, n->self);
 	put_key(w, indent, ",\n", "subtree_time");
-	put_double(w, n->subtree);
+	sub_len = put_double_keep(w, n->subtree, sub);
 	put_key(w, indent, ",\n", "concurrency_midpoint");
 	put_uint(w, n->mid);
 	wb_put(w, ".0", 2);
 	put_key(w, indent, ",\n", "bottleneck_score");
-	put_double(w, n->subtree);
+	wb_put(w, sub, sub_len); /* the same double: its text once */
 	wb_put(w, "\n", 1);
 	wb_str(w, indent);
 	wb_put(w, "}", 1);
@@ -417,12 +464,17 @@ static void put_counts(FILE *out, const struct rp_aiq_counts *c)
 static void put_segments(FILE *out, const struct rp_aiq *a, uint32_t from, uint32_t to)
 {
 	struct wb w = { .out = out };
+	char end[48]; /* segment k's end, segment k + 1's start: its text once */
+	size_t end_len = 0;
 
 	for (uint32_t k = from; k < to; k++) {
 		wb_str(&w, k ? ",\n      [" : "\n      [");
-		put_double(&w, a->seg_t[k]);
+		if (k == from)
+			put_double(&w, a->seg_t[k]);
+		else
+			wb_put(&w, end, end_len);
 		wb_put(&w, ", ", 2);
-		put_double(&w, a->seg_t[k + 1]);
+		end_len = put_double_keep(&w, a->seg_t[k + 1], end);
 		wb_put(&w, ", ", 2);
 		put_uint(&w, a->seg_level[k]);
 		wb_put(&w, "]", 1);
