@@ -404,48 +404,46 @@ static void put_uint(struct wb *w, uint32_t v)
 	wb_put(w, b + k, sizeof(b) - (size_t)k);
 }
 
-/* @lead @indent "  \"@key\": ": a member's start (hundreds of MB of it). */
-static void put_key(struct wb *w, const char *indent, const char *lead, const char *key)
-{
-	wb_str(w, lead);
-	wb_str(w, indent);
-	wb_put(w, "  \"", 3);
-	wb_str(w, key);
-	wb_put(w, "\": ", 3);
-}
+/* A string literal @s, its length known at compile time. */
+#define put_lit(w, s) wb_put(w, s, sizeof(s) - 1)
 
-static void put_metrics(struct wb *w, const struct rp_aiq *a, uint32_t id, const char *indent)
+/* The indentation of a node's metrics (an entry of node_metrics or top_bottlenecks). */
+#define INDENT "    "
+
+/* @lead INDENT "  \"@key\": ": a member's start (hundreds of MB of it), one copy of
+ * a literal of known length (@lead and @key are literals). */
+#define put_key(w, lead, key) put_lit(w, lead INDENT "  \"" key "\": ")
+
+static void put_metrics(struct wb *w, const struct rp_aiq *a, uint32_t id)
 {
 	const struct rp_aiq_node *n = &a->nodes[id];
 	char sub[48];
 	size_t sub_len;
 
-	put_key(w, indent, "{\n", "uuid");
+	put_key(w, "{\n", "uuid");
 	put_string(w, rp_strtab_str(&a->uuids, n->uuid));
-	put_key(w, indent, ",\n", "operation_type");
+	put_key(w, ",\n", "operation_type");
 	wb_put(w, "\"", 1);
 	wb_str(w, rp_aiq_type_names[n->type]);
 	wb_put(w, "\"", 1);
-	put_key(w, indent, ",\n", "operation_name");
+	put_key(w, ",\n", "operation_name");
 	put_string(w, rp_strtab_str(&a->names, n->name));
-	put_key(w, indent, ",\n", "start_time");
+	put_key(w, ",\n", "start_time");
 	put_double(w, n->start);
-	put_key(w, indent, ",\n", "end_time");
+	put_key(w, ",\n", "end_time");
 	put_double(w, n->end);
-	put_key(w, indent, ",\n", "duration");
+	put_key(w, ",\n", "duration");
 	put_double(w, rp_aiq_duration(n));
-	put_key(w, indent, ",\n", "self_time");
+	put_key(w, ",\n", "self_time");
 	put_double(w, n->self);
-	put_key(w, indent, ",\n", "subtree_time");
+	put_key(w, ",\n", "subtree_time");
 	sub_len = put_double_keep(w, n->subtree, sub);
-	put_key(w, indent, ",\n", "concurrency_midpoint");
+	put_key(w, ",\n", "concurrency_midpoint");
 	put_uint(w, n->mid);
 	wb_put(w, ".0", 2);
-	put_key(w, indent, ",\n", "bottleneck_score");
+	put_key(w, ",\n", "bottleneck_score");
 	wb_put(w, sub, sub_len); /* the same double: its text once */
-	wb_put(w, "\n", 1);
-	wb_str(w, indent);
-	wb_put(w, "}", 1);
+	put_lit(w, "\n" INDENT "}");
 }
 
 static void put_counts(FILE *out, const struct rp_aiq_counts *c)
@@ -491,7 +489,7 @@ static void put_node_metrics(FILE *out, const struct rp_aiq *a, uint32_t from, u
 		wb_str(&w, i ? ",\n    " : "\n    ");
 		put_string(&w, rp_strtab_str(&a->uuids, a->nodes[a->metrics[i]].uuid));
 		wb_put(&w, ": ", 2);
-		put_metrics(&w, a, a->metrics[i], "    ");
+		put_metrics(&w, a, a->metrics[i]);
 	}
 	wb_flush(&w);
 }
@@ -569,7 +567,7 @@ int rp_render_aiq_json(const struct rp_aiq *a, FILE *out)
 	      out);
 	for (uint32_t i = 0; i < a->n_top; i++) {
 		fputs_unlocked(i ? ",\n    " : "\n    ", out);
-		put_metrics(&w, a, a->top[i], "    ");
+		put_metrics(&w, a, a->top[i]);
 		wb_flush(&w);
 	}
 	fputs_unlocked(a->n_top ? "\n  ],\n" : "],\n", out);
