@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
 
 #include "aiq.h"
 #include "render.h"
@@ -504,26 +505,53 @@ struct block {
 	const struct rp_aiq *a;
 	uint32_t from, to;
 	char *text;
-	size_t len;
+	size_t len, cap;
 	bool ok;
 };
+
+/* The block's FILE writes here: open_memstream() zeroed every byte it grew by
+ * (memset in _IO_str_overflow) before the text was copied in, ~2.5% of the run. */
+static ssize_t block_write(void *cookie, const char *s, size_t k)
+{
+	struct block *b = cookie;
+
+	if (k > b->cap - b->len) {
+		size_t cap = b->cap ? b->cap : 1 << 16;
+		char *t;
+
+		while (k > cap - b->len) {
+			if (cap > SIZE_MAX / 2)
+				return -1;
+			cap *= 2;
+		}
+		t = realloc(b->text, cap);
+		if (t == NULL)
+			return -1;
+		b->text = t, b->cap = cap;
+	}
+	memcpy(b->text + b->len, s, k);
+	b->len += k;
+	return (ssize_t)k;
+}
 
 static void *put_block(void *arg)
 {
 	struct block *b = arg;
-	FILE *f = open_memstream(&b->text, &b->len);
+	FILE *f = fopencookie(b, "w", (cookie_io_functions_t){ .write = block_write });
 
 	if (f == NULL)
 		return NULL;
+	setvbuf(f, NULL, _IONBF, 0); /* the renderer hands over 8 KiB pieces itself */
 	b->fn(f, b->a, b->from, b->to);
-	b->ok = fclose(f) == 0;
+	b->ok = !ferror(f);
+	b->ok = fclose(f) == 0 && b->ok;
 	return NULL;
 }
 
 /*
  * Entries [0, @n) through @fn, in order, on two cores: of every two blocks, this
  * thread writes the first to @out while another renders the second into memory,
- * then copies it out. Memory: one block of text. Without a thread or memory, the
+ * then copies it out. Memory: one block of text (twice while it grows). Without a thread or memory, the
  * second block is rendered here too.
  */
 static void put_two_cores(FILE *out, const struct rp_aiq *a, uint32_t n, put_range_fn fn)
@@ -531,7 +559,7 @@ static void put_two_cores(FILE *out, const struct rp_aiq *a, uint32_t n, put_ran
 	for (uint32_t at = 0; at < n; at += 2 * BLOCK) {
 		uint32_t mid = n - at > BLOCK ? at + BLOCK : n;
 		uint32_t end = n - mid > BLOCK ? mid + BLOCK : n;
-		struct block b = { fn, a, mid, end, NULL, 0, false };
+		struct block b = { fn, a, mid, end, NULL, 0, 0, false };
 		pthread_t t;
 		bool th = mid < end && pthread_create(&t, NULL, put_block, &b) == 0;
 
