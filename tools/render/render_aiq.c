@@ -172,7 +172,10 @@ static size_t fixed_fast(char *buf, bool neg, uint64_t n, int d)
 
 	eight_digits(dig + 16, (uint32_t)(n % 100000000));
 	eight_digits(dig + 8, (uint32_t)(n / 100000000 % 100000000));
-	eight_digits(dig, (uint32_t)(n / 10000000000000000ull));
+	if (n >= 10000000000000000ull) /* a duration's n has 16 digits or fewer */
+		eight_digits(dig, (uint32_t)(n / 10000000000000000ull));
+	else
+		memcpy(dig, "00000000", 8);
 	/* digits of n: from its bit length (x log10(2) ~ 1233 / 4096), then one test */
 	static const uint64_t p10[20] = { 1, 10, 100, 1000, 10000, 100000, 1000000, 10000000,
 					  100000000, 1000000000, 10000000000ull, 100000000000ull,
@@ -367,6 +370,16 @@ static size_t put_double_keep(struct wb *w, double v, char *keep)
 	return k;
 }
 
+/* Whether @x and @y are the same double, bit for bit (so the same text). */
+static inline bool same_double(double x, double y)
+{
+	uint64_t a, b;
+
+	memcpy(&a, &x, sizeof(a));
+	memcpy(&b, &y, sizeof(b));
+	return a == b;
+}
+
 /* @s as a JSON string: '"' and '\\' escaped, control bytes as \u00XX. */
 static void put_string(struct wb *w, const char *s)
 {
@@ -418,8 +431,9 @@ static void put_uint(struct wb *w, uint32_t v)
 static void put_metrics(struct wb *w, const struct rp_aiq *a, uint32_t id)
 {
 	const struct rp_aiq_node *n = &a->nodes[id];
-	char sub[48];
-	size_t sub_len;
+	double dur = rp_aiq_duration(n);
+	char t_dur[48], t_self[48], t_sub[48];
+	size_t dur_len, self_len, sub_len;
 
 	put_key(w, "{\n", "uuid");
 	put_string(w, rp_strtab_str(&a->uuids, n->uuid));
@@ -434,16 +448,26 @@ static void put_metrics(struct wb *w, const struct rp_aiq *a, uint32_t id)
 	put_key(w, ",\n", "end_time");
 	put_double(w, n->end);
 	put_key(w, ",\n", "duration");
-	put_double(w, rp_aiq_duration(n));
+	dur_len = put_double_keep(w, dur, t_dur);
+	/* A call's subtree time is its duration, a leaf's self time its subtree time
+	 * (bit for bit: -0.0 == 0.0 but writes otherwise): the text of each once. */
 	put_key(w, ",\n", "self_time");
-	put_double(w, n->self);
+	if (same_double(n->self, dur))
+		memcpy(t_self, t_dur, dur_len), self_len = dur_len, wb_put(w, t_self, self_len);
+	else
+		self_len = put_double_keep(w, n->self, t_self);
 	put_key(w, ",\n", "subtree_time");
-	sub_len = put_double_keep(w, n->subtree, sub);
+	if (same_double(n->subtree, dur))
+		memcpy(t_sub, t_dur, dur_len), sub_len = dur_len, wb_put(w, t_sub, sub_len);
+	else if (same_double(n->subtree, n->self))
+		memcpy(t_sub, t_self, self_len), sub_len = self_len, wb_put(w, t_sub, sub_len);
+	else
+		sub_len = put_double_keep(w, n->subtree, t_sub);
 	put_key(w, ",\n", "concurrency_midpoint");
 	put_uint(w, n->mid);
 	wb_put(w, ".0", 2);
 	put_key(w, ",\n", "bottleneck_score");
-	wb_put(w, sub, sub_len); /* the same double: its text once */
+	wb_put(w, t_sub, sub_len); /* the same double: its text once */
 	put_lit(w, "\n" INDENT "}");
 }
 
