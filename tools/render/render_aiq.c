@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
 
 #include "aiq.h"
 #include "render.h"
@@ -171,7 +172,10 @@ static size_t fixed_fast(char *buf, bool neg, uint64_t n, int d)
 
 	eight_digits(dig + 16, (uint32_t)(n % 100000000));
 	eight_digits(dig + 8, (uint32_t)(n / 100000000 % 100000000));
-	eight_digits(dig, (uint32_t)(n / 10000000000000000ull));
+	if (n >= 10000000000000000ull) /* a duration's n has 16 digits or fewer */
+		eight_digits(dig, (uint32_t)(n / 10000000000000000ull));
+	else
+		memcpy(dig, "00000000", 8);
 	/* digits of n: from its bit length (x log10(2) ~ 1233 / 4096), then one test */
 	static const uint64_t p10[20] = { 1, 10, 100, 1000, 10000, 100000, 1000000, 10000000,
 					  100000000, 1000000000, 10000000000ull, 100000000000ull,
@@ -191,6 +195,28 @@ static size_t fixed_fast(char *buf, bool neg, uint64_t n, int d)
 		buf[p++] = '0';
 	memcpy(buf + p, dig + 24 - d, (size_t)d), p += d;
 	return (size_t)p;
+}
+
+static const uint64_t p10_u64[20] = { 1, 10, 100, 1000, 10000, 100000, 1000000, 10000000,
+					100000000, 1000000000, 10000000000ull, 100000000000ull,
+					1000000000000ull, 10000000000000ull, 100000000000000ull,
+					1000000000000000ull, 10000000000000000ull,
+					100000000000000000ull, 1000000000000000000ull,
+					10000000000000000000ull };
+
+/*
+ * Whether the nearest n to m x 2^-k x @ten (a power of ten) certainly does not
+ * read back, by rp_render_repr_double()'s test (m != 2^52, so v's interval is
+ * symmetric): false also when unsure (n near 2^62, where that one goes slow).
+ */
+static bool repr_fails_at(uint64_t m, int k, uint64_t ten)
+{
+	u128 p = (u128)m * ten, mask = ((u128)1 << k) - 1, r = p & mask, dist;
+
+	if ((p >> k) >= ((u128)1 << 62) - 1)
+		return false;
+	dist = r <= mask + 1 - r ? r : mask + 1 - r;
+	return m % 2 == 0 ? dist * 2 > ten : dist * 2 >= ten;
 }
 
 /*
@@ -215,14 +241,26 @@ size_t rp_render_repr_double(char *buf, double v)
 	u128 mask = ((u128)1 << k) - 1, half = (u128)1 << (k - 1), r, ten = 1;
 
 	d = 0;
+	/* Most numbers here need 16 or 17 digits, reached from d = 0 one decimal at a
+	 * time. So first d0, about 15 significant digits: if n at d0 fails, every d
+	 * below fails too (n x 10^(d0 - d) is as near v at d0, and the nearest n at d0
+	 * nearer still, inside v's symmetric interval: not so below a power of two,
+	 * m == 2^52, left to the loop), and the search goes on from d0 + 1. */
+	if (m != (1ull << 52)) {
+		int e10 = ((52 - k) * 1233) >> 12; /* ~floor(log10 |v|), may be one low */
+		int d0 = 14 - e10;
+
+		if (d0 > 0 && d0 <= 18 && repr_fails_at(m, k, p10_u64[d0]))
+			d = d0 + 1, ten = (u128)p10_u64[d0] * 10;
+	}
 next:
 	/* The first d that repr_slow()'s cheap test keeps: r = m x 10^d mod 2^k. In
 	 * 64 bits while r x 10 fits (k <= 60; 10^19 > 2^61 ends it by d = 19). */
 	if (k <= 60 && d <= 19) {
-		uint64_t r64 = m & (uint64_t)mask, h64 = (uint64_t)half, t64 = (uint64_t)ten;
+		/* m x 10^d mod 2^k from the product's low 64 bits (2^k divides 2^64) */
+		uint64_t r64 = (m * p10_u64[d]) & (uint64_t)mask, h64 = (uint64_t)half;
+		uint64_t t64 = (uint64_t)ten;
 
-		for (int i = 0; i < d; i++)
-			r64 = (r64 * 10) & (uint64_t)mask;
 		while ((r64 < h64 ? r64 : (uint64_t)mask + 1 - r64) * 2 > t64) {
 			r64 = (r64 * 10) & (uint64_t)mask, t64 *= 10, d++;
 			if (d > 19)
@@ -321,6 +359,27 @@ static void put_double(struct wb *w, double v)
 	w->n += rp_render_repr_double(p, v);
 }
 
+/* put_double(), its text also kept in @keep (48 bytes): @return its length. */
+static size_t put_double_keep(struct wb *w, double v, char *keep)
+{
+	char *p = wb_room(w, 48);
+	size_t k = rp_render_repr_double(p, v);
+
+	memcpy(keep, p, k);
+	w->n += k;
+	return k;
+}
+
+/* Whether @x and @y are the same double, bit for bit (so the same text). */
+static inline bool same_double(double x, double y)
+{
+	uint64_t a, b;
+
+	memcpy(&a, &x, sizeof(a));
+	memcpy(&b, &y, sizeof(b));
+	return a == b;
+}
+
 /* @s as a JSON string: '"' and '\\' escaped, control bytes as \u00XX. */
 static void put_string(struct wb *w, const char *s)
 {
@@ -359,46 +418,57 @@ static void put_uint(struct wb *w, uint32_t v)
 	wb_put(w, b + k, sizeof(b) - (size_t)k);
 }
 
-/* @lead @indent "  \"@key\": ": a member's start (hundreds of MB of it). */
-static void put_key(struct wb *w, const char *indent, const char *lead, const char *key)
-{
-	wb_str(w, lead);
-	wb_str(w, indent);
-	wb_put(w, "  \"", 3);
-	wb_str(w, key);
-	wb_put(w, "\": ", 3);
-}
+/* A string literal @s, its length known at compile time. */
+#define put_lit(w, s) wb_put(w, s, sizeof(s) - 1)
 
-static void put_metrics(struct wb *w, const struct rp_aiq *a, uint32_t id, const char *indent)
+/* The indentation of a node's metrics (an entry of node_metrics or top_bottlenecks). */
+#define INDENT "    "
+
+/* @lead INDENT "  \"@key\": ": a member's start (hundreds of MB of it), one copy of
+ * a literal of known length (@lead and @key are literals). */
+#define put_key(w, lead, key) put_lit(w, lead INDENT "  \"" key "\": ")
+
+static void put_metrics(struct wb *w, const struct rp_aiq *a, uint32_t id)
 {
 	const struct rp_aiq_node *n = &a->nodes[id];
+	double dur = rp_aiq_duration(n);
+	char t_dur[48], t_self[48], t_sub[48];
+	size_t dur_len, self_len, sub_len;
 
-	put_key(w, indent, "{\n", "uuid");
+	put_key(w, "{\n", "uuid");
 	put_string(w, rp_strtab_str(&a->uuids, n->uuid));
-	put_key(w, indent, ",\n", "operation_type");
+	put_key(w, ",\n", "operation_type");
 	wb_put(w, "\"", 1);
 	wb_str(w, rp_aiq_type_names[n->type]);
 	wb_put(w, "\"", 1);
-	put_key(w, indent, ",\n", "operation_name");
+	put_key(w, ",\n", "operation_name");
 	put_string(w, rp_strtab_str(&a->names, n->name));
-	put_key(w, indent, ",\n", "start_time");
+	put_key(w, ",\n", "start_time");
 	put_double(w, n->start);
-	put_key(w, indent, ",\n", "end_time");
+	put_key(w, ",\n", "end_time");
 	put_double(w, n->end);
-	put_key(w, indent, ",\n", "duration");
-	put_double(w, rp_aiq_duration(n));
-	put_key(w, indent, ",\n", "self_time");
-	put_double(w, n->self);
-	put_key(w, indent, ",\n", "subtree_time");
-	put_double(w, n->subtree);
-	put_key(w, indent, ",\n", "concurrency_midpoint");
+	put_key(w, ",\n", "duration");
+	dur_len = put_double_keep(w, dur, t_dur);
+	/* A call's subtree time is its duration, a leaf's self time its subtree time
+	 * (bit for bit: -0.0 == 0.0 but writes otherwise): the text of each once. */
+	put_key(w, ",\n", "self_time");
+	if (same_double(n->self, dur))
+		memcpy(t_self, t_dur, dur_len), self_len = dur_len, wb_put(w, t_self, self_len);
+	else
+		self_len = put_double_keep(w, n->self, t_self);
+	put_key(w, ",\n", "subtree_time");
+	if (same_double(n->subtree, dur))
+		memcpy(t_sub, t_dur, dur_len), sub_len = dur_len, wb_put(w, t_sub, sub_len);
+	else if (same_double(n->subtree, n->self))
+		memcpy(t_sub, t_self, self_len), sub_len = self_len, wb_put(w, t_sub, sub_len);
+	else
+		sub_len = put_double_keep(w, n->subtree, t_sub);
+	put_key(w, ",\n", "concurrency_midpoint");
 	put_uint(w, n->mid);
 	wb_put(w, ".0", 2);
-	put_key(w, indent, ",\n", "bottleneck_score");
-	put_double(w, n->subtree);
-	wb_put(w, "\n", 1);
-	wb_str(w, indent);
-	wb_put(w, "}", 1);
+	put_key(w, ",\n", "bottleneck_score");
+	wb_put(w, t_sub, sub_len); /* the same double: its text once */
+	put_lit(w, "\n" INDENT "}");
 }
 
 static void put_counts(FILE *out, const struct rp_aiq_counts *c)
@@ -417,12 +487,17 @@ static void put_counts(FILE *out, const struct rp_aiq_counts *c)
 static void put_segments(FILE *out, const struct rp_aiq *a, uint32_t from, uint32_t to)
 {
 	struct wb w = { .out = out };
+	char end[48]; /* segment k's end, segment k + 1's start: its text once */
+	size_t end_len = 0;
 
 	for (uint32_t k = from; k < to; k++) {
 		wb_str(&w, k ? ",\n      [" : "\n      [");
-		put_double(&w, a->seg_t[k]);
+		if (k == from)
+			put_double(&w, a->seg_t[k]);
+		else
+			wb_put(&w, end, end_len);
 		wb_put(&w, ", ", 2);
-		put_double(&w, a->seg_t[k + 1]);
+		end_len = put_double_keep(&w, a->seg_t[k + 1], end);
 		wb_put(&w, ", ", 2);
 		put_uint(&w, a->seg_level[k]);
 		wb_put(&w, "]", 1);
@@ -439,7 +514,7 @@ static void put_node_metrics(FILE *out, const struct rp_aiq *a, uint32_t from, u
 		wb_str(&w, i ? ",\n    " : "\n    ");
 		put_string(&w, rp_strtab_str(&a->uuids, a->nodes[a->metrics[i]].uuid));
 		wb_put(&w, ": ", 2);
-		put_metrics(&w, a, a->metrics[i], "    ");
+		put_metrics(&w, a, a->metrics[i]);
 	}
 	wb_flush(&w);
 }
@@ -454,26 +529,53 @@ struct block {
 	const struct rp_aiq *a;
 	uint32_t from, to;
 	char *text;
-	size_t len;
+	size_t len, cap;
 	bool ok;
 };
+
+/* The block's FILE writes here: open_memstream() zeroed every byte it grew by
+ * (memset in _IO_str_overflow) before the text was copied in, ~2.5% of the run. */
+static ssize_t block_write(void *cookie, const char *s, size_t k)
+{
+	struct block *b = cookie;
+
+	if (k > b->cap - b->len) {
+		size_t cap = b->cap ? b->cap : 1 << 16;
+		char *t;
+
+		while (k > cap - b->len) {
+			if (cap > SIZE_MAX / 2)
+				return -1;
+			cap *= 2;
+		}
+		t = realloc(b->text, cap);
+		if (t == NULL)
+			return -1;
+		b->text = t, b->cap = cap;
+	}
+	memcpy(b->text + b->len, s, k);
+	b->len += k;
+	return (ssize_t)k;
+}
 
 static void *put_block(void *arg)
 {
 	struct block *b = arg;
-	FILE *f = open_memstream(&b->text, &b->len);
+	FILE *f = fopencookie(b, "w", (cookie_io_functions_t){ .write = block_write });
 
 	if (f == NULL)
 		return NULL;
+	setvbuf(f, NULL, _IONBF, 0); /* the renderer hands over 8 KiB pieces itself */
 	b->fn(f, b->a, b->from, b->to);
-	b->ok = fclose(f) == 0;
+	b->ok = !ferror(f);
+	b->ok = fclose(f) == 0 && b->ok;
 	return NULL;
 }
 
 /*
  * Entries [0, @n) through @fn, in order, on two cores: of every two blocks, this
  * thread writes the first to @out while another renders the second into memory,
- * then copies it out. Memory: one block of text. Without a thread or memory, the
+ * then copies it out. Memory: one block of text (twice while it grows). Without a thread or memory, the
  * second block is rendered here too.
  */
 static void put_two_cores(FILE *out, const struct rp_aiq *a, uint32_t n, put_range_fn fn)
@@ -481,7 +583,7 @@ static void put_two_cores(FILE *out, const struct rp_aiq *a, uint32_t n, put_ran
 	for (uint32_t at = 0; at < n; at += 2 * BLOCK) {
 		uint32_t mid = n - at > BLOCK ? at + BLOCK : n;
 		uint32_t end = n - mid > BLOCK ? mid + BLOCK : n;
-		struct block b = { fn, a, mid, end, NULL, 0, false };
+		struct block b = { fn, a, mid, end, NULL, 0, 0, false };
 		pthread_t t;
 		bool th = mid < end && pthread_create(&t, NULL, put_block, &b) == 0;
 
@@ -517,7 +619,7 @@ int rp_render_aiq_json(const struct rp_aiq *a, FILE *out)
 	      out);
 	for (uint32_t i = 0; i < a->n_top; i++) {
 		fputs_unlocked(i ? ",\n    " : "\n    ", out);
-		put_metrics(&w, a, a->top[i], "    ");
+		put_metrics(&w, a, a->top[i]);
 		wb_flush(&w);
 	}
 	fputs_unlocked(a->n_top ? "\n  ],\n" : "],\n", out);
