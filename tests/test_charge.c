@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "engine.h"
+#include "snapshot_util.h"
 #include "merge.h"
 #include "render.h"
 #include "snapshot.h"
@@ -342,17 +343,6 @@ static void test_charge_caps(void **state)
 	rp_engine_close(e);
 }
 
-/* A report through a snapshot: encode, decode. */
-static void through_snapshot(const struct rp_report *in, struct rp_report *out)
-{
-	struct rp_membuf m = { 0 };
-	char why[RP_WHY_MAX];
-
-	assert_int_equal(rp_snapshot_encode(in, rp_membuf_sink, &m), 0);
-	assert_int_equal(rp_snapshot_decode(m.data, m.len, out, why), 0);
-	rp_membuf_free(&m);
-}
-
 static void test_charge_merge_two_snapshots(void **state)
 {
 	struct rp_engine *e0, *e1;
@@ -367,8 +357,8 @@ static void test_charge_merge_two_snapshots(void **state)
 	e1 = feed(0x2545f4914f6cdd1dull, false);
 	assert_int_equal(rp_engine_report(e0, &a), 0);
 	assert_int_equal(rp_engine_report(e1, &b), 0);
-	through_snapshot(&a, &x);
-	through_snapshot(&b, &y);
+	rp_test_through_snapshot(&a, &x);
+	rp_test_through_snapshot(&b, &y);
 	for (uint32_t j = 0; j < y.bottlenecks.n_slowest; j++) { /* kept through a snapshot */
 		uint32_t i = request_of(&y, &y.bottlenecks.slowest[j]);
 

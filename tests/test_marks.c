@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "engine.h"
+#include "snapshot_util.h"
 #include "merge.h"
 #include "render.h"
 #include "snapshot.h"
@@ -327,17 +328,6 @@ static void test_marks_ttft_against_server_stamps(void **state)
 	rp_engine_close(plain);
 }
 
-/* A report through a snapshot: encode, decode. */
-static void through_snapshot(const struct rp_report *in, struct rp_report *out)
-{
-	struct rp_membuf m = { 0 };
-	char why[RP_WHY_MAX];
-
-	assert_int_equal(rp_snapshot_encode(in, rp_membuf_sink, &m), 0);
-	assert_int_equal(rp_snapshot_decode(m.data, m.len, out, why), 0);
-	rp_membuf_free(&m);
-}
-
 static void test_marks_merge_two_snapshots(void **state)
 {
 	struct rp_engine *e0, *e1;
@@ -351,8 +341,8 @@ static void test_marks_merge_two_snapshots(void **state)
 	e1 = feed(1, false);
 	assert_int_equal(rp_engine_report(e0, &a), 0);
 	assert_int_equal(rp_engine_report(e1, &b), 0);
-	through_snapshot(&a, &x);
-	through_snapshot(&b, &y);
+	rp_test_through_snapshot(&a, &x);
+	rp_test_through_snapshot(&b, &y);
 	truth_of(&o, first_t, 0, 0, UINT64_MAX);
 	check_row(row(&x, "first_token"), &o, "half 0");
 	assert_int_equal(rp_report_merge(&x, &y, why, sizeof(why)), 0);

@@ -419,6 +419,49 @@ static unsigned put_line(FILE *out, const char *line, int width)
 	return n;
 }
 
+#define TOP_ITEM 120 /* an item's room, with its NUL */
+
+/* A header line of items after a label, as many as fit @width in their order, then
+ * "+N more" for the rest (charged_line(), milestones()). */
+struct items {
+	char line[512];
+	size_t len;
+	uint32_t all, shown;
+	int width;
+};
+
+static void items_start(struct items *l, const char *label, int width)
+{
+	l->len = (size_t)snprintf(l->line, sizeof(l->line), "%s", label);
+	l->all = l->shown = 0;
+	l->width = width;
+}
+
+/* @item, @k its snprintf() result: kept if every item before it was and it fits. */
+static void items_add(struct items *l, const char *item, int k)
+{
+	l->all++;
+	if (l->all != l->shown + 1 || k < 0 || (size_t)k >= TOP_ITEM ||
+	    (int)l->len + k + 12 > l->width || l->len + (size_t)k >= sizeof(l->line))
+		return; /* counted in "+N more" */
+	memcpy(l->line + l->len, item, (size_t)k + 1);
+	l->len += (size_t)k;
+	l->shown++;
+}
+
+/* @return the lines written: 0 with no item. */
+static unsigned items_end(struct items *l, FILE *out)
+{
+	if (l->all == 0)
+		return 0;
+	if (l->shown < l->all)
+		snprintf(l->line + l->len, sizeof(l->line) - l->len, "  +%" PRIu32 " more",
+			 l->all - l->shown);
+	put_cut(out, l->line, l->width);
+	fputc('\n', out);
+	return 1;
+}
+
 /*
  * Batched work charged to requests (1.6, engine/core/charge.h), all time: per request
  * name the mean charged to a request and the shares, as many as fit one line. Only
@@ -427,35 +470,21 @@ static unsigned put_line(FILE *out, const char *line, int width)
 static unsigned charged_line(const struct top *t, FILE *out, int width)
 {
 	const struct rp_report *r = &t->cur;
-	uint32_t shown = 0, all = 0;
-	char line[512];
-	size_t len = (size_t)snprintf(line, sizeof(line), "charged (all time)");
+	struct items l;
 
+	items_start(&l, "charged (all time)", width);
 	for (uint32_t i = 0; i < r->n_fns; i++) {
 		const struct rp_report_fn *f = &r->fns[i];
-		char name[40], a[16], item[120];
-		int k;
+		char name[40], a[16], item[TOP_ITEM];
 
 		if (f->charged == 0)
 			continue;
-		all++;
-		k = snprintf(item, sizeof(item), "  %s %s/req (%" PRIu64 " shares)",
-			     rp_render_safe_buf(name, sizeof(name), f->name ? f->name : "?"),
-			     f->calls ? dur(a, f->charged_ns / f->calls) : "-", f->charged);
-		if (all != shown + 1 || k < 0 || (size_t)k >= sizeof(item) ||
-		    (int)len + k + 12 > width)
-			continue; /* counted in "+N more" */
-		memcpy(line + len, item, (size_t)k + 1);
-		len += (size_t)k;
-		shown++;
+		items_add(&l, item,
+			  snprintf(item, sizeof(item), "  %s %s/req (%" PRIu64 " shares)",
+				   rp_render_safe_buf(name, sizeof(name), f->name ? f->name : "?"),
+				   f->calls ? dur(a, f->charged_ns / f->calls) : "-", f->charged));
 	}
-	if (all == 0)
-		return 0;
-	if (shown < all)
-		snprintf(line + len, sizeof(line) - len, "  +%" PRIu32 " more", all - shown);
-	put_cut(out, line, width);
-	fputc('\n', out);
-	return 1;
+	return items_end(&l, out);
 }
 
 /*
@@ -467,43 +496,30 @@ static unsigned milestones(const struct top *t, FILE *out, int width)
 {
 	const struct rp_report *r = &t->cur;
 	const struct rp_report_window *w = window_of(t);
-	uint32_t cap = w ? w->n_fns : r->n_fns, shown = 0, all = 0;
-	char line[512];
-	size_t len = (size_t)snprintf(line, sizeof(line), "milestones");
+	uint32_t cap = w ? w->n_fns : r->n_fns;
+	struct items l;
 
+	items_start(&l, "milestones", width);
 	for (uint32_t i = 0; i < cap; i++) {
 		const struct rp_report_fn *f = w ? (w->fns[i].fn < r->n_fns ? &r->fns[w->fns[i].fn]
 									: NULL)
 						 : &r->fns[i];
 		uint64_t calls = w ? w->fns[i].calls : f ? f->calls : 0;
 		bool q = f && (w ? true : rp_report_fn_has_quantiles(f));
-		char name[40], a[16] = "-", b[16] = "-", item[120];
-		int k;
+		char name[40], a[16] = "-", b[16] = "-", item[TOP_ITEM];
 
 		if (f == NULL || !f->milestone || calls == 0)
 			continue;
-		all++;
 		if (q) {
 			dur(a, w ? w->fns[i].p50_ns : f->p50_ns);
 			dur(b, w ? w->fns[i].p99_ns : f->p99_ns);
 		}
-		k = snprintf(item, sizeof(item), "  %s p50 %s p99 %s (%" PRIu64 ")",
-			     rp_render_safe_buf(name, sizeof(name), f->name ? f->name : "?"), a, b,
-			     calls);
-		if (all != shown + 1 || k < 0 || (size_t)k >= sizeof(item) ||
-		    (int)len + k + 12 > width)
-			continue; /* counted in "+N more" */
-		memcpy(line + len, item, (size_t)k + 1);
-		len += (size_t)k;
-		shown++;
+		items_add(&l, item,
+			  snprintf(item, sizeof(item), "  %s p50 %s p99 %s (%" PRIu64 ")",
+				   rp_render_safe_buf(name, sizeof(name), f->name ? f->name : "?"),
+				   a, b, calls));
 	}
-	if (all == 0)
-		return 0;
-	if (shown < all)
-		snprintf(line + len, sizeof(line) - len, "  +%" PRIu32 " more", all - shown);
-	put_cut(out, line, width);
-	fputc('\n', out);
-	return 1;
+	return items_end(&l, out);
 }
 
 /*
