@@ -960,6 +960,57 @@ static void test_window_fold_keeps_busier_names(void **state)
 	rp_engine_close(e);
 }
 
+/*
+ * A hot name first seen after the finest table filled takes the place of a quieter
+ * entry once its overflowed calls reach a power of two that outnumbers that entry
+ * (window.h): four names a sub-window, p0..p3 called 2, 3, 3, 3 times, then h 100
+ * times. h overflows 4 times (at 2, 2 < 2 is false; at 4, p0's 2 calls are fewer),
+ * then takes p0's place: 96 calls exact in every window, 4 + 2 window_cap, 1 eviction.
+ */
+static void test_window_hot_late_name_gets_in(void **state)
+{
+	static const char *const nm[] = { "p0", "p1", "p2", "p3", "h" };
+	static const int calls[] = { 2, 3, 3, 3, 100 };
+	const uint64_t want[] = { 0, 3, 3, 3, 96 };
+	struct rp_engine_cfg c;
+	struct rp_engine *e;
+	struct rp_report r;
+	uint32_t src, id[5];
+	uint64_t t = BASE;
+
+	(void)state;
+	cfg_small(&c);
+	c.max_window_names = 4;
+	assert_int_equal(rp_engine_open(&c, &e), 0);
+	src = (uint32_t)rp_engine_add_source(e, "s", 1, 0);
+	for (int i = 0; i < 5; i++)
+		id[i] = rp_engine_name(e, src, nm[i], "", "", 0);
+	for (int i = 0; i < 5; i++)
+		for (int k = 0; k < calls[i]; k++, t += 10) {
+			struct rp_event b = { .ts = t, .name = id[i], .kind = RP_EV_BEGIN };
+			struct rp_event x = { .ts = t + 5, .name = id[i], .kind = RP_EV_END };
+
+			rp_engine_event(e, src, 1, &b);
+			rp_engine_event(e, src, 1, &x);
+		}
+	assert_int_equal(rp_engine_report(e, &r), 0);
+	assert_int_equal(r.anomalies[RP_ANOM_WINDOW_EVICTED], 1);
+	assert_int_equal(r.anomalies[RP_ANOM_WINDOW_CAP], 4 + 2);
+	assert_true(r.n_windows > 0);
+	for (uint32_t w = 0; w < r.n_windows; w++) {
+		uint64_t got[5] = { 0 };
+
+		for (uint32_t i = 0; i < r.windows[w].n_fns; i++)
+			for (int n = 0; n < 5; n++)
+				if (strcmp(r.fns[r.windows[w].fns[i].fn].name, nm[n]) == 0)
+					got[n] = r.windows[w].fns[i].calls;
+		for (int n = 0; n < 5; n++)
+			assert_int_equal(got[n], want[n]);
+	}
+	rp_report_free(&r);
+	rp_engine_close(e);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -973,6 +1024,7 @@ int main(void)
 		cmocka_unit_test(test_window_cap_counters),
 		cmocka_unit_test(test_window_config_checked),
 		cmocka_unit_test(test_window_fold_keeps_busier_names),
+		cmocka_unit_test(test_window_hot_late_name_gets_in),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -257,6 +257,7 @@ void rp_analyses_summary(struct rp_analyses *a, const struct rp_sum_call *c, con
 		rp_spacesaving_offer(&s->ss[RP_WIN_CUM], c->name, cum);
 		rp_spacesaving_offer(&s->ss[RP_WIN_SELF], c->name, c->self_ns);
 		rp_spacesaving_offer(&s->ss[RP_WIN_COUNT], c->name, c->calls);
+		rp_window_overflow_count(&a->win.w[0], c->name, c->calls);
 		a->win.cap_hits += c->calls; /* in calls, as rp_wslot_fold() counts */
 	}
 	k = name_sketch(a, c->name, c->calls);
@@ -291,6 +292,7 @@ void rp_analyses_mark(struct rp_analyses *a, uint32_t name, uint64_t dur)
 	if (a->win.n > 0) { /* no room in the sub-window: as rp_analyses_close_overflow() */
 		/* counted only: a milestone has no self or cumulative time to rank */
 		rp_spacesaving_offer(&a->win.w[0].cs->ss[RP_WIN_COUNT], name, 1);
+		rp_window_overflow_count(&a->win.w[0], name, 1);
 		a->win.cap_hits++;
 	}
 	k = name_sketch(a, name, 1);
@@ -331,6 +333,7 @@ void rp_analyses_close_overflow(struct rp_analyses *a, const struct rp_span_info
 	uint64_t dur = sp->end - sp->start;
 
 	rp_wslot_overflow(a->win.w[0].cs, sp->name, sp->primitive ? dur : 0, sp->self_ns);
+	rp_window_overflow_count(&a->win.w[0], sp->name, 1);
 	a->win.cap_hits++;
 	add_direct(a, sp->name, ci, sp);
 }
@@ -360,12 +363,31 @@ static void fold_alltime(struct rp_analyses *a, const struct rp_wslot *s)
 	rp_slowest_merge(&a->slow, &s->slow);
 }
 
+/*
+ * No candidate in the finest sub-window: @name takes the place of the least-called
+ * entry if its calls that overflowed there (a power of two >= 2, so the table is
+ * scanned a few times per name and sub-window) outnumber that entry's; else NULL.
+ */
+static struct rp_wentry *busier(struct rp_window *w0, uint32_t name)
+{
+	uint32_t ov = rp_window_overflowed(w0, name);
+	struct rp_wslot *s = w0->cs;
+	struct rp_wentry *v = NULL;
+
+	if (ov < 2 || (ov & (ov - 1)) != 0)
+		return NULL;
+	for (uint32_t i = 0; i < s->n; i++)
+		if (s->e[i].calls < ov && (v == NULL || s->e[i].calls < v->calls))
+			v = &s->e[i];
+	return v;
+}
+
 struct rp_wentry *rp_analyses_evict(struct rp_analyses *a, uint32_t name)
 {
 	struct rp_window *w0 = &a->win.w[0];
 	struct rp_wentry *v = rp_window_victim(w0);
 
-	if (v == NULL)
+	if (v == NULL && (v = busier(w0, name)) == NULL)
 		return NULL;
 	fold_entry(a, v); /* its spans stay in the all-time figures */
 	rp_wslot_spill(&a->win, w0->cs, v);

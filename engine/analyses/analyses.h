@@ -173,8 +173,9 @@ __attribute__((noinline)) void rp_analyses_close_direct(struct rp_analyses *a,
 							uint32_t level, bool known);
 __attribute__((noinline)) void
 rp_analyses_close_overflow(struct rp_analyses *a, const struct rp_span_info *sp, uint32_t ci);
-/* A full finest sub-window: an entry for @name in place of one called once (its
- * figures to the all-time ones and the summaries first), or NULL. */
+/* A full finest sub-window: an entry for @name in place of a candidate (called once,
+ * or at import time) or of a quieter entry (window.h), its figures to the all-time
+ * ones and the summaries first; or NULL. */
 __attribute__((noinline)) struct rp_wentry *rp_analyses_evict(struct rp_analyses *a,
 							      uint32_t name);
 

@@ -67,7 +67,9 @@ static size_t slot_bound(const struct rp_window_cfg *c)
 size_t rp_windows_memory_bound(const struct rp_window_cfg *c)
 {
 	return (size_t)c->n *
-	       ((size_t)c->subwindows * slot_bound(c) + (size_t)c->max_names * sizeof(uint64_t));
+		       ((size_t)c->subwindows * slot_bound(c) +
+			(size_t)c->max_names * sizeof(uint64_t)) +
+	       (c->n ? (size_t)c->max_names * sizeof(uint64_t) : 0); /* w[0].over */
 }
 
 void rp_window_name(uint64_t ns, char *buf, size_t n)
@@ -157,7 +159,9 @@ int rp_windows_init(struct rp_windows *ws, const struct rp_window_cfg *c)
 		w->gen = 1;
 		w->tag = calloc(c->max_names ? c->max_names : 1, sizeof(*w->tag));
 		w->slot = calloc(ws->S, sizeof(*w->slot));
-		if (!w->tag || !w->slot)
+		if (i == 0)
+			w->over = calloc(c->max_names ? c->max_names : 1, sizeof(*w->over));
+		if (!w->tag || !w->slot || (i == 0 && !w->over))
 			goto nomem;
 		for (uint32_t s = 0; s < ws->S; s++)
 			if (slot_init(&w->slot[s], ws))
@@ -177,6 +181,7 @@ void rp_windows_fini(struct rp_windows *ws)
 			slot_fini(&ws->w[i].slot[s], ws->M);
 		free(ws->w[i].slot);
 		free(ws->w[i].tag);
+		free(ws->w[i].over);
 	}
 	memset(ws, 0, sizeof(*ws));
 }
@@ -241,6 +246,8 @@ struct rp_wslot *rp_window_at(struct rp_windows *ws, struct rp_window *w, uint64
 	slot_clear(s, ws, idx);
 	if (++w->gen == 0) { /* 2^32 sub-windows: start the tags afresh */
 		memset(w->tag, 0, (size_t)ws->max_names * sizeof(*w->tag));
+		if (w->over != NULL)
+			memset(w->over, 0, (size_t)ws->max_names * sizeof(*w->over));
 		w->gen = 1;
 	}
 	return s;

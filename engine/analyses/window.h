@@ -37,12 +37,15 @@
  * longer kept there) and is counted as RP_ANOM_WINDOW_EVICTED; the finest window's
  * victims also go to the all-time figures first (analyses.c). With no candidate, a
  * name folded into a coarser window takes the place of the entry with the fewest
- * calls if that has fewer than it (an LFU: never a busier name for a quieter one);
- * a span's new name in the finest window overflows.
+ * calls if that has fewer than it (an LFU: never a busier name for a quieter one).
+ * In the finest window a name that keeps overflowing does the same: when its calls
+ * that overflowed there reach a power of two (2, 4, 8, ...), it takes the place of the
+ * least-called entry if that has fewer (a hot name first seen after the table filled
+ * keeps all but its first calls exact); otherwise it overflows.
  *
  * Memory (W windows, S sub-windows, M names, k slowest, N max_names, L max_level):
  *   W S (sizeof slot + M (sizeof entry + 4 + sketch stores) + 3 (sizeof ss + SS_MEMSIZE(M))
- *        + 72 k + 2 (L + 1) 8) + W N 8 (the tags)
+ *        + 72 k + 2 (L + 1) 8) + W N 8 (the tags) + N 8 (the finest window's overflows)
  * where a duration sketch store is at most 8 rp_sketch_default_buckets(0.01) bytes;
  * rp_windows_memory_bound() computes it.
  */
@@ -93,6 +96,8 @@ struct rp_window {
 	struct rp_wslot *slot; /* S, sub-window i in slot[i % S] */
 	struct rp_wslot *cs;   /* the current one */
 	uint64_t *tag;	       /* per name id: gen << 32 | entry in cs */
+	uint64_t *over;	       /* the finest window's, per name id: gen << 32 | its calls
+				  that overflowed cs (saturating); NULL in the others */
 	uint32_t gen;	       /* of cs; tags of another gen are stale */
 	bool started;
 };
@@ -142,6 +147,21 @@ static inline struct rp_wentry *rp_window_entry(struct rp_windows *ws, struct rp
 	if ((uint32_t)(t >> 32) == w->gen)
 		return &w->cs->e[(uint32_t)t];
 	return rp_window_insert(ws, w, name);
+}
+
+/* Calls of @name that overflowed @w's current sub-window (the finest window's). */
+static inline uint32_t rp_window_overflowed(const struct rp_window *w, uint32_t name)
+{
+	uint64_t t = w->over[name];
+
+	return (uint32_t)(t >> 32) == w->gen ? (uint32_t)t : 0;
+}
+
+static inline void rp_window_overflow_count(struct rp_window *w, uint32_t name, uint64_t calls)
+{
+	uint64_t c = rp_window_overflowed(w, name) + calls;
+
+	w->over[name] = (uint64_t)w->gen << 32 | (c > UINT32_MAX ? UINT32_MAX : c);
 }
 
 /* @e (in @s) has been called more than once, not all at import time: no longer an
