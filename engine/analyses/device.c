@@ -13,6 +13,7 @@
 #include <ringprof/wire.h>
 
 #include "device.h"
+#include "sort.h"
 
 enum {
 	CLS_DONE = 0x01,
@@ -426,6 +427,21 @@ static int cmp_cand(const void *x, const void *y)
 	return a->span < b->span ? -1 : a->span > b->span;
 }
 
+/* The same orders with the comparison inlined (sort.h): the report sorts every span,
+ * launch and kernel kept, ~n log n calls through qsort's pointer otherwise. Stable
+ * like glibc's qsort, and every order but cmp_ival's is total anyway; qsort() only
+ * when sort.h gets no buffer. */
+#define span_before(x, y) (cmp_span((x), (y)) < 0)
+#define qev_before(x, y) (cmp_qev((x), (y)) < 0)
+#define kkey_before(x, y) (cmp_kkey((x), (y)) < 0)
+#define ival_before(x, y) (cmp_ival((x), (y)) < 0)
+#define cand_before(x, y) (cmp_cand((x), (y)) < 0)
+RP_SORT_DEFINE(sort_spans, struct span_rec, span_before)
+RP_SORT_DEFINE(sort_qevs, struct qev, qev_before)
+RP_SORT_DEFINE(sort_kkeys, struct kkey, kkey_before)
+RP_SORT_DEFINE(sort_ivals, struct ival, ival_before)
+RP_SORT_DEFINE(sort_cands, struct cand, cand_before)
+
 /* compute_queue_depth's kernel_mapping: for each launch (by start) the first kernel
  * at or after the last mapped one with its correlation id; -1 if none. */
 static int map_launches(const struct qev *L, uint32_t nl, const struct qev *K, uint32_t nk,
@@ -440,7 +456,7 @@ static int map_launches(const struct qev *L, uint32_t nl, const struct qev *K, u
 	for (uint32_t i = 0; i < nk; i++)
 		if (K[i].has_corr)
 			kk[n++] = (struct kkey){ K[i].corr, K[i].src, i };
-	if (n > 0)
+	if (!sort_kkeys(kk, n))
 		qsort(kk, n, sizeof(*kk), cmp_kkey);
 	for (uint32_t l = 0; l < nl; l++) {
 		struct kkey want = { L[l].corr, L[l].src, (uint32_t)last };
@@ -634,7 +650,7 @@ static int device_children(struct work *w, uint32_t ns)
 	for (uint32_t i = 0; i < ns; i++)
 		if (w->S[i].side == RP_LINK_LAUNCH)
 			kk[n++] = (struct kkey){ w->S[i].corr, w->S[i].src, i };
-	if (n > 0)
+	if (!sort_kkeys(kk, n))
 		qsort(kk, n, sizeof(*kk), cmp_kkey);
 	for (uint32_t i = 0; i < ns; i++) {
 		struct kkey want = { w->S[i].corr, w->S[i].src, 0 };
@@ -719,7 +735,7 @@ static uint32_t idle_intervals(struct work *w, uint32_t np, uint32_t ns)
 			idle = false;
 		}
 	}
-	if (n > 0)
+	if (!sort_ivals(w->idle, n))
 		qsort(w->idle, n, sizeof(*w->idle), cmp_ival);
 	return n;
 }
@@ -760,7 +776,7 @@ static int score(struct work *w, uint32_t nc, const double *frac)
 	for (uint32_t i = 0; i < nc; i++)
 		w->cand[i].score = sa > 0 && sb > 0 ? (a[i] - ma) / sa + 0.6 * (b[i] - mb) / sb : 0;
 	free(a), free(b);
-	if (nc > 0)
+	if (!sort_cands(w->cand, nc))
 		qsort(w->cand, nc, sizeof(*w->cand), cmp_cand);
 	return 0;
 }
@@ -912,11 +928,11 @@ int rp_device_report(const struct rp_device *d, const struct rp_names *names,
 		memcpy(w.L, d->launches, (size_t)nl * sizeof(*w.L));
 	if (nk)
 		memcpy(w.K, d->kernels, (size_t)nk * sizeof(*w.K));
-	if (ns)
+	if (!sort_spans(w.S, ns))
 		qsort(w.S, ns, sizeof(*w.S), cmp_span);
-	if (nl)
+	if (!sort_qevs(w.L, nl))
 		qsort(w.L, nl, sizeof(*w.L), cmp_qev);
-	if (nk)
+	if (!sort_qevs(w.K, nk))
 		qsort(w.K, nk, sizeof(*w.K), cmp_qev);
 	if ((err = map_launches(w.L, nl, w.K, nk, w.map)) != 0)
 		goto out;
