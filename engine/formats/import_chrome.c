@@ -280,6 +280,9 @@ static int cmp_ev(const void *a, const void *b)
 #define ev_before(x, y) (cmp_ev((x), (y)) < 0)
 RP_SORT_DEFINE(sort_spans, struct span, span_before)
 RP_SORT_DEFINE(sort_evs, struct gen_ev, ev_before)
+/* nest_track() emits each track's events in time order: one run per track, then
+ * the flows' links */
+RP_SORT_RUNS_DEFINE(sort_evs_runs, sort_evs, struct gen_ev, ev_before)
 
 static int emit(struct imp *m, uint8_t kind, int64_t ts, uint32_t name, uint32_t track,
 		uint32_t *seq)
@@ -475,7 +478,7 @@ static void feed(struct imp *m)
 	uint32_t one = 0, *hint = calloc(m->tracks.n, sizeof(*hint));
 	size_t k = 0;
 
-	if (m->evs.n > 0 && !sort_evs(m->evs.p, m->evs.n))
+	if (m->evs.n > 0 && !sort_evs_runs(m->evs.p, m->evs.n))
 		qsort(m->evs.p, m->evs.n, sizeof(*g), cmp_ev);
 	if (m->ctrs.n > 0 && !sort_ctrs(m->ctrs.p, m->ctrs.n))
 		qsort(m->ctrs.p, m->ctrs.n, sizeof(struct ctr), cmp_ctr);
