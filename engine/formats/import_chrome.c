@@ -378,6 +378,9 @@ static int cmp_corr(const void *a, const void *b)
 	return (x->side > y->side) - (x->side < y->side);
 }
 
+#define corr_before(x, y) (cmp_corr((x), (y)) < 0)
+RP_SORT_DEFINE(sort_corrs, struct corr_key, corr_before)
+
 /* Flow events, but for correlations a span already carried in its args (Kineto writes
  * both): a flow binds by time, and at a zero-length launch it would bind to the
  * launch's parent instead. */
@@ -395,7 +398,7 @@ static int emit_flows(struct imp *m)
 	for (size_t i = 0; i < m->links.n; i++)
 		if (!l[i].flow)
 			k[n++] = (struct corr_key){ l[i].corr, l[i].side };
-	if (n > 0)
+	if (n > 0 && !sort_corrs(k, n))
 		qsort(k, n, sizeof(*k), cmp_corr);
 	for (size_t i = 0; i < m->flows.n && !err; i++) {
 		const struct flow *f = &((const struct flow *)m->flows.p)[i];
