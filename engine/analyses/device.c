@@ -753,8 +753,35 @@ static void mean_sd(const double *x, uint32_t n, double *mean, double *sd)
 	*sd = n > 1 ? sqrt(v / (n - 1)) : 0;
 }
 
+/* The first @keep candidates in cmp_cand's order, in place (the report shows no
+ * more): for a few (the default is 10), one pass with an insertion into the kept
+ * ones instead of sorting them all. cmp_cand is a total order (scores are finite:
+ * both deviations are > 0), so these are the first @keep of the sorted array. */
+static void top_cands(struct cand *c, uint32_t nc, uint32_t keep)
+{
+	uint32_t m = 0;
+
+	if (keep > 64) { /* O(nc x keep) no more */
+		if (!sort_cands(c, nc))
+			qsort(c, nc, sizeof(*c), cmp_cand);
+		return;
+	}
+
+	for (uint32_t i = 0; i < nc; i++) {
+		struct cand x = c[i];
+		uint32_t j;
+
+		if (m == keep && (keep == 0 || cmp_cand(&x, &c[m - 1]) >= 0))
+			continue;
+		j = m < keep ? m++ : m - 1; /* full: the last kept one drops out */
+		for (; j > 0 && cmp_cand(&x, &c[j - 1]) < 0; j--)
+			c[j] = c[j - 1];
+		c[j] = x;
+	}
+}
+
 /* rank_events' heuristic over the candidates: z(idle fraction) + 0.6 z(self). */
-static int score(struct work *w, uint32_t nc, const double *frac)
+static int score(struct work *w, uint32_t nc, const double *frac, uint32_t keep)
 {
 	double *a = malloc(((size_t)nc + 1) * sizeof(*a)), *b = malloc(((size_t)nc + 1) * sizeof(*b));
 	double ma, sa, mb, sb;
@@ -776,8 +803,7 @@ static int score(struct work *w, uint32_t nc, const double *frac)
 	for (uint32_t i = 0; i < nc; i++)
 		w->cand[i].score = sa > 0 && sb > 0 ? (a[i] - ma) / sa + 0.6 * (b[i] - mb) / sb : 0;
 	free(a), free(b);
-	if (!sort_cands(w->cand, nc))
-		qsort(w->cand, nc, sizeof(*w->cand), cmp_cand);
+	top_cands(w->cand, nc, keep);
 	return 0;
 }
 
@@ -971,7 +997,7 @@ int rp_device_report(const struct rp_device *d, const struct rp_names *names,
 		if (p != RP_NONE)
 			w.cand[nc++] = (struct cand){ i, p, 0 };
 	}
-	if (score(&w, nc, frac) != 0)
+	if (score(&w, nc, frac, d->cfg.max_ranked) != 0)
 		goto out;
 	err = report_out(&w, d, names, np, ni, nph, nc, frac, idle_ns, o);
 out:
