@@ -441,6 +441,9 @@ RP_SORT_DEFINE(sort_qevs, struct qev, qev_before)
 RP_SORT_DEFINE(sort_kkeys, struct kkey, kkey_before)
 RP_SORT_DEFINE(sort_ivals, struct ival, ival_before)
 RP_SORT_DEFINE(sort_cands, struct cand, cand_before)
+/* launches and kernels arrive mostly in start order, and so do correlation ids */
+RP_SORT_RUNS_DEFINE(sort_qevs_runs, sort_qevs, struct qev, qev_before)
+RP_SORT_RUNS_DEFINE(sort_kkeys_runs, sort_kkeys, struct kkey, kkey_before)
 
 /* compute_queue_depth's kernel_mapping: for each launch (by start) the first kernel
  * at or after the last mapped one with its correlation id; -1 if none. */
@@ -456,7 +459,7 @@ static int map_launches(const struct qev *L, uint32_t nl, const struct qev *K, u
 	for (uint32_t i = 0; i < nk; i++)
 		if (K[i].has_corr)
 			kk[n++] = (struct kkey){ K[i].corr, K[i].src, i };
-	if (!sort_kkeys(kk, n))
+	if (!sort_kkeys_runs(kk, n))
 		qsort(kk, n, sizeof(*kk), cmp_kkey);
 	for (uint32_t l = 0; l < nl; l++) {
 		struct kkey want = { L[l].corr, L[l].src, (uint32_t)last };
@@ -650,7 +653,7 @@ static int device_children(struct work *w, uint32_t ns)
 	for (uint32_t i = 0; i < ns; i++)
 		if (w->S[i].side == RP_LINK_LAUNCH)
 			kk[n++] = (struct kkey){ w->S[i].corr, w->S[i].src, i };
-	if (!sort_kkeys(kk, n))
+	if (!sort_kkeys_runs(kk, n))
 		qsort(kk, n, sizeof(*kk), cmp_kkey);
 	for (uint32_t i = 0; i < ns; i++) {
 		struct kkey want = { w->S[i].corr, w->S[i].src, 0 };
@@ -956,9 +959,9 @@ int rp_device_report(const struct rp_device *d, const struct rp_names *names,
 		memcpy(w.K, d->kernels, (size_t)nk * sizeof(*w.K));
 	if (!sort_spans(w.S, ns))
 		qsort(w.S, ns, sizeof(*w.S), cmp_span);
-	if (!sort_qevs(w.L, nl))
+	if (!sort_qevs_runs(w.L, nl))
 		qsort(w.L, nl, sizeof(*w.L), cmp_qev);
-	if (!sort_qevs(w.K, nk))
+	if (!sort_qevs_runs(w.K, nk))
 		qsort(w.K, nk, sizeof(*w.K), cmp_qev);
 	if ((err = map_launches(w.L, nl, w.K, nk, w.map)) != 0)
 		goto out;
