@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * A merge sort with the comparison inlined, for the importers' big arrays (spans,
- * generated events, steps, times: millions of elements sorted once per trace).
+ * A merge sort with the comparison inlined, for big arrays (the importers' spans,
+ * generated events, steps, times: millions of elements sorted once per trace; the
+ * device analysis' records at each report).
  * qsort() calls its comparison through a pointer for each of the n log n compares
  * and moves elements through a generic copy; here both are the element type's own.
  *
