@@ -689,8 +689,8 @@ static void test_device_ranked_cap_keeps_the_first(void **state)
 		assert_int_equal(all.device.n_ranked, all.device.candidates);
 		for (size_t c = 0; c < sizeof(caps) / sizeof(caps[0]); c++) {
 			struct rp_report rep;
-			uint32_t want = all.device.candidates < caps[c] ? all.device.candidates
-									: caps[c];
+			uint32_t want =
+				all.device.candidates < caps[c] ? all.device.candidates : caps[c];
 
 			import_ranked(path, &rep, caps[c]);
 			capped += want < all.device.candidates;

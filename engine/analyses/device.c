@@ -432,7 +432,7 @@ static int cmp_cand(const void *x, const void *y)
  * like glibc's qsort, and every order but cmp_ival's is total anyway; qsort() only
  * when sort.h gets no buffer. */
 #define span_before(x, y) (cmp_span((x), (y)) < 0)
-#define qev_before(x, y) (cmp_qev((x), (y)) < 0)
+#define qev_before(x, y)  (cmp_qev((x), (y)) < 0)
 #define kkey_before(x, y) (cmp_kkey((x), (y)) < 0)
 #define ival_before(x, y) (cmp_ival((x), (y)) < 0)
 #define cand_before(x, y) (cmp_cand((x), (y)) < 0)
