@@ -620,18 +620,24 @@ static void check_device(const struct rp_report_device *d)
 	assert_int_equal(d->busy_ns, busy * 1000);
 }
 
-static void import_file(const char *path, struct rp_report *rep)
+static void import_ranked(const char *path, struct rp_report *rep, uint32_t max_ranked)
 {
 	struct rp_engine_cfg cfg;
 	struct rp_engine *e;
 	char why[RP_WHY_MAX];
 
 	engine_cfg(&cfg);
+	cfg.dev.max_ranked = max_ranked;
 	assert_int_equal(rp_engine_open(&cfg, &e), 0);
 	if (rp_import_chrome(e, path, NULL, NULL, why) != 0)
 		fail_msg("%s", why);
 	assert_int_equal(rp_engine_report(e, rep), 0);
 	rp_engine_close(e);
+}
+
+static void import_file(const char *path, struct rp_report *rep)
+{
+	import_ranked(path, rep, 100000);
 }
 
 static void test_device_synthetic_matches_reference(void **state)
@@ -659,6 +665,53 @@ static void test_device_synthetic_matches_reference(void **state)
 	}
 	assert_true(bursts_with_phases >= 6); /* the generator does reach depth 4 */
 	assert_true(lost > 0); /* and kernels out of launch order */
+	unlink(path);
+}
+
+/* A few ranked spans (the default keeps 10 of thousands): the first of the whole
+ * ranking, in its order. */
+static void test_device_ranked_cap_keeps_the_first(void **state)
+{
+	static const uint32_t caps[] = { 0, 1, 2, 3, 7, 10, 64, 65 };
+	char path[] = "/tmp/rp_device_XXXXXX";
+	int fd = mkstemp(path);
+	int capped = 0;
+
+	(void)state;
+	assert_true(fd >= 0);
+	close(fd);
+	for (int round = 0; round < 12; round++) {
+		struct rp_report all;
+
+		generate(5 + round * 4);
+		write_trace(path);
+		import_file(path, &all);
+		assert_int_equal(all.device.n_ranked, all.device.candidates);
+		for (size_t c = 0; c < sizeof(caps) / sizeof(caps[0]); c++) {
+			struct rp_report rep;
+			uint32_t want =
+				all.device.candidates < caps[c] ? all.device.candidates : caps[c];
+
+			import_ranked(path, &rep, caps[c]);
+			capped += want < all.device.candidates;
+			assert_int_equal(rep.device.candidates, all.device.candidates);
+			assert_int_equal(rep.device.n_ranked, want);
+			for (uint32_t i = 0; i < want; i++) {
+				const struct rp_report_dev_span *a = &all.device.ranked[i];
+				const struct rp_report_dev_span *r = &rep.device.ranked[i];
+
+				assert_true(r->score == a->score);
+				assert_int_equal(r->start_ns, a->start_ns);
+				assert_int_equal(r->dur_ns, a->dur_ns);
+				assert_int_equal(r->self_ns, a->self_ns);
+				assert_int_equal(r->idle_ns, a->idle_ns);
+				assert_string_equal(r->name, a->name);
+			}
+			rp_report_free(&rep);
+		}
+		rp_report_free(&all);
+	}
+	assert_true(capped > 0); /* some rounds have more candidates than a cap */
 	unlink(path);
 }
 
@@ -1009,6 +1062,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_device_names),
 		cmocka_unit_test(test_device_synthetic_matches_reference),
+		cmocka_unit_test(test_device_ranked_cap_keeps_the_first),
 		cmocka_unit_test(test_device_live_links_match_reference),
 		cmocka_unit_test(test_device_span_links_and_caps),
 		cmocka_unit_test(test_device_arms_at_first_link),

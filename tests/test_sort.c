@@ -4,7 +4,9 @@
  * by insertion (stable by construction), and the two must agree element for
  * element, payload included, so that equal keys keep their order. Sizes around
  * the insertion runs and the merge widths, keys with many ties, already sorted,
- * reversed and constant arrays, and doubles as the aiq analysis sorts them.
+ * reversed and constant arrays, and doubles as the aiq analysis sorts them. The
+ * run-merging variant on arrays of 1 to 300 sorted runs (ties within and across
+ * runs, runs of one element) and on random arrays (where it is the plain sort).
  */
 #include <stdint.h>
 #include <string.h>
@@ -18,6 +20,7 @@ struct item {
 
 #define item_before(x, y) ((x)->key < (y)->key)
 RP_SORT_DEFINE(sort_items, struct item, item_before)
+RP_SORT_RUNS_DEFINE(sort_items_runs, sort_items, struct item, item_before)
 #define double_before(x, y) (*(x) < *(y))
 RP_SORT_DEFINE(sort_doubles, double, double_before)
 
@@ -77,6 +80,46 @@ static void test_sort_matches_a_stable_reference(void **state)
 		}
 }
 
+/* @runs ascending runs of random lengths (some of one element), keys with ties
+ * inside a run and between runs. */
+static void fill_runs(struct item *a, size_t n, size_t runs)
+{
+	uint32_t k = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (i > 0 && rnd() % n < runs)
+			k = rnd() % 64; /* a new run starts, mostly below the last key */
+		else
+			k += rnd() % 3; /* 0: a tie within the run */
+		a[i] = (struct item){ k, (uint32_t)i };
+	}
+}
+
+static void test_sort_runs_matches_a_stable_reference(void **state)
+{
+	static const size_t sizes[] = { 0, 1, 2, 17, 100, 1000, 4097, 20000 };
+	static const size_t runs[] = { 0, 1, 2, 3, 7, 40, 300 };
+	static struct item a[20000], want[20000];
+
+	(void)state;
+	for (size_t z = 0; z < sizeof(sizes) / sizeof(sizes[0]); z++)
+		for (size_t r = 0; r <= sizeof(runs) / sizeof(runs[0]); r++) {
+			size_t n = sizes[z];
+
+			if (r < sizeof(runs) / sizeof(runs[0]))
+				fill_runs(a, n, runs[r]);
+			else
+				fill(a, n, RANDOM);
+			memcpy(want, a, n * sizeof(*a));
+			reference(want, n);
+			assert_true(sort_items_runs(a, n));
+			for (size_t i = 0; i < n; i++) {
+				assert_int_equal(a[i].key, want[i].key);
+				assert_int_equal(a[i].pos, want[i].pos);
+			}
+		}
+}
+
 /* Doubles with ties and signed zeros: the same order as qsort's stable merge. */
 static int cmp_double(const void *x, const void *y)
 {
@@ -108,6 +151,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_sort_matches_a_stable_reference),
 		cmocka_unit_test(test_sort_doubles_like_qsort),
+		cmocka_unit_test(test_sort_runs_matches_a_stable_reference),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

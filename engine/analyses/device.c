@@ -13,6 +13,7 @@
 #include <ringprof/wire.h>
 
 #include "device.h"
+#include "sort.h"
 
 enum {
 	CLS_DONE = 0x01,
@@ -426,6 +427,24 @@ static int cmp_cand(const void *x, const void *y)
 	return a->span < b->span ? -1 : a->span > b->span;
 }
 
+/* The same orders with the comparison inlined (sort.h): the report sorts every span,
+ * launch and kernel kept, ~n log n calls through qsort's pointer otherwise. Stable
+ * like glibc's qsort, and every order but cmp_ival's is total anyway; qsort() only
+ * when sort.h gets no buffer. */
+#define span_before(x, y) (cmp_span((x), (y)) < 0)
+#define qev_before(x, y)  (cmp_qev((x), (y)) < 0)
+#define kkey_before(x, y) (cmp_kkey((x), (y)) < 0)
+#define ival_before(x, y) (cmp_ival((x), (y)) < 0)
+#define cand_before(x, y) (cmp_cand((x), (y)) < 0)
+RP_SORT_DEFINE(sort_spans, struct span_rec, span_before)
+RP_SORT_DEFINE(sort_qevs, struct qev, qev_before)
+RP_SORT_DEFINE(sort_kkeys, struct kkey, kkey_before)
+RP_SORT_DEFINE(sort_ivals, struct ival, ival_before)
+RP_SORT_DEFINE(sort_cands, struct cand, cand_before)
+/* launches and kernels arrive mostly in start order, and so do correlation ids */
+RP_SORT_RUNS_DEFINE(sort_qevs_runs, sort_qevs, struct qev, qev_before)
+RP_SORT_RUNS_DEFINE(sort_kkeys_runs, sort_kkeys, struct kkey, kkey_before)
+
 /* compute_queue_depth's kernel_mapping: for each launch (by start) the first kernel
  * at or after the last mapped one with its correlation id; -1 if none. */
 static int map_launches(const struct qev *L, uint32_t nl, const struct qev *K, uint32_t nk,
@@ -440,7 +459,7 @@ static int map_launches(const struct qev *L, uint32_t nl, const struct qev *K, u
 	for (uint32_t i = 0; i < nk; i++)
 		if (K[i].has_corr)
 			kk[n++] = (struct kkey){ K[i].corr, K[i].src, i };
-	if (n > 0)
+	if (!sort_kkeys_runs(kk, n))
 		qsort(kk, n, sizeof(*kk), cmp_kkey);
 	for (uint32_t l = 0; l < nl; l++) {
 		struct kkey want = { L[l].corr, L[l].src, (uint32_t)last };
@@ -634,7 +653,7 @@ static int device_children(struct work *w, uint32_t ns)
 	for (uint32_t i = 0; i < ns; i++)
 		if (w->S[i].side == RP_LINK_LAUNCH)
 			kk[n++] = (struct kkey){ w->S[i].corr, w->S[i].src, i };
-	if (n > 0)
+	if (!sort_kkeys_runs(kk, n))
 		qsort(kk, n, sizeof(*kk), cmp_kkey);
 	for (uint32_t i = 0; i < ns; i++) {
 		struct kkey want = { w->S[i].corr, w->S[i].src, 0 };
@@ -719,7 +738,7 @@ static uint32_t idle_intervals(struct work *w, uint32_t np, uint32_t ns)
 			idle = false;
 		}
 	}
-	if (n > 0)
+	if (!sort_ivals(w->idle, n))
 		qsort(w->idle, n, sizeof(*w->idle), cmp_ival);
 	return n;
 }
@@ -737,8 +756,35 @@ static void mean_sd(const double *x, uint32_t n, double *mean, double *sd)
 	*sd = n > 1 ? sqrt(v / (n - 1)) : 0;
 }
 
+/* The first @keep candidates in cmp_cand's order, in place (the report shows no
+ * more): for a few (the default is 10), one pass with an insertion into the kept
+ * ones instead of sorting them all. cmp_cand is a total order (scores are finite:
+ * both deviations are > 0), so these are the first @keep of the sorted array. */
+static void top_cands(struct cand *c, uint32_t nc, uint32_t keep)
+{
+	uint32_t m = 0;
+
+	if (keep > 64) { /* O(nc x keep) no more */
+		if (!sort_cands(c, nc))
+			qsort(c, nc, sizeof(*c), cmp_cand);
+		return;
+	}
+
+	for (uint32_t i = 0; i < nc; i++) {
+		struct cand x = c[i];
+		uint32_t j;
+
+		if (m == keep && (keep == 0 || cmp_cand(&x, &c[m - 1]) >= 0))
+			continue;
+		j = m < keep ? m++ : m - 1; /* full: the last kept one drops out */
+		for (; j > 0 && cmp_cand(&x, &c[j - 1]) < 0; j--)
+			c[j] = c[j - 1];
+		c[j] = x;
+	}
+}
+
 /* rank_events' heuristic over the candidates: z(idle fraction) + 0.6 z(self). */
-static int score(struct work *w, uint32_t nc, const double *frac)
+static int score(struct work *w, uint32_t nc, const double *frac, uint32_t keep)
 {
 	double *a = malloc(((size_t)nc + 1) * sizeof(*a)), *b = malloc(((size_t)nc + 1) * sizeof(*b));
 	double ma, sa, mb, sb;
@@ -760,8 +806,7 @@ static int score(struct work *w, uint32_t nc, const double *frac)
 	for (uint32_t i = 0; i < nc; i++)
 		w->cand[i].score = sa > 0 && sb > 0 ? (a[i] - ma) / sa + 0.6 * (b[i] - mb) / sb : 0;
 	free(a), free(b);
-	if (nc > 0)
-		qsort(w->cand, nc, sizeof(*w->cand), cmp_cand);
+	top_cands(w->cand, nc, keep);
 	return 0;
 }
 
@@ -912,11 +957,11 @@ int rp_device_report(const struct rp_device *d, const struct rp_names *names,
 		memcpy(w.L, d->launches, (size_t)nl * sizeof(*w.L));
 	if (nk)
 		memcpy(w.K, d->kernels, (size_t)nk * sizeof(*w.K));
-	if (ns)
+	if (!sort_spans(w.S, ns))
 		qsort(w.S, ns, sizeof(*w.S), cmp_span);
-	if (nl)
+	if (!sort_qevs_runs(w.L, nl))
 		qsort(w.L, nl, sizeof(*w.L), cmp_qev);
-	if (nk)
+	if (!sort_qevs_runs(w.K, nk))
 		qsort(w.K, nk, sizeof(*w.K), cmp_qev);
 	if ((err = map_launches(w.L, nl, w.K, nk, w.map)) != 0)
 		goto out;
@@ -955,7 +1000,7 @@ int rp_device_report(const struct rp_device *d, const struct rp_names *names,
 		if (p != RP_NONE)
 			w.cand[nc++] = (struct cand){ i, p, 0 };
 	}
-	if (score(&w, nc, frac) != 0)
+	if (score(&w, nc, frac, d->cfg.max_ranked) != 0)
 		goto out;
 	err = report_out(&w, d, names, np, ni, nph, nc, frac, idle_ns, o);
 out:

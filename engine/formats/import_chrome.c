@@ -280,6 +280,9 @@ static int cmp_ev(const void *a, const void *b)
 #define ev_before(x, y) (cmp_ev((x), (y)) < 0)
 RP_SORT_DEFINE(sort_spans, struct span, span_before)
 RP_SORT_DEFINE(sort_evs, struct gen_ev, ev_before)
+/* nest_track() emits each track's events in time order: one run per track, then
+ * the flows' links */
+RP_SORT_RUNS_DEFINE(sort_evs_runs, sort_evs, struct gen_ev, ev_before)
 
 static int emit(struct imp *m, uint8_t kind, int64_t ts, uint32_t name, uint32_t track,
 		uint32_t *seq)
@@ -375,6 +378,9 @@ static int cmp_corr(const void *a, const void *b)
 	return (x->side > y->side) - (x->side < y->side);
 }
 
+#define corr_before(x, y) (cmp_corr((x), (y)) < 0)
+RP_SORT_DEFINE(sort_corrs, struct corr_key, corr_before)
+
 /* Flow events, but for correlations a span already carried in its args (Kineto writes
  * both): a flow binds by time, and at a zero-length launch it would bind to the
  * launch's parent instead. */
@@ -392,7 +398,7 @@ static int emit_flows(struct imp *m)
 	for (size_t i = 0; i < m->links.n; i++)
 		if (!l[i].flow)
 			k[n++] = (struct corr_key){ l[i].corr, l[i].side };
-	if (n > 0)
+	if (n > 0 && !sort_corrs(k, n))
 		qsort(k, n, sizeof(*k), cmp_corr);
 	for (size_t i = 0; i < m->flows.n && !err; i++) {
 		const struct flow *f = &((const struct flow *)m->flows.p)[i];
@@ -475,7 +481,7 @@ static void feed(struct imp *m)
 	uint32_t one = 0, *hint = calloc(m->tracks.n, sizeof(*hint));
 	size_t k = 0;
 
-	if (m->evs.n > 0 && !sort_evs(m->evs.p, m->evs.n))
+	if (m->evs.n > 0 && !sort_evs_runs(m->evs.p, m->evs.n))
 		qsort(m->evs.p, m->evs.n, sizeof(*g), cmp_ev);
 	if (m->ctrs.n > 0 && !sort_ctrs(m->ctrs.p, m->ctrs.n))
 		qsort(m->ctrs.p, m->ctrs.n, sizeof(struct ctr), cmp_ctr);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * A merge sort with the comparison inlined, for the importers' big arrays (spans,
- * generated events, steps, times: millions of elements sorted once per trace).
+ * A merge sort with the comparison inlined, for big arrays (the importers' spans,
+ * generated events, steps, times: millions of elements sorted once per trace; the
+ * device analysis' records at each report).
  * qsort() calls its comparison through a pointer for each of the n log n compares
  * and moves elements through a generic copy; here both are the element type's own.
  *
@@ -86,6 +87,65 @@ static inline bool rp_sort_may_buffer(size_t bytes)
 		}                                                                           \
 		if (src != a)                                                               \
 			memcpy(a, src, n * sizeof(type));                                   \
+		free(buf);                                                                  \
+		return true;                                                                \
+	}
+
+/*
+ * RP_SORT_RUNS_DEFINE(name, sort, type, before), after RP_SORT_DEFINE(sort, type,
+ * before), defines
+ *	static bool name(type *a, size_t n)
+ * with sort()'s contract and result, for arrays made of a few already ordered runs
+ * (an importer's per-track output, each track in time order): the maximal runs are
+ * merged pairwise, adjacent runs only, so stably, in log2(runs) passes instead of
+ * log2(n / RP_SORT_RUN). With more than n / RP_SORT_RUN runs it is sort() itself.
+ */
+#define RP_SORT_RUNS_DEFINE(name, sort, type, before)                                    \
+	static bool name(type *a, size_t n)                                                 \
+	{                                                                                   \
+		size_t nr = 1, *run;                                                        \
+		type *buf, *src = a, *dst, *t;                                              \
+                                                                                            \
+		for (size_t i = 1; i < n; i++)                                              \
+			nr += before(&a[i], &a[i - 1]);                                     \
+		if (n < 2 || nr == 1)                                                       \
+			return true;                                                        \
+		if (nr > n / RP_SORT_RUN || !rp_sort_may_buffer(n * sizeof(type)))         \
+			return sort(a, n);                                                  \
+		run = malloc((nr + 1) * sizeof(*run));                                      \
+		buf = malloc(n * sizeof(type));                                             \
+		if (run == NULL || buf == NULL) {                                           \
+			free(run);                                                          \
+			free(buf);                                                          \
+			return false;                                                       \
+		}                                                                           \
+		nr = 0;                                                                     \
+		run[nr++] = 0;                                                              \
+		for (size_t i = 1; i < n; i++)                                              \
+			if (before(&a[i], &a[i - 1]))                                       \
+				run[nr++] = i;                                              \
+		run[nr] = n;                                                                \
+		dst = buf;                                                                  \
+		while (nr > 1) { /* run[k] is written at or before run[i], once read */    \
+			size_t k = 0;                                                       \
+			for (size_t i = 0; i < nr; i += 2, k++) {                           \
+				if (i + 1 < nr)                                             \
+					sort##_merge(src, dst, run[i], run[i + 1],          \
+						     run[i + 2]);                           \
+				else                                                        \
+					memcpy(dst + run[i], src + run[i],                  \
+					       (n - run[i]) * sizeof(type));               \
+				run[k] = run[i];                                            \
+			}                                                                   \
+			run[k] = n;                                                         \
+			nr = k;                                                             \
+			t = src;                                                            \
+			src = dst;                                                          \
+			dst = t;                                                            \
+		}                                                                           \
+		if (src != a)                                                               \
+			memcpy(a, src, n * sizeof(type));                                   \
+		free(run);                                                                  \
 		free(buf);                                                                  \
 		return true;                                                                \
 	}

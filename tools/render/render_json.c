@@ -135,7 +135,7 @@ static void put_key(FILE *out, const char *sep, const char *key)
 	if (n == 0)
 		fprintf(out, "%s\"%s\":", sep, key);
 	else
-		fwrite(b, 1, n, out);
+		fwrite_unlocked(b, 1, n, out);
 }
 
 static void put_u64(FILE *out, const char *sep, const char *key, uint64_t v)
@@ -153,7 +153,7 @@ static void put_u64(FILE *out, const char *sep, const char *key, uint64_t v)
 		v /= 10;
 	} while (v > 0);
 	memcpy(b + n, d + k, sizeof(d) - (size_t)k);
-	fwrite(b, 1, n + sizeof(d) - (size_t)k, out);
+	fwrite_unlocked(b, 1, n + sizeof(d) - (size_t)k, out);
 }
 
 static void put_anomalies(FILE *out, const char *sep, const uint64_t a[RP_ANOM_KIND_COUNT])
