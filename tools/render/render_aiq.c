@@ -167,7 +167,9 @@ static void eight_digits(char *p, uint32_t v)
 /* @n / 10^@d as fixed_text() writes it ("-" if @neg); @return its length. */
 static size_t fixed_fast(char *buf, bool neg, uint64_t n, int d)
 {
-	char dig[24]; /* n < 2^62 < 10^19: zero-padded to 24 digits */
+	/* n < 2^62 < 10^19: zero-padded to 24 digits, then room for the fixed-size
+	 * copies below, which read and write past the digits they need */
+	char dig[48];
 	int nd, p = 0;
 
 	eight_digits(dig + 16, (uint32_t)(n % 100000000));
@@ -189,11 +191,14 @@ static size_t fixed_fast(char *buf, bool neg, uint64_t n, int d)
 		nd = d + 1;
 	if (neg)
 		buf[p++] = '-';
-	memcpy(buf + p, dig + 24 - nd, (size_t)(nd - d)), p += nd - d;
+	/* Copies of a constant 24 bytes (a few moves, where a length known only here
+	 * calls memcpy): the bytes past each part are overwritten next or lie past
+	 * the end. At most 1 + 19 + 1 + 24 = 45 bytes of @buf's 48 are written. */
+	memcpy(buf + p, dig + 24 - nd, 24), p += nd - d;
 	buf[p++] = '.';
 	if (d == 0)
 		buf[p++] = '0';
-	memcpy(buf + p, dig + 24 - d, (size_t)d), p += d;
+	memcpy(buf + p, dig + 24 - d, 24), p += d;
 	return (size_t)p;
 }
 
