@@ -229,27 +229,30 @@ bool rp_nat_ns_of(const char *s, size_t n, uint64_t *out)
 
 static const struct {
 	const char *name;
+	uint8_t len;  /* strlen(name) */
 	int8_t start; /* 1 START, 0 END, -1 ignored */
 	uint8_t type;
 } types[] = {
-	{ "LLM_START", 1, RP_AIQ_LLM },
-	{ "LLM_END", 0, RP_AIQ_LLM },
-	{ "TOOL_START", 1, RP_AIQ_TOOL },
-	{ "TOOL_END", 0, RP_AIQ_TOOL },
-	{ "FUNCTION_START", 1, RP_AIQ_FUNCTION },
-	{ "FUNCTION_END", 0, RP_AIQ_FUNCTION },
-	{ "SPAN_START", 1, RP_AIQ_FUNCTION },
-	{ "SPAN_END", 0, RP_AIQ_FUNCTION },
-	{ "LLM_NEW_TOKEN", -1, 0 },
-	{ "SPAN_CHUNK", -1, 0 },
-	{ "WORKFLOW_START", -1, 0 },
-	{ "WORKFLOW_END", -1, 0 },
-	{ "TASK_START", -1, 0 },
-	{ "TASK_END", -1, 0 },
-	{ "TTC_START", -1, 0 },
-	{ "TTC_END", -1, 0 },
-	{ "CUSTOM_START", -1, 0 },
-	{ "CUSTOM_END", -1, 0 },
+#define T(name, start, type) { name, sizeof(name) - 1, start, type }
+	T("LLM_START", 1, RP_AIQ_LLM),
+	T("LLM_END", 0, RP_AIQ_LLM),
+	T("TOOL_START", 1, RP_AIQ_TOOL),
+	T("TOOL_END", 0, RP_AIQ_TOOL),
+	T("FUNCTION_START", 1, RP_AIQ_FUNCTION),
+	T("FUNCTION_END", 0, RP_AIQ_FUNCTION),
+	T("SPAN_START", 1, RP_AIQ_FUNCTION),
+	T("SPAN_END", 0, RP_AIQ_FUNCTION),
+	T("LLM_NEW_TOKEN", -1, 0),
+	T("SPAN_CHUNK", -1, 0),
+	T("WORKFLOW_START", -1, 0),
+	T("WORKFLOW_END", -1, 0),
+	T("TASK_START", -1, 0),
+	T("TASK_END", -1, 0),
+	T("TTC_START", -1, 0),
+	T("TTC_END", -1, 0),
+	T("CUSTOM_START", -1, 0),
+	T("CUSTOM_END", -1, 0),
+#undef T
 };
 
 static void step_begin(struct imp *m)
@@ -294,12 +297,15 @@ static int step_end(struct imp *m)
 {
 	struct rp_jfast_dec dec;
 	struct step *s;
-	size_t t;
+	size_t t, len;
 
 	m->in_step = false;
 	m->st->steps++;
+	/* strcmp() with each name, its length first (one strlen() of the type, which
+	 * may hold a NUL of its own, rather than a strcmp() call per name) */
+	len = m->has_type && !m->type_cut ? strlen(m->type) : 0;
 	for (t = 0; t < sizeof(types) / sizeof(types[0]); t++)
-		if (m->has_type && !m->type_cut && strcmp(m->type, types[t].name) == 0)
+		if (len != 0 && types[t].len == len && memcmp(m->type, types[t].name, len) == 0)
 			break;
 	if (t == sizeof(types) / sizeof(types[0]) ||
 	    (types[t].start >= 0 && (!m->has_ts || !m->has_uuid))) {
@@ -537,9 +543,20 @@ static int on_value(struct imp *m, enum kind k, const unsigned char *s, size_t n
 	return 1;
 }
 
+/* A scalar at depth 5 (most of them): on_value()'s case 5 without its call,
+ * and field() only for a key it keeps. */
+static inline bool scalar5(struct imp *m, enum kind k, const unsigned char *s, size_t n)
+{
+	if (m->depth != 5)
+		return false;
+	if (m->fkey != F_OTHER && (m->in_payload || m->in_anc))
+		field(m, k, s, n);
+	return true;
+}
+
 static int cb_null(void *ctx)
 {
-	return on_value(ctx, V_NULL, NULL, 0);
+	return scalar5(ctx, V_NULL, NULL, 0) || on_value(ctx, V_NULL, NULL, 0);
 }
 
 static int cb_boolean(void *ctx, int v)
@@ -564,7 +581,7 @@ static int cb_number(void *ctx, const char *s, size_t n)
 
 static int cb_string(void *ctx, const unsigned char *s, size_t n)
 {
-	return on_value(ctx, V_STR, s, n);
+	return scalar5(ctx, V_STR, s, n) || on_value(ctx, V_STR, s, n);
 }
 
 /* Whether the key @s[0..@n) is the string literal @lit. */
@@ -574,20 +591,21 @@ static int cb_map_key(void *ctx, const unsigned char *s, size_t n)
 {
 	struct imp *m = ctx;
 
-	if (m->depth == 2 && m->in_req) {
+	if (m->depth == 5) { /* the most keys: a payload's and an ancestry's */
+		if (m->in_payload)
+			m->fkey = key_is(s, n, "event_type")	    ? F_TYPE
+				  : key_is(s, n, "event_timestamp") ? F_TS
+				  : key_is(s, n, "name")	    ? F_NAME
+				  : key_is(s, n, "UUID")	    ? F_UUID
+								    : F_OTHER;
+		else if (m->in_anc)
+			m->fkey = key_is(s, n, "function_name") ? F_FNAME : F_OTHER;
+	} else if (m->depth == 2 && m->in_req) {
 		m->req_key_steps = key_is(s, n, "intermediate_steps");
 	} else if (m->depth == 4 && m->in_step) {
 		m->step_key = key_is(s, n, "payload")		  ? S_PAYLOAD
 			      : key_is(s, n, "function_ancestry") ? S_ANC
 								  : S_OTHER;
-	} else if (m->depth == 5 && m->in_payload) {
-		m->fkey = key_is(s, n, "event_type")	    ? F_TYPE
-			  : key_is(s, n, "event_timestamp") ? F_TS
-			  : key_is(s, n, "name")	    ? F_NAME
-			  : key_is(s, n, "UUID")	    ? F_UUID
-							    : F_OTHER;
-	} else if (m->depth == 5 && m->in_anc) {
-		m->fkey = key_is(s, n, "function_name") ? F_FNAME : F_OTHER;
 	}
 	return 1;
 }
