@@ -323,8 +323,32 @@ slow:
  */
 struct wb {
 	FILE *out;
+	const struct seg_text *seg; /* the timeline's texts, or NULL */
 	size_t n;
 	char b[8192];
+};
+
+/*
+ * The texts of the timeline's boundaries (seg_t[0..n_seg]), kept as the timeline is
+ * written, for the node metrics written after it: a node's start or end that opened
+ * or closed a segment (nearly all) is found in a hash table of seg_t's indexes and
+ * copied, not formatted again (~400 instructions). A timeline too long for
+ * SEG_TEXT_MAX entries, a text too long for an entry, a value past SEG_PROBES
+ * probes, or no memory for either array: formatted as before.
+ */
+#define SEG_TEXT_MAX (1u << 21) /* entries: 48 MiB of text and 16 MiB of table at most */
+#define SEG_PROBES   32
+
+struct seg_entry {
+	char s[23];
+	uint8_t len; /* 0: not kept */
+};
+
+struct seg_text {
+	uint32_t n; /* entries: n_seg + 1 */
+	struct seg_entry *t;
+	uint32_t *slot; /* open addressing: an index of t, or UINT32_MAX */
+	uint32_t mask;
 };
 
 static void wb_flush(struct wb *w)
@@ -357,6 +381,81 @@ static inline void wb_str(struct wb *w, const char *s)
 	wb_put(w, s, strlen(s));
 }
 
+/* Whether @x and @y are the same double, bit for bit (so the same text). */
+static inline bool same_double(double x, double y)
+{
+	uint64_t a, b;
+
+	memcpy(&a, &x, sizeof(a));
+	memcpy(&b, &y, sizeof(b));
+	return a == b;
+}
+
+/* Keeps the text @s[0..@k) of boundary @i, if it fits (the blocks of the timeline
+ * keep disjoint ranges of boundaries: see put_segments()). */
+static void seg_keep(const struct seg_text *st, uint32_t i, const char *s, size_t k)
+{
+	if (st != NULL && i < st->n && k < sizeof(st->t[i].s)) {
+		memcpy(st->t[i].s, s, k);
+		st->t[i].len = (uint8_t)k;
+	}
+}
+
+static inline uint32_t seg_hash(double v, uint32_t mask)
+{
+	uint64_t b;
+
+	memcpy(&b, &v, sizeof(b));
+	return (uint32_t)((b * 0x9e3779b97f4a7c15ull) >> 32) & mask;
+}
+
+/* The table of the kept boundaries, once the timeline is written (no thread left). */
+static void seg_index(struct seg_text *st, const double *seg_t)
+{
+	uint32_t cap = 4;
+
+	while (cap < 2 * st->n)
+		cap *= 2;
+	st->slot = malloc(cap * sizeof(*st->slot));
+	if (st->slot == NULL)
+		return;
+	memset(st->slot, 0xff, cap * sizeof(*st->slot));
+	st->mask = cap - 1;
+	for (uint32_t i = 0; i < st->n; i++) {
+		uint32_t h = seg_hash(seg_t[i], st->mask);
+
+		if (st->t[i].len == 0)
+			continue;
+		for (int p = 0; p < SEG_PROBES; p++, h = (h + 1) & st->mask) {
+			if (st->slot[h] == UINT32_MAX)
+				st->slot[h] = i;
+			if (st->slot[h] == i || same_double(seg_t[st->slot[h]], seg_t[i]))
+				break; /* in, or the same value's text is */
+		}
+	}
+}
+
+static void put_double(struct wb *w, double v);
+
+/* put_double() of a node's start or end: copied when it is a timeline boundary. */
+static void put_time(struct wb *w, const struct rp_aiq *a, double v)
+{
+	const struct seg_text *st = w->seg;
+
+	if (st != NULL && st->slot != NULL) {
+		uint32_t h = seg_hash(v, st->mask), i;
+
+		for (int p = 0; p < SEG_PROBES && (i = st->slot[h]) != UINT32_MAX; p++) {
+			if (same_double(a->seg_t[i], v)) {
+				wb_put(w, st->t[i].s, st->t[i].len);
+				return;
+			}
+			h = (h + 1) & st->mask;
+		}
+	}
+	put_double(w, v);
+}
+
 static void put_double(struct wb *w, double v)
 {
 	char *p = wb_room(w, 48);
@@ -373,16 +472,6 @@ static size_t put_double_keep(struct wb *w, double v, char *keep)
 	memcpy(keep, p, k);
 	w->n += k;
 	return k;
-}
-
-/* Whether @x and @y are the same double, bit for bit (so the same text). */
-static inline bool same_double(double x, double y)
-{
-	uint64_t a, b;
-
-	memcpy(&a, &x, sizeof(a));
-	memcpy(&b, &y, sizeof(b));
-	return a == b;
 }
 
 /* @s as a JSON string: '"' and '\\' escaped, control bytes as \u00XX. */
@@ -449,9 +538,9 @@ static void put_metrics(struct wb *w, const struct rp_aiq *a, uint32_t id)
 	put_key(w, ",\n", "operation_name");
 	put_string(w, rp_strtab_str(&a->names, n->name));
 	put_key(w, ",\n", "start_time");
-	put_double(w, n->start);
+	put_time(w, a, n->start);
 	put_key(w, ",\n", "end_time");
-	put_double(w, n->end);
+	put_time(w, a, n->end);
 	put_key(w, ",\n", "duration");
 	dur_len = put_double_keep(w, dur, t_dur);
 	/* A call's subtree time is its duration, a leaf's self time its subtree time
@@ -488,8 +577,11 @@ static void put_counts(FILE *out, const struct rp_aiq_counts *c)
 		(unsigned long long)c->replaced_roots);
 }
 
-/* Segments [from, to) of the concurrency timeline. */
-static void put_segments(FILE *out, const struct rp_aiq *a, uint32_t from, uint32_t to)
+/* Segments [from, to) of the concurrency timeline; the texts of boundaries
+ * (from, to] kept in @st (and 0's by the first block), so two blocks never write
+ * the same entry. */
+static void put_segments(FILE *out, const struct rp_aiq *a, struct seg_text *st, uint32_t from,
+			 uint32_t to)
 {
 	struct wb w = { .out = out };
 	char end[48]; /* segment k's end, segment k + 1's start: its text once */
@@ -497,12 +589,16 @@ static void put_segments(FILE *out, const struct rp_aiq *a, uint32_t from, uint3
 
 	for (uint32_t k = from; k < to; k++) {
 		wb_str(&w, k ? ",\n      [" : "\n      [");
-		if (k == from)
-			put_double(&w, a->seg_t[k]);
-		else
+		if (k == from) {
+			end_len = put_double_keep(&w, a->seg_t[k], end);
+			if (k == 0)
+				seg_keep(st, 0, end, end_len);
+		} else {
 			wb_put(&w, end, end_len);
+		}
 		wb_put(&w, ", ", 2);
 		end_len = put_double_keep(&w, a->seg_t[k + 1], end);
+		seg_keep(st, k + 1, end, end_len);
 		wb_put(&w, ", ", 2);
 		put_uint(&w, a->seg_level[k]);
 		wb_put(&w, "]", 1);
@@ -511,9 +607,10 @@ static void put_segments(FILE *out, const struct rp_aiq *a, uint32_t from, uint3
 }
 
 /* Entries [from, to) of node_metrics. */
-static void put_node_metrics(FILE *out, const struct rp_aiq *a, uint32_t from, uint32_t to)
+static void put_node_metrics(FILE *out, const struct rp_aiq *a, struct seg_text *st, uint32_t from,
+			     uint32_t to)
 {
-	struct wb w = { .out = out };
+	struct wb w = { .out = out, .seg = st };
 
 	for (uint32_t i = from; i < to; i++) {
 		wb_str(&w, i ? ",\n    " : "\n    ");
@@ -524,7 +621,8 @@ static void put_node_metrics(FILE *out, const struct rp_aiq *a, uint32_t from, u
 	wb_flush(&w);
 }
 
-typedef void (*put_range_fn)(FILE *out, const struct rp_aiq *a, uint32_t from, uint32_t to);
+typedef void (*put_range_fn)(FILE *out, const struct rp_aiq *a, struct seg_text *st, uint32_t from,
+			     uint32_t to);
 
 #define BLOCK 8192 /* entries a thread renders at a time (a few MB of text) */
 
@@ -532,6 +630,7 @@ typedef void (*put_range_fn)(FILE *out, const struct rp_aiq *a, uint32_t from, u
 struct block {
 	put_range_fn fn;
 	const struct rp_aiq *a;
+	struct seg_text *st;
 	uint32_t from, to;
 	char *text;
 	size_t len, cap;
@@ -571,7 +670,7 @@ static void *put_block(void *arg)
 	if (f == NULL)
 		return NULL;
 	setvbuf(f, NULL, _IONBF, 0); /* the renderer hands over 8 KiB pieces itself */
-	b->fn(f, b->a, b->from, b->to);
+	b->fn(f, b->a, b->st, b->from, b->to);
 	b->ok = !ferror(f);
 	b->ok = fclose(f) == 0 && b->ok;
 	return NULL;
@@ -583,22 +682,23 @@ static void *put_block(void *arg)
  * then copies it out. Memory: one block of text (twice while it grows). Without a thread or memory, the
  * second block is rendered here too.
  */
-static void put_two_cores(FILE *out, const struct rp_aiq *a, uint32_t n, put_range_fn fn)
+static void put_two_cores(FILE *out, const struct rp_aiq *a, struct seg_text *st, uint32_t n,
+			  put_range_fn fn)
 {
 	for (uint32_t at = 0; at < n; at += 2 * BLOCK) {
 		uint32_t mid = n - at > BLOCK ? at + BLOCK : n;
 		uint32_t end = n - mid > BLOCK ? mid + BLOCK : n;
-		struct block b = { fn, a, mid, end, NULL, 0, 0, false };
+		struct block b = { fn, a, st, mid, end, NULL, 0, 0, false };
 		pthread_t t;
 		bool th = mid < end && pthread_create(&t, NULL, put_block, &b) == 0;
 
-		fn(out, a, at, mid);
+		fn(out, a, st, at, mid);
 		if (th)
 			pthread_join(t, NULL);
 		if (b.ok)
 			fwrite_unlocked(b.text, 1, b.len, out);
 		else
-			fn(out, a, mid, end);
+			fn(out, a, st, mid, end);
 		free(b.text);
 	}
 }
@@ -608,8 +708,15 @@ int rp_render_aiq_json(const struct rp_aiq *a, FILE *out)
 	const double p[4] = { a->p50, a->p90, a->p95, a->p99 };
 	static const char *const pn[4] = { "p50", "p90", "p95", "p99" };
 
+	struct seg_text st = { 0 };
+
+	/* zeroed: a boundary a failed block did not keep is formatted again */
+	if (a->n_seg > 0 && a->n_seg < SEG_TEXT_MAX && (st.t = calloc(a->n_seg + 1, sizeof(*st.t))))
+		st.n = a->n_seg + 1;
 	fputs_unlocked("{\n  \"concurrency\": {\n    \"timeline_segments\": [", out);
-	put_two_cores(out, a, a->n_seg, put_segments);
+	put_two_cores(out, a, &st, a->n_seg, put_segments);
+	if (st.n > 0)
+		seg_index(&st, a->seg_t);
 	fputs_unlocked(a->n_seg ? "\n    ]" : "]", out);
 	struct wb w = { .out = out };
 
@@ -619,7 +726,9 @@ int rp_render_aiq_json(const struct rp_aiq *a, FILE *out)
 		wb_flush(&w);
 	}
 	fputs_unlocked("\n  },\n  \"node_metrics\": {", out);
-	put_two_cores(out, a, a->n_metrics, put_node_metrics);
+	put_two_cores(out, a, &st, a->n_metrics, put_node_metrics);
+	free(st.slot);
+	free(st.t);
 	fputs_unlocked(a->n_metrics ? "\n  },\n  \"top_bottlenecks\": [" : "},\n  \"top_bottlenecks\": [",
 	      out);
 	for (uint32_t i = 0; i < a->n_top; i++) {
