@@ -8,7 +8,10 @@
  * the stack, after a drop, with a self time or an error, BEGINs past the depth cap,
  * late records, bad names and kinds, sub-windows rotating), goes once event by
  * event and once in runs of random length; the two snapshots, encoded, are the
- * same bytes.
+ * same bytes. rp_engine_run_ring() (the live sources' records read in place) goes the
+ * same way, from ring slots in ticks with producer name ids, slices of random length
+ * wrapping round the ring, with random due bounds and names not mapped yet: each
+ * record it leaves is handed on as the sources do, converted by hand.
  */
 #include <string.h>
 
@@ -225,6 +228,123 @@ static struct rp_engine *in_runs(bool lanes)
 	return e;
 }
 
+/* The slices' clock: ns = ticks * 3 / 2 (a 32.32 multiplier of 1.5). */
+static const struct rp_wire_clock ring_clock = { .source = RP_CLOCK_TSC, .shift = 32,
+						 .mult = 3ull << 31 };
+
+static uint64_t ticks_ns(uint64_t ticks)
+{
+	return ticks * 3 / 2;
+}
+
+/* The stream as the oracle sees it: times (and self times) in ns. */
+static struct rp_engine *one_by_one_ns(void)
+{
+	struct rp_engine *e = open_engine();
+	uint32_t hint[2] = { 0, 0 };
+
+	for (uint32_t i = 0; i < N_EVENTS; i++) {
+		struct rp_event ev = evs[i].ev;
+
+		ev.ts = ticks_ns(ev.ts);
+		if (ev.kind == RP_EV_END && (ev.flags & RP_SPAN_SELF))
+			ev.arg = ticks_ns(ev.arg);
+		rp_engine_event_at(e, evs[i].lane, evs[i].lane + 1, &ev, &hint[evs[i].lane]);
+	}
+	return e;
+}
+
+/* The producer's id of engine name @name of @lane: its index + 1 (0 stays
+ * unresolved), or itself when the engine has no such name. */
+static uint32_t producer_id(uint32_t lane, uint32_t name)
+{
+	for (uint32_t k = 0; k < NAMES; k++)
+		if (ids[lane][k] == name)
+			return k + 1;
+	return name;
+}
+
+/* One thread's records from @i on, through ring slices; @return how many. */
+static uint32_t ring_slice(struct rp_engine *e, uint32_t i, uint32_t *hint,
+			   struct rp_event *slots, uint64_t *last)
+{
+	const uint32_t lane = evs[i].lane, mask = 127;
+	uint32_t map[NAMES + 1], n = 0, max = 1 + rnd(100), h = rnd(1u << 20), done = 0;
+	struct rp_ring_slice sl;
+
+	map[0] = RP_NONE;
+	for (uint32_t k = 0; k < NAMES; k++) /* now and then one not mapped yet */
+		map[k + 1] = rnd(20) == 0 ? RP_NONE : ids[lane][k];
+	while (i + n < N_EVENTS && n < max && evs[i + n].lane == lane) {
+		slots[(h + n) & mask] = evs[i + n].ev;
+		slots[(h + n) & mask].name = producer_id(lane, evs[i + n].ev.name);
+		n++;
+	}
+	while (done < n) {
+		const struct rp_event *x = &evs[i + done].ev;
+		struct rp_event ev = *x;
+
+		sl = (struct rp_ring_slice){
+			.slots = slots, .mask = mask, .h = h + done, .n = n - done,
+			.clock = &ring_clock, .names = map, .n_names = NAMES + 1,
+			.lim = rnd(4) == 0 ? ticks_ns(x->ts) + rnd(8000) : UINT64_MAX,
+			.last_ts = *last,
+		};
+		done += rp_engine_run_ring(e, lane, lane + 1, &sl, hint);
+		*last = sl.last_ts;
+		if (done == n)
+			break;
+		/* the record it left, as the sources hand it on */
+		ev = evs[i + done].ev;
+		ev.ts = ticks_ns(ev.ts);
+		if (ev.kind == RP_EV_END && (ev.flags & RP_SPAN_SELF))
+			ev.arg = ticks_ns(ev.arg);
+		*last = ev.ts > *last ? ev.ts : *last;
+		rp_engine_event_at(e, lane, lane + 1, &ev, hint);
+		done++;
+	}
+	return n;
+}
+
+/* The stream through rp_engine_run_ring(), one thread's slice at a time. */
+static struct rp_engine *in_ring_slices(uint64_t *last)
+{
+	struct rp_engine *e = open_engine();
+	struct rp_event slots[128];
+	uint32_t hint[2] = { 0, 0 }, i = 0;
+
+	*last = 0;
+	while (i < N_EVENTS)
+		i += ring_slice(e, i, &hint[evs[i].lane], slots, last);
+	return e;
+}
+
+static void test_run_ring_same_as_events(void **state)
+{
+	(void)state;
+	for (uint32_t seed = 1; seed <= 4; seed++) {
+		struct rp_membuf a, b;
+		struct rp_engine *ea, *eb;
+		uint64_t last, newest = 0;
+
+		make_stream(seed);
+		for (uint32_t i = 0; i < N_EVENTS; i++) /* an independent newest time */
+			newest = ticks_ns(evs[i].ev.ts) > newest ? ticks_ns(evs[i].ev.ts) : newest;
+		ea = one_by_one_ns();
+		rng = seed * 7919u;
+		eb = in_ring_slices(&last);
+		assert_int_equal(last, newest);
+		encode(ea, &a);
+		encode(eb, &b);
+		assert_int_equal(a.len, b.len);
+		assert_memory_equal(a.data, b.data, a.len);
+		rp_membuf_free(&a);
+		rp_membuf_free(&b);
+		rp_engine_close(ea);
+		rp_engine_close(eb);
+	}
+}
+
 static void check_same(bool lanes)
 {
 	for (uint32_t seed = 1; seed <= 4; seed++) {
@@ -273,6 +393,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_run_one_thread_same_as_events),
 		cmocka_unit_test(test_run_lanes_same_as_events),
+		cmocka_unit_test(test_run_ring_same_as_events),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

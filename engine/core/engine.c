@@ -9,6 +9,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <ringprof/ringprof.h> /* rp_ticks_to_ns */
+
 #include "engine.h"
 #include "hostid.h"
 
@@ -584,25 +586,37 @@ __attribute__((flatten)) void rp_engine_event_at(struct rp_engine *e, uint32_t s
  * path. Each does what rp_engine_event_at() does for such a record, and nothing
  * else, so the results are the same.
  */
-static inline __attribute__((always_inline)) bool run_fast(struct rp_engine *e,
-							   struct rp_source *s, uint32_t tr,
-							   const struct rp_event *ev, uint64_t tm)
+static inline __attribute__((always_inline)) bool run_common(struct rp_engine *e,
+							     struct rp_source *s, uint32_t tr,
+							     uint8_t kind, uint8_t flags,
+							     uint16_t depth, uint32_t name,
+							     uint64_t ts, uint64_t arg)
 {
-	const uint8_t odd = RP_SPAN_AFTER_DROP | RP_SPAN_SELF | RP_SPAN_ERROR;
 	const struct rp_track *k = &e->tracks.t[tr];
-	uint32_t want = ev->depth + (ev->kind == RP_EV_END);
+	uint32_t want = depth + (kind == RP_EV_END);
 
-	if ((ev->flags & odd) || ev->ts < tm || ev->ts >= e->an.next || ev->name >= e->names.n ||
-	    ((ev->flags & RP_SPAN_DEPTH) && want < k->depth + k->skipped))
+	if (ts >= e->an.next || name >= e->names.n ||
+	    ((flags & RP_SPAN_DEPTH) && want < k->depth + k->skipped))
 		return false;
-	if (ev->kind == RP_EV_BEGIN) {
-		rp_track_begin_thread(&e->tracks, tr, ev->name, ev->ts, ev->arg, &s->counts);
+	if (kind == RP_EV_BEGIN) {
+		rp_track_begin_thread(&e->tracks, tr, name, ts, arg, &s->counts);
 	} else {
-		if (!rp_track_end_top(&e->tracks, tr, ev->name, ev->ts, &s->counts))
+		if (!rp_track_end_top(&e->tracks, tr, name, ts, &s->counts))
 			return false;
 		rp_device_track_end(e->dev, tr, k->depth);
 	}
 	return true;
+}
+
+/* The flags that take a span record off the common path. */
+#define RUN_ODD (RP_SPAN_AFTER_DROP | RP_SPAN_SELF | RP_SPAN_ERROR)
+
+static inline __attribute__((always_inline)) bool run_fast(struct rp_engine *e,
+							   struct rp_source *s, uint32_t tr,
+							   const struct rp_event *ev, uint64_t tm)
+{
+	return !(ev->flags & RUN_ODD) && ev->ts >= tm &&
+	       run_common(e, s, tr, ev->kind, ev->flags, ev->depth, ev->name, ev->ts, ev->arg);
 }
 
 /*
@@ -702,6 +716,93 @@ __attribute__((flatten)) void rp_engine_run(struct rp_engine *e, uint32_t src, u
 			tr = RP_NONE; /* (whatever it did, the slot is looked up again) */
 		}
 	}
+}
+
+/*
+ * A record of a ring slice as sources.c's take() and process() leave it, when that is
+ * all they would do: false for one the caller must see first (not due, an owner mark,
+ * a summary's data in ticks, a name not yet mapped).
+ */
+static inline bool slice_take(const struct rp_wire_clock *clk, const uint32_t *names,
+			      uint32_t n_names, uint64_t lim, struct rp_event *x)
+{
+	if (x->kind == RP_EV_THREAD || x->kind == RP_EV_SUMMARY_DATA || x->name >= n_names ||
+	    names[x->name] == RP_NONE)
+		return false;
+	x->ts = rp_ticks_to_ns(clk, x->ts);
+	if (x->ts > lim)
+		return false;
+	x->name = names[x->name];
+	if (x->kind == RP_EV_END && (x->flags & RP_SPAN_SELF))
+		x->arg = rp_ticks_len_ns(clk, x->arg); /* a length in ticks */
+	return true;
+}
+
+/*
+ * rp_engine_run() on records read straight from their ring slots: one loop, the
+ * slice's clock, name map and bounds and the event clock in locals (the stack
+ * machine's stores cannot alias them), each record's fields read once from its slot,
+ * no run buffer between the ring and the stack machine. A stretch of common records
+ * stores the counters it leaves behind (the source's events, the clock; in order,
+ * its newest time is its last) before any other record, which reads them.
+ */
+__attribute__((flatten)) uint32_t rp_engine_run_ring(struct rp_engine *e, uint32_t src,
+						     uint64_t thread, struct rp_ring_slice *sl,
+						     uint32_t *hint)
+{
+	struct rp_source *s = &e->src[src];
+	const struct rp_event *slots = sl->slots;
+	const struct rp_wire_clock clk = *sl->clock;
+	const uint32_t *names = sl->names;
+	const uint32_t mask = sl->mask, h = sl->h, n = sl->n, n_names = sl->n_names;
+	const uint64_t lim = sl->lim;
+	uint32_t tr = RP_NONE, i = 0, fast;
+	uint64_t last = sl->last_ts, tail = sl->tail_ts;
+
+	for (;;) {
+		uint64_t tm = e->t_merged;
+		struct rp_event x;
+
+		/* the clock's first event, or no track yet: the general path makes them */
+		if (tr == RP_NONE && e->t_first != 0)
+			tr = rp_tracks_find_at(&e->tracks, hint, src, RP_TRACK_THREAD, thread);
+		for (fast = i; i < n && tr != RP_NONE; i++) {
+			const struct rp_event *p = &slots[(h + i) & mask];
+			uint8_t kind = p->kind, flags = p->flags;
+			uint32_t id = p->name, name;
+			uint64_t ts;
+
+			if ((uint8_t)(kind - RP_EV_BEGIN) > RP_EV_END - RP_EV_BEGIN ||
+			    (flags & RUN_ODD) || id >= n_names || (name = names[id]) == RP_NONE)
+				break;
+			ts = rp_ticks_to_ns(&clk, p->ts);
+			if (ts > lim || ts < tm ||
+			    !run_common(e, s, tr, kind, flags, p->depth, name, ts, p->arg))
+				break;
+			tm = ts;
+		}
+		if (i > fast) {
+			s->rep.events += i - fast; /* what rp_engine_event_at() would count */
+			e->t_merged = tm;
+			if (tm > e->t_last)
+				e->t_last = tm;
+			last = tm > last ? tm : last;
+			tail = tm;
+		}
+		if (i == n)
+			break;
+		x = slots[(h + i) & mask];
+		if (!slice_take(&clk, names, n_names, lim, &x))
+			break; /* the caller's */
+		last = x.ts > last ? x.ts : last;
+		rp_engine_event_at(e, src, thread, &x, hint);
+		tail = x.ts;
+		i++;
+		tr = RP_NONE; /* (whatever it did, the slot is looked up again) */
+	}
+	sl->last_ts = last;
+	sl->tail_ts = tail;
+	return i;
 }
 
 void rp_engine_event(struct rp_engine *e, uint32_t src, uint64_t thread,

@@ -179,6 +179,35 @@ struct rp_run_lane {
 void rp_engine_run_lanes(struct rp_engine *e, const struct rp_run_lane *lane,
 			 const struct rp_event *ev, const uint8_t *which, uint32_t n);
 
+/*
+ * A stretch of one producer ring read in place (sources.c): its slots and the
+ * producer's clock and name map, so that the engine takes each record straight from
+ * its slot, with no copy between the ring and the analyses.
+ */
+struct rp_ring_slice {
+	const struct rp_event *slots;	/* record i at slots[(h + i) & mask] */
+	uint32_t mask, h, n;		/* n records published and not yet read */
+	const struct rp_wire_clock *clock; /* the producer's ticks -> ns */
+	const uint32_t *names;		/* producer name id -> engine id (RP_NONE: not
+					   resolved yet) */
+	uint32_t n_names;
+	uint64_t lim;			/* a record after this time is not due */
+	uint64_t last_ts;		/* out: the newest time among those processed */
+	uint64_t tail_ts;		/* out: the time of the last one processed */
+};
+
+/**
+ * rp_engine_run_ring() - the records of @sl, in order, of producer thread @thread of
+ * @src, each as rp_engine_event_at() with its time converted and its name mapped,
+ * while nothing but that is to be done for it: it stops before a record that is not
+ * due (after sl->lim), is an owner mark or a summary's data, or whose name is not
+ * mapped yet, and leaves that one to the caller. A thread's BEGIN or END with nothing
+ * irregular about it is done in the run's loop (as rp_engine_run()); anything else
+ * takes the one-event path without leaving the loop. @return the records processed.
+ */
+uint32_t rp_engine_run_ring(struct rp_engine *e, uint32_t src, uint64_t thread,
+			    struct rp_ring_slice *sl, uint32_t *hint);
+
 /**
  * rp_engine_offcpu() - thread @thread of @src was off-CPU for @ns (ingest/offcpu.h):
  * added to its innermost open span, or to the source's offcpu_idle_ns when none is

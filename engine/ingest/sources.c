@@ -1152,69 +1152,40 @@ static inline bool run_add(struct rp_sources *ss, struct rp_run *run, uint32_t w
 }
 
 /*
- * The tight loop of merge_in_place(): after b->look, the ring's next records read
- * straight from their slots into the run while each is a plain span record of the
- * ring's current track (a BEGIN or END with no self time to convert, no owner
- * change, no resync mark pending, no off-CPU time due before it, its name mapped)
- * due and not later than @others: what take() and process() would do for it is
- * done here, in locals. The first record that is not stays in the ring, for
- * cursor_take() and the general path. @return false: the ring has no more records
- * in place (b->look is then empty).
+ * The tight loop of merge_in_place(): after b->look, the ring's next records go to
+ * the engine straight from their slots (rp_engine_run_ring()) while each is a record
+ * of the ring's current track that take() and process() would only convert, map and
+ * hand on (no owner change, no resync mark pending, no off-CPU time due before it,
+ * its name mapped), due and not later than @others. The first record that is not
+ * stays in the ring, for cursor_take() and the general path. @return false: the ring
+ * has no more records in place (b->look is then empty).
  */
 static bool run_plain(struct rp_sources *ss, struct rp_live *l, struct rp_cursor *c,
 		      struct rp_run *run, uint64_t due, uint64_t others)
 {
 	struct rp_rbuf *b = c->b;
-	const struct rp_wire_clock clk = l->seg->v.clock;
-	const struct rp_event *slots = c->slots;
-	const uint32_t *names = l->names, n_names = l->n_names, mask = c->mask, h = c->h;
-	uint64_t lim = due < others ? due : others, last = l->last_ts;
-	/* counts in locals: the stores into the run may alias them */
-	uint32_t k = c->k, avail = b->avail, n = run->n, j, room;
-	bool more = true;
+	struct rp_ring_slice sl = {
+		.slots = c->slots, .mask = c->mask, .h = c->h + c->k, .n = b->avail,
+		.clock = &l->seg->v.clock, .names = l->names, .n_names = l->n_names,
+		.lim = due < others ? due : others, .last_ts = l->last_ts,
+		.tail_ts = b->off.last_ts,
+	};
+	uint32_t k;
 
 	if (b->mark_lost || b->cur != b->trk)
 		return true;
-	lim = lim < b->off.next ? lim : b->off.next;
-	for (;;) {
-		/* no call in this loop: everything it needs stays in registers */
-		room = RUN_MAX - n < avail ? RUN_MAX - n : avail;
-		for (j = 0; j < room; j++) {
-			struct rp_event x = slots[(h + k + j) & mask]; /* read once */
-
-			if ((x.kind != RP_EV_BEGIN && x.kind != RP_EV_END) ||
-			    (x.flags & RP_SPAN_SELF) || x.name >= n_names ||
-			    names[x.name] == RP_NONE)
-				break;
-			x.ts = rp_ticks_to_ns(&clk, x.ts);
-			if (x.ts > lim)
-				break;
-			x.name = names[x.name];
-			last = x.ts > last ? x.ts : last;
-			run->ev[n + j] = x;
-		}
-		k += j;
-		avail -= j;
-		n += j;
-		if (n > 0)
-			b->off.last_ts = run->ev[n - 1].ts; /* as rp_offcpu_ring_due() leaves it */
-		if (avail == 0) {
-			b->look_ok = false;
-			more = false;
-			break;
-		}
-		if (j < room)
-			break; /* that record is not plain, or not due yet */
-		l->last_ts = last;
-		run->n = n;
-		run_flush(ss, run);
-		n = 0;
+	run_flush(ss, run); /* (the look, if it joined a run, goes first) */
+	sl.lim = sl.lim < b->off.next ? sl.lim : b->off.next;
+	k = rp_engine_run_ring(ss->e, l->src, thread_id(c->ring, b->trk), &sl, &b->hint);
+	c->k += k;
+	b->avail -= k;
+	l->last_ts = sl.last_ts;
+	b->off.last_ts = sl.tail_ts; /* as rp_offcpu_ring_due() leaves it */
+	if (b->avail == 0) {
+		b->look_ok = false;
+		return false;
 	}
-	c->k = k;
-	b->avail = avail;
-	run->n = n;
-	l->last_ts = last;
-	return more;
+	return true;
 }
 
 /*
