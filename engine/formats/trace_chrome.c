@@ -69,6 +69,9 @@ struct parser {
 	struct rp_jfast_win win;
 	bool fast;     /* the fast path reads (jfast.h); false once it handed over to yajl */
 	bool fast_end; /* the fast path read the whole text */
+	bool pause;    /* jfast reads: stop it after the next event (fast events may follow) */
+	bool paused;   /* ... and it stopped there */
+	unsigned ev_skip; /* events left to jfast after a fast event was given up */
 	uint64_t text; /* JSON bytes given so far */
 	rp_chrome_fn fn;
 	void *ctx;
@@ -454,6 +457,13 @@ static int event_end(struct parser *p)
 		p->rc = rc;
 		return 0;
 	}
+	if (p->pause) { /* jfast read it: back to chrome_run(), which reads on */
+		if (p->ev_skip == 0) {
+			p->paused = true;
+			return 0;
+		}
+		p->ev_skip--;
+	}
 	return 1;
 }
 
@@ -562,6 +572,14 @@ static enum key event_key(const unsigned char *s, size_t n)
 	return K_OTHER;
 }
 
+/* A key of the event's "args". */
+static void arg_key(struct parser *p, const unsigned char *s, size_t n)
+{
+	p->arg_is_corr = key_is(s, n, "correlation");
+	if (!p->have_value) /* arg() keeps the key of the first number only */
+		p->argkey_cut = put_text(p->argkey, s, n);
+}
+
 static int cb_map_key(void *ctx, const unsigned char *s, size_t n)
 {
 	struct parser *p = ctx;
@@ -570,9 +588,7 @@ static int cb_map_key(void *ctx, const unsigned char *s, size_t n)
 	if (p->in_event && d == p->arr_depth + 1) {
 		p->key = event_key(s, n);
 	} else if (p->in_args && d == p->arr_depth + 2) {
-		p->arg_is_corr = key_is(s, n, "correlation");
-		if (!p->have_value) /* arg() keeps the key of the first number only */
-			p->argkey_cut = put_text(p->argkey, s, n);
+		arg_key(p, s, n);
 	} else if (p->form == FORM_OBJECT && d == 1) {
 		p->top_key_events = key_is(s, n, "traceEvents");
 	}
@@ -730,11 +746,372 @@ static int hand_over(struct parser *p, uint64_t at, const unsigned char *b, size
 	return n > 0 ? slow_feed(p, b, n) : 0;
 }
 
+/* ---- events read by structure ---- */
+
+/*
+ * Most of a trace is event objects of a few shapes, and jfast's cost is per token
+ * (the dispatch on its first byte, the state checks, a callback each). So where
+ * jfast stands between two elements of the events array, the reader reads whole
+ * events itself: one loop per object over its keys, the members it uses matched
+ * by length and bytes and given to member() and arg() as the callbacks would
+ * give them, numbers checked and copied only where used, every other value
+ * (unknown keys, args' nested values) checked by jfast's own rules and skipped.
+ * Anything doubtful (an escape in a string it uses, a string longer than
+ * STR_KEEP, nesting deeper than SKIP_DEPTH, an error a callback would report, an
+ * event not whole in the text at hand) leaves that event, from its '{', to jfast
+ * (and so to yajl), with nothing of it kept: the answer, the error and its offset
+ * stay theirs. jfast then stops after the event's end (event_end() cancels it
+ * with p->paused) so the next events are read whole again.
+ */
+
+bool rp_chrome_events_off;
+
+#define SKIP_DEPTH 32	/* deeper nesting: the event is left to jfast */
+#define EV_SKIP	   8	/* events left to jfast after one was given up */
+#define EV_NEAR	   4096 /* an event given up this near the end may just be cut */
+
+#define HOT static inline __attribute__((always_inline)) /* the per-member helpers */
+
+static inline bool is_digit(unsigned char c)
+{
+	return c >= '0' && c <= '9';
+}
+
+static inline size_t skip_ws(const unsigned char *b, size_t n, size_t i)
+{
+	while (i < n && (b[i] == ' ' || b[i] == '\n' || b[i] == '\r' || b[i] == '\t'))
+		i++;
+	return i;
+}
+
+/*
+ * The string at @b[@i] == '"' whose text a callback gets: whole before @n, no
+ * escape (jfast would decode it), at most STR_KEEP bytes (it would cut it). Its
+ * text is @b[@i + 1], *@len bytes. @return the index after it; 0: give up.
+ */
+HOT size_t str_used(const unsigned char *b, size_t n, size_t i, size_t *len)
+{
+	const unsigned char *s = b + i + 1;
+	size_t m = n - i - 1, k = rp_jfast_plain(s, m);
+	bool esc;
+
+	if (k >= m)
+		return 0;
+	if (s[k] != '"' && (rp_jfast_scan_string(s, m, &k, &esc) != RP_JFAST_SCAN_OK || esc))
+		return 0;
+	if (k > STR_KEEP)
+		return 0;
+	*len = k;
+	return i + k + 2;
+}
+
+/* A string no callback uses (or whose callback does nothing with it): checked only. */
+HOT size_t str_skip(const unsigned char *b, size_t n, size_t i)
+{
+	const unsigned char *s = b + i + 1;
+	size_t m = n - i - 1, k = rp_jfast_plain(s, m);
+	bool esc;
+
+	if (k < m && s[k] == '"')
+		return i + k + 2;
+	if (rp_jfast_scan_string(s, m, &k, &esc) != RP_JFAST_SCAN_OK)
+		return 0;
+	return i + k + 2;
+}
+
+HOT size_t digits(const unsigned char *b, size_t n, size_t i)
+{
+	while (i < n && is_digit(b[i]))
+		i++;
+	return i;
+}
+
+/*
+ * The number token at @b[@i], followed by a byte that may end it: its end, its
+ * length in *@len; 0. The plain forms -?(0|[1-9]D*)(.D+)? here, as jfast's
+ * scan_number() reads them; the rest (an exponent, a bad form) by it.
+ */
+HOT size_t num_tok(const unsigned char *b, size_t n, size_t i, size_t *len)
+{
+	size_t k = i + (b[i] == '-');
+	unsigned char c;
+
+	if (k < n && b[k] == '0')
+		k++;
+	else if (k < n && is_digit(b[k]))
+		k = digits(b, n, k + 1);
+	else
+		goto slow;
+	if (k < n && b[k] == '.') {
+		if (k + 1 >= n || !is_digit(b[k + 1]))
+			goto slow;
+		k = digits(b, n, k + 2);
+	}
+	if (k >= n || k - i > RP_JFAST_NUM)
+		goto slow;
+	c = b[k];
+	if (c != ',' && c != '}' && c != ']' && c != ' ' && c != '\n' && c != '\r' && c != '\t')
+		goto slow;
+	*len = k - i;
+	return k;
+slow:
+	if (rp_jfast_scan_number(b + i, n - i, false, len) != RP_JFAST_SCAN_OK)
+		return 0;
+	return i + *len;
+}
+
+/* true, false or null at @b[@i]: its end and kind; 0. (What follows is the
+ * caller's to check: only whitespace, ',' or a close may.) */
+HOT size_t literal(const unsigned char *b, size_t n, size_t i, enum kind *k)
+{
+	const char *l = b[i] == 't' ? "true" : b[i] == 'f' ? "false" : "null";
+	size_t ll = b[i] == 'f' ? 5 : 4;
+
+	if (n - i < ll || memcmp(b + i, l, ll) != 0)
+		return 0;
+	*k = b[i] == 'n' ? V_NULL : V_BOOL;
+	return i + ll;
+}
+
+static size_t skip_container(const unsigned char *b, size_t n, size_t i, unsigned depth);
+
+/* A value no callback looks at, starting at @b[@i]: checked and skipped; its end, or 0. */
+static size_t skip_value(const unsigned char *b, size_t n, size_t i, unsigned depth)
+{
+	size_t len;
+	enum kind k;
+
+	switch (b[i]) {
+	case '"': return str_skip(b, n, i);
+	case '{':
+	case '[': return skip_container(b, n, i, depth);
+	case 't':
+	case 'f':
+	case 'n': return literal(b, n, i, &k);
+	default: return b[i] == '-' || is_digit(b[i]) ? num_tok(b, n, i, &len) : 0;
+	}
+}
+
+static size_t skip_container(const unsigned char *b, size_t n, size_t i, unsigned depth)
+{
+	unsigned char close = b[i] == '{' ? '}' : ']';
+
+	if (depth >= SKIP_DEPTH)
+		return 0;
+	i = skip_ws(b, n, i + 1);
+	if (i < n && b[i] == close)
+		return i + 1;
+	for (;;) {
+		if (i >= n)
+			return 0;
+		if (close == '}') {
+			if (b[i] != '"' || (i = str_skip(b, n, i)) == 0)
+				return 0;
+			i = skip_ws(b, n, i);
+			if (i >= n || b[i] != ':')
+				return 0;
+			i = skip_ws(b, n, i + 1);
+			if (i >= n)
+				return 0;
+		}
+		if ((i = skip_value(b, n, i, depth + 1)) == 0)
+			return 0;
+		i = skip_ws(b, n, i);
+		if (i >= n)
+			return 0;
+		if (b[i] == close)
+			return i + 1;
+		if (b[i] != ',')
+			return 0;
+		i = skip_ws(b, n, i + 1);
+	}
+}
+
+/* The number token @s[0..@n) where cb_number() puts it. */
+HOT void set_num(struct parser *p, const unsigned char *s, size_t n)
+{
+	memcpy(p->num, s, n);
+	p->num[n] = '\0';
+	p->num_len = n;
+}
+
+/* After a member or element: the index of the ',' or @close that must follow; 0. */
+HOT size_t next_sep(const unsigned char *b, size_t n, size_t i, unsigned char close)
+{
+	i = skip_ws(b, n, i);
+	if (i >= n || (b[i] != ',' && b[i] != close))
+		return 0;
+	return i;
+}
+
+/* After a key's closing quote at @i: the index of its value; 0. */
+HOT size_t after_colon(const unsigned char *b, size_t n, size_t i)
+{
+	if (i < n && b[i] == ':') /* nearly always right after the key */
+		i++;
+	else if ((i = skip_ws(b, n, i)) >= n || b[i++] != ':')
+		return 0;
+	i = skip_ws(b, n, i);
+	return i < n ? i : 0;
+}
+
+/* The event's "args" object at @b[@i] (p->in_args): keys through arg_key(),
+ * numbers through arg() as the callbacks give them; its end, or 0. */
+static size_t fast_args(struct parser *p, const unsigned char *b, size_t n, size_t i)
+{
+	size_t e, len;
+
+	i = skip_ws(b, n, i + 1);
+	if (i < n && b[i] == '}') {
+		p->in_args = false;
+		return i + 1;
+	}
+	for (;;) {
+		if (i >= n || b[i] != '"' || (e = str_used(b, n, i, &len)) == 0)
+			return 0;
+		arg_key(p, b + i + 1, len);
+		if ((i = after_colon(b, n, e)) == 0)
+			return 0;
+		if (b[i] == '-' || is_digit(b[i])) {
+			if ((e = num_tok(b, n, i, &len)) == 0)
+				return 0;
+			if (p->arg_is_corr || !p->have_value) { /* else arg() does nothing */
+				set_num(p, b + i, len);
+				arg(p, V_NUM);
+			}
+		} else if ((e = skip_value(b, n, i, 1)) == 0) {
+			return 0; /* strings, literals and containers: arg() ignores them */
+		}
+		if ((i = next_sep(b, n, e, '}')) == 0)
+			return 0;
+		if (b[i] == '}')
+			break;
+		i = skip_ws(b, n, i + 1);
+	}
+	p->in_args = false;
+	return i + 1;
+}
+
+/* The value of the event member p->key at @b[@i], through member(); its end, or 0. */
+static size_t fast_member(struct parser *p, const unsigned char *b, size_t n, size_t i)
+{
+	unsigned char c = b[i];
+	size_t e, len;
+	enum kind k;
+
+	if (c == '"') {
+		if (p->key == K_OTHER)
+			return str_skip(b, n, i);
+		e = str_used(b, n, i, &len);
+		return e && member(p, V_STR, b + i + 1, len) ? e : 0;
+	}
+	if (c == '-' || is_digit(c)) {
+		e = num_tok(b, n, i, &len);
+		if (e == 0 || p->key == K_OTHER)
+			return e;
+		set_num(p, b + i, len);
+		return member(p, V_NUM, NULL, 0) ? e : 0;
+	}
+	if (c == '{' || c == '[') {
+		if (!member(p, c == '{' ? V_MAP : V_ARR, NULL, 0))
+			return 0;
+		return p->in_args ? fast_args(p, b, n, i) : skip_container(b, n, i, 1);
+	}
+	if (c == 't' || c == 'f' || c == 'n') {
+		e = literal(b, n, i, &k);
+		return e && member(p, k, NULL, 0) ? e : 0;
+	}
+	return 0;
+}
+
+/*
+ * The event object at @b[0] == '{', whole before @n: read, and handed to the
+ * callback (p->rc set if it stopped the read). @return its length; 0 if it was
+ * given up, with nothing of it kept.
+ */
+static size_t fast_event(struct parser *p, const unsigned char *b, size_t n)
+{
+	uint64_t cut = p->st->cut;
+	size_t i, e, len;
+
+	event_begin(p);
+	i = skip_ws(b, n, 1);
+	if (i < n && b[i] == '}')
+		goto end;
+	for (;;) {
+		if (i >= n || b[i] != '"' || (e = str_used(b, n, i, &len)) == 0)
+			goto give_up;
+		p->key = event_key(b + i + 1, len);
+		if ((i = after_colon(b, n, e)) == 0 || (e = fast_member(p, b, n, i)) == 0 ||
+		    (i = next_sep(b, n, e, '}')) == 0)
+			goto give_up;
+		if (b[i] == '}')
+			break;
+		i = skip_ws(b, n, i + 1);
+	}
+end:
+	event_end(p); /* p->pause is off: returns 0 only with p->rc set */
+	return i + 1;
+give_up: /* member() may have said why: jfast will again, at its place */
+	p->st->cut = cut;
+	p->in_event = p->in_args = false;
+	p->rc = 0;
+	p->own_err = false;
+	return 0;
+}
+
+/*
+ * Whole events from @b[0..@n), where jfast stands between two elements of the
+ * events array. @return the bytes read (to the end of an event or a ','), with
+ * jfast's state moved there; *@cancel if the callback stopped the read.
+ */
+static size_t fast_events(struct parser *p, const unsigned char *b, size_t n, bool *cancel)
+{
+	size_t i = 0, last = 0, e;
+	bool value;
+
+	*cancel = false;
+	if (rp_jfast_off || rp_chrome_events_off || p->ev_skip > 0 || p->arr_depth == 0 ||
+	    p->depth != p->arr_depth || !rp_jfast_in_array(&p->jf, &value))
+		return 0;
+	for (;;) {
+		i = skip_ws(b, n, i);
+		if (i >= n)
+			break;
+		if (!value) {
+			if (b[i] != ',')
+				break;
+			last = ++i;
+			value = true;
+			continue;
+		}
+		if (b[i] != '{')
+			break;
+		if ((e = fast_event(p, b + i, n - i)) == 0) {
+			if (n - i > EV_NEAR) /* not merely cut by the end of the text */
+				p->ev_skip = EV_SKIP;
+			break;
+		}
+		last = i += e;
+		value = false;
+		if (p->rc != 0) {
+			*cancel = true;
+			break;
+		}
+	}
+	if (last > 0)
+		rp_jfast_array_step(&p->jf, value);
+	return last;
+}
+
+static enum rp_jfast_rc chrome_run(void *ctx, const unsigned char *b, size_t n, uint64_t at,
+				   bool eof, size_t *used);
+
 /* One fast-path run over @n bytes at text offset @at; *@used: how many it read. */
 static int fast_run(struct parser *p, const unsigned char *b, size_t n, uint64_t at, bool eof,
 		    size_t *used, bool *bail)
 {
-	enum rp_jfast_rc rc = rp_jfast_run(&p->jf, b, n, eof, used);
+	enum rp_jfast_rc rc = chrome_run(p, b, n, at, eof, used);
 
 	*bail = rc == RP_JFAST_BAIL;
 	if (rc == RP_JFAST_CANCEL)
@@ -744,13 +1121,37 @@ static int fast_run(struct parser *p, const unsigned char *b, size_t n, uint64_t
 	return 0;
 }
 
+/*
+ * rp_jfast_run() over @b[0..@n), with whole events read by fast_events() wherever
+ * jfast stands between two: jfast reads what they leave, up to the end of the
+ * next event (p->pause), and they go on from there.
+ */
 static enum rp_jfast_rc chrome_run(void *ctx, const unsigned char *b, size_t n, uint64_t at,
 				   bool eof, size_t *used)
 {
 	struct parser *p = ctx;
+	enum rp_jfast_rc rc;
+	size_t off = 0, u;
+	bool cancel;
 
 	(void)at;
-	return rp_jfast_run(&p->jf, b, n, eof, used);
+	for (;;) {
+		off += fast_events(p, b + off, n - off, &cancel);
+		if (cancel) {
+			*used = off;
+			return RP_JFAST_CANCEL;
+		}
+		p->pause = !rp_chrome_events_off;
+		rc = rp_jfast_run(&p->jf, b + off, n - off, eof, &u);
+		p->pause = false;
+		off += u;
+		if (rc != RP_JFAST_CANCEL || !p->paused) {
+			*used = off;
+			return rc;
+		}
+		p->paused = false; /* jfast stopped right after an event's '}' */
+		p->jf.numrun = 0;
+	}
 }
 
 /* The next chunk of text, through the window (@eof: the end, no chunk). */
