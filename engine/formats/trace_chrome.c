@@ -777,11 +777,21 @@ static inline bool is_digit(unsigned char c)
 	return c >= '0' && c <= '9';
 }
 
-static inline size_t skip_ws(const unsigned char *b, size_t n, size_t i)
+static size_t __attribute__((noinline)) skip_ws_run(const unsigned char *b, size_t n, size_t i)
 {
 	while (i < n && (b[i] == ' ' || b[i] == '\n' || b[i] == '\r' || b[i] == '\t'))
 		i++;
 	return i;
+}
+
+/* Whitespace from @b[@i]: most calls find none, or the one space of ", " or ": ". */
+HOT size_t skip_ws(const unsigned char *b, size_t n, size_t i)
+{
+	if (i < n && b[i] == ' ')
+		i++;
+	if (i < n && b[i] > ' ')
+		return i;
+	return skip_ws_run(b, n, i);
 }
 
 /*
@@ -938,7 +948,9 @@ HOT void set_num(struct parser *p, const unsigned char *s, size_t n)
 /* After a member or element: the index of the ',' or @close that must follow; 0. */
 HOT size_t next_sep(const unsigned char *b, size_t n, size_t i, unsigned char close)
 {
-	i = skip_ws(b, n, i);
+	if (i < n && (b[i] == ',' || b[i] == close))
+		return i;
+	i = skip_ws_run(b, n, i);
 	if (i >= n || (b[i] != ',' && b[i] != close))
 		return 0;
 	return i;
@@ -992,6 +1004,89 @@ static size_t fast_args(struct parser *p, const unsigned char *b, size_t n, size
 	return i + 1;
 }
 
+/* @s[0..@n) into @dst as put_text() does, where it is short: the copy in
+ * fixed-size moves when the text allows reading that far. */
+HOT void copy_short(char dst[RP_CHROME_STR_MAX], const unsigned char *b, size_t bn, size_t at,
+		    size_t n)
+{
+	if (n < 32 && at + 32 <= bn)
+		memcpy(dst, b + at, 32);
+	else
+		memcpy(dst, b + at, n);
+	dst[n] = '\0';
+}
+
+/* member() for a string of @n bytes at @b[@at] where it is a plain copy: true if done. */
+HOT bool fast_string(struct parser *p, const unsigned char *b, size_t bn, size_t at, size_t n)
+{
+	char *dst;
+
+	switch (p->key) {
+	case K_PH: p->ev.ph = n > 0 ? (char)b[at] : '\0'; return true;
+	case K_NAME: dst = p->name; break;
+	case K_CAT: dst = p->cat; break;
+	case K_PID: dst = p->pid; break;
+	case K_TID: dst = p->tid; break;
+	default: return false;
+	}
+	if (n >= RP_CHROME_STR_MAX)
+		return false; /* cut: put_text() */
+	copy_short(dst, b, bn, at, n);
+	return true;
+}
+
+/*
+ * member() for the number token @s[0..@n) where it is plain: pid and tid
+ * integers are their text; ts and dur with at most three decimals are exact in
+ * nanoseconds, w x 10^(3 - decimals), when below 2^51: us_to_ns()'s double
+ * d x 1000 is then within n x 2^-52 < 0.5 of that integer (d is correctly
+ * rounded, and so is the product), so it rounds to it. true if done.
+ */
+HOT bool fast_number(struct parser *p, const unsigned char *s, size_t n)
+{
+	size_t i = s[0] == '-', fd = 0;
+	uint64_t w = 0;
+	bool point = false;
+	int64_t *ns;
+
+	switch (p->key) {
+	case K_TS: ns = &p->ev.ts_ns; break;
+	case K_DUR: ns = &p->ev.dur_ns; break;
+	case K_PID:
+	case K_TID:
+		if (!is_integer_n((const char *)s, n))
+			return false;
+		memcpy(p->key == K_PID ? p->pid : p->tid, s, n); /* n <= RP_JFAST_NUM */
+		(p->key == K_PID ? p->pid : p->tid)[n] = '\0';
+		return true;
+	default: return false;
+	}
+	if (n - i > 17) /* 16 digits and a point: w < 10^16 */
+		return false;
+	for (; i < n; i++) {
+		if (s[i] == '.') {
+			point = true;
+			continue;
+		}
+		if (!is_digit(s[i]))
+			return false; /* an exponent */
+		w = w * 10 + (uint64_t)(s[i] - '0');
+		fd += point;
+	}
+	if (fd > 3 || w >= 10000000000000000ull) /* then w x 1000 fits 64 bits */
+		return false;
+	for (; fd < 3; fd++)
+		w *= 10;
+	if (w >= (1ull << 51))
+		return false;
+	*ns = s[0] == '-' ? -(int64_t)w : (int64_t)w;
+	if (p->key == K_TS)
+		p->ev.has_ts = true;
+	else
+		p->ev.has_dur = true;
+	return true;
+}
+
 /* The value of the event member p->key at @b[@i], through member(); its end, or 0. */
 static size_t fast_member(struct parser *p, const unsigned char *b, size_t n, size_t i)
 {
@@ -1002,12 +1097,15 @@ static size_t fast_member(struct parser *p, const unsigned char *b, size_t n, si
 	if (c == '"') {
 		if (p->key == K_OTHER)
 			return str_skip(b, n, i);
-		e = str_used(b, n, i, &len);
-		return e && member(p, V_STR, b + i + 1, len) ? e : 0;
+		if ((e = str_used(b, n, i, &len)) == 0)
+			return 0;
+		return fast_string(p, b, n, i + 1, len) || member(p, V_STR, b + i + 1, len) ? e : 0;
 	}
 	if (c == '-' || is_digit(c)) {
 		e = num_tok(b, n, i, &len);
 		if (e == 0 || p->key == K_OTHER)
+			return e;
+		if (fast_number(p, b + i, len))
 			return e;
 		set_num(p, b + i, len);
 		return member(p, V_NUM, NULL, 0) ? e : 0;
