@@ -72,6 +72,10 @@ struct parser {
 	bool pause;    /* jfast reads: stop it after the next event (fast events may follow) */
 	bool paused;   /* ... and it stopped there */
 	unsigned ev_skip; /* events left to jfast after a fast event was given up */
+	/* A fast event's first number in args and its key, in the text being read:
+	 * only a 'C' event's are copied (arg() and cb_map_key() copy every event's). */
+	const unsigned char *fv_key, *fv_num;
+	size_t fv_klen, fv_nlen;
 	uint64_t text; /* JSON bytes given so far */
 	rp_chrome_fn fn;
 	void *ctx;
@@ -390,15 +394,13 @@ static int member(struct parser *p, enum kind k, const unsigned char *s, size_t 
 	return 1;
 }
 
-/* A member of the event's "args": correlation, and the first number for 'C'. */
-static int arg(struct parser *p, enum kind k)
+/* The number in p->num as the event's args.correlation, if it is one. */
+static void arg_corr(struct parser *p)
 {
 	struct rp_jfast_dec dec;
 	unsigned long long v;
 	char *end;
 
-	if (k != V_NUM)
-		return 1;
 	if (p->arg_is_corr && rp_jfast_dec(p->num, p->num_len, &dec) && !dec.point && !dec.neg) {
 		p->ev.has_correlation = true; /* up to 19 digits: strtoull's value */
 		p->ev.correlation = dec.w;
@@ -410,6 +412,14 @@ static int arg(struct parser *p, enum kind k)
 			p->ev.correlation = v;
 		}
 	}
+}
+
+/* A member of the event's "args": correlation, and the first number for 'C'. */
+static int arg(struct parser *p, enum kind k)
+{
+	if (k != V_NUM)
+		return 1;
+	arg_corr(p);
 	if (!p->have_value) {
 		/* only a 'C' event's value is used, and "ph" may come later: converted
 		 * at the event's end; its key stays in argkey (cb_map_key keeps it) */
@@ -1015,15 +1025,24 @@ static size_t fast_args(struct parser *p, const unsigned char *b, size_t n, size
 	for (;;) {
 		if (i >= n || b[i] != '"' || (e = str_used(b, n, i, &len)) == 0)
 			return 0;
-		arg_key(p, b + i + 1, len);
+		p->arg_is_corr = key_is(b + i + 1, len, "correlation"); /* as arg_key() */
+		if (!p->have_value) {
+			p->fv_key = b + i + 1;
+			p->fv_klen = len;
+		}
 		if ((i = after_colon(b, n, e)) == 0)
 			return 0;
 		if (b[i] == '-' || is_digit(b[i])) {
 			if ((e = num_tok(b, n, i, &len)) == 0)
 				return 0;
-			if (p->arg_is_corr || !p->have_value) { /* else arg() does nothing */
+			if (p->arg_is_corr) {
 				set_num(p, b + i, len);
-				arg(p, V_NUM);
+				arg_corr(p);
+			}
+			if (!p->have_value) { /* arg(), its copies left to fast_event() */
+				p->have_value = true;
+				p->fv_num = b + i;
+				p->fv_nlen = len;
 			}
 		} else if ((e = skip_value(b, n, i, 1)) == 0) {
 			return 0; /* strings, literals and containers: arg() ignores them */
@@ -1178,6 +1197,12 @@ static size_t fast_event(struct parser *p, const unsigned char *b, size_t n)
 		i = skip_ws(b, n, i + 1);
 	}
 end:
+	if (p->have_value && p->ev.ph == 'C') { /* what arg() and arg_key() would have kept */
+		p->argkey_cut = put_text(p->argkey, p->fv_key, p->fv_klen);
+		p->value_name_cut = p->argkey_cut;
+		memcpy(p->value_num, p->fv_num, p->fv_nlen);
+		p->value_num[p->fv_nlen] = '\0';
+	}
 	event_end(p); /* p->pause is off: returns 0 only with p->rc set */
 	return i + 1;
 give_up: /* member() may have said why: jfast will again, at its place */
