@@ -19,6 +19,13 @@ ce=${2:-20000}
 ns=${3:-5000}
 rp=$build/tools/ringprof
 command -v valgrind >/dev/null || { echo "import_slope: no valgrind" >&2; exit 1; }
+# say what is missing rather than print nothing (set -e would stop at the first use)
+for t in ringprof gen_chrome gen_nat; do
+	[ -x "$build/tools/$t" ] || {
+		echo "import_slope: $build/tools/$t is missing (cmake --build $build --target $t)" >&2
+		exit 1
+	}
+done
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 

@@ -78,7 +78,63 @@ struct imp {
 	struct rp_chrome_stats st;	/* elements that were not objects, ... */
 	uint64_t used;			/* events that became spans, counters, flows */
 	uint64_t unused;		/* events of no phase or time this reader uses */
+	/* Ids found lately (id + 1; 0: none), checked against the table's own strings:
+	 * consecutive events mostly repeat a track and a few names. */
+	uint32_t track_hint[2], name_hint[16];
 };
+
+/* The slot of a name's hint: its first bytes and length, hashed. */
+static unsigned hint_slot(const char *s)
+{
+	unsigned h = 0, k;
+
+	for (k = 0; k < 8 && s[k] != '\0'; k++)
+		h = h * 31 + (unsigned char)s[k];
+	return (h ^ (h >> 5)) & 15;
+}
+
+/* Whether @t's entry @id1 - 1 is (@a, @b, "", 0): what a hint says is checked. */
+static bool hint_is(const struct rp_names *t, uint32_t id1, const char *a, const char *b)
+{
+	const struct rp_name_entry *x = &t->e[id1 - 1];
+
+	return id1 != 0 && strcmp(x->name, a) == 0 && strcmp(x->category, b) == 0;
+}
+
+/* rp_names_get(&m->tracks, pid, tid, "", 0, full), a found id remembered. */
+static uint32_t track_of(struct imp *m, const struct rp_chrome_ev *ev, bool *full)
+{
+	uint32_t id;
+
+	for (unsigned k = 0; k < 2; k++)
+		if (hint_is(&m->tracks, m->track_hint[k], ev->pid, ev->tid)) {
+			*full = false;
+			return m->track_hint[k] - 1;
+		}
+	id = rp_names_get(&m->tracks, ev->pid, ev->tid, "", 0, full);
+	if (!*full) {
+		m->track_hint[1] = m->track_hint[0];
+		m->track_hint[0] = id + 1;
+	}
+	return id;
+}
+
+/* rp_engine_name(m->e, m->src, name, cat, "", 0), a found id remembered. */
+static uint32_t name_of(struct imp *m, const struct rp_chrome_ev *ev)
+{
+	unsigned k = hint_slot(ev->name);
+	bool full;
+	uint32_t id;
+
+	if (hint_is(&m->e->names, m->name_hint[k], ev->name, ev->cat))
+		return m->name_hint[k] - 1;
+	id = rp_names_get(&m->e->names, ev->name, ev->cat, "", 0, &full);
+	if (full)
+		m->e->src[m->src].counts.anomalies[RP_ANOM_NAME_CAP]++; /* as rp_engine_name() */
+	else
+		m->name_hint[k] = id + 1;
+	return id;
+}
 
 static void *vec_push(struct vec *v)
 {
@@ -148,7 +204,7 @@ static int add_flow(struct imp *m, const struct rp_chrome_ev *ev, uint32_t track
 		counts(m)->anomalies[RP_ANOM_BAD_EVENT]++;
 		return 0;
 	}
-	link = add_link(m, corr, rp_engine_name(m->e, m->src, ev->name, ev->cat, "", 0),
+	link = add_link(m, corr, name_of(m, ev),
 			ev->ph == 's' ? RP_LINK_LAUNCH : RP_LINK_DEVICE, true);
 	if (link == 0 || (f = vec_push(&m->flows)) == NULL)
 		return -ENOMEM;
@@ -185,7 +241,7 @@ static int add_counter(struct imp *m, const struct rp_chrome_ev *ev, uint32_t tr
 	if ((c = vec_push(&m->ctrs)) == NULL)
 		return -ENOMEM;
 	*c = (struct ctr){ ev->ts_ns, ev->value >= 0 ? (int64_t)(ev->value + 0.5) : -(int64_t)(0.5 - ev->value), track,
-			   rp_engine_name(m->e, m->src, ev->name, ev->cat, "", 0), m->seq++, 0 };
+			   name_of(m, ev), m->seq++, 0 };
 	return 0;
 }
 
@@ -197,7 +253,7 @@ static int on_event(void *ctx, const struct rp_chrome_ev *ev)
 
 	m->e->progress_events++; /* export: analyze --progress */
 	if (ev->ph == 'C' && ev->has_ts && ev->ts_ns >= 0) { /* export: counters */
-		track = rp_names_get(&m->tracks, ev->pid, ev->tid, "", 0, &full);
+		track = track_of(m, ev, &full);
 		if (full) {
 			counts(m)->anomalies[RP_ANOM_TRACK_CAP]++;
 			return 0;
@@ -220,7 +276,7 @@ static int on_event(void *ctx, const struct rp_chrome_ev *ev)
 		counts(m)->anomalies[RP_ANOM_BAD_EVENT]++;
 		return 0;
 	}
-	track = rp_names_get(&m->tracks, ev->pid, ev->tid, "", 0, &full);
+	track = track_of(m, ev, &full);
 	if (full) {
 		counts(m)->anomalies[RP_ANOM_TRACK_CAP]++;
 		return 0;
@@ -233,7 +289,7 @@ static int on_event(void *ctx, const struct rp_chrome_ev *ev)
 		m->device = true;
 		return add_flow(m, ev, track);
 	}
-	name = rp_engine_name(m->e, m->src, ev->name, ev->cat, "", 0);
+	name = name_of(m, ev);
 	m->device |= ev->has_correlation || device_cat(ev->cat);
 	if (ev->has_correlation &&
 	    (link = add_link(m, ev->correlation, name,

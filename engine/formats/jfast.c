@@ -16,10 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
-
 #include "jfast.h"
 
 enum {
@@ -69,24 +65,7 @@ static bool is_hex(unsigned char c)
 /* Bytes from @s before one of '"', '\\', < 0x20, >= 0x80 (or @n). */
 static size_t plain_bytes(const unsigned char *s, size_t n)
 {
-	size_t i = 0;
-
-#if defined(__SSE2__)
-	const __m128i q = _mm_set1_epi8('"'), bs = _mm_set1_epi8('\\'), sp = _mm_set1_epi8(0x20);
-
-	for (; i + 16 <= n; i += 16) {
-		__m128i x = _mm_loadu_si128((const __m128i *)(const void *)(s + i));
-		/* signed: bytes >= 0x80 are negative, so below 0x20 too */
-		__m128i m = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, q), _mm_cmpeq_epi8(x, bs)),
-					 _mm_cmplt_epi8(x, sp));
-		int bits = _mm_movemask_epi8(m);
-		if (bits)
-			return i + (size_t)__builtin_ctz((unsigned)bits);
-	}
-#endif
-	while (i < n && s[i] != '"' && s[i] != '\\' && s[i] >= 0x20 && s[i] < 0x80)
-		i++;
-	return i;
+	return rp_jfast_plain(s, n);
 }
 
 /* yajl's UTF-8 rule: the lead byte's length, then that many continuation bytes. */
@@ -107,7 +86,7 @@ enum scan { SCAN_OK, SCAN_MORE, SCAN_BAD };
  * The string whose opening quote is @s[-1]: its raw length (to the closing quote)
  * in *@len and whether it has escapes.
  */
-static enum scan scan_string(const unsigned char *s, size_t n, size_t *len, bool *esc)
+static inline __attribute__((always_inline)) enum scan scan_string(const unsigned char *s, size_t n, size_t *len, bool *esc)
 {
 	size_t i = 0;
 
@@ -204,7 +183,7 @@ static bool decode(struct rp_jfast *j, const unsigned char *s, size_t n)
 }
 
 /* The number at @s: its length if yajl would read it and it ends before @n. */
-static enum scan scan_number(const unsigned char *s, size_t n, bool eof, size_t *len)
+static inline __attribute__((always_inline)) enum scan scan_number(const unsigned char *s, size_t n, bool eof, size_t *len)
 {
 	size_t i = 0;
 
@@ -254,6 +233,31 @@ static bool value_state(uint8_t st)
 static bool muted(const struct rp_jfast *j)
 {
 	return j->mute_depth != 0 && j->depth >= j->mute_depth;
+}
+
+enum rp_jfast_scan rp_jfast_scan_string(const unsigned char *s, size_t n, size_t *len, bool *esc)
+{
+	*esc = false;
+	return (enum rp_jfast_scan)scan_string(s, n, len, esc);
+}
+
+enum rp_jfast_scan rp_jfast_scan_number(const unsigned char *s, size_t n, bool eof, size_t *len)
+{
+	return (enum rp_jfast_scan)scan_number(s, n, eof, len);
+}
+
+bool rp_jfast_in_array(const struct rp_jfast *j, bool *value)
+{
+	if (j->depth == 0 || j->stack[j->depth - 1] != '[' || muted(j))
+		return false;
+	*value = j->state == ST_ARR_FIRST || j->state == ST_ARR_NEXT;
+	return *value || j->state == ST_AFTER;
+}
+
+void rp_jfast_array_step(struct rp_jfast *j, bool comma)
+{
+	j->state = comma ? ST_ARR_NEXT : ST_AFTER;
+	j->numrun = 0;
 }
 
 enum rp_jfast_rc rp_jfast_run(struct rp_jfast *j, const unsigned char *b, size_t n, bool eof,

@@ -27,6 +27,10 @@
 
 #include <yajl/yajl_parse.h>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #define RP_JFAST_STR_KEEP 4096 /* raw bytes of a string the readers hand to yajl */
 #define RP_JFAST_DEPTH	  256  /* deeper nesting: handed back */
 #define RP_JFAST_NUM	  64   /* longer number tokens: handed back */
@@ -173,5 +177,55 @@ enum rp_jfast_rc rp_jfast_run(struct rp_jfast *j, const unsigned char *buf, size
  * @out: RP_JFAST_PRIME bytes. @return its length.
  */
 size_t rp_jfast_prime(const struct rp_jfast *j, char *out);
+
+/* ---- for a reader that reads some of an array's elements itself (trace_chrome.c) ---- */
+
+/* Bytes from @s before one of '"', '\\', < 0x20, >= 0x80 (or @n): 16 at a time. */
+static inline size_t rp_jfast_plain(const unsigned char *s, size_t n)
+{
+	size_t i = 0;
+
+#if defined(__SSE2__)
+	const __m128i q = _mm_set1_epi8('"'), bs = _mm_set1_epi8('\\'), sp = _mm_set1_epi8(0x20);
+
+	for (; i + 16 <= n; i += 16) {
+		__m128i x = _mm_loadu_si128((const __m128i *)(const void *)(s + i));
+		/* signed: bytes >= 0x80 are negative, so below 0x20 too */
+		__m128i m = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, q), _mm_cmpeq_epi8(x, bs)),
+					 _mm_cmplt_epi8(x, sp));
+		int bits = _mm_movemask_epi8(m);
+		if (bits)
+			return i + (size_t)__builtin_ctz((unsigned)bits);
+	}
+#endif
+	while (i < n && s[i] != '"' && s[i] != '\\' && s[i] >= 0x20 && s[i] < 0x80)
+		i++;
+	return i;
+}
+
+enum rp_jfast_scan { RP_JFAST_SCAN_OK, RP_JFAST_SCAN_MORE, RP_JFAST_SCAN_BAD };
+
+/**
+ * rp_jfast_scan_string() - the string whose opening quote is @s[-1], checked as the
+ * fast path checks it (so as yajl does): OK with its raw length in *@len (to the
+ * closing quote) and *@esc if it has escapes; MORE if it does not end before @n;
+ * BAD if yajl would refuse it.
+ */
+enum rp_jfast_scan rp_jfast_scan_string(const unsigned char *s, size_t n, size_t *len, bool *esc);
+
+/* The number token at @s likewise: OK if yajl reads it, it ends before @n and a
+ * whitespace, ',', ']' or '}' follows it (*@len its length, at most RP_JFAST_NUM). */
+enum rp_jfast_scan rp_jfast_scan_number(const unsigned char *s, size_t n, bool eof, size_t *len);
+
+/**
+ * rp_jfast_in_array() - whether the last token left @j directly inside an array whose
+ * contents are not muted, between elements: *@value true where an element may
+ * come next (after '[' or ','), false right after one.
+ */
+bool rp_jfast_in_array(const struct rp_jfast *j, bool *value);
+
+/* From there the reader read a whole element (@comma false: now after it) or the
+ * ',' after one (@comma true: now an element is expected), with its callbacks. */
+void rp_jfast_array_step(struct rp_jfast *j, bool comma);
 
 #endif

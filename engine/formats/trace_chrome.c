@@ -69,6 +69,13 @@ struct parser {
 	struct rp_jfast_win win;
 	bool fast;     /* the fast path reads (jfast.h); false once it handed over to yajl */
 	bool fast_end; /* the fast path read the whole text */
+	bool pause;    /* jfast reads: stop it after the next event (fast events may follow) */
+	bool paused;   /* ... and it stopped there */
+	unsigned ev_skip; /* events left to jfast after a fast event was given up */
+	/* A fast event's first number in args and its key, in the text being read:
+	 * only a 'C' event's are copied (arg() and cb_map_key() copy every event's). */
+	const unsigned char *fv_key, *fv_num;
+	size_t fv_klen, fv_nlen;
 	uint64_t text; /* JSON bytes given so far */
 	rp_chrome_fn fn;
 	void *ctx;
@@ -387,15 +394,13 @@ static int member(struct parser *p, enum kind k, const unsigned char *s, size_t 
 	return 1;
 }
 
-/* A member of the event's "args": correlation, and the first number for 'C'. */
-static int arg(struct parser *p, enum kind k)
+/* The number in p->num as the event's args.correlation, if it is one. */
+static void arg_corr(struct parser *p)
 {
 	struct rp_jfast_dec dec;
 	unsigned long long v;
 	char *end;
 
-	if (k != V_NUM)
-		return 1;
 	if (p->arg_is_corr && rp_jfast_dec(p->num, p->num_len, &dec) && !dec.point && !dec.neg) {
 		p->ev.has_correlation = true; /* up to 19 digits: strtoull's value */
 		p->ev.correlation = dec.w;
@@ -407,6 +412,14 @@ static int arg(struct parser *p, enum kind k)
 			p->ev.correlation = v;
 		}
 	}
+}
+
+/* A member of the event's "args": correlation, and the first number for 'C'. */
+static int arg(struct parser *p, enum kind k)
+{
+	if (k != V_NUM)
+		return 1;
+	arg_corr(p);
 	if (!p->have_value) {
 		/* only a 'C' event's value is used, and "ph" may come later: converted
 		 * at the event's end; its key stays in argkey (cb_map_key keeps it) */
@@ -453,6 +466,13 @@ static int event_end(struct parser *p)
 	if (rc != 0) {
 		p->rc = rc;
 		return 0;
+	}
+	if (p->pause) { /* jfast read it: back to chrome_run(), which reads on */
+		if (p->ev_skip == 0) {
+			p->paused = true;
+			return 0;
+		}
+		p->ev_skip--;
 	}
 	return 1;
 }
@@ -562,6 +582,14 @@ static enum key event_key(const unsigned char *s, size_t n)
 	return K_OTHER;
 }
 
+/* A key of the event's "args". */
+static void arg_key(struct parser *p, const unsigned char *s, size_t n)
+{
+	p->arg_is_corr = key_is(s, n, "correlation");
+	if (!p->have_value) /* arg() keeps the key of the first number only */
+		p->argkey_cut = put_text(p->argkey, s, n);
+}
+
 static int cb_map_key(void *ctx, const unsigned char *s, size_t n)
 {
 	struct parser *p = ctx;
@@ -570,9 +598,7 @@ static int cb_map_key(void *ctx, const unsigned char *s, size_t n)
 	if (p->in_event && d == p->arr_depth + 1) {
 		p->key = event_key(s, n);
 	} else if (p->in_args && d == p->arr_depth + 2) {
-		p->arg_is_corr = key_is(s, n, "correlation");
-		if (!p->have_value) /* arg() keeps the key of the first number only */
-			p->argkey_cut = put_text(p->argkey, s, n);
+		arg_key(p, s, n);
 	} else if (p->form == FORM_OBJECT && d == 1) {
 		p->top_key_events = key_is(s, n, "traceEvents");
 	}
@@ -730,11 +756,515 @@ static int hand_over(struct parser *p, uint64_t at, const unsigned char *b, size
 	return n > 0 ? slow_feed(p, b, n) : 0;
 }
 
+/* ---- events read by structure ---- */
+
+/*
+ * Most of a trace is event objects of a few shapes, and jfast's cost is per token
+ * (the dispatch on its first byte, the state checks, a callback each). So where
+ * jfast stands between two elements of the events array, the reader reads whole
+ * events itself: one loop per object over its keys, the members it uses matched
+ * by length and bytes and given to member() and arg() as the callbacks would
+ * give them, numbers checked and copied only where used, every other value
+ * (unknown keys, args' nested values) checked by jfast's own rules and skipped.
+ * Anything doubtful (an escape in a string it uses, a string longer than
+ * STR_KEEP, nesting deeper than SKIP_DEPTH, an error a callback would report, an
+ * event not whole in the text at hand) leaves that event, from its '{', to jfast
+ * (and so to yajl), with nothing of it kept: the answer, the error and its offset
+ * stay theirs. jfast then stops after the event's end (event_end() cancels it
+ * with p->paused) so the next events are read whole again.
+ */
+
+bool rp_chrome_events_off;
+
+#define SKIP_DEPTH 32	/* deeper nesting: the event is left to jfast */
+#define EV_SKIP	   8	/* events left to jfast after one was given up */
+#define EV_NEAR	   4096 /* an event given up this near the end may just be cut */
+
+#define HOT static inline __attribute__((always_inline)) /* the per-member helpers */
+
+static inline bool is_digit(unsigned char c)
+{
+	return c >= '0' && c <= '9';
+}
+
+static size_t __attribute__((noinline)) skip_ws_run(const unsigned char *b, size_t n, size_t i)
+{
+	while (i < n && (b[i] == ' ' || b[i] == '\n' || b[i] == '\r' || b[i] == '\t'))
+		i++;
+	return i;
+}
+
+/* Whitespace from @b[@i]: most calls find none, or the one space of ", " or ": ". */
+HOT size_t skip_ws(const unsigned char *b, size_t n, size_t i)
+{
+	if (i < n && b[i] == ' ')
+		i++;
+	if (i < n && b[i] > ' ')
+		return i;
+	return skip_ws_run(b, n, i);
+}
+
+/*
+ * The string at @b[@i] == '"' whose text a callback gets: whole before @n, no
+ * escape (jfast would decode it), at most STR_KEEP bytes (it would cut it). Its
+ * text is @b[@i + 1], *@len bytes. @return the index after it; 0: give up.
+ */
+HOT size_t str_used(const unsigned char *b, size_t n, size_t i, size_t *len)
+{
+	const unsigned char *s = b + i + 1;
+	size_t m = n - i - 1, k = rp_jfast_plain(s, m);
+	bool esc;
+
+	if (k >= m)
+		return 0;
+	if (s[k] != '"' && (rp_jfast_scan_string(s, m, &k, &esc) != RP_JFAST_SCAN_OK || esc))
+		return 0;
+	if (k > STR_KEEP)
+		return 0;
+	*len = k;
+	return i + k + 2;
+}
+
+/* A string no callback uses (or whose callback does nothing with it): checked only. */
+HOT size_t str_skip(const unsigned char *b, size_t n, size_t i)
+{
+	const unsigned char *s = b + i + 1;
+	size_t m = n - i - 1, k = rp_jfast_plain(s, m);
+	bool esc;
+
+	if (k < m && s[k] == '"')
+		return i + k + 2;
+	if (rp_jfast_scan_string(s, m, &k, &esc) != RP_JFAST_SCAN_OK)
+		return 0;
+	return i + k + 2;
+}
+
+/* The end of the digit run at @b[@i]: 16 bytes tested at once where the text allows. */
+HOT size_t digits(const unsigned char *b, size_t n, size_t i)
+{
+#if defined(__SSE2__)
+	if (i + 16 <= n) {
+		__m128i x = _mm_sub_epi8(_mm_loadu_si128((const __m128i *)(const void *)(b + i)),
+					 _mm_set1_epi8('0'));
+		/* a digit is 0..9 after the subtraction, unsigned */
+		__m128i d = _mm_cmpeq_epi8(_mm_min_epu8(x, _mm_set1_epi8(9)), x);
+		unsigned m = ~(unsigned)_mm_movemask_epi8(d) & 0xffffu;
+
+		if (m != 0)
+			return i + (size_t)__builtin_ctz(m);
+		i += 16;
+	}
+#endif
+	while (i < n && is_digit(b[i]))
+		i++;
+	return i;
+}
+
+/* The value of the @n digits at @s, after @w's: eight at a time (as jfast's eight_digits()). */
+HOT uint64_t dec_run(const unsigned char *s, size_t n, uint64_t w)
+{
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	for (; n >= 8; s += 8, n -= 8) {
+		uint64_t x;
+
+		memcpy(&x, s, sizeof(x));
+		x -= 0x3030303030303030ull;
+		x = (x * 10 + (x >> 8)) & 0x00ff00ff00ff00ffull;
+		x = (x * 100 + (x >> 16)) & 0x0000ffff0000ffffull;
+		x = (x * 10000 + (x >> 32)) & 0xffffffffull;
+		w = w * 100000000u + x;
+	}
+#endif
+	for (; n > 0; s++, n--)
+		w = w * 10 + (uint64_t)(*s - '0');
+	return w;
+}
+
+/*
+ * The number token at @b[@i], followed by a byte that may end it: its end, its
+ * length in *@len; 0. The plain forms -?(0|[1-9]D*)(.D+)? here, as jfast's
+ * scan_number() reads them; the rest (an exponent, a bad form) by it.
+ */
+HOT size_t num_tok(const unsigned char *b, size_t n, size_t i, size_t *len)
+{
+	size_t k = i + (b[i] == '-');
+	unsigned char c;
+
+	if (k < n && b[k] == '0')
+		k++;
+	else if (k < n && is_digit(b[k]))
+		k = digits(b, n, k + 1);
+	else
+		goto slow;
+	if (k < n && b[k] == '.') {
+		if (k + 1 >= n || !is_digit(b[k + 1]))
+			goto slow;
+		k = digits(b, n, k + 2);
+	}
+	if (k >= n || k - i > RP_JFAST_NUM)
+		goto slow;
+	c = b[k];
+	if (c != ',' && c != '}' && c != ']' && c != ' ' && c != '\n' && c != '\r' && c != '\t')
+		goto slow;
+	*len = k - i;
+	return k;
+slow:
+	if (rp_jfast_scan_number(b + i, n - i, false, len) != RP_JFAST_SCAN_OK)
+		return 0;
+	return i + *len;
+}
+
+/* true, false or null at @b[@i]: its end and kind; 0. (What follows is the
+ * caller's to check: only whitespace, ',' or a close may.) */
+HOT size_t literal(const unsigned char *b, size_t n, size_t i, enum kind *k)
+{
+	const char *l = b[i] == 't' ? "true" : b[i] == 'f' ? "false" : "null";
+	size_t ll = b[i] == 'f' ? 5 : 4;
+
+	if (n - i < ll || memcmp(b + i, l, ll) != 0)
+		return 0;
+	*k = b[i] == 'n' ? V_NULL : V_BOOL;
+	return i + ll;
+}
+
+static size_t skip_container(const unsigned char *b, size_t n, size_t i, unsigned depth);
+
+/* A value no callback looks at, starting at @b[@i]: checked and skipped; its end, or 0. */
+static size_t skip_value(const unsigned char *b, size_t n, size_t i, unsigned depth)
+{
+	size_t len;
+	enum kind k;
+
+	switch (b[i]) {
+	case '"': return str_skip(b, n, i);
+	case '{':
+	case '[': return skip_container(b, n, i, depth);
+	case 't':
+	case 'f':
+	case 'n': return literal(b, n, i, &k);
+	default: return b[i] == '-' || is_digit(b[i]) ? num_tok(b, n, i, &len) : 0;
+	}
+}
+
+static size_t skip_container(const unsigned char *b, size_t n, size_t i, unsigned depth)
+{
+	unsigned char close = b[i] == '{' ? '}' : ']';
+
+	if (depth >= SKIP_DEPTH)
+		return 0;
+	i = skip_ws(b, n, i + 1);
+	if (i < n && b[i] == close)
+		return i + 1;
+	for (;;) {
+		if (i >= n)
+			return 0;
+		if (close == '}') {
+			if (b[i] != '"' || (i = str_skip(b, n, i)) == 0)
+				return 0;
+			i = skip_ws(b, n, i);
+			if (i >= n || b[i] != ':')
+				return 0;
+			i = skip_ws(b, n, i + 1);
+			if (i >= n)
+				return 0;
+		}
+		if ((i = skip_value(b, n, i, depth + 1)) == 0)
+			return 0;
+		i = skip_ws(b, n, i);
+		if (i >= n)
+			return 0;
+		if (b[i] == close)
+			return i + 1;
+		if (b[i] != ',')
+			return 0;
+		i = skip_ws(b, n, i + 1);
+	}
+}
+
+/* The number token @s[0..@n) where cb_number() puts it. */
+HOT void set_num(struct parser *p, const unsigned char *s, size_t n)
+{
+	memcpy(p->num, s, n);
+	p->num[n] = '\0';
+	p->num_len = n;
+}
+
+/* After a member or element: the index of the ',' or @close that must follow; 0. */
+HOT size_t next_sep(const unsigned char *b, size_t n, size_t i, unsigned char close)
+{
+	if (i < n && (b[i] == ',' || b[i] == close))
+		return i;
+	i = skip_ws_run(b, n, i);
+	if (i >= n || (b[i] != ',' && b[i] != close))
+		return 0;
+	return i;
+}
+
+/* After a key's closing quote at @i: the index of its value; 0. */
+HOT size_t after_colon(const unsigned char *b, size_t n, size_t i)
+{
+	if (i < n && b[i] == ':') /* nearly always right after the key */
+		i++;
+	else if ((i = skip_ws(b, n, i)) >= n || b[i++] != ':')
+		return 0;
+	i = skip_ws(b, n, i);
+	return i < n ? i : 0;
+}
+
+/* The event's "args" object at @b[@i] (p->in_args): keys through arg_key(),
+ * numbers through arg() as the callbacks give them; its end, or 0. */
+static size_t fast_args(struct parser *p, const unsigned char *b, size_t n, size_t i)
+{
+	size_t e, len;
+
+	i = skip_ws(b, n, i + 1);
+	if (i < n && b[i] == '}') {
+		p->in_args = false;
+		return i + 1;
+	}
+	for (;;) {
+		if (i >= n || b[i] != '"' || (e = str_used(b, n, i, &len)) == 0)
+			return 0;
+		p->arg_is_corr = key_is(b + i + 1, len, "correlation"); /* as arg_key() */
+		if (!p->have_value) {
+			p->fv_key = b + i + 1;
+			p->fv_klen = len;
+		}
+		if ((i = after_colon(b, n, e)) == 0)
+			return 0;
+		if (b[i] == '-' || is_digit(b[i])) {
+			if ((e = num_tok(b, n, i, &len)) == 0)
+				return 0;
+			if (p->arg_is_corr) {
+				set_num(p, b + i, len);
+				arg_corr(p);
+			}
+			if (!p->have_value) { /* arg(), its copies left to fast_event() */
+				p->have_value = true;
+				p->fv_num = b + i;
+				p->fv_nlen = len;
+			}
+		} else if ((e = skip_value(b, n, i, 1)) == 0) {
+			return 0; /* strings, literals and containers: arg() ignores them */
+		}
+		if ((i = next_sep(b, n, e, '}')) == 0)
+			return 0;
+		if (b[i] == '}')
+			break;
+		i = skip_ws(b, n, i + 1);
+	}
+	p->in_args = false;
+	return i + 1;
+}
+
+/* @s[0..@n) into @dst as put_text() does, where it is short: the copy in
+ * fixed-size moves when the text allows reading that far. */
+HOT void copy_short(char dst[RP_CHROME_STR_MAX], const unsigned char *b, size_t bn, size_t at,
+		    size_t n)
+{
+	if (n < 32 && at + 32 <= bn)
+		memcpy(dst, b + at, 32);
+	else
+		memcpy(dst, b + at, n);
+	dst[n] = '\0';
+}
+
+/* member() for a string of @n bytes at @b[@at] where it is a plain copy: true if done. */
+HOT bool fast_string(struct parser *p, const unsigned char *b, size_t bn, size_t at, size_t n)
+{
+	char *dst;
+
+	switch (p->key) {
+	case K_PH: p->ev.ph = n > 0 ? (char)b[at] : '\0'; return true;
+	case K_NAME: dst = p->name; break;
+	case K_CAT: dst = p->cat; break;
+	case K_PID: dst = p->pid; break;
+	case K_TID: dst = p->tid; break;
+	default: return false;
+	}
+	if (n >= RP_CHROME_STR_MAX)
+		return false; /* cut: put_text() */
+	copy_short(dst, b, bn, at, n);
+	return true;
+}
+
+/*
+ * member() for the number token @s[0..@n) where it is plain: pid and tid
+ * integers are their text; ts and dur with at most three decimals are exact in
+ * nanoseconds, w x 10^(3 - decimals), when below 2^51: us_to_ns()'s double
+ * d x 1000 is then within n x 2^-52 < 0.5 of that integer (d is correctly
+ * rounded, and so is the product), so it rounds to it. true if done.
+ */
+HOT bool fast_number(struct parser *p, const unsigned char *s, size_t n)
+{
+	size_t i = s[0] == '-', k, fd = 0;
+	uint64_t w;
+	int64_t *ns;
+
+	switch (p->key) {
+	case K_TS: ns = &p->ev.ts_ns; break;
+	case K_DUR: ns = &p->ev.dur_ns; break;
+	case K_PID:
+	case K_TID:
+		if (!is_integer_n((const char *)s, n))
+			return false;
+		memcpy(p->key == K_PID ? p->pid : p->tid, s, n); /* n <= RP_JFAST_NUM */
+		(p->key == K_PID ? p->pid : p->tid)[n] = '\0';
+		return true;
+	default: return false;
+	}
+	k = digits(s, n, i);
+	if (k - i > 16) /* then w < 10^16, and w x 1000 fits 64 bits */
+		return false;
+	w = dec_run(s + i, k - i, 0);
+	if (k < n) { /* num_tok() checked the form: a point and digits, or an exponent */
+		if (s[k] != '.' || n - k - 1 > 3 || k - i + n - k - 1 > 16 ||
+		    digits(s, n, k + 1) != n) /* no exponent after them */
+			return false;
+		fd = n - k - 1;
+		w = dec_run(s + k + 1, fd, w);
+	}
+	for (; fd < 3; fd++)
+		w *= 10;
+	if (w >= (1ull << 51))
+		return false;
+	*ns = s[0] == '-' ? -(int64_t)w : (int64_t)w;
+	if (p->key == K_TS)
+		p->ev.has_ts = true;
+	else
+		p->ev.has_dur = true;
+	return true;
+}
+
+/* The value of the event member p->key at @b[@i], through member(); its end, or 0. */
+static size_t fast_member(struct parser *p, const unsigned char *b, size_t n, size_t i)
+{
+	unsigned char c = b[i];
+	size_t e, len;
+	enum kind k;
+
+	if (c == '"') {
+		if (p->key == K_OTHER)
+			return str_skip(b, n, i);
+		if ((e = str_used(b, n, i, &len)) == 0)
+			return 0;
+		return fast_string(p, b, n, i + 1, len) || member(p, V_STR, b + i + 1, len) ? e : 0;
+	}
+	if (c == '-' || is_digit(c)) {
+		e = num_tok(b, n, i, &len);
+		if (e == 0 || p->key == K_OTHER)
+			return e;
+		if (fast_number(p, b + i, len))
+			return e;
+		set_num(p, b + i, len);
+		return member(p, V_NUM, NULL, 0) ? e : 0;
+	}
+	if (c == '{' || c == '[') {
+		if (!member(p, c == '{' ? V_MAP : V_ARR, NULL, 0))
+			return 0;
+		return p->in_args ? fast_args(p, b, n, i) : skip_container(b, n, i, 1);
+	}
+	if (c == 't' || c == 'f' || c == 'n') {
+		e = literal(b, n, i, &k);
+		return e && member(p, k, NULL, 0) ? e : 0;
+	}
+	return 0;
+}
+
+/*
+ * The event object at @b[0] == '{', whole before @n: read, and handed to the
+ * callback (p->rc set if it stopped the read). @return its length; 0 if it was
+ * given up, with nothing of it kept.
+ */
+static size_t fast_event(struct parser *p, const unsigned char *b, size_t n)
+{
+	uint64_t cut = p->st->cut;
+	size_t i, e, len;
+
+	event_begin(p);
+	i = skip_ws(b, n, 1);
+	if (i < n && b[i] == '}')
+		goto end;
+	for (;;) {
+		if (i >= n || b[i] != '"' || (e = str_used(b, n, i, &len)) == 0)
+			goto give_up;
+		p->key = event_key(b + i + 1, len);
+		if ((i = after_colon(b, n, e)) == 0 || (e = fast_member(p, b, n, i)) == 0 ||
+		    (i = next_sep(b, n, e, '}')) == 0)
+			goto give_up;
+		if (b[i] == '}')
+			break;
+		i = skip_ws(b, n, i + 1);
+	}
+end:
+	if (p->have_value && p->ev.ph == 'C') { /* what arg() and arg_key() would have kept */
+		p->argkey_cut = put_text(p->argkey, p->fv_key, p->fv_klen);
+		p->value_name_cut = p->argkey_cut;
+		memcpy(p->value_num, p->fv_num, p->fv_nlen);
+		p->value_num[p->fv_nlen] = '\0';
+	}
+	event_end(p); /* p->pause is off: returns 0 only with p->rc set */
+	return i + 1;
+give_up: /* member() may have said why: jfast will again, at its place */
+	p->st->cut = cut;
+	p->in_event = p->in_args = false;
+	p->rc = 0;
+	p->own_err = false;
+	return 0;
+}
+
+/*
+ * Whole events from @b[0..@n), where jfast stands between two elements of the
+ * events array. @return the bytes read (to the end of an event or a ','), with
+ * jfast's state moved there; *@cancel if the callback stopped the read.
+ */
+static size_t fast_events(struct parser *p, const unsigned char *b, size_t n, bool *cancel)
+{
+	size_t i = 0, last = 0, e;
+	bool value;
+
+	*cancel = false;
+	if (rp_jfast_off || rp_chrome_events_off || p->ev_skip > 0 || p->arr_depth == 0 ||
+	    p->depth != p->arr_depth || !rp_jfast_in_array(&p->jf, &value))
+		return 0;
+	for (;;) {
+		i = skip_ws(b, n, i);
+		if (i >= n)
+			break;
+		if (!value) {
+			if (b[i] != ',')
+				break;
+			last = ++i;
+			value = true;
+			continue;
+		}
+		if (b[i] != '{')
+			break;
+		if ((e = fast_event(p, b + i, n - i)) == 0) {
+			if (n - i > EV_NEAR) /* not merely cut by the end of the text */
+				p->ev_skip = EV_SKIP;
+			break;
+		}
+		last = i += e;
+		value = false;
+		if (p->rc != 0) {
+			*cancel = true;
+			break;
+		}
+	}
+	if (last > 0)
+		rp_jfast_array_step(&p->jf, value);
+	return last;
+}
+
+static enum rp_jfast_rc chrome_run(void *ctx, const unsigned char *b, size_t n, uint64_t at,
+				   bool eof, size_t *used);
+
 /* One fast-path run over @n bytes at text offset @at; *@used: how many it read. */
 static int fast_run(struct parser *p, const unsigned char *b, size_t n, uint64_t at, bool eof,
 		    size_t *used, bool *bail)
 {
-	enum rp_jfast_rc rc = rp_jfast_run(&p->jf, b, n, eof, used);
+	enum rp_jfast_rc rc = chrome_run(p, b, n, at, eof, used);
 
 	*bail = rc == RP_JFAST_BAIL;
 	if (rc == RP_JFAST_CANCEL)
@@ -744,13 +1274,37 @@ static int fast_run(struct parser *p, const unsigned char *b, size_t n, uint64_t
 	return 0;
 }
 
+/*
+ * rp_jfast_run() over @b[0..@n), with whole events read by fast_events() wherever
+ * jfast stands between two: jfast reads what they leave, up to the end of the
+ * next event (p->pause), and they go on from there.
+ */
 static enum rp_jfast_rc chrome_run(void *ctx, const unsigned char *b, size_t n, uint64_t at,
 				   bool eof, size_t *used)
 {
 	struct parser *p = ctx;
+	enum rp_jfast_rc rc;
+	size_t off = 0, u;
+	bool cancel;
 
 	(void)at;
-	return rp_jfast_run(&p->jf, b, n, eof, used);
+	for (;;) {
+		off += fast_events(p, b + off, n - off, &cancel);
+		if (cancel) {
+			*used = off;
+			return RP_JFAST_CANCEL;
+		}
+		p->pause = !rp_chrome_events_off;
+		rc = rp_jfast_run(&p->jf, b + off, n - off, eof, &u);
+		p->pause = false;
+		off += u;
+		if (rc != RP_JFAST_CANCEL || !p->paused) {
+			*used = off;
+			return rc;
+		}
+		p->paused = false; /* jfast stopped right after an event's '}' */
+		p->jf.numrun = 0;
+	}
 }
 
 /* The next chunk of text, through the window (@eof: the end, no chunk). */

@@ -62,6 +62,10 @@ struct rp_chrome_stats {
 int rp_chrome_read(const char *path, rp_chrome_fn fn, rp_chrome_progress_fn progress,
 		   void *ctx, struct rp_chrome_stats *st, char why[RP_WHY_MAX]);
 
+/* Tests and fuzzers: true leaves every event to jfast (jfast.h) token by token, the
+ * path the whole-event reading is compared with. */
+extern bool rp_chrome_events_off;
+
 /** rp_chrome_parse() - the same over a buffer (plain JSON or gzip bytes). */
 int rp_chrome_parse(const void *buf, size_t len, rp_chrome_fn fn, void *ctx,
 		    struct rp_chrome_stats *st, char why[RP_WHY_MAX]);

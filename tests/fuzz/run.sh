@@ -4,6 +4,7 @@
 # a fuzzer crashed (inputs kept in BUILD_DIR/tests/fuzz/artifacts-<target>).
 #   fuzz_segment   seed: a real segment written by make_seed
 #   fuzz_chrome    seeds: tests/fuzz/seeds/chrome/*
+#   fuzz_chrome_fast seeds: tests/fuzz/seeds/chrome/* (whole events against jfast and yajl)
 #   fuzz_snapshot  seeds: tests/fuzz/seeds/snapshot/*
 #   fuzz_import    seeds: tests/fuzz/seeds/chrome/* (the importer and the engine)
 #   fuzz_nat       seeds: tests/fuzz/seeds/nat/* (agent-toolkit traces: engine and aiq)
@@ -50,10 +51,11 @@ run_target() { # target max_len
 	fi
 }
 
-for t in segment chrome snapshot import nat nat_split otlp http accept http_request; do
+for t in segment chrome chrome_fast snapshot import nat nat_split otlp http accept http_request; do
 	mkdir -p "$dir/corpus-$t" "$dir/artifacts-$t"
 	seeds=$t
 	[ "$t" = import ] && seeds=chrome
+	[ "$t" = chrome_fast ] && seeds=chrome
 	[ "$t" = nat_split ] && seeds=nat
 	if [ -d "$src/seeds/$seeds" ]; then
 		cp "$src/seeds/$seeds"/* "$dir/corpus-$t/" 2>/dev/null || true
@@ -65,6 +67,7 @@ seed_size=$(stat -c %s "$dir/corpus-segment/seed")
 # Only a length equal to segment_size gets past the validator: little growth.
 run_target segment $((seed_size + 512))
 run_target chrome 65536
+run_target chrome_fast 65536
 run_target snapshot 65536
 run_target import 65536
 run_target nat 65536
