@@ -794,6 +794,52 @@ static void test_sketch_add_ns_equals_add(void **state)
 	}
 }
 
+/* rp_sketch_add_ns()'s integer sum (sum_int) against rp_sketch_add(), compared after
+ * every add: sums that climb towards 2^53 and cross it (2^53 - 1 then 2:
+ * 2^53 + 1, which rounds to 2^53, then 1, 3 and 1 past it), a widening store
+ * (new buckets keep the integer sum), resets, merges and a fractional value in between. */
+static void test_sketch_add_ns_integer_sum(void **state)
+{
+	static const uint64_t edge[] = { (UINT64_C(1) << 53) - 1, 2, 1, 3, 1 };
+	struct rp_sketch a, b, m;
+
+	(void)state;
+	rng = 0x53;
+	assert_int_equal(rp_sketch_init(&a, RP_SKETCH_ALPHA), 0);
+	assert_int_equal(rp_sketch_init(&b, RP_SKETCH_ALPHA), 0);
+	assert_int_equal(rp_sketch_init(&m, RP_SKETCH_ALPHA), 0);
+	for (int round = 0; round < 8; round++) {
+		for (int i = 0; i < 4000; i++) {
+			uint64_t r = rnd(), ns = (r >> 20) >> (r % (round < 4 ? 24 : 64));
+
+			if (round == 2 && i < 5)
+				ns = edge[i];
+			if (round == 5 && i == 100) { /* a fractional sum: the long way */
+				rp_sketch_add(&a, 0.5);
+				rp_sketch_add(&b, 0.5);
+			}
+			rp_sketch_add_ns(&a, ns);
+			rp_sketch_add(&b, (double)ns);
+			assert_int_equal(to_bits(a.sum), to_bits(b.sum));
+			assert_int_equal(to_bits(a.sum_c), to_bits(b.sum_c));
+		}
+		assert_same_sketch(&a, &b);
+		if (round % 3 == 1) { /* merged sums: the long way until a reset */
+			assert_int_equal(rp_sketch_merge(&a, &m), 0);
+			assert_int_equal(rp_sketch_merge(&b, &m), 0);
+			rp_sketch_add_ns(&m, 12345);
+		}
+		if (round % 2 == 1) {
+			rp_sketch_reset(&a);
+			rp_sketch_reset(&b);
+		}
+	}
+	assert_same_sketch(&a, &b);
+	rp_sketch_fini(&a);
+	rp_sketch_fini(&b);
+	rp_sketch_fini(&m);
+}
+
 static void test_sketch_reset_keeps_memory(void **state)
 {
 	const size_t n = 100000;
@@ -1263,6 +1309,7 @@ int main(void)
 		cmocka_unit_test(test_sketch_non_finite_and_tiny),
 		cmocka_unit_test(test_sketch_add_n_equals_repeated_add),
 		cmocka_unit_test(test_sketch_add_ns_equals_add),
+		cmocka_unit_test(test_sketch_add_ns_integer_sum),
 		cmocka_unit_test(test_sketch_reset_keeps_memory),
 		cmocka_unit_test(test_sketch_3m_samples_speed),
 		cmocka_unit_test(test_sketch_merge_equals_whole),

@@ -700,6 +700,8 @@ static void check_slowest(const struct rp_slowest *s, const struct rp_span_exemp
 	free(out);
 }
 
+/* The k slowest are a sort's first k; floor_ns, the close's one test, is 0 until k are
+ * kept, then the shortest kept, and an offer shorter than it is refused. */
 static void test_topk_slowest_matches_sort(void **state)
 {
 	static const uint32_t ks[] = { 1, 2, 5, 64, 500, 5000 };
@@ -717,13 +719,20 @@ static void test_topk_slowest_matches_sort(void **state)
 		qsort(ref, n, sizeof(*ref), cmp_slow);
 		assert_int_equal(rp_slowest_init(&s, ks[j]), 0);
 		for (uint32_t i = 0; i < n; i++) {
+			uint64_t floor = s.floor_ns, least = UINT64_MAX;
 			bool kept = rp_slowest_offer(&s, &e[i]);
 
 			if (i < ks[j])
 				assert_true(kept);
+			if (e[i].dur_ns < floor) /* what the close's one test skips */
+				assert_false(kept);
+			for (uint32_t h = 0; h < s.n; h++) /* floor_ns: the shortest kept */
+				least = s.heap[h].dur_ns < least ? s.heap[h].dur_ns : least;
+			assert_int_equal(s.floor_ns, s.n < s.k ? 0 : least);
 		}
 		check_slowest(&s, ref, n);
 		rp_slowest_reset(&s);
+		assert_int_equal(s.floor_ns, 0);
 		assert_int_equal(rp_slowest_sorted(&s, ref), 0);
 		rp_slowest_fini(&s);
 	}

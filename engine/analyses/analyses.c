@@ -481,7 +481,10 @@ bool rp_analyses_counter(struct rp_analyses *a, uint32_t name, uint64_t t, int64
 	}
 	c->min = v < c->min ? v : c->min;
 	c->max = v > c->max ? v : c->max;
-	rp_sketch_add(&c->values, (double)v);
+	if (v > 0) /* (double)v == (double)(uint64_t)v: rp_sketch_add_ns()'s short path */
+		rp_sketch_add_ns(&c->values, (uint64_t)v);
+	else
+		rp_sketch_add(&c->values, (double)v);
 	return true;
 }
 

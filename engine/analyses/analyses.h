@@ -182,7 +182,7 @@ __attribute__((noinline)) struct rp_wentry *rp_analyses_evict(struct rp_analyses
 static inline void rp_analyses_offer_slow(struct rp_slowest *sl, const struct rp_span_info *sp,
 					  uint32_t ci, uint32_t level, bool known)
 {
-	if (sl->n < sl->k || sp->end - sp->start >= sl->heap[0].dur_ns)
+	if (sp->end - sp->start >= sl->floor_ns)
 		rp_analyses_keep_slow(sl, sp, ci, level, known); /* else: not among them */
 }
 

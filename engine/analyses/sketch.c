@@ -378,6 +378,7 @@ static void sum_add(struct rp_sketch *s, double x)
 {
 	double t = s->sum + x;
 
+	s->sum_int = false; /* x may be anything: rp_sketch_add_ns() takes the long way */
 	if (!isfinite(t)) {
 		s->sum_c = 0;
 	} else if (absd(s->sum) >= absd(x)) {
@@ -434,6 +435,7 @@ int rp_sketch_init_bounded(struct rp_sketch *s, double alpha, uint32_t max_bucke
 	store_clear(&s->pos);
 	s->min = INFINITY;
 	s->max = -INFINITY;
+	s->sum_int = true; /* 0, and sum_c +0 */
 	return 0;
 }
 
@@ -478,6 +480,7 @@ void rp_sketch_reset(struct rp_sketch *s)
 	s->max = -INFINITY;
 	s->sum = 0;
 	s->sum_c = 0;
+	s->sum_int = true;
 }
 
 /* --- adding ---------------------------------------------------------------------------- */
@@ -532,44 +535,69 @@ void rp_sketch_add(struct rp_sketch *s, double v)
 	side_add(s, v, 1);
 }
 
+/* rp_sketch_add_ns()'s value outside the positive store's window: store_add() as
+ * rp_sketch_add_n() does it, out of line; on failure the value is dropped. The sum
+ * stays with the caller, so a widening keeps sum_int. */
+__attribute__((noinline, cold)) static bool add_ns_widen(struct rp_sketch *s, int32_t i)
+{
+	if (store_add_slow(s, &s->pos, i, 1))
+		return true;
+	s->dropped = sat_add(s->dropped, 1);
+	return false;
+}
+
 /*
  * rp_sketch_add() of (double)@ns. A positive integer converts to a normal double
  * >= 1 (0 goes to the zero bucket, the slow way), so: the positive store, no NaN
  * or infinity; its exponent e >= 0 and 0 <= cubic(m) < 1 make the index's
  * argument >= 0, where floor is the truncation; and |x| is x in the sum.
+ * Below 2^63 the conversion is the signed one (one instruction); 0 and larger
+ * values take the slow way.
+ *
+ * The sum: while sum_int holds, sum S is an integer below 2^53 and v an integer
+ * (every double >= 2^53 is one). Rounding is monotonic and 2^53 is a double, so
+ * t = fl(S + v) < 2^53 means S + v < 2^53: an integer a double holds, t = S + v
+ * exactly. Then sum_add()'s correction is exactly 0 ((S - t) + v = -v + v, or
+ * (v - t) + S = -S + S) and t is finite: it would leave sum_c +0 and set sum = t,
+ * which is all this path does; and the new sum is again an integer below 2^53.
  */
 void rp_sketch_add_ns(struct rp_sketch *s, uint64_t ns)
 {
-	double v = (double)ns, x, t;
-	uint64_t b = dbits(v);
+	double v, x, t;
+	uint64_t b;
 	struct rp_sketch_store *st = &s->pos;
 	int32_t i;
 
-	if (ns == 0 || s->count == UINT64_MAX) {
-		add_one_slow(s, v);
+	if ((int64_t)ns <= 0 || s->count == UINT64_MAX) {
+		add_one_slow(s, (double)ns);
 		return;
 	}
+	v = (double)(int64_t)ns;
+	b = dbits(v);
 	x = bitsd((b & MANT_MASK) | EXP_ONE) - 1.0;
 	i = (int32_t)(((double)(int)((b >> 52) - 1023) + cubic(x)) * s->multiplier);
-	if (i < st->lo || i > st->hi) {
-		add_one_slow(s, v);
-		return;
+	if (i >= st->lo && i <= st->hi) {
+		st->counts[slot_of(st, i)]++;
+		st->total++;
+	} else if (!add_ns_widen(s, i)) {
+		return; /* dropped, as rp_sketch_add_n() drops it */
 	}
-	st->counts[slot_of(st, i)]++;
-	st->total++;
 	s->count++;
 	if (v < s->min)
 		s->min = v;
 	if (v > s->max)
 		s->max = v;
-	t = s->sum + v; /* sum_add() with |v| = v */
-	if (!isfinite(t))
-		s->sum_c = 0;
-	else if (absd(s->sum) >= v)
-		s->sum_c += (s->sum - t) + v;
-	else
-		s->sum_c += (v - t) + s->sum;
-	s->sum = t;
+	t = s->sum + v;
+	if (__builtin_expect(!s->sum_int || !(t < 0x1p53), 0)) { /* sum_add(), |v| = v */
+		s->sum_int = false;
+		if (!isfinite(t))
+			s->sum_c = 0;
+		else if (absd(s->sum) >= v)
+			s->sum_c += (s->sum - t) + v;
+		else
+			s->sum_c += (v - t) + s->sum;
+	}
+	s->sum = t; /* else exact: see above */
 }
 
 /* --- queries ----------------------------------------------------------------------------- */
@@ -844,6 +872,7 @@ int rp_sketch_set_summary(struct rp_sketch *s, const struct rp_sketch_summary *i
 		s->max = in->max;
 		s->sum = in->sum;
 		s->sum_c = 0;
+		s->sum_int = false; /* whatever the file said */
 	}
 	return 0;
 }

@@ -87,6 +87,8 @@ struct rp_sketch {
 	double multiplier;	      /* M: buckets per binade */
 	int32_t index_min, index_max; /* the buckets of DBL_MIN and DBL_MAX */
 	uint32_t max_buckets;	      /* per store */
+	bool sum_int;		      /* sum is an integer below 2^53 and sum_c is +0: kept
+					 by rp_sketch_add_ns(), cleared by any other sum */
 	struct rp_sketch_store neg, pos;
 	uint64_t zero;	   /* |v| < DBL_MIN */
 	uint64_t count;	   /* neg.total + zero + pos.total */

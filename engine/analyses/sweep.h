@@ -96,9 +96,10 @@ void rp_sweep_advance_slow(struct rp_sweep *s, uint64_t t);
  * later time, an opened sweep, a settled level that is not negative and has its
  * entry in ns[]; the time since last_t is at the level of [last_t, t), which becomes
  * a change point if it differs from the one before and @hist (the sweep keeps a
- * history: hist_cap != 0; a constant where the caller knows it).
+ * history: hist_cap != 0; a constant where the caller knows it). false: not the
+ * common case, nothing done (rp_sweep_step_() then goes to sweep.c).
  */
-static inline void rp_sweep_step_(struct rp_sweep *s, uint64_t t, bool hist)
+static inline bool rp_sweep_fast_(struct rp_sweep *s, uint64_t t, bool hist)
 {
 	int64_t l = s->level;
 
@@ -114,8 +115,25 @@ static inline void rp_sweep_step_(struct rp_sweep *s, uint64_t t, bool hist)
 		}
 		s->ns[l] += t - s->last_t;
 		s->last_t = t;
-	} else if (t != s->last_t) {
+		return true;
+	}
+	return false;
+}
+
+static inline void rp_sweep_step_(struct rp_sweep *s, uint64_t t, bool hist)
+{
+	if (!rp_sweep_fast_(s, t, hist) && t != s->last_t)
 		rp_sweep_advance_slow(s, t);
+}
+
+/* An open's step: the fast one is only taken once opened (n_fast is 0 before), so
+ * only the other way has to mark the sweep opened. */
+static inline void rp_sweep_open_step_(struct rp_sweep *s, uint64_t t, bool hist)
+{
+	if (!rp_sweep_fast_(s, t, hist)) {
+		if (t != s->last_t)
+			rp_sweep_advance_slow(s, t);
+		s->opened = true;
 	}
 }
 
@@ -126,8 +144,7 @@ static inline void rp_sweep_step_(struct rp_sweep *s, uint64_t t, bool hist)
  */
 static inline void rp_sweep_open(struct rp_sweep *s, uint64_t t)
 {
-	rp_sweep_step_(s, t, s->hist_cap != 0);
-	s->opened = true;
+	rp_sweep_open_step_(s, t, s->hist_cap != 0);
 	s->level++; /* one per event: 2^63 of them cannot come */
 }
 
@@ -141,8 +158,7 @@ static inline void rp_sweep_close(struct rp_sweep *s, uint64_t t)
  * rp_sweep_init_levels() (_levels): the kind is not tested on every event. */
 static inline void rp_sweep_open_hist(struct rp_sweep *s, uint64_t t)
 {
-	rp_sweep_step_(s, t, true);
-	s->opened = true;
+	rp_sweep_open_step_(s, t, true);
 	s->level++;
 }
 
@@ -154,8 +170,7 @@ static inline void rp_sweep_close_hist(struct rp_sweep *s, uint64_t t)
 
 static inline void rp_sweep_open_levels(struct rp_sweep *s, uint64_t t)
 {
-	rp_sweep_step_(s, t, false);
-	s->opened = true;
+	rp_sweep_open_step_(s, t, false);
 	s->level++;
 }
 

@@ -488,6 +488,7 @@ void rp_slowest_fini(struct rp_slowest *s)
 void rp_slowest_reset(struct rp_slowest *s)
 {
 	s->n = 0;
+	s->floor_ns = 0;
 }
 
 bool rp_slowest_offer(struct rp_slowest *s, const struct rp_span_exemplar *e)
@@ -495,12 +496,13 @@ bool rp_slowest_offer(struct rp_slowest *s, const struct rp_span_exemplar *e)
 	if (s->n < s->k) {
 		s->heap[s->n] = *e;
 		x_sift_up(s->heap, s->n++);
-		return true;
-	}
-	if (!faster(&s->heap[0], e))
+	} else if (faster(&s->heap[0], e)) {
+		s->heap[0] = *e;
+		x_sift_down(s->heap, s->n, 0);
+	} else {
 		return false;
-	s->heap[0] = *e;
-	x_sift_down(s->heap, s->n, 0);
+	}
+	s->floor_ns = s->n < s->k ? 0 : s->heap[0].dur_ns;
 	return true;
 }
 

@@ -178,6 +178,8 @@ struct rp_slowest {
 	struct rp_span_exemplar *heap; /* the fastest kept at heap[0] */
 	uint32_t k, n;
 	void *owned;
+	uint64_t floor_ns; /* 0 while n < k, else heap[0].dur_ns: a shorter span is not
+			      among the slowest (one test per span closed) */
 };
 
 /**

@@ -31,6 +31,8 @@ struct rp_fn_stats {
 	bool milestone;		/* a request milestone's name (marks.h), not a span's */
 	uint32_t edge_hint;	/* index + 1 of the edge its last call from a caller went
 				   to (0: none yet): a callee mostly has the caller it had */
+	uint32_t node_hint;	/* index + 1 of the CCT node of this name its last begin
+				   went to, unfolded (0: none yet): mostly the same parent */
 };
 
 struct rp_edge_stats {
@@ -86,18 +88,26 @@ static inline uint32_t rp_stats_mix(uint32_t a, uint32_t b)
 	return (uint32_t)(k >> 32);
 }
 
-/* The child of CCT node @parent for @name: found at its home slot inline, else (a
- * longer probe, a new node, the cap) in stats.c. */
+/* The child of CCT node @parent for @name: the node the name's last begin went to
+ * when its parent is the same (nodes are never removed and a (parent, name) pair has
+ * one node, which the hint only ever names for that name: the same answer), else
+ * found at its home slot inline, else (a longer probe, a new node, the cap) in
+ * stats.c; an unfolded answer is remembered. */
 static inline uint32_t rp_stats_child(struct rp_stats *s, uint32_t parent, uint32_t name,
 				      bool *folded)
 {
-	uint32_t j = s->node_index[rp_stats_mix(parent, name) & s->node_mask];
+	struct rp_fn_stats *f = &s->fn[name];
+	uint32_t j = f->node_hint;
 
-	if (j != UINT32_MAX && s->nodes[j].parent == parent && s->nodes[j].name == name) {
-		*folded = false;
-		return j;
-	}
-	return rp_stats_child_slow(s, parent, name, folded);
+	*folded = false;
+	if (j != 0 && s->nodes[j - 1].parent == parent)
+		return j - 1;
+	j = s->node_index[rp_stats_mix(parent, name) & s->node_mask];
+	if (j == UINT32_MAX || s->nodes[j].parent != parent || s->nodes[j].name != name)
+		j = rp_stats_child_slow(s, parent, name, folded);
+	if (!*folded)
+		f->node_hint = j + 1;
+	return j;
 }
 
 /**

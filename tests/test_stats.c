@@ -1,0 +1,100 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The calling-context tree's lookups (engine/core/stats.h, stats.c) against a brute-
+ * force oracle: a list of every (parent, name) pair made, searched linearly. The
+ * inline rp_stats_child() answers from a name's hint (the node its last begin went
+ * to), the index's home slot or stats.c; whichever answers, the node must be the one
+ * pair the oracle holds, made in the same order, and a lookup past the cap must fold
+ * into the parent's "[other]" child exactly as stats.h says. Lookups come in runs
+ * that keep the hint right (the same parent again) and that break it (a name under
+ * another parent, a name never seen, the root), at a cap the stream passes.
+ */
+#include "support.h"
+
+#include <string.h>
+
+#include "names.h"
+#include "stats.h"
+
+static uint64_t rng;
+
+static uint64_t rnd(void) /* xorshift64* */
+{
+	rng ^= rng >> 12;
+	rng ^= rng << 25;
+	rng ^= rng >> 27;
+	return rng * UINT64_C(2685821657736338717);
+}
+
+struct pair {
+	uint32_t parent, name;
+};
+
+/* The oracle's node for (parent, name), made if new and under the cap; else the
+ * fold stats.h describes. */
+static uint32_t oracle_child(struct pair *p, uint32_t *n, uint32_t max_nodes, uint32_t parent,
+			     uint32_t name, bool *folded)
+{
+	for (uint32_t i = 0; i < *n; i++)
+		if (p[i].parent == parent && p[i].name == name && i > 0) {
+			*folded = false;
+			return i;
+		}
+	*folded = false;
+	if (*n < max_nodes) {
+		p[*n] = (struct pair){ parent, name };
+		return (*n)++;
+	}
+	*folded = true;
+	if (parent != 0 && p[parent].name == RP_NAMES_OTHER)
+		return parent;
+	for (uint32_t i = 1; i < *n; i++)
+		if (p[i].parent == parent && p[i].name == RP_NAMES_OTHER)
+			return i;
+	p[*n] = (struct pair){ parent, RP_NAMES_OTHER };
+	return (*n)++;
+}
+
+static void test_stats_child_matches_search(void **state)
+{
+	enum { NAMES = 40, MAX_NODES = 300, LOOKUPS = 200000 };
+	static struct pair p[2 * MAX_NODES];
+	struct rp_stats s;
+	uint32_t n = 1, parent = 0, folds = 0;
+
+	(void)state;
+	rng = 0x5ca1ab1e;
+	assert_int_equal(rp_stats_init(&s, NAMES, MAX_NODES), 0);
+	p[0] = (struct pair){ UINT32_MAX, UINT32_MAX }; /* the root: never a child */
+	for (uint32_t i = 0; i < LOOKUPS; i++) {
+		uint64_t r = rnd();
+		uint32_t name = (uint32_t)(r % 8 == 0 ? r % NAMES : 1 + (r >> 8) % 6);
+		bool f_got, f_want;
+		uint32_t got, want;
+
+		if (r % 5 == 0) /* another parent: the root or any node made */
+			parent = r % 3 == 0 ? 0 : (uint32_t)((r >> 16) % n);
+		want = oracle_child(p, &n, MAX_NODES, parent, name, &f_want);
+		got = rp_stats_child(&s, parent, name, &f_got);
+		assert_int_equal(got, want);
+		assert_int_equal(f_got, f_want);
+		assert_int_equal(s.n_nodes, n);
+		assert_int_equal(s.nodes[got].parent, parent != 0 && f_want &&
+					p[parent].name == RP_NAMES_OTHER ? p[parent].parent : parent);
+		folds += f_got;
+		if (r % 7 == 0 && n > 1) /* deeper: the node just found */
+			parent = got;
+	}
+	assert_true(n > MAX_NODES); /* the cap was passed: folds were checked */
+	assert_true(folds > 0);
+	rp_stats_free(&s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_stats_child_matches_search),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
