@@ -809,6 +809,28 @@ static void test_sweep_cap_and_large_times(void **state)
 	rp_sweep_fini(&sw);
 }
 
+/* The mean's 64-bit sum either side of overflowing: level 1 for 10 ns, then level
+ * 1000 for about 2^64 / 1000 ns (the sum 1000 * dt + 10 just fits, or not: then the
+ * 128-bit area), against the mean computed here in long double. */
+static void test_sweep_mean_64bit_bound(void **state)
+{
+	(void)state;
+	for (uint64_t d = 0; d <= 30; d++) {
+		uint64_t dt = (UINT64_MAX - 10) / 1000 - 15 + d;
+		struct rp_sweep sw;
+
+		assert_int_equal(rp_sweep_init(&sw, 2000, 4), 0);
+		rp_sweep_open(&sw, 0);
+		for (int i = 1; i < 1000; i++)
+			rp_sweep_open(&sw, 10);
+		rp_sweep_accrue(&sw, 10 + dt);
+		assert_int_equal(rp_sweep_observed_ns(&sw), 10 + dt);
+		assert_int_equal(sw.ns[1000], dt);
+		assert_mean(&sw, (10.0L + 1000.0L * (long double)dt) / (10.0L + (long double)dt));
+		rp_sweep_fini(&sw);
+	}
+}
+
 /* rp_sweep_levels_quantiles() equals the four percentiles and the maximum asked one by
  * one, on level arrays with runs of zeros, long zero tails, one level, none, and
  * totals near 2^64 (the rule's products need 128 bits). */
@@ -1215,6 +1237,7 @@ int main(void)
 		cmocka_unit_test(test_sweep_percentile_rule_exact),
 		cmocka_unit_test(test_sweep_levels_quantiles_match),
 		cmocka_unit_test(test_sweep_levels_quantiles_bound),
+		cmocka_unit_test(test_sweep_mean_64bit_bound),
 		cmocka_unit_test(test_sweep_random_small_traces_match_oracle),
 		cmocka_unit_test(test_sweep_large_trace_matches_oracle),
 		cmocka_unit_test(test_sweep_accrue_live_reports),
