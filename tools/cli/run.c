@@ -30,6 +30,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -128,7 +129,15 @@ static void arm_doorbells(struct daemon *d);
 /* Every drain takes all the rings hold (sources.h) and leaves the doorbells armed: a
  * producer whose ring gets 1/8 full wakes us at once, whatever the tick. At most
  * @slices slices are merged (sources.h), everything when @watermark is UINT64_MAX. */
-static bool signal_waits(void *ctx);
+/* Whether the signalfd has a signal to read: then on_signal() runs in this loop turn
+ * or the next (it reads until EAGAIN), so skipping a drain for it never stalls the
+ * engine (sigpending() could: what it says is not always what the signalfd holds). */
+static bool signal_readable(const struct daemon *d)
+{
+	struct pollfd p = { .fd = d->sfd, .events = POLLIN };
+
+	return d->sfd >= 0 && poll(&p, 1, 0) == 1 && (p.revents & POLLIN) != 0;
+}
 
 /* A drain that is not final waits while one of our signals does: the snapshot it asks
  * for is cut at the last slice boundary, not one slice (or one per doorbell reaped
@@ -136,7 +145,7 @@ static bool signal_waits(void *ctx);
 static void drain_some(struct daemon *d, uint64_t watermark, unsigned slices)
 {
 	rp_sources_wake(&d->ss);
-	if (watermark == UINT64_MAX || !signal_waits(d))
+	if (watermark == UINT64_MAX || !signal_readable(d))
 		d->processed += rp_sources_drain_some(&d->ss, watermark, slices);
 	/* OTLP spans: what the horizon has passed; everything at exit */
 	if (d->otlp != NULL) {
