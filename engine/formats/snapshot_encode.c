@@ -9,7 +9,8 @@
  * Files are written to a temporary name, synced and renamed, so a reader never
  * sees half a snapshot.
  *
- * The flight recorder's spans (65,536 by default, most of a live snapshot) are packed
+ * The flight recorder's spans (65,536 by default, most of a live snapshot), and the
+ * records of other tables of integers only (CCT nodes, call edges), are packed
  * here byte by byte rather than through msgpack-c, the same bytes (test_snapshot's
  * reference writer checks them), and with a struct rp_snap_cache a chunk of spans
  * equal to the last report's is copied instead of packed again (snapshot.h).
