@@ -14,8 +14,13 @@
  * merged, the wall time from its report to the file at its name, and how long after
  * reading the signal its report began (engines that say it). --baseline BIN measures another ringprof binary (an older build) in the same
  * run, one load after the other, for a before/after; --recorder-spans N runs the
- * engines with that flight recorder size. Wall-clock figures of a shared
- * machine are noisy: they are printed, never judged.
+ * engines with that flight recorder size. Where the wall time went, per snapshot,
+ * from the kernel's /proc/<pid>/task/<tid>/schedstat read before the signal and
+ * after the rename: the engine thread's CPU time and its time waiting in a run queue
+ * (runnable, not running: behind the producers and everything else), and this
+ * program's own run-queue wait (the rename seen late); printed as medians and for
+ * the snapshots at or above the p99 (their mean), --each prints every snapshot.
+ * Wall-clock figures of a shared machine are noisy: they are printed, never judged.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -54,7 +59,13 @@ struct opts {
 	const char *recorder_spans;	/* --recorder-spans for the engine; NULL: its default */
 	unsigned snapshots, gap_ms, rate;
 	double warmup_s;
-	bool json;
+	bool json, each;
+};
+
+/* One snapshot: signal to rename, and what the schedstats say of that interval (ms;
+ * < 0: no schedstat). */
+struct sample {
+	double lat, cpu, wait, own_wait;
 };
 
 struct result {
@@ -69,6 +80,10 @@ struct result {
 				   < 0: not said */
 	double cut_ms;		/* median ms from reading SIGUSR1 to the report; < 0: not
 				   said */
+	/* the engine thread's CPU and run-queue wait, ours, between the signal and the
+	   rename (ms): medians, and the mean of the snapshots at or above the p99;
+	   < 0: no schedstat */
+	double cpu50, wait50, own50, cpu_tail, wait_tail, own_tail;
 };
 
 static int cmp_double(const void *a, const void *b)
@@ -76,6 +91,28 @@ static int cmp_double(const void *a, const void *b)
 	double x = *(const double *)a, y = *(const double *)b;
 
 	return x < y ? -1 : x > y;
+}
+
+static int cmp_sample(const void *a, const void *b)
+{
+	return cmp_double(&((const struct sample *)a)->lat, &((const struct sample *)b)->lat);
+}
+
+/* A thread's schedstat: ns on a CPU, ns waiting in a run queue; false when the
+ * kernel keeps none (CONFIG_SCHEDSTATS off, or the thread is gone). */
+static bool schedstat(const char *path, uint64_t *cpu, uint64_t *wait)
+{
+	FILE *f = fopen(path, "r");
+	unsigned long long c = 0, w = 0;
+	bool ok;
+
+	if (f == NULL)
+		return false;
+	ok = fscanf(f, "%llu %llu", &c, &w) == 2;
+	fclose(f);
+	*cpu = c;
+	*wait = w;
+	return ok;
 }
 
 /* The nearest-rank percentile of the sorted v[0..n). */
@@ -180,6 +217,36 @@ static bool wait_rename(int ifd, const char *name, pid_t *eng)
 	}
 }
 
+/* The schedstat medians, and the means over the snapshots at or above the p99
+ * (@s sorted by latency): -1 where a snapshot had none. */
+static void sched_figures(const struct sample *s, unsigned n, struct result *res)
+{
+	static double c[MAX_SNAPS], w[MAX_SNAPS], ow[MAX_SNAPS];
+	unsigned tail = n - (n ? (unsigned)(0.99 * n + 0.999999) - 1 : 0), i;
+	bool ok = n > 0;
+
+	for (i = 0; i < n; i++)
+		ok = ok && s[i].cpu >= 0;
+	res->cpu50 = res->wait50 = res->own50 = -1;
+	res->cpu_tail = res->wait_tail = res->own_tail = -1;
+	if (!ok)
+		return;
+	for (i = 0; i < n; i++)
+		c[i] = s[i].cpu, w[i] = s[i].wait, ow[i] = s[i].own_wait;
+	qsort(c, n, sizeof(*c), cmp_double);
+	qsort(w, n, sizeof(*w), cmp_double);
+	qsort(ow, n, sizeof(*ow), cmp_double);
+	res->cpu50 = pct(c, n, 50);
+	res->wait50 = pct(w, n, 50);
+	res->own50 = pct(ow, n, 50);
+	res->cpu_tail = res->wait_tail = res->own_tail = 0;
+	for (i = n - tail; i < n; i++) {
+		res->cpu_tail += s[i].cpu / tail;
+		res->wait_tail += s[i].wait / tail;
+		res->own_tail += s[i].own_wait / tail;
+	}
+}
+
 static void sleep_ms(unsigned ms)
 {
 	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
@@ -191,9 +258,10 @@ static void sleep_ms(unsigned ms)
 static int run_load(const struct opts *o, const char *bin, bool saturated, struct result *res)
 {
 	static unsigned seq;
-	static double lat[MAX_SNAPS];
+	static struct sample smp[MAX_SNAPS];
+	static double v[MAX_SNAPS];
 	char session[48], dir[] = "/tmp/bench_snapshot_XXXXXX", log[96], base[96], path[160];
-	char rate[32];
+	char rate[32], eng_stat[64], own_stat[64];
 	pid_t eng, prod[2] = { -1, -1 };
 	struct stat st;
 	int ifd, status;
@@ -231,16 +299,28 @@ static int run_load(const struct opts *o, const char *bin, bool saturated, struc
 	ifd = inotify_init1(IN_CLOEXEC);
 	if (ifd < 0 || inotify_add_watch(ifd, dir, IN_MOVED_TO) < 0)
 		return -errno;
+	/* the engine's loop runs in its main thread */
+	snprintf(eng_stat, sizeof(eng_stat), "/proc/%d/task/%d/schedstat", (int)eng, (int)eng);
+	snprintf(own_stat, sizeof(own_stat), "/proc/thread-self/schedstat");
 	res->n = 0;
 	for (unsigned i = 0; i < o->snapshots && i < MAX_SNAPS; i++) {
-		uint64_t t0 = now_ns();
+		uint64_t c0 = 0, w0 = 0, c1 = 0, w1 = 0, oc0, ow0 = 0, oc1, ow1 = 0, t0;
+		bool ok = schedstat(eng_stat, &c0, &w0) && schedstat(own_stat, &oc0, &ow0);
+		struct sample *x = &smp[res->n];
 
+		t0 = now_ns();
 		kill(eng, SIGUSR1);
 		if (!wait_rename(ifd, base, &eng)) {
 			fprintf(stderr, "bench_snapshot: no snapshot within 60 s, or no engine\n");
 			break;
 		}
-		lat[res->n++] = (double)(now_ns() - t0) / 1e6;
+		x->lat = (double)(now_ns() - t0) / 1e6;
+		ok = ok && schedstat(eng_stat, &c1, &w1) && schedstat(own_stat, &oc1, &ow1);
+		x->cpu = ok ? (double)(c1 - c0) / 1e6 : -1;
+		x->wait = ok ? (double)(w1 - w0) / 1e6 : -1;
+		x->own_wait = ok ? (double)(ow1 - ow0) / 1e6 : -1;
+		(void)oc1;
+		res->n++;
 		sleep_ms(o->gap_ms);
 	}
 	close(ifd);
@@ -254,11 +334,19 @@ static int run_load(const struct opts *o, const char *bin, bool saturated, struc
 		kill(eng, SIGTERM);
 		waitpid(eng, &status, 0);
 	}
-	qsort(lat, res->n, sizeof(*lat), cmp_double);
-	res->p50 = pct(lat, res->n, 50);
-	res->p90 = pct(lat, res->n, 90);
-	res->p99 = pct(lat, res->n, 99);
-	res->max = res->n ? lat[res->n - 1] : 0;
+	qsort(smp, res->n, sizeof(*smp), cmp_sample);
+	for (unsigned i = 0; i < res->n; i++)
+		v[i] = smp[i].lat;
+	res->p50 = pct(v, res->n, 50);
+	res->p90 = pct(v, res->n, 90);
+	res->p99 = pct(v, res->n, 99);
+	res->max = res->n ? v[res->n - 1] : 0;
+	sched_figures(smp, res->n, res);
+	if (o->each)
+		for (unsigned i = 0; i < res->n; i++)
+			fprintf(stderr, "%s %s: %.2f ms, engine cpu %.2f wait %.2f, own wait %.2f\n",
+				saturated ? "saturated" : "demo", bin == o->bin ? "this" : "baseline",
+				smp[i].lat, smp[i].cpu, smp[i].wait, smp[i].own_wait);
 	res->load = saturated ? "saturated" : "demo";
 	res->engine = bin == o->bin ? "this" : "baseline";
 	engine_figures(log, res);
@@ -284,16 +372,24 @@ static void print(const struct opts *o, const struct result *r, unsigned n)
 				printf("\"encode_cpu_ms\":%.2f,\"engine_ms\":%.2f,\"unmerged\":%.0f,",
 				       r[i].cpu_ms, r[i].write_ms, r[i].unmerged);
 			if (r[i].cut_ms < 0)
-				printf("\"cut_ms\":null}");
+				printf("\"cut_ms\":null,");
 			else
-				printf("\"cut_ms\":%.2f}", r[i].cut_ms);
+				printf("\"cut_ms\":%.2f,", r[i].cut_ms);
+			if (r[i].cpu50 < 0)
+				printf("\"sched\":null}");
+			else
+				printf("\"sched\":{\"cpu_ms\":%.2f,\"wait_ms\":%.2f,"
+				       "\"own_wait_ms\":%.2f,\"p99_cpu_ms\":%.2f,"
+				       "\"p99_wait_ms\":%.2f,\"p99_own_wait_ms\":%.2f}}",
+				       r[i].cpu50, r[i].wait50, r[i].own50, r[i].cpu_tail,
+				       r[i].wait_tail, r[i].own_tail);
 		}
 		printf("]}\n");
 		return;
 	}
-	printf("%-10s %-9s %5s %8s %8s %8s %8s %10s %8s %9s %10s %7s\n", "load", "engine", "n",
-	       "p50_ms", "p90_ms", "p99_ms", "max_ms", "bytes", "cpu_ms", "engine_ms", "unmerged",
-	       "cut_ms");
+	printf("%-10s %-9s %5s %8s %8s %8s %8s %10s %8s %9s %10s %7s %s\n", "load", "engine",
+	       "n", "p50_ms", "p90_ms", "p99_ms", "max_ms", "bytes", "cpu_ms", "engine_ms",
+	       "unmerged", "cut_ms", " sched: cpu/wait/own (median | p99 tail)");
 	for (unsigned i = 0; i < n; i++) {
 		printf("%-10s %-9s %5u %8.2f %8.2f %8.2f %8.2f %10lld ", r[i].load, r[i].engine,
 		       r[i].n, r[i].p50, r[i].p90, r[i].p99, r[i].max, r[i].size);
@@ -302,15 +398,22 @@ static void print(const struct opts *o, const struct result *r, unsigned n)
 		else
 			printf("%8.2f %9.2f %10.0f ", r[i].cpu_ms, r[i].write_ms, r[i].unmerged);
 		if (r[i].cut_ms < 0)
-			printf("%7s\n", "-");
+			printf("%7s ", "-");
 		else
-			printf("%7.2f\n", r[i].cut_ms);
+			printf("%7.2f ", r[i].cut_ms);
+		if (r[i].cpu50 < 0)
+			printf(" -\n");
+		else
+			printf(" %.1f/%.1f/%.1f | %.1f/%.1f/%.1f\n", r[i].cpu50, r[i].wait50,
+			       r[i].own50, r[i].cpu_tail, r[i].wait_tail, r[i].own_tail);
 	}
 	printf("(signal to renamed file, wall time of a shared machine: one run each; cpu_ms: "
 	       "median thread CPU of report + encode, engine_ms: median wall time from the "
 	       "report to the file at its name, unmerged: median records left for the next "
 	       "snapshot, cut_ms: median wall time from reading the signal to the report, as "
-	       "the engine says them)\n");
+	       "the engine says them; sched: from signal to rename, the engine thread's CPU "
+	       "ms, its run-queue wait ms and ours, medians | means of the snapshots at or "
+	       "above the p99, from /proc schedstat)\n");
 }
 
 static void usage(void)
@@ -318,7 +421,7 @@ static void usage(void)
 	fprintf(stderr,
 		"usage: bench_snapshot [--snapshots N] [--gap-ms MS] [--warmup-s S] [--rate R]\n"
 		"                      [--only demo|saturated] [--baseline RINGPROF_BIN]\n"
-		"                      [--recorder-spans N] [--json]\n");
+		"                      [--recorder-spans N] [--json] [--each]\n");
 	exit(2);
 }
 
@@ -331,6 +434,7 @@ int main(int argc, char **argv)
 		{ "warmup-s", 1, NULL, 'w' },  { "rate", 1, NULL, 'r' },
 		{ "baseline", 1, NULL, 'b' },  { "only", 1, NULL, 'o' },
 		{ "json", 0, NULL, 'j' },      { "recorder-spans", 1, NULL, 's' },
+		{ "each", 0, NULL, 'e' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct result res[4];
@@ -347,6 +451,7 @@ int main(int argc, char **argv)
 		case 'b': o.baseline = optarg; break;
 		case 'o': only = optarg; break;
 		case 'j': o.json = true; break;
+		case 'e': o.each = true; break;
 		case 's': o.recorder_spans = optarg; break;
 		default: usage();
 		}

@@ -809,6 +809,28 @@ static void test_sweep_cap_and_large_times(void **state)
 	rp_sweep_fini(&sw);
 }
 
+/* The mean's 64-bit sum either side of overflowing: level 1 for 10 ns, then level
+ * 1000 for about 2^64 / 1000 ns (the sum 1000 * dt + 10 just fits, or not: then the
+ * 128-bit area), against the mean computed here in long double. */
+static void test_sweep_mean_64bit_bound(void **state)
+{
+	(void)state;
+	for (uint64_t d = 0; d <= 30; d++) {
+		uint64_t dt = (UINT64_MAX - 10) / 1000 - 15 + d;
+		struct rp_sweep sw;
+
+		assert_int_equal(rp_sweep_init(&sw, 2000, 4), 0);
+		rp_sweep_open(&sw, 0);
+		for (int i = 1; i < 1000; i++)
+			rp_sweep_open(&sw, 10);
+		rp_sweep_accrue(&sw, 10 + dt);
+		assert_int_equal(rp_sweep_observed_ns(&sw), 10 + dt);
+		assert_int_equal(sw.ns[1000], dt);
+		assert_mean(&sw, (10.0L + 1000.0L * (long double)dt) / (10.0L + (long double)dt));
+		rp_sweep_fini(&sw);
+	}
+}
+
 /* rp_sweep_levels_quantiles() equals the four percentiles and the maximum asked one by
  * one, on level arrays with runs of zeros, long zero tails, one level, none, and
  * totals near 2^64 (the rule's products need 128 bits). */
@@ -834,6 +856,44 @@ static void test_sweep_levels_quantiles_match(void **state)
 			assert_int_equal(q[i], rp_sweep_levels_percentile(ns, n, p[i]));
 		assert_int_equal(max, rp_sweep_levels_max(ns, n));
 		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+	}
+}
+
+/* Either side of the 64-bit path's bound (total * 10000 fits in 64 bits), where
+ * rounding the thresholds up must give what the 128-bit rule gives: the same answers
+ * as the percentiles asked one by one, totals from 2^64 / 10000 - 3 to + 3. */
+static void test_sweep_levels_quantiles_bound(void **state)
+{
+	static const unsigned p[4] = { 5000, 9000, 9500, 9900 };
+	const uint64_t bound = UINT64_MAX / 10000;
+
+	(void)state;
+	for (uint64_t d = 0; d <= 6; d++)
+		for (uint64_t split = 1; split < 200; split += 7) {
+			uint64_t total = bound - 3 + d, ns[4];
+			uint32_t q[4], max;
+
+			/* thresholds fall right at, just before and just after a level */
+			ns[0] = total / 2 - split;
+			ns[1] = total / 100 * 40 + split;
+			ns[2] = total / 100 * 5;
+			ns[3] = total - ns[0] - ns[1] - ns[2];
+			rp_sweep_levels_quantiles(ns, 4, q, &max);
+			for (int i = 0; i < 4; i++)
+				assert_int_equal(q[i], rp_sweep_levels_percentile(ns, 4, p[i]));
+			assert_int_equal(max, 3);
+		}
+	/* exactly at a threshold: 50% of 10000 is reached at level 0 */
+	{
+		const uint64_t ns[] = { 5000, 0, 4000, 500, 400, 100 };
+		uint32_t q[4], max;
+
+		rp_sweep_levels_quantiles(ns, 6, q, &max);
+		assert_int_equal(q[0], 0);
+		assert_int_equal(q[1], 2);
+		assert_int_equal(q[2], 3);
+		assert_int_equal(q[3], 4);
+		assert_int_equal(max, 5);
 	}
 }
 
@@ -1176,6 +1236,8 @@ int main(void)
 		cmocka_unit_test(test_sweep_levels_only_matches),
 		cmocka_unit_test(test_sweep_percentile_rule_exact),
 		cmocka_unit_test(test_sweep_levels_quantiles_match),
+		cmocka_unit_test(test_sweep_levels_quantiles_bound),
+		cmocka_unit_test(test_sweep_mean_64bit_bound),
 		cmocka_unit_test(test_sweep_random_small_traces_match_oracle),
 		cmocka_unit_test(test_sweep_large_trace_matches_oracle),
 		cmocka_unit_test(test_sweep_accrue_live_reports),

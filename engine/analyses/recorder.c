@@ -273,17 +273,23 @@ static int copy_spans(struct track_set *ts, const uint32_t *map, uint32_t n_src)
 	const struct rp_recorder *rec = ts->rec;
 	struct rp_report_recorder *out = ts->out;
 	uint64_t kept = rec->n_spans < rec->max_spans ? rec->n_spans : rec->max_spans;
+	const struct rp_rec_span *prev = NULL; /* the last span listed, its track tr */
+	int64_t tr = 0;
 
 	for (uint64_t k = rec->n_spans - kept; k < rec->n_spans; k++) {
 		const struct rp_rec_span *s = &rec->spans[k % rec->max_spans];
-		int64_t tr;
 
 		if (s->src >= n_src || ts->src_map[s->src] == RP_NONE || map[s->name] == RP_NONE) {
 			out->unlisted++;
 			continue;
 		}
-		if ((tr = track_of(ts, s->src, s->kind, s->track)) < 0)
+		/* Spans come in runs of one track (a thread's, merged by runs): its number
+		 * is looked up once a run (numbers do not change before the trim). */
+		if ((prev == NULL || s->src != prev->src || s->kind != prev->kind ||
+		     s->track != prev->track) &&
+		    (tr = track_of(ts, s->src, s->kind, s->track)) < 0)
 			return (int)tr;
+		prev = s;
 		out->spans[out->n_spans++] = (struct rp_report_rspan){
 			.fn = map[s->name],
 			.track = (uint32_t)tr,

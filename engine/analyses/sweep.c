@@ -268,6 +268,30 @@ uint32_t rp_sweep_levels_percentile(const uint64_t *ns, uint32_t n, unsigned p_t
 	return rp_sweep_levels_max(ns, n);
 }
 
+/*
+ * rp_sweep_levels_quantiles() where total * 10000 fits in 64 bits (an observed time
+ * under 21 days): the rule cum * 10000 >= total * p is cum >= ceil(total * p / 10000),
+ * one comparison a level instead of two 128-bit products. Every threshold is >= 1, so
+ * it is only crossed where cum grows (a level held), as the rule asks; a report walks
+ * every level of every sweep and window this way (most of its CPU before).
+ */
+static void quantiles64(const uint64_t *ns, uint32_t n, uint32_t top, uint64_t total,
+			const unsigned p[4], uint32_t q[4])
+{
+	uint64_t th[4], cum = 0;
+	unsigned k = 0;
+
+	for (int i = 0; i < 4; i++) {
+		q[i] = 0;
+		th[i] = (total * p[i] + 9999) / 10000;
+	}
+	for (uint32_t c = 0; c < n && c <= top && k < 4; c++) {
+		cum += ns[c];
+		while (k < 4 && cum >= th[k])
+			q[k++] = c;
+	}
+}
+
 void rp_sweep_levels_quantiles(const uint64_t *ns, uint32_t n, uint32_t q[4], uint32_t *max)
 {
 	static const unsigned p[4] = { 5000, 9000, 9500, 9900 };
@@ -278,6 +302,10 @@ void rp_sweep_levels_quantiles(const uint64_t *ns, uint32_t n, uint32_t q[4], ui
 	*max = top;
 	for (uint32_t c = 0; c < n && c <= top; c++)
 		total += ns[c];
+	if (total > 0 && total <= UINT64_MAX / 10000) {
+		quantiles64(ns, n, top, total, p, q);
+		return;
+	}
 	for (int i = 0; i < 4; i++) {
 		q[i] = 0;
 		need[i] = mul64(total, p[i]);
@@ -312,6 +340,18 @@ double rp_sweep_mean(const struct rp_sweep *s)
 
 	if (total == 0)
 		return 0.0;
+	/* In 64 bits while the sum fits (the same double: area.hi stays 0), which it
+	 * does below days of observed time; else again with 128-bit products. */
+	if (area.hi == 0) {
+		uint64_t sum = area.lo, x;
+		bool over = false;
+
+		for (uint32_t c = 1; c <= top && c < s->n_alloc && !over; c++)
+			over = __builtin_mul_overflow((uint64_t)c, s->ns[c], &x) ||
+			       __builtin_add_overflow(sum, x, &sum);
+		if (!over)
+			return (double)sum / (double)total;
+	}
 	for (uint32_t c = 1; c <= top && c < s->n_alloc; c++)
 		add128(&area, mul64(c, s->ns[c]));
 	return ((double)area.hi * 0x1p64 + (double)area.lo) / (double)total;

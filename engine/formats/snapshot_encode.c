@@ -9,7 +9,8 @@
  * Files are written to a temporary name, synced and renamed, so a reader never
  * sees half a snapshot.
  *
- * The flight recorder's spans (65,536 by default, most of a live snapshot) are packed
+ * The flight recorder's spans (65,536 by default, most of a live snapshot), and the
+ * records of other tables of integers only (CCT nodes, call edges), are packed
  * here byte by byte rather than through msgpack-c, the same bytes (test_snapshot's
  * reference writer checks them), and with a struct rp_snap_cache a chunk of spans
  * equal to the last report's is copied instead of packed again (snapshot.h).
@@ -198,9 +199,28 @@ static void pack_record(struct enc *e, const struct table *t, const void *base);
 static void pack_rspans(struct enc *e, const struct rp_report_rspan *s, uint32_t n,
 			uint64_t seq0);
 
+static size_t direct_max(const struct table *t);
+static unsigned char *put_direct(unsigned char *p, const struct table *t, const void *base);
+
+/* Records of a table direct_max() takes, packed straight into the buffer: the
+ * bytes pack_record() would write (CCT nodes and edges, thousands a report). */
+static void pack_direct(struct enc *e, const struct table *t, const char *a, uint32_t n,
+			size_t max)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		unsigned char *q = enc_room(e, max);
+
+		if (q == NULL)
+			return;
+		e->n += (size_t)(put_direct(q, t, a + (size_t)i * t->size) - q);
+	}
+}
+
 /* An F_ARR or F_U64S: the array at @p, its count at @base + f->aux. */
 static void pack_array(struct enc *e, const struct field *f, const void *base, const char *p)
 {
+	size_t max;
+
 	uint32_t n = *(const uint32_t *)((const char *)base + f->aux);
 	const char *a = *(const char *const *)p;
 
@@ -211,6 +231,10 @@ static void pack_array(struct enc *e, const struct field *f, const void *base, c
 		 * was left out: unlisted); only the cache's hit rate depends on it */
 		pack_rspans(e, (const struct rp_report_rspan *)a, n,
 			    ((const struct rp_report_recorder *)base)->wrapped);
+		return;
+	}
+	if (f->type == F_ARR && n > 0 && (max = direct_max(f->sub)) > 0) {
+		pack_direct(e, f->sub, a, n, max);
 		return;
 	}
 	for (uint32_t i = 0; i < n && e->err == 0; i++) {
@@ -352,29 +376,41 @@ static unsigned char *put_uint(unsigned char *p, uint64_t v)
 	return put_be(p, v, 8);
 }
 
-/* Whether put_rspan() can pack the span table: few fields, short keys, simple types. */
-static bool rspan_direct(void)
+/* The most bytes put_direct() writes for a record of @t, or 0 when it cannot pack
+ * @t (more fields than a fixmap, a key longer than a fixstr, a type other than an
+ * unsigned integer or a reference). */
+static size_t direct_max(const struct table *t)
 {
-	const struct table *t = rp_snap_rspan_table;
+	size_t max = 1;
 
 	if (t->n > 15)
-		return false;
-	for (uint32_t i = 0; i < t->n; i++)
+		return 0;
+	for (uint32_t i = 0; i < t->n; i++) {
 		if (t->f[i].keylen > 31 ||
 		    (t->f[i].type != F_REF && t->f[i].type != F_U32 && t->f[i].type != F_U64))
-			return false;
-	return true;
+			return 0;
+		max += 1 + t->f[i].keylen + 9;
+	}
+	return max;
 }
 
-/* One span, at most SPAN_MAX bytes (rspan_direct() holds). */
-static unsigned char *put_rspan(unsigned char *p, const struct rp_report_rspan *s)
+/* Whether put_rspan() can pack the span table. */
+static bool rspan_direct(void)
 {
-	const struct table *t = rp_snap_rspan_table;
+	size_t max = direct_max(rp_snap_rspan_table);
 
+	return max > 0 && max <= SPAN_MAX;
+}
+
+/* One record of @t, at most direct_max(@t) bytes (not 0): a fixmap, fixstr keys,
+ * integers in their smallest form and nil for a reference to nothing, as msgpack-c
+ * writes them. */
+static unsigned char *put_direct(unsigned char *p, const struct table *t, const void *base)
+{
 	*p++ = (unsigned char)(0x80 | t->n);
 	for (uint32_t i = 0; i < t->n; i++) {
 		const struct field *f = &t->f[i];
-		const char *v = (const char *)s + f->off;
+		const char *v = (const char *)base + f->off;
 
 		*p++ = (unsigned char)(0xa0 | f->keylen);
 		copy_short(p, f->key, f->keylen);
@@ -387,6 +423,12 @@ static unsigned char *put_rspan(unsigned char *p, const struct rp_report_rspan *
 			*p++ = 0xc0; /* an F_REF to nothing */
 	}
 	return p;
+}
+
+/* One span, at most SPAN_MAX bytes (rspan_direct() holds). */
+static unsigned char *put_rspan(unsigned char *p, const struct rp_report_rspan *s)
+{
+	return put_direct(p, rp_snap_rspan_table, s);
 }
 
 /* @n spans through the packer's buffer, a few at a time. */

@@ -8,7 +8,7 @@
  *     1/8 full wakes us before the next tick;
  *   - signals through a signalfd: SIGUSR1 writes a snapshot at once, the backlog
  *     left unmerged and counted in it (a pending signal stops a long drain between
- *     two slices); SIGINT/SIGTERM drain everything, write a final snapshot and exit 0;
+ *     two slices, and starts none); SIGINT/SIGTERM drain everything, write a final snapshot and exit 0;
  *   - inotify on /dev/shm for new segments;
  *   - producers' pidfds, so a death is handled at once;
  *   - snapshot writes (a snapshot is whole or absent at its name): a live one is
@@ -30,6 +30,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -55,8 +56,9 @@
 /* Slices (RP_SOURCES_SLICE records) merged when SIGUSR1 comes, before the report: what
  * was due since the last drain, when the engine keeps up; a backlog stays for later
  * (header.unmerged_records says how much), so the snapshot answers in milliseconds.
- * A backlog of more than that is not caught up by 4 slices: then 1 (a drain's least),
- * the snapshot being as incomplete either way. */
+ * A backlog of more than that is not caught up by 4 slices: then none (the report is
+ * a cut at the last slice boundary), the snapshot being as incomplete either way and
+ * a slice, under saturation, as much CPU as the report (docs/performance.md). */
 #define SNAPSHOT_SLICES 4
 /* Live snapshots renamed whose fsync is still running, at most; one more waits for
  * one of them (d->again). The loop has 4 write slots: one stays for the final one. */
@@ -127,10 +129,24 @@ static void arm_doorbells(struct daemon *d);
 /* Every drain takes all the rings hold (sources.h) and leaves the doorbells armed: a
  * producer whose ring gets 1/8 full wakes us at once, whatever the tick. At most
  * @slices slices are merged (sources.h), everything when @watermark is UINT64_MAX. */
+/* Whether the signalfd has a signal to read: then on_signal() runs in this loop turn
+ * or the next (it reads until EAGAIN), so skipping a drain for it never stalls the
+ * engine (sigpending() could: what it says is not always what the signalfd holds). */
+static bool signal_readable(const struct daemon *d)
+{
+	struct pollfd p = { .fd = d->sfd, .events = POLLIN };
+
+	return d->sfd >= 0 && poll(&p, 1, 0) == 1 && (p.revents & POLLIN) != 0;
+}
+
+/* A drain that is not final waits while one of our signals does: the snapshot it asks
+ * for is cut at the last slice boundary, not one slice (or one per doorbell reaped
+ * in the same loop turn) later. */
 static void drain_some(struct daemon *d, uint64_t watermark, unsigned slices)
 {
 	rp_sources_wake(&d->ss);
-	d->processed += rp_sources_drain_some(&d->ss, watermark, slices);
+	if (watermark == UINT64_MAX || !signal_readable(d))
+		d->processed += rp_sources_drain_some(&d->ss, watermark, slices);
 	/* OTLP spans: what the horizon has passed; everything at exit */
 	if (d->otlp != NULL) {
 		uint64_t now = mono_ns();
@@ -458,7 +474,8 @@ static void on_signal(void *ctx, int res)
 			rp_sources_scan(&d->ss);
 			behind = rp_sources_unmerged(&d->ss) >
 				 (uint64_t)SNAPSHOT_SLICES * RP_SOURCES_SLICE;
-			drain_some(d, mono_ns() - d->delay_ns, behind ? 1 : SNAPSHOT_SLICES);
+			if (!behind)
+				drain_some(d, mono_ns() - d->delay_ns, SNAPSHOT_SLICES);
 			write_snapshot(d);
 		} else if (!d->exiting) {
 			if (!d->quiet)
