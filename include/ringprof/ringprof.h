@@ -325,11 +325,19 @@ static inline RP_NO_INSTR uint64_t rp_now(void)
  */
 static inline RP_NO_INSTR uint64_t rp_ticks_to_ns(const struct rp_wire_clock *c, uint64_t ticks)
 {
-	/* 128-bit product: ticks far from the reference times a 32.32 mult. */
-	__extension__ __int128 d = (__extension__(__int128)(int64_t)(ticks - c->ref_ticks)) *
-				   (__extension__(__int128)c->mult);
+	/* The signed 128-bit (ticks - ref_ticks) * mult >> shift, floored, computed
+	 * unsigned: one 64x64 multiply, and a shift the compiler knows is below 64 (the
+	 * wire says shift <= 63; readers check it) needs no wide-shift fix-up. Ticks
+	 * before the reference (rare) floor the negative quotient: minus the ceiling
+	 * of the magnitude's (below 2^127: no overflow). */
+	uint64_t d = ticks - c->ref_ticks;
+	unsigned int s = c->shift & 63u;
 
-	return c->ref_ns + (uint64_t)(int64_t)(d >> c->shift);
+	if (RP_LIKELY((int64_t)d >= 0))
+		return c->ref_ns + (uint64_t)((__extension__(unsigned __int128)d * c->mult) >> s);
+	d = -d;
+	return c->ref_ns - (uint64_t)(((__extension__(unsigned __int128)d * c->mult) +
+				       ((UINT64_C(1) << s) - 1u)) >> s);
 }
 
 /**
@@ -338,7 +346,7 @@ static inline RP_NO_INSTR uint64_t rp_ticks_to_ns(const struct rp_wire_clock *c,
  */
 static inline RP_NO_INSTR uint64_t rp_ticks_len_ns(const struct rp_wire_clock *c, uint64_t ticks)
 {
-	return (uint64_t)(((__extension__(unsigned __int128)ticks) * c->mult) >> c->shift);
+	return (uint64_t)(((__extension__(unsigned __int128)ticks) * c->mult) >> (c->shift & 63u));
 }
 
 /*
