@@ -733,8 +733,8 @@ bool rp_sum_fine_attach(struct rp_thread *t)
 		return t->sum != NULL;
 	r0 = rp_layout_ring(&proc.lay, t->hdr, 0);
 	on = rp_sum_fine_on(t, (uint32_t)(t->ring - r0), &proc.clk);
-	if (on)
-		t->lim = 0; /* summaries' records take rp_emit_slow() */
+	if (on) /* summaries' records take rp_emit_slow() */
+		t->lim = t->lim_span = 0;
 	rp_leave(t);
 	return on;
 }
@@ -827,11 +827,12 @@ bool rp_ring_refresh(struct rp_thread *t)
 
 /*
  * t->lim (ringprof.h, rp_emit_full): 0 while the fast path must not run (no ring,
- * summaries on, a drop mark due); else how far past the consumer index, read again
- * now, the fast path may fill the ring before this looks again: to the doorbell's
- * point (1/RP_DOORBELL_FRACTION full) when the ring is below it, then every
- * 1/RECHECK_FRACTION of the ring (the doorbell of a consumer that went to sleep
- * meanwhile), and never further than full (mask: rp_slot()'s test).
+ * summaries on; t->lim_span, span records', also while a drop mark is due); else
+ * how far past the consumer index, read again now, the fast path may fill the ring
+ * before this looks again: to the doorbell's point (1/RP_DOORBELL_FRACTION full)
+ * when the ring is below it, then every 1/RECHECK_FRACTION of the ring (the
+ * doorbell of a consumer that went to sleep meanwhile), and never further than
+ * full (mask: rp_slot()'s test).
  */
 #define RECHECK_FRACTION 64u
 
@@ -840,8 +841,8 @@ static void ring_limit(struct rp_thread *t)
 	uint32_t bell = (t->mask + 1) / RP_DOORBELL_FRACTION, fill, lim;
 	uint32_t every = (t->mask + 1) / RECHECK_FRACTION ? (t->mask + 1) / RECHECK_FRACTION : 1u;
 
-	t->lim = 0;
-	if (t->slots == NULL || t->sum != NULL || t->lost)
+	t->lim = t->lim_span = 0;
+	if (t->slots == NULL || t->sum != NULL)
 		return;
 	/* Acquire, as in rp_ring_refresh(): the consumer's copies of the slots the
 	 * fast path will reuse are done. */
@@ -854,6 +855,7 @@ static void ring_limit(struct rp_thread *t)
 	else /* rp_commit() tested the doorbell for the record just written */
 		lim = fill + every;
 	t->lim = lim < t->mask ? lim : t->mask;
+	t->lim_span = t->lost ? 0 : t->lim; /* the next span record carries the mark */
 }
 
 /*
@@ -922,7 +924,7 @@ bool rp_reentrant(struct rp_thread *t, uintptr_t sp)
 	if (sp >= __atomic_load_n(&t->busy, __ATOMIC_RELAXED) && rp_shadow_on_stack(t, sp)) {
 		/* The holder may have left a drop mark due with t->lim still set: the
 		 * next record takes the slow path, which sets it again. */
-		t->lim = 0;
+		t->lim = t->lim_span = 0;
 		return true;
 	}
 	if (r != NULL) {
@@ -951,7 +953,7 @@ static void retire_thread(void *arg)
 	__atomic_store_n(&t->ring->lost_at_retire, t->lost ? 1u : 0u, __ATOMIC_RELAXED);
 	/* Release: every record this thread published before the state change. */
 	__atomic_store_n(&t->ring->state, RP_RING_RETIRED, __ATOMIC_RELEASE);
-	t->lim = 0;
+	t->lim = t->lim_span = 0;
 	t->slots = NULL;
 	t->ring = NULL;
 	t->exited = 1; /* later events (other TLS destructors) are dropped, counted */

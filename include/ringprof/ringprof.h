@@ -106,6 +106,8 @@ struct rp_thread {
 	uint32_t lim;			/* the fast path writes while tail - head < lim
 					   (<= mask); 0: every call takes rp_emit_slow()
 					   (rp_emit_full) */
+	uint32_t lim_span;		/* lim for BEGIN and END records: 0 also while
+					   a drop mark is due (t->lost) */
 };
 
 /*
@@ -538,8 +540,9 @@ RP_INLINE uint16_t rp_span_step(struct rp_thread *t, uint8_t kind, uint32_t name
  * keep one generic out-of-line copy for a scope's cleanup).
  *
  * One test sends every case but the common one out of line: t->lim is 0 while the
- * thread has no ring, has summaries on or owes a drop mark, so that the fast path
- * needs no test of its own for them; otherwise it is how far past the consumer
+ * thread has no ring or has summaries on, t->lim_span (span records') also while it
+ * owes a drop mark, so that the fast path needs no test of its own for them (other
+ * records do not carry the mark); otherwise it is how far past the consumer
  * index as last read the ring may fill before rp_emit_slow() looks again (the ring
  * full, the doorbell's point): at most mask, so that a slot written here is never
  * one the consumer still reads.
@@ -549,6 +552,7 @@ rp_emit_full(bool now, uint64_t ts, uint8_t kind, uint8_t flags, uint32_t name, 
 	     uint64_t arg, int heal, uintptr_t frame, uintptr_t probe, uint32_t obj)
 {
 	struct rp_thread *t = &rp_thread_state;
+	bool span = kind == RP_EV_BEGIN || kind == RP_EV_END;
 	struct rp_event *e;
 	uint16_t depth = 0;
 	uint32_t tail;
@@ -556,7 +560,7 @@ rp_emit_full(bool now, uint64_t ts, uint8_t kind, uint8_t flags, uint32_t name, 
 	if (!rp_enter(t))
 		return;
 	tail = t->tail;
-	if (RP_UNLIKELY(tail - t->head >= t->lim)) {
+	if (RP_UNLIKELY(tail - t->head >= (span ? t->lim_span : t->lim))) {
 		if (!t->off) /* RINGPROF=0: nothing more to do */
 			rp_emit_slow(t, now, ts, kind, flags, name, track, arg, heal, frame,
 				     probe, obj);
@@ -564,9 +568,9 @@ rp_emit_full(bool now, uint64_t ts, uint8_t kind, uint8_t flags, uint32_t name, 
 		return;
 	}
 	e = &t->slots[tail & t->mask];
-	if (kind == RP_EV_BEGIN || kind == RP_EV_END) {
+	if (span) {
 		depth = rp_span_step(t, kind, name, heal, frame, probe, obj);
-		/* No drop mark due here (t->lim would be 0). */
+		/* No drop mark due here (t->lim_span would be 0). */
 		flags = (uint8_t)((flags & ~RP_SPAN_AFTER_DROP) | RP_SPAN_DEPTH);
 	}
 	*e = (struct rp_event){ .ts = now ? rp_clock_read(t->tsc) : ts, .name = name,
