@@ -4,8 +4,9 @@
  *
  * What it measures: `rp_begin(id); rp_end(id);` in a tight loop (two events per
  * iteration), through the real static inline API of ringprof.h, on 1 and on 2
- * producer threads. Each figure is wall time around the loop (CLOCK_MONOTONIC)
- * divided by the events the thread recorded; each is the median of --runs runs.
+ * producer threads. Each figure is wall time around the loop (CLOCK_MONOTONIC; with
+ * --cpu the thread's CPU time) divided by the events the thread recorded; each is the
+ * median of --runs runs.
  *
  * The headline figures are the producer's own cost: the rings are large enough to
  * hold a whole run, and are drained between runs, outside the timed loop, so that
@@ -133,11 +134,16 @@ struct stats {
 	double med, min, max;
 };
 
+/* --cpu: CLOCK_THREAD_CPUTIME_ID, the timing thread's own CPU time, which a loaded
+ * machine does not inflate as it does wall time (every loop is timed on the thread
+ * that runs it). */
+static clockid_t clock_id = CLOCK_MONOTONIC;
+
 static uint64_t now_ns(void)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(clock_id, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
@@ -459,7 +465,7 @@ static void exec_child(const struct opts *o, int out)
 	if (dup2(out, STDOUT_FILENO) < 0 || setenv("RINGPROF", "0", 1) != 0)
 		_exit(127);
 	execl(self, "bench_producer", "--disabled-child", "--events", events, "--runs", runs,
-	      (char *)NULL);
+	      clock_id == CLOCK_MONOTONIC ? (char *)NULL : "--cpu", (char *)NULL);
 	_exit(127);
 }
 
@@ -638,12 +644,13 @@ static int run_bench(const struct opts *o)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: bench_producer [--events N] [--runs R] [--json] [--api A]\n"
+	fprintf(f, "usage: bench_producer [--events N] [--runs R] [--json] [--api A] [--cpu]\n"
 		   "  --events N  events per thread and run, even (default %llu)\n"
 		   "  --runs R    runs per figure, 1..%d; medians are reported (default %d)\n"
 		   "  --json      one JSON object on stdout instead of the table\n"
 		   "  --api A     plain (rp_begin+rp_end), fine (rp_begin_fine+rp_end_fine)\n"
-		   "              or mixed (plain, on threads with a fine name's summaries on)\n",
+		   "              or mixed (plain, on threads with a fine name's summaries on)\n"
+		   "  --cpu       time each loop in its thread's CPU time, not wall time\n",
 		DEFAULT_EVENTS, MAX_RUNS, DEFAULT_RUNS);
 }
 
@@ -655,6 +662,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{ "json", no_argument, NULL, 'j' },
 		{ "disabled-child", no_argument, NULL, 'D' },
 		{ "api", required_argument, NULL, 'a' },
+		{ "cpu", no_argument, NULL, 'c' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -667,6 +675,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		case 'r': o->runs = (unsigned)strtoul(optarg, NULL, 10); break;
 		case 'j': o->json = true; break;
 		case 'D': o->disabled_child = true; break;
+		case 'c': clock_id = CLOCK_THREAD_CPUTIME_ID; break;
 		case 'a':
 			o->api = strcmp(optarg, "fine") == 0	? API_FINE
 				 : strcmp(optarg, "mixed") == 0 ? API_MIXED

@@ -733,6 +733,8 @@ bool rp_sum_fine_attach(struct rp_thread *t)
 		return t->sum != NULL;
 	r0 = rp_layout_ring(&proc.lay, t->hdr, 0);
 	on = rp_sum_fine_on(t, (uint32_t)(t->ring - r0), &proc.clk);
+	if (on) /* summaries' records take rp_emit_slow() */
+		t->lim = t->lim_span = 0;
 	rp_leave(t);
 	return on;
 }
@@ -823,6 +825,65 @@ bool rp_ring_refresh(struct rp_thread *t)
 	return false;
 }
 
+/*
+ * t->lim (ringprof.h, rp_emit_full): 0 while the fast path must not run (no ring,
+ * summaries on; t->lim_span, span records', also while a drop mark is due); else
+ * how far past the consumer index, read again now, the fast path may fill the ring
+ * before this looks again: to the doorbell's point (1/RP_DOORBELL_FRACTION full)
+ * when the ring is below it, then every 1/RECHECK_FRACTION of the ring (the
+ * doorbell of a consumer that went to sleep meanwhile), and never further than
+ * full (mask: rp_slot()'s test).
+ */
+#define RECHECK_FRACTION 64u
+
+static void ring_limit(struct rp_thread *t)
+{
+	uint32_t bell = (t->mask + 1) / RP_DOORBELL_FRACTION, fill, lim;
+	uint32_t every = (t->mask + 1) / RECHECK_FRACTION ? (t->mask + 1) / RECHECK_FRACTION : 1u;
+
+	t->lim = t->lim_span = 0;
+	if (t->slots == NULL || t->sum != NULL)
+		return;
+	/* Acquire, as in rp_ring_refresh(): the consumer's copies of the slots the
+	 * fast path will reuse are done. */
+	t->head = __atomic_load_n(&t->ring->ring.c_head, __ATOMIC_ACQUIRE);
+	fill = t->tail - t->head;
+	if (fill >= t->mask)
+		return; /* full: every record looks again (and is counted dropped) */
+	if (fill < bell)
+		lim = bell;
+	else /* rp_commit() tested the doorbell for the record just written */
+		lim = fill + every;
+	t->lim = lim < t->mask ? lim : t->mask;
+	t->lim_span = t->lost ? 0 : t->lim; /* the next span record carries the mark */
+}
+
+/*
+ * Every record rp_emit_full()'s fast path does not take (t->lim): the thread's first
+ * (claiming its ring), a full ring, a drop mark due, summaries on, the doorbell's
+ * point. Called with t->busy set. The general path, as the fast path was before it
+ * had t->lim, then t->lim for the next records.
+ */
+void rp_emit_slow(struct rp_thread *t, bool now, uint64_t ts, uint8_t kind, uint8_t flags,
+		  uint32_t name, uint64_t track, uint64_t arg, int heal, uintptr_t frame,
+		  uintptr_t probe, uint32_t obj)
+{
+	struct rp_event *e = rp_slot(t); /* first: a thread attaching gets its shadow here */
+	uint16_t depth = 0;
+
+	if (t->sum != NULL) { /* pending BEGINs, summaries: summary.c */
+		rp_sum_record(t, e, now, ts, kind, flags, name, track, arg, heal, frame, probe,
+			      obj);
+	} else {
+		if (kind == RP_EV_BEGIN || kind == RP_EV_END)
+			depth = rp_span_step(t, kind, name, heal, frame, probe, obj);
+		if (e != NULL)
+			rp_record(t, e, now ? rp_clock_read(t->tsc) : ts, kind, flags, name, track,
+				  arg, depth);
+	}
+	ring_limit(t);
+}
+
 static void futex_wake(uint32_t *word)
 {
 	syscall(SYS_futex, word, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
@@ -832,7 +893,8 @@ void rp_doorbell_check(struct rp_thread *t)
 {
 	struct rp_wire_header *h = t->hdr;
 
-	t->head = __atomic_load_n(&t->ring->ring.c_head, __ATOMIC_RELAXED);
+	/* Acquire, as everywhere t->head is read: the fast path reuses slots up to it. */
+	t->head = __atomic_load_n(&t->ring->ring.c_head, __ATOMIC_ACQUIRE);
 	if (t->tail - t->head < (t->mask + 1) / RP_DOORBELL_FRACTION)
 		return;
 	/* Only the producer that clears the flag rings: one wake per sleep. The
@@ -859,8 +921,12 @@ bool rp_reentrant(struct rp_thread *t, uintptr_t sp)
 	struct rp_wire_ring *r = __atomic_load_n(&t->ring, __ATOMIC_RELAXED);
 	struct rp_wire_header *h;
 
-	if (sp >= __atomic_load_n(&t->busy, __ATOMIC_RELAXED) && rp_shadow_on_stack(t, sp))
+	if (sp >= __atomic_load_n(&t->busy, __ATOMIC_RELAXED) && rp_shadow_on_stack(t, sp)) {
+		/* The holder may have left a drop mark due with t->lim still set: the
+		 * next record takes the slow path, which sets it again. */
+		t->lim = t->lim_span = 0;
 		return true;
+	}
 	if (r != NULL) {
 		__atomic_fetch_add(&r->reentrant, 1, __ATOMIC_RELAXED);
 		return false;
@@ -887,6 +953,7 @@ static void retire_thread(void *arg)
 	__atomic_store_n(&t->ring->lost_at_retire, t->lost ? 1u : 0u, __ATOMIC_RELAXED);
 	/* Release: every record this thread published before the state change. */
 	__atomic_store_n(&t->ring->state, RP_RING_RETIRED, __ATOMIC_RELEASE);
+	t->lim = t->lim_span = 0;
 	t->slots = NULL;
 	t->ring = NULL;
 	t->exited = 1; /* later events (other TLS destructors) are dropped, counted */

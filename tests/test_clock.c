@@ -108,6 +108,53 @@ static void test_clock_conversion_exact(void **state)
 		}
 }
 
+static uint64_t xorshift(uint64_t *x)
+{
+	*x ^= *x << 13;
+	*x ^= *x >> 7;
+	*x ^= *x << 17;
+	return *x;
+}
+
+/* rp_ticks_to_ns() and rp_ticks_len_ns() of ticks @dl from @c's reference against
+ * their definition: the signed (resp. unsigned) 128-bit product, shifted right. */
+static void check_conversion(const struct rp_wire_clock *c, int64_t dl)
+{
+	uint64_t t = c->ref_ticks + (uint64_t)dl;
+	__extension__ __int128 p = (__extension__(__int128)dl) * (__extension__(__int128)c->mult);
+	__extension__ unsigned __int128 u = (__extension__(unsigned __int128)t) * c->mult;
+
+	assert_int_equal(rp_ticks_to_ns(c, t), c->ref_ns + (uint64_t)(p >> c->shift));
+	assert_int_equal(rp_ticks_len_ns(c, t), (uint64_t)(u >> c->shift));
+}
+
+/* For every shift the wire allows (0-63), any mult (up to 2^64 - 1, past the signed
+ * range) and ticks on both sides of the reference, the extremes included. */
+static void test_clock_conversion_any_shift(void **state)
+{
+	const uint64_t mults[] = { 1u, 3u, 1867296287u, UINT32_MAX, UINT64_C(1) << 32,
+				   INT64_MAX, UINT64_C(1) << 63, UINT64_MAX };
+	const int64_t deltas[] = { 0, 1, -1, 7, -7, INT64_C(1) << 40, -(INT64_C(1) << 40),
+				   INT64_MAX, INT64_MIN, INT64_MIN + 1 };
+	uint64_t x = UINT64_C(0x9e3779b97f4a7c15);
+
+	(void)state;
+	for (uint32_t shift = 0; shift <= 63; shift++) {
+		struct rp_wire_clock c = { .source = RP_CLOCK_TSC, .shift = shift,
+					   .ref_ticks = xorshift(&x), .ref_ns = xorshift(&x) };
+
+		for (size_t m = 0; m < sizeof(mults) / sizeof(mults[0]); m++)
+			for (size_t k = 0; k < sizeof(deltas) / sizeof(deltas[0]); k++) {
+				c.mult = mults[m];
+				check_conversion(&c, deltas[k]);
+			}
+		for (int i = 0; i < 200; i++) {
+			c.mult = xorshift(&x) >> (x % 61);
+			check_conversion(&c, (int64_t)xorshift(&x) >> (x & 63));
+		}
+	}
+}
+
 /* Converted reads fall inside a CLOCK_MONOTONIC bracket, up to the calibration
  * error (2 us plus 1e-4 of the time since the reference, far above the ~1.5e-5
  * expected) over 200 ms of samples. */
@@ -138,6 +185,7 @@ int main(void)
 		cmocka_unit_test(test_clock_monotonic_when_asked),
 		cmocka_unit_test(test_clock_tsc_iff_invariant),
 		cmocka_unit_test(test_clock_conversion_exact),
+		cmocka_unit_test(test_clock_conversion_any_shift),
 		cmocka_unit_test(test_clock_tracks_monotonic),
 	};
 

@@ -9,7 +9,8 @@
  * the ringprof engine, drains every ring.
  *
  * The recording calls are the fast path and live here as static inline: a
- * thread-local load, a fullness check against a cached consumer index, a clock read,
+ * thread-local load, one test of the room left before the next look at the consumer
+ * index (which also sends the rare cases out of line: rp_emit_full), a clock read,
  * one 32-byte record store and a release store of the producer index. They never
  * block, allocate, take a lock, make a syscall or touch errno. A full ring drops the
  * record and counts it. With RINGPROF=0 every call returns after a few loads and
@@ -17,8 +18,8 @@
  * shadow of the open spans that heals the nesting after a longjmp (rp_span_push).
  *
  * The slow paths (creating the segment on the first event or at rp_init, claiming
- * a ring for a new thread, interning, waking a sleeping consumer) are out of line in
- * producers/ringprof.c.
+ * a ring for a new thread, a full ring, interning, waking a sleeping consumer) are
+ * out of line in producers/ringprof.c.
  */
 #ifndef RINGPROF_RINGPROF_H
 #define RINGPROF_RINGPROF_H
@@ -101,6 +102,12 @@ struct rp_thread {
 	struct rp_sum *sum;		/* its ring's slice of private memory */
 	uint16_t spend;			/* levels below are written; from here up to
 					   min(depth, scap) their BEGINs are pending */
+	/* Last, in what was padding: the members above keep their offsets. */
+	uint32_t lim;			/* the fast path writes while tail - head < lim
+					   (<= mask); 0: every call takes rp_emit_slow()
+					   (rp_emit_full) */
+	uint32_t lim_span;		/* lim for BEGIN and END records: 0 also while
+					   a drop mark is due (t->lost) */
 };
 
 /*
@@ -196,6 +203,9 @@ RP_API extern uint64_t rp_summary_default_ns;
 #define RP_FINE_DEFAULT_NS	10000u
 
 /* Out-of-line slow paths used by the inline functions below. */
+RP_API void rp_emit_slow(struct rp_thread *t, bool now, uint64_t ts, uint8_t kind,
+			 uint8_t flags, uint32_t name, uint64_t track, uint64_t arg, int heal,
+			 uintptr_t frame, uintptr_t probe, uint32_t obj);
 RP_API bool rp_thread_attach(struct rp_thread *t);
 RP_API bool rp_ring_refresh(struct rp_thread *t);
 RP_API void rp_doorbell_check(struct rp_thread *t);
@@ -325,11 +335,19 @@ static inline RP_NO_INSTR uint64_t rp_now(void)
  */
 static inline RP_NO_INSTR uint64_t rp_ticks_to_ns(const struct rp_wire_clock *c, uint64_t ticks)
 {
-	/* 128-bit product: ticks far from the reference times a 32.32 mult. */
-	__extension__ __int128 d = (__extension__(__int128)(int64_t)(ticks - c->ref_ticks)) *
-				   (__extension__(__int128)c->mult);
+	/* The signed 128-bit (ticks - ref_ticks) * mult >> shift, floored, computed
+	 * unsigned: one 64x64 multiply, and a shift the compiler knows is below 64 (the
+	 * wire says shift <= 63; readers check it) needs no wide-shift fix-up. Ticks
+	 * before the reference (rare) floor the negative quotient: minus the ceiling
+	 * of the magnitude's (below 2^127: no overflow). */
+	uint64_t d = ticks - c->ref_ticks;
+	unsigned int s = c->shift & 63u;
 
-	return c->ref_ns + (uint64_t)(int64_t)(d >> c->shift);
+	if (RP_LIKELY((int64_t)d >= 0))
+		return c->ref_ns + (uint64_t)((__extension__(unsigned __int128)d * c->mult) >> s);
+	d = -d;
+	return c->ref_ns - (uint64_t)(((__extension__(unsigned __int128)d * c->mult) +
+				       ((UINT64_C(1) << s) - 1u)) >> s);
 }
 
 /**
@@ -338,7 +356,7 @@ static inline RP_NO_INSTR uint64_t rp_ticks_to_ns(const struct rp_wire_clock *c,
  */
 static inline RP_NO_INSTR uint64_t rp_ticks_len_ns(const struct rp_wire_clock *c, uint64_t ticks)
 {
-	return (uint64_t)(((__extension__(unsigned __int128)ticks) * c->mult) >> c->shift);
+	return (uint64_t)(((__extension__(unsigned __int128)ticks) * c->mult) >> (c->shift & 63u));
 }
 
 /*
@@ -503,41 +521,65 @@ RP_INLINE bool rp_left_frame(const struct rp_thread *t, uintptr_t probe, uint32_
 	return t->ftop < probe || (d < t->scap && t->shadow[d].obj == obj);
 }
 
+/* The shadow's push or pop of a span record, after healing by frame: the depth the
+ * record carries (rp_span_push). Shared by the fast path and rp_emit_slow(). */
+RP_INLINE uint16_t rp_span_step(struct rp_thread *t, uint8_t kind, uint32_t name, int heal,
+				uintptr_t frame, uintptr_t probe, uint32_t obj)
+{
+	if (heal != RP_HEAL_NONE &&
+	    RP_UNLIKELY(kind == RP_EV_BEGIN ? rp_left_frame(t, probe, obj) : t->ftop < probe))
+		rp_heal_frame(t, probe, kind == RP_EV_BEGIN ? obj : 0);
+	return kind == RP_EV_BEGIN ? rp_span_push(t, name, frame, obj) : rp_span_pop(t, name);
+}
+
 /*
  * The one recording path. @now: stamp with the clock (else @ts). @frame: the frame
  * a BEGIN opens in (stored); @probe: frames strictly below it are left (levels
  * opened there are popped first). Constants at every inlined call site: the tests
  * on @kind, @now and @heal fold away (always inlined: the compiler would otherwise
  * keep one generic out-of-line copy for a scope's cleanup).
+ *
+ * One test sends every case but the common one out of line: t->lim is 0 while the
+ * thread has no ring or has summaries on, t->lim_span (span records') also while it
+ * owes a drop mark, so that the fast path needs no test of its own for them (other
+ * records do not carry the mark); otherwise it is how far past the consumer
+ * index as last read the ring may fill before rp_emit_slow() looks again (the ring
+ * full, the doorbell's point): at most mask, so that a slot written here is never
+ * one the consumer still reads.
  */
 RP_INLINE void
 rp_emit_full(bool now, uint64_t ts, uint8_t kind, uint8_t flags, uint32_t name, uint64_t track,
 	     uint64_t arg, int heal, uintptr_t frame, uintptr_t probe, uint32_t obj)
 {
 	struct rp_thread *t = &rp_thread_state;
+	bool span = kind == RP_EV_BEGIN || kind == RP_EV_END;
 	struct rp_event *e;
 	uint16_t depth = 0;
+	uint32_t tail;
 
 	if (!rp_enter(t))
 		return;
-	e = rp_slot(t); /* first: a thread attaching gets its shadow here */
-	if (RP_UNLIKELY(t->sum != NULL)) { /* pending BEGINs, summaries: summary.c */
-		rp_sum_record(t, e, now, ts, kind, flags, name, track, arg, heal, frame, probe,
-			      obj);
+	tail = t->tail;
+	if (RP_UNLIKELY(tail - t->head >= (span ? t->lim_span : t->lim))) {
+		if (!t->off) /* RINGPROF=0: nothing more to do */
+			rp_emit_slow(t, now, ts, kind, flags, name, track, arg, heal, frame,
+				     probe, obj);
 		rp_leave(t);
 		return;
 	}
-	if (kind == RP_EV_BEGIN || kind == RP_EV_END) {
-		if (heal != RP_HEAL_NONE &&
-		    RP_UNLIKELY(kind == RP_EV_BEGIN ? rp_left_frame(t, probe, obj)
-						    : t->ftop < probe))
-			rp_heal_frame(t, probe, kind == RP_EV_BEGIN ? obj : 0);
-		depth = kind == RP_EV_BEGIN ? rp_span_push(t, name, frame, obj)
-					    : rp_span_pop(t, name);
+	e = &t->slots[tail & t->mask];
+	if (span) {
+		depth = rp_span_step(t, kind, name, heal, frame, probe, obj);
+		/* No drop mark due here (t->lim_span would be 0). */
+		flags = (uint8_t)((flags & ~RP_SPAN_AFTER_DROP) | RP_SPAN_DEPTH);
 	}
-	if (RP_LIKELY(e != NULL))
-		rp_record(t, e, now ? rp_clock_read(t->tsc) : ts, kind, flags, name, track, arg,
-			  depth);
+	*e = (struct rp_event){ .ts = now ? rp_clock_read(t->tsc) : ts, .name = name,
+				.kind = kind, .flags = flags, .depth = depth, .track = track,
+				.arg = arg };
+	/* As rp_commit(), with the index still in a register, and no doorbell test:
+	 * rp_emit_slow() makes it at the doorbell's point (t->lim). */
+	t->tail = tail + 1;
+	__atomic_store_n(&t->ring->ring.p_tail, tail + 1, __ATOMIC_RELEASE);
 	rp_leave(t);
 }
 
