@@ -42,6 +42,7 @@
 #define STR_KEEP RP_JFAST_STR_KEEP /* raw bytes of a string given to yajl: decode to >= 682 */
 
 _Static_assert(STR_KEEP / 6 >= RP_NAT_STR_MAX, "a kept string must still be cut by us");
+_Static_assert(NUM_MAX + 1 >= RP_JFAST_NUM + 8, "the lane reads eight bytes past a timestamp digit");
 
 /*
  * In front of yajl: yajl keeps a token that straddles two yajl_parse() calls in a
@@ -1321,23 +1322,36 @@ static const unsigned char *lane_step(const unsigned char *b, const unsigned cha
 	}
 }
 
-/* The @n digits at *@p (no more than 19 with what *@w holds) appended to *@w:
- * eight at a time (as jfast's eight_digits), the rest one by one. */
+/* Eight digits (the first in the low byte, each minus '0') as their value. */
+static uint64_t lane_eight(uint64_t x)
+{
+	x = (x * 10 + (x >> 8)) & 0x00ff00ff00ff00ffull;
+	x = (x * 100 + (x >> 16)) & 0x0000ffff0000ffffull;
+	return (x * 10000 + (x >> 32)) & 0xffffffffull;
+}
+
+/*
+ * The @n digits at *@p appended to *@w, eight at a time (as jfast's
+ * eight_digits). A last run shorter than eight is read with the bytes after it
+ * (@p is in a buffer with eight readable bytes past any digit) and shifted up out
+ * of the word: what a borrow from them reaches is shifted out too.
+ */
 static void lane_dec_run(const unsigned char **p, size_t n, uint64_t *w)
 {
+	static const uint64_t p10[] = { 1, 10, 100, 1000, 10000, 100000, 1000000, 10000000 };
 	const unsigned char *s = *p;
 	uint64_t v = *w, x;
 
 	for (; n >= 8; n -= 8, s += 8) {
 		memcpy(&x, s, 8);
-		x = le64toh(x) - 0x3030303030303030ull;
-		x = (x * 10 + (x >> 8)) & 0x00ff00ff00ff00ffull;
-		x = (x * 100 + (x >> 16)) & 0x0000ffff0000ffffull;
-		x = (x * 10000 + (x >> 32)) & 0xffffffffull;
-		v = v * 100000000u + x;
+		v = v * 100000000u + lane_eight(le64toh(x) - 0x3030303030303030ull);
 	}
-	for (; n > 0; n--, s++)
-		v = v * 10 + (uint64_t)(*s - '0');
+	if (n > 0) {
+		memcpy(&x, s, 8);
+		x = (le64toh(x) - 0x3030303030303030ull) << (8 * (8 - n));
+		v = v * p10[n] + lane_eight(x);
+		s += n;
+	}
 	*w = v;
 	*p = s;
 }
@@ -1385,7 +1399,8 @@ static int lane_commit(struct imp *m, const struct lane *L)
 			memcpy(m->num, v->s, v->n);
 			m->num[v->n] = '\0';
 			m->num_len = v->n;
-			m->ts_plain = lane_dec(v->s, v->n, &m->ts_dec);
+			/* from the copy: eight bytes readable past every digit */
+			m->ts_plain = lane_dec((const unsigned char *)m->num, v->n, &m->ts_dec);
 		}
 		field(m, (enum kind)v->kind, v->s, v->n);
 	}
