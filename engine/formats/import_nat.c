@@ -1178,8 +1178,9 @@ static bool lane_skip_nest(const unsigned char **q, const unsigned char *e)
 	}
 }
 
-/* The value at *@q (p < e), checked and skipped: *@q past it. */
-LANE_INLINE bool lane_skip(const unsigned char **q, const unsigned char *e)
+/* The scalar at *@q (p < e), checked and skipped: *@q past it; false for a
+ * container too. */
+LANE_INLINE bool lane_scalar(const unsigned char **q, const unsigned char *e)
 {
 	const unsigned char *s;
 	unsigned char c = **q;
@@ -1191,9 +1192,59 @@ LANE_INLINE bool lane_skip(const unsigned char **q, const unsigned char *e)
 		return lane_str(q, e, &s, &len, &esc);
 	if (c == 'n' || c == 't' || c == 'f')
 		return lane_lit(q, e, &kind);
-	if (c == '{' || c == '[')
-		return lane_skip_nest(q, e);
 	return (c == '-' || lane_digit(c)) && lane_num(q, e);
+}
+
+/*
+ * The object of scalars at *@q ('{'), as a step's "data" usually is, checked and
+ * skipped without lane_skip_nest()'s stack: *@q past it. false for anything
+ * else, a container in it too (then lane_skip_nest() reads it from its '{').
+ */
+static bool lane_flat(const unsigned char **q, const unsigned char *e)
+{
+	const unsigned char *p = *q + 1, *s;
+	size_t len;
+	bool esc;
+
+	if (!lane_sp(&p, e))
+		return false;
+	if (*p == '}') {
+		*q = p + 1;
+		return true;
+	}
+	for (;;) {
+		if (*p != '"' || !lane_str(&p, e, &s, &len, &esc))
+			return false;
+		if (!(p < e && *p == ':' ? lane_sep(&p, e)
+					 : lane_sp(&p, e) && *p == ':' && lane_sep(&p, e)) ||
+		    !lane_scalar(&p, e))
+			return false;
+		if (p < e && *p == ',') {
+			if (!lane_sep(&p, e))
+				return false;
+			continue;
+		}
+		if (!lane_sp(&p, e))
+			return false;
+		if (*p == '}') {
+			*q = p + 1;
+			return true;
+		}
+		if (*p != ',' || !lane_sep(&p, e))
+			return false;
+	}
+}
+
+/* The value at *@q (p < e), checked and skipped: *@q past it. */
+LANE_INLINE bool lane_skip(const unsigned char **q, const unsigned char *e)
+{
+	unsigned char c = **q;
+
+	if (c == '{')
+		return lane_flat(q, e) || lane_skip_nest(q, e);
+	if (c == '[')
+		return lane_skip_nest(q, e);
+	return lane_scalar(q, e);
 }
 
 /* A payload key's field (cb_map_key's comparisons, by length first). */
