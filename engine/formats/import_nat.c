@@ -9,6 +9,7 @@
  * handed on; the engine's events of every request wait in one array for the
  * final time-ordered feed (requests overlap in time).
  */
+#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -21,6 +22,10 @@
 
 #include <yajl/yajl_parse.h>
 #include <zlib.h>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "import_nat.h"
 #include "jfast.h"
@@ -37,6 +42,7 @@
 #define STR_KEEP RP_JFAST_STR_KEEP /* raw bytes of a string given to yajl: decode to >= 682 */
 
 _Static_assert(STR_KEEP / 6 >= RP_NAT_STR_MAX, "a kept string must still be cut by us");
+_Static_assert(NUM_MAX + 1 >= RP_JFAST_NUM + 8, "the lane reads eight bytes past a timestamp digit");
 
 /*
  * In front of yajl: yajl keeps a token that straddles two yajl_parse() calls in a
@@ -72,6 +78,22 @@ struct gen_ev { /* an engine event, waiting for the time-ordered feed */
 	uint32_t seq_kind; /* order in the request << 1 | 1 for a BEGIN */
 	uint32_t name;
 	uint32_t span;
+};
+
+#define LANE_DEPTH 32 /* containers open in a skipped value: deeper goes to jfast */
+#define LANE_EVS   16 /* kept fields of a step (more: duplicates, to jfast) */
+
+/* A kept field's value, as field() will be given it. */
+struct lane_ev {
+	const unsigned char *s;
+	uint32_t n;
+	uint8_t fkey, kind;
+};
+
+struct lane {
+	struct lane_ev ev[LANE_EVS];
+	unsigned n_ev;
+	int step_key, fkey; /* what the last keys left in m (-1: none) */
 };
 
 struct split;
@@ -119,6 +141,8 @@ struct imp {
 	char type[32], name[RP_NAT_STR_MAX], uuid[RP_NAT_STR_MAX], fname[RP_NAT_STR_MAX];
 	char num[NUM_MAX + 1];
 	size_t num_len;
+	bool ts_plain;		    /* num is ts_dec's (the lane's rp_jfast_dec()) */
+	struct rp_jfast_dec ts_dec;
 	bool has_type, has_ts, has_uuid, type_cut;
 	size_t name_len, uuid_len, fname_len;
 
@@ -133,6 +157,9 @@ struct imp {
 	uint64_t t_max;
 	uint32_t request;
 	struct rp_aiq_step batch[1024]; /* steps handed to the aiq, a batch at a time */
+	bool lane_hit;			/* the lane's start_map callback cancelled for it */
+	uint64_t lane_n;		/* steps the lane read */
+	struct lane lane;
 	unsigned char chunk[CHUNK];	/* input; yajl reads it while the callbacks run */
 };
 
@@ -258,7 +285,7 @@ static const struct {
 static void step_begin(struct imp *m)
 {
 	m->in_step = true;
-	m->has_type = m->has_ts = m->has_uuid = m->type_cut = false;
+	m->has_type = m->has_ts = m->has_uuid = m->type_cut = m->ts_plain = false;
 	m->name_len = m->uuid_len = m->fname_len = 0;
 	m->name[0] = m->uuid[0] = m->fname[0] = '\0';
 }
@@ -326,7 +353,9 @@ static int step_end(struct imp *m)
 	*s = (struct step){ .start = (uint8_t)types[t].start,
 			    .type = types[t].type,
 			    .seq = (uint32_t)m->n_steps };
-	if (rp_jfast_dec(m->num, m->num_len, &dec)) { /* the usual form: one pass */
+	if (m->ts_plain) /* the lane read it */
+		dec = m->ts_dec;
+	if (m->ts_plain || rp_jfast_dec(m->num, m->num_len, &dec)) { /* the usual form: one pass */
 		s->ts = rp_jfast_dec_double(&dec, m->num);
 		s->ns_ok = plain_to_ns(&dec, &s->ns);
 	} else {
@@ -575,6 +604,7 @@ static int cb_number(void *ctx, const char *s, size_t n)
 		memcpy(m->num, s, n);
 		m->num[n] = '\0';
 		m->num_len = n;
+		m->ts_plain = false;
 	}
 	return on_value(m, V_NUM, NULL, 0);
 }
@@ -808,6 +838,759 @@ static int nat_mute(void *ctx)
 	return 1;
 }
 
+/* ---- the step lane: a whole step in one pass, in front of the fast path ----
+ *
+ * Most of a trace is its steps, and most of a step is what the analysis never
+ * reads (parent ids, framework, tags, data, metadata, usage). Through the fast
+ * path every one of its ~60 tokens costs a turn of jfast's loop and, outside the
+ * muted values, a callback. The lane reads a step as one object instead: when
+ * jfast is about to start a step (a '{' at depth 3 of "intermediate_steps"), the
+ * start_map callback cancels, and the lane parses the whole object from that '{'
+ * with a parser that knows the layout: a step's member keys compared once for
+ * "payload" and "function_ancestry", theirs by length for the five fields kept,
+ * every other value skipped by its structure (a string scanned for its closing
+ * quote 16 bytes at a time, a container by its brackets) and only checked, as jfast
+ * checks it. It records the kept fields (pointers into the text) and, once the
+ * object's '}' is read, gives them to field() and step_end() in the order the
+ * callbacks would have, then brings jfast to the state after the object (a "{}"
+ * run with callbacks that do nothing) and lets it go on after it; a ", {" behind
+ * the step starts the next one in the lane too.
+ *
+ * It accepts a strict subset of what jfast accepts (the same string, number and
+ * literal rules, whitespace, nesting no deeper than LANE_DEPTH under the step) and
+ * only whole objects inside the text it was given, and it keeps no string that has
+ * an escape or is longer than what the callbacks get whole. For anything else,
+ * before any effect (counters included), it gives the '{' back: jfast starts the
+ * object (its start_map callback, made as jfast would) and reads it as before. So
+ * the callbacks' effects, errors and their offsets, and where a read stops are the
+ * same; test_nat_lane and fuzz_nat_lane compare both ways (rp_nat_lane_off).
+ */
+
+bool rp_nat_lane_off;
+uint64_t rp_nat_lane_steps;
+
+#define LANE_INLINE static inline __attribute__((always_inline))
+
+LANE_INLINE bool lane_ws(unsigned char c)
+{
+	return c == ' ' || c == '\n' || c == '\r' || c == '\t';
+}
+
+LANE_INLINE bool lane_digit(unsigned char c)
+{
+	return c >= '0' && c <= '9';
+}
+
+static bool lane_hex(unsigned char c)
+{
+	return lane_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+
+static bool lane_sp_slow(const unsigned char **q, const unsigned char *e)
+{
+	const unsigned char *p = *q;
+
+	while (p < e && lane_ws(*p))
+		p++;
+	*q = p;
+	return p < e;
+}
+
+/* *@q on past whitespace; false at @e (the end of the text the lane may read). */
+LANE_INLINE bool lane_sp(const unsigned char **q, const unsigned char *e)
+{
+	if (__builtin_expect(*q < e && **q > ' ', 1))
+		return true;
+	return lane_sp_slow(q, e);
+}
+
+/* *@q past the separator (',' or ':') it is at and the whitespace after it, the
+ * usual one space first. */
+LANE_INLINE bool lane_sep(const unsigned char **q, const unsigned char *e)
+{
+	const unsigned char *p = *q + 1;
+
+	if (p < e && *p == ' ')
+		p++;
+	*q = p;
+	return lane_sp(q, e);
+}
+
+/* Bytes from @s before one of '"', '\\', < 0x20, >= 0x80 (or @e): jfast's scan. */
+LANE_INLINE const unsigned char *lane_plain(const unsigned char *s, const unsigned char *e)
+{
+#if defined(__SSE2__)
+	const __m128i q = _mm_set1_epi8('"'), bs = _mm_set1_epi8('\\'), sp = _mm_set1_epi8(0x20);
+
+	for (; e - s >= 16; s += 16) {
+		__m128i x = _mm_loadu_si128((const __m128i *)(const void *)s);
+		/* signed: bytes >= 0x80 are negative, so below 0x20 too */
+		__m128i m = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, q), _mm_cmpeq_epi8(x, bs)),
+					 _mm_cmplt_epi8(x, sp));
+		int bits = _mm_movemask_epi8(m);
+		if (bits)
+			return s + __builtin_ctz((unsigned)bits);
+	}
+#endif
+	while (s < e && *s != '"' && *s != '\\' && *s >= 0x20 && *s < 0x80)
+		s++;
+	return s;
+}
+
+/* yajl's UTF-8 rule: the lead byte's length, then that many continuation bytes. */
+static int lane_utf8(unsigned char c)
+{
+	if ((c >> 5) == 0x6)
+		return 2;
+	if ((c >> 4) == 0xe)
+		return 3;
+	if ((c >> 3) == 0x1e)
+		return 4;
+	return 0;
+}
+
+/* In a string, the escape or non-ASCII byte at *@q (jfast's scan_string rules):
+ * *@q past it. false: jfast would not take it, or it is cut by @e. */
+static bool lane_special(const unsigned char **q, const unsigned char *e, bool *esc)
+{
+	const unsigned char *p = *q;
+	unsigned char c = *p;
+
+	if (c == '\\') {
+		*esc = true;
+		if (e - p < 2)
+			return false;
+		c = p[1];
+		if (c == 'u') {
+			if (e - p < 6)
+				return false;
+			for (int t = 2; t < 6; t++)
+				if (!lane_hex(p[t]))
+					return false;
+			*q = p + 6;
+			return true;
+		}
+		*q = p + 2;
+		return c == '"' || c == '\\' || c == '/' || c == 'b' || c == 'f' || c == 'n' ||
+		       c == 'r' || c == 't';
+	}
+	int u = lane_utf8(c); /* 0 for a control byte too */
+	if (u == 0 || e - p < u)
+		return false;
+	for (int t = 1; t < u; t++)
+		if ((p[t] >> 6) != 0x2)
+			return false;
+	*q = p + u;
+	return true;
+}
+
+/*
+ * The string at *@q (its opening quote), whole before @e, as jfast takes it: *@q
+ * past its closing quote, its raw bytes at *@s, *@len; *@esc set if it holds an
+ * escape. false: not whole, or jfast would not take it.
+ */
+LANE_INLINE bool lane_str(const unsigned char **q, const unsigned char *e,
+			  const unsigned char **s, size_t *len, bool *esc)
+{
+	const unsigned char *p = *q + 1;
+
+	*s = p;
+	for (;;) {
+		p = lane_plain(p, e);
+		if (p >= e)
+			return false;
+		if (*p == '"')
+			break;
+		if (!lane_special(&p, e, esc))
+			return false;
+	}
+	*len = (size_t)(p - *s);
+	*q = p + 1;
+	return true;
+}
+
+/* The first byte from @p on that is not a decimal digit (or @e), eight at a time:
+ * a byte's low nibble above 9 carries into its bit 4, any other byte has a high
+ * nibble; a carry out of a flagged byte only reaches later ones. */
+LANE_INLINE const unsigned char *lane_digits(const unsigned char *p, const unsigned char *e)
+{
+	const uint64_t ones = 0x0101010101010101ull;
+	uint64_t x, f;
+
+	for (; e - p >= 8; p += 8) {
+		memcpy(&x, p, 8);
+		x = le64toh(x) ^ (ones * '0');
+		f = (x & (ones * 0xf0)) | ((x + ones * 6) & (ones * 0x10));
+		if (f)
+			return p + __builtin_ctzll(f) / 8;
+	}
+	while (p < e && lane_digit(*p))
+		p++;
+	return p;
+}
+
+/* The number at *@q, as jfast's scan_number takes it (followed, before @e, by
+ * whitespace, ',', ']' or '}'): *@q past it. */
+static bool lane_num(const unsigned char **q, const unsigned char *e)
+{
+	const unsigned char *p = *q;
+
+	if (p < e && *p == '-')
+		p++;
+	if (p < e && *p == '0') {
+		p++;
+	} else {
+		if (p >= e || !lane_digit(*p))
+			return false;
+		p = lane_digits(p + 1, e);
+	}
+	if (p < e && *p == '.') {
+		p++;
+		if (p >= e || !lane_digit(*p))
+			return false;
+		p = lane_digits(p + 1, e);
+	}
+	if (p < e && (*p == 'e' || *p == 'E')) {
+		p++;
+		if (p < e && (*p == '+' || *p == '-'))
+			p++;
+		if (p >= e || !lane_digit(*p))
+			return false;
+		p = lane_digits(p + 1, e);
+	}
+	if (p - *q > RP_JFAST_NUM || p >= e ||
+	    !(lane_ws(*p) || *p == ',' || *p == ']' || *p == '}'))
+		return false;
+	*q = p;
+	return true;
+}
+
+#define LANE_U32(a, b, c, d)                                                                      \
+	((uint32_t)(a) | (uint32_t)(b) << 8 | (uint32_t)(c) << 16 | (uint32_t)(d) << 24)
+
+/* The literal (true, false, null) at *@q: *@q past it; its kind in *@k. */
+LANE_INLINE bool lane_lit(const unsigned char **q, const unsigned char *e, enum kind *k)
+{
+	const unsigned char *p = *q;
+	uint32_t x;
+
+	if (e - p < 4)
+		return false;
+	memcpy(&x, p, 4);
+	x = le32toh(x);
+	if (x == LANE_U32('n', 'u', 'l', 'l')) {
+		*k = V_NULL;
+		*q = p + 4;
+	} else if (x == LANE_U32('t', 'r', 'u', 'e')) {
+		*k = V_BOOL;
+		*q = p + 4;
+	} else if (x == LANE_U32('f', 'a', 'l', 's') && e - p >= 5 && p[4] == 'e') {
+		*k = V_BOOL;
+		*q = p + 5;
+	} else {
+		return false;
+	}
+	return true;
+}
+
+/* Whether the @n bytes at @s are the string literal @lit (constant-size compares). */
+#define lane_is(s, n, lit) ((n) == sizeof(lit) - 1 && memcmp((s), (lit), sizeof(lit) - 1) == 0)
+
+/* A key at *@q (after whitespace) and its colon: *@q at the value (after
+ * whitespace), the key's bytes in *@s, *@len. An escaped key is compared decoded:
+ * jfast's. */
+LANE_INLINE bool lane_key(const unsigned char **q, const unsigned char *e,
+			  const unsigned char **s, size_t *len)
+{
+	bool esc = false;
+
+	if (**q != '"' || !lane_str(q, e, s, len, &esc) || esc)
+		return false;
+	if (__builtin_expect(*q < e && **q == ':', 1)) /* the colon right after it */
+		return lane_sep(q, e);
+	return lane_sp(q, e) && **q == ':' && lane_sep(q, e);
+}
+
+/*
+ * The container at *@q ('{' or '['), checked and skipped: *@q past it. Its keys
+ * are not compared, so an escaped one only has to be valid.
+ */
+static bool lane_skip_nest(const unsigned char **q, const unsigned char *e)
+{
+	unsigned char stack[LANE_DEPTH];
+	const unsigned char *p = *q, *s;
+	unsigned d = 0;
+	size_t len;
+	enum kind kind;
+	bool esc;
+
+	for (;;) {
+		unsigned char c = *p; /* a value: p < e */
+		if (c == '"') {
+			if (!lane_str(&p, e, &s, &len, &esc))
+				return false;
+		} else if (c == '{' || c == '[') {
+			if (d == LANE_DEPTH)
+				return false;
+			stack[d++] = c;
+			p++;
+			if (!lane_sp(&p, e))
+				return false;
+			if (*p == (c == '{' ? '}' : ']')) {
+				p++;
+				d--;
+			} else {
+				if (c == '{' && (*p != '"' || !lane_str(&p, e, &s, &len, &esc) ||
+						 !lane_sp(&p, e) || *p++ != ':' || !lane_sp(&p, e)))
+					return false;
+				continue; /* its first value */
+			}
+		} else if (c == 't' || c == 'f' || c == 'n') {
+			if (!lane_lit(&p, e, &kind))
+				return false;
+		} else if (c == '-' || lane_digit(c)) {
+			if (!lane_num(&p, e))
+				return false;
+		} else {
+			return false;
+		}
+		/* after a value: closes, then a ',' and the next value, or the end */
+		for (;;) {
+			if (d == 0) {
+				*q = p;
+				return true;
+			}
+			if (!lane_sp(&p, e))
+				return false;
+			c = stack[d - 1];
+			if (*p == (c == '{' ? '}' : ']')) {
+				p++;
+				d--;
+				continue;
+			}
+			if (*p++ != ',' || !lane_sp(&p, e))
+				return false;
+			if (c == '{' && (*p != '"' || !lane_str(&p, e, &s, &len, &esc) ||
+					 !lane_sp(&p, e) || *p++ != ':' || !lane_sp(&p, e)))
+				return false;
+			break;
+		}
+	}
+}
+
+/* The scalar at *@q (p < e), checked and skipped: *@q past it; false for a
+ * container too. */
+LANE_INLINE bool lane_scalar(const unsigned char **q, const unsigned char *e)
+{
+	const unsigned char *s;
+	unsigned char c = **q;
+	size_t len;
+	enum kind kind;
+	bool esc;
+
+	if (c == '"')
+		return lane_str(q, e, &s, &len, &esc);
+	if (c == 'n' || c == 't' || c == 'f')
+		return lane_lit(q, e, &kind);
+	return (c == '-' || lane_digit(c)) && lane_num(q, e);
+}
+
+/*
+ * The object of scalars at *@q ('{'), as a step's "data" usually is, checked and
+ * skipped without lane_skip_nest()'s stack: *@q past it. false for anything
+ * else, a container in it too (then lane_skip_nest() reads it from its '{').
+ */
+static bool lane_flat(const unsigned char **q, const unsigned char *e)
+{
+	const unsigned char *p = *q + 1, *s;
+	size_t len;
+	bool esc;
+
+	if (!lane_sp(&p, e))
+		return false;
+	if (*p == '}') {
+		*q = p + 1;
+		return true;
+	}
+	for (;;) {
+		if (*p != '"' || !lane_str(&p, e, &s, &len, &esc))
+			return false;
+		if (!(p < e && *p == ':' ? lane_sep(&p, e)
+					 : lane_sp(&p, e) && *p == ':' && lane_sep(&p, e)) ||
+		    !lane_scalar(&p, e))
+			return false;
+		if (p < e && *p == ',') {
+			if (!lane_sep(&p, e))
+				return false;
+			continue;
+		}
+		if (!lane_sp(&p, e))
+			return false;
+		if (*p == '}') {
+			*q = p + 1;
+			return true;
+		}
+		if (*p != ',' || !lane_sep(&p, e))
+			return false;
+	}
+}
+
+/* The value at *@q (p < e), checked and skipped: *@q past it. */
+LANE_INLINE bool lane_skip(const unsigned char **q, const unsigned char *e)
+{
+	unsigned char c = **q;
+
+	if (c == '{')
+		return lane_flat(q, e) || lane_skip_nest(q, e);
+	if (c == '[')
+		return lane_skip_nest(q, e);
+	return lane_scalar(q, e);
+}
+
+/* A payload key's field (cb_map_key's comparisons, by length first). */
+LANE_INLINE enum fkey lane_payload_key(const unsigned char *s, size_t n)
+{
+	switch (n) {
+	case 4:
+		return memcmp(s, "name", 4) == 0 ? F_NAME : memcmp(s, "UUID", 4) == 0 ? F_UUID
+										: F_OTHER;
+	case 10: return memcmp(s, "event_type", 10) == 0 ? F_TYPE : F_OTHER;
+	case 15: return memcmp(s, "event_timestamp", 15) == 0 ? F_TS : F_OTHER;
+	}
+	return F_OTHER;
+}
+
+/* A kept field's value at *@q: recorded in @L as field() will be given it. */
+static bool lane_field(const unsigned char **q, const unsigned char *e, enum fkey f,
+		       struct lane *L)
+{
+	const unsigned char *p = *q, *s = NULL;
+	unsigned char c = *p;
+	size_t len = 0;
+	enum kind kind;
+	bool esc = false;
+
+	if (L->n_ev == LANE_EVS)
+		return false;
+	if (c == '"') {
+		if (!lane_str(q, e, &s, &len, &esc) || esc || len > RP_JFAST_STR_KEEP)
+			return false; /* decoded or cut by jfast: its */
+		kind = V_STR;
+	} else if (c == '-' || lane_digit(c)) {
+		if (!lane_num(q, e))
+			return false;
+		s = p;
+		len = (size_t)(*q - p);
+		kind = V_NUM;
+	} else if (c == 't' || c == 'f' || c == 'n') {
+		if (!lane_lit(q, e, &kind))
+			return false;
+	} else if (c == '{' || c == '[') { /* field() is told at its start */
+		if (!lane_skip_nest(q, e))
+			return false;
+		kind = c == '{' ? V_MAP : V_ARR;
+	} else {
+		return false;
+	}
+	L->ev[L->n_ev++] = (struct lane_ev){ s, (uint32_t)len, (uint8_t)f, (uint8_t)kind };
+	return true;
+}
+
+/* The object at *@q ('{'), a payload (@anc false) or a function_ancestry: its
+ * kept fields recorded in @L, *@q past it. */
+static bool lane_fields(const unsigned char **q, const unsigned char *e, bool anc,
+			struct lane *L)
+{
+	const unsigned char *p = *q + 1, *key;
+	size_t len;
+	enum fkey f;
+
+	if (!lane_sp(&p, e))
+		return false;
+	if (*p == '}') {
+		*q = p + 1;
+		return true;
+	}
+	for (;;) {
+		if (!lane_key(&p, e, &key, &len))
+			return false;
+		f = !anc ? lane_payload_key(key, len)
+		    : lane_is(key, len, "function_name") ? F_FNAME
+							 : F_OTHER;
+		L->fkey = (int)f;
+		if (!(f == F_OTHER ? lane_skip(&p, e) : lane_field(&p, e, f, L)))
+			return false;
+		if (__builtin_expect(p < e && *p == ',', 1)) { /* the next member */
+			if (!lane_sep(&p, e))
+				return false;
+			continue;
+		}
+		if (!lane_sp(&p, e))
+			return false;
+		if (*p == '}') {
+			*q = p + 1;
+			return true;
+		}
+		if (*p != ',' || !lane_sep(&p, e))
+			return false;
+	}
+}
+
+/* The step object at @b ('{'), whole before @e: its end, NULL if not taken. */
+static const unsigned char *lane_step(const unsigned char *b, const unsigned char *e,
+				      struct lane *L)
+{
+	const unsigned char *p = b + 1, *key;
+	size_t len;
+
+	L->n_ev = 0;
+	L->step_key = L->fkey = -1;
+	if (!lane_sp(&p, e))
+		return NULL;
+	if (*p == '}')
+		return p + 1;
+	for (;;) {
+		if (!lane_key(&p, e, &key, &len))
+			return NULL;
+		int sk = lane_is(key, len, "payload")		   ? S_PAYLOAD
+			 : lane_is(key, len, "function_ancestry") ? S_ANC
+								  : S_OTHER;
+		L->step_key = sk;
+		if (!(sk != S_OTHER && *p == '{' ? lane_fields(&p, e, sk == S_ANC, L)
+						 : lane_skip(&p, e)))
+			return NULL;
+		if (__builtin_expect(p < e && *p == ',', 1)) { /* the next member */
+			if (!lane_sep(&p, e))
+				return NULL;
+			continue;
+		}
+		if (!lane_sp(&p, e))
+			return NULL;
+		if (*p == '}')
+			return p + 1;
+		if (*p != ',' || !lane_sep(&p, e))
+			return NULL;
+	}
+}
+
+/* Eight digits (the first in the low byte, each minus '0') as their value. */
+static uint64_t lane_eight(uint64_t x)
+{
+	x = (x * 10 + (x >> 8)) & 0x00ff00ff00ff00ffull;
+	x = (x * 100 + (x >> 16)) & 0x0000ffff0000ffffull;
+	return (x * 10000 + (x >> 32)) & 0xffffffffull;
+}
+
+/*
+ * The @n digits at *@p appended to *@w, eight at a time (as jfast's
+ * eight_digits). A last run shorter than eight is read with the bytes after it
+ * (@p is in a buffer with eight readable bytes past any digit) and shifted up out
+ * of the word: what a borrow from them reaches is shifted out too.
+ */
+static void lane_dec_run(const unsigned char **p, size_t n, uint64_t *w)
+{
+	static const uint64_t p10[] = { 1, 10, 100, 1000, 10000, 100000, 1000000, 10000000 };
+	const unsigned char *s = *p;
+	uint64_t v = *w, x;
+
+	for (; n >= 8; n -= 8, s += 8) {
+		memcpy(&x, s, 8);
+		v = v * 100000000u + lane_eight(le64toh(x) - 0x3030303030303030ull);
+	}
+	if (n > 0) {
+		memcpy(&x, s, 8);
+		x = (le64toh(x) - 0x3030303030303030ull) << (8 * (8 - n));
+		v = v * p10[n] + lane_eight(x);
+		s += n;
+	}
+	*w = v;
+	*p = s;
+}
+
+/*
+ * rp_jfast_dec() of the number @s[0..@n) the lane checked (-?D+(.D+)?, maybe an
+ * exponent after): the same answer when true, the digits read once, eight at a
+ * time. false: not the plain form or more than 19 digits; then step_end() asks
+ * rp_jfast_dec() as before.
+ */
+static bool lane_dec(const unsigned char *s, size_t n, struct rp_jfast_dec *d)
+{
+	const unsigned char *p = s, *e = s + n, *r;
+	int id, fd = 0;
+
+	d->w = 0;
+	d->neg = *p == '-';
+	p += d->neg;
+	r = lane_digits(p, e);
+	id = (int)(r - p);
+	d->point = r < e && *r == '.';
+	if (d->point)
+		fd = (int)(lane_digits(r + 1, e) - (r + 1));
+	if ((d->point ? r + 1 + fd : r) != e || id + fd > 19)
+		return false;
+	lane_dec_run(&p, (size_t)id, &d->w);
+	if (d->point) {
+		p++;
+		lane_dec_run(&p, (size_t)fd, &d->w);
+	}
+	d->digits = id + fd;
+	d->p = -fd;
+	return d->digits > 0 && (!d->point || fd > 0);
+}
+
+/* The step @L read: what the callbacks would have done with it, step_end()'s
+ * answer (0: cancel). */
+static int lane_commit(struct imp *m, const struct lane *L)
+{
+	step_begin(m);
+	for (unsigned e = 0; e < L->n_ev; e++) {
+		const struct lane_ev *v = &L->ev[e];
+		m->fkey = (enum fkey)v->fkey;
+		if (v->kind == V_NUM && v->fkey == F_TS) { /* cb_number's copy */
+			memcpy(m->num, v->s, v->n);
+			m->num[v->n] = '\0';
+			m->num_len = v->n;
+			/* from the copy: eight bytes readable past every digit */
+			m->ts_plain = lane_dec((const unsigned char *)m->num, v->n, &m->ts_dec);
+		}
+		field(m, (enum kind)v->kind, v->s, v->n);
+	}
+	if (L->step_key >= 0)
+		m->step_key = L->step_key;
+	if (L->fkey >= 0)
+		m->fkey = (enum fkey)L->fkey;
+	m->lane_n++;
+	return step_end(m);
+}
+
+static int nop_cb(void *ctx)
+{
+	(void)ctx;
+	return 1;
+}
+
+static int nop_mute(void *ctx)
+{
+	(void)ctx;
+	return 0;
+}
+
+static const yajl_callbacks nop_callbacks = {
+	.yajl_start_map = nop_cb,
+	.yajl_end_map = nop_cb,
+};
+
+/* Brings jfast to the state after @text ("{}": after a value; "{},": a value next
+ * in the array), with no callback: its containers, its state, what a hand-over
+ * primes yajl with, as if it had read them. */
+static void lane_state(struct imp *m, const char *text)
+{
+	size_t used;
+
+	m->jf.cb = &nop_callbacks;
+	m->jf.mute = nop_mute;
+	rp_jfast_run(&m->jf, (const unsigned char *)text, strlen(text), false, &used);
+	m->jf.cb = &callbacks;
+	m->jf.mute = nat_mute;
+}
+
+/* jfast starts the step itself (its start_map callback made), as it would have. */
+static enum rp_jfast_rc lane_give_back(struct imp *m)
+{
+	size_t used;
+
+	return rp_jfast_run(&m->jf, (const unsigned char *)"{", 1, false, &used);
+}
+
+/*
+ * The steps from @b[*@at] (a step's '{', jfast before it) on, each with the next
+ * behind a ',': *@at past what was read, jfast in the state there. jfast's state
+ * only matters where it reads on, so it is set once: "{}" (after a value) behind
+ * the last step read, "{}," (a value next) before a step given back.
+ * @return RP_JFAST_MORE to go on; CANCEL (a step's callbacks cancelled at *@at).
+ */
+static enum rp_jfast_rc lane_steps(struct imp *m, const unsigned char *b, size_t n, size_t *at)
+{
+	const unsigned char *p = b + *at, *e = b + n, *end, *k;
+	struct lane *L = &m->lane;
+	bool done = false;
+
+	while ((end = lane_step(p, e, L)) != NULL) {
+		p = end;
+		done = true;
+		if (!lane_commit(m, L)) {
+			lane_state(m, "{}");
+			*at = (size_t)(p - b);
+			return RP_JFAST_CANCEL;
+		}
+		k = p;
+		if (!lane_sp(&k, e) || *k != ',')
+			goto after;
+		k++;
+		if (!lane_sp(&k, e) || *k != '{')
+			goto after;
+		p = k;
+	}
+	if (done) /* *p is a step behind a ',' */
+		lane_state(m, "{},");
+	*at = (size_t)(p - b) + 1;
+	return lane_give_back(m);
+after:
+	lane_state(m, "{}");
+	*at = (size_t)(p - b);
+	return RP_JFAST_MORE;
+}
+
+/* A step's start, when the fast path reads: the lane's (see above). */
+static int cb_start_map_lane(void *ctx)
+{
+	struct imp *m = ctx;
+
+	if (m->depth == 3 && m->in_steps && !m->in_step && !m->in_payload && !m->in_anc &&
+	    m->jf.mute_depth == 0) {
+		m->lane_hit = true;
+		return 0;
+	}
+	return cb_start(ctx, V_MAP);
+}
+
+static const yajl_callbacks lane_callbacks = {
+	.yajl_null = cb_null,
+	.yajl_boolean = cb_boolean,
+	.yajl_number = cb_number,
+	.yajl_string = cb_string,
+	.yajl_start_map = cb_start_map_lane,
+	.yajl_map_key = cb_map_key,
+	.yajl_end_map = cb_end_map,
+	.yajl_start_array = cb_start_array,
+	.yajl_end_array = cb_end_array,
+};
+
+/* rp_jfast_run() over @b[0..@n) with the steps read by the lane. */
+static enum rp_jfast_rc lane_run(struct imp *m, const unsigned char *b, size_t n, bool last,
+				 size_t *used)
+{
+	size_t off = 0, u;
+	enum rp_jfast_rc rc;
+
+	if (rp_nat_lane_off)
+		return rp_jfast_run(&m->jf, b, n, last, used);
+	for (;;) {
+		m->jf.cb = &lane_callbacks;
+		rc = rp_jfast_run(&m->jf, b + off, n - off, last, &u);
+		m->jf.cb = &callbacks;
+		off += u;
+		if (rc != RP_JFAST_CANCEL || !m->lane_hit)
+			break;
+		m->lane_hit = false;
+		off--; /* the step's '{' */
+		if ((rc = lane_steps(m, b, n, &off)) != RP_JFAST_MORE)
+			break;
+	}
+	*used = off;
+	return rc;
+}
+
 /*
  * yajl reads on from the last token the fast path completed (text offset @at):
  * primed into the same state, then given what is left of the window chunk by
@@ -843,7 +1626,7 @@ static int fast_run(struct imp *m, const unsigned char *b, size_t n, uint64_t at
 
 	m->run_ptr = b;
 	m->run_off = at;
-	rc = rp_jfast_run(&m->jf, b, n, last, used);
+	rc = lane_run(m, b, n, last, used);
 	*bail = rc == RP_JFAST_BAIL;
 	if (rc == RP_JFAST_CANCEL && m->split_done)
 		return SPLIT_DONE;
@@ -861,7 +1644,7 @@ static enum rp_jfast_rc nat_run(void *ctx, const unsigned char *b, size_t n, uin
 
 	m->run_ptr = b;
 	m->run_off = at;
-	return rp_jfast_run(&m->jf, b, n, last, used);
+	return lane_run(m, b, n, last, used);
 }
 
 /* The next chunk of text (a file's), through the window; NULL, last: the end. */
@@ -995,6 +1778,7 @@ static int finish(struct imp *m, int err, bool ended)
 		err = fail_at(m, -EINVAL, m->off, "empty input");
 	if (err == 0 && m->e != NULL)
 		feed_engine(m);
+	__atomic_fetch_add(&rp_nat_lane_steps, m->lane_n, __ATOMIC_RELAXED);
 	yajl_free(m->h);
 	rp_strtab_free(&m->local);
 	rp_jfast_win_free(&m->win);
@@ -1050,7 +1834,7 @@ static enum rp_jfast_rc split_run(void *ctx, const unsigned char *b, size_t n, u
 	struct imp *m = ctx;
 
 	(void)at;
-	return rp_jfast_run(&m->jf, b, n, last, used);
+	return lane_run(m, b, n, last, used);
 }
 
 /* The second reader's text: the fast path only, false when it would hand over. */

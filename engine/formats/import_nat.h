@@ -88,6 +88,14 @@ extern unsigned rp_nat_split_used;
 /* Tests: where the second reader starts instead of the guess (0: the guess). */
 extern uint64_t rp_nat_split_at;
 
+/*
+ * Tests and fuzzers: true reads every step through the fast path's callbacks
+ * (jfast.h) rather than the step lane (import_nat.c), the reference the lane is
+ * compared with; rp_nat_lane_steps counts the steps the lane read.
+ */
+extern bool rp_nat_lane_off;
+extern uint64_t rp_nat_lane_steps;
+
 /**
  * rp_nat_detect() - does the file at @path (plain or gzip) look like a toolkit trace
  * (an "intermediate_steps" key in its first 64 KiB)? 1 yes, 0 no, -errno.

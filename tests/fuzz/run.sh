@@ -9,6 +9,8 @@
 #   fuzz_import    seeds: tests/fuzz/seeds/chrome/* (the importer and the engine)
 #   fuzz_nat       seeds: tests/fuzz/seeds/nat/* (agent-toolkit traces: engine and aiq)
 #   fuzz_nat_split seeds: tests/fuzz/seeds/nat/* (the two-reader path against one reader)
+#   fuzz_nat_lane  seeds: tests/fuzz/seeds/nat_lane/* (the step lane against jfast's
+#                  callbacks; three bytes of options, then the trace)
 #   fuzz_otlp      seeds: tests/fuzz/seeds/otlp/* (OTLP requests, 'p' protobuf or 'j'
 #                  JSON then the body: decoders, reorder buffer, engine)
 #   fuzz_http      seeds: tests/fuzz/seeds/http/* (the CLI's HTTP response parser)
@@ -51,7 +53,7 @@ run_target() { # target max_len
 	fi
 }
 
-for t in segment chrome chrome_fast snapshot import nat nat_split otlp http accept http_request; do
+for t in segment chrome chrome_fast snapshot import nat nat_split nat_lane otlp http accept http_request; do
 	mkdir -p "$dir/corpus-$t" "$dir/artifacts-$t"
 	seeds=$t
 	[ "$t" = import ] && seeds=chrome
@@ -72,6 +74,7 @@ run_target snapshot 65536
 run_target import 65536
 run_target nat 65536
 run_target nat_split 65536
+run_target nat_lane 65536
 run_target otlp 65536
 run_target http 65536
 run_target accept 8192
