@@ -66,7 +66,7 @@
 /* The flight recorder of the live engine (--recorder-spans; `analyze` keeps the
  * engine's 65536): most of a snapshot's bytes and of its fsync, chosen by what a
  * snapshot costs (docs/performance.md, Snapshots). */
-#define RUN_RECORDER_SPANS 16384
+#define RUN_RECORDER_SPANS 8192
 
 struct daemon {
 	struct rp_loop *loop;
@@ -737,7 +737,7 @@ static const char usage_serve[] =
 
 static const char usage_caps[] =
 	RP_CLI_CAP_USAGE
-	"(run keeps 16384 recorder spans by default: a snapshot's cost)\n"
+	"(run keeps 8192 recorder spans by default: a snapshot's cost)\n"
 	"SIGUSR1 writes a snapshot at once, the backlog left for the next one (ringprof\n"
 	"snapshot does the same); SIGINT/SIGTERM a final one, everything merged.\n";
 
