@@ -212,12 +212,12 @@ static void add_direct(struct rp_analyses *a, uint32_t name, uint32_t ci,
 	uint64_t dur = sp->end - sp->start;
 
 	if (k != NULL)
-		rp_sketch_add(k, (double)dur);
+		rp_sketch_add_ns(k, dur);
 	if (ci) {
 		a->cats[ci - 1].calls++;
 		a->cats[ci - 1].self_ns += sp->self_ns;
 		a->cats[ci - 1].total_ns += dur;
-		rp_sketch_add(&a->cats[ci - 1].dur, (double)dur);
+		rp_sketch_add_ns(&a->cats[ci - 1].dur, dur);
 	}
 }
 
@@ -286,7 +286,7 @@ void rp_analyses_mark(struct rp_analyses *a, uint32_t name, uint64_t dur)
 		if (++e->calls == 2 || e->imp) /* no longer an eviction candidate */
 			rp_wslot_settle(a->win.w[0].cs, e);
 		e->total_ns += dur;
-		rp_sketch_add(&e->dur, (double)dur);
+		rp_sketch_add_ns(&e->dur, dur);
 		return;
 	}
 	if (a->win.n > 0) { /* no room in the sub-window: as rp_analyses_close_overflow() */
@@ -297,7 +297,7 @@ void rp_analyses_mark(struct rp_analyses *a, uint32_t name, uint64_t dur)
 	}
 	k = name_sketch(a, name, 1);
 	if (k != NULL)
-		rp_sketch_add(k, (double)dur);
+		rp_sketch_add_ns(k, dur);
 }
 
 void rp_analyses_keep_slow(struct rp_slowest *sl, const struct rp_span_info *sp, uint32_t ci,
