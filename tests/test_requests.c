@@ -251,7 +251,8 @@ static void test_requests_absent_without_requests(void **state)
 	rp_engine_close(e);
 }
 
-/* The demo, live: requests against the recorder's request spans (77 without RP_BIN_DIR). */
+/* The demo, live: requests against the recorder's request spans (77 without RP_BIN_DIR);
+ * a recorder that holds every span of the run (run's default keeps 8192). */
 static void test_requests_demo_exact(void **state)
 {
 	const char *bin = getenv("RP_BIN_DIR");
@@ -267,7 +268,7 @@ static void test_requests_demo_exact(void **state)
 	snprintf(path, sizeof(path), "%s/s.msgpack", dir);
 	snprintf(cmd, sizeof(cmd),
 		 "set -e; mkdir -p %s; S=rq%d; %s/ringprof run --session $S --snapshot-dir %s "
-		 "--quiet & E=$!; sleep 0.5; RINGPROF_SESSION=$S %s/ringprof-demo --quiet "
+		 "--recorder-spans 65536 --quiet & E=$!; sleep 0.5; RINGPROF_SESSION=$S %s/ringprof-demo --quiet "
 		 "--duration 2 --rate 150 --time-scale 0.2 >/dev/null; %s/ringprof snapshot "
 		 "--session $S -o %s >/dev/null; kill $E; wait $E || true",
 		 dir, (int)getpid(), bin, dir, bin, bin, path);
