@@ -599,9 +599,9 @@ static inline __attribute__((always_inline)) bool run_common(struct rp_engine *e
 	    ((flags & RP_SPAN_DEPTH) && want < k->depth + k->skipped))
 		return false;
 	if (kind == RP_EV_BEGIN) {
-		rp_track_begin_thread(&e->tracks, tr, name, ts, arg, &s->counts);
+		rp_track_push_thread(&e->tracks, &e->tracks.t[tr], name, ts, arg, &s->counts);
 	} else {
-		if (!rp_track_end_top(&e->tracks, tr, name, ts, &s->counts))
+		if (!rp_track_pop_thread(&e->tracks, &e->tracks.t[tr], name, ts, &s->counts))
 			return false;
 		rp_device_track_end(e->dev, tr, k->depth);
 	}
@@ -760,26 +760,54 @@ __attribute__((flatten)) uint32_t rp_engine_run_ring(struct rp_engine *e, uint32
 	uint64_t last = sl->last_ts, tail = sl->tail_ts;
 
 	for (;;) {
-		uint64_t tm = e->t_merged;
+		uint64_t tm = e->t_merged, next = e->an.next;
 		struct rp_event x;
 
 		/* the clock's first event, or no track yet: the general path makes them */
 		if (tr == RP_NONE && e->t_first != 0)
 			tr = rp_tracks_find_at(&e->tracks, hint, src, RP_TRACK_THREAD, thread);
-		for (fast = i; i < n && tr != RP_NONE; i++) {
-			const struct rp_event *p = &slots[(h + i) & mask];
-			uint8_t kind = p->kind, flags = p->flags;
-			uint32_t id = p->name, name;
-			uint64_t ts;
+		fast = i;
+		if (tr != RP_NONE && next != 0) {
+			/* Per stretch, not per record: the track's slot (the table never
+			 * moves), and one bound for "due" and "before the sub-window's
+			 * end" (only the engine rotates the windows, never a span hook,
+			 * so e->an.next holds for the stretch). */
+			struct rp_track *k = &e->tracks.t[tr];
+			const uint64_t bound = next - 1 < lim ? next - 1 : lim;
 
-			if ((uint8_t)(kind - RP_EV_BEGIN) > RP_EV_END - RP_EV_BEGIN ||
-			    (flags & RUN_ODD) || id >= n_names || (name = names[id]) == RP_NONE)
-				break;
-			ts = rp_ticks_to_ns(&clk, p->ts);
-			if (ts > lim || ts < tm ||
-			    !run_common(e, s, tr, kind, flags, p->depth, name, ts, p->arg))
-				break;
-			tm = ts;
+			for (; i < n; i++) {
+				const struct rp_event *p = &slots[(h + i) & mask];
+				uint8_t kind = p->kind, flags = p->flags;
+				uint32_t id = p->name, name;
+				uint64_t ts;
+
+				/* A mapped name is an engine id (rp_engine_name()): no
+				 * test against the name table as rp_engine_event_at()'s. */
+				if ((uint8_t)(kind - RP_EV_BEGIN) > RP_EV_END - RP_EV_BEGIN ||
+				    (flags & RUN_ODD) || id >= n_names)
+					break;
+				name = names[id];
+				if (name == RP_NONE)
+					break;
+				ts = rp_ticks_to_ns(&clk, p->ts);
+				if (ts < tm)
+					break;
+				if (ts > bound)
+					break;
+				if ((flags & RP_SPAN_DEPTH) &&
+				    p->depth + (uint32_t)(kind == RP_EV_END) < k->depth + k->skipped)
+					break;
+				if (kind == RP_EV_BEGIN) {
+					rp_track_push_thread(&e->tracks, k, name, ts, p->arg,
+							     &s->counts);
+				} else {
+					if (!rp_track_pop_thread(&e->tracks, k, name, ts,
+								 &s->counts))
+						break;
+					rp_device_track_end(e->dev, tr, k->depth);
+				}
+				tm = ts;
+			}
 		}
 		if (i > fast) {
 			s->rep.events += i - fast; /* what rp_engine_event_at() would count */
@@ -798,7 +826,8 @@ __attribute__((flatten)) uint32_t rp_engine_run_ring(struct rp_engine *e, uint32
 		rp_engine_event_at(e, src, thread, &x, hint);
 		tail = x.ts;
 		i++;
-		tr = RP_NONE; /* (whatever it did, the slot is looked up again) */
+		/* tr stays: a thread track is freed by rp_engine_close_thread() and
+		 * the source's close, never by a record. */
 	}
 	sl->last_ts = last;
 	sl->tail_ts = tail;

@@ -153,11 +153,10 @@ static bool grow(struct rp_track *t, uint32_t max_depth)
 }
 
 /* Pushes a frame; @thread: k is known to be a thread track (no request). */
-static inline __attribute__((always_inline)) void push(struct rp_tracks *ts, uint32_t tr,
+static inline __attribute__((always_inline)) void push(struct rp_tracks *ts, struct rp_track *k,
 						       uint32_t name, uint64_t t, uint64_t span,
 						       struct rp_counts *c, bool thread)
 {
-	struct rp_track *k = &ts->t[tr];
 	uint32_t parent = k->depth ? k->f[k->depth - 1].node : 0;
 	bool folded;
 
@@ -183,7 +182,7 @@ static inline __attribute__((always_inline)) void push(struct rp_tracks *ts, uin
 void rp_track_begin(struct rp_tracks *ts, uint32_t tr, uint32_t name, uint64_t t,
 		    uint64_t span, struct rp_counts *c)
 {
-	push(ts, tr, name, t, span, c, false);
+	push(ts, &ts->t[tr], name, t, span, c, false);
 }
 
 /* Pops the top frame, closed at time t; @normal: by its own END (stacks.h). Inlined
@@ -388,25 +387,26 @@ void rp_track_end(struct rp_tracks *ts, uint32_t tr, uint32_t name, uint64_t t, 
 }
 
 /*
- * The common span records of a thread track (rp_engine_run()): rp_track_begin() and
+ * The common span records of a thread track (the engine's runs): rp_track_begin() and
  * rp_track_end() with the track's kind known, so that nothing on the way tests it.
- * rp_track_end_top() does only an END that closes the top frame normally (no skipped
+ * rp_track_pop_thread() does only an END that closes the top frame normally (no skipped
  * BEGIN, no lost frame, the name on top, no self time nor error pending) and
  * @return false, having done nothing, for any other: rp_track_end() then.
  */
-void rp_track_begin_thread(struct rp_tracks *ts, uint32_t tr, uint32_t name, uint64_t t,
-			   uint64_t span, struct rp_counts *c)
+void rp_track_push_thread(struct rp_tracks *ts, struct rp_track *k, uint32_t name, uint64_t t,
+			  uint64_t span, struct rp_counts *c)
 {
-	push(ts, tr, name, t, span, c, true);
+	push(ts, k, name, t, span, c, true);
 }
 
-bool rp_track_end_top(struct rp_tracks *ts, uint32_t tr, uint32_t name, uint64_t t,
-		      struct rp_counts *c)
+bool rp_track_pop_thread(struct rp_tracks *ts, struct rp_track *k, uint32_t name, uint64_t t,
+			 struct rp_counts *c)
 {
-	struct rp_track *k = &ts->t[tr];
+	uint32_t d = k->depth;
+	const struct rp_frame *f = &k->f[d - 1];
 
-	if (k->skipped || k->depth == 0 || k->f[k->depth - 1].name != name ||
-	    k->f[k->depth - 1].lost || ts->end_self_set || ts->end_error)
+	if (d == 0 || k->skipped || f->name != name || f->lost || ts->end_self_set ||
+	    ts->end_error)
 		return false;
 	pop_inline(ts, k, t, c, true, NULL, false, true);
 	return true;
