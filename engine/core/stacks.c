@@ -160,8 +160,9 @@ static inline __attribute__((always_inline)) void push(struct rp_tracks *ts, str
 	uint32_t parent = k->depth ? k->f[k->depth - 1].node : 0;
 	bool folded;
 
-	if (k->depth >= ts->max_depth || k->skipped ||
-	    (k->depth == k->cap && !grow(k, ts->max_depth))) {
+	/* depth <= cap <= max_depth: a full array is the only case to look further */
+	if (k->skipped ||
+	    (k->depth == k->cap && (k->depth >= ts->max_depth || !grow(k, ts->max_depth)))) {
 		k->skipped++;
 		c->anomalies[RP_ANOM_DEPTH_CAP]++;
 		return;
@@ -174,7 +175,7 @@ static inline __attribute__((always_inline)) void push(struct rp_tracks *ts, str
 	ts->stats->fn[name].started++;
 	if (folded)
 		c->anomalies[RP_ANOM_CCT_CAP]++;
-	if (ts->sinks)
+	if (thread || ts->sinks) /* the thread paths are the engine's: sinks set */
 		rp_spans_open(ts->sinks, name, k->depth - 1, t,
 			      !thread && rp_is_request(k, k->depth - 1));
 }
@@ -224,7 +225,7 @@ static inline __attribute__((always_inline)) void pop_inline(struct rp_tracks *t
 		k->f[k->depth - 1].child_ns += dur;
 	if (!rp_stats_add(ts->stats, &call))
 		c->anomalies[RP_ANOM_CCT_CAP]++;
-	if (ts->sinks) {
+	if (thread || ts->sinks) {
 		struct rp_span_info sp = {
 			.start = f->start, .end = f->start + dur, .self_ns = call.self_ns,
 			.subtree_ns = call.self_ns + f->child_ns, .track = k->id,
@@ -387,11 +388,11 @@ void rp_track_end(struct rp_tracks *ts, uint32_t tr, uint32_t name, uint64_t t, 
 }
 
 /*
- * The common span records of a thread track (the engine's runs): rp_track_begin() and
- * rp_track_end() with the track's kind known, so that nothing on the way tests it.
- * rp_track_pop_thread() does only an END that closes the top frame normally (no skipped
- * BEGIN, no lost frame, the name on top, no self time nor error pending) and
- * @return false, having done nothing, for any other: rp_track_end() then.
+ * The common span records of a thread track (the engine's runs, whose tracks have
+ * their sinks): rp_track_begin() and rp_track_end() with the track's kind known, so
+ * that nothing on the way tests it. rp_track_pop_thread() does only an END that
+ * closes the top frame normally (no skipped BEGIN, no lost frame, the name on top)
+ * and @return false, having done nothing, for any other: rp_track_end() then.
  */
 void rp_track_push_thread(struct rp_tracks *ts, struct rp_track *k, uint32_t name, uint64_t t,
 			  uint64_t span, struct rp_counts *c)
@@ -405,8 +406,9 @@ bool rp_track_pop_thread(struct rp_tracks *ts, struct rp_track *k, uint32_t name
 	uint32_t d = k->depth;
 	const struct rp_frame *f = &k->f[d - 1];
 
-	if (d == 0 || k->skipped || f->name != name || f->lost || ts->end_self_set ||
-	    ts->end_error)
+	/* (no self time nor error is pending between records: span_end() and
+	 * child_end() set and clear them around the one record they are for) */
+	if (d == 0 || k->skipped || f->name != name || f->lost)
 		return false;
 	pop_inline(ts, k, t, c, true, NULL, false, true);
 	return true;
