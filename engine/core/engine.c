@@ -786,7 +786,7 @@ __attribute__((flatten)) uint32_t rp_engine_run_ring(struct rp_engine *e, uint32
 		if (tr == RP_NONE && e->t_first != 0)
 			tr = rp_tracks_find_at(&e->tracks, hint, src, RP_TRACK_THREAD, thread);
 		fast = i;
-		if (tr != RP_NONE && next != 0) {
+		if (tr != RP_NONE && next != 0 && tm <= (next - 1 < lim ? next - 1 : lim)) {
 			struct rp_track *k = &e->tracks.t[tr];
 			const uint64_t bound = next - 1 < lim ? next - 1 : lim;
 			/* up to the slice's end or the ring's, whichever is first (a
@@ -810,9 +810,8 @@ __attribute__((flatten)) uint32_t rp_engine_run_ring(struct rp_engine *e, uint32
 				if (name == RP_NONE)
 					break;
 				ts = rp_ticks_to_ns(&clk, p->ts);
-				if (ts < tm)
-					break;
-				if (ts > bound)
+				/* tm <= ts <= bound (tm <= bound), in one compare */
+				if (ts - tm > bound - tm)
 					break;
 				/* the common record; depth + (an END) below the stack's
 				 * (RP_EV_BEGIN and RP_EV_END are 1 and 2) is not */
