@@ -592,19 +592,16 @@ static inline __attribute__((always_inline)) bool run_common(struct rp_engine *e
 							     uint16_t depth, uint32_t name,
 							     uint64_t ts, uint64_t arg)
 {
-	const struct rp_track *k = &e->tracks.t[tr];
-	uint32_t want = depth + (kind == RP_EV_END);
+	struct rp_track *k = &e->tracks.t[tr];
+	uint32_t dp = flags & RP_SPAN_DEPTH ? depth : RP_NONE;
 
-	if (ts >= e->an.next || name >= e->names.n ||
-	    ((flags & RP_SPAN_DEPTH) && want < k->depth + k->skipped))
+	if (ts >= e->an.next || name >= e->names.n)
 		return false;
-	if (kind == RP_EV_BEGIN) {
-		rp_track_push_thread(&e->tracks, &e->tracks.t[tr], name, ts, arg, &s->counts);
-	} else {
-		if (!rp_track_pop_thread(&e->tracks, &e->tracks.t[tr], name, ts, &s->counts))
-			return false;
-		rp_device_track_end(e->dev, tr, k->depth);
-	}
+	if (kind == RP_EV_BEGIN)
+		return rp_track_push_thread(&e->tracks, k, name, ts, arg, dp, &s->counts);
+	if (!rp_track_pop_thread(&e->tracks, k, name, ts, dp, &s->counts))
+		return false;
+	rp_device_track_end(e->dev, tr, k->depth);
 	return true;
 }
 
@@ -813,20 +810,20 @@ __attribute__((flatten)) uint32_t rp_engine_run_ring(struct rp_engine *e, uint32
 				/* tm <= ts <= bound (tm <= bound), in one compare */
 				if (ts - tm > bound - tm)
 					break;
-				/* the common record; depth + (an END) below the stack's
-				 * (RP_EV_BEGIN and RP_EV_END are 1 and 2) is not */
+				/* the common record (the stack machine's thread path
+				 * says whether it is one) */
 				if ((uint8_t)(kind - RP_EV_BEGIN) <= RP_EV_END - RP_EV_BEGIN &&
-				    !(flags & RUN_ODD) &&
-				    (!(flags & RP_SPAN_DEPTH) ||
-				     p->depth + (uint32_t)kind > k->depth + k->skipped)) {
+				    !(flags & RUN_ODD)) {
+					uint32_t dp = flags & RP_SPAN_DEPTH ? p->depth : RP_NONE;
+
 					if (kind == RP_EV_BEGIN) {
-						rp_track_push_thread(&e->tracks, k, name, ts,
-								     p->arg, &s->counts);
-						tm = ts;
-						continue;
-					}
-					if (rp_track_pop_thread(&e->tracks, k, name, ts,
-								&s->counts)) {
+						if (rp_track_push_thread(&e->tracks, k, name, ts,
+									 p->arg, dp, &s->counts)) {
+							tm = ts;
+							continue;
+						}
+					} else if (rp_track_pop_thread(&e->tracks, k, name, ts, dp,
+								       &s->counts)) {
 						rp_device_track_end(e->dev, tr, k->depth);
 						tm = ts;
 						continue;
