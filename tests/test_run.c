@@ -11,7 +11,9 @@
  * same bytes. rp_engine_run_ring() (the live sources' records read in place) goes the
  * same way, from ring slots in ticks with producer name ids, slices of random length
  * wrapping round the ring, with random due bounds and names not mapped yet: each
- * record it leaves is handed on as the sources do, converted by hand.
+ * record it leaves is handed on as the sources do, converted by hand (it leaves only
+ * those, late records and a sub-window's end: the rest, async requests, counters and
+ * odd span records included, it dispatches itself).
  */
 #include <string.h>
 
@@ -264,8 +266,10 @@ static uint32_t producer_id(uint32_t lane, uint32_t name)
 	return name;
 }
 
-/* Records rp_engine_run_ring() processed, and those it left to the caller. */
-static uint32_t ring_done, ring_left;
+/* Records rp_engine_run_ring() processed, and those it left to the caller; of those
+ * it processed, the ones that were not a thread's BEGIN or END, and the calls whose
+ * records ran past the ring's last slot. */
+static uint32_t ring_done, ring_left, ring_other, ring_wrapped;
 
 /* One thread's records from @i on, through ring slices; @return how many. */
 static uint32_t ring_slice(struct rp_engine *e, uint32_t i, uint32_t *hint,
@@ -295,6 +299,10 @@ static uint32_t ring_slice(struct rp_engine *e, uint32_t i, uint32_t *hint,
 		};
 		got = rp_engine_run_ring(e, lane, lane + 1, &sl, hint);
 		ring_done += got;
+		for (uint32_t k = done; k < done + got; k++)
+			ring_other += evs[i + k].ev.kind != RP_EV_BEGIN &&
+				      evs[i + k].ev.kind != RP_EV_END;
+		ring_wrapped += got > 0 && ((h + done) & mask) + got > mask + 1;
 		done += got;
 		*last = sl.last_ts;
 		if (done == n)
@@ -338,11 +346,13 @@ static void test_run_ring_same_as_events(void **state)
 			newest = ticks_ns(evs[i].ev.ts) > newest ? ticks_ns(evs[i].ev.ts) : newest;
 		ea = one_by_one_ns();
 		rng = seed * 7919u;
-		ring_done = ring_left = 0;
+		ring_done = ring_left = ring_other = ring_wrapped = 0;
 		eb = in_ring_slices(&last);
 		assert_int_equal(last, newest);
-		/* not vacuous: most records went through the loop, and it stopped */
+		/* not vacuous: most records went through the loop, and it stopped; it
+		 * took other kinds of records itself, and slices round the ring's end */
 		assert_true(ring_done > N_EVENTS / 2 && ring_left > 100);
+		assert_true(ring_other > 1000 && ring_wrapped > 50);
 		encode(ea, &a);
 		encode(eb, &b);
 		assert_int_equal(a.len, b.len);

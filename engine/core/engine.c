@@ -592,19 +592,16 @@ static inline __attribute__((always_inline)) bool run_common(struct rp_engine *e
 							     uint16_t depth, uint32_t name,
 							     uint64_t ts, uint64_t arg)
 {
-	const struct rp_track *k = &e->tracks.t[tr];
-	uint32_t want = depth + (kind == RP_EV_END);
+	struct rp_track *k = &e->tracks.t[tr];
+	uint32_t dp = flags & RP_SPAN_DEPTH ? depth : RP_NONE;
 
-	if (ts >= e->an.next || name >= e->names.n ||
-	    ((flags & RP_SPAN_DEPTH) && want < k->depth + k->skipped))
+	if (ts >= e->an.next || name >= e->names.n)
 		return false;
-	if (kind == RP_EV_BEGIN) {
-		rp_track_begin_thread(&e->tracks, tr, name, ts, arg, &s->counts);
-	} else {
-		if (!rp_track_end_top(&e->tracks, tr, name, ts, &s->counts))
-			return false;
-		rp_device_track_end(e->dev, tr, k->depth);
-	}
+	if (kind == RP_EV_BEGIN)
+		return rp_track_push_thread(&e->tracks, k, name, ts, arg, dp, &s->counts);
+	if (!rp_track_pop_thread(&e->tracks, k, name, ts, dp, &s->counts))
+		return false;
+	rp_device_track_end(e->dev, tr, k->depth);
 	return true;
 }
 
@@ -738,13 +735,31 @@ static inline bool slice_take(const struct rp_wire_clock *clk, const uint32_t *n
 	return true;
 }
 
+/* The one-event path out of line, for the records the ring loop leaves (late, at a
+ * sub-window's end): rare, so the loop does not carry a copy of it. */
+__attribute__((noinline)) static void event_out(struct rp_engine *e, uint32_t src,
+						uint64_t thread, const struct rp_event *ev,
+						uint32_t *hint)
+{
+	rp_engine_event_at(e, src, thread, ev, hint);
+}
+
 /*
  * rp_engine_run() on records read straight from their ring slots: one loop, the
  * slice's clock, name map and bounds and the event clock in locals (the stack
  * machine's stores cannot alias them), each record's fields read once from its slot,
- * no run buffer between the ring and the stack machine. A stretch of common records
- * stores the counters it leaves behind (the source's events, the clock; in order,
- * its newest time is its last) before any other record, which reads them.
+ * no run buffer between the ring and the stack machine. Per stretch, not per record:
+ * the track's slot (the table never moves, and a thread track is freed only by its
+ * close, never by a record) and one bound for "due" and "before the sub-window's end"
+ * (only the engine rotates the windows, never a span hook, so e->an.next holds for
+ * the stretch). Within it, a record due, in order and before that end is what
+ * rp_engine_event_at() makes of it but for the counters it shares (the source's
+ * events, the clock), which the stretch stores once at its end: nothing in dispatch()
+ * reads them. The common thread BEGIN or END takes the stack machine's thread path,
+ * any other dispatch(), without leaving the loop; the loop stops before a record the
+ * sources must see (not due, an owner mark, a summary's data, a name not mapped
+ * yet) and before one that is late or at the sub-window's end, which takes the
+ * one-event path.
  */
 __attribute__((flatten)) uint32_t rp_engine_run_ring(struct rp_engine *e, uint32_t src,
 						     uint64_t thread, struct rp_ring_slice *sl,
@@ -760,26 +775,73 @@ __attribute__((flatten)) uint32_t rp_engine_run_ring(struct rp_engine *e, uint32
 	uint64_t last = sl->last_ts, tail = sl->tail_ts;
 
 	for (;;) {
-		uint64_t tm = e->t_merged;
+		uint64_t tm = e->t_merged, next = e->an.next;
 		struct rp_event x;
+		bool wrap = false;
 
 		/* the clock's first event, or no track yet: the general path makes them */
 		if (tr == RP_NONE && e->t_first != 0)
 			tr = rp_tracks_find_at(&e->tracks, hint, src, RP_TRACK_THREAD, thread);
-		for (fast = i; i < n && tr != RP_NONE; i++) {
-			const struct rp_event *p = &slots[(h + i) & mask];
-			uint8_t kind = p->kind, flags = p->flags;
-			uint32_t id = p->name, name;
-			uint64_t ts;
+		fast = i;
+		if (tr != RP_NONE && next != 0 && tm <= (next - 1 < lim ? next - 1 : lim)) {
+			struct rp_track *k = &e->tracks.t[tr];
+			const uint64_t bound = next - 1 < lim ? next - 1 : lim;
+			/* up to the slice's end or the ring's, whichever is first (a
+			 * slice wraps round the ring once at most: the next stretch
+			 * takes the rest) */
+			const uint32_t at = (h + i) & mask;
+			const struct rp_event *const p0 = &slots[at], *p = p0,
+						    *const end = p0 + (n - i < mask + 1 - at ?
+									n - i : mask + 1 - at);
 
-			if ((uint8_t)(kind - RP_EV_BEGIN) > RP_EV_END - RP_EV_BEGIN ||
-			    (flags & RUN_ODD) || id >= n_names || (name = names[id]) == RP_NONE)
-				break;
-			ts = rp_ticks_to_ns(&clk, p->ts);
-			if (ts > lim || ts < tm ||
-			    !run_common(e, s, tr, kind, flags, p->depth, name, ts, p->arg))
-				break;
-			tm = ts;
+			for (; p < end; p++) {
+				uint8_t kind = p->kind, flags = p->flags;
+				uint32_t id = p->name, name;
+				uint64_t ts;
+
+				/* A mapped name is an engine id (rp_engine_name()): no
+				 * test against the name table as rp_engine_event_at()'s. */
+				if (id >= n_names)
+					break;
+				name = names[id];
+				if (name == RP_NONE)
+					break;
+				ts = rp_ticks_to_ns(&clk, p->ts);
+				/* tm <= ts <= bound (tm <= bound), in one compare */
+				if (ts - tm > bound - tm)
+					break;
+				/* the common record (the stack machine's thread path
+				 * says whether it is one) */
+				if ((uint8_t)(kind - RP_EV_BEGIN) <= RP_EV_END - RP_EV_BEGIN &&
+				    !(flags & RUN_ODD)) {
+					uint32_t dp = flags & RP_SPAN_DEPTH ? p->depth : RP_NONE;
+
+					if (kind == RP_EV_BEGIN) {
+						if (rp_track_push_thread(&e->tracks, k, name, ts,
+									 p->arg, dp, &s->counts)) {
+							tm = ts;
+							continue;
+						}
+					} else if (rp_track_pop_thread(&e->tracks, k, name, ts, dp,
+								       &s->counts)) {
+						rp_device_track_end(e->dev, tr, k->depth);
+						tm = ts;
+						continue;
+					}
+				}
+				/* any other: as slice_take() and rp_engine_event_at() */
+				if (kind == RP_EV_THREAD || kind == RP_EV_SUMMARY_DATA)
+					break;
+				x = *p;
+				x.ts = ts;
+				x.name = name;
+				if (kind == RP_EV_END && (flags & RP_SPAN_SELF))
+					x.arg = rp_ticks_len_ns(&clk, x.arg);
+				dispatch(e, s, src, thread, &x, hint);
+				tm = ts;
+			}
+			i += (uint32_t)(p - p0);
+			wrap = p == end && i < n; /* the rest from the ring's start */
 		}
 		if (i > fast) {
 			s->rep.events += i - fast; /* what rp_engine_event_at() would count */
@@ -791,14 +853,15 @@ __attribute__((flatten)) uint32_t rp_engine_run_ring(struct rp_engine *e, uint32
 		}
 		if (i == n)
 			break;
+		if (wrap)
+			continue;
 		x = slots[(h + i) & mask];
 		if (!slice_take(&clk, names, n_names, lim, &x))
 			break; /* the caller's */
 		last = x.ts > last ? x.ts : last;
-		rp_engine_event_at(e, src, thread, &x, hint);
+		event_out(e, src, thread, &x, hint);
 		tail = x.ts;
 		i++;
-		tr = RP_NONE; /* (whatever it did, the slot is looked up again) */
 	}
 	sl->last_ts = last;
 	sl->tail_ts = tail;

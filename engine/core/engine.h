@@ -202,8 +202,10 @@ struct rp_ring_slice {
  * while nothing but that is to be done for it: it stops before a record that is not
  * due (after sl->lim), is an owner mark or a summary's data, or whose name is not
  * mapped yet, and leaves that one to the caller. A thread's BEGIN or END with nothing
- * irregular about it is done in the run's loop (as rp_engine_run()); anything else
- * takes the one-event path without leaving the loop. @return the records processed.
+ * irregular about it is done in the run's loop (as rp_engine_run()), any other record
+ * due and in order is dispatched there too, and a late one or one at the finest
+ * sub-window's end takes the one-event path; none leaves the loop. @return the
+ * records processed.
  */
 uint32_t rp_engine_run_ring(struct rp_engine *e, uint32_t src, uint64_t thread,
 			    struct rp_ring_slice *sl, uint32_t *hint);

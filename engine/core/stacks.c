@@ -152,21 +152,16 @@ static bool grow(struct rp_track *t, uint32_t max_depth)
 	return true;
 }
 
-/* Pushes a frame; @thread: k is known to be a thread track (no request). */
-static inline __attribute__((always_inline)) void push(struct rp_tracks *ts, uint32_t tr,
-						       uint32_t name, uint64_t t, uint64_t span,
-						       struct rp_counts *c, bool thread)
+/* Pushes a frame on @k, which has room; @thread: k is known to be a thread track
+ * (no request). */
+static inline __attribute__((always_inline)) void push_frame(struct rp_tracks *ts,
+							     struct rp_track *k, uint32_t name,
+							     uint64_t t, uint64_t span,
+							     struct rp_counts *c, bool thread)
 {
-	struct rp_track *k = &ts->t[tr];
 	uint32_t parent = k->depth ? k->f[k->depth - 1].node : 0;
 	bool folded;
 
-	if (k->depth >= ts->max_depth || k->skipped ||
-	    (k->depth == k->cap && !grow(k, ts->max_depth))) {
-		k->skipped++;
-		c->anomalies[RP_ANOM_DEPTH_CAP]++;
-		return;
-	}
 	/* up = RP_NONE: a tree span mixed in later never walks into this frame. */
 	k->f[k->depth++] = (struct rp_frame){ .start = t, .span = span, .name = name,
 					      .node = rp_stats_child(ts->stats, parent, name,
@@ -175,15 +170,30 @@ static inline __attribute__((always_inline)) void push(struct rp_tracks *ts, uin
 	ts->stats->fn[name].started++;
 	if (folded)
 		c->anomalies[RP_ANOM_CCT_CAP]++;
-	if (ts->sinks)
+	if (thread || ts->sinks) /* the thread paths are the engine's: sinks set */
 		rp_spans_open(ts->sinks, name, k->depth - 1, t,
 			      !thread && rp_is_request(k, k->depth - 1));
+}
+
+/* Pushes a frame, or counts a BEGIN past the depth cap. */
+static inline __attribute__((always_inline)) void push(struct rp_tracks *ts, struct rp_track *k,
+						       uint32_t name, uint64_t t, uint64_t span,
+						       struct rp_counts *c)
+{
+	/* depth <= cap <= max_depth: a full array is the only case to look further */
+	if (k->skipped ||
+	    (k->depth == k->cap && (k->depth >= ts->max_depth || !grow(k, ts->max_depth)))) {
+		k->skipped++;
+		c->anomalies[RP_ANOM_DEPTH_CAP]++;
+		return;
+	}
+	push_frame(ts, k, name, t, span, c, false);
 }
 
 void rp_track_begin(struct rp_tracks *ts, uint32_t tr, uint32_t name, uint64_t t,
 		    uint64_t span, struct rp_counts *c)
 {
-	push(ts, tr, name, t, span, c, false);
+	push(ts, &ts->t[tr], name, t, span, c);
 }
 
 /* Pops the top frame, closed at time t; @normal: by its own END (stacks.h). Inlined
@@ -225,7 +235,7 @@ static inline __attribute__((always_inline)) void pop_inline(struct rp_tracks *t
 		k->f[k->depth - 1].child_ns += dur;
 	if (!rp_stats_add(ts->stats, &call))
 		c->anomalies[RP_ANOM_CCT_CAP]++;
-	if (ts->sinks) {
+	if (thread || ts->sinks) {
 		struct rp_span_info sp = {
 			.start = f->start, .end = f->start + dur, .self_ns = call.self_ns,
 			.subtree_ns = call.self_ns + f->child_ns, .track = k->id,
@@ -388,25 +398,31 @@ void rp_track_end(struct rp_tracks *ts, uint32_t tr, uint32_t name, uint64_t t, 
 }
 
 /*
- * The common span records of a thread track (rp_engine_run()): rp_track_begin() and
- * rp_track_end() with the track's kind known, so that nothing on the way tests it.
- * rp_track_end_top() does only an END that closes the top frame normally (no skipped
- * BEGIN, no lost frame, the name on top, no self time nor error pending) and
- * @return false, having done nothing, for any other: rp_track_end() then.
+ * The common span records of a thread track (the engine's runs, whose tracks have
+ * their sinks): rp_track_begin() and rp_track_end() with the track's kind known, so
+ * that nothing on the way tests it. rp_track_pop_thread() does only an END that
+ * closes the top frame normally (no skipped BEGIN, no lost frame, the name on top)
+ * and @return false, having done nothing, for any other: rp_track_end() then.
  */
-void rp_track_begin_thread(struct rp_tracks *ts, uint32_t tr, uint32_t name, uint64_t t,
-			   uint64_t span, struct rp_counts *c)
+bool rp_track_push_thread(struct rp_tracks *ts, struct rp_track *k, uint32_t name, uint64_t t,
+			  uint64_t span, uint32_t depth, struct rp_counts *c)
 {
-	push(ts, tr, name, t, span, c, true);
+	/* no BEGIN skipped, room without growing, not below the stack */
+	if (k->skipped || k->depth == k->cap || depth < k->depth)
+		return false;
+	push_frame(ts, k, name, t, span, c, true);
+	return true;
 }
 
-bool rp_track_end_top(struct rp_tracks *ts, uint32_t tr, uint32_t name, uint64_t t,
-		      struct rp_counts *c)
+bool rp_track_pop_thread(struct rp_tracks *ts, struct rp_track *k, uint32_t name, uint64_t t,
+			 uint32_t depth, struct rp_counts *c)
 {
-	struct rp_track *k = &ts->t[tr];
+	uint32_t d = k->depth;
+	const struct rp_frame *f = &k->f[d - 1];
 
-	if (k->skipped || k->depth == 0 || k->f[k->depth - 1].name != name ||
-	    k->f[k->depth - 1].lost || ts->end_self_set || ts->end_error)
+	/* (no self time nor error is pending between records: span_end() and
+	 * child_end() set and clear them around the one record they are for) */
+	if (d == 0 || k->skipped || depth < d - 1 || f->name != name || f->lost)
 		return false;
 	pop_inline(ts, k, t, c, true, NULL, false, true);
 	return true;

@@ -225,12 +225,14 @@ void rp_track_begin(struct rp_tracks *ts, uint32_t tr, uint32_t name, uint64_t t
 void rp_track_end(struct rp_tracks *ts, uint32_t tr, uint32_t name, uint64_t t, uint64_t span,
 		  struct rp_counts *c);
 
-/* The same for thread track @tr, for rp_engine_run()'s common records: a BEGIN, and
- * an END of the top frame; false: not that, nothing done (stacks.c). */
-void rp_track_begin_thread(struct rp_tracks *ts, uint32_t tr, uint32_t name, uint64_t t,
-			   uint64_t span, struct rp_counts *c);
-bool rp_track_end_top(struct rp_tracks *ts, uint32_t tr, uint32_t name, uint64_t t,
-		      struct rp_counts *c);
+/* The same for thread track @k (a slot of ts->t), for the engine's runs' common
+ * records (ts->sinks set): a BEGIN with room on the stack, and an END of the top
+ * frame, at @depth (the record's, RP_NONE: none) not below the stack; false: not
+ * that, nothing done (stacks.c). */
+bool rp_track_push_thread(struct rp_tracks *ts, struct rp_track *k, uint32_t name, uint64_t t,
+			  uint64_t span, uint32_t depth, struct rp_counts *c);
+bool rp_track_pop_thread(struct rp_tracks *ts, struct rp_track *k, uint32_t name, uint64_t t,
+			 uint32_t depth, struct rp_counts *c);
 
 /* Tree tracks: @arg as in RP_EV_CHILD_BEGIN (parent << 32 | span); END by span id. */
 void rp_track_child_begin(struct rp_tracks *ts, uint32_t tr, uint32_t name, uint64_t t,
