@@ -169,10 +169,12 @@ static inline bool rp_test_same_aiq(const struct rp_aiq *x, const struct rp_aiq 
 	       x->n_roots == y->n_roots && RP_TEST_SAME(x->roots, y->roots, x->n_roots) &&
 	       x->n_order == y->n_order && RP_TEST_SAME(x->order, y->order, x->n_order) &&
 	       x->n_metrics == y->n_metrics && RP_TEST_SAME(x->metrics, y->metrics, x->n_metrics) &&
-	       x->n_seg == y->n_seg && RP_TEST_SAME(x->seg_t, y->seg_t, x->n_seg + (x->seg_t != NULL)) &&
+	       x->n_seg == y->n_seg &&
+	       RP_TEST_SAME(x->seg_t, y->seg_t, x->n_seg + (x->seg_t != NULL)) &&
 	       RP_TEST_SAME(x->seg_level, y->seg_level, x->n_seg) &&
 	       memcmp(&x->p50, &y->p50, 4 * sizeof(double)) == 0 && x->n_top == y->n_top &&
-	       RP_TEST_SAME(x->top, y->top, x->n_top) && rp_test_same_strtab(&x->names, &y->names) &&
+	       RP_TEST_SAME(x->top, y->top, x->n_top) &&
+	       rp_test_same_strtab(&x->names, &y->names) &&
 	       rp_test_same_strtab(&x->uuids, &y->uuids);
 }
 

@@ -342,7 +342,8 @@ static void test_chrome_fast_mutations(void **state)
 {
 	(void)state;
 	assert_int_equal(same3(small_text, strlen(small_text), NULL), 5);
-	assert_true(rp_test_mutations(small_text, strlen(small_text), RP_TEST_STRIDE, mutated, NULL));
+	assert_true(
+		rp_test_mutations(small_text, strlen(small_text), RP_TEST_STRIDE, mutated, NULL));
 }
 
 /* ts read whole by the fast path: exactly llround(strtod(ts) x 1000). */

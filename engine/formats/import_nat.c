@@ -846,8 +846,8 @@ static int nat_mute(void *ctx)
  * "payload" and "function_ancestry", theirs by length for the five fields kept,
  * every other value skipped whole by jfast's rp_jfast_skip_value() (checked as
  * jfast checks it: the lane has no scanner of its own, so the two cannot come to
- * differ), strings by jfast's scanner. It records the kept fields (pointers into the text) and, once the
- * object's '}' is read, gives them to field() and step_end() in the order the
+ * differ), strings by jfast's scanner. It records the kept fields (pointers into
+ * the text) and, once the object's '}' is read, gives them to field() and step_end() in the order the
  * callbacks would have, then brings jfast to the state after the object (a "{}"
  * run with callbacks that do nothing) and lets it go on after it; a ", {" behind
  * the step starts the next one in the lane too.
