@@ -98,9 +98,11 @@ static void str(struct gen *g)
 	if (rnd(g, 40) == 0) { /* longer than RP_CHROME_STR_MAX: cut */
 		size_t k = 500 + rnd(g, 100);
 		memset(tmp, 'a' + (char)rnd(g, 26), k);
-		tmp[k] = '\0';
-		if (rnd(g, 2))
+		/* two-byte characters across the cut, inside the string (for k of 510..512
+		 * they overwrote its NUL: the bytes after it were the stack's) */
+		if (rnd(g, 2) && k >= 513)
 			memcpy(tmp + 509, "\xc3\xa9\xc3\xa9", 4);
+		tmp[k] = '\0';
 		put(g, tmp);
 	} else {
 		put(g, pick(g, s, ARRAY_SIZE(s)));
