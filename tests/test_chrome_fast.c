@@ -16,6 +16,7 @@
  * lexer; and ts/dur of up to 17 digits checked against strtod x 1000, rounded.
  */
 #include "support.h"
+#include "jsupport.h"
 
 #include <math.h>
 #include <zlib.h>
@@ -27,61 +28,15 @@
 
 /* ---- three ways, one digest ---- */
 
-struct seen {
-	uint64_t h;
-	int rc;
-	char why[RP_WHY_MAX];
-	struct rp_chrome_stats st;
-};
-
-static void mix(uint64_t *h, const void *p, size_t n)
-{
-	const unsigned char *b = p;
-
-	for (size_t i = 0; i < n; i++)
-		*h = (*h ^ b[i]) * 0x100000001b3ull;
-}
-
-static int digest(void *ctx, const struct rp_chrome_ev *e)
-{
-	uint64_t *h = ctx;
-	const char *s[] = { e->name, e->cat, e->pid, e->tid, e->id, e->value_name };
-	uint8_t f = (uint8_t)(e->has_ts | e->has_dur << 1 | e->has_correlation << 2 |
-			      e->has_id << 3 | e->has_value << 4);
-
-	for (size_t i = 0; i < ARRAY_SIZE(s); i++)
-		mix(h, s[i], strlen(s[i]) + 1);
-	mix(h, &e->ph, 1);
-	mix(h, &f, 1);
-	mix(h, &e->ts_ns, sizeof(e->ts_ns));
-	mix(h, &e->dur_ns, sizeof(e->dur_ns));
-	mix(h, &e->correlation, sizeof(e->correlation));
-	mix(h, &e->value, sizeof(e->value));
-	return 0;
-}
-
-/* Way 0: as shipped; 1: jfast alone; 2: yajl alone. */
-static void read_way(const void *buf, size_t len, const char *path, int way, struct seen *s)
-{
-	memset(s, 0, sizeof(*s));
-	s->h = 0xcbf29ce484222325ull;
-	rp_chrome_events_off = way == 1;
-	rp_jfast_off = way == 2;
-	s->rc = path ? rp_chrome_read(path, digest, NULL, &s->h, &s->st, s->why)
-		     : rp_chrome_parse(buf, len, digest, &s->h, &s->st, s->why);
-	rp_chrome_events_off = rp_jfast_off = false;
-}
-
 /* The three ways agree on @buf (or the file @path); @return the events read. */
 static uint64_t same3(const void *buf, size_t len, const char *path)
 {
-	struct seen s[3];
+	struct rp_test_chrome_seen s[3];
 
 	for (int k = 0; k < 3; k++)
-		read_way(buf, len, path, k, &s[k]);
+		rp_test_chrome_way(buf, len, path, k, &s[k]);
 	for (int k = 1; k < 3; k++)
-		if (s[0].rc != s[k].rc || strcmp(s[0].why, s[k].why) != 0 || s[0].h != s[k].h ||
-		    memcmp(&s[0].st, &s[k].st, sizeof(s[0].st)) != 0)
+		if (!rp_test_chrome_same(&s[0], &s[k]))
 			fail_msg("way 0: rc %d \"%s\" events %llu; way %d: rc %d \"%s\" events %llu;"
 				 " input %zu bytes: %.300s",
 				 s[0].rc, s[0].why, (unsigned long long)s[0].st.events, k, s[k].rc,
@@ -143,9 +98,11 @@ static void str(struct gen *g)
 	if (rnd(g, 40) == 0) { /* longer than RP_CHROME_STR_MAX: cut */
 		size_t k = 500 + rnd(g, 100);
 		memset(tmp, 'a' + (char)rnd(g, 26), k);
-		tmp[k] = '\0';
-		if (rnd(g, 2))
+		/* two-byte characters across the cut, inside the string (for k of 510..512
+		 * they overwrote its NUL: the bytes after it were the stack's) */
+		if (rnd(g, 2) && k >= 513)
 			memcpy(tmp + 509, "\xc3\xa9\xc3\xa9", 4);
+		tmp[k] = '\0';
 		put(g, tmp);
 	} else {
 		put(g, pick(g, s, ARRAY_SIZE(s)));
@@ -330,20 +287,9 @@ static void test_chrome_fast_generated(void **state)
 	assert_true(events > 4000); /* most traces are read to the end */
 }
 
-static void write_file(const char *path, const void *b, size_t n, bool gz)
-{
-	if (gz) {
-		gzFile g = gzopen(path, "wb1");
-		assert_non_null(g);
-		assert_int_equal(gzwrite(g, b, (unsigned)n), (int)n);
-		assert_int_equal(gzclose(g), Z_OK);
-	} else {
-		rp_test_write_file(path, b, n);
-	}
-}
-
 /* A chunk end (the readers get 64 KiB at a time) at every byte of 320 bytes of
- * events: the same trace behind 0..319 spaces, from files, plain and gzip. */
+ * events: the same trace behind 0..319 spaces, from files, plain and gzip (under a
+ * sanitizer every RP_TEST_STRIDE-th byte plain). */
 static void test_chrome_fast_every_split(void **state)
 {
 	char path[64];
@@ -351,18 +297,18 @@ static void test_chrome_fast_every_split(void **state)
 	(void)state;
 	rp_test_temp_path(path, ".json");
 	for (int gz = 0; gz < 2; gz++) {
-		for (size_t pad = 0; pad < 320; pad += gz ? 11 : 1) {
+		for (size_t pad = 0; pad < 320; pad += gz ? 11 : RP_TEST_STRIDE) {
 			size_t len;
 			char *t = trace(77, 900, false, pad, &len);
 			assert_true(len > 70000);
-			write_file(path, t, len, gz);
+			assert_true(rp_test_write_text(path, t, len, gz));
 			uint64_t ev = same3(NULL, 0, path);
 			if (ev <= 800) {
-				struct seen x;
-				read_way(NULL, 0, path, 0, &x);
+				struct rp_test_chrome_seen x;
+				rp_test_chrome_way(NULL, 0, path, 0, &x);
 				fail_msg("%llu events: %d %s", (unsigned long long)ev, x.rc, x.why);
 			}
-			if (pad % 64 == 0)
+			if (pad % (64 * RP_TEST_STRIDE) == 0)
 				same3(t, len, NULL);
 			free(t);
 		}
@@ -382,32 +328,24 @@ static const char small_text[] =
 	"  {\"ph\":\"X\",\"name\":\"k\",\"pid\":0,\"tid\":7,\"ts\":5,\"dur\":1e1,\"x\":[true,false]}"
 	"\n], \"traceName\": \"t\"}\n";
 
-static const unsigned char probes[] = { '"', '\\', '{', '}', '[', ']',	',',  ':',  ' ', '\f',
-					'0', '-',  'e', '.', 'n', 0x01, 0x80, 0xc3, 0xff };
+static void mutated(void *ctx, const char *t, size_t len, size_t at, enum rp_test_mut kind,
+		    size_t probe)
+{
+	(void)ctx;
+	(void)at;
+	(void)kind;
+	(void)probe;
+	same3(t, len, NULL);
+}
 
-/* Every prefix, every byte overwritten by each probe, and preceded by one. */
+/* Every prefix, every byte overwritten by each probe, and preceded by one (under a
+ * sanitizer one in RP_TEST_STRIDE of each). */
 static void test_chrome_fast_mutations(void **state)
 {
-	size_t n = strlen(small_text);
-	char *m = malloc(n + 2);
-
 	(void)state;
-	assert_non_null(m);
-	assert_int_equal(same3(small_text, n, NULL), 5);
-	for (size_t i = 0; i <= n; i++)
-		same3(small_text, i, NULL);
-	for (size_t i = 0; i < n; i++) {
-		for (size_t p = 0; p < sizeof(probes); p++) {
-			memcpy(m, small_text, n);
-			m[i] = (char)probes[p];
-			same3(m, n, NULL);
-		}
-		memcpy(m, small_text, i);
-		m[i] = (char)probes[i % sizeof(probes)];
-		memcpy(m + i + 1, small_text + i, n - i);
-		same3(m, n + 1, NULL);
-	}
-	free(m);
+	assert_int_equal(same3(small_text, strlen(small_text), NULL), 5);
+	assert_true(
+		rp_test_mutations(small_text, strlen(small_text), RP_TEST_STRIDE, mutated, NULL));
 }
 
 /* ts read whole by the fast path: exactly llround(strtod(ts) x 1000). */

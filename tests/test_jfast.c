@@ -14,6 +14,7 @@
  * chunks with damage near chunk ends, plain and gzip.
  */
 #include "support.h"
+#include "jsupport.h"
 
 #include <math.h>
 #include <zlib.h>
@@ -59,72 +60,16 @@ static const char nat_text[] =
 	"\"UUID\": \"u-1\"}}]},\n"
 	" {\"request_number\": 1, \"intermediate_steps\": []}, 7]\n";
 
-/* Bytes that matter to a JSON lexer, for overwriting and inserting. */
-static const unsigned char probes[] = { '"', '\\', '{', '}', '[', ']',	',',  ':',  ' ', '\f',
-					'0', '-',  'e', '.', 'n', 0x01, 0x80, 0xc3, 0xff };
-
 /* ---- Chrome: everything a caller sees, as one digest ---- */
-
-struct seen {
-	uint64_t h;
-	int rc;
-	char why[RP_WHY_MAX];
-	struct rp_chrome_stats st;
-};
-
-static void mix(uint64_t *h, const void *p, size_t n)
-{
-	const unsigned char *b = p;
-
-	for (size_t i = 0; i < n; i++)
-		*h = (*h ^ b[i]) * 0x100000001b3ull;
-}
-
-static void mix_str(uint64_t *h, const char *s)
-{
-	mix(h, s, strlen(s) + 1);
-}
-
-static int digest(void *ctx, const struct rp_chrome_ev *e)
-{
-	uint64_t *h = ctx;
-
-	mix(h, &e->ph, 1);
-	mix_str(h, e->name);
-	mix_str(h, e->cat);
-	mix_str(h, e->pid);
-	mix_str(h, e->tid);
-	mix_str(h, e->id);
-	mix_str(h, e->value_name);
-	mix(h, &e->ts_ns, sizeof(e->ts_ns));
-	mix(h, &e->dur_ns, sizeof(e->dur_ns));
-	mix(h, &e->correlation, sizeof(e->correlation));
-	mix(h, &e->value, sizeof(e->value));
-	uint8_t f = (uint8_t)(e->has_ts | e->has_dur << 1 | e->has_correlation << 2 |
-			      e->has_id << 3 | e->has_value << 4);
-	mix(h, &f, 1);
-	return 0;
-}
-
-static void chrome_once(const void *buf, size_t len, const char *path, bool off, struct seen *s)
-{
-	memset(s, 0, sizeof(*s));
-	s->h = 0xcbf29ce484222325ull;
-	rp_jfast_off = off;
-	s->rc = path ? rp_chrome_read(path, digest, NULL, &s->h, &s->st, s->why)
-		     : rp_chrome_parse(buf, len, digest, &s->h, &s->st, s->why);
-	rp_jfast_off = false;
-}
 
 /* The fast path and yajl alone agree on @buf (or the file @path). */
 static void chrome_same(const void *buf, size_t len, const char *path)
 {
-	struct seen a, b;
+	struct rp_test_chrome_seen a, b;
 
-	chrome_once(buf, len, path, false, &a);
-	chrome_once(buf, len, path, true, &b);
-	if (a.rc != b.rc || strcmp(a.why, b.why) != 0 || a.h != b.h ||
-	    memcmp(&a.st, &b.st, sizeof(a.st)) != 0)
+	rp_test_chrome_way(buf, len, path, 0, &a);
+	rp_test_chrome_way(buf, len, path, 2, &b);
+	if (!rp_test_chrome_same(&a, &b))
 		fail_msg("fast: rc %d \"%s\" events %llu bytes %llu; yajl: rc %d \"%s\" events "
 			 "%llu bytes %llu; input "
 			 "%zu bytes: %.80s",
@@ -134,29 +79,28 @@ static void chrome_same(const void *buf, size_t len, const char *path)
 			 path ? path : (const char *)buf);
 }
 
-/* Every prefix, every position overwritten by every probe byte, and preceded by
- * one (a different one at each position, all of them in turn). */
+struct mut_ctx {
+	void (*same)(const void *, size_t, const char *);
+};
+
+static void mutated(void *ctx, const char *t, size_t len, size_t at, enum rp_test_mut kind,
+		    size_t probe)
+{
+	const struct mut_ctx *c = ctx;
+
+	(void)at;
+	(void)kind;
+	(void)probe;
+	c->same(t, len, NULL);
+}
+
+/* rp_test_mutations() of @text through @same; under a sanitizer one case in
+ * RP_TEST_STRIDE of each kind. */
 static void mutations(const char *text, void (*same)(const void *, size_t, const char *))
 {
-	size_t n = strlen(text);
-	char *m = malloc(n + 2);
+	struct mut_ctx c = { same };
 
-	assert_non_null(m);
-	same(text, n, NULL);
-	for (size_t i = 0; i <= n; i++)
-		same(text, i, NULL);
-	for (size_t i = 0; i < n; i++) {
-		for (size_t p = 0; p < sizeof(probes); p++) {
-			memcpy(m, text, n);
-			m[i] = (char)probes[p];
-			same(m, n, NULL);
-		}
-		memcpy(m, text, i);
-		m[i] = (char)probes[i % sizeof(probes)];
-		memcpy(m + i + 1, text + i, n - i);
-		same(m, n + 1, NULL);
-	}
-	free(m);
+	assert_true(rp_test_mutations(text, strlen(text), RP_TEST_STRIDE, mutated, &c));
 }
 
 static void test_jfast_chrome_mutations(void **state)
@@ -238,14 +182,7 @@ static char *big_trace(size_t events, size_t *len)
 
 static void write_file(const char *path, const void *b, size_t n, bool gz)
 {
-	if (gz) {
-		gzFile g = gzopen(path, "wb1");
-		assert_non_null(g);
-		assert_int_equal(gzwrite(g, b, (unsigned)n), (int)n);
-		assert_int_equal(gzclose(g), Z_OK);
-	} else {
-		rp_test_write_file(path, b, n);
-	}
+	assert_true(rp_test_write_text(path, b, n, gz));
 }
 
 /* Damage near the 64 KiB chunk ends the readers get text in, and near the end. */
@@ -300,23 +237,11 @@ static void nat_once(const void *buf, size_t len, const char *path, bool off, st
 	struct rp_nat_caps caps = { .max_events = 64, .max_request_steps = 16 };
 	struct rp_engine_cfg cfg;
 	struct rp_engine *e;
-	struct rp_report r;
 	struct rp_aiq a;
 
 	memset(s, 0, sizeof(*s));
 	s->h = 0xcbf29ce484222325ull;
-	rp_engine_cfg_default(&cfg); /* small: an engine per input */
-	cfg.max_names = 64;
-	cfg.max_tracks = 16;
-	cfg.max_cct_nodes = 64;
-	cfg.max_sources = 2;
-	cfg.max_sketch_names = 8;
-	cfg.max_window_names = 4;
-	cfg.max_counters = 4;
-	cfg.recorder_spans = 64;
-	cfg.recorder_samples = 16;
-	cfg.dev.max_spans = 64;
-	cfg.dev.max_events = 32;
+	rp_test_small_engine_cfg(&cfg); /* an engine per input */
 	assert_int_equal(rp_engine_open(&cfg, &e), 0);
 	assert_int_equal(rp_aiq_init(&a, 0), 0);
 	rp_jfast_off = off;
@@ -329,16 +254,7 @@ static void nat_once(const void *buf, size_t len, const char *path, bool off, st
 		s->n_nodes = a.n_nodes;
 		s->n_seg = a.n_seg;
 		s->p[0] = a.p50, s->p[1] = a.p90, s->p[2] = a.p95, s->p[3] = a.p99;
-		assert_int_equal(rp_engine_report(e, &r), 0);
-		for (uint32_t i = 0; i < r.n_fns; i++) {
-			mix_str(&s->h, r.fns[i].name);
-			mix(&s->h, &r.fns[i].calls, sizeof(r.fns[i].calls));
-			mix(&s->h, &r.fns[i].total_ns, sizeof(r.fns[i].total_ns));
-		}
-		mix(&s->h, &r.events, sizeof(r.events));
-		mix(&s->h, &r.t_last, sizeof(r.t_last));
-		mix(&s->h, r.anomalies, sizeof(r.anomalies));
-		rp_report_free(&r);
+		assert_int_equal(rp_test_engine_digest(e, &s->h), 0);
 	}
 	rp_aiq_free(&a);
 	rp_engine_close(e);
@@ -549,6 +465,9 @@ static void sd_number(char *out, int nd, int ip, int ex, bool neg)
 	out[n] = '\0';
 }
 
+/* Random rounds: fewer under a sanitizer (each kind below still thousands). */
+#define SD_ROUNDS(n) ((n) / (RP_TEST_STRIDE * RP_TEST_STRIDE))
+
 /*
  * Random 1..20-digit decimals with exponents around the exact range, the
  * toolkit's 17-digit timestamps, and the doubles' own halfway points (the cases
@@ -559,7 +478,7 @@ static void test_jfast_strtod_matches_strtod(void **state)
 	char s[64];
 
 	(void)state;
-	for (int i = 0; i < 3000000; i++) {
+	for (int i = 0; i < SD_ROUNDS(3000000); i++) {
 		int nd = 1 + (int)(sd_next() % 20), ex = (int)(sd_next() % 71) - 35;
 		sd_number(s, nd, 1 + (int)(sd_next() % (unsigned)nd), sd_next() % 4 ? 0 : ex,
 			  sd_next() % 8 == 0);
@@ -567,13 +486,13 @@ static void test_jfast_strtod_matches_strtod(void **state)
 			s[s[0] == '-'] = '1'; /* JSON: no leading zero before digits */
 		sd_check(s);
 	}
-	for (int i = 0; i < 2000000; i++) { /* 1750000000.3340001: 10 + 7 digits */
+	for (int i = 0; i < SD_ROUNDS(2000000); i++) { /* 1750000000.3340001: 10 + 7 digits */
 		snprintf(s, sizeof(s), "17%08llu.%07llu",
 			 (unsigned long long)(sd_next() % 100000000),
 			 (unsigned long long)(sd_next() % 10000000));
 		sd_check(s);
 	}
-	for (int i = 0; i < 1000000; i++) { /* halfway between two doubles, written out */
+	for (int i = 0; i < SD_ROUNDS(1000000); i++) { /* halfway between two doubles, written out */
 		double d = (double)(sd_next() >> 11) * 0x1p-20, up = nextafter(d, 1e300);
 		long double mid = ((long double)d + (long double)up) / 2;
 		snprintf(s, sizeof(s), "%.19Lg", mid);

@@ -19,6 +19,7 @@
  * there. Well-formed inputs must have gone through the lane (rp_nat_lane_steps).
  */
 #include "support.h"
+#include "jsupport.h"
 
 #include "aiq.h"
 #include "engine.h"
@@ -26,19 +27,6 @@
 #include "render.h"
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
-
-/* Under a sanitizer (3-10x slower, on a loaded CI machine) the exhaustive loops
- * take every third position; the plain build takes them all. */
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define STRIDE 3
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define STRIDE 3
-#endif
-#endif
-#ifndef STRIDE
-#define STRIDE 1
-#endif
 
 static const char lane_text[] =
 	"[{\"request_number\": 0, \"x\": {\"intermediate_steps\": [{\"payload\": {}}]},\n"
@@ -74,10 +62,6 @@ static const char lane_text[] =
 	"\"event_timestamp\": 2e0, \"UUID\": \"s\"}}, {\"payload\": {\"event_type\": "
 	"\"SPAN_END\", \"event_timestamp\": 3.000, \"UUID\": \"s\"}}]}]\n";
 
-/* Bytes that matter to a JSON lexer, for overwriting and inserting. */
-static const unsigned char probes[] = { '"', '\\', '{', '}', '[', ']',	',',  ':',  ' ', '\f',
-					'0', '-',  'e', '.', 'n', 0x01, 0x80, 0xc3, 0xff };
-
 struct seen {
 	int rc, erc;
 	char why[RP_WHY_MAX], ewhy[RP_WHY_MAX];
@@ -86,49 +70,19 @@ struct seen {
 	uint64_t h;  /* the engine's functions, events and anomalies */
 };
 
-static void mix(uint64_t *h, const void *p, size_t n)
-{
-	const unsigned char *b = p;
-
-	for (size_t i = 0; i < n; i++)
-		*h = (*h ^ b[i]) * 0x100000001b3ull;
-}
-
 static void into_engine(const void *buf, size_t len, const char *path, struct seen *s)
 {
 	struct rp_nat_caps caps = { .max_events = 64, .max_request_steps = 16 };
 	struct rp_engine_cfg cfg;
 	struct rp_engine *e;
-	struct rp_report r;
 
 	s->h = 0xcbf29ce484222325ull;
-	rp_engine_cfg_default(&cfg); /* small: an engine per input */
-	cfg.max_names = 64;
-	cfg.max_tracks = 16;
-	cfg.max_cct_nodes = 64;
-	cfg.max_sources = 2;
-	cfg.max_sketch_names = 8;
-	cfg.max_window_names = 4;
-	cfg.max_counters = 4;
-	cfg.recorder_spans = 64;
-	cfg.recorder_samples = 16;
-	cfg.dev.max_spans = 64;
-	cfg.dev.max_events = 32;
+	rp_test_small_engine_cfg(&cfg); /* an engine per input */
 	assert_int_equal(rp_engine_open(&cfg, &e), 0);
 	s->erc = path ? rp_import_nat(e, NULL, &caps, path, NULL, NULL, &s->est, s->ewhy)
 		      : rp_import_nat_buf(e, NULL, &caps, buf, len, "buffer", &s->est, s->ewhy);
-	if (s->erc == 0) {
-		assert_int_equal(rp_engine_report(e, &r), 0);
-		for (uint32_t i = 0; i < r.n_fns; i++) {
-			mix(&s->h, r.fns[i].name, strlen(r.fns[i].name));
-			mix(&s->h, &r.fns[i].calls, sizeof(r.fns[i].calls));
-			mix(&s->h, &r.fns[i].total_ns, sizeof(r.fns[i].total_ns));
-		}
-		mix(&s->h, &r.events, sizeof(r.events));
-		mix(&s->h, &r.t_last, sizeof(r.t_last));
-		mix(&s->h, r.anomalies, sizeof(r.anomalies));
-		rp_report_free(&r);
-	}
+	if (s->erc == 0)
+		assert_int_equal(rp_test_engine_digest(e, &s->h), 0);
 	rp_engine_close(e);
 }
 
@@ -190,29 +144,24 @@ static void test_nat_lane_trace(void **state)
 	assert_true(same(lane_text, strlen(lane_text), NULL, true));
 }
 
-/* Every prefix, every byte overwritten by and preceded with each probe. */
+/* An engine for some of them: prefixes at positions 0 mod 7, the overwrite by the
+ * position's own probe, insertions at 0 mod 5. */
+static void mutated(void *ctx, const char *t, size_t len, size_t at, enum rp_test_mut kind,
+		    size_t probe)
+{
+	(void)ctx;
+	same(t, len, NULL,
+	     kind == RP_TEST_PREFIX	 ? at % 7 == 0
+	     : kind == RP_TEST_OVERWRITE ? probe == at % RP_TEST_N_PROBES
+					 : at % 5 == 0);
+}
+
+/* Every prefix, every byte overwritten by and preceded with each probe (under a
+ * sanitizer one in RP_TEST_STRIDE of each). */
 static void test_nat_lane_mutations(void **state)
 {
-	const char *text = lane_text;
-	size_t n = strlen(text);
-	char *m = malloc(n + 2);
-
 	(void)state;
-	assert_non_null(m);
-	for (size_t i = 0; i <= n; i += STRIDE)
-		same(text, i, NULL, i % 7 == 0);
-	for (size_t i = 0; i < n; i += STRIDE) {
-		for (size_t p = 0; p < sizeof(probes); p++) {
-			memcpy(m, text, n);
-			m[i] = (char)probes[p];
-			same(m, n, NULL, p == i % sizeof(probes));
-		}
-		memcpy(m, text, i);
-		m[i] = (char)probes[i % sizeof(probes)];
-		memcpy(m + i + 1, text + i, n - i);
-		same(m, n + 1, NULL, i % 5 == 0);
-	}
-	free(m);
+	assert_true(rp_test_mutations(lane_text, strlen(lane_text), RP_TEST_STRIDE, mutated, NULL));
 }
 
 /* Every byte value after each backslash and in the \\u escapes' digits. */
@@ -226,7 +175,7 @@ static void test_nat_lane_every_byte(void **state)
 	assert_non_null(m);
 	for (size_t i = 1; i < n; i++) {
 		bool esc = false;
-		if (i % STRIDE != 0)
+		if (i % RP_TEST_STRIDE != 0)
 			continue;
 		for (size_t k = 1; k <= 5 && k <= i; k++)
 			esc |= text[i - k] == '\\' && (k == 1 || text[i - k + 1] == 'u');
@@ -361,14 +310,14 @@ static void test_nat_lane_chunk_ends(void **state)
 	t = gen(10, 0, &len);
 	step = len / 10 + 8; /* a step's length and some: every byte of one at 65536 */
 	free(t);
-	for (size_t pad = 0; pad < step; pad += STRIDE) {
+	for (size_t pad = 0; pad < step; pad += RP_TEST_STRIDE) {
 		t = gen(200, pad, &len);
 		assert_true(len > 65536 + 4096);
 		rp_test_write_file(path, t, len);
 		assert_true(same(NULL, 0, path, pad % 16 == 0));
 		if (pad % 4 == 0) {
 			char keep = t[65536 - pad % 8];
-			t[65536 - pad % 8] = (char)probes[pad % sizeof(probes)];
+			t[65536 - pad % 8] = (char)rp_test_probes[pad % RP_TEST_N_PROBES];
 			rp_test_write_file(path, t, len);
 			same(NULL, 0, path, pad % 32 == 0);
 			t[65536 - pad % 8] = keep;

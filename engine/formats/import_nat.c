@@ -23,10 +23,6 @@
 #include <yajl/yajl_parse.h>
 #include <zlib.h>
 
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
-
 #include "import_nat.h"
 #include "jfast.h"
 #include "readahead.h"
@@ -848,16 +844,16 @@ static int nat_mute(void *ctx)
  * start_map callback cancels, and the lane parses the whole object from that '{'
  * with a parser that knows the layout: a step's member keys compared once for
  * "payload" and "function_ancestry", theirs by length for the five fields kept,
- * every other value skipped by its structure (a string scanned for its closing
- * quote 16 bytes at a time, a container by its brackets) and only checked, as jfast
- * checks it. It records the kept fields (pointers into the text) and, once the
- * object's '}' is read, gives them to field() and step_end() in the order the
+ * every other value skipped whole by jfast's rp_jfast_skip_value() (checked as
+ * jfast checks it: the lane has no scanner of its own, so the two cannot come to
+ * differ), strings by jfast's scanner. It records the kept fields (pointers into
+ * the text) and, once the object's '}' is read, gives them to field() and step_end() in the order the
  * callbacks would have, then brings jfast to the state after the object (a "{}"
  * run with callbacks that do nothing) and lets it go on after it; a ", {" behind
  * the step starts the next one in the lane too.
  *
- * It accepts a strict subset of what jfast accepts (the same string, number and
- * literal rules, whitespace, nesting no deeper than LANE_DEPTH under the step) and
+ * It accepts a strict subset of what jfast accepts (jfast's own string, number and
+ * literal checks, whitespace, nesting no deeper than LANE_DEPTH under the step) and
  * only whole objects inside the text it was given, and it keeps no string that has
  * an escape or is longer than what the callbacks get whole. For anything else,
  * before any effect (counters included), it gives the '{' back: jfast starts the
@@ -871,26 +867,11 @@ uint64_t rp_nat_lane_steps;
 
 #define LANE_INLINE static inline __attribute__((always_inline))
 
-LANE_INLINE bool lane_ws(unsigned char c)
-{
-	return c == ' ' || c == '\n' || c == '\r' || c == '\t';
-}
-
-LANE_INLINE bool lane_digit(unsigned char c)
-{
-	return c >= '0' && c <= '9';
-}
-
-static bool lane_hex(unsigned char c)
-{
-	return lane_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
-}
-
 static bool lane_sp_slow(const unsigned char **q, const unsigned char *e)
 {
 	const unsigned char *p = *q;
 
-	while (p < e && lane_ws(*p))
+	while (p < e && rp_jfast_ws(*p))
 		p++;
 	*q = p;
 	return p < e;
@@ -916,74 +897,6 @@ LANE_INLINE bool lane_sep(const unsigned char **q, const unsigned char *e)
 	return lane_sp(q, e);
 }
 
-/* Bytes from @s before one of '"', '\\', < 0x20, >= 0x80 (or @e): jfast's scan. */
-LANE_INLINE const unsigned char *lane_plain(const unsigned char *s, const unsigned char *e)
-{
-#if defined(__SSE2__)
-	const __m128i q = _mm_set1_epi8('"'), bs = _mm_set1_epi8('\\'), sp = _mm_set1_epi8(0x20);
-
-	for (; e - s >= 16; s += 16) {
-		__m128i x = _mm_loadu_si128((const __m128i *)(const void *)s);
-		/* signed: bytes >= 0x80 are negative, so below 0x20 too */
-		__m128i m = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, q), _mm_cmpeq_epi8(x, bs)),
-					 _mm_cmplt_epi8(x, sp));
-		int bits = _mm_movemask_epi8(m);
-		if (bits)
-			return s + __builtin_ctz((unsigned)bits);
-	}
-#endif
-	while (s < e && *s != '"' && *s != '\\' && *s >= 0x20 && *s < 0x80)
-		s++;
-	return s;
-}
-
-/* yajl's UTF-8 rule: the lead byte's length, then that many continuation bytes. */
-static int lane_utf8(unsigned char c)
-{
-	if ((c >> 5) == 0x6)
-		return 2;
-	if ((c >> 4) == 0xe)
-		return 3;
-	if ((c >> 3) == 0x1e)
-		return 4;
-	return 0;
-}
-
-/* In a string, the escape or non-ASCII byte at *@q (jfast's scan_string rules):
- * *@q past it. false: jfast would not take it, or it is cut by @e. */
-static bool lane_special(const unsigned char **q, const unsigned char *e, bool *esc)
-{
-	const unsigned char *p = *q;
-	unsigned char c = *p;
-
-	if (c == '\\') {
-		*esc = true;
-		if (e - p < 2)
-			return false;
-		c = p[1];
-		if (c == 'u') {
-			if (e - p < 6)
-				return false;
-			for (int t = 2; t < 6; t++)
-				if (!lane_hex(p[t]))
-					return false;
-			*q = p + 6;
-			return true;
-		}
-		*q = p + 2;
-		return c == '"' || c == '\\' || c == '/' || c == 'b' || c == 'f' || c == 'n' ||
-		       c == 'r' || c == 't';
-	}
-	int u = lane_utf8(c); /* 0 for a control byte too */
-	if (u == 0 || e - p < u)
-		return false;
-	for (int t = 1; t < u; t++)
-		if ((p[t] >> 6) != 0x2)
-			return false;
-	*q = p + u;
-	return true;
-}
-
 /*
  * The string at *@q (its opening quote), whole before @e, as jfast takes it: *@q
  * past its closing quote, its raw bytes at *@s, *@len; *@esc set if it holds an
@@ -994,102 +907,21 @@ LANE_INLINE bool lane_str(const unsigned char **q, const unsigned char *e,
 {
 	const unsigned char *p = *q + 1;
 
+	if (rp_jfast_scan_str(p, (size_t)(e - p), len, esc) != RP_JFAST_SCAN_OK)
+		return false;
 	*s = p;
-	for (;;) {
-		p = lane_plain(p, e);
-		if (p >= e)
-			return false;
-		if (*p == '"')
-			break;
-		if (!lane_special(&p, e, esc))
-			return false;
-	}
-	*len = (size_t)(p - *s);
-	*q = p + 1;
+	*q = p + *len + 1;
 	return true;
 }
 
-/* The first byte from @p on that is not a decimal digit (or @e), eight at a time:
- * a byte's low nibble above 9 carries into its bit 4, any other byte has a high
- * nibble; a carry out of a flagged byte only reaches later ones. */
-LANE_INLINE const unsigned char *lane_digits(const unsigned char *p, const unsigned char *e)
+/* The value at *@q (p < e), checked and skipped by jfast: *@q past it. */
+LANE_INLINE bool lane_skip(const unsigned char **q, const unsigned char *e)
 {
-	const uint64_t ones = 0x0101010101010101ull;
-	uint64_t x, f;
+	size_t len;
 
-	for (; e - p >= 8; p += 8) {
-		memcpy(&x, p, 8);
-		x = le64toh(x) ^ (ones * '0');
-		f = (x & (ones * 0xf0)) | ((x + ones * 6) & (ones * 0x10));
-		if (f)
-			return p + __builtin_ctzll(f) / 8;
-	}
-	while (p < e && lane_digit(*p))
-		p++;
-	return p;
-}
-
-/* The number at *@q, as jfast's scan_number takes it (followed, before @e, by
- * whitespace, ',', ']' or '}'): *@q past it. */
-static bool lane_num(const unsigned char **q, const unsigned char *e)
-{
-	const unsigned char *p = *q;
-
-	if (p < e && *p == '-')
-		p++;
-	if (p < e && *p == '0') {
-		p++;
-	} else {
-		if (p >= e || !lane_digit(*p))
-			return false;
-		p = lane_digits(p + 1, e);
-	}
-	if (p < e && *p == '.') {
-		p++;
-		if (p >= e || !lane_digit(*p))
-			return false;
-		p = lane_digits(p + 1, e);
-	}
-	if (p < e && (*p == 'e' || *p == 'E')) {
-		p++;
-		if (p < e && (*p == '+' || *p == '-'))
-			p++;
-		if (p >= e || !lane_digit(*p))
-			return false;
-		p = lane_digits(p + 1, e);
-	}
-	if (p - *q > RP_JFAST_NUM || p >= e ||
-	    !(lane_ws(*p) || *p == ',' || *p == ']' || *p == '}'))
+	if (rp_jfast_skip_value(*q, (size_t)(e - *q), LANE_DEPTH, &len) != RP_JFAST_SCAN_OK)
 		return false;
-	*q = p;
-	return true;
-}
-
-#define LANE_U32(a, b, c, d)                                                                      \
-	((uint32_t)(a) | (uint32_t)(b) << 8 | (uint32_t)(c) << 16 | (uint32_t)(d) << 24)
-
-/* The literal (true, false, null) at *@q: *@q past it; its kind in *@k. */
-LANE_INLINE bool lane_lit(const unsigned char **q, const unsigned char *e, enum kind *k)
-{
-	const unsigned char *p = *q;
-	uint32_t x;
-
-	if (e - p < 4)
-		return false;
-	memcpy(&x, p, 4);
-	x = le32toh(x);
-	if (x == LANE_U32('n', 'u', 'l', 'l')) {
-		*k = V_NULL;
-		*q = p + 4;
-	} else if (x == LANE_U32('t', 'r', 'u', 'e')) {
-		*k = V_BOOL;
-		*q = p + 4;
-	} else if (x == LANE_U32('f', 'a', 'l', 's') && e - p >= 5 && p[4] == 'e') {
-		*k = V_BOOL;
-		*q = p + 5;
-	} else {
-		return false;
-	}
+	*q += len;
 	return true;
 }
 
@@ -1102,7 +934,7 @@ LANE_INLINE bool lane_lit(const unsigned char **q, const unsigned char *e, enum 
 LANE_INLINE bool lane_key(const unsigned char **q, const unsigned char *e,
 			  const unsigned char **s, size_t *len)
 {
-	bool esc = false;
+	bool esc;
 
 	if (**q != '"' || !lane_str(q, e, s, len, &esc) || esc)
 		return false;
@@ -1111,140 +943,19 @@ LANE_INLINE bool lane_key(const unsigned char **q, const unsigned char *e,
 	return lane_sp(q, e) && **q == ':' && lane_sep(q, e);
 }
 
-/*
- * The container at *@q ('{' or '['), checked and skipped: *@q past it. Its keys
- * are not compared, so an escaped one only has to be valid.
- */
-static bool lane_skip_nest(const unsigned char **q, const unsigned char *e)
+/* After an object's member, at *@q: 1 with *@q at the next key, 0 with *@q past
+ * the object's '}', -1 if not taken. */
+LANE_INLINE int lane_next(const unsigned char **q, const unsigned char *e)
 {
-	unsigned char stack[LANE_DEPTH];
-	const unsigned char *p = *q, *s;
-	unsigned d = 0;
-	size_t len;
-	enum kind kind;
-	bool esc;
-
-	for (;;) {
-		unsigned char c = *p; /* a value: p < e */
-		if (c == '"') {
-			if (!lane_str(&p, e, &s, &len, &esc))
-				return false;
-		} else if (c == '{' || c == '[') {
-			if (d == LANE_DEPTH)
-				return false;
-			stack[d++] = c;
-			p++;
-			if (!lane_sp(&p, e))
-				return false;
-			if (*p == (c == '{' ? '}' : ']')) {
-				p++;
-				d--;
-			} else {
-				if (c == '{' && (*p != '"' || !lane_str(&p, e, &s, &len, &esc) ||
-						 !lane_sp(&p, e) || *p++ != ':' || !lane_sp(&p, e)))
-					return false;
-				continue; /* its first value */
-			}
-		} else if (c == 't' || c == 'f' || c == 'n') {
-			if (!lane_lit(&p, e, &kind))
-				return false;
-		} else if (c == '-' || lane_digit(c)) {
-			if (!lane_num(&p, e))
-				return false;
-		} else {
-			return false;
-		}
-		/* after a value: closes, then a ',' and the next value, or the end */
-		for (;;) {
-			if (d == 0) {
-				*q = p;
-				return true;
-			}
-			if (!lane_sp(&p, e))
-				return false;
-			c = stack[d - 1];
-			if (*p == (c == '{' ? '}' : ']')) {
-				p++;
-				d--;
-				continue;
-			}
-			if (*p++ != ',' || !lane_sp(&p, e))
-				return false;
-			if (c == '{' && (*p != '"' || !lane_str(&p, e, &s, &len, &esc) ||
-					 !lane_sp(&p, e) || *p++ != ':' || !lane_sp(&p, e)))
-				return false;
-			break;
-		}
+	if (__builtin_expect(*q < e && **q == ',', 1)) /* the next member */
+		return lane_sep(q, e) ? 1 : -1;
+	if (!lane_sp(q, e))
+		return -1;
+	if (**q == '}') {
+		++*q;
+		return 0;
 	}
-}
-
-/* The scalar at *@q (p < e), checked and skipped: *@q past it; false for a
- * container too. */
-LANE_INLINE bool lane_scalar(const unsigned char **q, const unsigned char *e)
-{
-	const unsigned char *s;
-	unsigned char c = **q;
-	size_t len;
-	enum kind kind;
-	bool esc;
-
-	if (c == '"')
-		return lane_str(q, e, &s, &len, &esc);
-	if (c == 'n' || c == 't' || c == 'f')
-		return lane_lit(q, e, &kind);
-	return (c == '-' || lane_digit(c)) && lane_num(q, e);
-}
-
-/*
- * The object of scalars at *@q ('{'), as a step's "data" usually is, checked and
- * skipped without lane_skip_nest()'s stack: *@q past it. false for anything
- * else, a container in it too (then lane_skip_nest() reads it from its '{').
- */
-static bool lane_flat(const unsigned char **q, const unsigned char *e)
-{
-	const unsigned char *p = *q + 1, *s;
-	size_t len;
-	bool esc;
-
-	if (!lane_sp(&p, e))
-		return false;
-	if (*p == '}') {
-		*q = p + 1;
-		return true;
-	}
-	for (;;) {
-		if (*p != '"' || !lane_str(&p, e, &s, &len, &esc))
-			return false;
-		if (!(p < e && *p == ':' ? lane_sep(&p, e)
-					 : lane_sp(&p, e) && *p == ':' && lane_sep(&p, e)) ||
-		    !lane_scalar(&p, e))
-			return false;
-		if (p < e && *p == ',') {
-			if (!lane_sep(&p, e))
-				return false;
-			continue;
-		}
-		if (!lane_sp(&p, e))
-			return false;
-		if (*p == '}') {
-			*q = p + 1;
-			return true;
-		}
-		if (*p != ',' || !lane_sep(&p, e))
-			return false;
-	}
-}
-
-/* The value at *@q (p < e), checked and skipped: *@q past it. */
-LANE_INLINE bool lane_skip(const unsigned char **q, const unsigned char *e)
-{
-	unsigned char c = **q;
-
-	if (c == '{')
-		return lane_flat(q, e) || lane_skip_nest(q, e);
-	if (c == '[')
-		return lane_skip_nest(q, e);
-	return lane_scalar(q, e);
+	return **q == ',' && lane_sep(q, e) ? 1 : -1;
 }
 
 /* A payload key's field (cb_map_key's comparisons, by length first). */
@@ -1268,7 +979,7 @@ static bool lane_field(const unsigned char **q, const unsigned char *e, enum fke
 	unsigned char c = *p;
 	size_t len = 0;
 	enum kind kind;
-	bool esc = false;
+	bool esc;
 
 	if (L->n_ev == LANE_EVS)
 		return false;
@@ -1276,21 +987,15 @@ static bool lane_field(const unsigned char **q, const unsigned char *e, enum fke
 		if (!lane_str(q, e, &s, &len, &esc) || esc || len > RP_JFAST_STR_KEEP)
 			return false; /* decoded or cut by jfast: its */
 		kind = V_STR;
-	} else if (c == '-' || lane_digit(c)) {
-		if (!lane_num(q, e))
-			return false;
-		s = p;
-		len = (size_t)(*q - p);
-		kind = V_NUM;
-	} else if (c == 't' || c == 'f' || c == 'n') {
-		if (!lane_lit(q, e, &kind))
-			return false;
-	} else if (c == '{' || c == '[') { /* field() is told at its start */
-		if (!lane_skip_nest(q, e))
-			return false;
-		kind = c == '{' ? V_MAP : V_ARR;
 	} else {
-		return false;
+		if (!lane_skip(q, e)) /* a container: field() is told at its start */
+			return false;
+		kind = c == '{' ? V_MAP : c == '[' ? V_ARR : c == 'n' ? V_NULL
+			: c == 't' || c == 'f' ? V_BOOL : V_NUM;
+		if (kind == V_NUM) {
+			s = p;
+			len = (size_t)(*q - p);
+		}
 	}
 	L->ev[L->n_ev++] = (struct lane_ev){ s, (uint32_t)len, (uint8_t)f, (uint8_t)kind };
 	return true;
@@ -1304,6 +1009,7 @@ static bool lane_fields(const unsigned char **q, const unsigned char *e, bool an
 	const unsigned char *p = *q + 1, *key;
 	size_t len;
 	enum fkey f;
+	int r;
 
 	if (!lane_sp(&p, e))
 		return false;
@@ -1311,7 +1017,7 @@ static bool lane_fields(const unsigned char **q, const unsigned char *e, bool an
 		*q = p + 1;
 		return true;
 	}
-	for (;;) {
+	do {
 		if (!lane_key(&p, e, &key, &len))
 			return false;
 		f = !anc ? lane_payload_key(key, len)
@@ -1320,20 +1026,9 @@ static bool lane_fields(const unsigned char **q, const unsigned char *e, bool an
 		L->fkey = (int)f;
 		if (!(f == F_OTHER ? lane_skip(&p, e) : lane_field(&p, e, f, L)))
 			return false;
-		if (__builtin_expect(p < e && *p == ',', 1)) { /* the next member */
-			if (!lane_sep(&p, e))
-				return false;
-			continue;
-		}
-		if (!lane_sp(&p, e))
-			return false;
-		if (*p == '}') {
-			*q = p + 1;
-			return true;
-		}
-		if (*p != ',' || !lane_sep(&p, e))
-			return false;
-	}
+	} while ((r = lane_next(&p, e)) > 0);
+	*q = p;
+	return r == 0;
 }
 
 /* The step object at @b ('{'), whole before @e: its end, NULL if not taken. */
@@ -1342,6 +1037,7 @@ static const unsigned char *lane_step(const unsigned char *b, const unsigned cha
 {
 	const unsigned char *p = b + 1, *key;
 	size_t len;
+	int r;
 
 	L->n_ev = 0;
 	L->step_key = L->fkey = -1;
@@ -1349,7 +1045,7 @@ static const unsigned char *lane_step(const unsigned char *b, const unsigned cha
 		return NULL;
 	if (*p == '}')
 		return p + 1;
-	for (;;) {
+	do {
 		if (!lane_key(&p, e, &key, &len))
 			return NULL;
 		int sk = lane_is(key, len, "payload")		   ? S_PAYLOAD
@@ -1359,18 +1055,28 @@ static const unsigned char *lane_step(const unsigned char *b, const unsigned cha
 		if (!(sk != S_OTHER && *p == '{' ? lane_fields(&p, e, sk == S_ANC, L)
 						 : lane_skip(&p, e)))
 			return NULL;
-		if (__builtin_expect(p < e && *p == ',', 1)) { /* the next member */
-			if (!lane_sep(&p, e))
-				return NULL;
-			continue;
-		}
-		if (!lane_sp(&p, e))
-			return NULL;
-		if (*p == '}')
-			return p + 1;
-		if (*p != ',' || !lane_sep(&p, e))
-			return NULL;
+	} while ((r = lane_next(&p, e)) > 0);
+	return r == 0 ? p : NULL;
+}
+
+/* The first byte from @p on that is not a decimal digit (or @e), eight at a time:
+ * a byte's low nibble above 9 carries into its bit 4, any other byte has a high
+ * nibble; a carry out of a flagged byte only reaches later ones. */
+LANE_INLINE const unsigned char *lane_digits(const unsigned char *p, const unsigned char *e)
+{
+	const uint64_t ones = 0x0101010101010101ull;
+	uint64_t x, f;
+
+	for (; e - p >= 8; p += 8) {
+		memcpy(&x, p, 8);
+		x = le64toh(x) ^ (ones * '0');
+		f = (x & (ones * 0xf0)) | ((x + ones * 6) & (ones * 0x10));
+		if (f)
+			return p + __builtin_ctzll(f) / 8;
 	}
+	while (p < e && rp_jfast_digit(*p))
+		p++;
+	return p;
 }
 
 /* Eight digits (the first in the low byte, each minus '0') as their value. */

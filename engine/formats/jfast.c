@@ -878,3 +878,107 @@ enum rp_jfast_rc rp_jfast_feed(struct rp_jfast_win *w, rp_jfast_run_fn run, void
 	s->at = w->base + w->start;
 	return rc;
 }
+
+/* ---- a whole value, checked and skipped (import_nat.c's step lane) ---- */
+
+/* The first byte from @s[@i] on that is not whitespace: its index (or @n). Usually
+ * the first: one test. */
+static inline __attribute__((always_inline)) size_t skip_ws(const unsigned char *s, size_t i,
+							    size_t n)
+{
+	if (__builtin_expect(i < n && s[i] > ' ', 1))
+		return i;
+	while (i < n && is_ws(s[i]))
+		i++;
+	return i;
+}
+
+/* An object's key at @s[*@i], its colon and the whitespace after them: *@i at the value. */
+static inline __attribute__((always_inline)) enum scan member_key(const unsigned char *s,
+									  size_t n, size_t *i)
+{
+	enum scan sc;
+	size_t k;
+	bool esc;
+
+	if (s[*i] != '"')
+		return SCAN_BAD;
+	if ((sc = scan_string(s + *i + 1, n - *i - 1, &k, &esc)) != SCAN_OK)
+		return sc;
+	*i = skip_ws(s, *i + k + 2, n);
+	if (*i < n && s[*i] != ':')
+		return SCAN_BAD;
+	*i += *i + 1 < n && s[*i + 1] == ' ' ? 2 : 1; /* ": " first */
+	*i = skip_ws(s, *i, n);
+	return *i < n ? SCAN_OK : SCAN_MORE;
+}
+
+enum rp_jfast_scan rp_jfast_skip_nest(const unsigned char *s, size_t n, unsigned max_depth,
+				      size_t *len)
+{
+	uint8_t stack[RP_JFAST_DEPTH]; /* '[' or '{' per open container */
+	unsigned d = 0;
+	size_t i = 0, k;
+	enum scan sc;
+	bool esc;
+
+	if (max_depth > RP_JFAST_DEPTH)
+		max_depth = RP_JFAST_DEPTH;
+	if (n == 0)
+		return RP_JFAST_SCAN_MORE;
+	for (;;) {
+		unsigned char c = s[i]; /* a value: i < n */
+
+		if (c == '"') {
+			if ((sc = scan_string(s + i + 1, n - i - 1, &k, &esc)) != SCAN_OK)
+				return (enum rp_jfast_scan)sc;
+			i += k + 2;
+		} else if (c == '{' || c == '[') {
+			if (d == max_depth)
+				return RP_JFAST_SCAN_BAD;
+			stack[d++] = c;
+			if ((i = skip_ws(s, i + 1, n)) >= n)
+				return RP_JFAST_SCAN_MORE;
+			if (s[i] != c + 2) { /* not its close ('[' + 2 is ']', '{' + 2 '}') */
+				if (c == '{' && (sc = member_key(s, n, &i)) != SCAN_OK)
+					return (enum rp_jfast_scan)sc;
+				continue; /* its first value */
+			}
+			i++;
+			d--;
+		} else if (c == 't' || c == 'f' || c == 'n') {
+			if ((sc = (enum scan)rp_jfast_scan_literal(s + i, n - i, &k)) != SCAN_OK)
+				return (enum rp_jfast_scan)sc;
+			i += k;
+		} else if (c == '-' || is_digit(c)) {
+			if ((sc = scan_number(s + i, n - i, false, &k)) != SCAN_OK)
+				return (enum rp_jfast_scan)sc;
+			i += k;
+		} else {
+			return RP_JFAST_SCAN_BAD;
+		}
+		/* after a value: closes, then a ',' and the next value, or the end */
+		for (;;) {
+			if (d == 0) {
+				*len = i;
+				return RP_JFAST_SCAN_OK;
+			}
+			if ((i = skip_ws(s, i, n)) >= n)
+				return RP_JFAST_SCAN_MORE;
+			c = stack[d - 1];
+			if (s[i] == c + 2) {
+				i++;
+				d--;
+				continue;
+			}
+			if (s[i] != ',')
+				return RP_JFAST_SCAN_BAD;
+			i += i + 1 < n && s[i + 1] == ' ' ? 2 : 1; /* ", " first */
+			if ((i = skip_ws(s, i, n)) >= n)
+				return RP_JFAST_SCAN_MORE;
+			if (c == '{' && (sc = member_key(s, n, &i)) != SCAN_OK)
+				return (enum rp_jfast_scan)sc;
+			break;
+		}
+	}
+}

@@ -24,6 +24,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <yajl/yajl_parse.h>
 
@@ -227,5 +228,88 @@ bool rp_jfast_in_array(const struct rp_jfast *j, bool *value);
 /* From there the reader read a whole element (@comma false: now after it) or the
  * ',' after one (@comma true: now an element is expected), with its callbacks. */
 void rp_jfast_array_step(struct rp_jfast *j, bool comma);
+
+/* ---- for a reader that skips whole values itself (import_nat.c's step lane) ---- */
+
+/* JSON's whitespace (the fast path's: a \f between tokens is handed over). */
+static inline __attribute__((always_inline)) bool rp_jfast_ws(unsigned char c)
+{
+	return c == ' ' || c == '\n' || c == '\r' || c == '\t';
+}
+
+static inline bool rp_jfast_digit(unsigned char c)
+{
+	return c >= '0' && c <= '9';
+}
+
+/* The literal (true, false, null) at @s likewise: OK with its length in *@len; MORE if
+ * it is right as far as @n goes. Four bytes compared at once, and false's 'e'. */
+static inline __attribute__((always_inline)) enum rp_jfast_scan
+rp_jfast_scan_literal(const unsigned char *s, size_t n, size_t *len)
+{
+	const char *lit = s[0] == 't' ? "true" : s[0] == 'f' ? "false" : "null";
+	size_t ll = s[0] == 'f' ? 5 : 4;
+	uint32_t x, y;
+
+	if (n < ll) /* a wrong byte ends it before the rest comes, as in yajl */
+		return memcmp(s, lit, n) == 0 ? RP_JFAST_SCAN_MORE : RP_JFAST_SCAN_BAD;
+	memcpy(&x, s, 4);
+	memcpy(&y, lit, 4);
+	if (x != y || (ll == 5 && s[4] != 'e'))
+		return RP_JFAST_SCAN_BAD;
+	*len = ll;
+	return RP_JFAST_SCAN_OK;
+}
+
+/* rp_jfast_scan_string() with the plain run found here first: most strings are
+ * plain, and then there is no call. */
+static inline __attribute__((always_inline)) enum rp_jfast_scan
+rp_jfast_scan_str(const unsigned char *s, size_t n, size_t *len, bool *esc)
+{
+	size_t k = rp_jfast_plain(s, n), r;
+	enum rp_jfast_scan sc;
+
+	*esc = false;
+	if (k >= n)
+		return RP_JFAST_SCAN_MORE;
+	if (s[k] == '"') {
+		*len = k;
+		return RP_JFAST_SCAN_OK;
+	}
+	if ((sc = rp_jfast_scan_string(s + k, n - k, &r, esc)) == RP_JFAST_SCAN_OK)
+		*len = k + r;
+	return sc;
+}
+
+/**
+ * rp_jfast_skip_nest() - the value that starts at @s[0] (not whitespace), checked as
+ * the fast path checks every token of it (so as yajl does) and skipped: OK with its
+ * length in *@len; MORE if the text ends (at @n) before it does; BAD if the fast
+ * path would not take it or it nests deeper than @max_depth containers (its own
+ * included; at most RP_JFAST_DEPTH). As with rp_jfast_scan_number(), a number must
+ * be followed, before @n, by whitespace, ',', ']' or '}'.
+ */
+enum rp_jfast_scan rp_jfast_skip_nest(const unsigned char *s, size_t n, unsigned max_depth,
+				      size_t *len);
+
+/* The same, with a scalar (the usual skipped value) checked here, without a call. */
+static inline __attribute__((always_inline)) enum rp_jfast_scan
+rp_jfast_skip_value(const unsigned char *s, size_t n, unsigned max_depth, size_t *len)
+{
+	unsigned char c = n > 0 ? s[0] : '{';
+	enum rp_jfast_scan sc;
+	bool esc;
+
+	if (c == '"') {
+		if ((sc = rp_jfast_scan_str(s + 1, n - 1, len, &esc)) == RP_JFAST_SCAN_OK)
+			*len += 2;
+		return sc;
+	}
+	if (c == 't' || c == 'f' || c == 'n')
+		return rp_jfast_scan_literal(s, n, len);
+	if (c == '-' || rp_jfast_digit(c))
+		return rp_jfast_scan_number(s, n, false, len);
+	return rp_jfast_skip_nest(s, n, max_depth, len);
+}
 
 #endif

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../jsupport.h"
 #include "jfast.h"
 #include "trace_chrome.h"
 
@@ -52,32 +53,11 @@ static int count(void *ctx, const struct rp_chrome_ev *e)
 	return 0;
 }
 
-static void mix(uint64_t *h, const void *p, size_t n)
-{
-	const unsigned char *b = p;
-
-	for (size_t i = 0; i < n; i++)
-		*h = (*h ^ b[i]) * 0x100000001b3ull;
-}
-
 /* Every field of every event, in order, as one hash. */
 static int digest(void *ctx, const struct rp_chrome_ev *e)
 {
-	uint64_t *h = ctx;
-	const char *s[] = { e->name, e->cat, e->pid, e->tid, e->id, e->value_name };
-	uint8_t f = (uint8_t)(e->has_ts | e->has_dur << 1 | e->has_correlation << 2 |
-			      e->has_id << 3 | e->has_value << 4);
-
 	check_event(e);
-	for (size_t i = 0; i < sizeof(s) / sizeof(s[0]); i++)
-		mix(h, s[i], strlen(s[i]) + 1);
-	mix(h, &e->ph, 1);
-	mix(h, &f, 1);
-	mix(h, &e->ts_ns, sizeof(e->ts_ns));
-	mix(h, &e->dur_ns, sizeof(e->dur_ns));
-	mix(h, &e->correlation, sizeof(e->correlation));
-	mix(h, &e->value, sizeof(e->value));
-	return 0;
+	return rp_test_chrome_digest(ctx, e);
 }
 
 /* The fast path and yajl alone see the same. */

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../jsupport.h"
 #include "fuzz_cfg.h"
 #include "aiq.h"
 #include "import_nat.h"
@@ -41,59 +42,6 @@ static void remove_file(void)
 	unlink(path);
 }
 
-#define SAME(x, y, n) ((n) == 0 || memcmp((x), (y), (n) * sizeof(*(x))) == 0)
-
-/* By length and bytes: a toolkit string may hold "\u0000". */
-static bool same_strings(const struct rp_strtab *x, const struct rp_strtab *y)
-{
-	if (x->n != y->n)
-		return false;
-	for (uint32_t i = 0; i < x->n; i++)
-		if ((uint32_t)x->off[i] != (uint32_t)y->off[i] ||
-		    memcmp(rp_strtab_str(x, i), rp_strtab_str(y, i), (uint32_t)x->off[i]) != 0)
-			return false;
-	return true;
-}
-
-/* Field by field: a node's padding is not part of the answer. */
-static bool same_nodes(const struct rp_aiq *x, const struct rp_aiq *y)
-{
-	if (x->n_nodes != y->n_nodes)
-		return false;
-	for (uint32_t i = 0; i < x->n_nodes; i++) {
-		const struct rp_aiq_node *p = &x->nodes[i], *q = &y->nodes[i];
-
-		if (memcmp(&p->start, &q->start, 4 * sizeof(double)) != 0 || p->uuid != q->uuid ||
-		    p->name != q->name || p->first_child != q->first_child ||
-		    p->next_sibling != q->next_sibling || p->mid != q->mid ||
-		    p->type != q->type || p->ended != q->ended)
-			return false;
-	}
-	return true;
-}
-
-static bool same_analysis(const struct rp_aiq *x, const struct rp_aiq *y)
-{
-	return memcmp(&x->c, &y->c, sizeof(x->c)) == 0 && same_nodes(x, y) &&
-	       x->n_roots == y->n_roots &&
-	       SAME(x->roots, y->roots, x->n_roots) && x->n_order == y->n_order &&
-	       SAME(x->order, y->order, x->n_order) && x->n_metrics == y->n_metrics &&
-	       SAME(x->metrics, y->metrics, x->n_metrics) && x->n_seg == y->n_seg &&
-	       SAME(x->seg_t, y->seg_t, x->n_seg + (x->seg_t != NULL)) &&
-	       SAME(x->seg_level, y->seg_level, x->n_seg) &&
-	       memcmp(&x->p50, &y->p50, 4 * sizeof(double)) == 0 && x->n_top == y->n_top &&
-	       SAME(x->top, y->top, x->n_top) && same_strings(&x->names, &y->names) &&
-	       same_strings(&x->uuids, &y->uuids);
-}
-
-static void mix(uint64_t *h, const void *p, size_t n)
-{
-	const unsigned char *b = p;
-
-	for (size_t i = 0; i < n; i++)
-		*h = (*h ^ b[i]) * 0x100000001b3ull;
-}
-
 /* One way, into the toolkit analysis (@e NULL) or an engine; @file: from the file. */
 static void import(const uint8_t *text, size_t n, bool file, bool engine, bool off,
 		   struct outcome *o)
@@ -102,7 +50,6 @@ static void import(const uint8_t *text, size_t n, bool file, bool engine, bool o
 	struct rp_engine_cfg cfg;
 	struct rp_engine *e = NULL;
 	struct rp_aiq *a = engine ? NULL : &o->a;
-	struct rp_report r;
 
 	memset(o, 0, sizeof(*o));
 	if (engine) {
@@ -118,19 +65,8 @@ static void import(const uint8_t *text, size_t n, bool file, bool engine, bool o
 	rp_nat_lane_off = false;
 	if (o->rc == 0 && a != NULL && rp_aiq_finish(a) != 0)
 		abort();
-	if (o->rc == 0 && e != NULL) {
-		if (rp_engine_report(e, &r) != 0)
-			abort();
-		for (uint32_t i = 0; i < r.n_fns; i++) {
-			mix(&o->h, r.fns[i].name, strlen(r.fns[i].name));
-			mix(&o->h, &r.fns[i].calls, sizeof(r.fns[i].calls));
-			mix(&o->h, &r.fns[i].total_ns, sizeof(r.fns[i].total_ns));
-		}
-		mix(&o->h, &r.events, sizeof(r.events));
-		mix(&o->h, &r.t_last, sizeof(r.t_last));
-		mix(&o->h, r.anomalies, sizeof(r.anomalies));
-		rp_report_free(&r);
-	}
+	if (o->rc == 0 && e != NULL && rp_test_engine_digest(e, &o->h) != 0)
+		abort();
 	if (e != NULL)
 		rp_engine_close(e);
 }
@@ -143,7 +79,7 @@ static void both_ways(const uint8_t *text, size_t n, bool file, bool engine)
 	import(text, n, file, engine, true, &cb);
 	if (lane.rc != cb.rc || strcmp(lane.why, cb.why) != 0 ||
 	    memcmp(&lane.st, &cb.st, sizeof(lane.st)) != 0 || lane.h != cb.h ||
-	    (lane.rc == 0 && !engine && !same_analysis(&lane.a, &cb.a))) {
+	    (lane.rc == 0 && !engine && !rp_test_same_aiq(&lane.a, &cb.a))) {
 		fprintf(stderr, "fuzz_nat_lane: lane %d \"%s\", callbacks %d \"%s\"%s%s\n", lane.rc,
 			lane.why, cb.rc, cb.why, file ? " (file)" : "", engine ? " (engine)" : "");
 		abort();

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../jsupport.h"
 #include "aiq.h"
 #include "import_nat.h"
 
@@ -44,51 +45,6 @@ static void import(size_t split_min, struct outcome *o)
 		abort();
 }
 
-#define SAME(x, y, n) ((n) == 0 || memcmp((x), (y), (n) * sizeof(*(x))) == 0)
-
-/* By length and bytes: a toolkit string may hold "\u0000". */
-static bool same_strings(const struct rp_strtab *x, const struct rp_strtab *y)
-{
-	if (x->n != y->n)
-		return false;
-	for (uint32_t i = 0; i < x->n; i++)
-		if ((uint32_t)x->off[i] != (uint32_t)y->off[i] ||
-		    memcmp(rp_strtab_str(x, i), rp_strtab_str(y, i), (uint32_t)x->off[i]) != 0)
-			return false;
-	return true;
-}
-
-/* Field by field: a node's padding is not part of the answer. */
-static bool same_nodes(const struct rp_aiq *x, const struct rp_aiq *y)
-{
-	if (x->n_nodes != y->n_nodes)
-		return false;
-	for (uint32_t i = 0; i < x->n_nodes; i++) {
-		const struct rp_aiq_node *p = &x->nodes[i], *q = &y->nodes[i];
-
-		if (memcmp(&p->start, &q->start, 4 * sizeof(double)) != 0 || p->uuid != q->uuid ||
-		    p->name != q->name || p->first_child != q->first_child ||
-		    p->next_sibling != q->next_sibling || p->mid != q->mid ||
-		    p->type != q->type || p->ended != q->ended)
-			return false;
-	}
-	return true;
-}
-
-static bool same_analysis(const struct rp_aiq *x, const struct rp_aiq *y)
-{
-	return memcmp(&x->c, &y->c, sizeof(x->c)) == 0 && same_nodes(x, y) &&
-	       x->n_roots == y->n_roots &&
-	       SAME(x->roots, y->roots, x->n_roots) && x->n_order == y->n_order &&
-	       SAME(x->order, y->order, x->n_order) && x->n_metrics == y->n_metrics &&
-	       SAME(x->metrics, y->metrics, x->n_metrics) && x->n_seg == y->n_seg &&
-	       SAME(x->seg_t, y->seg_t, x->n_seg + (x->seg_t != NULL)) &&
-	       SAME(x->seg_level, y->seg_level, x->n_seg) &&
-	       memcmp(&x->p50, &y->p50, 4 * sizeof(double)) == 0 && x->n_top == y->n_top &&
-	       SAME(x->top, y->top, x->n_top) && same_strings(&x->names, &y->names) &&
-	       same_strings(&x->uuids, &y->uuids);
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct outcome one, two;
@@ -111,7 +67,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	import(0, &two);
 	if (one.rc != two.rc || strcmp(one.why, two.why) != 0 ||
 	    memcmp(&one.st, &two.st, sizeof(one.st)) != 0 ||
-	    (one.rc == 0 && !same_analysis(&one.a, &two.a))) {
+	    (one.rc == 0 && !rp_test_same_aiq(&one.a, &two.a))) {
 		fprintf(stderr, "fuzz_nat_split: one reader %d \"%s\", two %d \"%s\"\n", one.rc,
 			one.why, two.rc, two.why);
 		abort();
