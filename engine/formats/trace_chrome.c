@@ -790,9 +790,12 @@ static inline bool is_digit(unsigned char c)
 	return c >= '0' && c <= '9';
 }
 
+/* JSON's whitespace: one load a byte rather than four compares. */
+static const bool ws_byte[256] = { [' '] = true, ['\n'] = true, ['\r'] = true, ['\t'] = true };
+
 static size_t __attribute__((noinline)) skip_ws_run(const unsigned char *b, size_t n, size_t i)
 {
-	while (i < n && (b[i] == ' ' || b[i] == '\n' || b[i] == '\r' || b[i] == '\t'))
+	while (i < n && ws_byte[b[i]])
 		i++;
 	return i;
 }
@@ -1380,6 +1383,8 @@ HOT size_t colon(const unsigned char *b, size_t n, size_t e)
  * closing '}' with *@end; 0 if neither follows. */
 HOT size_t next_key(const unsigned char *b, size_t n, size_t e, bool *end)
 {
+	if ((ld64(b + e) & head(3)) == (ld64(", \"     ") & head(3)))
+		return e + 2; /* torch's ", " before a key */
 	if (b[e] == ',') {
 		e += 1 + (b[e + 1] == ' ');
 		return b[e] == '"' ? e : skip_ws(b, n, e);
