@@ -515,7 +515,8 @@ static void torch_num(struct gen *g, unsigned nd, unsigned fd)
 	if (rnd(g, 10) == 0)
 		tmp[k++] = '-';
 	for (unsigned d = 0; d < nd; d++)
-		tmp[k++] = (char)((d == 0 && nd > 1 ? '1' : '0') + rnd(g, d == 0 && nd > 1 ? 9 : 10));
+		bool lead = d == 0 && nd > 1; /* no leading zero */
+		tmp[k++] = (char)((lead ? '1' : '0') + rnd(g, lead ? 9 : 10));
 	if (fd > 0) {
 		tmp[k++] = '.';
 		for (unsigned d = 0; d < fd; d++)
@@ -561,7 +562,8 @@ static void torch_event(struct gen *g)
 			put(g, "[");
 			for (unsigned j = 0, m = rnd(g, 4); j < m; j++) {
 				put(g, j ? ", " : "");
-				rnd(g, 4) ? torch_num(g, 1 + rnd(g, 17), 0) : torch_str(g, rnd(g, 34));
+				rnd(g, 4) ? torch_num(g, 1 + rnd(g, 17), 0)
+					  : torch_str(g, rnd(g, 34));
 			}
 			put(g, "]");
 		} else if (rnd(g, 8) == 0) {
@@ -614,6 +616,8 @@ static void test_chrome_fast_torch_layout(void **state)
  * at every position, and on random blocks. */
 static void test_chrome_fast_classify16(void **state)
 {
+	static const unsigned char edge[] = { '"', '\\', '0', '9', '/', ':', 0x1f,
+					      ' ', 0x7f, 0x80, 0xff, 0x00, 'a' };
 	unsigned char blk[16];
 	uint64_t rng = 7;
 
@@ -624,8 +628,9 @@ static void test_chrome_fast_classify16(void **state)
 			blk[pos] = (unsigned char)c;
 			unsigned sp = 0, nd = 0;
 			for (int k = 0; k < 16; k++) { /* the oracle, byte by byte */
-				sp |= (unsigned)(blk[k] == '"' || blk[k] == '\\' || blk[k] < 0x20 ||
-						 blk[k] >= 0x80) << k;
+				bool special = blk[k] == '"' || blk[k] == '\\' || blk[k] < 0x20 ||
+					       blk[k] >= 0x80;
+				sp |= (unsigned)special << k;
 				nd |= (unsigned)(blk[k] < '0' || blk[k] > '9') << k;
 			}
 			assert_int_equal(rp_jfast_special16_port(blk), sp);
@@ -634,9 +639,6 @@ static void test_chrome_fast_classify16(void **state)
 			assert_int_equal(rp_jfast_nondigit16(blk), nd);
 		}
 	}
-	static const unsigned char edge[] = { '"', '\\', '0', '9', '/', ':', 0x1f, ' ',
-					      0x7f, 0x80, 0xff, 0x00, 'a' };
-
 	for (int r = 0; r < 200000; r++) {
 		for (int k = 0; k < 16; k++) /* bytes at the classes' edges, mostly */
 			blk[k] = rp_test_rnd(&rng, 4) ? edge[rp_test_rnd(&rng, sizeof(edge))]

@@ -265,8 +265,8 @@ static inline unsigned rp_jfast_special16_sse2(const unsigned char *s)
 
 static inline unsigned rp_jfast_nondigit16_sse2(const unsigned char *s)
 {
-	__m128i x = _mm_sub_epi8(_mm_loadu_si128((const __m128i *)(const void *)s),
-				 _mm_set1_epi8('0'));
+	__m128i x =
+		_mm_sub_epi8(_mm_loadu_si128((const __m128i *)(const void *)s), _mm_set1_epi8('0'));
 	/* a digit is 0..9 after the subtraction, unsigned */
 	__m128i d = _mm_cmpeq_epi8(_mm_min_epu8(x, _mm_set1_epi8(9)), x);
 

@@ -1182,7 +1182,10 @@ HOT enum key key_of(const unsigned char *k, size_t len)
 	switch (len) {
 	case 2:
 		w = ld16(k);
-		return w == ld16("ph") ? K_PH : w == ld16("ts") ? K_TS : w == ld16("id") ? K_ID : K_OTHER;
+		return w == ld16("ph")	 ? K_PH
+		       : w == ld16("ts") ? K_TS
+		       : w == ld16("id") ? K_ID
+					 : K_OTHER;
 	case 3: /* with the closing quote */
 		w = ld32(k);
 		return w == ld32("dur\"")   ? K_DUR
@@ -1218,7 +1221,7 @@ HOT size_t key_fast(const unsigned char *b, size_t i, enum key *key)
 	uint64_t w = ld64(b + i);
 
 #define KEY_IS(lit, k)                                                                             \
-	if ((w & head(sizeof(lit) - 1)) == (ld64(lit "        ") & head(sizeof(lit) - 1))) {         \
+	if ((w & head(sizeof(lit) - 1)) == (ld64(lit "        ") & head(sizeof(lit) - 1))) {       \
 		*key = (k);                                                                        \
 		return i + sizeof(lit) - 1;                                                        \
 	}
@@ -1353,8 +1356,8 @@ HOT size_t fast_text(struct parser *p, const unsigned char *b, size_t v, enum ke
 			return 0;
 		v++;
 	} else {
-		if (key == K_PH || key == K_NAME || key == K_CAT || (e = num_plain(b, v, &ip)) == 0 ||
-		    e != ip)
+		if (key == K_PH || key == K_NAME || key == K_CAT ||
+		    (e = num_plain(b, v, &ip)) == 0 || e != ip)
 			return 0; /* member() converts a fraction (number_text()) */
 		len = e - v;
 	}
@@ -1364,7 +1367,10 @@ HOT size_t fast_text(struct parser *p, const unsigned char *b, size_t v, enum ke
 	case K_CAT: dst = p->cat; break;
 	case K_PID: dst = p->pid; break;
 	case K_TID: dst = p->tid; break;
-	default: dst = p->id; p->ev.has_id = true; break;
+	default:
+		dst = p->id;
+		p->ev.has_id = true;
+		break;
 	}
 	memcpy(dst, b + v, 32); /* len < 32, and 32 bytes are readable */
 	dst[len] = '\0';
