@@ -514,9 +514,10 @@ static void torch_num(struct gen *g, unsigned nd, unsigned fd)
 	}
 	if (rnd(g, 10) == 0)
 		tmp[k++] = '-';
-	for (unsigned d = 0; d < nd; d++)
+	for (unsigned d = 0; d < nd; d++) {
 		bool lead = d == 0 && nd > 1; /* no leading zero */
 		tmp[k++] = (char)((lead ? '1' : '0') + rnd(g, lead ? 9 : 10));
+	}
 	if (fd > 0) {
 		tmp[k++] = '.';
 		for (unsigned d = 0; d < fd; d++)
