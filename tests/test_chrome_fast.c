@@ -410,6 +410,183 @@ static void test_chrome_fast_ts_exact(void **state)
 	free(g.b);
 }
 
+/* ---- torch's own layout: the fixed reads of the member loop ---- */
+
+/* A string of @k bytes: plain, or with one byte that needs a look at @at. */
+static void torch_str(struct gen *g, unsigned k)
+{
+	static const char *const odd[] = { "\\\"", "\\n", "\xc3\xa9", "\\u0041", "\xe2\x82\xac" };
+	char tmp[80];
+
+	for (unsigned i = 0; i < k && i < 70; i++)
+		tmp[i] = (char)('a' + (i * 7 + k) % 26);
+	tmp[k < 70 ? k : 70] = '\0';
+	put(g, "\"");
+	if (k > 0 && rnd(g, 6) == 0) {
+		unsigned at = rnd(g, k);
+		tmp[at] = '\0';
+		put(g, tmp);
+		put(g, pick(g, odd, ARRAY_SIZE(odd)));
+		put(g, tmp + at + 1);
+	} else {
+		put(g, tmp);
+	}
+	put(g, "\"");
+}
+
+/* A number of @nd digits and @fd decimals (and now and then an odd form). */
+static void torch_num(struct gen *g, unsigned nd, unsigned fd)
+{
+	static const char *const odd[] = { "1e3", "-0", "0", "2E-2", "0.5", "0.0", "-0.25e-1" };
+	static const char *const bad[] = { "01", "1.", "-", "-01", ".5", "1e" };
+	char tmp[64];
+	size_t k = 0;
+
+	if (rnd(g, 30) == 0) {
+		put(g, pick(g, odd, ARRAY_SIZE(odd)));
+		return;
+	}
+	if (g->errors && rnd(g, 300) == 0) {
+		put(g, pick(g, bad, ARRAY_SIZE(bad)));
+		return;
+	}
+	if (rnd(g, 10) == 0)
+		tmp[k++] = '-';
+	for (unsigned d = 0; d < nd; d++) {
+		bool lead = d == 0 && nd > 1; /* no leading zero */
+		tmp[k++] = (char)((lead ? '1' : '0') + rnd(g, lead ? 9 : 10));
+	}
+	if (fd > 0) {
+		tmp[k++] = '.';
+		for (unsigned d = 0; d < fd; d++)
+			tmp[k++] = (char)('0' + rnd(g, 10));
+	}
+	tmp[k] = '\0';
+	put(g, tmp);
+}
+
+/* An event as torch writes it, keys in its order, values of every length around
+ * the 16- and 32-byte reads. */
+static void torch_event(struct gen *g)
+{
+	static const char *const args_keys[] = { "External id", "correlation", "grid", "cbid",
+						 "Sequence number", "est. achieved occupancy %" };
+	unsigned na = rnd(g, 5);
+
+	put(g, "{\"ph\": ");
+	torch_str(g, rnd(g, 3));
+	put(g, ", \"cat\": ");
+	torch_str(g, rnd(g, 40));
+	put(g, ", \"name\": ");
+	torch_str(g, rnd(g, 40));
+	put(g, ", \"pid\": ");
+	rnd(g, 4) ? torch_num(g, 1 + rnd(g, 18), 0) : torch_str(g, rnd(g, 20));
+	put(g, ", \"tid\": ");
+	torch_num(g, 1 + rnd(g, 18), rnd(g, 8) ? 0 : 1);
+	put(g, rnd(g, 2) ? ", \"ts\": " : ", \"id\": ");
+	torch_num(g, 1 + rnd(g, 18), rnd(g, 5));
+	put(g, ", \"dur\": ");
+	torch_num(g, 1 + rnd(g, 17), rnd(g, 5));
+	if (na == 0) {
+		put(g, "}");
+		return;
+	}
+	put(g, ", \"args\": {");
+	for (unsigned i = 0; i < na; i++) {
+		const char *key = pick(g, args_keys, ARRAY_SIZE(args_keys));
+		put(g, i ? ", \"" : "\"");
+		put(g, key);
+		put(g, "\": ");
+		if (strcmp(key, "grid") == 0) {
+			put(g, "[");
+			for (unsigned j = 0, m = rnd(g, 4); j < m; j++) {
+				put(g, j ? ", " : "");
+				rnd(g, 4) ? torch_num(g, 1 + rnd(g, 17), 0)
+					  : torch_str(g, rnd(g, 34));
+			}
+			put(g, "]");
+		} else if (rnd(g, 8) == 0) {
+			torch_str(g, rnd(g, 34));
+		} else {
+			torch_num(g, 1 + rnd(g, 17), rnd(g, 4) ? 0 : rnd(g, 8));
+		}
+	}
+	put(g, "}}");
+}
+
+/* Torch-shaped events whole, and with a 64 KiB chunk end at every byte of some. */
+static void test_chrome_fast_torch_layout(void **state)
+{
+	char path[64];
+	uint64_t events = 0;
+
+	(void)state;
+	for (uint64_t seed = 1; seed <= 300; seed++) {
+		struct gen g = { .rng = seed * 0x9e3779b97f4a7c15ull, .errors = seed % 3 == 0 };
+		put(&g, "[");
+		for (size_t i = 0, m = 1 + seed % 60; i < m; i++) {
+			put(&g, i ? ",\n" : "\n");
+			torch_event(&g);
+		}
+		put(&g, "\n]\n");
+		events += same3(g.b, g.n, NULL);
+		free(g.b);
+	}
+	assert_true(events > 1000);
+	rp_test_temp_path(path, ".json");
+	for (size_t pad = 0; pad < 400; pad++) {
+		struct gen g = { .rng = 99 };
+		for (size_t i = 0; i < pad; i++)
+			put(&g, " ");
+		put(&g, "[");
+		for (size_t i = 0; g.n < 66000; i++) {
+			put(&g, i ? ",\n" : "\n");
+			torch_event(&g);
+		}
+		put(&g, "\n]\n");
+		write_file(path, g.b, g.n, false);
+		same3(NULL, 0, path);
+		free(g.b);
+	}
+	unlink(path);
+}
+
+/* The 16-byte classifiers (jfast.h): SSE2 and portable agree on every byte value
+ * at every position, and on random blocks. */
+static void test_chrome_fast_classify16(void **state)
+{
+	static const unsigned char edge[] = { '"', '\\', '0', '9', '/', ':', 0x1f,
+					      ' ', 0x7f, 0x80, 0xff, 0x00, 'a' };
+	unsigned char blk[16];
+	uint64_t rng = 7;
+
+	(void)state;
+	for (int pos = 0; pos < 16; pos++) {
+		for (int c = 0; c < 256; c++) {
+			memset(blk, 'a', sizeof(blk));
+			blk[pos] = (unsigned char)c;
+			unsigned sp = 0, nd = 0;
+			for (int k = 0; k < 16; k++) { /* the oracle, byte by byte */
+				bool special = blk[k] == '"' || blk[k] == '\\' || blk[k] < 0x20 ||
+					       blk[k] >= 0x80;
+				sp |= (unsigned)special << k;
+				nd |= (unsigned)(blk[k] < '0' || blk[k] > '9') << k;
+			}
+			assert_int_equal(rp_jfast_special16_port(blk), sp);
+			assert_int_equal(rp_jfast_nondigit16_port(blk), nd);
+			assert_int_equal(rp_jfast_special16(blk), sp);
+			assert_int_equal(rp_jfast_nondigit16(blk), nd);
+		}
+	}
+	for (int r = 0; r < 200000; r++) {
+		for (int k = 0; k < 16; k++) /* bytes at the classes' edges, mostly */
+			blk[k] = rp_test_rnd(&rng, 4) ? edge[rp_test_rnd(&rng, sizeof(edge))]
+						      : (unsigned char)rp_test_rnd(&rng, 256);
+		assert_int_equal(rp_jfast_special16(blk), rp_jfast_special16_port(blk));
+		assert_int_equal(rp_jfast_nondigit16(blk), rp_jfast_nondigit16_port(blk));
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -417,6 +594,8 @@ int main(void)
 		cmocka_unit_test(test_chrome_fast_every_split),
 		cmocka_unit_test(test_chrome_fast_mutations),
 		cmocka_unit_test(test_chrome_fast_ts_exact),
+		cmocka_unit_test(test_chrome_fast_torch_layout),
+		cmocka_unit_test(test_chrome_fast_classify16),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

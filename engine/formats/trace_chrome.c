@@ -43,6 +43,8 @@
 #define MIB	 (1024u * 1024)
 #define STR_KEEP RP_JFAST_STR_KEEP /* raw bytes of a string given to yajl: decode to >= 682 */
 #define NUM_MAX	 1024		   /* longest number token accepted */
+#define PAD	 64	/* whole events: readable bytes from an index at or below lim */
+#define TAIL_MAX 4096	/* whole events: a chunk's end from an event on, copied to read */
 
 _Static_assert(STR_KEEP / 6 >= RP_CHROME_STR_MAX, "a kept string must still be cut by us");
 
@@ -118,6 +120,7 @@ struct parser {
 	size_t num_len;
 
 	unsigned char chunk[CHUNK];
+	unsigned char tail[TAIL_MAX + PAD]; /* a chunk's end, with PAD zero bytes after it */
 };
 
 static int fail(struct parser *p, int err, uint64_t at, const char *fmt, ...)
@@ -787,9 +790,12 @@ static inline bool is_digit(unsigned char c)
 	return c >= '0' && c <= '9';
 }
 
+/* JSON's whitespace: one load a byte rather than four compares. */
+static const bool ws_byte[256] = { [' '] = true, ['\n'] = true, ['\r'] = true, ['\t'] = true };
+
 static size_t __attribute__((noinline)) skip_ws_run(const unsigned char *b, size_t n, size_t i)
 {
-	while (i < n && (b[i] == ' ' || b[i] == '\n' || b[i] == '\r' || b[i] == '\t'))
+	while (i < n && ws_byte[b[i]])
 		i++;
 	return i;
 }
@@ -1011,52 +1017,6 @@ HOT size_t after_colon(const unsigned char *b, size_t n, size_t i)
 	return i < n ? i : 0;
 }
 
-/* The event's "args" object at @b[@i] (p->in_args): keys through arg_key(),
- * numbers through arg() as the callbacks give them; its end, or 0. */
-static size_t fast_args(struct parser *p, const unsigned char *b, size_t n, size_t i)
-{
-	size_t e, len;
-
-	i = skip_ws(b, n, i + 1);
-	if (i < n && b[i] == '}') {
-		p->in_args = false;
-		return i + 1;
-	}
-	for (;;) {
-		if (i >= n || b[i] != '"' || (e = str_used(b, n, i, &len)) == 0)
-			return 0;
-		p->arg_is_corr = key_is(b + i + 1, len, "correlation"); /* as arg_key() */
-		if (!p->have_value) {
-			p->fv_key = b + i + 1;
-			p->fv_klen = len;
-		}
-		if ((i = after_colon(b, n, e)) == 0)
-			return 0;
-		if (b[i] == '-' || is_digit(b[i])) {
-			if ((e = num_tok(b, n, i, &len)) == 0)
-				return 0;
-			if (p->arg_is_corr) {
-				set_num(p, b + i, len);
-				arg_corr(p);
-			}
-			if (!p->have_value) { /* arg(), its copies left to fast_event() */
-				p->have_value = true;
-				p->fv_num = b + i;
-				p->fv_nlen = len;
-			}
-		} else if ((e = skip_value(b, n, i, 1)) == 0) {
-			return 0; /* strings, literals and containers: arg() ignores them */
-		}
-		if ((i = next_sep(b, n, e, '}')) == 0)
-			return 0;
-		if (b[i] == '}')
-			break;
-		i = skip_ws(b, n, i + 1);
-	}
-	p->in_args = false;
-	return i + 1;
-}
-
 /* @s[0..@n) into @dst as put_text() does, where it is short: the copy in
  * fixed-size moves when the text allows reading that far. */
 HOT void copy_short(char dst[RP_CHROME_STR_MAX], const unsigned char *b, size_t bn, size_t at,
@@ -1162,7 +1122,7 @@ static size_t fast_member(struct parser *p, const unsigned char *b, size_t n, si
 	if (c == '{' || c == '[') {
 		if (!member(p, c == '{' ? V_MAP : V_ARR, NULL, 0))
 			return 0;
-		return p->in_args ? fast_args(p, b, n, i) : skip_container(b, n, i, 1);
+		return p->in_args ? 0 : skip_container(b, n, i, 1); /* args: fast_args() */
 	}
 	if (c == 't' || c == 'f' || c == 'n') {
 		e = literal(b, n, i, &k);
@@ -1171,30 +1131,455 @@ static size_t fast_member(struct parser *p, const unsigned char *b, size_t n, si
 	return 0;
 }
 
+/* ---- the member loop: fixed reads from padded text ---- */
+
 /*
- * The event object at @b[0] == '{', whole before @n: read, and handed to the
- * callback (p->rc set if it stopped the read). @return its length; 0 if it was
- * given up, with nothing of it kept.
+ * The loops below read fixed pieces of the text (a key's or a short string's 16
+ * bytes, the ": " after a key, a number's digits 16 at a time) without testing
+ * each byte against the end. They test the index against @lim instead, once at
+ * each key, value and separator: from an index at or below @lim, PAD bytes are
+ * readable. In a chunk lim is n - PAD; an event that reaches it is read again
+ * from a copy of the chunk's end (p->tail), where lim is n and PAD zero bytes
+ * follow it: a zero byte ends no token and is no separator, so nothing at or
+ * past n is ever taken. What is not short and plain (long strings, escapes,
+ * UTF-8, exponents, whitespace other than one space, values skipped by their
+ * structure) goes to the checked helpers above, bounded by n.
  */
-static size_t fast_event(struct parser *p, const unsigned char *b, size_t n)
+#define NEED_PAD SIZE_MAX /* fast_event(): read the event again from the copy */
+
+_Static_assert(TAIL_MAX <= EV_NEAR, "an event given up in the copy is near the end");
+
+HOT uint16_t ld16(const void *s)
+{
+	uint16_t v;
+
+	memcpy(&v, s, sizeof(v));
+	return v;
+}
+
+HOT uint32_t ld32(const void *s)
+{
+	uint32_t v;
+
+	memcpy(&v, s, sizeof(v));
+	return v;
+}
+
+HOT uint64_t ld64(const void *s)
+{
+	uint64_t v;
+
+	memcpy(&v, s, sizeof(v));
+	return v;
+}
+
+/* The event member a key names, the key @k[0..@len) followed by its quote and
+ * readable for 4 bytes: event_key() by one load and compare per candidate. */
+HOT enum key key_of(const unsigned char *k, size_t len)
+{
+	uint32_t w;
+
+	switch (len) {
+	case 2:
+		w = ld16(k);
+		return w == ld16("ph")	 ? K_PH
+		       : w == ld16("ts") ? K_TS
+		       : w == ld16("id") ? K_ID
+					 : K_OTHER;
+	case 3: /* with the closing quote */
+		w = ld32(k);
+		return w == ld32("dur\"")   ? K_DUR
+		       : w == ld32("pid\"") ? K_PID
+		       : w == ld32("tid\"") ? K_TID
+		       : w == ld32("cat\"") ? K_CAT
+					    : K_OTHER;
+	case 4:
+		w = ld32(k);
+		return w == ld32("name") ? K_NAME : w == ld32("args") ? K_ARGS : K_OTHER;
+	}
+	return K_OTHER;
+}
+
+/* The first @k (1..8) bytes of an ld64(). */
+HOT uint64_t head(unsigned k)
+{
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	return k >= 8 ? ~0ull : ~(~0ull >> (8 * k));
+#else
+	return k >= 8 ? ~0ull : (1ull << (8 * k)) - 1;
+#endif
+}
+
+/*
+ * An event key written as torch writes it, quotes, colon and one space (`"ph": `):
+ * the index of its value and the member in *@key; 0 for any other key or form
+ * (then key_at(), key_of() and colon() read it). One 8-byte compare: a match is
+ * that string, so nothing in it needs a check.
+ */
+HOT size_t key_fast(const unsigned char *b, size_t i, enum key *key)
+{
+	uint64_t w = ld64(b + i);
+
+#define KEY_IS(lit, k)                                                                             \
+	if ((w & head(sizeof(lit) - 1)) == (ld64(lit "        ") & head(sizeof(lit) - 1))) {       \
+		*key = (k);                                                                        \
+		return i + sizeof(lit) - 1;                                                        \
+	}
+	switch (b[i + 1]) {
+	case 'p':
+		KEY_IS("\"ph\": ", K_PH);
+		KEY_IS("\"pid\": ", K_PID);
+		break;
+	case 't':
+		KEY_IS("\"ts\": ", K_TS);
+		KEY_IS("\"tid\": ", K_TID);
+		break;
+	case 'n': KEY_IS("\"name\": ", K_NAME); break;
+	case 'c': KEY_IS("\"cat\": ", K_CAT); break;
+	case 'd': KEY_IS("\"dur\": ", K_DUR); break;
+	case 'a': KEY_IS("\"args\": ", K_ARGS); break;
+	case 'i': KEY_IS("\"id\": ", K_ID); break;
+	}
+#undef KEY_IS
+	return 0;
+}
+
+/* The string at @b[@v] == '"' if it is short and plain (under 32 bytes, none of
+ * them a quote, backslash, control or non-ASCII byte): its end, its length in
+ * *@len; 0 otherwise (then str_used() or str_skip() decides). */
+HOT size_t str_short(const unsigned char *b, size_t v, size_t *len)
+{
+	unsigned m = rp_jfast_special16(b + v + 1), k;
+
+	if (m != 0)
+		k = (unsigned)__builtin_ctz(m);
+	else if ((m = rp_jfast_special16(b + v + 17)) != 0)
+		k = 16 + (unsigned)__builtin_ctz(m);
+	else
+		return 0;
+	if (b[v + 1 + k] != '"')
+		return 0;
+	*len = k;
+	return v + k + 2;
+}
+
+/* The run of @k (1..8) digits at @s, 8 bytes readable: its value, in one 64-bit word. */
+HOT uint64_t swar_digits(const unsigned char *s, unsigned k)
+{
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	uint64_t x = ld64(s) - 0x3030303030303030ull; /* borrows only move up, past the digits */
+
+	x <<= 8 * (8 - k); /* the bytes after the run out, zeros (leading digits) in */
+	x = (x * 10 + (x >> 8)) & 0x00ff00ff00ff00ffull;
+	x = (x * 100 + (x >> 16)) & 0x0000ffff0000ffffull;
+	return (x * 10000 + (x >> 32)) & 0xffffffffull;
+#else
+	return dec_run(s, k, 0);
+#endif
+}
+
+/* The run of @k (1..15) digits at @s, 16 bytes readable. */
+HOT uint64_t digits15(const unsigned char *s, unsigned k)
+{
+	if (k <= 8)
+		return swar_digits(s, k);
+	return swar_digits(s, k - 8) * 100000000u + swar_digits(s + k - 8, 8);
+}
+
+/*
+ * The number at @b[@v] if it is plain: -?(0|[1-9]D*)(\.D+)? with under 16 digits
+ * before and after the point (so at most 32 bytes, within RP_JFAST_NUM), followed
+ * by ',', '}', ']' or whitespace, the form num_tok() and jfast's scan_number()
+ * take. @return its end, *@ip the end of its integer digits; 0: not that form.
+ */
+HOT size_t num_plain(const unsigned char *b, size_t v, size_t *ip)
+{
+	size_t s = v + (b[v] == '-'), e;
+	unsigned k = (unsigned)__builtin_ctz(rp_jfast_nondigit16(b + s) | 0x10000u), f;
+	unsigned char c;
+
+	if (k - 1 >= 15 || (b[s] == '0' && k > 1)) /* none, 16 or more, a leading zero */
+		return 0;
+	e = *ip = s + k;
+	if (b[e] == '.') {
+		f = (unsigned)__builtin_ctz(rp_jfast_nondigit16(b + e + 1) | 0x10000u);
+		if (f - 1 >= 15)
+			return 0;
+		e += 1 + f;
+	}
+	c = b[e];
+	if (c == ',' || c == '}' || c == ' ' || c == ']' || c == '\n' || c == '\r' || c == '\t')
+		return e;
+	return 0;
+}
+
+/* "ts" or "dur" at @b[@v] as fast_number() reads it, where num_plain() takes it:
+ * its end; 0 to leave it to fast_member(). */
+HOT size_t fast_time(struct parser *p, const unsigned char *b, size_t v, enum key key)
+{
+	static const uint64_t scale[] = { 1000, 100, 10, 1 };
+	size_t ip, e = num_plain(b, v, &ip), s = v + (b[v] == '-');
+	unsigned fd;
+	uint64_t w;
+
+	if (e == 0)
+		return 0;
+	fd = e > ip ? (unsigned)(e - ip - 1) : 0;
+	if (fd > 3 || ip - s + fd > 16)
+		return 0;
+	w = digits15(b + s, (unsigned)(ip - s));
+	if (fd > 0)
+		w = w * (1000 / scale[fd]) + swar_digits(b + ip + 1, fd);
+	w *= scale[fd];
+	if (w >= (1ull << 51))
+		return 0;
+	if (key == K_TS) {
+		p->ev.ts_ns = s > v ? -(int64_t)w : (int64_t)w;
+		p->ev.has_ts = true;
+	} else {
+		p->ev.dur_ns = s > v ? -(int64_t)w : (int64_t)w;
+		p->ev.has_dur = true;
+	}
+	return e;
+}
+
+/* name, cat, ph, pid, tid or id at @b[@v] where it is a short plain string or an
+ * integer under 16 digits (member()'s text for it is the text): its end; 0 to
+ * leave it to fast_member(). */
+HOT size_t fast_text(struct parser *p, const unsigned char *b, size_t v, enum key key)
+{
+	size_t len, e, ip;
+	char *dst;
+
+	if (b[v] == '"') {
+		if ((e = str_short(b, v, &len)) == 0)
+			return 0;
+		v++;
+	} else {
+		if (key == K_PH || key == K_NAME || key == K_CAT ||
+		    (e = num_plain(b, v, &ip)) == 0 || e != ip)
+			return 0; /* member() converts a fraction (number_text()) */
+		len = e - v;
+	}
+	switch (key) {
+	case K_PH: p->ev.ph = len > 0 ? (char)b[v] : '\0'; return e;
+	case K_NAME: dst = p->name; break;
+	case K_CAT: dst = p->cat; break;
+	case K_PID: dst = p->pid; break;
+	case K_TID: dst = p->tid; break;
+	default:
+		dst = p->id;
+		p->ev.has_id = true;
+		break;
+	}
+	memcpy(dst, b + v, 32); /* len < 32, and 32 bytes are readable */
+	dst[len] = '\0';
+	return e;
+}
+
+/* After a key's closing quote at @e: its value's index; 0. */
+HOT size_t colon(const unsigned char *b, size_t n, size_t e)
+{
+	if (ld16(b + e) == ld16(": "))
+		return e + 2;
+	return after_colon(b, n, e);
+}
+
+/* After a member's value, at @e <= lim: the next key's index, or that of the
+ * closing '}' with *@end; 0 if neither follows. */
+HOT size_t next_key(const unsigned char *b, size_t n, size_t e, bool *end)
+{
+	if ((ld64(b + e) & head(3)) == (ld64(", \"     ") & head(3)))
+		return e + 2; /* torch's ", " before a key */
+	if (b[e] == ',') {
+		e += 1 + (b[e + 1] == ' ');
+		return b[e] == '"' ? e : skip_ws(b, n, e);
+	}
+	if (b[e] == '}') {
+		*end = true;
+		return e;
+	}
+	if ((e = next_sep(b, n, e, '}')) == 0)
+		return 0;
+	if (b[e] == '}') {
+		*end = true;
+		return e;
+	}
+	return skip_ws(b, n, e + 1);
+}
+
+/* A key at @b[@i] (@i <= lim): its end, its length in *@len; 0 if it is not a
+ * string a callback would get as is. */
+HOT size_t key_at(const unsigned char *b, size_t n, size_t i, size_t *len)
+{
+	size_t e;
+
+	if (b[i] != '"')
+		return 0;
+	if ((e = str_short(b, i, len)) != 0)
+		return e;
+	return str_used(b, n, i, len);
+}
+
+/* A value of args no callback uses, at @b[@v] (@v <= lim): an array of short
+ * plain numbers and strings (torch's "grid": [2484, 1, 1]) read here, anything
+ * else (or anything more) by skip_value() from its start. Its end; 0. */
+static size_t fast_skip(const unsigned char *b, size_t n, size_t lim, size_t v)
+{
+	size_t a = v + 1, e, ip, len;
+
+	if (b[v] != '[')
+		return skip_value(b, n, v, 1);
+	while (a <= lim) {
+		if (b[a] == '"')
+			e = str_short(b, a, &len);
+		else if (b[a] == '-' || is_digit(b[a]))
+			e = num_plain(b, a, &ip);
+		else
+			break;
+		if (e == 0)
+			break;
+		if (b[e] == ']')
+			return e + 1;
+		if (b[e] != ',')
+			break;
+		a = e + 1 + (b[e + 1] == ' ');
+	}
+	return skip_value(b, n, v, 1);
+}
+
+/* The event's "args" object at @b[@v] == '{' (@v <= lim): keys and numbers as
+ * arg_key() and arg() take them, the rest checked and skipped. @return its end;
+ * 0 to give the event up; NEED_PAD. */
+static size_t fast_args(struct parser *p, const unsigned char *b, size_t n, size_t lim, size_t v)
+{
+	size_t a, e, len, ip;
+	bool end = false;
+	unsigned char c;
+
+	p->in_args = true; /* member() for "args" and an object */
+	a = v + 1 + (b[v + 1] == ' ');
+	if (b[a] != '"') {
+		a = skip_ws(b, n, a);
+		if (a < n && b[a] == '}') {
+			p->in_args = false;
+			return a + 1;
+		}
+	}
+	for (;;) {
+		if (a > lim)
+			return NEED_PAD;
+		if ((e = key_at(b, n, a, &len)) == 0)
+			return 0;
+		p->arg_is_corr = len == 11 && ld64(b + a + 1) == ld64("correlat") &&
+				 ld32(b + a + 8) == ld32("tion"); /* as arg_key() */
+		if (!p->have_value) {
+			p->fv_key = b + a + 1;
+			p->fv_klen = len;
+		}
+		if (e > lim)
+			return NEED_PAD;
+		if ((v = colon(b, n, e)) == 0)
+			return 0;
+		if (v > lim)
+			return NEED_PAD;
+		c = b[v];
+		if (c == '-' || is_digit(c)) {
+			if ((e = num_plain(b, v, &ip)) != 0) {
+				/* arg_corr(): a plain integer of under 16 digits is its value */
+				if (p->arg_is_corr && b[v] != '-' && e == ip) {
+					p->ev.has_correlation = true;
+					p->ev.correlation = digits15(b + v, (unsigned)(e - v));
+				}
+				len = e - v;
+			} else {
+				if ((e = num_tok(b, n, v, &len)) == 0)
+					return 0;
+				if (p->arg_is_corr) {
+					set_num(p, b + v, len);
+					arg_corr(p);
+				}
+			}
+			if (!p->have_value) { /* arg(), its copies left to fast_event() */
+				p->have_value = true;
+				p->fv_num = b + v;
+				p->fv_nlen = len;
+			}
+		} else if (c == '"') {
+			if ((e = str_short(b, v, &len)) == 0 && (e = str_skip(b, n, v)) == 0)
+				return 0;
+		} else if ((e = fast_skip(b, n, lim, v)) == 0) {
+			return 0; /* literals and containers: arg() ignores them */
+		}
+		if (e > lim)
+			return NEED_PAD;
+		if ((a = next_key(b, n, e, &end)) == 0)
+			return 0;
+		if (end)
+			break;
+	}
+	p->in_args = false;
+	return a + 1;
+}
+
+/*
+ * The event object at @b[0] == '{', whole before @n, readable as the loops above
+ * want up to @lim: read, and handed to the callback (p->rc set if it stopped the
+ * read). @return its length; 0 if it was given up, NEED_PAD if it reached @lim,
+ * with nothing of it kept either way.
+ */
+static size_t fast_event(struct parser *p, const unsigned char *b, size_t n, size_t lim)
 {
 	uint64_t cut = p->st->cut;
-	size_t i, e, len;
+	size_t i, v, e, len;
+	bool end = false;
+	enum key key;
 
 	event_begin(p);
 	i = skip_ws(b, n, 1);
 	if (i < n && b[i] == '}')
 		goto end;
 	for (;;) {
-		if (i >= n || b[i] != '"' || (e = str_used(b, n, i, &len)) == 0)
-			goto give_up;
-		p->key = event_key(b + i + 1, len);
-		if ((i = after_colon(b, n, e)) == 0 || (e = fast_member(p, b, n, i)) == 0 ||
-		    (i = next_sep(b, n, e, '}')) == 0)
-			goto give_up;
-		if (b[i] == '}')
+		if (i > lim)
+			goto pad;
+		if ((v = key_fast(b, i, &key)) == 0) {
+			if ((e = key_at(b, n, i, &len)) == 0)
+				goto give_up;
+			key = key_of(b + i + 1, len);
+			if (e > lim)
+				goto pad;
+			if ((v = colon(b, n, e)) == 0)
+				goto give_up;
+			if (v > lim)
+				goto pad;
+		}
+		switch (key) {
+		case K_TS:
+		case K_DUR: e = fast_time(p, b, v, key); break;
+		case K_ARGS:
+			if (b[v] != '{') {
+				e = 0;
+				break;
+			}
+			if ((e = fast_args(p, b, n, lim, v)) == NEED_PAD)
+				goto pad;
+			if (e == 0)
+				goto give_up;
 			break;
-		i = skip_ws(b, n, i + 1);
+		case K_OTHER: e = b[v] == '"' ? str_short(b, v, &len) : 0; break;
+		default: e = fast_text(p, b, v, key); break;
+		}
+		if (e == 0) { /* anything else as before */
+			p->key = key;
+			if ((e = fast_member(p, b, n, v)) == 0)
+				goto give_up;
+		}
+		if (e > lim)
+			goto pad;
+		if ((i = next_key(b, n, e, &end)) == 0)
+			goto give_up;
+		if (end)
+			break;
 	}
 end:
 	if (p->have_value && p->ev.ph == 'C') { /* what arg() and arg_key() would have kept */
@@ -1206,11 +1591,37 @@ end:
 	event_end(p); /* p->pause is off: returns 0 only with p->rc set */
 	return i + 1;
 give_up: /* member() may have said why: jfast will again, at its place */
+	e = 0;
+	goto out;
+pad:
+	e = NEED_PAD;
+out:
 	p->st->cut = cut;
 	p->in_event = p->in_args = false;
 	p->rc = 0;
 	p->own_err = false;
-	return 0;
+	return e;
+}
+
+/* The event at @b[@i], and fast_events()'s text moved to p->tail if it reached the
+ * chunk's end (*@b, *@n, *@lim then the copy's, *@base the copy's offset). */
+static size_t event_at(struct parser *p, const unsigned char **b, size_t *n, size_t *lim,
+		       size_t *base, size_t *i)
+{
+	size_t e = fast_event(p, *b + *i, *n - *i, *lim > *i ? *lim - *i : 0), left = *n - *i;
+
+	if (e != NEED_PAD)
+		return e;
+	if (*b == p->tail || left > TAIL_MAX)
+		return 0; /* not within a copy: left to jfast */
+	memcpy(p->tail, *b + *i, left);
+	memset(p->tail + left, 0, PAD);
+	*base += *i;
+	*b = p->tail;
+	*n = *lim = left;
+	*i = 0;
+	e = fast_event(p, *b, *n, *lim);
+	return e == NEED_PAD ? 0 : e;
 }
 
 /*
@@ -1220,7 +1631,7 @@ give_up: /* member() may have said why: jfast will again, at its place */
  */
 static size_t fast_events(struct parser *p, const unsigned char *b, size_t n, bool *cancel)
 {
-	size_t i = 0, last = 0, e;
+	size_t i = 0, last = 0, e, base = 0, lim = n > PAD ? n - PAD : 0;
 	bool value;
 
 	*cancel = false;
@@ -1234,18 +1645,19 @@ static size_t fast_events(struct parser *p, const unsigned char *b, size_t n, bo
 		if (!value) {
 			if (b[i] != ',')
 				break;
-			last = ++i;
+			last = base + ++i;
 			value = true;
 			continue;
 		}
 		if (b[i] != '{')
 			break;
-		if ((e = fast_event(p, b + i, n - i)) == 0) {
+		if ((e = event_at(p, &b, &n, &lim, &base, &i)) == 0) {
 			if (n - i > EV_NEAR) /* not merely cut by the end of the text */
 				p->ev_skip = EV_SKIP;
 			break;
 		}
-		last = i += e;
+		i += e;
+		last = base + i;
 		value = false;
 		if (p->rc != 0) {
 			*cancel = true;

@@ -5,7 +5,9 @@
  * shipped, with rp_chrome_events_off (jfast token by token) and with rp_jfast_off
  * (yajl alone, the reference), must give the same return value, error text with
  * its byte offset, counters and events, field for field. A fourth pass stops at
- * the first event and must get the callback's value back from every path.
+ * the first event and must get the callback's value back from every path. The
+ * 16-byte classifiers the whole-event path reads with (jfast.h) must agree with
+ * their portable versions on every 16 bytes of the input.
  * Seeds: tests/fuzz/seeds/chrome/ (run by tests/fuzz/run.sh).
  */
 #include <errno.h>
@@ -53,6 +55,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	uint64_t h[3] = { 0, 0, 0 }, seen;
 	int rc[3];
 
+	for (size_t i = 0; i + 16 <= size; i++)
+		if (rp_jfast_special16(data + i) != rp_jfast_special16_port(data + i) ||
+		    rp_jfast_nondigit16(data + i) != rp_jfast_nondigit16_port(data + i))
+			abort();
 	for (int k = 0; k < 3; k++) {
 		set_way(k);
 		rc[k] = rp_chrome_parse(data, size, digest, &h[k], &st[k], why[k]);
