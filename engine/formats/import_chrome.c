@@ -13,6 +13,8 @@
 #include "import_chrome.h"
 #include "sort.h"
 
+bool rp_import_chrome_plain;
+
 struct span {
 	int64_t start, end;
 	uint32_t name, track, seq;
@@ -89,6 +91,11 @@ struct imp {
 	struct rp_names tracks;	/* (pid, tid) -> track number */
 	struct vec ctrs;	/* export: C events */
 	struct vec spans, opens, evs, links, flows;
+	/* evs: where each track's events start, then the flows' (feed_merged()); whether
+	 * a track's came out of time order (never, by nest_track()'s rules: checked) */
+	struct vec runs;
+	int64_t run_ts;
+	bool unordered, flows_unordered;
 	uint32_t seq;
 	bool device;		/* the trace has links or device work */
 	int64_t t_max;
@@ -462,6 +469,20 @@ static int emit(struct imp *m, uint8_t kind, int64_t ts, uint32_t name, uint32_t
 	if (g == NULL)
 		return -ENOMEM;
 	*g = (struct gen_ev){ ts, track, (*seq)++, name, kind };
+	m->unordered |= ts < m->run_ts;
+	m->run_ts = ts;
+	return 0;
+}
+
+/* A new run of m->evs starts (a track's events, or the flows'). */
+static int run_start(struct imp *m)
+{
+	size_t *r = vec_push(&m->runs);
+
+	if (r == NULL)
+		return -ENOMEM;
+	*r = m->evs.n;
+	m->run_ts = INT64_MIN;
 	return 0;
 }
 
@@ -677,17 +698,21 @@ static int nest_all(struct imp *m)
 		return -ENOMEM;
 	}
 	if (m->spans.n > 0 && /* an empty trace has no array: qsort(NULL, 0) is undefined */
-	    !sort_by_track(m) && !sort_spans(sp, m->spans.n))
+	    (rp_import_chrome_plain || !sort_by_track(m)) && !sort_spans(sp, m->spans.n))
 		qsort(sp, m->spans.n, sizeof(*sp), cmp_span);
 	for (size_t lo = 0, hi; lo < m->spans.n && !err; lo = hi) {
 		for (hi = lo; hi < m->spans.n && sp[hi].track == sp[lo].track; hi++)
 			;
 		if (m->self_delta != NULL)
 			torch_track(m, lo, hi, stack);
-		err = nest_track(m, lo, hi, stack);
+		err = run_start(m);
+		err = err ? err : nest_track(m, lo, hi, stack);
 	}
 	free(stack);
-	return err ? err : emit_flows(m);
+	if (err || (err = run_start(m)) != 0)
+		return err;
+	m->flows_unordered = m->unordered; /* the tracks' only */
+	return emit_flows(m);
 }
 
 static int cmp_ctr(const void *a, const void *b)
@@ -722,38 +747,170 @@ static void label_tracks(struct imp *m)
 				  m->tracks.e[i].category);
 }
 
+/* @g as the engine's event. */
+static inline struct rp_event gen_event(const struct imp *m, const struct gen_ev *g)
+{
+	struct rp_event ev = { .ts = (uint64_t)g->ts, .name = g->name, .kind = g->kind };
+
+	if (g->kind == RP_EV_LINK) {
+		const struct link *l = &((const struct link *)m->links.p)[g->name];
+		ev.name = l->name;
+		ev.flags = l->side;
+		ev.arg = l->corr;
+	}
+	return ev;
+}
+
+/* The slot hint of @track's engine track (engine.h); @one for all without memory. */
+static inline uint32_t *track_hint(const struct imp *m, uint32_t *hint, uint32_t *one,
+				   uint32_t track)
+{
+	return hint != NULL && track < m->tracks.n ? &hint[track] : one;
+}
+
+/* Every generated event sorted, then each to the engine with the counters due. */
+static void feed_sorted(struct imp *m, uint32_t *hint, uint32_t *one)
+{
+	const struct gen_ev *g = m->evs.p;
+	size_t k = 0;
+
+	if (m->evs.n > 0 && !sort_evs_runs(m->evs.p, m->evs.n))
+		qsort(m->evs.p, m->evs.n, sizeof(*g), cmp_ev);
+	for (size_t i = 0; i < m->evs.n; i++) {
+		struct rp_event ev = gen_event(m, &g[i]);
+
+		feed_ctrs(m, &k, g[i].ts);
+		rp_engine_event_at(m->e, m->src, g[i].track, &ev,
+				   track_hint(m, hint, one, g[i].track));
+	}
+	feed_ctrs(m, &k, INT64_MAX);
+}
+
+/* A cursor of feed_merged(): events [i, end) of one run of m->evs, in cmp_ev() order. */
+struct cur {
+	size_t i, end;
+};
+
+static inline bool ev_lt(const struct gen_ev *x, const struct gen_ev *y)
+{
+	if (x->ts != y->ts)
+		return x->ts < y->ts;
+	if (x->track != y->track)
+		return x->track < y->track;
+	return x->seq < y->seq;
+}
+
+/* The min-heap of cursors by their next events: @h[@i] moved down to its place. */
+static void cur_down(const struct gen_ev *g, struct cur *h, size_t n, size_t i)
+{
+	struct cur c = h[i];
+
+	for (size_t j; (j = 2 * i + 1) < n; i = j) {
+		if (j + 1 < n && ev_lt(&g[h[j + 1].i], &g[h[j].i]))
+			j++;
+		if (!ev_lt(&g[h[j].i], &g[c.i]))
+			break;
+		h[i] = h[j];
+	}
+	h[i] = c;
+}
+
+#define STRETCH_MAX 64 /* events given to rp_engine_run() at once */
+
+/*
+ * Events of one track's cursor @c, from its next while they come before @bound (the
+ * other cursors' first; NULL: none), each after the counters due at its time: to
+ * the engine in stretches through rp_engine_run(), the same as one by one.
+ */
+static void feed_stretch(struct imp *m, struct cur *c, const struct gen_ev *bound, size_t *k,
+			 uint32_t *hint)
+{
+	const struct gen_ev *g = m->evs.p;
+	const struct ctr *ct = m->ctrs.p;
+	struct rp_event buf[STRETCH_MAX];
+	uint32_t n = 0, track = g[c->i].track;
+
+	do {
+		const struct gen_ev *x = &g[c->i++];
+
+		if (n == STRETCH_MAX || (*k < m->ctrs.n && ct[*k].ts <= x->ts)) {
+			rp_engine_run(m->e, m->src, track, buf, n, hint);
+			n = 0;
+			feed_ctrs(m, k, x->ts);
+		}
+		buf[n++] = gen_event(m, x);
+	} while (c->i < c->end && (bound == NULL || ev_lt(&g[c->i], bound)));
+	rp_engine_run(m->e, m->src, track, buf, n, hint);
+}
+
+/*
+ * What feed_sorted() does, without sorting: each track's events are a run in time
+ * order (nest_track()), the flows' are sorted alone, and the runs are merged by a
+ * min-heap of cursors. A cursor goes on while it comes before every other one, so
+ * a track's events go to the engine in stretches. No two events of different runs
+ * are equal under cmp_ev() (runs differ in track; flows' seq is UINT32_MAX), so the
+ * order is feed_sorted()'s. @return false, having fed nothing, without memory.
+ */
+static bool feed_merged(struct imp *m, uint32_t *hint, uint32_t *one)
+{
+	const struct gen_ev *g = m->evs.p;
+	const size_t *run = m->runs.p, nr = m->runs.n; /* the last run: the flows' */
+	size_t n = 0, k = 0, flows = nr > 0 ? run[nr - 1] : 0;
+	struct cur *h;
+
+	if (nr == 0 || m->flows_unordered || (h = malloc(nr * sizeof(*h))) == NULL)
+		return false;
+	if (m->evs.n - flows > 1 && !sort_evs((struct gen_ev *)m->evs.p + flows, m->evs.n - flows)) {
+		free(h);
+		return false;
+	}
+	for (size_t r = 0; r < nr; r++) {
+		size_t end = r + 1 < nr ? run[r + 1] : m->evs.n;
+
+		if (end > run[r])
+			h[n++] = (struct cur){ run[r], end };
+	}
+	for (size_t i = n / 2; i-- > 0;)
+		cur_down(g, h, n, i);
+	while (n > 0) {
+		struct cur *c = &h[0];
+		const struct gen_ev *bound = n > 1 ? &g[h[1].i] : NULL;
+
+		if (n > 2 && ev_lt(&g[h[2].i], bound))
+			bound = &g[h[2].i];
+		if (c->i >= flows) { /* a flow's link, of any track */
+			struct rp_event ev = gen_event(m, &g[c->i]);
+
+			feed_ctrs(m, &k, g[c->i].ts);
+			rp_engine_event_at(m->e, m->src, g[c->i].track, &ev,
+					   track_hint(m, hint, one, g[c->i].track));
+			c->i++;
+		} else {
+			feed_stretch(m, c, bound, &k, track_hint(m, hint, one, g[c->i].track));
+		}
+		if (c->i == c->end)
+			h[0] = h[--n];
+		cur_down(g, h, n, 0);
+	}
+	feed_ctrs(m, &k, INT64_MAX);
+	free(h);
+	return true;
+}
+
 /* Spans and links of every track, in time order. Each track keeps the slot of its
  * engine track found last (engine.h): a trace's threads and streams interleave.
  * Without memory for them, one hint serves all (slower, the same answer). */
 static void feed(struct imp *m)
 {
-	const struct gen_ev *g = m->evs.p;
 	uint32_t one = 0, *hint = calloc(m->tracks.n, sizeof(*hint));
-	size_t k = 0;
 
-	if (m->evs.n > 0 && !sort_evs_runs(m->evs.p, m->evs.n))
-		qsort(m->evs.p, m->evs.n, sizeof(*g), cmp_ev);
 	if (m->ctrs.n > 0 && !sort_ctrs(m->ctrs.p, m->ctrs.n))
 		qsort(m->ctrs.p, m->ctrs.n, sizeof(struct ctr), cmp_ctr);
 	if (m->device) /* device work in the trace: analyse every span, as torch does */
 		rp_device_arm(m->e->dev);
 	label_tracks(m);
-	for (size_t i = 0; i < m->evs.n; i++) {
-		struct rp_event ev = { .ts = (uint64_t)g[i].ts, .name = g[i].name,
-				       .kind = g[i].kind };
-		feed_ctrs(m, &k, g[i].ts);
-
-		if (g[i].kind == RP_EV_LINK) {
-			const struct link *l = &((const struct link *)m->links.p)[g[i].name];
-			ev.name = l->name;
-			ev.flags = l->side;
-			ev.arg = l->corr;
-		}
-		rp_engine_event_at(m->e, m->src, g[i].track, &ev,
-				   hint != NULL && g[i].track < m->tracks.n ? &hint[g[i].track]
-									    : &one);
-	}
-	feed_ctrs(m, &k, INT64_MAX);
+	if (rp_import_chrome_plain || !feed_merged(m, hint, &one))
+		feed_sorted(m, hint, &one);
 	free(hint);
 }
 
@@ -820,6 +977,7 @@ static int finish(struct imp *m, int err)
 	free(m->ctrs.p);
 	free(m->links.p);
 	free(m->flows.p);
+	free(m->runs.p);
 	rp_names_free(&m->tracks);
 	return err;
 }
@@ -836,6 +994,7 @@ static int start(struct imp *m, struct rp_engine *e, const char *label, char *wh
 	m->ctrs.size = sizeof(struct ctr);
 	m->links.size = sizeof(struct link);
 	m->flows.size = sizeof(struct flow);
+	m->runs.size = sizeof(size_t);
 	src = rp_engine_add_source(e, label, 0, RP_SRC_FILE);
 	if (src < 0) {
 		snprintf(why, RP_WHY_MAX, "%s: too many sources", label);
