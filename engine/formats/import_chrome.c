@@ -293,10 +293,19 @@ static uint32_t add_link(struct imp *m, uint64_t corr, uint32_t name, uint8_t si
 /* A flow event's id as a correlation id: a decimal or 0x-hex number, else none. */
 static bool flow_id(const char *id, uint64_t *out)
 {
+	uint64_t v = 0;
+	size_t n = 0;
 	char *end;
 
 	if (id == NULL || *id == '\0' || *id == '-')
 		return false;
+	/* the common id, 1 to 19 decimal digits with no leading 0, as strtoull reads it */
+	for (; id[n] >= '0' && id[n] <= '9' && n < 19; n++)
+		v = v * 10 + (uint64_t)(id[n] - '0');
+	if (id[n] == '\0' && id[0] != '0') {
+		*out = v;
+		return true;
+	}
 	errno = 0;
 	*out = strtoull(id, &end, 0);
 	return errno == 0 && *end == '\0';

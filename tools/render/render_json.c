@@ -223,11 +223,12 @@ static void row_str(struct row *r, const char *s)
 {
 	size_t n = 0;
 
-	if (s != NULL)
-		while ((unsigned char)s[n] >= 0x20 && (unsigned char)s[n] < 0x7f && s[n] != '"' &&
-		       s[n] != '\\')
-			n++;
-	if (s == NULL || s[n] == '\0') {
+	if (s == NULL) /* as rp_render_json_str(): "" */
+		s = "";
+	while ((unsigned char)s[n] >= 0x20 && (unsigned char)s[n] < 0x7f && s[n] != '"' &&
+	       s[n] != '\\')
+		n++;
+	if (s[n] == '\0') {
 		row_lit(r, "\"");
 		row_put(r, s, n);
 		row_lit(r, "\"");
