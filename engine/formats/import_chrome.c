@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
  * Chrome trace import; the nesting rules are in import_chrome.h. Three passes over
- * compact arrays: collect spans while streaming the file, sort and nest each track
- * into BEGIN/END events, sort those by time and feed the engine.
+ * compact arrays: collect spans while streaming the file (names and tracks found by
+ * hints), sort the spans by track and nest each track into BEGIN/END events (one run
+ * in time order per track), merge the runs by time and feed the engine a track's
+ * stretch at a time.
  */
 #include <errno.h>
 #include <stdint.h>
