@@ -89,11 +89,14 @@ static char *make_trace(unsigned n, unsigned ntracks, size_t *len)
 		if (i)
 			put(&t, ",\n");
 		if (kind < 12) {
-			put(&t, "{\"ph\":\"X\",\"name\":\"%s\",\"cat\":\"%s\",\"pid\":%u,\"tid\":%u,"
-				"\"ts\":%lld.%03u,\"dur\":%lld", name[0] == 'x' ? "x\\\"y" : name, cat,
-			    pid, tid, (long long)ts, rnd(3) * 500, (long long)dur);
+			const char *nm = name[0] == 'x' ? "x\\\"y" : name;
+
+			put(&t, "{\"ph\":\"X\",\"name\":\"%s\",\"cat\":\"%s\",\"pid\":%u,"
+				"\"tid\":%u,\"ts\":%lld.%03u,\"dur\":%lld", nm, cat, pid, tid,
+			    (long long)ts, rnd(3) * 500, (long long)dur);
 			if (rnd(3) == 0)
-				put(&t, ",\"args\":{\"correlation\":%u}", rnd(2) ? corr++ : rnd(corr));
+				put(&t, ",\"args\":{\"correlation\":%u}",
+				    rnd(2) ? corr++ : rnd(corr));
 			put(&t, "}");
 		} else if (kind < 14) {
 			put(&t, "{\"ph\":\"B\",\"name\":\"%s\",\"pid\":%u,\"tid\":%u,\"ts\":%lld}",
@@ -157,9 +160,9 @@ static void same_both_ways(unsigned events, unsigned tracks)
 
 			while (a[i] == b[i])
 				i++;
-			fail_msg("%u events, %u tracks, torch %d: differ at byte %zu:\n%.200s\n--\n%.200s",
-				 events, tracks, torch, i, a + (i > 80 ? i - 80 : 0),
-				 b + (i > 80 ? i - 80 : 0));
+			fail_msg("%u events, %u tracks, torch %d: differ at byte %zu:\n"
+				 "%.200s\n--\n%.200s", events, tracks, torch, i,
+				 a + (i > 80 ? i - 80 : 0), b + (i > 80 ? i - 80 : 0));
 		}
 		free(a);
 		free(b);
@@ -192,13 +195,14 @@ static void test_import_chrome_long_stretches(void **state)
 		    i ? "," : "", i % 3 == 0 ? "a" : i % 3 == 1 ? "b" : "c", 10 * (i / 3) + i % 3,
 		    9 - 2 * (i % 3));
 	put(&t, ",{\"ph\":\"X\",\"name\":\"z\",\"pid\":2,\"tid\":2,\"ts\":5000,\"dur\":1}");
-	put(&t, ",{\"ph\":\"C\",\"name\":\"m\",\"pid\":1,\"tid\":1,\"ts\":1234,\"args\":{\"v\":3}}]");
+	put(&t, ",{\"ph\":\"C\",\"name\":\"m\",\"pid\":1,\"tid\":1,\"ts\":1234,"
+		"\"args\":{\"v\":3}}]");
 	for (int torch = 0; torch < 2; torch++) {
 		char *a = analyze(t.p, t.n, true, torch), *b = analyze(t.p, t.n, false, torch);
 
 		assert_string_equal(a, b);
-		assert_non_null(strstr(a, "\"name\":\"a\",\"category\":\"\",\"file\":\"\",\"line\":0,"
-					  "\"calls\":334,"));
+		assert_non_null(strstr(a, "\"name\":\"a\",\"category\":\"\",\"file\":\"\","
+					  "\"line\":0,\"calls\":334,"));
 		free(a);
 		free(b);
 	}

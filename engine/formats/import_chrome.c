@@ -871,7 +871,8 @@ static bool feed_merged(struct imp *m, uint32_t *hint, uint32_t *one)
 
 	if (nr == 0 || m->flows_unordered || (h = malloc(nr * sizeof(*h))) == NULL)
 		return false;
-	if (m->evs.n - flows > 1 && !sort_evs((struct gen_ev *)m->evs.p + flows, m->evs.n - flows)) {
+	if (m->evs.n - flows > 1 &&
+	    !sort_evs((struct gen_ev *)m->evs.p + flows, m->evs.n - flows)) {
 		free(h);
 		return false;
 	}
