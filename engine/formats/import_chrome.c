@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
  * Chrome trace import; the nesting rules are in import_chrome.h. Three passes over
- * compact arrays: collect spans while streaming the file, sort and nest each track
- * into BEGIN/END events, sort those by time and feed the engine.
+ * compact arrays: collect spans while streaming the file (names and tracks found by
+ * hints), sort the spans by track and nest each track into BEGIN/END events (one run
+ * in time order per track), merge the runs by time and feed the engine a track's
+ * stretch at a time.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -12,6 +14,8 @@
 
 #include "import_chrome.h"
 #include "sort.h"
+
+bool rp_import_chrome_plain;
 
 struct span {
 	int64_t start, end;
@@ -58,6 +62,26 @@ struct corr_key {		/* a correlation id some span carried in its args */
 	uint8_t side;
 };
 
+/* A string's length and its first and last eight bytes (all of it up to 16 bytes): a
+ * hint's key, compared as integers. */
+struct skey {
+	uint64_t w[2];
+	size_t n;
+};
+
+/* A name or track id found lately: id + 1 (0: none), the keys of its two strings (so
+ * that a compare never reads past the table's, and short ones need no memcmp), and
+ * for a name whether its category is device work (device_cat()). */
+struct hint {
+	uint32_t id1;
+	bool dev;
+	uint64_t w[2][2];
+	size_t n[2];
+};
+
+#define TRACK_HINT_BITS 4
+#define NAME_HINT_BITS 6
+
 struct vec {
 	void *p;
 	size_t n, cap, size;
@@ -69,6 +93,11 @@ struct imp {
 	struct rp_names tracks;	/* (pid, tid) -> track number */
 	struct vec ctrs;	/* export: C events */
 	struct vec spans, opens, evs, links, flows;
+	/* evs: where each track's events start, then the flows' (feed_merged()); whether
+	 * a track's came out of time order (never, by nest_track()'s rules: checked) */
+	struct vec runs;
+	int64_t run_ts;
+	bool unordered, flows_unordered;
 	uint32_t seq;
 	bool device;		/* the trace has links or device work */
 	int64_t t_max;
@@ -78,61 +107,148 @@ struct imp {
 	struct rp_chrome_stats st;	/* elements that were not objects, ... */
 	uint64_t used;			/* events that became spans, counters, flows */
 	uint64_t unused;		/* events of no phase or time this reader uses */
-	/* Ids found lately (id + 1; 0: none), checked against the table's own strings:
-	 * consecutive events mostly repeat a track and a few names. */
-	uint32_t track_hint[2], name_hint[16];
+	/* Ids found lately, by a hash of their strings' keys (hint_slot()),
+	 * checked against the table's own strings: a trace repeats a few tracks and
+	 * names, and these find them without hashing every byte (rp_names_get()). */
+	struct hint track_hint[1u << TRACK_HINT_BITS], name_hint[1u << NAME_HINT_BITS];
 };
 
-/* The slot of a name's hint: its first bytes and length, hashed. */
-static unsigned hint_slot(const char *s)
+/* Device work by category (torch/Kineto): its links are the device side. */
+static bool device_cat(const char *cat)
 {
-	unsigned h = 0, k;
-
-	for (k = 0; k < 8 && s[k] != '\0'; k++)
-		h = h * 31 + (unsigned char)s[k];
-	return (h ^ (h >> 5)) & 15;
+	return rp_device_is_device_category(cat);
 }
 
-/* Whether @t's entry @id1 - 1 is (@a, @b, "", 0): what a hint says is checked. */
-static bool hint_is(const struct rp_names *t, uint32_t id1, const char *a, const char *b)
+static inline uint64_t load8(const char *s)
 {
-	const struct rp_name_entry *x = &t->e[id1 - 1];
+	uint64_t v;
 
-	return id1 != 0 && strcmp(x->name, a) == 0 && strcmp(x->category, b) == 0;
+	memcpy(&v, s, 8);
+	return v;
+}
+
+static inline uint64_t load4(const char *s)
+{
+	uint32_t v;
+
+	memcpy(&v, s, 4);
+	return v;
+}
+
+/* @s's key (struct skey): for a given length, each string has its own. */
+static inline struct skey skey_of(const char *s)
+{
+	struct skey k = { { 0, 0 }, strlen(s) };
+
+	if (k.n >= 8) {
+		k.w[0] = load8(s);
+		k.w[1] = load8(s + k.n - 8);
+	} else if (k.n >= 4) {
+		k.w[0] = load4(s) | load4(s + k.n - 4) << 32;
+	} else {
+		for (size_t i = 0; i < k.n; i++)
+			k.w[0] |= (uint64_t)(unsigned char)s[i] << (8 * i);
+	}
+	return k;
+}
+
+/* Two keys mixed into a hint's slot among 2^@bits, the first of two it may be in:
+ * names differ at their ends too ("aten::add_", "aten::addmm", kernels' template
+ * arguments). */
+static inline unsigned hint_slot(const struct skey *a, const struct skey *b, unsigned bits)
+{
+	uint64_t h = a->w[0] * 0x9e3779b97f4a7c15ull ^ a->w[1] * 0xff51afd7ed558ccdull ^
+		     b->w[0] * 0xc4ceb9fe1a85ec53ull ^ b->w[1] * 0x2545f4914f6cdd1dull ^
+		     (a->n << 32 | b->n);
+
+	h ^= h >> 29;
+	return (unsigned)((h * 0xc2b2ae3d27d4eb4full) >> (64 - bits)) & ~1u;
+}
+
+/* Whether the string of key @k, @s, is the hint's string @i (@x, from the table). */
+static inline bool skey_is(const struct hint *h, unsigned i, const struct skey *k,
+			   const char *x, const char *s)
+{
+	return h->n[i] == k->n && h->w[i][0] == k->w[0] && h->w[i][1] == k->w[1] &&
+	       (k->n <= 16 || memcmp(x + 8, s + 8, k->n - 16) == 0);
+}
+
+/* Whether @h is an entry of @t whose strings are @a (key @ka) and @b (key @kb). */
+static inline bool hint_is(const struct rp_names *t, const struct hint *h, const char *a,
+			   const struct skey *ka, const char *b, const struct skey *kb)
+{
+	const struct rp_name_entry *x;
+
+	if (h->id1 == 0)
+		return false;
+	x = &t->e[h->id1 - 1];
+	return skey_is(h, 0, ka, x->name, a) && skey_is(h, 1, kb, x->category, b);
+}
+
+static void hint_set(struct hint *h, uint32_t id, const struct skey *ka, const struct skey *kb,
+		     bool dev)
+{
+	*h = (struct hint){ id + 1, dev, { { ka->w[0], ka->w[1] }, { kb->w[0], kb->w[1] } },
+			    { ka->n, kb->n } };
+}
+
+/* The hint of @t among the two at @h whose strings are @a (key @ka) and @b (@kb), or
+ * NULL. */
+static inline const struct hint *hint_find(const struct rp_names *t, const struct hint *h,
+					   const char *a, const struct skey *ka, const char *b,
+					   const struct skey *kb)
+{
+	if (hint_is(t, &h[0], a, ka, b, kb))
+		return &h[0];
+	return hint_is(t, &h[1], a, ka, b, kb) ? &h[1] : NULL;
+}
+
+/* A new hint at @h, the one there moved to its pair's other slot. */
+static void hint_add(struct hint *h, uint32_t id, const struct skey *ka, const struct skey *kb,
+		     bool dev)
+{
+	h[1] = h[0];
+	hint_set(&h[0], id, ka, kb, dev);
 }
 
 /* rp_names_get(&m->tracks, pid, tid, "", 0, full), a found id remembered. */
 static uint32_t track_of(struct imp *m, const struct rp_chrome_ev *ev, bool *full)
 {
+	struct skey kp = skey_of(ev->pid), kt = skey_of(ev->tid);
+	struct hint *h = &m->track_hint[hint_slot(&kp, &kt, TRACK_HINT_BITS)];
+	const struct hint *f = hint_find(&m->tracks, h, ev->pid, &kp, ev->tid, &kt);
 	uint32_t id;
 
-	for (unsigned k = 0; k < 2; k++)
-		if (hint_is(&m->tracks, m->track_hint[k], ev->pid, ev->tid)) {
-			*full = false;
-			return m->track_hint[k] - 1;
-		}
-	id = rp_names_get(&m->tracks, ev->pid, ev->tid, "", 0, full);
-	if (!*full) {
-		m->track_hint[1] = m->track_hint[0];
-		m->track_hint[0] = id + 1;
+	if (f != NULL) {
+		*full = false;
+		return f->id1 - 1;
 	}
+	id = rp_names_get(&m->tracks, ev->pid, ev->tid, "", 0, full);
+	if (!*full)
+		hint_add(h, id, &kp, &kt, false);
 	return id;
 }
 
-/* rp_engine_name(m->e, m->src, name, cat, "", 0), a found id remembered. */
-static uint32_t name_of(struct imp *m, const struct rp_chrome_ev *ev)
+/* rp_engine_name(m->e, m->src, name, cat, "", 0), a found id remembered; @dev: whether
+ * its category is device work. */
+static uint32_t name_of(struct imp *m, const struct rp_chrome_ev *ev, bool *dev)
 {
-	unsigned k = hint_slot(ev->name);
+	struct skey kn = skey_of(ev->name), kc = skey_of(ev->cat);
+	struct hint *h = &m->name_hint[hint_slot(&kn, &kc, NAME_HINT_BITS)];
+	const struct hint *f = hint_find(&m->e->names, h, ev->name, &kn, ev->cat, &kc);
 	bool full;
 	uint32_t id;
 
-	if (hint_is(&m->e->names, m->name_hint[k], ev->name, ev->cat))
-		return m->name_hint[k] - 1;
+	if (f != NULL) {
+		*dev = f->dev;
+		return f->id1 - 1;
+	}
+	*dev = device_cat(ev->cat);
 	id = rp_names_get(&m->e->names, ev->name, ev->cat, "", 0, &full);
 	if (full)
 		m->e->src[m->src].counts.anomalies[RP_ANOM_NAME_CAP]++; /* as rp_engine_name() */
 	else
-		m->name_hint[k] = id + 1;
+		hint_add(h, id, &kn, &kc, *dev);
 	return id;
 }
 
@@ -165,12 +281,6 @@ static int add_span(struct imp *m, int64_t start, int64_t end, uint32_t name, ui
 	return 0;
 }
 
-/* Device work by category (torch/Kineto): its links are the device side. */
-static bool device_cat(const char *cat)
-{
-	return rp_device_is_device_category(cat);
-}
-
 /* 1 + the index of a new link, 0 if out of memory. */
 static uint32_t add_link(struct imp *m, uint64_t corr, uint32_t name, uint8_t side, bool flow)
 {
@@ -185,10 +295,19 @@ static uint32_t add_link(struct imp *m, uint64_t corr, uint32_t name, uint8_t si
 /* A flow event's id as a correlation id: a decimal or 0x-hex number, else none. */
 static bool flow_id(const char *id, uint64_t *out)
 {
+	uint64_t v = 0;
+	size_t n = 0;
 	char *end;
 
 	if (id == NULL || *id == '\0' || *id == '-')
 		return false;
+	/* the common id, 1 to 19 decimal digits with no leading 0, as strtoull reads it */
+	for (; id[n] >= '0' && id[n] <= '9' && n < 19; n++)
+		v = v * 10 + (uint64_t)(id[n] - '0');
+	if (id[n] == '\0' && id[0] != '0') {
+		*out = v;
+		return true;
+	}
 	errno = 0;
 	*out = strtoull(id, &end, 0);
 	return errno == 0 && *end == '\0';
@@ -199,12 +318,13 @@ static int add_flow(struct imp *m, const struct rp_chrome_ev *ev, uint32_t track
 	uint64_t corr;
 	uint32_t link;
 	struct flow *f;
+	bool dev;
 
 	if (!ev->has_id || !flow_id(ev->id, &corr)) {
 		counts(m)->anomalies[RP_ANOM_BAD_EVENT]++;
 		return 0;
 	}
-	link = add_link(m, corr, name_of(m, ev),
+	link = add_link(m, corr, name_of(m, ev, &dev),
 			ev->ph == 's' ? RP_LINK_LAUNCH : RP_LINK_DEVICE, true);
 	if (link == 0 || (f = vec_push(&m->flows)) == NULL)
 		return -ENOMEM;
@@ -233,6 +353,7 @@ static int close_b(struct imp *m, uint32_t track, int64_t ts)
 static int add_counter(struct imp *m, const struct rp_chrome_ev *ev, uint32_t track)
 {
 	struct ctr *c;
+	bool dev;
 
 	if (!ev->has_value || !(ev->value > -9.2e18 && ev->value < 9.2e18)) {
 		counts(m)->anomalies[RP_ANOM_BAD_EVENT]++;
@@ -241,14 +362,14 @@ static int add_counter(struct imp *m, const struct rp_chrome_ev *ev, uint32_t tr
 	if ((c = vec_push(&m->ctrs)) == NULL)
 		return -ENOMEM;
 	*c = (struct ctr){ ev->ts_ns, ev->value >= 0 ? (int64_t)(ev->value + 0.5) : -(int64_t)(0.5 - ev->value), track,
-			   name_of(m, ev), m->seq++, 0 };
+			   name_of(m, ev, &dev), m->seq++, 0 };
 	return 0;
 }
 
 static int on_event(void *ctx, const struct rp_chrome_ev *ev)
 {
 	struct imp *m = ctx;
-	bool full;
+	bool full, dev;
 	uint32_t track, name, link = 0;
 
 	m->e->progress_events++; /* export: analyze --progress */
@@ -289,11 +410,11 @@ static int on_event(void *ctx, const struct rp_chrome_ev *ev)
 		m->device = true;
 		return add_flow(m, ev, track);
 	}
-	name = name_of(m, ev);
-	m->device |= ev->has_correlation || device_cat(ev->cat);
+	name = name_of(m, ev, &dev);
+	m->device |= ev->has_correlation || dev;
 	if (ev->has_correlation &&
-	    (link = add_link(m, ev->correlation, name,
-			     device_cat(ev->cat) ? RP_LINK_DEVICE : RP_LINK_LAUNCH, false)) == 0)
+	    (link = add_link(m, ev->correlation, name, dev ? RP_LINK_DEVICE : RP_LINK_LAUNCH,
+			     false)) == 0)
 		return -ENOMEM;
 	if (ev->ph == 'X') {
 		int64_t dur = ev->has_dur && ev->dur_ns > 0 ? ev->dur_ns : 0;
@@ -332,9 +453,20 @@ static int cmp_ev(const void *a, const void *b)
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
+/* cmp_span() within one track: no two spans are equal (seq). */
+static inline bool span_in_track_before(const struct span *x, const struct span *y)
+{
+	if (x->start != y->start)
+		return x->start < y->start;
+	if (x->end - x->start != y->end - y->start) /* longer first: parents first */
+		return x->end - x->start > y->end - y->start;
+	return x->seq < y->seq;
+}
+
 #define span_before(x, y) (cmp_span((x), (y)) < 0)
 #define ev_before(x, y) (cmp_ev((x), (y)) < 0)
 RP_SORT_DEFINE(sort_spans, struct span, span_before)
+RP_SORT_DEFINE(sort_track_spans, struct span, span_in_track_before)
 RP_SORT_DEFINE(sort_evs, struct gen_ev, ev_before)
 /* nest_track() emits each track's events in time order: one run per track, then
  * the flows' links */
@@ -348,6 +480,20 @@ static int emit(struct imp *m, uint8_t kind, int64_t ts, uint32_t name, uint32_t
 	if (g == NULL)
 		return -ENOMEM;
 	*g = (struct gen_ev){ ts, track, (*seq)++, name, kind };
+	m->unordered |= ts < m->run_ts;
+	m->run_ts = ts;
+	return 0;
+}
+
+/* A new run of m->evs starts (a track's events, or the flows'). */
+static int run_start(struct imp *m)
+{
+	size_t *r = vec_push(&m->runs);
+
+	if (r == NULL)
+		return -ENOMEM;
+	*r = m->evs.n;
+	m->run_ts = INT64_MIN;
 	return 0;
 }
 
@@ -425,48 +571,128 @@ static int nest_track(struct imp *m, size_t lo, size_t hi, size_t *stack)
 	return err;
 }
 
-static int cmp_corr(const void *a, const void *b)
+/* The slot of @k in a table of 2^@bits (corr_has()). */
+static inline size_t corr_slot(const struct corr_key *k, unsigned bits)
 {
-	const struct corr_key *x = a, *y = b;
-
-	if (x->corr != y->corr)
-		return x->corr < y->corr ? -1 : 1;
-	return (x->side > y->side) - (x->side < y->side);
+	return (size_t)(((k->corr ^ k->side) * 0x9e3779b97f4a7c15ull) >> (64 - bits));
 }
 
-#define corr_before(x, y) (cmp_corr((x), (y)) < 0)
-RP_SORT_DEFINE(sort_corrs, struct corr_key, corr_before)
+/* Whether @k is in @t (2^@bits slots, side 0: empty), or if @add, added to it. */
+static bool corr_has(struct corr_key *t, unsigned bits, const struct corr_key *k, bool add)
+{
+	size_t mask = ((size_t)1 << bits) - 1;
+
+	for (size_t i = corr_slot(k, bits);; i = (i + 1) & mask) {
+		if (t[i].side == 0) {
+			if (add)
+				t[i] = *k;
+			return false;
+		}
+		if (t[i].corr == k->corr && t[i].side == k->side)
+			return true;
+	}
+}
 
 /* Flow events, but for correlations a span already carried in its args (Kineto writes
  * both): a flow binds by time, and at a zero-length launch it would bind to the
- * launch's parent instead. */
+ * launch's parent instead. Those correlations are found in a hash set (sides are
+ * never 0, the empty slot's), at most half full. */
 static int emit_flows(struct imp *m)
 {
 	const struct link *l = m->links.p;
-	struct corr_key *k = NULL;
+	struct corr_key *t;
+	unsigned bits = 1;
 	size_t n = 0;
 	int err = 0;
 
 	if (m->flows.n == 0)
 		return 0;
-	if ((k = malloc((m->links.n + 1) * sizeof(*k))) == NULL)
+	for (size_t i = 0; i < m->links.n; i++)
+		n += !l[i].flow;
+	while (((size_t)1 << bits) < 2 * n)
+		bits++;
+	if ((t = calloc((size_t)1 << bits, sizeof(*t))) == NULL)
 		return -ENOMEM;
 	for (size_t i = 0; i < m->links.n; i++)
 		if (!l[i].flow)
-			k[n++] = (struct corr_key){ l[i].corr, l[i].side };
-	if (n > 0 && !sort_corrs(k, n))
-		qsort(k, n, sizeof(*k), cmp_corr);
+			corr_has(t, bits, &(struct corr_key){ l[i].corr, l[i].side }, true);
 	for (size_t i = 0; i < m->flows.n && !err; i++) {
 		const struct flow *f = &((const struct flow *)m->flows.p)[i];
 		struct corr_key want = { l[f->link - 1].corr, l[f->link - 1].side };
 		uint32_t last = UINT32_MAX; /* after all else at (ts, track) */
 
-		if (n > 0 && bsearch(&want, k, n, sizeof(*k), cmp_corr) != NULL)
+		if (corr_has(t, bits, &want, false))
 			continue;
 		err = emit(m, RP_EV_LINK, f->ts, f->link - 1, f->track, &last);
 	}
-	free(k);
+	free(t);
 	return err;
+}
+
+/*
+ * One track's spans b[0..n) in order into a[0..n), b used as scratch: spans come
+ * mostly in order (X events in start order; a B/E pair's span, added at its E, after
+ * its children). The spans in order with the ones kept before them stay in b, the
+ * others (few) go to the front of a and are sorted there, then both are merged
+ * into a from the back, never over a reject not yet read. No two spans are equal,
+ * so the order is cmp_span()'s whatever the method. @return false without memory.
+ */
+static bool sort_track(struct span *a, struct span *b, size_t n)
+{
+	size_t k = 0, r = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (k == 0 || !span_in_track_before(&b[i], &b[k - 1]))
+			b[k++] = b[i];
+		else
+			a[r++] = b[i];
+	}
+	if (r > 1 && !sort_track_spans(a, r)) {
+		memcpy(a + r, b, k * sizeof(*b)); /* all of them in a, in some order */
+		return false;
+	}
+	for (size_t d = n; d-- > 0;) {
+		if (r > 0 && (k == 0 || span_in_track_before(&b[k - 1], &a[r - 1])))
+			a[d] = a[--r];
+		else
+			a[d] = b[--k];
+	}
+	return true;
+}
+
+/*
+ * The spans sorted by cmp_span(): by track with a counting sort into a buffer, then
+ * each track by sort_track(). @return false without memory, the spans then in some
+ * order for the caller to sort (cmp_span() is a total order: the same result).
+ */
+static bool sort_by_track(struct imp *m)
+{
+	struct span *sp = m->spans.p, *b;
+	size_t n = m->spans.n, nt = m->tracks.n, *at;
+	bool ok = true;
+
+	if (!rp_sort_may_buffer(n * sizeof(*sp)) || (b = malloc(n * sizeof(*b))) == NULL)
+		return false;
+	if ((at = calloc(nt + 1, sizeof(*at))) == NULL) {
+		free(b);
+		return false;
+	}
+	for (size_t i = 0; i < n; i++) /* track < m->tracks.n: ids of that table */
+		at[sp[i].track + 1]++;
+	for (size_t t = 1; t <= nt; t++)
+		at[t] += at[t - 1];
+	for (size_t i = 0; i < n; i++)
+		b[at[sp[i].track]++] = sp[i];
+	/* at[t] is now where track t + 1 starts */
+	for (size_t t = 0, lo = 0; t < nt; lo = at[t++]) {
+		if (ok)
+			ok = sort_track(sp + lo, b + lo, at[t] - lo);
+		else
+			memcpy(sp + lo, b + lo, (at[t] - lo) * sizeof(*b));
+	}
+	free(at);
+	free(b);
+	return ok;
 }
 
 static int nest_all(struct imp *m)
@@ -483,17 +709,21 @@ static int nest_all(struct imp *m)
 		return -ENOMEM;
 	}
 	if (m->spans.n > 0 && /* an empty trace has no array: qsort(NULL, 0) is undefined */
-	    !sort_spans(sp, m->spans.n))
+	    (rp_import_chrome_plain || !sort_by_track(m)) && !sort_spans(sp, m->spans.n))
 		qsort(sp, m->spans.n, sizeof(*sp), cmp_span);
 	for (size_t lo = 0, hi; lo < m->spans.n && !err; lo = hi) {
 		for (hi = lo; hi < m->spans.n && sp[hi].track == sp[lo].track; hi++)
 			;
 		if (m->self_delta != NULL)
 			torch_track(m, lo, hi, stack);
-		err = nest_track(m, lo, hi, stack);
+		err = run_start(m);
+		err = err ? err : nest_track(m, lo, hi, stack);
 	}
 	free(stack);
-	return err ? err : emit_flows(m);
+	if (err || (err = run_start(m)) != 0)
+		return err;
+	m->flows_unordered = m->unordered; /* the tracks' only */
+	return emit_flows(m);
 }
 
 static int cmp_ctr(const void *a, const void *b)
@@ -528,38 +758,171 @@ static void label_tracks(struct imp *m)
 				  m->tracks.e[i].category);
 }
 
+/* @g as the engine's event. */
+static inline struct rp_event gen_event(const struct imp *m, const struct gen_ev *g)
+{
+	struct rp_event ev = { .ts = (uint64_t)g->ts, .name = g->name, .kind = g->kind };
+
+	if (g->kind == RP_EV_LINK) {
+		const struct link *l = &((const struct link *)m->links.p)[g->name];
+		ev.name = l->name;
+		ev.flags = l->side;
+		ev.arg = l->corr;
+	}
+	return ev;
+}
+
+/* The slot hint of @track's engine track (engine.h); @one for all without memory. */
+static inline uint32_t *track_hint(const struct imp *m, uint32_t *hint, uint32_t *one,
+				   uint32_t track)
+{
+	return hint != NULL && track < m->tracks.n ? &hint[track] : one;
+}
+
+/* Every generated event sorted, then each to the engine with the counters due. */
+static void feed_sorted(struct imp *m, uint32_t *hint, uint32_t *one)
+{
+	const struct gen_ev *g = m->evs.p;
+	size_t k = 0;
+
+	if (m->evs.n > 0 && !sort_evs_runs(m->evs.p, m->evs.n))
+		qsort(m->evs.p, m->evs.n, sizeof(*g), cmp_ev);
+	for (size_t i = 0; i < m->evs.n; i++) {
+		struct rp_event ev = gen_event(m, &g[i]);
+
+		feed_ctrs(m, &k, g[i].ts);
+		rp_engine_event_at(m->e, m->src, g[i].track, &ev,
+				   track_hint(m, hint, one, g[i].track));
+	}
+	feed_ctrs(m, &k, INT64_MAX);
+}
+
+/* A cursor of feed_merged(): events [i, end) of one run of m->evs, in cmp_ev() order. */
+struct cur {
+	size_t i, end;
+};
+
+static inline bool ev_lt(const struct gen_ev *x, const struct gen_ev *y)
+{
+	if (x->ts != y->ts)
+		return x->ts < y->ts;
+	if (x->track != y->track)
+		return x->track < y->track;
+	return x->seq < y->seq;
+}
+
+/* The min-heap of cursors by their next events: @h[@i] moved down to its place. */
+static void cur_down(const struct gen_ev *g, struct cur *h, size_t n, size_t i)
+{
+	struct cur c = h[i];
+
+	for (size_t j; (j = 2 * i + 1) < n; i = j) {
+		if (j + 1 < n && ev_lt(&g[h[j + 1].i], &g[h[j].i]))
+			j++;
+		if (!ev_lt(&g[h[j].i], &g[c.i]))
+			break;
+		h[i] = h[j];
+	}
+	h[i] = c;
+}
+
+#define STRETCH_MAX 64 /* events given to rp_engine_run() at once */
+
+/*
+ * Events of one track's cursor @c, from its next while they come before @bound (the
+ * other cursors' first; NULL: none), each after the counters due at its time: to
+ * the engine in stretches through rp_engine_run(), the same as one by one.
+ */
+static void feed_stretch(struct imp *m, struct cur *c, const struct gen_ev *bound, size_t *k,
+			 uint32_t *hint)
+{
+	const struct gen_ev *g = m->evs.p;
+	const struct ctr *ct = m->ctrs.p;
+	struct rp_event buf[STRETCH_MAX];
+	uint32_t n = 0, track = g[c->i].track;
+
+	do {
+		const struct gen_ev *x = &g[c->i++];
+
+		if (n == STRETCH_MAX || (*k < m->ctrs.n && ct[*k].ts <= x->ts)) {
+			rp_engine_run(m->e, m->src, track, buf, n, hint);
+			n = 0;
+			feed_ctrs(m, k, x->ts);
+		}
+		buf[n++] = gen_event(m, x);
+	} while (c->i < c->end && (bound == NULL || ev_lt(&g[c->i], bound)));
+	rp_engine_run(m->e, m->src, track, buf, n, hint);
+}
+
+/*
+ * What feed_sorted() does, without sorting: each track's events are a run in time
+ * order (nest_track()), the flows' are sorted alone, and the runs are merged by a
+ * min-heap of cursors. A cursor goes on while it comes before every other one, so
+ * a track's events go to the engine in stretches. No two events of different runs
+ * are equal under cmp_ev() (runs differ in track; flows' seq is UINT32_MAX), so the
+ * order is feed_sorted()'s. @return false, having fed nothing, without memory.
+ */
+static bool feed_merged(struct imp *m, uint32_t *hint, uint32_t *one)
+{
+	const struct gen_ev *g = m->evs.p;
+	const size_t *run = m->runs.p, nr = m->runs.n; /* the last run: the flows' */
+	size_t n = 0, k = 0, flows = nr > 0 ? run[nr - 1] : 0;
+	struct cur *h;
+
+	if (nr == 0 || m->flows_unordered || (h = malloc(nr * sizeof(*h))) == NULL)
+		return false;
+	if (m->evs.n - flows > 1 &&
+	    !sort_evs((struct gen_ev *)m->evs.p + flows, m->evs.n - flows)) {
+		free(h);
+		return false;
+	}
+	for (size_t r = 0; r < nr; r++) {
+		size_t end = r + 1 < nr ? run[r + 1] : m->evs.n;
+
+		if (end > run[r])
+			h[n++] = (struct cur){ run[r], end };
+	}
+	for (size_t i = n / 2; i-- > 0;)
+		cur_down(g, h, n, i);
+	while (n > 0) {
+		struct cur *c = &h[0];
+		const struct gen_ev *bound = n > 1 ? &g[h[1].i] : NULL;
+
+		if (n > 2 && ev_lt(&g[h[2].i], bound))
+			bound = &g[h[2].i];
+		if (c->i >= flows) { /* a flow's link, of any track */
+			struct rp_event ev = gen_event(m, &g[c->i]);
+
+			feed_ctrs(m, &k, g[c->i].ts);
+			rp_engine_event_at(m->e, m->src, g[c->i].track, &ev,
+					   track_hint(m, hint, one, g[c->i].track));
+			c->i++;
+		} else {
+			feed_stretch(m, c, bound, &k, track_hint(m, hint, one, g[c->i].track));
+		}
+		if (c->i == c->end)
+			h[0] = h[--n];
+		cur_down(g, h, n, 0);
+	}
+	feed_ctrs(m, &k, INT64_MAX);
+	free(h);
+	return true;
+}
+
 /* Spans and links of every track, in time order. Each track keeps the slot of its
  * engine track found last (engine.h): a trace's threads and streams interleave.
  * Without memory for them, one hint serves all (slower, the same answer). */
 static void feed(struct imp *m)
 {
-	const struct gen_ev *g = m->evs.p;
 	uint32_t one = 0, *hint = calloc(m->tracks.n, sizeof(*hint));
-	size_t k = 0;
 
-	if (m->evs.n > 0 && !sort_evs_runs(m->evs.p, m->evs.n))
-		qsort(m->evs.p, m->evs.n, sizeof(*g), cmp_ev);
 	if (m->ctrs.n > 0 && !sort_ctrs(m->ctrs.p, m->ctrs.n))
 		qsort(m->ctrs.p, m->ctrs.n, sizeof(struct ctr), cmp_ctr);
 	if (m->device) /* device work in the trace: analyse every span, as torch does */
 		rp_device_arm(m->e->dev);
 	label_tracks(m);
-	for (size_t i = 0; i < m->evs.n; i++) {
-		struct rp_event ev = { .ts = (uint64_t)g[i].ts, .name = g[i].name,
-				       .kind = g[i].kind };
-		feed_ctrs(m, &k, g[i].ts);
-
-		if (g[i].kind == RP_EV_LINK) {
-			const struct link *l = &((const struct link *)m->links.p)[g[i].name];
-			ev.name = l->name;
-			ev.flags = l->side;
-			ev.arg = l->corr;
-		}
-		rp_engine_event_at(m->e, m->src, g[i].track, &ev,
-				   hint != NULL && g[i].track < m->tracks.n ? &hint[g[i].track]
-									    : &one);
-	}
-	feed_ctrs(m, &k, INT64_MAX);
+	if (rp_import_chrome_plain || !feed_merged(m, hint, &one))
+		feed_sorted(m, hint, &one);
 	free(hint);
 }
 
@@ -626,6 +989,7 @@ static int finish(struct imp *m, int err)
 	free(m->ctrs.p);
 	free(m->links.p);
 	free(m->flows.p);
+	free(m->runs.p);
 	rp_names_free(&m->tracks);
 	return err;
 }
@@ -642,6 +1006,7 @@ static int start(struct imp *m, struct rp_engine *e, const char *label, char *wh
 	m->ctrs.size = sizeof(struct ctr);
 	m->links.size = sizeof(struct link);
 	m->flows.size = sizeof(struct flow);
+	m->runs.size = sizeof(size_t);
 	src = rp_engine_add_source(e, label, 0, RP_SRC_FILE);
 	if (src < 0) {
 		snprintf(why, RP_WHY_MAX, "%s: too many sources", label);

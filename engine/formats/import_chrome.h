@@ -59,6 +59,11 @@
 int rp_import_chrome(struct rp_engine *e, const char *path, rp_chrome_progress_fn progress,
 		     void *ctx, char why[RP_WHY_MAX]);
 
+/* Tests: true sorts all spans and generated events whole and feeds the engine one
+ * event at a time, the plain path the per-track sorts and the merged, stretched feed
+ * are compared with. */
+extern bool rp_import_chrome_plain;
+
 /** rp_import_chrome_buf() - the same over a buffer (tests, fuzzing); @label names it. */
 int rp_import_chrome_buf(struct rp_engine *e, const void *buf, size_t len, const char *label,
 			 char why[RP_WHY_MAX]);

@@ -156,6 +156,102 @@ static void put_u64(FILE *out, const char *sep, const char *key, uint64_t v)
 	fwrite_unlocked(b, 1, n + sizeof(d) - (size_t)k, out);
 }
 
+/*
+ * A list element built in memory and written with one fwrite: the functions, edges
+ * and windows' functions grow with the trace, ~20 numbers each, and a stdio call
+ * costs more than the digits. Whatever goes to @out directly (a string with bytes
+ * to escape, a number through printf) is written after the row is flushed, so the
+ * bytes come in order.
+ */
+struct row {
+	FILE *out;
+	size_t n;
+	char b[1024];
+};
+
+static void row_flush(struct row *r)
+{
+	if (r->n > 0)
+		fwrite_unlocked(r->b, 1, r->n, r->out);
+	r->n = 0;
+}
+
+static void row_put(struct row *r, const char *s, size_t n)
+{
+	if (n > sizeof(r->b) - r->n) {
+		row_flush(r);
+		if (n > sizeof(r->b)) {
+			fwrite_unlocked(s, 1, n, r->out);
+			return;
+		}
+	}
+	memcpy(r->b + r->n, s, n);
+	r->n += n;
+}
+
+/* A string literal of this file (its length known at compile time). */
+#define row_lit(r, lit) row_put((r), "" lit, sizeof(lit) - 1)
+
+/* %PRIu64, two digits at a time. */
+static void row_u64(struct row *r, uint64_t v)
+{
+	static const char d2[] = "00010203040506070809101112131415161718192021222324"
+				 "25262728293031323334353637383940414243444546474849"
+				 "50515253545556575859606162636465666768697071727374"
+				 "75767778798081828384858687888990919293949596979899";
+	char d[20], *p = d + sizeof(d);
+
+	while (v >= 100) {
+		p -= 2;
+		memcpy(p, d2 + 2 * (v % 100), 2);
+		v /= 100;
+	}
+	if (v >= 10) {
+		p -= 2;
+		memcpy(p, d2 + 2 * v, 2);
+	} else {
+		*--p = (char)('0' + v);
+	}
+	row_put(r, p, (size_t)(d + sizeof(d) - p));
+}
+
+/* @lit (the separator and "key":) and @v. */
+#define row_key_u64(r, lit, v) (row_lit((r), lit), row_u64((r), (v)))
+
+/* rp_render_json_str(): printable ASCII but '"' and '\\' copied, anything else by it. */
+static void row_str(struct row *r, const char *s)
+{
+	size_t n = 0;
+
+	if (s == NULL) /* as rp_render_json_str(): "" */
+		s = "";
+	while ((unsigned char)s[n] >= 0x20 && (unsigned char)s[n] < 0x7f && s[n] != '"' &&
+	       s[n] != '\\')
+		n++;
+	if (s[n] == '\0') {
+		row_lit(r, "\"");
+		row_put(r, s, n);
+		row_lit(r, "\"");
+	} else {
+		row_flush(r);
+		rp_render_json_str(r->out, s);
+	}
+}
+
+/* elem(), into @r. */
+static void row_elem(struct row *r, uint32_t i, int ind)
+{
+	static const char pad[] = "\n                ";
+
+	row_put(r, i ? "," : "[", 1);
+	if ((size_t)ind + 2 < sizeof(pad) - 1) {
+		row_put(r, pad, (size_t)ind + 3);
+	} else {
+		row_flush(r);
+		fprintf(r->out, "\n%*s", ind + 2, "");
+	}
+}
+
 static void put_anomalies(FILE *out, const char *sep, const uint64_t a[RP_ANOM_KIND_COUNT])
 {
 	put_key(out, sep, "anomalies");
@@ -249,49 +345,56 @@ static void put_quantiles_ns(FILE *out, uint64_t p50, uint64_t p90, uint64_t p95
 	put_u64(out, ",", "p99_ns", p99);
 }
 
-/* The same, each null: quantiles that do not exist. */
-static void put_no_quantiles(FILE *out)
+static void put_fn(struct row *w, const struct rp_report_fn *f)
 {
-	fputs(",\"p50_ns\":null,\"p90_ns\":null,\"p95_ns\":null,\"p99_ns\":null", out);
-}
+	row_lit(w, "{\"name\":");
+	row_str(w, f->name);
+	row_lit(w, ",\"category\":");
+	row_str(w, f->category);
+	row_lit(w, ",\"file\":");
+	row_str(w, f->file);
+	row_key_u64(w, ",\"line\":", f->line);
+	row_key_u64(w, ",\"calls\":", f->calls);
+	row_key_u64(w, ",\"drop_lost\":", f->drop_lost);
+	row_key_u64(w, ",\"errors\":", f->errors);
+	row_key_u64(w, ",\"started\":", f->started);
+	if (f->milestone)
+		row_lit(w, ",\"milestone\":true");
+	else
+		row_lit(w, ",\"milestone\":false");
+	row_key_u64(w, ",\"charged_ns\":", f->charged_ns);
+	row_key_u64(w, ",\"charged\":", f->charged);
+	row_key_u64(w, ",\"primitive_calls\":", f->primitive_calls);
+	if ((int64_t)f->self_ns < 0) { /* torch nesting only (report.h) */
+		row_lit(w, ",\"self_ns\":-");
+		row_u64(w, 0 - f->self_ns); /* %PRId64 of it, INT64_MIN included */
+	} else {
+		row_key_u64(w, ",\"self_ns\":", f->self_ns);
+	}
+	row_key_u64(w, ",\"cum_ns\":", f->cum_ns);
+	row_key_u64(w, ",\"offcpu_ns\":", f->offcpu_ns);
+	row_key_u64(w, ",\"offcpu_cum_ns\":", f->offcpu_cum_ns);
+	row_key_u64(w, ",\"min_ns\":", f->min_ns);
+	row_key_u64(w, ",\"max_ns\":", f->max_ns);
+	row_key_u64(w, ",\"mean_ns\":", f->calls ? f->total_ns / f->calls : 0);
+	if (rp_report_fn_has_quantiles(f)) {
+		row_key_u64(w, ",\"p50_ns\":", f->p50_ns);
+		row_key_u64(w, ",\"p90_ns\":", f->p90_ns);
+		row_key_u64(w, ",\"p95_ns\":", f->p95_ns);
+		row_key_u64(w, ",\"p99_ns\":", f->p99_ns);
+	} else {
+		row_lit(w, ",\"p50_ns\":null,\"p90_ns\":null,\"p95_ns\":null,\"p99_ns\":null");
+	}
+	row_lit(w, ",\"midpoint_concurrency_mean\":");
+	if (f->midpoint_count == 0) {
+		row_lit(w, "0}");
+	} else { /* finite and >= 0: %g writes a valid JSON number */
+		char g[48];
+		int n = snprintf(g, sizeof(g), "%.6g}",
+				 (double)f->midpoint_sum / (double)f->midpoint_count);
 
-static void put_fn(FILE *out, const struct rp_report_fn *f)
-{
-	put_key(out, "{", "name");
-	rp_render_json_str(out, f->name);
-	put_key(out, ",", "category");
-	rp_render_json_str(out, f->category);
-	put_key(out, ",", "file");
-	rp_render_json_str(out, f->file);
-	put_u64(out, ",", "line", f->line);
-	put_u64(out, ",", "calls", f->calls);
-	put_u64(out, ",", "drop_lost", f->drop_lost);
-	put_u64(out, ",", "errors", f->errors);
-	put_u64(out, ",", "started", f->started);
-	fprintf(out, ",\"milestone\":%s", f->milestone ? "true" : "false");
-	put_u64(out, ",", "charged_ns", f->charged_ns);
-	put_u64(out, ",", "charged", f->charged);
-	put_u64(out, ",", "primitive_calls", f->primitive_calls);
-	if ((int64_t)f->self_ns < 0) /* torch nesting only (report.h) */
-		fprintf(out, ",\"self_ns\":%" PRId64, (int64_t)f->self_ns);
-	else
-		put_u64(out, ",", "self_ns", f->self_ns);
-	put_u64(out, ",", "cum_ns", f->cum_ns);
-	put_u64(out, ",", "offcpu_ns", f->offcpu_ns);
-	put_u64(out, ",", "offcpu_cum_ns", f->offcpu_cum_ns);
-	put_u64(out, ",", "min_ns", f->min_ns);
-	put_u64(out, ",", "max_ns", f->max_ns);
-	put_u64(out, ",", "mean_ns", f->calls ? f->total_ns / f->calls : 0);
-	if (rp_report_fn_has_quantiles(f))
-		put_quantiles_ns(out, f->p50_ns, f->p90_ns, f->p95_ns, f->p99_ns);
-	else
-		put_no_quantiles(out);
-	put_key(out, ",", "midpoint_concurrency_mean");
-	if (f->midpoint_count == 0)
-		fputc('0', out);
-	else /* finite and >= 0: %g writes a valid JSON number */
-		fprintf(out, "%.6g", (double)f->midpoint_sum / (double)f->midpoint_count);
-	fputc('}', out);
+		row_put(w, g, n > 0 ? (size_t)n : 0);
+	}
 }
 
 /* DIST (see the layout above), under @key. */
@@ -326,17 +429,17 @@ static void put_concurrency(FILE *out, const struct rp_report *r)
 	fputs(r->n_conc > 2 ? "\n    }\n  }" : "{}\n  }", out);
 }
 
-static void put_edge(FILE *out, const struct rp_report *r, const struct rp_report_edge *e)
+static void put_edge(struct row *w, const struct rp_report *r, const struct rp_report_edge *e)
 {
-	put_key(out, "{", "caller");
-	rp_render_json_str(out, r->fns[e->caller].name);
-	put_key(out, ",", "callee");
-	rp_render_json_str(out, r->fns[e->callee].name);
-	put_u64(out, ",", "calls", e->calls);
-	put_u64(out, ",", "primitive_calls", e->primitive_calls);
-	put_u64(out, ",", "self_ns", e->self_ns);
-	put_u64(out, ",", "cum_ns", e->cum_ns);
-	fputc('}', out);
+	row_lit(w, "{\"caller\":");
+	row_str(w, r->fns[e->caller].name);
+	row_lit(w, ",\"callee\":");
+	row_str(w, r->fns[e->callee].name);
+	row_key_u64(w, ",\"calls\":", e->calls);
+	row_key_u64(w, ",\"primitive_calls\":", e->primitive_calls);
+	row_key_u64(w, ",\"self_ns\":", e->self_ns);
+	row_key_u64(w, ",\"cum_ns\":", e->cum_ns);
+	row_lit(w, "}");
 }
 
 /* Async requests expired after drops, and the bound on concurrency they leave. */
@@ -430,6 +533,8 @@ static void nl_key(FILE *out, const char *lead, int ind, const char *key)
 static void put_lists(FILE *out, const struct rp_report *r,
 		      const struct rp_report_fn *const *order)
 {
+	struct row w = { .out = out };
+
 	nl_key(out, ",", 2, "sources");
 	for (uint32_t i = 0; i < r->n_sources; i++) {
 		elem(out, i, 2);
@@ -438,15 +543,17 @@ static void put_lists(FILE *out, const struct rp_report *r,
 	end_list(out, r->n_sources, 2);
 	nl_key(out, ",", 2, "functions");
 	for (uint32_t i = 0; i < r->n_fns; i++) {
-		elem(out, i, 2);
-		put_fn(out, order[i]);
+		row_elem(&w, i, 2);
+		put_fn(&w, order[i]);
 	}
+	row_flush(&w);
 	end_list(out, r->n_fns, 2);
 	nl_key(out, ",", 2, "edges");
 	for (uint32_t i = 0; i < r->n_edges; i++) {
-		elem(out, i, 2);
-		put_edge(out, r, &r->edges[i]);
+		row_elem(&w, i, 2);
+		put_edge(&w, r, &r->edges[i]);
 	}
+	row_flush(&w);
 	end_list(out, r->n_edges, 2);
 }
 
@@ -540,19 +647,27 @@ static void put_bottlenecks(FILE *out, const struct rp_report *r,
 	fprintf(out, "\n%*s}", ind - 2, "");
 }
 
-static void put_wfn(FILE *out, const struct rp_report *r, const struct rp_report_wfn *f,
+static void put_wfn(struct row *w, const struct rp_report *r, const struct rp_report_wfn *f,
 		    uint64_t range_ns)
 {
+	const struct rp_report_fn *fn = rp_render_fn_at(r, f->fn);
 	char rate[48];
 
-	put_fn_ref(out, "{", r, f->fn);
-	put_u64(out, ",", "calls", f->calls);
-	put_key(out, ",", "rate_per_s");
-	fputs(rp_render_rate(rate, f->calls, range_ns), out);
-	put_u64(out, ",", "self_ns", f->self_ns);
-	put_u64(out, ",", "cum_ns", f->cum_ns);
-	put_quantiles_ns(out, f->p50_ns, f->p90_ns, f->p95_ns, f->p99_ns);
-	fputc('}', out);
+	row_lit(w, "{\"name\":"); /* put_fn_ref() */
+	row_str(w, fn ? fn->name : "?");
+	row_lit(w, ",\"category\":");
+	row_str(w, fn ? fn->category : "?");
+	row_key_u64(w, ",\"calls\":", f->calls);
+	row_lit(w, ",\"rate_per_s\":");
+	rp_render_rate(rate, f->calls, range_ns);
+	row_put(w, rate, strlen(rate));
+	row_key_u64(w, ",\"self_ns\":", f->self_ns);
+	row_key_u64(w, ",\"cum_ns\":", f->cum_ns);
+	row_key_u64(w, ",\"p50_ns\":", f->p50_ns);
+	row_key_u64(w, ",\"p90_ns\":", f->p90_ns);
+	row_key_u64(w, ",\"p95_ns\":", f->p95_ns);
+	row_key_u64(w, ",\"p99_ns\":", f->p99_ns);
+	row_lit(w, "}");
 }
 
 /* A window at indent 4; its functions in display order (rp_render_wfn_order()). */
@@ -560,6 +675,7 @@ static int put_window(FILE *out, const struct rp_report *r, const struct rp_repo
 {
 	uint64_t range = rp_render_covered_ns(r, w); /* rates: over what events cover */
 	uint32_t *order = rp_render_wfn_order(r, w);
+	struct row row = { .out = out };
 
 	if (order == NULL)
 		return -ENOMEM;
@@ -571,9 +687,10 @@ static int put_window(FILE *out, const struct rp_report *r, const struct rp_repo
 	put_u64(out, ",", "t_to", w->t_to);
 	nl_key(out, ",", 6, "functions");
 	for (uint32_t i = 0; i < w->n_fns; i++) {
-		elem(out, i, 6);
-		put_wfn(out, r, &w->fns[order[i]], range);
+		row_elem(&row, i, 6);
+		put_wfn(&row, r, &w->fns[order[i]], range);
 	}
+	row_flush(&row);
 	end_list(out, w->n_fns, 6);
 	free(order);
 	nl_key(out, ",", 6, "concurrency");
