@@ -794,6 +794,52 @@ static void test_sketch_add_ns_equals_add(void **state)
 	}
 }
 
+/* rp_sketch_add_ns2(a, b, ns) leaves a and b as rp_sketch_add_ns(a, ns) then
+ * rp_sketch_add_ns(b, ns) do: the same alpha (one index for both) and different
+ * ones, small caps so that stores widen, collapse and drop, and 0, 2^64 - 1 and
+ * fractional values (rp_sketch_add()) in between. */
+static void test_sketch_add_ns2_equals_add_ns(void **state)
+{
+	static const double alphas[][2] = {
+		{ RP_SKETCH_ALPHA, RP_SKETCH_ALPHA }, { RP_SKETCH_ALPHA_MIN, RP_SKETCH_ALPHA_MIN },
+		{ RP_SKETCH_ALPHA, 0.05 }, { RP_SKETCH_ALPHA_MAX, RP_SKETCH_ALPHA },
+	};
+
+	(void)state;
+	rng = 0xadd2;
+	for (size_t k = 0; k < sizeof(alphas) / sizeof(alphas[0]); k++) {
+		for (int bounded = 0; bounded < 2; bounded++) {
+			struct rp_sketch a, b, a1, b1;
+			uint32_t ca = bounded ? 24 : rp_sketch_default_buckets(alphas[k][0]);
+			uint32_t cb = bounded ? 40 : rp_sketch_default_buckets(alphas[k][1]);
+
+			assert_int_equal(rp_sketch_init_bounded(&a, alphas[k][0], ca), 0);
+			assert_int_equal(rp_sketch_init_bounded(&a1, alphas[k][0], ca), 0);
+			assert_int_equal(rp_sketch_init_bounded(&b, alphas[k][1], cb), 0);
+			assert_int_equal(rp_sketch_init_bounded(&b1, alphas[k][1], cb), 0);
+			for (int i = 0; i < 20000; i++) {
+				uint64_t r = rnd(), ns = rnd() >> (r % 64);
+
+				if (r % 97 == 0)
+					ns = r % 2 ? UINT64_MAX : 0;
+				if (r % 1009 == 0) { /* one of them only: their sums part */
+					rp_sketch_add(r % 2 ? &a : &b, 0.25);
+					rp_sketch_add(r % 2 ? &a1 : &b1, 0.25);
+				}
+				rp_sketch_add_ns2(&a, &b, ns);
+				rp_sketch_add_ns(&a1, ns);
+				rp_sketch_add_ns(&b1, ns);
+			}
+			assert_same_sketch(&a, &a1);
+			assert_same_sketch(&b, &b1);
+			rp_sketch_fini(&a);
+			rp_sketch_fini(&b);
+			rp_sketch_fini(&a1);
+			rp_sketch_fini(&b1);
+		}
+	}
+}
+
 /* rp_sketch_add_ns()'s integer sum (sum_int) against rp_sketch_add(), compared after
  * every add: sums that climb towards 2^53 and cross it (2^53 - 1 then 2:
  * 2^53 + 1, which rounds to 2^53, then 1, 3 and 1 past it), a widening store
@@ -1309,6 +1355,7 @@ int main(void)
 		cmocka_unit_test(test_sketch_non_finite_and_tiny),
 		cmocka_unit_test(test_sketch_add_n_equals_repeated_add),
 		cmocka_unit_test(test_sketch_add_ns_equals_add),
+		cmocka_unit_test(test_sketch_add_ns2_equals_add_ns),
 		cmocka_unit_test(test_sketch_add_ns_integer_sum),
 		cmocka_unit_test(test_sketch_reset_keeps_memory),
 		cmocka_unit_test(test_sketch_3m_samples_speed),

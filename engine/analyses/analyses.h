@@ -213,7 +213,7 @@ static inline void rp_analyses_close(struct rp_analyses *a, const struct rp_span
 		a->mid[name].sum += level;
 		a->mid[name].count++;
 	}
-	if (a->win.n == 0) {
+	if (__builtin_expect(a->win.n == 0, 0)) {
 		rp_analyses_close_direct(a, sp, ci, level, known);
 		return;
 	}

@@ -560,22 +560,15 @@ __attribute__((noinline, cold)) static bool add_ns_widen(struct rp_sketch *s, in
  * exactly. Then sum_add()'s correction is exactly 0 ((S - t) + v = -v + v, or
  * (v - t) + S = -S + S) and t is finite: it would leave sum_c +0 and set sum = t,
  * which is all this path does; and the new sum is again an integer below 2^53.
+ *
+ * add_ns_at() is the path past the index: @v = (double)ns > 0, @i its bucket's
+ * index for s->multiplier, s->count < UINT64_MAX.
  */
-void rp_sketch_add_ns(struct rp_sketch *s, uint64_t ns)
+static inline void add_ns_at(struct rp_sketch *s, double v, int32_t i)
 {
-	double v, x, t;
-	uint64_t b;
 	struct rp_sketch_store *st = &s->pos;
-	int32_t i;
+	double t;
 
-	if ((int64_t)ns <= 0 || s->count == UINT64_MAX) {
-		add_one_slow(s, (double)ns);
-		return;
-	}
-	v = (double)(int64_t)ns;
-	b = dbits(v);
-	x = bitsd((b & MANT_MASK) | EXP_ONE) - 1.0;
-	i = (int32_t)(((double)(int)((b >> 52) - 1023) + cubic(x)) * s->multiplier);
 	if (i >= st->lo && i <= st->hi) {
 		st->counts[slot_of(st, i)]++;
 		st->total++;
@@ -598,6 +591,44 @@ void rp_sketch_add_ns(struct rp_sketch *s, uint64_t ns)
 			s->sum_c += (v - t) + s->sum;
 	}
 	s->sum = t; /* else exact: see above */
+}
+
+/* The bucket index of a positive ns for @multiplier (index_of_bits(), truncating: the
+ * argument is >= 0). @b: the bits of (double)ns. */
+static inline int32_t ns_index(uint64_t b, double multiplier)
+{
+	double x = bitsd((b & MANT_MASK) | EXP_ONE) - 1.0;
+
+	return (int32_t)(((double)(int)((b >> 52) - 1023) + cubic(x)) * multiplier);
+}
+
+void rp_sketch_add_ns(struct rp_sketch *s, uint64_t ns)
+{
+	double v;
+
+	if ((int64_t)ns <= 0 || s->count == UINT64_MAX) {
+		add_one_slow(s, (double)ns);
+		return;
+	}
+	v = (double)(int64_t)ns;
+	add_ns_at(s, v, ns_index(dbits(v), s->multiplier));
+}
+
+void rp_sketch_add_ns2(struct rp_sketch *a, struct rp_sketch *b, uint64_t ns)
+{
+	double v;
+	int32_t i;
+
+	if ((int64_t)ns <= 0 || a->count == UINT64_MAX || b->count == UINT64_MAX ||
+	    a->multiplier != b->multiplier) {
+		rp_sketch_add_ns(a, ns);
+		rp_sketch_add_ns(b, ns);
+		return;
+	}
+	v = (double)(int64_t)ns;
+	i = ns_index(dbits(v), a->multiplier); /* b's too: the index is v's and M's */
+	add_ns_at(a, v, i);
+	add_ns_at(b, v, i);
 }
 
 /* --- queries ----------------------------------------------------------------------------- */

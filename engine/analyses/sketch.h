@@ -170,6 +170,11 @@ void rp_sketch_add(struct rp_sketch *s, double v);
  * cannot be negative, NaN nor infinite skips those tests (one per closed span). */
 void rp_sketch_add_ns(struct rp_sketch *s, uint64_t ns);
 
+/* rp_sketch_add_ns(a, ns) then rp_sketch_add_ns(b, ns): a duration into two sketches
+ * (a name's and its category's), its bucket index computed once when their alphas
+ * are the same (the index depends only on the value and the alpha). */
+void rp_sketch_add_ns2(struct rp_sketch *a, struct rp_sketch *b, uint64_t ns);
+
 /**
  * rp_sketch_quantile() - the q-quantile estimate (see the top of this file).
  * @return NaN when @s is empty or @q is not in [0, 1].
