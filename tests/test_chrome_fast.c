@@ -544,7 +544,7 @@ static void test_chrome_fast_torch_layout(void **state)
 			torch_event(&g);
 		}
 		put(&g, "\n]\n");
-		write_file(path, g.b, g.n, false);
+		assert_true(rp_test_write_text(path, g.b, g.n, false));
 		same3(NULL, 0, path);
 		free(g.b);
 	}
