@@ -152,6 +152,40 @@ static void assert_one_line(const char *out)
 	assert_int_equal(strchr(out, '\n') - out + 1, (long)strlen(out));
 }
 
+/*
+ * -o FILE: written whole (the same bytes as stdout) over an existing file, no temporary
+ * file left; a destination that cannot be opened or written is named in one line with
+ * its errno's text, exit 1, and stdout's write error as it always was.
+ */
+static void test_cli_output_whole_or_named_error(void **state)
+{
+	char *out;
+
+	(void)state;
+	assert_int_equal(run(NULL, "echo old >%s/o.json && %s analyze %s --format json -o "
+			     "%s/o.json && %s analyze %s --format json | cmp - %s/o.json", tmpdir,
+			     bin, torch, tmpdir, bin, torch, tmpdir), 0);
+	assert_int_equal(run(&out, "ls -a %s | grep -c '\\.tmp\\.'", tmpdir), 1);
+	free(out);
+	assert_int_equal(run(&out, "%s analyze %s --format folded -o %s/none/o.txt 2>&1", bin,
+			     torch, tmpdir), 1);
+	assert_true(strstr(out, "/none/o.txt: No such file or directory\n") != NULL);
+	assert_one_line(out);
+	free(out);
+	if (access("/dev/full", W_OK) != 0) {
+		print_message("    no /dev/full: its write errors not checked\n");
+		return;
+	}
+	assert_int_equal(run(&out, "%s analyze %s --format json -o /dev/full 2>&1", bin, torch),
+			 1);
+	assert_string_equal(out, "ringprof: /dev/full: No space left on device\n");
+	free(out);
+	assert_int_equal(run(&out, "%s analyze %s --format json 2>&1 >/dev/full", bin, torch),
+			 1);
+	assert_string_equal(out, "ringprof: stdout: Input/output error\n");
+	free(out);
+}
+
 static void test_cli_version_is_the_project_version(void **state)
 {
 	char *out, want[64];
@@ -886,6 +920,7 @@ int main(void)
 		cmocka_unit_test(test_cli_analyze_json_matches_engine),
 		cmocka_unit_test(test_cli_pstats_loads_in_python),
 		cmocka_unit_test(test_cli_errors_are_one_line),
+		cmocka_unit_test(test_cli_output_whole_or_named_error),
 		cmocka_unit_test(test_cli_version_is_the_project_version),
 		cmocka_unit_test(test_cli_help_per_command),
 		cmocka_unit_test(test_cli_bad_numbers_named),

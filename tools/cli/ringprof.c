@@ -649,9 +649,14 @@ static bool regular_or_absent(const char *path)
 
 /* A temporary file beside -o's: created, never an existing file or a planted link
  * followed (O_EXCL | O_NOFOLLOW). */
+static int open_tmp(const char *tmp)
+{
+	return open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+}
+
 static FILE *create_tmp(const char *tmp)
 {
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+	int fd = open_tmp(tmp);
 	FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
 
 	if (fd >= 0 && f == NULL) {
@@ -720,23 +725,46 @@ static int emit_aiq(const struct rp_aiq *a, const char *format, const char *out)
 	return err ? rp_cli_error(1, "%s: %s", out ? out : "stdout", strerror(-err)) : 0;
 }
 
-/* --format msgpack: the snapshot encoder's sink, into the memory stream. */
+/* --format msgpack: the snapshot encoder's sink, into emit()'s stream. */
 static int stream_sink(void *ctx, const void *buf, size_t len)
 {
 	return fwrite(buf, 1, len, ctx) == len ? 0 : -EIO;
 }
 
-/* Renders to memory first: a file is written whole (tmp + rename) or not at all. */
-static int emit(const struct rp_report *r, const char *format, const char *out, unsigned limit,
-		const struct rp_export_opts *xo)
+/*
+ * emit()'s stream: the report goes to its file descriptor as it is rendered, with no
+ * copy of it in memory (an open_memstream zeroed and copied its buffer at each growth,
+ * ~0.25 instructions per byte of an analyzed Chrome trace). The first write error is
+ * kept with its errno, for the message. Without a descriptor (fd < 0: the destination
+ * could not be opened) the bytes are dropped, so that a render error is still reported
+ * before the open error, and the warnings printed, as when the report was rendered
+ * before its destination was opened.
+ */
+struct sink {
+	int fd;
+	int err;		/* the first failed write's errno; 0 */
+};
+
+static ssize_t sink_write(void *ctx, const char *buf, size_t len)
 {
-	char *buf = NULL, tmp[PATH_MAX];
-	size_t len = 0;
-	FILE *m = open_memstream(&buf, &len);
+	struct sink *s = ctx;
+
+	for (size_t done = 0; s->fd >= 0 && s->err == 0 && done < len;) {
+		ssize_t n = write(s->fd, buf + done, len - done);
+
+		if (n > 0)
+			done += (size_t)n;
+		else if (n == 0 || errno != EINTR)
+			s->err = n == 0 ? EIO : errno;
+	}
+	return s->err ? 0 : (ssize_t)len; /* fopencookie: 0 is an error */
+}
+
+static int render(const struct rp_report *r, const char *format, FILE *m, unsigned limit,
+		  const struct rp_export_opts *xo)
+{
 	int err;
 
-	if (m == NULL)
-		return rp_cli_error(1, "out of memory");
 	if (strcmp(format, "text") == 0)
 		err = rp_render_text(r, m, limit);
 	else if (strcmp(format, "json") == 0)
@@ -758,36 +786,66 @@ static int emit(const struct rp_report *r, const char *format, const char *out, 
 		err = rp_snapshot_encode(r, stream_sink, m);
 	else
 		err = rp_render_pstats(r, m);
-	fclose(m);
-	if (err) {
-		free(buf);
-		return rp_cli_error(1, "%s: %s", format, strerror(-err));
-	}
-	if (out == NULL || strcmp(out, "-") == 0) {
-		err = fwrite(buf, 1, len, stdout) == len ? 0 : -EIO;
-		out = NULL;
-	} else if (!regular_or_absent(out)) {
-		/* A device or a pipe (-o /dev/null, a fifo): write to it; renaming a
-		 * file over it would replace the device. */
-		FILE *f = fopen(out, "wb");
+	return err;
+}
 
-		err = f && fwrite(buf, 1, len, f) == len ? 0 : -(errno ? errno : EIO);
-		if (f && fclose(f) != 0 && err == 0)
-			err = -errno;
+/*
+ * Renders straight to the output: a regular -o file through a temporary file renamed
+ * over it once complete (whole or not at all; removed on any error), stdout or a
+ * device or pipe (-o /dev/null, a fifo) as it renders (what a failed render wrote
+ * there stays, as with --format aiq). The messages are those of rendering to memory
+ * first: a render error, else the open, write, close or rename error.
+ */
+static int emit(const struct rp_report *r, const char *format, const char *out, unsigned limit,
+		const struct rp_export_opts *xo)
+{
+	bool direct = out == NULL || strcmp(out, "-") == 0 || !regular_or_absent(out);
+	struct sink s = { STDOUT_FILENO, 0 };
+	char tmp[PATH_MAX];
+	int err, open_err = 0;
+	bool made = false;	/* the temporary file */
+	FILE *m;
+
+	if (out != NULL && strcmp(out, "-") == 0)
+		out = NULL;
+	if (out == NULL) {
+		fflush(stdout); /* anything stdio holds goes first */
 	} else {
-		FILE *f;
 		snprintf(tmp, sizeof(tmp), "%s.tmp.%d", out, (int)getpid());
-		f = create_tmp(tmp);
-		err = f && fwrite(buf, 1, len, f) == len ? 0 : -errno;
-		if (f && fclose(f) != 0 && err == 0)
-			err = -errno;
-		if (err == 0 && rename(tmp, out) != 0)
-			err = -errno;
-		if (err && f != NULL) /* only a file we created */
-			unlink(tmp);
+		if (direct) /* as fopen(out, "wb") */
+			s.fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+		else
+			made = (s.fd = open_tmp(tmp)) >= 0;
+		open_err = s.fd < 0 ? errno : 0;
 	}
-	free(buf);
-	return err ? rp_cli_error(1, "%s: %s", out ? out : "stdout", strerror(-err)) : 0;
+	m = fopencookie(&s, "w", (cookie_io_functions_t){ .write = sink_write });
+	if (m == NULL) {
+		err = rp_cli_error(1, "out of memory");
+		goto done;
+	}
+	setvbuf(m, NULL, _IOFBF, 64 << 10);
+	err = render(r, format, m, limit, xo);
+	if (fclose(m) != 0 && err == 0 && s.err == 0)
+		err = -EIO;
+	if (err && s.err == 0) {
+		err = rp_cli_error(1, "%s: %s", format, strerror(-err));
+	} else if (out == NULL) { /* stdout: the message it always had */
+		err = s.err ? rp_cli_error(1, "stdout: %s", strerror(EIO)) : 0;
+	} else {
+		err = -(open_err ? open_err : s.err);
+		if (s.fd >= 0 && close(s.fd) != 0 && err == 0)
+			err = -errno;
+		s.fd = -1;
+		if (err == 0 && !direct && rename(tmp, out) != 0)
+			err = -errno;
+		err = err ? rp_cli_error(1, "%s: %s", out, strerror(-err)) : 0;
+	}
+done:
+	if (out != NULL && s.fd >= 0)
+		close(s.fd);
+	if (err && made) /* only a file we created */
+		unlink(tmp);
+	return err;
 }
 
 /* export: the options of chrome/gantt, the recorder and steps, progress. */
