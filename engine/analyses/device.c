@@ -484,31 +484,83 @@ static int map_launches(const struct qev *L, uint32_t nl, const struct qev *K, u
 	return 0;
 }
 
-/* Overlap of [s, e) with sorted disjoint intervals, through prefix sums. */
-static uint64_t overlap(const struct ival *iv, const uint64_t *pre, uint32_t n, uint64_t s,
-			uint64_t e)
-{
-	uint32_t lo = 0, hi = n, first, last;
-	uint64_t sum;
+/* The first of @n intervals, sorted by start, with b > @s. The queries come by
+ * non-decreasing s (spans by start): while the intervals' ends do not decrease either,
+ * the answer only moves forward, and a cursor finds the binary search's answer in
+ * O(1) amortized; otherwise (or a query out of order) the binary search. */
+struct ends {
+	const struct ival *iv;
+	uint32_t n, at;
+	uint64_t last;	/* the last query */
+	bool sweep;
+};
 
-	if (s >= e)
-		return 0;
-	while (lo < hi) { /* first with b > s */
+static void ends_init(struct ends *c, const struct ival *iv, uint32_t n)
+{
+	*c = (struct ends){ iv, n, 0, 0, true };
+	for (uint32_t i = 1; i < n && c->sweep; i++)
+		c->sweep = iv[i].b >= iv[i - 1].b;
+}
+
+static uint32_t first_end_after(struct ends *c, uint64_t s)
+{
+	uint32_t lo = 0, hi = c->n;
+
+	if (c->sweep && s >= c->last) {
+		c->last = s;
+		while (c->at < c->n && c->iv[c->at].b <= s)
+			c->at++;
+		return c->at;
+	}
+	while (lo < hi) {
 		uint32_t mid = lo + (hi - lo) / 2;
-		if (iv[mid].b > s)
+		if (c->iv[mid].b > s)
 			hi = mid;
 		else
 			lo = mid + 1;
 	}
-	first = lo;
-	lo = first, hi = n;
-	while (lo < hi) { /* first with a >= e */
-		uint32_t mid = lo + (hi - lo) / 2;
+	return lo;
+}
+
+/* The first interval at or after @first with a >= @e (starts sorted): galloping from
+ * @first, the binary search's answer; most spans end before the next interval. */
+static uint32_t first_start_from(const struct ival *iv, uint32_t first, uint32_t n, uint64_t e)
+{
+	uint64_t lo = first, hi, probe = 1;
+
+	if (lo >= n || iv[lo].a >= e)
+		return (uint32_t)lo;
+	for (;; probe *= 2) { /* iv[lo].a < e: the answer is in (lo, hi] */
+		hi = lo + probe;
+		if (hi >= n) {
+			hi = n;
+			break;
+		}
+		if (iv[hi].a >= e)
+			break;
+		lo = hi;
+	}
+	for (lo++; lo < hi;) {
+		uint64_t mid = lo + (hi - lo) / 2;
 		if (iv[mid].a >= e)
 			hi = mid;
 		else
 			lo = mid + 1;
 	}
+	return (uint32_t)lo;
+}
+
+/* Overlap of [s, e) with sorted disjoint intervals, through prefix sums. */
+static uint64_t overlap(struct ends *c, const uint64_t *pre, uint64_t s, uint64_t e)
+{
+	const struct ival *iv = c->iv;
+	uint32_t first, last, lo;
+	uint64_t sum;
+
+	if (s >= e)
+		return 0;
+	first = first_end_after(c, s);
+	lo = first_start_from(iv, first, c->n, e);
 	if (lo == first)
 		return 0;
 	last = lo - 1;
@@ -521,20 +573,14 @@ static uint64_t overlap(const struct ival *iv, const uint64_t *pre, uint32_t n, 
 }
 
 /* Index of the first phase [a, b) with max(s, a) < min(e, b), or RP_NONE. */
-static uint32_t phase_of(const struct ival *ph, uint32_t n, uint64_t s, uint64_t e)
+static uint32_t phase_of(struct ends *c, uint64_t s, uint64_t e)
 {
-	uint32_t lo = 0, hi = n;
+	const struct ival *ph = c->iv;
+	uint32_t lo;
 
 	if (s >= e)
 		return RP_NONE;
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-		if (ph[mid].b > s)
-			hi = mid;
-		else
-			lo = mid + 1;
-	}
-	for (; lo < n && ph[lo].a < e; lo++)
+	for (lo = first_end_after(c, s); lo < c->n && ph[lo].a < e; lo++)
 		if ((s > ph[lo].a ? s : ph[lo].a) < (e < ph[lo].b ? e : ph[lo].b))
 			return lo;
 	return RP_NONE;
@@ -922,6 +968,7 @@ int rp_device_report(const struct rp_device *d, const struct rp_names *names,
 	uint32_t nl = d->n_launches, nk = d->n_kernels, ns = d->n_spans, np = nl + nk;
 	uint32_t ni, nph = 0, nc = 0;
 	struct work w = { 0 };
+	struct ends c;
 	double *frac = NULL;
 	uint64_t *idle_ns = NULL;
 	int err = -ENOMEM;
@@ -988,15 +1035,17 @@ int rp_device_report(const struct rp_device *d, const struct rp_names *names,
 	w.pre[0] = 0;
 	for (uint32_t i = 0; i < ni; i++)
 		w.pre[i + 1] = w.pre[i] + (w.idle[i].b - w.idle[i].a);
+	ends_init(&c, w.idle, ni);
 	for (uint32_t i = 0; i < ns; i++) {
 		uint64_t dur = w.S[i].end - w.S[i].start;
-		idle_ns[i] = overlap(w.idle, w.pre, ni, w.S[i].start, w.S[i].end);
+		idle_ns[i] = overlap(&c, w.pre, w.S[i].start, w.S[i].end);
 		frac[i] = dur ? (double)idle_ns[i] / (double)dur : 0.0;
 	}
 	if (falling_phases(w.P, np, &w.ph, &nph) != 0)
 		goto out;
+	ends_init(&c, w.ph, nph);
 	for (uint32_t i = 0; i < ns; i++) {
-		uint32_t p = phase_of(w.ph, nph, w.S[i].start, w.S[i].end);
+		uint32_t p = phase_of(&c, w.S[i].start, w.S[i].end);
 		if (p != RP_NONE)
 			w.cand[nc++] = (struct cand){ i, p, 0 };
 	}
