@@ -445,6 +445,92 @@ RP_SORT_DEFINE(sort_cands, struct cand, cand_before)
 RP_SORT_RUNS_DEFINE(sort_qevs_runs, sort_qevs, struct qev, qev_before)
 RP_SORT_RUNS_DEFINE(sort_kkeys_runs, sort_kkeys, struct kkey, kkey_before)
 
+/*
+ * Spans and kernels arrive in end order (a thread's spans after their children,
+ * tracks interleaved): by start, runs of ~2 on gen_chrome, so the merge sort paid
+ * its full n log n compares and moves of 40-56 byte records. Their orders start with
+ * the start time: an LSD radix sort of (start - min) << ib | index, on the start's
+ * bits only (the index bits are in order already and each pass is stable), 11 bits
+ * a pass, gives them by (start, arrival); then each run of equal starts is sorted by
+ * the full comparison (a span's ties: longer first, then arrival). Both orders are
+ * total, so this is the comparison sort's array. false when the two do not fit in 64
+ * bits, when the records are few, or without memory: the caller sorts by comparison.
+ */
+#define RADIX_BITS 11
+#define RADIX_MIN  256
+
+static unsigned bit_width(uint64_t x)
+{
+	return x ? 64u - (unsigned)__builtin_clzll(x) : 0;
+}
+
+/* @v[0..n) by bits [lo, hi), stably; @tmp holds n. Returns the sorted array (@v or
+ * @tmp). @count holds 1 << RADIX_BITS. */
+static uint64_t *radix_sort(uint64_t *v, uint64_t *tmp, uint32_t n, unsigned lo, unsigned hi,
+			    uint32_t *count)
+{
+	for (unsigned sh = lo; sh < hi; sh += RADIX_BITS) {
+		uint64_t mask = (1u << RADIX_BITS) - 1, *t;
+		uint32_t sum = 0;
+
+		memset(count, 0, sizeof(*count) << RADIX_BITS);
+		for (uint32_t i = 0; i < n; i++)
+			count[(v[i] >> sh) & mask]++;
+		for (uint32_t b = 0; b <= mask; b++) {
+			uint32_t c = count[b];
+			count[b] = sum;
+			sum += c;
+		}
+		for (uint32_t i = 0; i < n; i++)
+			tmp[count[(v[i] >> sh) & mask]++] = v[i];
+		t = v, v = tmp, tmp = t;
+	}
+	return v;
+}
+
+#define RP_BY_START_DEFINE(name, type, sort, cmp)                                        \
+	static bool name(type *dst, const type *src, uint32_t n)                            \
+	{                                                                                   \
+		uint64_t min = UINT64_MAX, max = 0, *v, *o, imask;                          \
+		uint32_t *count;                                                            \
+		unsigned ib = bit_width(n - 1), rb;                                         \
+		uint32_t descents = 0;                                                      \
+                                                                                            \
+		if (n < RADIX_MIN)                                                          \
+			return false;                                                       \
+		for (uint32_t i = 0; i < n; i++) {                                          \
+			min = src[i].start < min ? src[i].start : min;                      \
+			max = src[i].start > max ? src[i].start : max;                      \
+			descents += i > 0 && cmp(&src[i], &src[i - 1]) < 0;                \
+		}                                                                           \
+		rb = bit_width(max - min);                                                  \
+		if (ib + rb > 64 || descents == 0) /* in order: the caller's copy */       \
+			return false;                                                       \
+		v = malloc((size_t)n * 2 * sizeof(*v));                                     \
+		count = malloc(sizeof(*count) << RADIX_BITS);                               \
+		if (v == NULL || count == NULL) {                                           \
+			free(v), free(count);                                               \
+			return false;                                                       \
+		}                                                                           \
+		for (uint32_t i = 0; i < n; i++)                                            \
+			v[i] = (src[i].start - min) << ib | i;                              \
+		o = radix_sort(v, v + n, n, ib, ib + rb, count);                            \
+		imask = (1ull << ib) - 1;                                                   \
+		for (uint32_t i = 0; i < n; i++)                                            \
+			dst[i] = src[o[i] & imask];                                         \
+		free(v), free(count);                                                       \
+		for (uint32_t i = 0, j; i < n; i = j) { /* equal starts: the rest */        \
+			for (j = i + 1; j < n && dst[j].start == dst[i].start; j++)         \
+				;                                                           \
+			if (j - i > 1 && !sort(dst + i, j - i))                             \
+				qsort(dst + i, j - i, sizeof(*dst), cmp);                   \
+		}                                                                           \
+		return true;                                                                \
+	}
+
+RP_BY_START_DEFINE(spans_by_start, struct span_rec, sort_spans, cmp_span)
+RP_BY_START_DEFINE(qevs_by_start, struct qev, sort_qevs, cmp_qev)
+
 /* compute_queue_depth's kernel_mapping: for each launch (by start) the first kernel
  * at or after the last mapped one with its correlation id; -1 if none. */
 static int map_launches(const struct qev *L, uint32_t nl, const struct qev *K, uint32_t nk,
@@ -998,18 +1084,22 @@ int rp_device_report(const struct rp_device *d, const struct rp_names *names,
 	if (!w.S || !w.L || !w.K || !w.map || !w.P || !w.sqd || !w.idle || !w.pre || !w.cand ||
 	    !frac || !idle_ns)
 		goto out;
-	if (ns)
-		memcpy(w.S, d->spans, (size_t)ns * sizeof(*w.S));
+	if (!spans_by_start(w.S, d->spans, ns)) {
+		if (ns)
+			memcpy(w.S, d->spans, (size_t)ns * sizeof(*w.S));
+		if (!sort_spans(w.S, ns))
+			qsort(w.S, ns, sizeof(*w.S), cmp_span);
+	}
 	if (nl)
 		memcpy(w.L, d->launches, (size_t)nl * sizeof(*w.L));
-	if (nk)
-		memcpy(w.K, d->kernels, (size_t)nk * sizeof(*w.K));
-	if (!sort_spans(w.S, ns))
-		qsort(w.S, ns, sizeof(*w.S), cmp_span);
 	if (!sort_qevs_runs(w.L, nl))
 		qsort(w.L, nl, sizeof(*w.L), cmp_qev);
-	if (!sort_qevs_runs(w.K, nk))
-		qsort(w.K, nk, sizeof(*w.K), cmp_qev);
+	if (!qevs_by_start(w.K, d->kernels, nk)) {
+		if (nk)
+			memcpy(w.K, d->kernels, (size_t)nk * sizeof(*w.K));
+		if (!sort_qevs_runs(w.K, nk))
+			qsort(w.K, nk, sizeof(*w.K), cmp_qev);
+	}
 	if ((err = map_launches(w.L, nl, w.K, nk, w.map)) != 0)
 		goto out;
 	err = -ENOMEM;
