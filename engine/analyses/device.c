@@ -531,6 +531,47 @@ static uint64_t *radix_sort(uint64_t *v, uint64_t *tmp, uint32_t n, unsigned lo,
 RP_BY_START_DEFINE(spans_by_start, struct span_rec, sort_spans, cmp_span)
 RP_BY_START_DEFINE(qevs_by_start, struct qev, sort_qevs, cmp_qev)
 
+/* The first of the sorted kk[0..n) not before @want (cmp_kkey), galloping from
+ * @hint (the last answer): the binary search's answer, in a few steps when the
+ * queries come nearly in key order (correlation ids grow with time). */
+static uint32_t kkey_lower_bound(const struct kkey *kk, uint32_t n, const struct kkey *want,
+				 uint32_t hint)
+{
+	uint64_t lo = 0, hi = hint < n ? hint : n, probe = 1;
+
+	if (hi < n && cmp_kkey(&kk[hi], want) < 0) { /* up: the answer is past hint */
+		for (lo = hi;; probe *= 2) {
+			hi = lo + probe;
+			if (hi >= n) {
+				hi = n;
+				break;
+			}
+			if (cmp_kkey(&kk[hi], want) >= 0)
+				break;
+			lo = hi;
+		}
+		lo++;
+	} else { /* down: the answer is at or before hint */
+		while (hi > 0) {
+			uint64_t c = hi > probe ? hi - probe : 0;
+			if (cmp_kkey(&kk[c], want) < 0) {
+				lo = c + 1;
+				break;
+			}
+			hi = c;
+			probe *= 2;
+		}
+	}
+	while (lo < hi) {
+		uint64_t mid = lo + (hi - lo) / 2;
+		if (cmp_kkey(&kk[mid], want) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return (uint32_t)lo;
+}
+
 /* compute_queue_depth's kernel_mapping: for each launch (by start) the first kernel
  * at or after the last mapped one with its correlation id; -1 if none. */
 static int map_launches(const struct qev *L, uint32_t nl, const struct qev *K, uint32_t nk,
@@ -547,20 +588,13 @@ static int map_launches(const struct qev *L, uint32_t nl, const struct qev *K, u
 			kk[n++] = (struct kkey){ K[i].corr, K[i].src, i };
 	if (!sort_kkeys_runs(kk, n))
 		qsort(kk, n, sizeof(*kk), cmp_kkey);
-	for (uint32_t l = 0; l < nl; l++) {
+	for (uint32_t l = 0, lo = 0; l < nl; l++) {
 		struct kkey want = { L[l].corr, L[l].src, (uint32_t)last };
-		uint32_t lo = 0, hi = n;
 
 		map[l] = -1;
 		if (!L[l].has_corr)
 			continue;
-		while (lo < hi) { /* the first key >= (src, corr, last) */
-			uint32_t mid = lo + (hi - lo) / 2;
-			if (cmp_kkey(&kk[mid], &want) < 0)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
+		lo = kkey_lower_bound(kk, n, &want, lo); /* the first key >= (src, corr, last) */
 		if (lo < n && kk[lo].src == want.src && kk[lo].corr == want.corr) {
 			map[l] = kk[lo].idx;
 			last = kk[lo].idx;
@@ -787,19 +821,12 @@ static int device_children(struct work *w, uint32_t ns)
 			kk[n++] = (struct kkey){ w->S[i].corr, w->S[i].src, i };
 	if (!sort_kkeys_runs(kk, n))
 		qsort(kk, n, sizeof(*kk), cmp_kkey);
-	for (uint32_t i = 0; i < ns; i++) {
+	for (uint32_t i = 0, lo = 0; i < ns; i++) {
 		struct kkey want = { w->S[i].corr, w->S[i].src, 0 };
-		uint32_t lo = 0, hi = n;
 
 		if (w->S[i].side != RP_LINK_DEVICE)
 			continue;
-		while (lo < hi) {
-			uint32_t mid = lo + (hi - lo) / 2;
-			if (cmp_kkey(&kk[mid], &want) < 0)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
+		lo = kkey_lower_bound(kk, n, &want, lo);
 		if (lo < n && kk[lo].src == want.src && kk[lo].corr == want.corr) {
 			struct span_rec *l = &w->S[kk[lo].idx];
 			l->self -= (int64_t)(w->S[i].end - w->S[i].start);
