@@ -445,6 +445,133 @@ RP_SORT_DEFINE(sort_cands, struct cand, cand_before)
 RP_SORT_RUNS_DEFINE(sort_qevs_runs, sort_qevs, struct qev, qev_before)
 RP_SORT_RUNS_DEFINE(sort_kkeys_runs, sort_kkeys, struct kkey, kkey_before)
 
+/*
+ * Spans and kernels arrive in end order (a thread's spans after their children,
+ * tracks interleaved): by start, runs of ~2 on gen_chrome, so the merge sort paid
+ * its full n log n compares and moves of 40-56 byte records. Their orders start with
+ * the start time: an LSD radix sort of (start - min) << ib | index, on the start's
+ * bits only (the index bits are in order already and each pass is stable), 11 bits
+ * a pass, gives them by (start, arrival); then each run of equal starts is sorted by
+ * the full comparison (a span's ties: longer first, then arrival). Both orders are
+ * total, so this is the comparison sort's array. false when the two do not fit in 64
+ * bits, when the records are few, or without memory: the caller sorts by comparison.
+ */
+#define RADIX_BITS 11
+#define RADIX_MIN  256
+
+static unsigned bit_width(uint64_t x)
+{
+	return x ? 64u - (unsigned)__builtin_clzll(x) : 0;
+}
+
+/* @v[0..n) by bits [lo, hi), stably; @tmp holds n. Returns the sorted array (@v or
+ * @tmp). @count holds 1 << RADIX_BITS. */
+static uint64_t *radix_sort(uint64_t *v, uint64_t *tmp, uint32_t n, unsigned lo, unsigned hi,
+			    uint32_t *count)
+{
+	for (unsigned sh = lo; sh < hi; sh += RADIX_BITS) {
+		uint64_t mask = (1u << RADIX_BITS) - 1, *t;
+		uint32_t sum = 0;
+
+		memset(count, 0, sizeof(*count) << RADIX_BITS);
+		for (uint32_t i = 0; i < n; i++)
+			count[(v[i] >> sh) & mask]++;
+		for (uint32_t b = 0; b <= mask; b++) {
+			uint32_t c = count[b];
+			count[b] = sum;
+			sum += c;
+		}
+		for (uint32_t i = 0; i < n; i++)
+			tmp[count[(v[i] >> sh) & mask]++] = v[i];
+		t = v, v = tmp, tmp = t;
+	}
+	return v;
+}
+
+#define RP_BY_START_DEFINE(name, type, sort, cmp)                                        \
+	static bool name(type *dst, const type *src, uint32_t n)                            \
+	{                                                                                   \
+		uint64_t min = UINT64_MAX, max = 0, *v, *o, imask;                          \
+		uint32_t *count;                                                            \
+		unsigned ib = bit_width(n - 1), rb;                                         \
+		uint32_t descents = 0;                                                      \
+                                                                                            \
+		if (n < RADIX_MIN)                                                          \
+			return false;                                                       \
+		for (uint32_t i = 0; i < n; i++) {                                          \
+			min = src[i].start < min ? src[i].start : min;                      \
+			max = src[i].start > max ? src[i].start : max;                      \
+			descents += i > 0 && cmp(&src[i], &src[i - 1]) < 0;                \
+		}                                                                           \
+		rb = bit_width(max - min);                                                  \
+		if (ib + rb > 64 || descents == 0) /* in order: the caller's copy */       \
+			return false;                                                       \
+		v = malloc((size_t)n * 2 * sizeof(*v));                                     \
+		count = malloc(sizeof(*count) << RADIX_BITS);                               \
+		if (v == NULL || count == NULL) {                                           \
+			free(v), free(count);                                               \
+			return false;                                                       \
+		}                                                                           \
+		for (uint32_t i = 0; i < n; i++)                                            \
+			v[i] = (src[i].start - min) << ib | i;                              \
+		o = radix_sort(v, v + n, n, ib, ib + rb, count);                            \
+		imask = (1ull << ib) - 1;                                                   \
+		for (uint32_t i = 0; i < n; i++)                                            \
+			dst[i] = src[o[i] & imask];                                         \
+		free(v), free(count);                                                       \
+		for (uint32_t i = 0, j; i < n; i = j) { /* equal starts: the rest */        \
+			for (j = i + 1; j < n && dst[j].start == dst[i].start; j++)         \
+				;                                                           \
+			if (j - i > 1 && !sort(dst + i, j - i))                             \
+				qsort(dst + i, j - i, sizeof(*dst), cmp);                   \
+		}                                                                           \
+		return true;                                                                \
+	}
+
+RP_BY_START_DEFINE(spans_by_start, struct span_rec, sort_spans, cmp_span)
+RP_BY_START_DEFINE(qevs_by_start, struct qev, sort_qevs, cmp_qev)
+
+/* The first of the sorted kk[0..n) not before @want (cmp_kkey), galloping from
+ * @hint (the last answer): the binary search's answer, in a few steps when the
+ * queries come nearly in key order (correlation ids grow with time). */
+static uint32_t kkey_lower_bound(const struct kkey *kk, uint32_t n, const struct kkey *want,
+				 uint32_t hint)
+{
+	uint64_t lo = 0, hi = hint < n ? hint : n, probe = 1;
+
+	if (hi < n && cmp_kkey(&kk[hi], want) < 0) { /* up: the answer is past hint */
+		for (lo = hi;; probe *= 2) {
+			hi = lo + probe;
+			if (hi >= n) {
+				hi = n;
+				break;
+			}
+			if (cmp_kkey(&kk[hi], want) >= 0)
+				break;
+			lo = hi;
+		}
+		lo++;
+	} else { /* down: the answer is at or before hint */
+		while (hi > 0) {
+			uint64_t c = hi > probe ? hi - probe : 0;
+			if (cmp_kkey(&kk[c], want) < 0) {
+				lo = c + 1;
+				break;
+			}
+			hi = c;
+			probe *= 2;
+		}
+	}
+	while (lo < hi) {
+		uint64_t mid = lo + (hi - lo) / 2;
+		if (cmp_kkey(&kk[mid], want) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return (uint32_t)lo;
+}
+
 /* compute_queue_depth's kernel_mapping: for each launch (by start) the first kernel
  * at or after the last mapped one with its correlation id; -1 if none. */
 static int map_launches(const struct qev *L, uint32_t nl, const struct qev *K, uint32_t nk,
@@ -461,20 +588,13 @@ static int map_launches(const struct qev *L, uint32_t nl, const struct qev *K, u
 			kk[n++] = (struct kkey){ K[i].corr, K[i].src, i };
 	if (!sort_kkeys_runs(kk, n))
 		qsort(kk, n, sizeof(*kk), cmp_kkey);
-	for (uint32_t l = 0; l < nl; l++) {
+	for (uint32_t l = 0, lo = 0; l < nl; l++) {
 		struct kkey want = { L[l].corr, L[l].src, (uint32_t)last };
-		uint32_t lo = 0, hi = n;
 
 		map[l] = -1;
 		if (!L[l].has_corr)
 			continue;
-		while (lo < hi) { /* the first key >= (src, corr, last) */
-			uint32_t mid = lo + (hi - lo) / 2;
-			if (cmp_kkey(&kk[mid], &want) < 0)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
+		lo = kkey_lower_bound(kk, n, &want, lo); /* the first key >= (src, corr, last) */
 		if (lo < n && kk[lo].src == want.src && kk[lo].corr == want.corr) {
 			map[l] = kk[lo].idx;
 			last = kk[lo].idx;
@@ -484,31 +604,83 @@ static int map_launches(const struct qev *L, uint32_t nl, const struct qev *K, u
 	return 0;
 }
 
-/* Overlap of [s, e) with sorted disjoint intervals, through prefix sums. */
-static uint64_t overlap(const struct ival *iv, const uint64_t *pre, uint32_t n, uint64_t s,
-			uint64_t e)
-{
-	uint32_t lo = 0, hi = n, first, last;
-	uint64_t sum;
+/* The first of @n intervals, sorted by start, with b > @s. The queries come by
+ * non-decreasing s (spans by start): while the intervals' ends do not decrease either,
+ * the answer only moves forward, and a cursor finds the binary search's answer in
+ * O(1) amortized; otherwise (or a query out of order) the binary search. */
+struct ends {
+	const struct ival *iv;
+	uint32_t n, at;
+	uint64_t last;	/* the last query */
+	bool sweep;
+};
 
-	if (s >= e)
-		return 0;
-	while (lo < hi) { /* first with b > s */
+static void ends_init(struct ends *c, const struct ival *iv, uint32_t n)
+{
+	*c = (struct ends){ iv, n, 0, 0, true };
+	for (uint32_t i = 1; i < n && c->sweep; i++)
+		c->sweep = iv[i].b >= iv[i - 1].b;
+}
+
+static uint32_t first_end_after(struct ends *c, uint64_t s)
+{
+	uint32_t lo = 0, hi = c->n;
+
+	if (c->sweep && s >= c->last) {
+		c->last = s;
+		while (c->at < c->n && c->iv[c->at].b <= s)
+			c->at++;
+		return c->at;
+	}
+	while (lo < hi) {
 		uint32_t mid = lo + (hi - lo) / 2;
-		if (iv[mid].b > s)
+		if (c->iv[mid].b > s)
 			hi = mid;
 		else
 			lo = mid + 1;
 	}
-	first = lo;
-	lo = first, hi = n;
-	while (lo < hi) { /* first with a >= e */
-		uint32_t mid = lo + (hi - lo) / 2;
+	return lo;
+}
+
+/* The first interval at or after @first with a >= @e (starts sorted): galloping from
+ * @first, the binary search's answer; most spans end before the next interval. */
+static uint32_t first_start_from(const struct ival *iv, uint32_t first, uint32_t n, uint64_t e)
+{
+	uint64_t lo = first, hi, probe = 1;
+
+	if (lo >= n || iv[lo].a >= e)
+		return (uint32_t)lo;
+	for (;; probe *= 2) { /* iv[lo].a < e: the answer is in (lo, hi] */
+		hi = lo + probe;
+		if (hi >= n) {
+			hi = n;
+			break;
+		}
+		if (iv[hi].a >= e)
+			break;
+		lo = hi;
+	}
+	for (lo++; lo < hi;) {
+		uint64_t mid = lo + (hi - lo) / 2;
 		if (iv[mid].a >= e)
 			hi = mid;
 		else
 			lo = mid + 1;
 	}
+	return (uint32_t)lo;
+}
+
+/* Overlap of [s, e) with sorted disjoint intervals, through prefix sums. */
+static uint64_t overlap(struct ends *c, const uint64_t *pre, uint64_t s, uint64_t e)
+{
+	const struct ival *iv = c->iv;
+	uint32_t first, last, lo;
+	uint64_t sum;
+
+	if (s >= e)
+		return 0;
+	first = first_end_after(c, s);
+	lo = first_start_from(iv, first, c->n, e);
 	if (lo == first)
 		return 0;
 	last = lo - 1;
@@ -521,20 +693,14 @@ static uint64_t overlap(const struct ival *iv, const uint64_t *pre, uint32_t n, 
 }
 
 /* Index of the first phase [a, b) with max(s, a) < min(e, b), or RP_NONE. */
-static uint32_t phase_of(const struct ival *ph, uint32_t n, uint64_t s, uint64_t e)
+static uint32_t phase_of(struct ends *c, uint64_t s, uint64_t e)
 {
-	uint32_t lo = 0, hi = n;
+	const struct ival *ph = c->iv;
+	uint32_t lo;
 
 	if (s >= e)
 		return RP_NONE;
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-		if (ph[mid].b > s)
-			hi = mid;
-		else
-			lo = mid + 1;
-	}
-	for (; lo < n && ph[lo].a < e; lo++)
+	for (lo = first_end_after(c, s); lo < c->n && ph[lo].a < e; lo++)
 		if ((s > ph[lo].a ? s : ph[lo].a) < (e < ph[lo].b ? e : ph[lo].b))
 			return lo;
 	return RP_NONE;
@@ -655,19 +821,12 @@ static int device_children(struct work *w, uint32_t ns)
 			kk[n++] = (struct kkey){ w->S[i].corr, w->S[i].src, i };
 	if (!sort_kkeys_runs(kk, n))
 		qsort(kk, n, sizeof(*kk), cmp_kkey);
-	for (uint32_t i = 0; i < ns; i++) {
+	for (uint32_t i = 0, lo = 0; i < ns; i++) {
 		struct kkey want = { w->S[i].corr, w->S[i].src, 0 };
-		uint32_t lo = 0, hi = n;
 
 		if (w->S[i].side != RP_LINK_DEVICE)
 			continue;
-		while (lo < hi) {
-			uint32_t mid = lo + (hi - lo) / 2;
-			if (cmp_kkey(&kk[mid], &want) < 0)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
+		lo = kkey_lower_bound(kk, n, &want, lo);
 		if (lo < n && kk[lo].src == want.src && kk[lo].corr == want.corr) {
 			struct span_rec *l = &w->S[kk[lo].idx];
 			l->self -= (int64_t)(w->S[i].end - w->S[i].start);
@@ -922,6 +1081,7 @@ int rp_device_report(const struct rp_device *d, const struct rp_names *names,
 	uint32_t nl = d->n_launches, nk = d->n_kernels, ns = d->n_spans, np = nl + nk;
 	uint32_t ni, nph = 0, nc = 0;
 	struct work w = { 0 };
+	struct ends c;
 	double *frac = NULL;
 	uint64_t *idle_ns = NULL;
 	int err = -ENOMEM;
@@ -951,18 +1111,22 @@ int rp_device_report(const struct rp_device *d, const struct rp_names *names,
 	if (!w.S || !w.L || !w.K || !w.map || !w.P || !w.sqd || !w.idle || !w.pre || !w.cand ||
 	    !frac || !idle_ns)
 		goto out;
-	if (ns)
-		memcpy(w.S, d->spans, (size_t)ns * sizeof(*w.S));
+	if (!spans_by_start(w.S, d->spans, ns)) {
+		if (ns)
+			memcpy(w.S, d->spans, (size_t)ns * sizeof(*w.S));
+		if (!sort_spans(w.S, ns))
+			qsort(w.S, ns, sizeof(*w.S), cmp_span);
+	}
 	if (nl)
 		memcpy(w.L, d->launches, (size_t)nl * sizeof(*w.L));
-	if (nk)
-		memcpy(w.K, d->kernels, (size_t)nk * sizeof(*w.K));
-	if (!sort_spans(w.S, ns))
-		qsort(w.S, ns, sizeof(*w.S), cmp_span);
 	if (!sort_qevs_runs(w.L, nl))
 		qsort(w.L, nl, sizeof(*w.L), cmp_qev);
-	if (!sort_qevs_runs(w.K, nk))
-		qsort(w.K, nk, sizeof(*w.K), cmp_qev);
+	if (!qevs_by_start(w.K, d->kernels, nk)) {
+		if (nk)
+			memcpy(w.K, d->kernels, (size_t)nk * sizeof(*w.K));
+		if (!sort_qevs_runs(w.K, nk))
+			qsort(w.K, nk, sizeof(*w.K), cmp_qev);
+	}
 	if ((err = map_launches(w.L, nl, w.K, nk, w.map)) != 0)
 		goto out;
 	err = -ENOMEM;
@@ -988,15 +1152,17 @@ int rp_device_report(const struct rp_device *d, const struct rp_names *names,
 	w.pre[0] = 0;
 	for (uint32_t i = 0; i < ni; i++)
 		w.pre[i + 1] = w.pre[i] + (w.idle[i].b - w.idle[i].a);
+	ends_init(&c, w.idle, ni);
 	for (uint32_t i = 0; i < ns; i++) {
 		uint64_t dur = w.S[i].end - w.S[i].start;
-		idle_ns[i] = overlap(w.idle, w.pre, ni, w.S[i].start, w.S[i].end);
+		idle_ns[i] = overlap(&c, w.pre, w.S[i].start, w.S[i].end);
 		frac[i] = dur ? (double)idle_ns[i] / (double)dur : 0.0;
 	}
 	if (falling_phases(w.P, np, &w.ph, &nph) != 0)
 		goto out;
+	ends_init(&c, w.ph, nph);
 	for (uint32_t i = 0; i < ns; i++) {
-		uint32_t p = phase_of(w.ph, nph, w.S[i].start, w.S[i].end);
+		uint32_t p = phase_of(&c, w.S[i].start, w.S[i].end);
 		if (p != RP_NONE)
 			w.cand[nc++] = (struct cand){ i, p, 0 };
 	}
