@@ -187,20 +187,21 @@ static inline void rp_analyses_offer_slow(struct rp_slowest *sl, const struct rp
 }
 
 /*
- * A span closed (its open was fed): to the overall sweep, its category's and for a
- * root the roots sweep; the overall level at its midpoint (after the close is fed,
- * as sweep.h requires); its duration into its name's entry of the finest sub-window.
- * Inline: it runs once per span, inside the stack machine's close callback.
+ * A span closed (its open was fed), its first part: to the overall sweep, its
+ * category's, for a root the roots sweep and for a request the requests sweep; the
+ * overall level at its midpoint (after the close is fed, as sweep.h requires) into
+ * its name's midpoint sum. Sets *@ci to the name's category index + 1 (0: none) and
+ * *@level to the midpoint's level; @return whether that level is known.
  */
-static inline void rp_analyses_close(struct rp_analyses *a, const struct rp_span_info *sp)
+static inline bool rp_analyses_close_sweeps(struct rp_analyses *a, const struct rp_span_info *sp,
+					    uint32_t *ci, uint32_t *level)
 {
-	uint32_t name = sp->name, level = 0, ci = a->cat_of[name];
-	struct rp_sweep *c = ci != 0 ? &a->cat[ci - 1] : rp_analyses_cat_new(a, name);
-	uint64_t t = sp->end, dur = sp->end - sp->start;
-	struct rp_wentry *e;
+	uint32_t name = sp->name, c0 = a->cat_of[name];
+	struct rp_sweep *c = c0 != 0 ? &a->cat[c0 - 1] : rp_analyses_cat_new(a, name);
+	uint64_t t = sp->end;
 	bool known;
 
-	ci = a->cat_of[name]; /* rp_analyses_cat_new() set it (or left it 0) */
+	*ci = a->cat_of[name]; /* rp_analyses_cat_new() set it (or left it 0) */
 	rp_sweep_close_hist(&a->overall, t);
 	if (c != NULL)
 		rp_sweep_close_levels(c, t);
@@ -208,11 +209,27 @@ static inline void rp_analyses_close(struct rp_analyses *a, const struct rp_span
 		rp_sweep_close_levels(&a->roots, t);
 	if (sp->request)
 		rp_sweep_close_levels(&a->requests, t);
-	known = rp_sweep_level_at(&a->overall, rp_sweep_midpoint(sp->start, t), &level) >= 0;
+	*level = 0;
+	known = rp_sweep_level_at(&a->overall, rp_sweep_midpoint(sp->start, t), level) >= 0;
 	if (known) {
-		a->mid[name].sum += level;
+		a->mid[name].sum += *level;
 		a->mid[name].count++;
 	}
+	return known;
+}
+
+/*
+ * Its second part: its duration into its name's entry of the finest sub-window (or
+ * the all-time figures without windows), and the slowest list; @ci, @level and
+ * @known as rp_analyses_close_sweeps() gave them.
+ */
+static inline void rp_analyses_close_entry(struct rp_analyses *a, const struct rp_span_info *sp,
+					   uint32_t ci, uint32_t level, bool known)
+{
+	uint32_t name = sp->name;
+	uint64_t dur = sp->end - sp->start;
+	struct rp_wentry *e;
+
 	if (__builtin_expect(a->win.n == 0, 0)) {
 		rp_analyses_close_direct(a, sp, ci, level, known);
 		return;
@@ -232,6 +249,18 @@ static inline void rp_analyses_close(struct rp_analyses *a, const struct rp_span
 		rp_analyses_close_overflow(a, sp, ci);
 	}
 	rp_analyses_offer_slow(&a->win.w[0].cs->slow, sp, ci, level, known);
+}
+
+/*
+ * A span closed: rp_analyses_close_sweeps(), then rp_analyses_close_entry(). Inline:
+ * it runs once per span, inside the stack machine's close callback.
+ */
+static inline void rp_analyses_close(struct rp_analyses *a, const struct rp_span_info *sp)
+{
+	uint32_t ci, level;
+	bool known = rp_analyses_close_sweeps(a, sp, &ci, &level);
+
+	rp_analyses_close_entry(a, sp, ci, level, known);
 }
 
 /*
