@@ -364,6 +364,29 @@ void rp_analyses_close_direct(struct rp_analyses *a, const struct rp_span_info *
 	rp_analyses_offer_slow(&a->slow, sp, ci, level, known);
 }
 
+void rp_analyses_open_late(struct rp_analyses *a, struct rp_sweep *c, uint32_t depth, uint64_t t,
+			   bool request)
+{
+	rp_sweep_open_hist(&a->overall, t);
+	if (c != NULL)
+		rp_sweep_open_levels(c, t);
+	if (depth == 0)
+		rp_sweep_open_levels(&a->roots, t);
+	if (request)
+		rp_sweep_open_levels(&a->requests, t);
+}
+
+void rp_analyses_close_late(struct rp_analyses *a, struct rp_sweep *c,
+			    const struct rp_span_info *sp)
+{
+	if (c != NULL)
+		rp_sweep_close_levels(c, sp->end);
+	if (sp->depth == 0)
+		rp_sweep_close_levels(&a->roots, sp->end);
+	if (sp->request)
+		rp_sweep_close_levels(&a->requests, sp->end);
+}
+
 void rp_analyses_close_batch(struct rp_analyses *a, const struct rp_span_info *sp, uint32_t n)
 {
 	for (uint32_t i = 0; i < n; i++)

@@ -130,6 +130,14 @@ static inline struct rp_sweep *rp_analyses_cat_sweep(struct rp_analyses *a, uint
 	return c != 0 ? &a->cat[c - 1] : rp_analyses_cat_new(a, name);
 }
 
+/* rp_analyses_open() and rp_analyses_close_sweeps() at a time not after the overall
+ * sweep's latest (equal, or a late record's): the sweeps of the span but the overall
+ * one by their general steps (analyses.c). */
+__attribute__((noinline)) void rp_analyses_open_late(struct rp_analyses *a, struct rp_sweep *c,
+						     uint32_t depth, uint64_t t, bool request);
+__attribute__((noinline)) void rp_analyses_close_late(struct rp_analyses *a, struct rp_sweep *c,
+						      const struct rp_span_info *sp);
+
 /* A span of @name opened at depth @depth (0: a root) at time @t. Inline: one call
  * per span less on the hot path. */
 static inline void rp_analyses_open(struct rp_analyses *a, uint32_t name, uint32_t depth,
@@ -137,13 +145,17 @@ static inline void rp_analyses_open(struct rp_analyses *a, uint32_t name, uint32
 {
 	struct rp_sweep *c = rp_analyses_cat_sweep(a, name);
 
-	rp_sweep_open_hist(&a->overall, t);
-	if (c != NULL)
-		rp_sweep_open_levels(c, t);
-	if (depth == 0)
-		rp_sweep_open_levels(&a->roots, t);
-	if (request)
-		rp_sweep_open_levels(&a->requests, t);
+	if (__builtin_expect(t > a->overall.last_t, 1)) { /* after every sweep's last_t */
+		rp_sweep_open_hist(&a->overall, t);
+		if (c != NULL)
+			rp_sweep_open_member(c, t);
+		if (depth == 0)
+			rp_sweep_open_member(&a->roots, t);
+		if (request)
+			rp_sweep_open_member(&a->requests, t);
+	} else {
+		rp_analyses_open_late(a, c, depth, t, request);
+	}
 }
 
 /* A span opened here that will never close (a drop cut it): it leaves the sweeps at
@@ -202,15 +214,18 @@ static inline bool rp_analyses_close_sweeps(struct rp_analyses *a, const struct 
 	bool known;
 
 	*ci = a->cat_of[name]; /* rp_analyses_cat_new() set it (or left it 0) */
-	rp_sweep_close_hist(&a->overall, t);
-	if (c != NULL)
-		rp_sweep_close_levels(c, t);
-	if (sp->depth == 0)
-		rp_sweep_close_levels(&a->roots, t);
-	if (sp->request)
-		rp_sweep_close_levels(&a->requests, t);
+	if (__builtin_expect(t > a->overall.last_t, 1)) { /* as rp_analyses_open() */
+		if (c != NULL)
+			rp_sweep_close_member(c, t);
+		if (sp->depth == 0)
+			rp_sweep_close_member(&a->roots, t);
+		if (sp->request)
+			rp_sweep_close_member(&a->requests, t);
+	} else {
+		rp_analyses_close_late(a, c, sp);
+	}
 	*level = 0;
-	known = rp_sweep_level_at(&a->overall, rp_sweep_midpoint(sp->start, t), level) >= 0;
+	known = rp_sweep_close_hist_mid(&a->overall, t, sp->start, level) >= 0;
 	if (known) {
 		a->mid[name].sum += *level;
 		a->mid[name].count++;

@@ -219,6 +219,17 @@ void rp_sweep_advance_slow(struct rp_sweep *s, uint64_t t)
 	s->n_fast = s->opened ? s->n_alloc : 0; /* opened or grown since */
 }
 
+/* A group member's step out of its fast range: the general one. */
+void rp_sweep_open_slow(struct rp_sweep *s, uint64_t t)
+{
+	rp_sweep_open(s, t);
+}
+
+void rp_sweep_close_slow(struct rp_sweep *s, uint64_t t)
+{
+	rp_sweep_close(s, t);
+}
+
 void rp_sweep_accrue(struct rp_sweep *s, uint64_t t)
 {
 	rp_sweep_step_(s, t, s->hist_cap != 0);

@@ -283,4 +283,71 @@ static inline uint64_t rp_sweep_midpoint(uint64_t start, uint64_t end)
 	return end > start ? start + (end - start) / 2 : start;
 }
 
+/*
+ * rp_sweep_close_hist() of a span opened at @start, then rp_sweep_level_at() of its
+ * midpoint (the same return). A span with no change point inside it (a leaf) has its
+ * midpoint in [last_t, @t) when the step is the common one, and that segment's level
+ * is the step's own: no history lookup.
+ */
+static inline int rp_sweep_close_hist_mid(struct rp_sweep *s, uint64_t t, uint64_t start,
+					  uint32_t *level)
+{
+	int64_t l = s->level;
+	uint64_t lt = s->last_t, mid;
+
+	if (__builtin_expect(rp_sweep_fast_(s, t, true), 1)) {
+		s->level = l - 1;
+		mid = rp_sweep_midpoint(start, t);
+		if (mid >= lt && mid < t) { /* [lt, t) is at level l */
+			*level = (uint32_t)l;
+			return 0;
+		}
+	} else {
+		if (t != s->last_t)
+			rp_sweep_advance_slow(s, t);
+		s->level--;
+		mid = rp_sweep_midpoint(start, t);
+	}
+	return rp_sweep_level_at(s, mid, level);
+}
+
+/*
+ * A group of sweeps fed by one stream (the analyses' overall sweep, which sees every
+ * event, and its category, roots and requests sweeps, which see some of them at the
+ * same times): every member's last_t is at most the leader's. Once the caller has
+ * seen @t > the leader's last_t, @t is at or after every member's last_t, so a
+ * member's step needs no time test (one test per event instead of one per sweep): at
+ * an equal time the array add adds 0, as the general step would skip it. A level out
+ * of the fast range (not opened, negative, at the array's end) still goes to sweep.c.
+ */
+void rp_sweep_open_slow(struct rp_sweep *s, uint64_t t);
+void rp_sweep_close_slow(struct rp_sweep *s, uint64_t t);
+
+/* A member without history; @t >= s->last_t. */
+static inline void rp_sweep_open_member(struct rp_sweep *s, uint64_t t)
+{
+	int64_t l = s->level;
+
+	if (__builtin_expect((uint64_t)l < s->n_fast, 1)) {
+		s->ns[l] += t - s->last_t;
+		s->last_t = t;
+		s->level++;
+	} else {
+		rp_sweep_open_slow(s, t);
+	}
+}
+
+static inline void rp_sweep_close_member(struct rp_sweep *s, uint64_t t)
+{
+	int64_t l = s->level;
+
+	if (__builtin_expect((uint64_t)l < s->n_fast, 1)) {
+		s->ns[l] += t - s->last_t;
+		s->last_t = t;
+		s->level--; /* -1 at a close at level 0: settled at the next time */
+	} else {
+		rp_sweep_close_slow(s, t);
+	}
+}
+
 #endif
