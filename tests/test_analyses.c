@@ -201,10 +201,129 @@ static void test_analyses_close_batch_equals_closes(void **state)
 	rp_names_free(&names);
 }
 
+/* Every field of two sweeps but their history's slots (compared by assert_same_sweep()). */
+static void assert_same_counts(const struct rp_sweep *x, const struct rp_sweep *y)
+{
+	assert_same_sweep(x, y);
+	assert_int_equal(x->level_before, y->level_before);
+	assert_int_equal(x->first_t, y->first_t);
+	assert_int_equal(x->n_fast, y->n_fast);
+	assert_int_equal(x->opened, y->opened);
+	assert_int_equal(x->over_cap_ns, y->over_cap_ns);
+	assert_int_equal(x->unmatched, y->unmatched);
+	assert_int_equal(x->backwards, y->backwards);
+	assert_int_equal(x->hist_misses, y->hist_misses);
+}
+
+/*
+ * The analyses step their sweeps as a group (one time test per event, a leaf's
+ * midpoint from the overall close's step): against standalone sweeps fed the same
+ * spans through the general entry points (overall with the analyses' history, one
+ * per category, roots, requests) and midpoint sums from rp_sweep_level_at(), with
+ * equal times, late records (times going back) and abandoned spans.
+ */
+static void test_analyses_sweeps_equal_general(void **state)
+{
+	static const char *cat[] = { "FUNCTION", "LLM", "IO" };
+	struct rp_analyses_cfg cfg = { .max_names = 64, .max_sketch_names = 4, .max_counters = 4,
+				       .win = { .topk = 5, .max_level = 255, .max_window_names = 3 } };
+	struct rp_sweep ov, rt, rq, cs[3];
+	struct rp_mid mid[NNAMES];
+	struct rp_analyses a;
+	struct track tk[2] = { { .async = false }, { .async = true } };
+	struct rp_names names;
+	uint32_t id[NNAMES], spans = 0, late = 0;
+	uint64_t t = 1000 * MS;
+	bool full;
+	char nm[16];
+
+	(void)state;
+	memset(mid, 0, sizeof(mid));
+	assert_int_equal(rp_names_init(&names, 64), 0);
+	for (uint32_t i = 0; i < NNAMES; i++) {
+		snprintf(nm, sizeof(nm), "f%u", i);
+		id[i] = rp_names_get(&names, nm, cat[i % 3], "x.c", i, &full);
+		assert_false(full);
+	}
+	assert_int_equal(rp_analyses_init(&a, &names, &cfg), 0); /* no windows: no rotation */
+	assert_int_equal(rp_sweep_init(&ov, RP_ANALYSES_MAX_LEVEL, RP_ANALYSES_HISTORY), 0);
+	assert_int_equal(rp_sweep_init_levels(&rt, RP_ANALYSES_MAX_LEVEL), 0);
+	assert_int_equal(rp_sweep_init_levels(&rq, RP_ANALYSES_MAX_LEVEL), 0);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(rp_sweep_init_levels(&cs[i], RP_ANALYSES_MAX_LEVEL), 0);
+	while (spans < NSPANS || tk[0].depth || tk[1].depth) {
+		struct track *k = &tk[below(2)];
+		bool open = spans < NSPANS && k->depth < MAXDEPTH && (k->depth == 0 || below(2));
+		uint64_t r = below(100);
+
+		t += r < 25 ? 0 : r < 95 ? below(300000) : 0; /* equal times too */
+		if (r >= 95) { /* a late record */
+			t -= below(1000);
+			late++;
+		}
+		if (open) {
+			struct rp_span_info *f = &k->f[k->depth];
+			uint32_t n = (uint32_t)below(NNAMES);
+
+			*f = (struct rp_span_info){ .start = t, .name = id[n], .depth = k->depth,
+						    .request = k->async && k->depth == 0 };
+			rp_analyses_open(&a, f->name, f->depth, t, f->request);
+			rp_sweep_open_hist(&ov, t);
+			rp_sweep_open_levels(&cs[n % 3], t);
+			if (f->depth == 0)
+				rp_sweep_open_levels(&rt, t);
+			if (f->request)
+				rp_sweep_open_levels(&rq, t);
+			k->depth++;
+			spans++;
+		} else if (k->depth > 0) {
+			struct rp_span_info *f = &k->f[--k->depth];
+			uint32_t n = 0, lv = 0;
+
+			while (id[n] != f->name)
+				n++;
+			f->end = t;
+			rp_sweep_close_hist(&ov, t);
+			rp_sweep_close_levels(&cs[n % 3], t);
+			if (f->depth == 0)
+				rp_sweep_close_levels(&rt, t);
+			if (f->request)
+				rp_sweep_close_levels(&rq, t);
+			if (below(50) == 0) { /* a drop cut it */
+				rp_analyses_abandon(&a, f->name, f->depth, t, f->request);
+			} else {
+				rp_analyses_close(&a, f);
+				if (rp_sweep_level_at(&ov, rp_sweep_midpoint(f->start, t), &lv) >= 0) {
+					mid[n].sum += lv;
+					mid[n].count++;
+				}
+			}
+		}
+	}
+	assert_true(late > 100 && ov.backwards > 0 && ov.hist_seq > 1000);
+	assert_same_counts(&a.overall, &ov);
+	assert_same_counts(&a.roots, &rt);
+	assert_same_counts(&a.requests, &rq);
+	assert_int_equal(a.n_cat, 3);
+	for (uint32_t i = 0; i < NNAMES; i++) {
+		assert_same_counts(&a.cat[a.cat_of[id[i]] - 1], &cs[i % 3]);
+		assert_int_equal(a.mid[id[i]].sum, mid[i].sum);
+		assert_int_equal(a.mid[id[i]].count, mid[i].count);
+	}
+	rp_sweep_fini(&ov);
+	rp_sweep_fini(&rt);
+	rp_sweep_fini(&rq);
+	for (int i = 0; i < 3; i++)
+		rp_sweep_fini(&cs[i]);
+	rp_analyses_fini(&a);
+	rp_names_free(&names);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_analyses_close_batch_equals_closes),
+		cmocka_unit_test(test_analyses_sweeps_equal_general),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -781,6 +781,133 @@ static void test_sweep_levels_only_matches(void **state)
 	}
 }
 
+/* Every field of two sweeps, and the change points the history holds. */
+static void assert_same_state(const struct rp_sweep *x, const struct rp_sweep *y)
+{
+	assert_int_equal(x->n_alloc, y->n_alloc);
+	assert_int_equal(x->max_level, y->max_level);
+	assert_memory_equal(x->ns, y->ns, x->n_alloc * sizeof(*x->ns));
+	assert_int_equal(x->level, y->level);
+	assert_int_equal(x->level_before, y->level_before);
+	assert_int_equal(x->first_t, y->first_t);
+	assert_int_equal(x->last_t, y->last_t);
+	assert_int_equal(x->excess_hi, y->excess_hi);
+	assert_int_equal(x->excess_lo, y->excess_lo);
+	assert_int_equal(x->hist_seq, y->hist_seq);
+	assert_int_equal(x->hist_cap, y->hist_cap);
+	assert_int_equal(x->n_fast, y->n_fast);
+	assert_int_equal(x->opened, y->opened);
+	assert_int_equal(x->over_cap_ns, y->over_cap_ns);
+	assert_int_equal(x->unmatched, y->unmatched);
+	assert_int_equal(x->backwards, y->backwards);
+	assert_int_equal(x->hist_misses, y->hist_misses);
+	assert_int_equal(x->nomem, y->nomem);
+	for (uint64_t q = 0; q < rp_sweep_hist_n(x); q++) {
+		uint32_t i = (uint32_t)(x->hist_seq - 1 - q) & x->hist_mask;
+
+		assert_int_equal(x->hist_t[i], y->hist_t[i]);
+		assert_int_equal(x->hist_level[i], y->hist_level[i]);
+	}
+}
+
+/*
+ * A group as the analyses feed it (sweep.h): a leader with a history sees every
+ * event, three members without one see some of them; when the time is after the
+ * leader's latest the members step without their time test and the leader's close
+ * answers its span's midpoint (rp_sweep_close_hist_mid()), else every sweep takes
+ * its general step. Against the same streams through the general entry points and
+ * rp_sweep_level_at(), every field after every event: equal times, closes first
+ * (negative levels), levels past a small cap, the array's growth, times going
+ * back, midpoints before, inside and after the history kept, reversed spans, and
+ * the leader accrued with one member as the rotation does.
+ */
+static void test_sweep_group_steps_match_general(void **state)
+{
+	enum { NM = 3 };
+
+	(void)state;
+	rng = 11;
+	for (int round = 0; round < 300; round++) {
+		struct rp_sweep g, gr, m[NM], mr[NM];
+		uint32_t cap = 1 + (uint32_t)below(round % 2 ? 40 : 4);
+		uint32_t hist = 1 + (uint32_t)below(20);
+		uint64_t t = below(3), fast = 0;
+
+		assert_int_equal(rp_sweep_init(&g, cap, hist), 0);
+		assert_int_equal(rp_sweep_init(&gr, cap, hist), 0);
+		for (int k = 0; k < NM; k++) {
+			assert_int_equal(rp_sweep_init_levels(&m[k], cap), 0);
+			assert_int_equal(rp_sweep_init_levels(&mr[k], cap), 0);
+		}
+		for (int i = 0; i < 600; i++) {
+			uint64_t r = below(100), start;
+			bool in[NM] = { below(4) != 0, below(2) != 0, below(8) == 0 };
+			bool later;
+
+			t += r < 30 ? 0 : r < 96 ? below(50) : 0;
+			if (r >= 96 && t > 10)
+				t -= below(10); /* late */
+			later = t > g.last_t;
+			if (below(2)) {
+				rp_sweep_open_hist(&g, t);
+				rp_sweep_open_hist(&gr, t);
+				for (int k = 0; k < NM; k++) {
+					if (!in[k])
+						continue;
+					if (later)
+						rp_sweep_open_member(&m[k], t);
+					else
+						rp_sweep_open_levels(&m[k], t);
+					rp_sweep_open_levels(&mr[k], t);
+				}
+			} else {
+				uint32_t la = 0, lb = 0;
+				int ra, rb;
+
+				start = below(8) ? t - (t > 0 ? below(t < 200 ? t : 200) : 0) : t + below(5);
+				if (later) {
+					ra = rp_sweep_close_hist_mid(&g, t, start, &la);
+					fast++;
+				} else {
+					rp_sweep_close_hist(&g, t);
+					ra = rp_sweep_level_at(&g, rp_sweep_midpoint(start, t), &la);
+				}
+				rp_sweep_close_hist(&gr, t);
+				rb = rp_sweep_level_at(&gr, rp_sweep_midpoint(start, t), &lb);
+				assert_int_equal(ra, rb);
+				assert_int_equal(la, lb);
+				for (int k = 0; k < NM; k++) {
+					if (!in[k])
+						continue;
+					if (later)
+						rp_sweep_close_member(&m[k], t);
+					else
+						rp_sweep_close_levels(&m[k], t);
+					rp_sweep_close_levels(&mr[k], t);
+				}
+			}
+			if (below(20) == 0) { /* the rotation: the leader and one member */
+				rp_sweep_accrue(&g, t + 7);
+				rp_sweep_accrue(&gr, t + 7);
+				rp_sweep_accrue(&m[0], t + 7);
+				rp_sweep_accrue(&mr[0], t + 7);
+			}
+			assert_same_state(&g, &gr);
+			for (int k = 0; k < NM; k++) {
+				assert_true(m[k].last_t <= g.last_t); /* the group's invariant */
+				assert_same_state(&m[k], &mr[k]);
+			}
+		}
+		assert_true(fast > 100);
+		rp_sweep_fini(&g);
+		rp_sweep_fini(&gr);
+		for (int k = 0; k < NM; k++) {
+			rp_sweep_fini(&m[k]);
+			rp_sweep_fini(&mr[k]);
+		}
+	}
+}
+
 /* Levels past the cap count at it; the mean stays exact, with a 128-bit area. */
 static void test_sweep_cap_and_large_times(void **state)
 {
@@ -1234,6 +1361,7 @@ int main(void)
 		cmocka_unit_test(test_sweep_unmatched_and_backwards),
 		cmocka_unit_test(test_sweep_cap_and_large_times),
 		cmocka_unit_test(test_sweep_levels_only_matches),
+		cmocka_unit_test(test_sweep_group_steps_match_general),
 		cmocka_unit_test(test_sweep_percentile_rule_exact),
 		cmocka_unit_test(test_sweep_levels_quantiles_match),
 		cmocka_unit_test(test_sweep_levels_quantiles_bound),
