@@ -131,15 +131,21 @@ static inline struct rp_sweep *rp_analyses_cat_sweep(struct rp_analyses *a, uint
 }
 
 /* rp_analyses_open() and rp_analyses_close_sweeps() at a time not after the overall
- * sweep's latest (equal, or a late record's): the sweeps of the span but the overall
- * one by their general steps (analyses.c). */
+ * sweep's latest (equal, or a late record's): the span's sweeps by their general
+ * steps (analyses.c); a close leaves the overall sweep to rp_sweep_close_hist_mid(),
+ * which tests the time itself. */
 __attribute__((noinline)) void rp_analyses_open_late(struct rp_analyses *a, struct rp_sweep *c,
 						     uint32_t depth, uint64_t t, bool request);
 __attribute__((noinline)) void rp_analyses_close_late(struct rp_analyses *a, struct rp_sweep *c,
 						      const struct rp_span_info *sp);
 
-/* A span of @name opened at depth @depth (0: a root) at time @t. Inline: one call
- * per span less on the hot path. */
+/*
+ * A span of @name opened at depth @depth (0: a root) at time @t. Inline: one call
+ * per span less on the hot path. The sweeps are a group (sweep.h) led by the overall
+ * one: it sees every event the others see, at the same times, and the rotation
+ * accrues it with the roots, so no sweep's last_t passes its; a time after it is
+ * after every sweep's, and the others step without a time test of their own.
+ */
 static inline void rp_analyses_open(struct rp_analyses *a, uint32_t name, uint32_t depth,
 				    uint64_t t, bool request)
 {

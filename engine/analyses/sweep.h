@@ -28,7 +28,7 @@
  * Cost: open and close are inline; an event at a new time, below the level array's
  * end, is an array add and, when the level changed, a history push (none for a sweep
  * made by rp_sweep_init_levels()); the _hist and _levels entry points do not test
- * which kind the sweep is.
+ * which kind the sweep is. Sweeps fed as a group (below) test the time once for all.
  */
 #ifndef RP_ENGINE_SWEEP_H
 #define RP_ENGINE_SWEEP_H
