@@ -864,8 +864,12 @@ static void ring_limit(struct rp_thread *t)
 	t->lim = lim < t->mask ? lim : t->mask;
 	t->lim_span = t->lost ? 0 : t->lim; /* the next span record carries the mark */
 	/* The fast path's indices: no further than lim, nor past this lap's end (its
-	 * slot is base + tail there); the index wraps with the lap, mod 2^32. */
-	stop = t->head + t->lim;
+	 * slot is base + tail there); the index wraps with the lap, mod 2^32. Below
+	 * the doorbell's point, one short of it: the record that fills the ring to it
+	 * comes here and rings (rp_commit), however recent head is (a lap's end reads
+	 * it again; lim, for code built with older headers, rings one record later
+	 * than the head it was computed from). */
+	stop = t->head + (fill < bell ? bell - 1u : t->lim);
 	lap = (t->tail | t->mask) + 1u;
 	if ((int32_t)(stop - lap) > 0)
 		stop = lap;
