@@ -734,7 +734,7 @@ bool rp_sum_fine_attach(struct rp_thread *t)
 	r0 = rp_layout_ring(&proc.lay, t->hdr, 0);
 	on = rp_sum_fine_on(t, (uint32_t)(t->ring - r0), &proc.clk);
 	if (on) /* summaries' records take rp_emit_slow() */
-		t->lim = t->lim_span = 0;
+		rp_fast_off(t);
 	rp_leave(t);
 	return on;
 }
@@ -836,12 +836,19 @@ bool rp_ring_refresh(struct rp_thread *t)
  */
 #define RECHECK_FRACTION 64u
 
+/* x86: the inline fast path reads only the TSC (ringprof.h, rp_emit_full), so a
+ * thread with another clock writes out of line (emit_mono). Whatever RP_NO_RDTSC
+ * says: code built with it keeps its own test of t->tsc, and finds stop at tail. */
+#if defined(__x86_64__) || defined(__i386__)
+#define MONO_OUT_OF_LINE 1
+#endif
+
 static void ring_limit(struct rp_thread *t)
 {
-	uint32_t bell = (t->mask + 1) / RP_DOORBELL_FRACTION, fill, lim;
+	uint32_t bell = (t->mask + 1) / RP_DOORBELL_FRACTION, fill, lim, stop, lap;
 	uint32_t every = (t->mask + 1) / RECHECK_FRACTION ? (t->mask + 1) / RECHECK_FRACTION : 1u;
 
-	t->lim = t->lim_span = 0;
+	rp_fast_off(t);
 	if (t->slots == NULL || t->sum != NULL)
 		return;
 	/* Acquire, as in rp_ring_refresh(): the consumer's copies of the slots the
@@ -856,7 +863,59 @@ static void ring_limit(struct rp_thread *t)
 		lim = fill + every;
 	t->lim = lim < t->mask ? lim : t->mask;
 	t->lim_span = t->lost ? 0 : t->lim; /* the next span record carries the mark */
+	/* The fast path's indices: no further than lim, nor past this lap's end (its
+	 * slot is base + tail there); the index wraps with the lap, mod 2^32. Below
+	 * the doorbell's point, one short of it: the record that fills the ring to it
+	 * comes here and rings (rp_commit), however recent head is (a lap's end reads
+	 * it again; lim, for code built with older headers, rings one record later
+	 * than the head it was computed from). */
+	stop = t->head + (fill < bell ? bell - 1u : t->lim);
+	lap = (t->tail | t->mask) + 1u;
+	if ((int32_t)(stop - lap) > 0)
+		stop = lap;
+	t->base = (uintptr_t)t->slots - (uintptr_t)(t->tail & ~t->mask) * sizeof(struct rp_event);
+#ifdef MONO_OUT_OF_LINE
+	/* stop stays at tail; mstop, at tail for every other thread, lets the inline
+	 * call (or emit_mono) write the records with the library's clock */
+	if (!t->tsc) {
+		t->mstop = stop;
+		t->mstop_span = t->lost ? t->tail : stop;
+		return;
+	}
+#endif
+	t->stop = stop;
+	t->stop_span = t->lost ? t->tail : stop;
 }
+
+#ifdef MONO_OUT_OF_LINE
+/*
+ * rp_emit_full()'s fast path for a thread whose clock is not the TSC: on x86 the
+ * inline path reads only the TSC, so ring_limit() keeps such a thread's stop at
+ * tail and its records come here, with the limits it would have had (t->mstop),
+ * and stay out of line. The same stores as the inline path, in the same order.
+ */
+static void emit_mono(struct rp_thread *t, bool now, uint64_t ts, uint8_t kind, uint8_t flags,
+		      uint32_t name, uint64_t track, uint64_t arg, int heal, uintptr_t frame,
+		      uintptr_t probe, uint32_t obj)
+{
+	uint32_t tail = t->tail;
+	struct rp_event *e = (struct rp_event *)(t->base + (uintptr_t)tail * sizeof(*e));
+	uint16_t depth = 0;
+
+	if (kind == RP_EV_BEGIN || kind == RP_EV_END) {
+		depth = rp_span_step(t, kind, name, heal, frame, probe, obj);
+		/* No drop mark due here (t->mstop_span would be tail). */
+		flags = (uint8_t)((flags & ~RP_SPAN_AFTER_DROP) | RP_SPAN_DEPTH);
+	}
+	*e = (struct rp_event){ .ts = now ? rp_clock_monotonic() : ts, .name = name,
+				.kind = kind, .flags = flags, .depth = depth, .track = track,
+				.arg = arg };
+	t->tail = tail + 1;
+	t->stop = t->stop_span = tail + 1; /* the next record comes here too */
+	/* Release: the record's stores before the index that publishes it. */
+	__atomic_store_n(&t->ring->ring.p_tail, tail + 1, __ATOMIC_RELEASE);
+}
+#endif
 
 /*
  * Every record rp_emit_full()'s fast path does not take (t->lim): the thread's first
@@ -868,8 +927,17 @@ void rp_emit_slow(struct rp_thread *t, bool now, uint64_t ts, uint8_t kind, uint
 		  uint32_t name, uint64_t track, uint64_t arg, int heal, uintptr_t frame,
 		  uintptr_t probe, uint32_t obj)
 {
-	struct rp_event *e = rp_slot(t); /* first: a thread attaching gets its shadow here */
+	struct rp_event *e;
 	uint16_t depth = 0;
+
+#ifdef MONO_OUT_OF_LINE
+	if ((int32_t)(t->tail - (kind == RP_EV_BEGIN || kind == RP_EV_END ? t->mstop_span
+									      : t->mstop)) < 0) {
+		emit_mono(t, now, ts, kind, flags, name, track, arg, heal, frame, probe, obj);
+		return;
+	}
+#endif
+	e = rp_slot(t); /* first: a thread attaching gets its shadow here */
 
 	if (t->sum != NULL) { /* pending BEGINs, summaries: summary.c */
 		rp_sum_record(t, e, now, ts, kind, flags, name, track, arg, heal, frame, probe,
@@ -922,9 +990,9 @@ bool rp_reentrant(struct rp_thread *t, uintptr_t sp)
 	struct rp_wire_header *h;
 
 	if (sp >= __atomic_load_n(&t->busy, __ATOMIC_RELAXED) && rp_shadow_on_stack(t, sp)) {
-		/* The holder may have left a drop mark due with t->lim still set: the
+		/* The holder may have left a drop mark due with t->stop still set: the
 		 * next record takes the slow path, which sets it again. */
-		t->lim = t->lim_span = 0;
+		rp_fast_off(t);
 		return true;
 	}
 	if (r != NULL) {
@@ -953,7 +1021,7 @@ static void retire_thread(void *arg)
 	__atomic_store_n(&t->ring->lost_at_retire, t->lost ? 1u : 0u, __ATOMIC_RELAXED);
 	/* Release: every record this thread published before the state change. */
 	__atomic_store_n(&t->ring->state, RP_RING_RETIRED, __ATOMIC_RELEASE);
-	t->lim = t->lim_span = 0;
+	rp_fast_off(t);
 	t->slots = NULL;
 	t->ring = NULL;
 	t->exited = 1; /* later events (other TLS destructors) are dropped, counted */

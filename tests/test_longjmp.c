@@ -134,6 +134,7 @@ static void drop_one(void)
 
 	__atomic_store_n(&r->ring.c_head, t->tail - t->mask, __ATOMIC_RELAXED);
 	t->head = t->tail - t->mask;
+	rp_fast_off(t); /* the fast path's limits count on the old head */
 	rp_instant(id_outer);
 	__atomic_store_n(&r->ring.c_head, head, __ATOMIC_RELAXED);
 	t->head = head;

@@ -128,6 +128,7 @@ static void emit(uint32_t i, uint64_t base)
 		head = __atomic_load_n(&r->ring.c_head, __ATOMIC_RELAXED);
 		__atomic_store_n(&r->ring.c_head, t->tail - t->mask, __ATOMIC_RELAXED);
 		t->head = t->tail - t->mask;
+		rp_fast_off(t); /* the fast path's limits count on the old head */
 	}
 	rp_emit_at(ts, g.kind[i], 0, id, 0, 0);
 	if (g.dropped[i]) {

@@ -2,9 +2,16 @@
 /*
  * One thread, one ring, a 64-slot ring: a full ring drops exactly what does not fit
  * and counts it; records come out in order, whole, across many wrap-arounds of the
- * slot index and across the 32-bit wrap of the free-running indices.
+ * slot index and across the 32-bit wrap of the free-running indices. Span records too,
+ * with the depths a stack of the test's own gives, at every slot of a lap (the fast
+ * path addresses a slot from the lap's base: ringprof.h, rp_emit_full).
+ *
+ * Registered twice: as is (the TSC where the machine has an invariant one) and with
+ * the argument "mono" (RINGPROF_CLOCK=monotonic: on x86 every record then takes the
+ * inline path's second test, t->mstop).
  */
 #include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "ring_ck.h"
@@ -14,7 +21,9 @@
 
 static struct rp_segment *seg;
 static uint32_t cid; /* a counter name */
+static uint32_t sid[3]; /* span names */
 static uint64_t next_seq;
+static bool mono; /* argv[1] "mono": RINGPROF_CLOCK=monotonic */
 
 /* Emits n counter events carrying consecutive sequence numbers. */
 static void emit(unsigned n)
@@ -54,6 +63,14 @@ static int setup(void **state)
 	(void)state;
 	seg = rp_test_open_self();
 	cid = rp_intern("tokens", "COUNTER", NULL, 0);
+	for (int i = 0; i < 3; i++) {
+		char name[16];
+
+		snprintf(name, sizeof(name), "span%d", i);
+		sid[i] = rp_intern(name, "FUNCTION", NULL, 0);
+		if (sid[i] == 0)
+			return -1;
+	}
 	return cid == 0 ? -1 : 0;
 }
 
@@ -116,6 +133,86 @@ static void test_ring_wraparound_in_order(void **state)
 	assert_int_equal(received, written);
 	assert_int_equal(r->dropped, dropped0);
 	assert_true(written > 100 * CAP); /* many laps of the slot index */
+}
+
+/* What one record must be: the test's own stack says a span record's depth. */
+struct want {
+	uint8_t kind, flags;
+	uint16_t depth;
+	uint32_t name;
+	uint64_t arg;
+};
+
+/* A random walk of BEGINs and ENDs (up to 5 open), with counters between, in bursts
+ * that fit, drained by random amounts: > 100 laps of the 64-slot ring, every record
+ * whole and in order with its depth, nothing dropped, and the clock never going back. */
+static void test_ring_spans_across_laps(void **state)
+{
+	struct rp_wire_ring *r = rp_test_ring(seg, 0);
+	struct rp_event ev[CAP];
+	struct want q[CAP]; /* expected records not drained yet, FIFO */
+	uint32_t stack[5], depth = 0, qhead = 0, qn = 0, rng = 777;
+	uint64_t dropped0 = r->dropped, written = 0, last_ts = 0;
+	/* The drops of test_ring_full_drops_exact: the first span record says so. */
+	uint8_t mark = dropped0 > 0 ? RP_SPAN_AFTER_DROP : 0;
+
+	(void)state;
+	if (mono)
+		assert_int_equal(rp_clock()->source, RP_CLOCK_MONOTONIC);
+	for (int round = 0; round < 20000; round++) {
+		rng = rng * 1103515245u + 12345u;
+		unsigned burst = (rng >> 16) % (CAP - 1 - qn + 1);
+
+		for (unsigned i = 0; i < burst; i++) {
+			struct want *w = &q[(qhead + qn++) % CAP];
+
+			rng = rng * 1103515245u + 12345u;
+			if ((rng >> 28) == 0) {
+				rp_counter(cid, (int64_t)written);
+				*w = (struct want){ RP_EV_COUNTER, 0, 0, cid, written };
+			} else if (depth < 5 && (depth == 0 || (rng >> 20) % 2 == 0)) {
+				uint32_t name = sid[(rng >> 12) % 3];
+
+				rp_begin(name);
+				*w = (struct want){ RP_EV_BEGIN, (uint8_t)(RP_SPAN_DEPTH | mark),
+						    (uint16_t)depth, name, 0 };
+				mark = 0;
+				stack[depth++] = name;
+			} else {
+				uint32_t name = stack[--depth];
+
+				rp_end(name);
+				*w = (struct want){ RP_EV_END, RP_SPAN_DEPTH, (uint16_t)depth, name,
+						    0 };
+			}
+			written++;
+		}
+		/* The last round drains all: the ENDs below then fit. */
+		unsigned take = round == 19999 ? qn : (rng >> 8) % (qn + 1);
+		unsigned n = rp_segment_drain(seg, 0, ev, take, NULL);
+
+		assert_int_equal(n, take);
+		for (unsigned k = 0; k < n; k++) {
+			struct want *w = &q[qhead];
+
+			assert_int_equal(ev[k].kind, w->kind);
+			assert_int_equal(ev[k].flags, w->flags);
+			assert_int_equal(ev[k].depth, w->depth);
+			assert_int_equal(ev[k].name, w->name);
+			assert_int_equal(ev[k].track, 0);
+			assert_int_equal(ev[k].arg, w->arg);
+			assert_true(ev[k].ts >= last_ts);
+			last_ts = ev[k].ts;
+			qhead = (qhead + 1) % CAP;
+			qn--;
+		}
+	}
+	assert_int_equal(qn, 0);
+	while (depth > 0) /* leave the thread's stack empty for the tests after */
+		rp_end(stack[--depth]);
+	rp_segment_drain(seg, 0, ev, CAP, NULL);
+	assert_int_equal(r->dropped, dropped0);
+	assert_true(written > 100 * CAP);
 }
 
 static void *wrap_thread(void *arg)
@@ -182,16 +279,20 @@ static void test_ring_is_a_ck_ring(void **state)
 	assert_int_equal(rp_segment_ring_pending(seg, 0), 0);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_ring_full_drops_exact),
 		cmocka_unit_test(test_ring_wraparound_in_order),
+		cmocka_unit_test(test_ring_spans_across_laps),
 		cmocka_unit_test(test_ring_index_wrap_32bit),
 		cmocka_unit_test(test_ring_is_a_ck_ring),
 	};
 
 	setenv("RINGPROF_RING_EVENTS", "64", 1);
 	setenv("RINGPROF_RINGS", "4", 1);
+	mono = argc > 1 && strcmp(argv[1], "mono") == 0;
+	if (mono)
+		setenv("RINGPROF_CLOCK", "monotonic", 1);
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
