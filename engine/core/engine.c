@@ -735,6 +735,13 @@ static inline bool slice_take(const struct rp_wire_clock *clk, const uint32_t *n
 	return true;
 }
 
+/* A span record's kind and flags as one value (kind | flags << 8), and what the ring
+ * loop's common BEGIN and END are: their depth given (a producer since wire 1.1 always
+ * gives it; one without takes dispatch(), with the same result), no odd flag. */
+#define RING_KF_MASK (0xffu | (RUN_ODD | RP_SPAN_DEPTH) << 8)
+#define RING_KF_BEGIN (RP_EV_BEGIN | RP_SPAN_DEPTH << 8)
+#define RING_KF_END (RP_EV_END | RP_SPAN_DEPTH << 8)
+
 /* The one-event path out of line, for the records the ring loop leaves (late, at a
  * sub-window's end): rare, so the loop does not carry a copy of it. */
 __attribute__((noinline)) static void event_out(struct rp_engine *e, uint32_t src,
@@ -796,7 +803,7 @@ __attribute__((flatten)) uint32_t rp_engine_run_ring(struct rp_engine *e, uint32
 
 			for (; p < end; p++) {
 				uint8_t kind = p->kind, flags = p->flags;
-				uint32_t id = p->name, name;
+				uint32_t id = p->name, name, kf;
 				uint64_t ts;
 
 				/* A mapped name is an engine id (rp_engine_name()): no
@@ -811,19 +818,18 @@ __attribute__((flatten)) uint32_t rp_engine_run_ring(struct rp_engine *e, uint32
 				if (ts - tm > bound - tm)
 					break;
 				/* the common record (the stack machine's thread path
-				 * says whether it is one) */
-				if ((uint8_t)(kind - RP_EV_BEGIN) <= RP_EV_END - RP_EV_BEGIN &&
-				    !(flags & RUN_ODD)) {
-					uint32_t dp = flags & RP_SPAN_DEPTH ? p->depth : RP_NONE;
-
-					if (kind == RP_EV_BEGIN) {
-						if (rp_track_push_thread(&e->tracks, k, name, ts,
-									 p->arg, dp, &s->counts)) {
-							tm = ts;
-							continue;
-						}
-					} else if (rp_track_pop_thread(&e->tracks, k, name, ts, dp,
-								       &s->counts)) {
+				 * says whether it is one): a BEGIN or END with its depth
+				 * and no odd flag, kind and flags in one compare each */
+				kf = (uint32_t)kind | (uint32_t)flags << 8;
+				if ((kf & RING_KF_MASK) == RING_KF_BEGIN) {
+					if (rp_track_push_thread(&e->tracks, k, name, ts, p->arg,
+								 p->depth, &s->counts)) {
+						tm = ts;
+						continue;
+					}
+				} else if ((kf & RING_KF_MASK) == RING_KF_END) {
+					if (rp_track_pop_thread(&e->tracks, k, name, ts, p->depth,
+								&s->counts)) {
 						rp_device_track_end(e->dev, tr, k->depth);
 						tm = ts;
 						continue;
