@@ -864,8 +864,9 @@ __attribute__((flatten)) uint32_t rp_engine_run_ring(struct rp_engine *e, uint32
 
 			for (; p < end; p++) {
 				const uint64_t t = p->ts;
-				const uint32_t id = p->name, kf = (uint32_t)p->kind |
-								  (uint32_t)p->flags << 8;
+				const uint32_t id = p->name,
+					       kf = ((uint32_t)p->kind | (uint32_t)p->flags << 8) &
+						    RING_KF_MASK;
 				uint32_t name;
 				uint64_t ts;
 
@@ -897,12 +898,12 @@ __attribute__((flatten)) uint32_t rp_engine_run_ring(struct rp_engine *e, uint32
 				/* the common record (the stack machine's thread path
 				 * says whether it is one): a BEGIN or END with its depth
 				 * and no odd flag, kind and flags in one compare each */
-				if ((kf & RING_KF_MASK) == RING_KF_BEGIN) {
+				if (kf == RING_KF_BEGIN) {
 					if (rp_track_push_thread(&e->tracks, k, name, ts, p->arg,
 								 p->depth, &s->counts)) {
 						continue;
 					}
-				} else if ((kf & RING_KF_MASK) == RING_KF_END) {
+				} else if (kf == RING_KF_END) {
 					if (rp_track_pop_thread(&e->tracks, k, name, ts, p->depth,
 								&s->counts)) {
 						rp_device_track_end(e->dev, tr, k->depth);
@@ -910,12 +911,12 @@ __attribute__((flatten)) uint32_t rp_engine_run_ring(struct rp_engine *e, uint32
 					}
 				}
 				/* any other: as slice_take() and rp_engine_event_at() */
-				if ((uint8_t)kf == RP_EV_THREAD || (uint8_t)kf == RP_EV_SUMMARY_DATA)
-					break;
 				x = *p;
+				if (x.kind == RP_EV_THREAD || x.kind == RP_EV_SUMMARY_DATA)
+					break;
 				x.ts = ts;
 				x.name = name;
-				if ((uint8_t)kf == RP_EV_END && (kf & RP_SPAN_SELF << 8))
+				if (x.kind == RP_EV_END && (x.flags & RP_SPAN_SELF))
 					x.arg = rp_ticks_len_ns(&clk, x.arg);
 				dispatch(e, s, src, thread, &x, hint);
 			}
