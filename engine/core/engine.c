@@ -811,11 +811,11 @@ __attribute__((noinline)) static void event_out(struct rp_engine *e, uint32_t sr
  * table never moves, and a thread track is freed only by its close, never by a record)
  * and one bound for "due" and "before the sub-window's end" (only the engine rotates
  * the windows, never a span hook, so e->an.next holds for the stretch), as ticks: a
- * record whose ticks are not below the last one's and not past that bound's (t_prev
- * <= t <= t_hi) is in order and before the bound (the clock is monotonic), and its
- * time is ring_clock's; any other is converted and tested exactly (the stretch's
- * first, a late one, one whose ticks differ but whose time does not), against the
- * time of the record before it. Within the stretch, a record due, in order and before
+ * record whose ticks are not below the record before's and not past that bound's
+ * (p[-1].ts <= t < t_end) is in order and before the bound (the clock is monotonic),
+ * and its time is ring_clock's; any other is converted and tested exactly (the
+ * stretch's first, a late one, one whose ticks are below the last one's but whose
+ * time is not), against the time of the record before it. Within the stretch, a record due, in order and before
  * that end is what rp_engine_event_at() makes of it but for the counters it shares
  * (the source's events, the clock), which the stretch stores once at its end: nothing
  * in dispatch() reads them. The common thread BEGIN or END takes the stack machine's
@@ -860,7 +860,8 @@ __attribute__((flatten)) uint32_t rp_engine_run_ring(struct rp_engine *e, uint32
 			const struct rp_event *const p0 = &slots[at], *p = p0,
 						    *const end = p0 + (n - i < mask + 1 - at ?
 									n - i : mask + 1 - at);
-			uint64_t t_hi = ring_clock_hi(&rc, bound), t_prev = UINT64_MAX;
+			/* t_end 0: the stretch's first record is tested exactly */
+			uint64_t t_hi = ring_clock_hi(&rc, bound), t_end = 0;
 
 			for (; p < end; p++) {
 				const uint64_t t = p->ts;
@@ -877,9 +878,8 @@ __attribute__((flatten)) uint32_t rp_engine_run_ring(struct rp_engine *e, uint32
 				name = names[id];
 				if (name == RP_NONE)
 					break;
-				if (__builtin_expect(t >= t_prev && t <= t_hi, 1)) {
+				if (__builtin_expect(t < t_end && t >= p[-1].ts, 1)) {
 					ts = rc.base + ((t * rc.m + rc.c) >> rc.s);
-					t_prev = t;
 				} else {
 					/* the time of the record before, in order */
 					uint64_t t1 = p > p0 ? rp_ticks_to_ns(&clk, p[-1].ts) : tm;
@@ -888,12 +888,13 @@ __attribute__((flatten)) uint32_t rp_engine_run_ring(struct rp_engine *e, uint32
 					/* t1 <= ts <= bound (t1 <= bound), in one compare */
 					if (ts - t1 > bound - t1)
 						break;
-					if (t > t_hi && t - rc.t0 > rc.dmax) { /* far on */
+					/* every record taken in [t0, t0 + dmax]: the next
+					 * one's ticks, not below this one's, then convert */
+					if (t - rc.t0 > rc.dmax) {
 						ring_clock_at(&rc, &clk, t);
 						t_hi = ring_clock_hi(&rc, bound);
 					}
-					/* (below t0: the next one is tested exactly too) */
-					t_prev = t >= rc.t0 ? t : UINT64_MAX;
+					t_end = t_hi + 1u;
 				}
 				/* the common record (the stack machine's thread path
 				 * says whether it is one): a BEGIN or END with its depth
