@@ -132,6 +132,11 @@ static void other_rec(struct model *m, uint32_t lane, struct rp_event *ev, uint6
 	}
 }
 
+/* Streams whose times step back now and then by a little, or not quite to the record
+ * before's, record after record (ticks that go down within one ns of a coarse clock
+ * are still in order). */
+static bool jitter;
+
 static void make_stream(uint32_t seed)
 {
 	struct model m[2] = { 0 };
@@ -146,6 +151,8 @@ static void make_stream(uint32_t seed)
 		x->lane = lane;
 		t += rnd(4000); /* sub-windows of 100 us: many rotations */
 		x->ev.ts = rnd(50) == 0 ? t - rnd(20000) : t; /* late, now and then */
+		if (jitter && i > 0 && rnd(4) == 0) /* about the record before's */
+			x->ev.ts = evs[i - 1].ev.ts - rnd(3000) + rnd(2000);
 		if (rnd(10) == 0)
 			other_rec(&m[lane], lane, &x->ev, &async);
 		else
@@ -230,13 +237,15 @@ static struct rp_engine *in_runs(bool lanes)
 	return e;
 }
 
-/* The slices' clock: ns = ticks * 3 / 2 (a 32.32 multiplier of 1.5). */
-static const struct rp_wire_clock ring_clock = { .source = RP_CLOCK_TSC, .shift = 32,
-						 .mult = 3ull << 31 };
+/* The slices' clock: by default ns = ticks * 3 / 2 (a 32.32 multiplier of 1.5). */
+static const struct rp_wire_clock clock_1_5 = { .source = RP_CLOCK_TSC, .shift = 32,
+						.mult = 3ull << 31 };
+static struct rp_wire_clock ring_clock;
 
+/* The reference conversion (test_clock checks it against the 128-bit definition). */
 static uint64_t ticks_ns(uint64_t ticks)
 {
-	return ticks * 3 / 2;
+	return rp_ticks_to_ns(&ring_clock, ticks);
 }
 
 /* The stream as the oracle sees it: times (and self times) in ns. */
@@ -250,7 +259,7 @@ static struct rp_engine *one_by_one_ns(void)
 
 		ev.ts = ticks_ns(ev.ts);
 		if (ev.kind == RP_EV_END && (ev.flags & RP_SPAN_SELF))
-			ev.arg = ticks_ns(ev.arg);
+			ev.arg = rp_ticks_len_ns(&ring_clock, ev.arg);
 		rp_engine_event_at(e, evs[i].lane, evs[i].lane + 1, &ev, &hint[evs[i].lane]);
 	}
 	return e;
@@ -290,29 +299,41 @@ static uint32_t ring_slice(struct rp_engine *e, uint32_t i, uint32_t *hint,
 	while (done < n) {
 		const struct rp_event *x = &evs[i + done].ev;
 		struct rp_event ev = *x;
+		uint64_t lim = UINT64_MAX;
 
+		if (rnd(4) == 0) /* due up to past the first, or to about a later one's */
+			lim = ticks_ns(x->ts) + rnd(8000);
+		else if (rnd(3) == 0)
+			lim = ticks_ns(evs[i + done + rnd(n - done)].ev.ts) - rnd(2);
 		sl = (struct rp_ring_slice){
 			.slots = slots, .mask = mask, .h = h + done, .n = n - done,
 			.clock = &ring_clock, .names = map, .n_names = NAMES + 1,
-			.lim = rnd(4) == 0 ? ticks_ns(x->ts) + rnd(8000) : UINT64_MAX,
-			.last_ts = *last,
+			.lim = lim, .last_ts = *last,
 		};
 		got = rp_engine_run_ring(e, lane, lane + 1, &sl, hint);
 		ring_done += got;
-		for (uint32_t k = done; k < done + got; k++)
+		for (uint32_t k = done; k < done + got; k++) {
 			ring_other += evs[i + k].ev.kind != RP_EV_BEGIN &&
 				      evs[i + k].ev.kind != RP_EV_END;
+			/* none taken that is not due */
+			assert_true(ticks_ns(evs[i + k].ev.ts) <= lim);
+		}
 		ring_wrapped += got > 0 && ((h + done) & mask) + got > mask + 1;
 		done += got;
 		*last = sl.last_ts;
 		if (done == n)
 			break;
+		/* it stopped before one the sources must see */
+		x = &evs[i + done].ev;
+		assert_true(ticks_ns(x->ts) > lim || x->kind == RP_EV_THREAD ||
+			    x->kind == RP_EV_SUMMARY_DATA || producer_id(lane, x->name) > NAMES ||
+			    map[producer_id(lane, x->name)] == RP_NONE);
 		ring_left++;
 		/* the record it left, as the sources hand it on */
 		ev = evs[i + done].ev;
 		ev.ts = ticks_ns(ev.ts);
 		if (ev.kind == RP_EV_END && (ev.flags & RP_SPAN_SELF))
-			ev.arg = ticks_ns(ev.arg);
+			ev.arg = rp_ticks_len_ns(&ring_clock, ev.arg);
 		*last = ev.ts > *last ? ev.ts : *last;
 		rp_engine_event_at(e, lane, lane + 1, &ev, hint);
 		done++;
@@ -333,34 +354,73 @@ static struct rp_engine *in_ring_slices(uint64_t *last)
 	return e;
 }
 
+/* Stream @seed through ring slices under ring_clock against it event by event. */
+static void check_ring(uint32_t seed)
+{
+	struct rp_membuf a, b;
+	struct rp_engine *ea, *eb;
+	uint64_t last, newest = 0;
+
+	make_stream(seed);
+	for (uint32_t i = 0; i < N_EVENTS; i++) /* an independent newest time */
+		newest = ticks_ns(evs[i].ev.ts) > newest ? ticks_ns(evs[i].ev.ts) : newest;
+	ea = one_by_one_ns();
+	rng = seed * 7919u;
+	ring_done = ring_left = ring_other = ring_wrapped = 0;
+	eb = in_ring_slices(&last);
+	assert_int_equal(last, newest);
+	/* not vacuous: the loop took records, other kinds among them, and slices ran
+	 * round the ring's end */
+	assert_true(ring_done > N_EVENTS / 2 && ring_other > 1000 && ring_wrapped > 50);
+	encode(ea, &a);
+	encode(eb, &b);
+	assert_int_equal(a.len, b.len);
+	assert_memory_equal(a.data, b.data, a.len);
+	rp_membuf_free(&a);
+	rp_membuf_free(&b);
+	rp_engine_close(ea);
+	rp_engine_close(eb);
+}
+
 static void test_run_ring_same_as_events(void **state)
 {
 	(void)state;
+	ring_clock = clock_1_5;
 	for (uint32_t seed = 1; seed <= 4; seed++) {
-		struct rp_membuf a, b;
-		struct rp_engine *ea, *eb;
-		uint64_t last, newest = 0;
+		check_ring(seed);
+		/* and it stopped before records, as the sources' */
+		assert_true(ring_left > 100);
+	}
+}
 
-		make_stream(seed);
-		for (uint32_t i = 0; i < N_EVENTS; i++) /* an independent newest time */
-			newest = ticks_ns(evs[i].ev.ts) > newest ? ticks_ns(evs[i].ev.ts) : newest;
-		ea = one_by_one_ns();
-		rng = seed * 7919u;
-		ring_done = ring_left = ring_other = ring_wrapped = 0;
-		eb = in_ring_slices(&last);
-		assert_int_equal(last, newest);
-		/* not vacuous: most records went through the loop, and it stopped; it
-		 * took other kinds of records itself, and slices round the ring's end */
-		assert_true(ring_done > N_EVENTS / 2 && ring_left > 100);
-		assert_true(ring_other > 1000 && ring_wrapped > 50);
-		encode(ea, &a);
-		encode(eb, &b);
-		assert_int_equal(a.len, b.len);
-		assert_memory_equal(a.data, b.data, a.len);
-		rp_membuf_free(&a);
-		rp_membuf_free(&b);
-		rp_engine_close(ea);
-		rp_engine_close(eb);
+/*
+ * The loop converts ticks near a slice's first with one 64-bit multiply (engine.c's
+ * ring_clock): the same times as rp_ticks_to_ns() under any clock. Ticks before the
+ * reference (negative differences, floored), a reference past 2^63 (the difference
+ * wraps), odd multipliers (the product's low bits carried), a multiplier so large that
+ * only a few ticks fit in 64 bits (the loop moves its base time and again), many ticks
+ * to one ns (late records whose time equals the last one's: in order), a clock in ns.
+ */
+static void test_run_ring_any_clock(void **state)
+{
+	static const struct rp_wire_clock clocks[] = {
+		{ .shift = 32, .mult = (3ull << 30) + 12345, .ref_ticks = 3000000,
+		  .ref_ns = 1000000007 },
+		{ .shift = 63, .mult = UINT64_MAX, .ref_ticks = UINT64_MAX - 2000000, .ref_ns = 5 },
+		{ .shift = 62, .mult = 3ull << 61, .ref_ticks = 77, .ref_ns = 1u << 30 },
+		{ .shift = 16, .mult = 3, .ref_ticks = 1000000, .ref_ns = 999 },
+		{ .shift = 33, .mult = (5ull << 32) + 1, .ref_ticks = 50000000, .ref_ns = 1ull << 40 },
+		{ .shift = 0, .mult = 1 },
+	};
+
+	(void)state;
+	for (uint32_t c = 0; c < sizeof(clocks) / sizeof(clocks[0]); c++) {
+		ring_clock = clocks[c];
+		ring_clock.source = RP_CLOCK_TSC;
+		check_ring(11 + c);
+		jitter = true;
+		check_ring(31 + c);
+		jitter = false;
 	}
 }
 
@@ -413,6 +473,7 @@ int main(void)
 		cmocka_unit_test(test_run_one_thread_same_as_events),
 		cmocka_unit_test(test_run_lanes_same_as_events),
 		cmocka_unit_test(test_run_ring_same_as_events),
+		cmocka_unit_test(test_run_ring_any_clock),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -735,6 +735,65 @@ static inline bool slice_take(const struct rp_wire_clock *clk, const uint32_t *n
 	return true;
 }
 
+/* A span record's kind and flags as one value (kind | flags << 8), and what the ring
+ * loop's common BEGIN and END are: their depth given (a producer since wire 1.1 always
+ * gives it; one without takes dispatch(), with the same result), no odd flag. */
+#define RING_KF_MASK (0xffu | (RUN_ODD | RP_SPAN_DEPTH) << 8)
+#define RING_KF_BEGIN (RP_EV_BEGIN | RP_SPAN_DEPTH << 8)
+#define RING_KF_END (RP_EV_END | RP_SPAN_DEPTH << 8)
+
+/*
+ * The ring loop's clock: rp_ticks_to_ns() of ticks t0 + d, 0 <= d <= dmax, in 64 bits.
+ * With D0 = t0 - ref_ticks (signed, as rp_ticks_to_ns() takes it) and D0 * m = Q * 2^s
+ * + r (0 <= r < 2^s), floor((D0 + d) * m / 2^s) = Q + floor((r + d * m) / 2^s) while
+ * D0 + d < 2^63; base = ref_ns + Q is t0's time (mod 2^64, as rp_ticks_to_ns()), r the
+ * product's low s bits (those of the 64-bit product), and while r + d * m < 2^64 it
+ * is t * m + c (mod 2^64) with c = r - t0 * m: t's time is base + ((t * m + c) >> s),
+ * one multiply where rp_ticks_to_ns() needs a 128-bit one and a wide shift.
+ */
+struct ring_clock {
+	uint64_t m, c, base;
+	unsigned int s;
+	uint64_t t0, r, dmax;
+};
+
+/* (not cold: called before the loop, it would make the loop cold too) */
+__attribute__((noinline)) static void ring_clock_at(struct ring_clock *rc,
+						     const struct rp_wire_clock *clk, uint64_t t0)
+{
+	const uint64_t d0 = t0 - clk->ref_ticks;
+	uint64_t dmax = (uint64_t)INT64_MAX - d0; /* D0 + d < 2^63 (D0 < 0: above 2^63) */
+
+	rc->t0 = t0;
+	rc->m = clk->mult;
+	rc->s = clk->shift & 63u;
+	rc->base = rp_ticks_to_ns(clk, t0);
+	rc->r = d0 * clk->mult & ((UINT64_C(1) << rc->s) - 1u);
+	rc->c = rc->r - t0 * clk->mult;
+	if (clk->mult != 0 && (UINT64_MAX - rc->r) / clk->mult < dmax)
+		dmax = (UINT64_MAX - rc->r) / clk->mult; /* r + d * m < 2^64 */
+	if (UINT64_MAX - 1u - t0 < dmax)
+		dmax = UINT64_MAX - 1u - t0; /* t0 + dmax < UINT64_MAX: below the sentinel */
+	rc->dmax = dmax;
+}
+
+/* The latest ticks in [t0, t0 + dmax] whose time is at most @bound: base + ((r + d * m)
+ * >> s) <= bound, so r + d * m < (bound - base + 1) * 2^s (then no time wraps past
+ * 2^64 either); t0 if none is (t0 then passes the loop's test only after a record
+ * at t0 was found due: none is). */
+static uint64_t ring_clock_hi(const struct ring_clock *rc, uint64_t bound)
+{
+	__extension__ unsigned __int128 x;
+
+	if (bound < rc->base)
+		return rc->t0;
+	if (rc->m == 0)
+		return rc->t0 + rc->dmax;
+	x = (((__extension__(unsigned __int128)(bound - rc->base)) + 1u) << rc->s) - 1u - rc->r;
+	x /= rc->m;
+	return rc->t0 + (x < rc->dmax ? (uint64_t)x : rc->dmax);
+}
+
 /* The one-event path out of line, for the records the ring loop leaves (late, at a
  * sub-window's end): rare, so the loop does not carry a copy of it. */
 __attribute__((noinline)) static void event_out(struct rp_engine *e, uint32_t src,
@@ -746,19 +805,23 @@ __attribute__((noinline)) static void event_out(struct rp_engine *e, uint32_t sr
 
 /*
  * rp_engine_run() on records read straight from their ring slots: one loop, the
- * slice's clock, name map and bounds and the event clock in locals (the stack
- * machine's stores cannot alias them), each record's fields read once from its slot,
- * no run buffer between the ring and the stack machine. Per stretch, not per record:
- * the track's slot (the table never moves, and a thread track is freed only by its
- * close, never by a record) and one bound for "due" and "before the sub-window's end"
- * (only the engine rotates the windows, never a span hook, so e->an.next holds for
- * the stretch). Within it, a record due, in order and before that end is what
- * rp_engine_event_at() makes of it but for the counters it shares (the source's
- * events, the clock), which the stretch stores once at its end: nothing in dispatch()
- * reads them. The common thread BEGIN or END takes the stack machine's thread path,
- * any other dispatch(), without leaving the loop; the loop stops before a record the
- * sources must see (not due, an owner mark, a summary's data, a name not mapped
- * yet) and before one that is late or at the sub-window's end, which takes the
+ * slice's clock, name map and bounds in locals (the stack machine's stores cannot
+ * alias them), each record's fields read once from its slot, no run buffer between
+ * the ring and the stack machine. Per stretch, not per record: the track's slot (the
+ * table never moves, and a thread track is freed only by its close, never by a record)
+ * and one bound for "due" and "before the sub-window's end" (only the engine rotates
+ * the windows, never a span hook, so e->an.next holds for the stretch), as ticks: a
+ * record whose ticks are not below the record before's and not past that bound's
+ * (p[-1].ts <= t < t_end) is in order and before the bound (the clock is monotonic),
+ * and its time is ring_clock's; any other is converted and tested exactly (the
+ * stretch's first, a late one, one whose ticks are below the last one's but whose
+ * time is not), against the time of the record before it. Within the stretch, a record due, in order and before
+ * that end is what rp_engine_event_at() makes of it but for the counters it shares
+ * (the source's events, the clock), which the stretch stores once at its end: nothing
+ * in dispatch() reads them. The common thread BEGIN or END takes the stack machine's
+ * thread path, any other dispatch(), without leaving the loop; the loop stops before a
+ * record the sources must see (not due, an owner mark, a summary's data, a name not
+ * mapped yet) and before one that is late or at the sub-window's end, which takes the
  * one-event path.
  */
 __attribute__((flatten)) uint32_t rp_engine_run_ring(struct rp_engine *e, uint32_t src,
@@ -773,7 +836,11 @@ __attribute__((flatten)) uint32_t rp_engine_run_ring(struct rp_engine *e, uint32
 	const uint64_t lim = sl->lim;
 	uint32_t tr = RP_NONE, i = 0, fast;
 	uint64_t last = sl->last_ts, tail = sl->tail_ts;
+	struct ring_clock rc;
 
+	if (n == 0)
+		return 0;
+	ring_clock_at(&rc, &clk, slots[h & mask].ts);
 	for (;;) {
 		uint64_t tm = e->t_merged, next = e->an.next;
 		struct rp_event x;
@@ -793,10 +860,15 @@ __attribute__((flatten)) uint32_t rp_engine_run_ring(struct rp_engine *e, uint32
 			const struct rp_event *const p0 = &slots[at], *p = p0,
 						    *const end = p0 + (n - i < mask + 1 - at ?
 									n - i : mask + 1 - at);
+			/* t_end 0: the stretch's first record is tested exactly */
+			uint64_t t_hi = ring_clock_hi(&rc, bound), t_end = 0;
 
 			for (; p < end; p++) {
-				uint8_t kind = p->kind, flags = p->flags;
-				uint32_t id = p->name, name;
+				const uint64_t t = p->ts;
+				const uint32_t id = p->name,
+					       kf = ((uint32_t)p->kind | (uint32_t)p->flags << 8) &
+						    RING_KF_MASK;
+				uint32_t name;
 				uint64_t ts;
 
 				/* A mapped name is an engine id (rp_engine_name()): no
@@ -806,42 +878,53 @@ __attribute__((flatten)) uint32_t rp_engine_run_ring(struct rp_engine *e, uint32
 				name = names[id];
 				if (name == RP_NONE)
 					break;
-				ts = rp_ticks_to_ns(&clk, p->ts);
-				/* tm <= ts <= bound (tm <= bound), in one compare */
-				if (ts - tm > bound - tm)
-					break;
-				/* the common record (the stack machine's thread path
-				 * says whether it is one) */
-				if ((uint8_t)(kind - RP_EV_BEGIN) <= RP_EV_END - RP_EV_BEGIN &&
-				    !(flags & RUN_ODD)) {
-					uint32_t dp = flags & RP_SPAN_DEPTH ? p->depth : RP_NONE;
+				if (__builtin_expect(t < t_end && t >= p[-1].ts, 1)) {
+					ts = rc.base + ((t * rc.m + rc.c) >> rc.s);
+				} else {
+					/* the time of the record before, in order */
+					uint64_t t1 = p > p0 ? rp_ticks_to_ns(&clk, p[-1].ts) : tm;
 
-					if (kind == RP_EV_BEGIN) {
-						if (rp_track_push_thread(&e->tracks, k, name, ts,
-									 p->arg, dp, &s->counts)) {
-							tm = ts;
-							continue;
-						}
-					} else if (rp_track_pop_thread(&e->tracks, k, name, ts, dp,
-								       &s->counts)) {
+					ts = rp_ticks_to_ns(&clk, t);
+					/* t1 <= ts <= bound (t1 <= bound), in one compare */
+					if (ts - t1 > bound - t1)
+						break;
+					/* every record taken in [t0, t0 + dmax]: the next
+					 * one's ticks, not below this one's, then convert */
+					if (t - rc.t0 > rc.dmax) {
+						ring_clock_at(&rc, &clk, t);
+						t_hi = ring_clock_hi(&rc, bound);
+					}
+					t_end = t_hi + 1u;
+				}
+				/* the common record (the stack machine's thread path
+				 * says whether it is one): a BEGIN or END with its depth
+				 * and no odd flag, kind and flags in one compare each */
+				if (kf == RING_KF_BEGIN) {
+					if (rp_track_push_thread(&e->tracks, k, name, ts, p->arg,
+								 p->depth, &s->counts)) {
+						continue;
+					}
+				} else if (kf == RING_KF_END) {
+					if (rp_track_pop_thread(&e->tracks, k, name, ts, p->depth,
+								&s->counts)) {
 						rp_device_track_end(e->dev, tr, k->depth);
-						tm = ts;
 						continue;
 					}
 				}
 				/* any other: as slice_take() and rp_engine_event_at() */
-				if (kind == RP_EV_THREAD || kind == RP_EV_SUMMARY_DATA)
-					break;
 				x = *p;
+				if (x.kind == RP_EV_THREAD || x.kind == RP_EV_SUMMARY_DATA)
+					break;
 				x.ts = ts;
 				x.name = name;
-				if (kind == RP_EV_END && (flags & RP_SPAN_SELF))
+				if (x.kind == RP_EV_END && (x.flags & RP_SPAN_SELF))
 					x.arg = rp_ticks_len_ns(&clk, x.arg);
 				dispatch(e, s, src, thread, &x, hint);
-				tm = ts;
 			}
 			i += (uint32_t)(p - p0);
 			wrap = p == end && i < n; /* the rest from the ring's start */
+			if (p > p0) /* the time of the last record processed */
+				tm = rp_ticks_to_ns(&clk, p[-1].ts);
 		}
 		if (i > fast) {
 			s->rep.events += i - fast; /* what rp_engine_event_at() would count */
