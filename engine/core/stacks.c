@@ -153,26 +153,28 @@ static bool grow(struct rp_track *t, uint32_t max_depth)
 }
 
 /* Pushes a frame on @k, which has room; @thread: k is known to be a thread track
- * (no request). */
+ * (no request). The depth is read once into a local: the frame's and the row's
+ * stores could otherwise alias k->depth and have it read back. */
 static inline __attribute__((always_inline)) void push_frame(struct rp_tracks *ts,
 							     struct rp_track *k, uint32_t name,
 							     uint64_t t, uint64_t span,
 							     struct rp_counts *c, bool thread)
 {
-	uint32_t parent = k->depth ? k->f[k->depth - 1].node : 0;
+	const uint32_t d = k->depth;
+	struct rp_frame *f = &k->f[d];
+	uint32_t parent = d ? f[-1].node : 0;
 	bool folded;
 
 	/* up = RP_NONE: a tree span mixed in later never walks into this frame. */
-	k->f[k->depth++] = (struct rp_frame){ .start = t, .span = span, .name = name,
-					      .node = rp_stats_child(ts->stats, parent, name,
-								     &folded),
-					      .up = RP_NONE };
+	*f = (struct rp_frame){ .start = t, .span = span, .name = name,
+				.node = rp_stats_child(ts->stats, parent, name, &folded),
+				.up = RP_NONE };
+	k->depth = d + 1;
 	ts->stats->fn[name].started++;
 	if (folded)
 		c->anomalies[RP_ANOM_CCT_CAP]++;
 	if (thread || ts->sinks) /* the thread paths are the engine's: sinks set */
-		rp_spans_open(ts->sinks, name, k->depth - 1, t,
-			      !thread && rp_is_request(k, k->depth - 1));
+		rp_spans_open(ts->sinks, name, d, t, !thread && rp_is_request(k, d));
 }
 
 /* Pushes a frame, or counts a BEGIN past the depth cap. */
@@ -417,12 +419,12 @@ bool rp_track_push_thread(struct rp_tracks *ts, struct rp_track *k, uint32_t nam
 bool rp_track_pop_thread(struct rp_tracks *ts, struct rp_track *k, uint32_t name, uint64_t t,
 			 uint32_t depth, struct rp_counts *c)
 {
-	uint32_t d = k->depth;
+	const uint32_t d = k->depth;
 	const struct rp_frame *f = &k->f[d - 1];
 
 	/* (no self time nor error is pending between records: span_end() and
 	 * child_end() set and clear them around the one record they are for) */
-	if (d == 0 || k->skipped || depth < d - 1 || f->name != name || f->lost)
+	if (d == 0 || (k->skipped | (depth < d - 1)) || f->name != name || f->lost)
 		return false;
 	pop_inline(ts, k, t, c, true, NULL, false, true);
 	return true;
