@@ -33,6 +33,8 @@ struct rp_fn_stats {
 				   to (0: none yet): a callee mostly has the caller it had */
 	uint32_t node_hint;	/* index + 1 of the CCT node of this name its last begin
 				   went to, unfolded (0: none yet): mostly the same parent */
+	uint32_t node_hint2;	/* ... the one before it, in the row's padding: a name
+				   called from two places in turn (a recursion) hits too */
 };
 
 struct rp_edge_stats {
@@ -97,16 +99,25 @@ static inline uint32_t rp_stats_child(struct rp_stats *s, uint32_t parent, uint3
 				      bool *folded)
 {
 	struct rp_fn_stats *f = &s->fn[name];
-	uint32_t j = f->node_hint;
+	uint32_t j = f->node_hint, j2;
 
 	*folded = false;
 	if (j != 0 && s->nodes[j - 1].parent == parent)
 		return j - 1;
+	/* the hint before it: the two swap, the newest first */
+	j2 = f->node_hint2;
+	if (j2 != 0 && s->nodes[j2 - 1].parent == parent) {
+		f->node_hint2 = j;
+		f->node_hint = j2;
+		return j2 - 1;
+	}
 	j = s->node_index[rp_stats_mix(parent, name) & s->node_mask];
 	if (j == UINT32_MAX || s->nodes[j].parent != parent || s->nodes[j].name != name)
 		j = rp_stats_child_slow(s, parent, name, folded);
-	if (!*folded)
+	if (!*folded) {
+		f->node_hint2 = f->node_hint;
 		f->node_hint = j + 1;
+	}
 	return j;
 }
 
