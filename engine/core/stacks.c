@@ -223,7 +223,11 @@ static inline __attribute__((always_inline)) void pop_inline(struct rp_tracks *t
 		f->child_ns = dur - call.self_ns;
 	}
 
-	for (uint32_t i = 0; i < k->depth && call.primitive; i++)
+	/* the parent first: it is loaded already (the caller), and a recursion's
+	 * is mostly its own name */
+	if (k->depth && call.caller == call.name)
+		call.primitive = false;
+	for (uint32_t i = 0; i + 1 < k->depth && call.primitive; i++)
 		call.primitive = k->f[i].name != f->name;
 	/* off_ns shares its place with busy_since: only thread frames have one
 	 * (@thread: k is known to be a thread track) */
