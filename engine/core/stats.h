@@ -31,8 +31,9 @@ struct rp_fn_stats {
 	bool milestone;		/* a request milestone's name (marks.h), not a span's */
 	uint32_t edge_hint;	/* index + 1 of the edge its last call from a caller went
 				   to (0: none yet): a callee mostly has the caller it had */
-	uint32_t node_hint;	/* index + 1 of the CCT node of this name its last begin
-				   went to, unfolded (0: none yet): mostly the same parent */
+	uint32_t node_hint;	/* the CCT node of this name its last begin went to,
+				   unfolded (0: none yet, the root, which is no node's child
+				   so never matches): mostly the same parent */
 	uint32_t node_hint2;	/* ... the one before it, in the row's padding: a name
 				   called from two places in turn (a recursion) hits too */
 };
@@ -102,21 +103,21 @@ static inline uint32_t rp_stats_child(struct rp_stats *s, uint32_t parent, uint3
 	uint32_t j = f->node_hint, j2;
 
 	*folded = false;
-	if (j != 0 && s->nodes[j - 1].parent == parent)
-		return j - 1;
+	if (s->nodes[j].parent == parent)
+		return j;
 	/* the hint before it: the two swap, the newest first */
 	j2 = f->node_hint2;
-	if (j2 != 0 && s->nodes[j2 - 1].parent == parent) {
+	if (s->nodes[j2].parent == parent) {
 		f->node_hint2 = j;
 		f->node_hint = j2;
-		return j2 - 1;
+		return j2;
 	}
 	j = s->node_index[rp_stats_mix(parent, name) & s->node_mask];
 	if (j == UINT32_MAX || s->nodes[j].parent != parent || s->nodes[j].name != name)
 		j = rp_stats_child_slow(s, parent, name, folded);
 	if (!*folded) {
 		f->node_hint2 = f->node_hint;
-		f->node_hint = j + 1;
+		f->node_hint = j;
 	}
 	return j;
 }
