@@ -165,10 +165,18 @@ static inline __attribute__((always_inline)) void push_frame(struct rp_tracks *t
 	uint32_t parent = d ? f[-1].node : 0;
 	bool folded;
 
-	/* up = RP_NONE: a tree span mixed in later never walks into this frame. */
-	*f = (struct rp_frame){ .start = t, .span = span, .name = name,
-				.node = rp_stats_child(ts->stats, parent, name, &folded),
-				.up = RP_NONE };
+	/* Field by field: a compound literal is zeroed whole, then written over. up =
+	 * RP_NONE: a tree span mixed in later never walks into this frame. */
+	f->start = t;
+	f->child_ns = 0;
+	f->span = span;
+	f->name = name;
+	f->node = rp_stats_child(ts->stats, parent, name, &folded);
+	f->up = RP_NONE;
+	f->kids = 0;
+	f->lost = 0;
+	f->off_ns = 0;
+	f->off_self = 0;
 	k->depth = d + 1;
 	ts->stats->fn[name].started++;
 	if (folded)
