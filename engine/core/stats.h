@@ -91,11 +91,11 @@ static inline uint32_t rp_stats_mix(uint32_t a, uint32_t b)
 	return (uint32_t)(k >> 32);
 }
 
-/* The child of CCT node @parent for @name: the node the name's last begin went to
- * when its parent is the same (nodes are never removed and a (parent, name) pair has
- * one node, which the hint only ever names for that name: the same answer), else
- * found at its home slot inline, else (a longer probe, a new node, the cap) in
- * stats.c; an unfolded answer is remembered. */
+/* The child of CCT node @parent for @name: one of the two nodes the name's last
+ * begins went to when its parent is the same (nodes are never removed and a (parent,
+ * name) pair has one node, which the hints only ever name for that name: the same
+ * answer), else found at its home slot inline, else (a longer probe, a new node, the
+ * cap) in stats.c; an unfolded answer is remembered. */
 static inline uint32_t rp_stats_child(struct rp_stats *s, uint32_t parent, uint32_t name,
 				      bool *folded)
 {
