@@ -244,6 +244,56 @@ static void test_engine_matches_bruteforce_oracle(void **state)
 }
 
 /*
+ * A pop decides "primitive" from the parent's name first (a direct recursion), then
+ * walks the frames below the parent: recursions of every shape on one thread, direct
+ * (a > a), through one other name (a > b > a), through two (a > b > c > a), below a
+ * direct one (b > a > a > b), nested twice (a > a > a), a name open twice below a
+ * parent of another name (a > a > b > a), against the oracle's ancestor walk (every
+ * name is called: the report lists only those).
+ */
+static void test_engine_primitive_recursion_shapes(void **state)
+{
+	static const char *const shapes[] = { "a", "aa", "aba", "abca", "baab", "aaa",
+					      "aaba", "cbacba", "ab", "abab", "defd", "fe" };
+	static uint64_t ecalls[NAMES][NAMES], ecum[NAMES][NAMES];
+	struct oracle_fn want[NAMES];
+	struct rp_engine *e;
+	struct rp_report r;
+	uint32_t ids[NAMES];
+	uint64_t order = 0, t = 1000;
+	int src;
+
+	(void)state;
+	nspans = 0;
+	nevs = 0;
+	/* each shape a chain of nested spans, each one 7 ns inside its parent */
+	for (size_t k = 0; k < sizeof(shapes) / sizeof(shapes[0]); k++) {
+		int first = nspans, n = (int)strlen(shapes[k]);
+
+		for (int i = 0; i < n; i++, nspans++)
+			spans[nspans] = (struct span){ t + 7 * (uint64_t)i,
+						       t + 1000 - 7 * (uint64_t)i,
+						       (uint32_t)(shapes[k][i] - 'a'),
+						       i ? nspans - 1 : -1, 1, false };
+		dfs_events(first, &order);
+		t += 2000;
+	}
+	qsort(evs, (size_t)nevs, sizeof(evs[0]), cmp_gev);
+	oracle(want, ecalls, ecum);
+	assert_int_equal(want[0].calls, 20);
+	assert_int_equal(want[0].prim, 10); /* one per shape holding an "a" */
+	assert_int_equal(rp_engine_open(NULL, &e), 0);
+	src = rp_engine_add_source(e, "test", 1, 0);
+	for (int i = 0; i < NAMES; i++)
+		ids[i] = rp_engine_name(e, (uint32_t)src, names[i], "CAT", "f.c", (uint32_t)i);
+	feed(e, src, ids);
+	assert_int_equal(rp_engine_report(e, &r), 0);
+	check_oracle(&r, want, ecalls, ecum, 1);
+	rp_report_free(&r);
+	rp_engine_close(e);
+}
+
+/*
  * rp_engine_event_at(): a hint per caller thread is only ever a guess. Two sources
  * are fed the same workload, record by record interleaved, with hints that are
  * wrong in every way a hint can be: one per thread id shared by both sources (so
@@ -562,6 +612,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_engine_matches_bruteforce_oracle),
+		cmocka_unit_test(test_engine_primitive_recursion_shapes),
 		cmocka_unit_test(test_engine_hints_are_only_guesses),
 		cmocka_unit_test(test_engine_end_mismatch_truncates_above),
 		cmocka_unit_test(test_engine_depth_cap),

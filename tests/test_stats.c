@@ -90,10 +90,62 @@ static void test_stats_child_matches_search(void **state)
 	rp_stats_free(&s);
 }
 
+/*
+ * The two hints of a name's row: a name begun under two parents in turn (a recursion)
+ * finds each node from the hints, the newer first (they swap), a third parent pushes
+ * the older out, and the root (an unset hint) is never taken for a node. Every
+ * answer against the oracle, every hint against the nodes it must name.
+ */
+static void test_stats_child_hints_in_turn(void **state)
+{
+	enum { NAMES = 8, MAX_NODES = 64 };
+	static struct pair p[2 * MAX_NODES];
+	struct rp_stats s;
+	uint32_t n = 1, a, b, c, x;
+	bool f_got, f_want;
+
+	(void)state;
+	assert_int_equal(rp_stats_init(&s, NAMES, MAX_NODES), 0);
+	p[0] = (struct pair){ UINT32_MAX, UINT32_MAX };
+	/* an unset hint (0, the root) under the root: made, not the root */
+	a = rp_stats_child(&s, 0, 1, &f_got);
+	assert_int_equal(a, oracle_child(p, &n, MAX_NODES, 0, 1, &f_want));
+	assert_int_equal(a, 1);
+	assert_int_equal(s.fn[1].node_hint, a);
+	assert_int_equal(s.fn[1].node_hint2, 0);
+	b = rp_stats_child(&s, a, 1, &f_got); /* 1 > 1 */
+	assert_int_equal(b, oracle_child(p, &n, MAX_NODES, a, 1, &f_want));
+	assert_int_equal(s.fn[1].node_hint, b);
+	assert_int_equal(s.fn[1].node_hint2, a);
+	for (int i = 0; i < 6; i++) { /* in turn: each from a hint, the newest first */
+		uint32_t parent = i % 2 ? a : 0, want = i % 2 ? b : a;
+
+		x = rp_stats_child(&s, parent, 1, &f_got);
+		assert_int_equal(x, oracle_child(p, &n, MAX_NODES, parent, 1, &f_want));
+		assert_int_equal(x, want);
+		assert_false(f_got);
+		assert_int_equal(s.fn[1].node_hint, want);
+		assert_int_equal(s.fn[1].node_hint2, i % 2 ? a : b);
+	}
+	assert_int_equal(s.n_nodes, 3);
+	c = rp_stats_child(&s, 0, 2, &f_got); /* a third parent for name 1 */
+	assert_int_equal(c, oracle_child(p, &n, MAX_NODES, 0, 2, &f_want));
+	x = rp_stats_child(&s, c, 1, &f_got);
+	assert_int_equal(x, oracle_child(p, &n, MAX_NODES, c, 1, &f_want));
+	assert_int_equal(s.fn[1].node_hint, x);
+	assert_int_equal(s.fn[1].node_hint2, b);
+	x = rp_stats_child(&s, 0, 1, &f_got); /* pushed out: found by the index */
+	assert_int_equal(x, a);
+	assert_int_equal(s.fn[1].node_hint, a);
+	assert_int_equal(s.n_nodes, n);
+	rp_stats_free(&s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_stats_child_matches_search),
+		cmocka_unit_test(test_stats_child_hints_in_turn),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

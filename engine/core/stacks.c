@@ -153,26 +153,36 @@ static bool grow(struct rp_track *t, uint32_t max_depth)
 }
 
 /* Pushes a frame on @k, which has room; @thread: k is known to be a thread track
- * (no request). */
+ * (no request). The depth is read once into a local: the frame's and the row's
+ * stores could otherwise alias k->depth and have it read back. */
 static inline __attribute__((always_inline)) void push_frame(struct rp_tracks *ts,
 							     struct rp_track *k, uint32_t name,
 							     uint64_t t, uint64_t span,
 							     struct rp_counts *c, bool thread)
 {
-	uint32_t parent = k->depth ? k->f[k->depth - 1].node : 0;
+	const uint32_t d = k->depth;
+	struct rp_frame *f = &k->f[d];
+	uint32_t parent = d ? f[-1].node : 0;
 	bool folded;
 
-	/* up = RP_NONE: a tree span mixed in later never walks into this frame. */
-	k->f[k->depth++] = (struct rp_frame){ .start = t, .span = span, .name = name,
-					      .node = rp_stats_child(ts->stats, parent, name,
-								     &folded),
-					      .up = RP_NONE };
+	/* Field by field: a compound literal is zeroed whole, then written over. up =
+	 * RP_NONE: a tree span mixed in later never walks into this frame. */
+	f->start = t;
+	f->child_ns = 0;
+	f->span = span;
+	f->name = name;
+	f->node = rp_stats_child(ts->stats, parent, name, &folded);
+	f->up = RP_NONE;
+	f->kids = 0;
+	f->lost = 0;
+	f->off_ns = 0;
+	f->off_self = 0;
+	k->depth = d + 1;
 	ts->stats->fn[name].started++;
 	if (folded)
 		c->anomalies[RP_ANOM_CCT_CAP]++;
 	if (thread || ts->sinks) /* the thread paths are the engine's: sinks set */
-		rp_spans_open(ts->sinks, name, k->depth - 1, t,
-			      !thread && rp_is_request(k, k->depth - 1));
+		rp_spans_open(ts->sinks, name, d, t, !thread && rp_is_request(k, d));
 }
 
 /* Pushes a frame, or counts a BEGIN past the depth cap. */
@@ -221,7 +231,11 @@ static inline __attribute__((always_inline)) void pop_inline(struct rp_tracks *t
 		f->child_ns = dur - call.self_ns;
 	}
 
-	for (uint32_t i = 0; i < k->depth && call.primitive; i++)
+	/* the parent first: it is loaded already (the caller), and a recursion's
+	 * is mostly its own name */
+	if (k->depth && call.caller == call.name)
+		call.primitive = false;
+	for (uint32_t i = 0; i + 1 < k->depth && call.primitive; i++)
 		call.primitive = k->f[i].name != f->name;
 	/* off_ns shares its place with busy_since: only thread frames have one
 	 * (@thread: k is known to be a thread track) */
@@ -417,12 +431,12 @@ bool rp_track_push_thread(struct rp_tracks *ts, struct rp_track *k, uint32_t nam
 bool rp_track_pop_thread(struct rp_tracks *ts, struct rp_track *k, uint32_t name, uint64_t t,
 			 uint32_t depth, struct rp_counts *c)
 {
-	uint32_t d = k->depth;
+	const uint32_t d = k->depth;
 	const struct rp_frame *f = &k->f[d - 1];
 
 	/* (no self time nor error is pending between records: span_end() and
 	 * child_end() set and clear them around the one record they are for) */
-	if (d == 0 || k->skipped || depth < d - 1 || f->name != name || f->lost)
+	if (d == 0 || (k->skipped | (depth < d - 1)) || f->name != name || f->lost)
 		return false;
 	pop_inline(ts, k, t, c, true, NULL, false, true);
 	return true;

@@ -31,8 +31,11 @@ struct rp_fn_stats {
 	bool milestone;		/* a request milestone's name (marks.h), not a span's */
 	uint32_t edge_hint;	/* index + 1 of the edge its last call from a caller went
 				   to (0: none yet): a callee mostly has the caller it had */
-	uint32_t node_hint;	/* index + 1 of the CCT node of this name its last begin
-				   went to, unfolded (0: none yet): mostly the same parent */
+	uint32_t node_hint;	/* the CCT node of this name its last begin went to,
+				   unfolded (0: none yet, the root, which is no node's child
+				   so never matches): mostly the same parent */
+	uint32_t node_hint2;	/* ... the one before it, in the row's padding: a name
+				   called from two places in turn (a recursion) hits too */
 };
 
 struct rp_edge_stats {
@@ -88,25 +91,34 @@ static inline uint32_t rp_stats_mix(uint32_t a, uint32_t b)
 	return (uint32_t)(k >> 32);
 }
 
-/* The child of CCT node @parent for @name: the node the name's last begin went to
- * when its parent is the same (nodes are never removed and a (parent, name) pair has
- * one node, which the hint only ever names for that name: the same answer), else
- * found at its home slot inline, else (a longer probe, a new node, the cap) in
- * stats.c; an unfolded answer is remembered. */
+/* The child of CCT node @parent for @name: one of the two nodes the name's last
+ * begins went to when its parent is the same (nodes are never removed and a (parent,
+ * name) pair has one node, which the hints only ever name for that name: the same
+ * answer), else found at its home slot inline, else (a longer probe, a new node, the
+ * cap) in stats.c; an unfolded answer is remembered. */
 static inline uint32_t rp_stats_child(struct rp_stats *s, uint32_t parent, uint32_t name,
 				      bool *folded)
 {
 	struct rp_fn_stats *f = &s->fn[name];
-	uint32_t j = f->node_hint;
+	uint32_t j = f->node_hint, j2;
 
 	*folded = false;
-	if (j != 0 && s->nodes[j - 1].parent == parent)
-		return j - 1;
+	if (s->nodes[j].parent == parent)
+		return j;
+	/* the hint before it: the two swap, the newest first */
+	j2 = f->node_hint2;
+	if (s->nodes[j2].parent == parent) {
+		f->node_hint2 = j;
+		f->node_hint = j2;
+		return j2;
+	}
 	j = s->node_index[rp_stats_mix(parent, name) & s->node_mask];
 	if (j == UINT32_MAX || s->nodes[j].parent != parent || s->nodes[j].name != name)
 		j = rp_stats_child_slow(s, parent, name, folded);
-	if (!*folded)
-		f->node_hint = j + 1;
+	if (!*folded) {
+		f->node_hint2 = f->node_hint;
+		f->node_hint = j;
+	}
 	return j;
 }
 
