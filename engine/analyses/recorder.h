@@ -85,15 +85,15 @@ struct rp_recorder {
 	 * what was reported, not what was recorded. */
 	struct rp_rec_numbering *numbering;
 	struct rp_rec_span *spans;
-	uint32_t max_spans;
-	uint64_t n_spans;   /* spans ever recorded */
 	struct rp_rec_span *span_next; /* the next slot, spans + n_spans % max_spans; NULL
 					  when none is kept (max_spans 0) */
 	struct rp_rec_span *span_end;  /* spans + max_spans */
+	uint32_t max_spans;
+	uint64_t n_spans;   /* spans ever recorded */
 	struct rp_rec_sample *samples;
 	uint32_t max_samples;
-	uint64_t n_samples;
 	uint32_t sample_head;	     /* the next slot = n_samples % max_samples */
+	uint64_t n_samples;
 	struct rp_rec_label *labels; /* open addressing on (src, track) */
 	uint32_t labels_mask, n_labels, max_labels;
 	uint64_t labels_dropped;
