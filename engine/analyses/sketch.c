@@ -158,7 +158,7 @@ static double multiplier_for(double alpha)
  * computed argument (e + P(m)) M, below 2300, is within 1e-12 of the exact one, which
  * grows by at least 25 per unit of m, so outside about 200 ulps of m of a boundary
  * both floor alike. The table is checked over 64 ulps either side of every thr when
- * made (else it is not used), and test_sketch_index_table checks 4096 either side.
+ * made (else it is not used), and test_sketch_index_table checks 1024 either side.
  */
 #define IX_SUB	  6
 #define IX_SHIFT  (52 - IX_SUB)
