@@ -794,6 +794,81 @@ static void test_sketch_add_ns_equals_add(void **state)
 	}
 }
 
+/* Doubles x in [1, 2^64) with index(x) == index(@lo) and index(next up) > it, by
+ * bisection on the bits (positive doubles order as their bits): the boundary after
+ * @lo, when one lies in [@lo, @hi]. */
+static uint64_t boundary_in(const struct rp_sketch *s, uint64_t lo, uint64_t hi)
+{
+	int32_t base = rp_sketch_index(s, from_bits(lo));
+
+	while (hi - lo > 1) {
+		uint64_t m = lo + (hi - lo) / 2;
+
+		if (rp_sketch_index(s, from_bits(m)) > base)
+			hi = m;
+		else
+			lo = m;
+	}
+	return hi;
+}
+
+/* Every double within @w of bits @c: rp_sketch_index_ns() (the table) == rp_sketch_index()
+ * (the cubic); @return the doubles compared. */
+static uint64_t same_index_around(const struct rp_sketch *s, uint64_t c, uint64_t w)
+{
+	uint64_t lo = to_bits(1.0), hi = to_bits(0x1p64), n = 0;
+
+	for (uint64_t b = c > lo + w ? c - w : lo; b < c + w && b < hi; b++, n++)
+		if (rp_sketch_index_ns(s, from_bits(b)) != rp_sketch_index(s, from_bits(b)))
+			fail_msg("double %a: index %d by table, %d by the cubic", from_bits(b),
+				 rp_sketch_index_ns(s, from_bits(b)), rp_sketch_index(s, from_bits(b)));
+	return n;
+}
+
+/* rp_sketch_add_ns() finds a duration's bucket in a table at the engine's alpha: the
+ * same index as the cubic for every double in [1, 2^64). Checked exhaustively over
+ * 1024 doubles either side of every bucket boundary there (found by bisection of the
+ * cubic itself, independently of the table) and of every power of two, where the
+ * table's keys change, over every integer up to 2^20, and at random; the boundaries
+ * found are the buckets of the range, one by one. Other alphas use the cubic. */
+static void test_sketch_index_table(void **state)
+{
+	const uint64_t w = 1024, key = UINT64_C(1) << 46; /* the table's key: 6 bits of m */
+	struct rp_sketch s, o;
+	uint64_t n = 0;
+	int32_t last;
+
+	(void)state;
+	assert_int_equal(rp_sketch_init(&s, RP_SKETCH_ALPHA), 0);
+	assert_true(s.ix_table);
+	last = rp_sketch_index(&s, 1.0);
+	for (uint64_t lo = to_bits(1.0); lo < to_bits(0x1p64); lo += key) {
+		uint64_t hi = lo + key - 1;
+		int32_t a = rp_sketch_index(&s, from_bits(lo)), b = rp_sketch_index(&s, from_bits(hi));
+
+		assert_true(a == last || a == last + 1); /* no bucket skipped */
+		assert_true(b == a || b == a + 1);	  /* at most one boundary per key */
+		if (lo % (UINT64_C(1) << 52) == 0)
+			n += same_index_around(&s, lo, w); /* a power of two */
+		if (b > a)
+			n += same_index_around(&s, boundary_in(&s, lo, hi), w);
+		last = b;
+	}
+	for (uint64_t v = 1; v <= (1u << 20); v++, n++)
+		assert_int_equal(rp_sketch_index_ns(&s, (double)v), rp_sketch_index(&s, (double)v));
+	rng = 0x1d5;
+	for (int i = 0; i < 200000; i++, n++) {
+		double x = from_bits(to_bits(1.0) + rnd() % (to_bits(0x1p64) - to_bits(1.0)));
+
+		assert_int_equal(rp_sketch_index_ns(&s, x), rp_sketch_index(&s, x));
+	}
+	assert_true(n > 4000000);
+	assert_int_equal(rp_sketch_init(&o, 0.05), 0);
+	assert_false(o.ix_table);
+	rp_sketch_fini(&s);
+	rp_sketch_fini(&o);
+}
+
 /* rp_sketch_add_ns2(a, b, ns) leaves a and b as rp_sketch_add_ns(a, ns) then
  * rp_sketch_add_ns(b, ns) do: the same alpha (one index for both) and different
  * ones, small caps so that stores widen, collapse and drop, and 0, 2^64 - 1 and
@@ -1355,6 +1430,7 @@ int main(void)
 		cmocka_unit_test(test_sketch_non_finite_and_tiny),
 		cmocka_unit_test(test_sketch_add_n_equals_repeated_add),
 		cmocka_unit_test(test_sketch_add_ns_equals_add),
+		cmocka_unit_test(test_sketch_index_table),
 		cmocka_unit_test(test_sketch_add_ns2_equals_add_ns),
 		cmocka_unit_test(test_sketch_add_ns_integer_sum),
 		cmocka_unit_test(test_sketch_reset_keeps_memory),

@@ -393,6 +393,19 @@ void rp_analyses_close_batch(struct rp_analyses *a, const struct rp_span_info *s
 		rp_analyses_close(a, &sp[i]);
 }
 
+void rp_analyses_close_new(struct rp_analyses *a, const struct rp_span_info *sp, uint32_t ci)
+{
+	struct rp_window *w0 = &a->win.w[0];
+	struct rp_wentry *e = rp_window_insert(&a->win, w0, sp->name);
+
+	if (e == NULL)
+		e = rp_analyses_evict(a, sp->name);
+	if (e != NULL)
+		rp_analyses_entry_add(w0->cs, e, sp, ci);
+	else
+		rp_analyses_close_overflow(a, sp, ci);
+}
+
 void rp_analyses_close_overflow(struct rp_analyses *a, const struct rp_span_info *sp,
 				uint32_t ci)
 {

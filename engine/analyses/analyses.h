@@ -197,11 +197,16 @@ rp_analyses_close_overflow(struct rp_analyses *a, const struct rp_span_info *sp,
 __attribute__((noinline)) struct rp_wentry *rp_analyses_evict(struct rp_analyses *a,
 							      uint32_t name);
 
+/* The out-of-line calls below take a copy of the span made on their own path, so
+ * that the span a close is given need not live in memory on the common path. */
 static inline void rp_analyses_offer_slow(struct rp_slowest *sl, const struct rp_span_info *sp,
 					  uint32_t ci, uint32_t level, bool known)
 {
-	if (sp->end - sp->start >= sl->floor_ns)
-		rp_analyses_keep_slow(sl, sp, ci, level, known); /* else: not among them */
+	if (sp->end - sp->start >= sl->floor_ns) {
+		struct rp_span_info c = *sp;
+
+		rp_analyses_keep_slow(sl, &c, ci, level, known); /* else: not among them */
+	}
 }
 
 /*
@@ -239,37 +244,54 @@ static inline bool rp_analyses_close_sweeps(struct rp_analyses *a, const struct 
 	return known;
 }
 
+/* A span of category @ci into its name's entry @e of the finest sub-window @cs. */
+static inline void rp_analyses_entry_add(struct rp_wslot *cs, struct rp_wentry *e,
+					 const struct rp_span_info *sp, uint32_t ci)
+{
+	uint64_t dur = sp->end - sp->start;
+
+	e->cat = ci;
+	if (++e->calls == 2 || e->imp) /* no longer an eviction candidate */
+		rp_wslot_settle(cs, e);
+	e->self_ns += sp->self_ns;
+	e->cum_ns += dur & -(uint64_t)sp->primitive; /* dur if primitive, no branch */
+	e->total_ns += dur;
+	rp_sketch_add_ns(&e->dur, dur);
+}
+
+/* A name with no entry in the finest sub-window yet (analyses.c): one made, one
+ * evicted for it, or its span to the overflow. */
+__attribute__((noinline)) void rp_analyses_close_new(struct rp_analyses *a,
+						     const struct rp_span_info *sp, uint32_t ci);
+
 /*
  * Its second part: its duration into its name's entry of the finest sub-window (or
  * the all-time figures without windows), and the slowest list; @ci, @level and
- * @known as rp_analyses_close_sweeps() gave them.
+ * @known as rp_analyses_close_sweeps() gave them. A name's entry already made (its
+ * tag of this sub-window's generation, as rp_window_entry() finds it) is the path
+ * kept in line.
  */
 static inline void rp_analyses_close_entry(struct rp_analyses *a, const struct rp_span_info *sp,
 					   uint32_t ci, uint32_t level, bool known)
 {
-	uint32_t name = sp->name;
-	uint64_t dur = sp->end - sp->start;
-	struct rp_wentry *e;
+	struct rp_window *w0 = &a->win.w[0];
+	uint64_t tag;
 
 	if (__builtin_expect(a->win.n == 0, 0)) {
-		rp_analyses_close_direct(a, sp, ci, level, known);
+		struct rp_span_info c = *sp;
+
+		rp_analyses_close_direct(a, &c, ci, level, known);
 		return;
 	}
-	e = rp_window_entry(&a->win, &a->win.w[0], name);
-	if (e == NULL)
-		e = rp_analyses_evict(a, name);
-	if (e != NULL) {
-		e->cat = ci;
-		if (++e->calls == 2 || e->imp) /* no longer an eviction candidate */
-			rp_wslot_settle(a->win.w[0].cs, e);
-		e->self_ns += sp->self_ns;
-		e->cum_ns += dur & -(uint64_t)sp->primitive; /* dur if primitive, no branch */
-		e->total_ns += dur;
-		rp_sketch_add_ns(&e->dur, dur);
+	tag = w0->tag[sp->name];
+	if (__builtin_expect((uint32_t)(tag >> 32) == w0->gen, 1)) {
+		rp_analyses_entry_add(w0->cs, &w0->cs->e[(uint32_t)tag], sp, ci);
 	} else {
-		rp_analyses_close_overflow(a, sp, ci);
+		struct rp_span_info c = *sp;
+
+		rp_analyses_close_new(a, &c, ci);
 	}
-	rp_analyses_offer_slow(&a->win.w[0].cs->slow, sp, ci, level, known);
+	rp_analyses_offer_slow(&w0->cs->slow, sp, ci, level, known);
 }
 
 /*

@@ -60,6 +60,8 @@ int rp_recorder_init(struct rp_recorder *r, uint32_t max_spans, uint32_t max_sam
 		rp_recorder_fini(r);
 		return -ENOMEM;
 	}
+	r->span_next = max_spans ? r->spans : NULL;
+	r->span_end = r->spans + max_spans;
 	for (uint32_t i = 0; i < slots; i++)
 		r->labels[i] = (struct rp_rec_label){ .src = UINT32_MAX };
 	r->labels_mask = slots - 1;

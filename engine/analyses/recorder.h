@@ -39,10 +39,27 @@ struct rp_rec_span {
 	uint64_t track; /* thread track id, or the async track id */
 	uint64_t step;	/* step ordinal + 1 (steps.h); 0 if not a step */
 	uint32_t name, src;
-	uint16_t depth; /* 0 = a root of its track (capped at 65535) */
-	uint8_t kind;	/* enum rp_track_kind */
-	uint8_t pad[5];
+	union {
+		struct {
+			uint16_t depth; /* 0 = a root of its track (capped at 65535) */
+			uint8_t kind;	/* enum rp_track_kind */
+			uint8_t pad[5];
+		};
+		uint64_t depth_kind; /* the three at once: rp_rec_depth_kind() */
+	};
 };
+
+/* depth (capped) and kind as depth_kind holds them, the pad zero: one store. */
+static inline uint64_t rp_rec_depth_kind(uint32_t depth, uint8_t kind)
+{
+	uint64_t d = depth > UINT16_MAX ? UINT16_MAX : depth;
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	return d << 48 | (uint64_t)kind << 40;
+#else
+	return d | (uint64_t)kind << 16;
+#endif
+}
 
 struct rp_rec_sample {
 	uint64_t ts;
@@ -68,13 +85,15 @@ struct rp_recorder {
 	 * what was reported, not what was recorded. */
 	struct rp_rec_numbering *numbering;
 	struct rp_rec_span *spans;
+	struct rp_rec_span *span_next; /* the next slot, spans + n_spans % max_spans; NULL
+					  when none is kept (max_spans 0) */
+	struct rp_rec_span *span_end;  /* spans + max_spans */
 	uint32_t max_spans;
 	uint64_t n_spans;   /* spans ever recorded */
-	uint32_t span_head; /* the next slot = n_spans % max_spans */
 	struct rp_rec_sample *samples;
 	uint32_t max_samples;
-	uint64_t n_samples;
 	uint32_t sample_head;	     /* the next slot = n_samples % max_samples */
+	uint64_t n_samples;
 	struct rp_rec_label *labels; /* open addressing on (src, track) */
 	uint32_t labels_mask, n_labels, max_labels;
 	uint64_t labels_dropped;
@@ -93,35 +112,28 @@ int rp_recorder_init(struct rp_recorder *r, uint32_t max_spans, uint32_t max_sam
 		     uint32_t max_labels);
 void rp_recorder_fini(struct rp_recorder *r);
 
-/* A completed span (hot path: one store). */
-static inline void rp_recorder_span(struct rp_recorder *r, const struct rp_rec_span *s)
-{
-	if (r->max_spans == 0) {
-		r->n_spans++;
-		return;
-	}
-	r->spans[r->span_head] = *s; /* no division on the hot path */
-	if (++r->span_head == r->max_spans)
-		r->span_head = 0;
-	r->n_spans++;
-}
-
-/* A counter sample (hot path: one store). */
 /* The slot the next span goes to, counted as recorded: the caller fills it in
  * place (every field, pad included); NULL when no span is kept. */
 static inline struct rp_rec_span *rp_recorder_span_slot(struct rp_recorder *r)
 {
-	struct rp_rec_span *s;
+	struct rp_rec_span *s = r->span_next; /* no index, no division on the hot path */
 
 	r->n_spans++;
-	if (r->max_spans == 0)
-		return NULL;
-	s = &r->spans[r->span_head];
-	if (++r->span_head == r->max_spans)
-		r->span_head = 0;
+	if (s != NULL)
+		r->span_next = s + 1 != r->span_end ? s + 1 : r->spans;
 	return s;
 }
 
+/* A completed span (hot path: one store). */
+static inline void rp_recorder_span(struct rp_recorder *r, const struct rp_rec_span *s)
+{
+	struct rp_rec_span *d = rp_recorder_span_slot(r);
+
+	if (d != NULL)
+		*d = *s;
+}
+
+/* A counter sample (hot path: one store). */
 static inline void rp_recorder_sample(struct rp_recorder *r, const struct rp_rec_sample *s)
 {
 	if (r->max_samples == 0) {

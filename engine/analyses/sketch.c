@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <float.h>
 #include <math.h> /* isfinite, isnan, NAN, INFINITY: builtins, no libm */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -142,6 +143,96 @@ static double ln_gamma(double x)
 static double multiplier_for(double alpha)
 {
 	return CUBIC_K / ln_gamma(alpha * ALPHA_PAD);
+}
+
+/*
+ * --- the index by table, at the engine's alpha ---------------------------------------
+ *
+ * A bucket spans at least 1/50 of a binade's m (1/M of P, P' <= 10/7, M < 35), more
+ * than 2^-IX_SUB, so the doubles sharing their exponent and top IX_SUB mantissa bits
+ * (a key: the bits >> (52 - IX_SUB)) meet at most one bucket boundary: their index is
+ * base, or base + 1 from the first of them whose index_of_bits() is base + 1 on (thr;
+ * positive doubles order as their bits do). The table holds (thr, base) per key for
+ * the magnitudes [1, 2^64) at RP_SKETCH_ALPHA, made once from index_of_bits() itself.
+ * It gives index_of_bits() exactly if that is monotonic around each boundary: the
+ * computed argument (e + P(m)) M, below 2300, is within 1e-12 of the exact one, which
+ * grows by at least 25 per unit of m, so outside about 200 ulps of m of a boundary
+ * both floor alike. The table is checked over 64 ulps either side of every thr when
+ * made (else it is not used), and test_sketch_index_table checks 1024 either side.
+ */
+#define IX_SUB	  6
+#define IX_SHIFT  (52 - IX_SUB)
+#define IX_E0	  1023 /* the biased exponent of 1 */
+#define IX_KEY0	  ((uint64_t)IX_E0 << IX_SUB)
+#define IX_N	  (64u << IX_SUB) /* keys of [1, 2^64) */
+#define IX_CHECK  64
+
+struct ix_entry {
+	uint64_t thr;
+	int32_t base;
+};
+
+static struct ix_entry ix_tab[IX_N];
+static bool ix_ok;
+static pthread_once_t ix_once = PTHREAD_ONCE_INIT;
+
+static int32_t index_of_bits(const struct rp_sketch *s, uint64_t b);
+
+/* Key @key's entry: @return false if its doubles meet more than one boundary, or
+ * the index is not monotonic within IX_CHECK of the one they meet. */
+static bool ix_make(const struct rp_sketch *s, uint32_t key, struct ix_entry *t)
+{
+	uint64_t lo = (IX_KEY0 + key) << IX_SHIFT, hi = lo + (UINT64_C(1) << IX_SHIFT) - 1;
+	int32_t base = index_of_bits(s, lo), top = index_of_bits(s, hi);
+	uint64_t a = lo, b = hi; /* index(a) == base, index(b) > base */
+
+	t->base = base;
+	if (top == base) {
+		t->thr = hi + 1; /* no boundary: never reached by a key's double */
+		return true;
+	}
+	if (top != base + 1)
+		return false;
+	while (b - a > 1) {
+		uint64_t m = a + (b - a) / 2;
+
+		if (index_of_bits(s, m) > base)
+			b = m;
+		else
+			a = m;
+	}
+	t->thr = b;
+	for (uint64_t x = b - IX_CHECK; x < b + IX_CHECK; x++)
+		if (x >= lo && x <= hi && index_of_bits(s, x) != base + (x >= b))
+			return false;
+	return true;
+}
+
+static void ix_build(void)
+{
+	struct rp_sketch s = { .multiplier = multiplier_for(RP_SKETCH_ALPHA) };
+	bool ok = true;
+
+	for (uint32_t k = 0; k < IX_N && ok; k++)
+		ok = ix_make(&s, k, &ix_tab[k]);
+	ix_ok = ok;
+}
+
+/* Whether the table holds @s's indexes (made on first use). */
+static bool ix_for(const struct rp_sketch *s)
+{
+	if (s->alpha != RP_SKETCH_ALPHA)
+		return false;
+	pthread_once(&ix_once, ix_build);
+	return ix_ok;
+}
+
+/* The index of the bits @b of a double in [1, 2^64), for a sketch with ix_table. */
+static inline int32_t ix_index(uint64_t b)
+{
+	const struct ix_entry *t = &ix_tab[(b >> IX_SHIFT) - IX_KEY0];
+
+	return t->base + (b >= t->thr);
 }
 
 /* --- stores ------------------------------------------------------------------------- */
@@ -436,6 +527,7 @@ int rp_sketch_init_bounded(struct rp_sketch *s, double alpha, uint32_t max_bucke
 	s->min = INFINITY;
 	s->max = -INFINITY;
 	s->sum_int = true; /* 0, and sum_c +0 */
+	s->ix_table = ix_for(s);
 	return 0;
 }
 
@@ -602,6 +694,12 @@ static inline int32_t ns_index(uint64_t b, double multiplier)
 	return (int32_t)(((double)(int)((b >> 52) - 1023) + cubic(x)) * multiplier);
 }
 
+/* The bucket index of a positive ns whose double has bits @b, for @s. */
+static inline int32_t ns_index_of(const struct rp_sketch *s, uint64_t b)
+{
+	return s->ix_table ? ix_index(b) : ns_index(b, s->multiplier);
+}
+
 void rp_sketch_add_ns(struct rp_sketch *s, uint64_t ns)
 {
 	double v;
@@ -611,7 +709,7 @@ void rp_sketch_add_ns(struct rp_sketch *s, uint64_t ns)
 		return;
 	}
 	v = (double)(int64_t)ns;
-	add_ns_at(s, v, ns_index(dbits(v), s->multiplier));
+	add_ns_at(s, v, ns_index_of(s, dbits(v)));
 }
 
 void rp_sketch_add_ns2(struct rp_sketch *a, struct rp_sketch *b, uint64_t ns)
@@ -626,7 +724,7 @@ void rp_sketch_add_ns2(struct rp_sketch *a, struct rp_sketch *b, uint64_t ns)
 		return;
 	}
 	v = (double)(int64_t)ns;
-	i = ns_index(dbits(v), a->multiplier); /* b's too: the index is v's and M's */
+	i = ns_index_of(a, dbits(v)); /* b's too: the index is v's and M's */
 	add_ns_at(a, v, i);
 	add_ns_at(b, v, i);
 }
@@ -706,6 +804,13 @@ uint64_t rp_sketch_dropped(const struct rp_sketch *s)
 size_t rp_sketch_bytes(const struct rp_sketch *s)
 {
 	return sizeof(*s) + ((size_t)s->neg.cap + s->pos.cap) * sizeof(uint64_t);
+}
+
+int32_t rp_sketch_index_ns(const struct rp_sketch *s, double a)
+{
+	uint64_t b = dbits(a);
+
+	return s->ix_table && a >= 1.0 && a < 0x1p64 ? ix_index(b) : index_of_bits(s, b);
 }
 
 int32_t rp_sketch_index(const struct rp_sketch *s, double a)

@@ -89,6 +89,8 @@ struct rp_sketch {
 	uint32_t max_buckets;	      /* per store */
 	bool sum_int;		      /* sum is an integer below 2^53 and sum_c is +0: kept
 					 by rp_sketch_add_ns(), cleared by any other sum */
+	bool ix_table;		      /* rp_sketch_add_ns() finds indexes in a table (the
+					 engine's alpha; sketch.c) */
 	struct rp_sketch_store neg, pos;
 	uint64_t zero;	   /* |v| < DBL_MIN */
 	uint64_t count;	   /* neg.total + zero + pos.total */
@@ -242,6 +244,10 @@ size_t rp_sketch_bytes(const struct rp_sketch *s);
 
 /* The bucket of a magnitude @a, DBL_MIN <= a <= DBL_MAX. */
 int32_t rp_sketch_index(const struct rp_sketch *s, double a);
+
+/* rp_sketch_index() as rp_sketch_add_ns() finds it for 1 <= @a < 2^64 (by table at
+ * the engine's alpha): the same, which test_sketch checks. */
+int32_t rp_sketch_index_ns(const struct rp_sketch *s, double a);
 
 /* The lower bound of bucket @index (clamped to [DBL_MIN, DBL_MAX]). */
 double rp_sketch_bucket_lower(const struct rp_sketch *s, int32_t index);

@@ -7,6 +7,13 @@
  * Before them, once something was charged (charge.h), a charged span's duration goes
  * to its requests, and a request takes the sum it was charged to the slowest list.
  * A span a drop cut leaves the sweeps and goes nowhere else.
+ *
+ * The common close (no charge kept, no device work seen, a name known to be neither
+ * a step nor device work) tests one flag per name for the device analysis and the
+ * step statistics together: RP_STEPS_QUIET in the steps' class table, set here once
+ * both have classified the name. Every path that passes the span's description on
+ * out of line (charges, the device analysis, the analyses' cold paths) passes a copy
+ * made there, so the description the stack machine builds need not live in memory.
  */
 #include "analyses.h"
 #include "charge.h"
@@ -28,34 +35,91 @@ void rp_spans_lost(struct rp_span_sinks *s, uint32_t name, uint32_t depth, uint6
 	rp_analyses_abandon(s->an, name, depth, t, request);
 }
 
-void rp_spans_close(struct rp_span_sinks *s, const struct rp_track *k,
-		    const struct rp_span_info *sp, bool normal)
+/* The device analysis and the step statistics the long way (a name not yet known to
+ * be quiet, device work seen or kept): the span's step ordinal + 1, or 0; a name both
+ * have classified as neither device work nor a step is marked quiet. */
+__attribute__((noinline, cold)) static uint64_t hooks_slow(struct rp_span_sinks *s,
+							   const struct rp_track *k,
+							   const struct rp_span_info *sp,
+							   bool normal)
+{
+	const struct rp_device_head *h = (const struct rp_device_head *)(const void *)s->dev;
+	struct rp_steps *st = s->steps;
+	uint32_t name = sp->name;
+	uint64_t step;
+
+	if (normal)
+		rp_device_span(s->dev, s->names, k, (uint32_t)(k - s->tracks), sp);
+	step = rp_steps_span(st, name, sp->end - sp->start);
+	if (step == 0 && name < st->max_names && st->cls[name] == RP_STEPS_NOT_STEP &&
+	    !h->armed && name < h->n_cls && !(h->cls[name] & RP_DEVICE_CLS_DEVCAT))
+		st->cls[name] |= RP_STEPS_QUIET; /* both classes are a name's for good */
+	return step;
+}
+
+/* The device analysis and the step statistics: @return the span's step ordinal + 1,
+ * or 0. A quiet name while no device work was seen is only counted (as
+ * rp_device_span() counts it) and is no step. */
+static inline uint64_t hooks(struct rp_span_sinks *s, const struct rp_track *k,
+			     const struct rp_span_info *sp, bool normal)
+{
+	struct rp_device_head *h = (struct rp_device_head *)(void *)s->dev;
+	const struct rp_steps *st = s->steps;
+	uint32_t name = sp->name;
+
+	if (__builtin_expect(name < st->max_names &&
+			     st->cls[name] == (RP_STEPS_NOT_STEP | RP_STEPS_QUIET) && !h->armed,
+			     1)) {
+		h->spans_unarmed += normal;
+		return 0;
+	}
+	{
+		struct rp_span_info c = *sp; /* a copy: sp itself never leaves the close */
+
+		return hooks_slow(s, k, &c, normal);
+	}
+}
+
+/* Everything after the charges: @sp is the span, charged_ns included. */
+static inline void close_span(struct rp_span_sinks *s, const struct rp_track *k,
+			      const struct rp_span_info *sp, bool normal)
 {
 	uint64_t step, dur = sp->end - sp->start;
 	struct rp_rec_span *r;
-	struct rp_span_info charged;
 
-	if (__builtin_expect(rp_charges_wanted(s->charges, sp), 0)) {
-		charged = *sp; /* a charged span's shares; a request's sum of them */
-		rp_charges_close_slow(s->charges, k, sp, &charged.charged_ns);
-		sp = &charged;
+	step = hooks(s, k, sp, normal);
+	r = rp_recorder_span_slot(s->rec);
+	if (r != NULL) { /* filled in place, every byte: no copy */
+		r->start = sp->start;
+		r->dur = dur;
+		r->track = k->id;
+		r->step = step;
+		r->name = sp->name;
+		r->src = k->src;
+		r->depth_kind = rp_rec_depth_kind(sp->depth, k->kind);
 	}
 	rp_analyses_close(s->an, sp);
-	if (normal)
-		rp_device_span(s->dev, s->names, k, (uint32_t)(k - s->tracks), sp);
-	step = rp_steps_span(s->steps, sp->name, dur);
-	r = rp_recorder_span_slot(s->rec);
-	if (r != NULL) /* filled in place: no copy */
-		*r = (struct rp_rec_span){
-			.start = sp->start,
-			.dur = dur,
-			.track = k->id,
-			.step = step,
-			.name = sp->name,
-			.src = k->src,
-			.kind = k->kind,
-			.depth = sp->depth > UINT16_MAX ? UINT16_MAX : (uint16_t)sp->depth,
-		};
+}
+
+/* A close while charges are kept: a charged span's shares, a request's sum of them. */
+__attribute__((noinline, cold)) static void close_charged(struct rp_span_sinks *s,
+							  const struct rp_track *k,
+							  struct rp_span_info *sp, bool normal)
+{
+	rp_charges_close_slow(s->charges, k, sp, &sp->charged_ns);
+	close_span(s, k, sp, normal);
+}
+
+void rp_spans_close(struct rp_span_sinks *s, const struct rp_track *k,
+		    const struct rp_span_info *sp, bool normal)
+{
+	if (__builtin_expect(rp_charges_wanted(s->charges, sp), 0)) {
+		struct rp_span_info charged = *sp;
+
+		close_charged(s, k, &charged, normal);
+		return;
+	}
+	close_span(s, k, sp, normal);
 }
 
 void rp_spans_summary(struct rp_span_sinks *s, const struct rp_sum_call *c, const uint64_t *len,
