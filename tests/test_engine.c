@@ -212,26 +212,37 @@ static void check_oracle(const struct rp_report *r, const struct oracle_fn want[
 			assert_int_equal(ecalls[a][b], 0);
 }
 
+/* The workload (spans[], evs[]) through a new engine, whose report is checked
+ * against the oracle's figures; the engine is returned with its report in @r. */
+static struct rp_engine *run_checked(struct oracle_fn *want, uint64_t ecalls[NAMES][NAMES],
+				     uint64_t ecum[NAMES][NAMES], struct rp_report *r)
+{
+	struct rp_engine *e;
+	uint32_t ids[NAMES];
+	int src;
+
+	assert_int_equal(rp_engine_open(NULL, &e), 0);
+	src = rp_engine_add_source(e, "test", 1, 0);
+	for (int i = 0; i < NAMES; i++)
+		ids[i] = rp_engine_name(e, (uint32_t)src, names[i], "CAT", "f.c", (uint32_t)i);
+	feed(e, src, ids);
+	assert_int_equal(rp_engine_report(e, r), 0);
+	check_oracle(r, want, ecalls, ecum, 1);
+	return e;
+}
+
 static void test_engine_matches_bruteforce_oracle(void **state)
 {
 	static uint64_t ecalls[NAMES][NAMES], ecum[NAMES][NAMES];
 	struct oracle_fn want[NAMES];
 	struct rp_engine *e;
 	struct rp_report r;
-	uint32_t ids[NAMES];
-	int src;
 
 	(void)state;
 	make_workload();
 	assert_true(nspans > 1000);
 	oracle(want, ecalls, ecum);
-	assert_int_equal(rp_engine_open(NULL, &e), 0);
-	src = rp_engine_add_source(e, "test", 1, 0);
-	for (int i = 0; i < NAMES; i++)
-		ids[i] = rp_engine_name(e, (uint32_t)src, names[i], "CAT", "f.c", (uint32_t)i);
-	feed(e, src, ids);
-	assert_int_equal(rp_engine_report(e, &r), 0);
-	check_oracle(&r, want, ecalls, ecum, 1);
+	e = run_checked(want, ecalls, ecum, &r);
 	/* CCT: total calls over nodes = spans; each node's parent precedes it. */
 	uint64_t node_calls = 0;
 	for (uint32_t k = 1; k < r.n_nodes; k++) {
@@ -259,9 +270,7 @@ static void test_engine_primitive_recursion_shapes(void **state)
 	struct oracle_fn want[NAMES];
 	struct rp_engine *e;
 	struct rp_report r;
-	uint32_t ids[NAMES];
 	uint64_t order = 0, t = 1000;
-	int src;
 
 	(void)state;
 	nspans = 0;
@@ -282,13 +291,7 @@ static void test_engine_primitive_recursion_shapes(void **state)
 	oracle(want, ecalls, ecum);
 	assert_int_equal(want[0].calls, 20);
 	assert_int_equal(want[0].prim, 10); /* one per shape holding an "a" */
-	assert_int_equal(rp_engine_open(NULL, &e), 0);
-	src = rp_engine_add_source(e, "test", 1, 0);
-	for (int i = 0; i < NAMES; i++)
-		ids[i] = rp_engine_name(e, (uint32_t)src, names[i], "CAT", "f.c", (uint32_t)i);
-	feed(e, src, ids);
-	assert_int_equal(rp_engine_report(e, &r), 0);
-	check_oracle(&r, want, ecalls, ecum, 1);
+	e = run_checked(want, ecalls, ecum, &r);
 	rp_report_free(&r);
 	rp_engine_close(e);
 }

@@ -195,6 +195,21 @@ static void encode(struct rp_engine *e, struct rp_membuf *out)
 	rp_report_free(&r);
 }
 
+/* Both engines' snapshots are the same bytes; both are closed. */
+static void assert_same_and_close(struct rp_engine *ea, struct rp_engine *eb)
+{
+	struct rp_membuf a, b;
+
+	encode(ea, &a);
+	encode(eb, &b);
+	assert_int_equal(a.len, b.len);
+	assert_memory_equal(a.data, b.data, a.len);
+	rp_membuf_free(&a);
+	rp_membuf_free(&b);
+	rp_engine_close(ea);
+	rp_engine_close(eb);
+}
+
 /* Event by event, as the oracle. */
 static struct rp_engine *one_by_one(void)
 {
@@ -357,7 +372,6 @@ static struct rp_engine *in_ring_slices(uint64_t *last)
 /* Stream @seed through ring slices under ring_clock against it event by event. */
 static void check_ring(uint32_t seed)
 {
-	struct rp_membuf a, b;
 	struct rp_engine *ea, *eb;
 	uint64_t last, newest = 0;
 
@@ -372,14 +386,7 @@ static void check_ring(uint32_t seed)
 	/* not vacuous: the loop took records, other kinds among them, and slices ran
 	 * round the ring's end */
 	assert_true(ring_done > N_EVENTS / 2 && ring_other > 1000 && ring_wrapped > 50);
-	encode(ea, &a);
-	encode(eb, &b);
-	assert_int_equal(a.len, b.len);
-	assert_memory_equal(a.data, b.data, a.len);
-	rp_membuf_free(&a);
-	rp_membuf_free(&b);
-	rp_engine_close(ea);
-	rp_engine_close(eb);
+	assert_same_and_close(ea, eb);
 }
 
 static void test_run_ring_same_as_events(void **state)
@@ -427,7 +434,6 @@ static void test_run_ring_any_clock(void **state)
 static void check_same(bool lanes)
 {
 	for (uint32_t seed = 1; seed <= 4; seed++) {
-		struct rp_membuf a, b;
 		struct rp_engine *ea, *eb;
 		struct rp_report r;
 
@@ -444,14 +450,7 @@ static void check_same(bool lanes)
 		assert_true(r.late > 0);
 		assert_true(r.n_fns > 0 && r.events == N_EVENTS);
 		rp_report_free(&r);
-		encode(ea, &a);
-		encode(eb, &b);
-		assert_int_equal(a.len, b.len);
-		assert_memory_equal(a.data, b.data, a.len);
-		rp_membuf_free(&a);
-		rp_membuf_free(&b);
-		rp_engine_close(ea);
-		rp_engine_close(eb);
+		assert_same_and_close(ea, eb);
 	}
 }
 
