@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "analyses.h"
+#include "sweepcheck.h"
 
 #define NNAMES	 6
 #define MAXDEPTH 6
@@ -45,21 +46,6 @@ static void init(struct rp_analyses *a, const struct rp_names *names)
 	assert_int_equal(rp_analyses_init(a, names, &c), 0);
 }
 
-static void assert_same_sweep(const struct rp_sweep *x, const struct rp_sweep *y)
-{
-	assert_int_equal(x->n_alloc, y->n_alloc);
-	assert_memory_equal(x->ns, y->ns, x->n_alloc * sizeof(*x->ns));
-	assert_int_equal(x->level, y->level);
-	assert_int_equal(x->last_t, y->last_t);
-	assert_int_equal(x->hist_seq, y->hist_seq);
-	for (uint64_t q = 0; q < rp_sweep_hist_n(x); q++) {
-		uint32_t i = (uint32_t)(x->hist_seq - 1 - q) & x->hist_mask;
-
-		assert_int_equal(x->hist_t[i], y->hist_t[i]);
-		assert_int_equal(x->hist_level[i], y->hist_level[i]);
-	}
-}
-
 static void assert_same_sketch(const struct rp_sketch *x, const struct rp_sketch *y)
 {
 	assert_int_equal(x->count, y->count);
@@ -86,12 +72,12 @@ static void assert_same(const struct rp_analyses *x, const struct rp_analyses *y
 {
 	const struct rp_wslot *cx = x->win.w[0].cs, *cy = y->win.w[0].cs;
 
-	assert_same_sweep(&x->overall, &y->overall);
-	assert_same_sweep(&x->roots, &y->roots);
-	assert_same_sweep(&x->requests, &y->requests);
+	assert_sweep_state_equal(&x->overall, &y->overall);
+	assert_sweep_state_equal(&x->roots, &y->roots);
+	assert_sweep_state_equal(&x->requests, &y->requests);
 	assert_int_equal(x->n_cat, y->n_cat);
 	for (uint32_t i = 0; i < x->n_cat; i++) {
-		assert_same_sweep(&x->cat[i], &y->cat[i]);
+		assert_sweep_state_equal(&x->cat[i], &y->cat[i]);
 		assert_int_equal(x->cats[i].calls, y->cats[i].calls);
 		assert_same_sketch(&x->cats[i].dur, &y->cats[i].dur);
 	}
@@ -201,20 +187,6 @@ static void test_analyses_close_batch_equals_closes(void **state)
 	rp_names_free(&names);
 }
 
-/* Every field of two sweeps but their history's slots (compared by assert_same_sweep()). */
-static void assert_same_counts(const struct rp_sweep *x, const struct rp_sweep *y)
-{
-	assert_same_sweep(x, y);
-	assert_int_equal(x->level_before, y->level_before);
-	assert_int_equal(x->first_t, y->first_t);
-	assert_int_equal(x->n_fast, y->n_fast);
-	assert_int_equal(x->opened, y->opened);
-	assert_int_equal(x->over_cap_ns, y->over_cap_ns);
-	assert_int_equal(x->unmatched, y->unmatched);
-	assert_int_equal(x->backwards, y->backwards);
-	assert_int_equal(x->hist_misses, y->hist_misses);
-}
-
 /*
  * The analyses step their sweeps as a group (one time test per event, a leaf's
  * midpoint from the overall close's step): against standalone sweeps fed the same
@@ -301,12 +273,12 @@ static void test_analyses_sweeps_equal_general(void **state)
 		}
 	}
 	assert_true(late > 100 && ov.backwards > 0 && ov.hist_seq > 1000);
-	assert_same_counts(&a.overall, &ov);
-	assert_same_counts(&a.roots, &rt);
-	assert_same_counts(&a.requests, &rq);
+	assert_sweep_state_equal(&a.overall, &ov);
+	assert_sweep_state_equal(&a.roots, &rt);
+	assert_sweep_state_equal(&a.requests, &rq);
 	assert_int_equal(a.n_cat, 3);
 	for (uint32_t i = 0; i < NNAMES; i++) {
-		assert_same_counts(&a.cat[a.cat_of[id[i]] - 1], &cs[i % 3]);
+		assert_sweep_state_equal(&a.cat[a.cat_of[id[i]] - 1], &cs[i % 3]);
 		assert_int_equal(a.mid[id[i]].sum, mid[i].sum);
 		assert_int_equal(a.mid[id[i]].count, mid[i].count);
 	}

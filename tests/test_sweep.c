@@ -26,6 +26,7 @@
 
 #include "support.h"
 #include "sweep.h"
+#include "sweepcheck.h"
 
 __extension__ typedef unsigned __int128 u128;
 
@@ -781,35 +782,6 @@ static void test_sweep_levels_only_matches(void **state)
 	}
 }
 
-/* Every field of two sweeps, and the change points the history holds. */
-static void assert_same_state(const struct rp_sweep *x, const struct rp_sweep *y)
-{
-	assert_int_equal(x->n_alloc, y->n_alloc);
-	assert_int_equal(x->max_level, y->max_level);
-	assert_memory_equal(x->ns, y->ns, x->n_alloc * sizeof(*x->ns));
-	assert_int_equal(x->level, y->level);
-	assert_int_equal(x->level_before, y->level_before);
-	assert_int_equal(x->first_t, y->first_t);
-	assert_int_equal(x->last_t, y->last_t);
-	assert_int_equal(x->excess_hi, y->excess_hi);
-	assert_int_equal(x->excess_lo, y->excess_lo);
-	assert_int_equal(x->hist_seq, y->hist_seq);
-	assert_int_equal(x->hist_cap, y->hist_cap);
-	assert_int_equal(x->n_fast, y->n_fast);
-	assert_int_equal(x->opened, y->opened);
-	assert_int_equal(x->over_cap_ns, y->over_cap_ns);
-	assert_int_equal(x->unmatched, y->unmatched);
-	assert_int_equal(x->backwards, y->backwards);
-	assert_int_equal(x->hist_misses, y->hist_misses);
-	assert_int_equal(x->nomem, y->nomem);
-	for (uint64_t q = 0; q < rp_sweep_hist_n(x); q++) {
-		uint32_t i = (uint32_t)(x->hist_seq - 1 - q) & x->hist_mask;
-
-		assert_int_equal(x->hist_t[i], y->hist_t[i]);
-		assert_int_equal(x->hist_level[i], y->hist_level[i]);
-	}
-}
-
 /*
  * A group as the analyses feed it (sweep.h): a leader with a history sees every
  * event, three members without one see some of them; when the time is after the
@@ -892,10 +864,10 @@ static void test_sweep_group_steps_match_general(void **state)
 				rp_sweep_accrue(&m[0], t + 7);
 				rp_sweep_accrue(&mr[0], t + 7);
 			}
-			assert_same_state(&g, &gr);
+			assert_sweep_state_equal(&g, &gr);
 			for (int k = 0; k < NM; k++) {
 				assert_true(m[k].last_t <= g.last_t); /* the group's invariant */
-				assert_same_state(&m[k], &mr[k]);
+				assert_sweep_state_equal(&m[k], &mr[k]);
 			}
 		}
 		assert_true(fast > 100);
