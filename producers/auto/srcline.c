@@ -1,14 +1,20 @@
 // SPDX-License-Identifier: MIT
 /*
  * Source lines through libdwfl (see srcline.h). One Dwfl session for the process,
- * reporting the modules in /proc/self/maps; an address outside every reported
- * module (a library dlopen()ed since) reports the maps again, once per such miss.
+ * reporting the objects the dynamic loader has loaded (dl_iterate_phdr), each at
+ * the load bias the loader gives; an address outside every reported module (a
+ * library dlopen()ed since) reports them again, once per such miss.
+ * Not /proc/self/maps: libdwfl takes a file's consecutive mappings there for one
+ * module placed at the first, and a read-only mapping of the same file made to read
+ * it (symtab.c's, libelf's own) that lands just below the loaded image moves that
+ * module's start, so every address in it missed its line, or met another one.
  * The session is never freed: the file names it returns stay valid for the cache.
  * Debug info is looked up the standard way (the object itself, then .gnu_debuglink
  * and build-id files under /usr/lib/debug).
  */
 #include <errno.h>
 #include <limits.h>
+#include <link.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <string.h>
@@ -88,13 +94,48 @@ static const Dwfl_Callbacks callbacks = {
 static Dwfl *dwfl;
 static bool failed;
 
+/*
+ * One loaded object: the executable (no name: its file is /proc/self/exe), a
+ * library by its path; the vDSO and anything else without a file is left out. Its
+ * range is where the loader put its segments (the first one's page as libdwfl
+ * aligns it, for the same bias); the file is opened on the first lookup in it, as
+ * a module of /proc/self/maps would be, so no descriptor is held per object.
+ */
+static int report_object(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	const char *path = info->dlpi_name;
+	GElf_Addr lo = 0, hi = 0;
+	bool first = true;
+	unsigned *n = arg;
+
+	(void)size;
+	if (path == NULL || path[0] == '\0')
+		path = *n == 0 ? "/proc/self/exe" : NULL;
+	(*n)++;
+	if (path == NULL || path[0] != '/')
+		return 0;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+
+		if (ph->p_type != PT_LOAD)
+			continue;
+		if (first)
+			lo = ph->p_vaddr & -(ph->p_align ? ph->p_align : 1);
+		first = false;
+		if (ph->p_vaddr + ph->p_memsz > hi)
+			hi = ph->p_vaddr + ph->p_memsz;
+	}
+	if (!first && hi > lo) /* a module that cannot be reported is no module */
+		dwfl_report_module(dwfl, path, info->dlpi_addr + lo, info->dlpi_addr + hi);
+	return 0;
+}
+
 static bool report_maps(void)
 {
+	unsigned n = 0;
+
 	dwfl_report_begin(dwfl);
-	if (dwfl_linux_proc_report(dwfl, getpid()) != 0) {
-		dwfl_report_end(dwfl, NULL, NULL);
-		return false;
-	}
+	dl_iterate_phdr(report_object, &n);
 	return dwfl_report_end(dwfl, NULL, NULL) == 0;
 }
 
