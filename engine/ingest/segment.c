@@ -473,37 +473,38 @@ static inline bool any_mark4(const struct rp_event *e)
 
 uint32_t rp_segment_find_mark(const struct rp_event *e, uint32_t n)
 {
-	uint32_t k = 0;
+	const struct rp_event *p = e, *const end16 = e + (n & ~15u), *const end = e + n;
 
-	/* Eight records per pass, then the exact one among them (or the tail). */
-	for (; k + 8 <= n; k += 8)
-		if (any_mark4(e + k) || any_mark4(e + k + 4))
+	/* Sixteen records per pass (a pointer walk: no index arithmetic per pass), then
+	 * the exact one among them, or the tail. */
+	for (; p < end16; p += 16)
+		if (any_mark4(p) || any_mark4(p + 4) || any_mark4(p + 8) || any_mark4(p + 12))
 			break;
-	for (; k < n; k++)
-		if (e[k].kind == RP_EV_THREAD)
-			return k;
-	return n;
+	for (; p < end; p++)
+		if (p->kind == RP_EV_THREAD)
+			break;
+	return (uint32_t)(p - e);
 }
 
-/* Copies @n records of the run @e out, four at a time (inline: a memcpy call of a
+/* Copies @n records of the run @e out, eight at a time (inline: a memcpy call of a
  * whole run may take a string instruction that costs per byte), and counts the owner
  * marks among the copies (what the caller releases is what it got): the count is
- * built only for the four that hold one. */
-/* (out of line: the copy loop's compares then read each kind once, in place) */
-__attribute__((noinline, cold)) static uint32_t count_marks4(const struct rp_event *e)
+ * built only for the eight that hold one, out of line, so that the loop's compares
+ * read each copied kind once, in place. */
+__attribute__((noinline, cold)) static uint32_t count_marks8(const struct rp_event *e)
 {
-	return count_marks_run(e, 4);
+	return count_marks_run(e, 8);
 }
 
 static uint32_t copy_out(struct rp_event *out, const struct rp_event *e, uint32_t n)
 {
-	const struct rp_event *const end4 = e + (n & ~3u), *const end = e + n;
+	const struct rp_event *const end8 = e + (n & ~7u), *const end = e + n;
 	uint32_t m = 0;
 
-	for (; e < end4; e += 4, out += 4) {
-		memcpy(out, e, 4 * sizeof(*e));
-		if (any_mark4(out))
-			m += count_marks4(out);
+	for (; e < end8; e += 8, out += 8) {
+		memcpy(out, e, 8 * sizeof(*e));
+		if (any_mark4(out) || any_mark4(out + 4))
+			m += count_marks8(out);
 	}
 	for (; e < end; e++, out++) {
 		*out = *e;
