@@ -486,16 +486,17 @@ uint32_t rp_segment_find_mark(const struct rp_event *e, uint32_t n)
 	return (uint32_t)(p - e);
 }
 
-/* Copies @n records of the run @e out, eight at a time (inline: a memcpy call of a
- * whole run may take a string instruction that costs per byte), and counts the owner
- * marks among the copies (what the caller releases is what it got): the count is
- * built only for the eight that hold one, out of line, so that the loop's compares
- * read each copied kind once, in place. */
+/* The marks among eight copied records that hold one: out of line, so that the copy
+ * loop's compares read each copied kind once, in place. */
 __attribute__((noinline, cold)) static uint32_t count_marks8(const struct rp_event *e)
 {
 	return count_marks_run(e, 8);
 }
 
+/* Copies @n records of the run @e out, eight at a time (inline: a memcpy call of a
+ * whole run may take a string instruction that costs per byte), and counts the owner
+ * marks among the copies (what the caller releases is what it got), built only for
+ * the eight that hold one. */
 static uint32_t copy_out(struct rp_event *out, const struct rp_event *e, uint32_t n)
 {
 	const struct rp_event *const end8 = e + (n & ~7u), *const end = e + n;
