@@ -640,6 +640,97 @@ static void test_segment_drain_resyncs_corrupt_tail(void **state)
 	detach_copy(s);
 }
 
+/* ---- owner marks ---------------------------------------------------------------- */
+
+/* The plain scan the fast one must equal. */
+static uint32_t oracle_find_mark(const struct rp_event *e, uint32_t n)
+{
+	for (uint32_t k = 0; k < n; k++)
+		if (e[k].kind == RP_EV_THREAD)
+			return k;
+	return n;
+}
+
+/* Record k of a stream: a mark where bit k of @marks is set, else a kind that is not
+ * one, with the mark's value in every other byte it could be confused with. */
+static struct rp_event mark_rec(uint32_t k, uint64_t marks, uint64_t salt)
+{
+	static const uint8_t other[] = {RP_EV_BEGIN, RP_EV_END, RP_EV_COUNTER, 0, 255,
+					RP_EV_THREAD + 1, RP_EV_THREAD - 1};
+	bool mark = k < 64 && (marks >> k & 1);
+
+	return (struct rp_event){
+		.ts = 0x0a0a0a0a0a0a0a0aull + k,
+		.name = 0x0a0a0a0au ^ (uint32_t)salt,
+		.kind = mark ? RP_EV_THREAD : other[(k + salt) % sizeof(other)],
+		.flags = RP_EV_THREAD,
+		.depth = 0x0a0a,
+		.track = mark ? k + 1 : 0x0a0a0a0a0a0a0a0aull,
+		.arg = salt * 1000 + k,
+	};
+}
+
+/* Every set of marks among up to 12 records, then single, paired and no marks at
+ * every position of longer runs (both ends, every offset of the scan's passes, marks
+ * just past the run). */
+static void test_segment_find_mark_same_as_scan(void **state)
+{
+	struct rp_event e[80];
+
+	(void)state;
+	for (uint32_t n = 0; n <= 12; n++)
+		for (uint64_t m = 0; m < (1ull << n); m++) {
+			for (uint32_t k = 0; k < n; k++)
+				e[k] = mark_rec(k, m, m);
+			assert_int_equal(rp_segment_find_mark(e, n), oracle_find_mark(e, n));
+		}
+	for (uint32_t n = 13; n <= 80; n++)
+		for (uint32_t p = 0; p <= 64; p++)
+			for (uint32_t q = p; q <= 64; q += 7) {
+				uint64_t m = (p < 64 ? 1ull << p : 0) | (q < 64 ? 1ull << q : 0);
+
+				/* (the marks past @n are in memory: never answered) */
+				for (uint32_t k = 0; k < 80; k++)
+					e[k] = mark_rec(k, m, p + q);
+				assert_int_equal(rp_segment_find_mark(e, n), oracle_find_mark(e, n));
+			}
+}
+
+/* A drain copies every record exactly, in order, and counts the marks among them
+ * (marks_read) exactly: marks at every position, none, at both ends of a run, with
+ * runs that wrap the ring's end. */
+static void test_segment_drain_counts_marks(void **state)
+{
+	struct rp_segment *s = attach_copy();
+	struct rp_wire_ring *r = rp_test_ring(s, 1);
+	struct rp_event ev[RING_CAP], want[RING_CAP];
+	uint32_t marks = s->rings[1].marks;
+	uint64_t salt = 0;
+
+	(void)state;
+	for (uint32_t n = 1; n < RING_CAP; n += (n < 12 ? 1 : 5))
+		for (uint32_t p = 0; p <= n + 3; p += (n < 12 ? 1 : 3), salt++) {
+			uint32_t tail = r->ring.p_tail, expect = 0;
+			uint64_t m = (p < 64 ? 1ull << p : 0) | (salt % 3 == 0 ? 1ull << (n - 1) : 0) |
+				     (salt % 5 == 0 ? 0x8421ull : 0);
+
+			for (uint32_t k = 0; k < n; k++) {
+				want[k] = mark_rec(k, m, salt);
+				expect += want[k].kind == RP_EV_THREAD;
+				slots_of(s, 1)[(tail + k) & (RING_CAP - 1)] = want[k];
+			}
+			r->ring.p_tail = tail + n;
+			assert_int_equal(rp_segment_drain(s, 1, ev, RING_CAP, NULL), n);
+			assert_memory_equal(ev, want, n * sizeof(ev[0]));
+			marks += expect;
+			assert_int_equal(s->rings[1].marks, marks);
+			assert_int_equal(r->marks_read, marks);
+			assert_int_equal(r->ring.c_head, tail + n);
+		}
+	assert_int_equal(s->rings[1].resyncs, 0);
+	detach_copy(s);
+}
+
 /* ---- open --------------------------------------------------------------------- */
 
 static char foreign_path[96];
@@ -759,6 +850,8 @@ int main(void)
 		cmocka_unit_test(test_segment_accepts_compatible_changes),
 		cmocka_unit_test(test_segment_name_lookup_bounds),
 		cmocka_unit_test(test_segment_drain_resyncs_corrupt_tail),
+		cmocka_unit_test(test_segment_find_mark_same_as_scan),
+		cmocka_unit_test(test_segment_drain_counts_marks),
 		cmocka_unit_test_teardown(test_segment_open_refuses_foreign_uid, unlink_foreign),
 		cmocka_unit_test(test_segment_open_missing_name),
 	};

@@ -863,7 +863,9 @@ __attribute__((flatten)) uint32_t rp_engine_run_ring(struct rp_engine *e, uint32
 			/* t_end 0: the stretch's first record is tested exactly */
 			uint64_t t_hi = ring_clock_hi(&rc, bound), t_end = 0;
 
-			for (; p < end; p++) {
+			/* (a count down: its test is one decrement, as the count
+			 * and the pointer are kept in memory in this loop) */
+			for (size_t left = (size_t)(end - p0); left != 0; left--, p++) {
 				const uint64_t t = p->ts;
 				const uint32_t id = p->name,
 					       kf = ((uint32_t)p->kind | (uint32_t)p->flags << 8) &

@@ -141,6 +141,12 @@ static inline const struct rp_event *rp_segment_peek(const struct rp_segment *s,
 	return &slots[(s->rings[ring].head + k) & (s->v.ring_capacity - 1)];
 }
 
+/**
+ * rp_segment_find_mark() - the index of the first owner mark (RP_EV_THREAD) among the
+ * @n records at @e (in place or copied), or @n if none.
+ */
+uint32_t rp_segment_find_mark(const struct rp_event *e, uint32_t n);
+
 /** rp_segment_consume() - release @n records (<= avail) of @ring to the producer. */
 void rp_segment_consume(struct rp_segment *s, uint32_t ring, uint32_t n);
 

@@ -801,13 +801,13 @@ static void offcpu_read(struct rp_sources *ss, struct rp_live *l, struct rp_rbuf
 	rp_offcpu_ring_read(&ss->off, &b->off);
 }
 
-/* The first owner mark among the @n records of run @e in the ring, or NULL. */
+/* The first owner mark among the @n records of run @e in the ring, or NULL (the
+ * records are below the producer index read with acquire: published). */
 static const struct rp_event *mark_in(const struct rp_event *e, uint32_t n)
 {
-	for (const struct rp_event *end = e + n; e < end; e++)
-		if (__atomic_load_n(&e->kind, __ATOMIC_RELAXED) == RP_EV_THREAD)
-			return e;
-	return NULL;
+	uint32_t k = rp_segment_find_mark(e, n);
+
+	return k < n ? e + k : NULL;
 }
 
 /*
