@@ -173,13 +173,13 @@ static inline void rp_analyses_open_cat(struct rp_analyses *a, uint32_t ci, uint
 					uint64_t t, bool request)
 {
 	if (__builtin_expect(t > a->overall.last_t, 1)) { /* after every sweep's last_t */
-		rp_sweep_open_lead(&a->overall, t);
 		if (__builtin_expect(ci != 0, 1))
 			rp_sweep_open_member(rp_analyses_cat_at(a, ci), t);
 		if (depth == 0)
 			rp_sweep_open_member(&a->roots, t);
 		if (request)
 			rp_sweep_open_member(&a->requests, t);
+		rp_sweep_open_lead(&a->overall, t);
 	} else {
 		rp_analyses_open_late(a, ci != 0 ? &a->cat[ci - 1] : NULL, depth, t, request);
 	}
