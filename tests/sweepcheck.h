@@ -13,7 +13,9 @@ static inline void assert_sweep_state_equal(const struct rp_sweep *x, const stru
 {
 	assert_int_equal(x->n_alloc, y->n_alloc);
 	assert_int_equal(x->max_level, y->max_level);
-	assert_memory_equal(x->ns, y->ns, x->n_alloc * sizeof(*x->ns));
+	assert_memory_equal(x->ns, y->ns, x->n_alloc * sizeof(*x->ns)); /* the same form */
+	for (uint32_t c = 0; c < x->n_alloc; c++)
+		assert_int_equal(rp_sweep_ns(x, c), rp_sweep_ns(y, c));
 	assert_int_equal(x->level, y->level);
 	assert_int_equal(x->level_before, y->level_before);
 	assert_int_equal(x->first_t, y->first_t);

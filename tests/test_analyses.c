@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "analyses.h"
@@ -187,6 +188,53 @@ static void test_analyses_close_batch_equals_closes(void **state)
 	rp_names_free(&names);
 }
 
+/* A report's concurrency row against a standalone sweep, through its completed level
+ * array (rp_sweep_levels()) and the plain array's quantiles. */
+static void assert_conc_row(const struct rp_report_conc *o, const struct rp_sweep *s)
+{
+	uint64_t *lv = calloc(s->n_alloc, sizeof(*lv));
+	uint32_t q[4], max;
+
+	assert_non_null(lv);
+	rp_sweep_levels(s, lv);
+	rp_sweep_levels_quantiles(lv, s->n_alloc, q, &max);
+	assert_int_equal(o->observed_ns, rp_sweep_observed_ns(s));
+	assert_int_equal(o->p50, q[0]);
+	assert_int_equal(o->p90, q[1]);
+	assert_int_equal(o->p95, q[2]);
+	assert_int_equal(o->p99, q[3]);
+	assert_int_equal(o->max, max);
+	assert_int_equal(o->over_cap_ns, s->over_cap_ns);
+	assert_int_equal(o->now, rp_sweep_level(s));
+	free(lv);
+}
+
+/* The analyses' report rows (overall, roots, each category, requests) against the
+ * standalone sweeps: the report reads the sweeps' levels through their accessor. */
+static void check_conc(const struct rp_analyses *a, const struct rp_names *names,
+		       const struct rp_sweep *ov, const struct rp_sweep *rt,
+		       const struct rp_sweep *rq, const struct rp_sweep *cs, const uint32_t *id,
+		       uint64_t t)
+{
+	uint32_t map[64];
+	struct rp_report r;
+
+	memset(&r, 0, sizeof(r));
+	for (uint32_t i = 0; i < 64; i++)
+		map[i] = RP_NONE;
+	assert_true(names->n <= 64);
+	assert_int_equal(rp_analyses_report(a, map, t, &r), 0);
+	assert_int_equal(r.n_conc, 2 + a->n_cat);
+	assert_conc_row(&r.conc[0], ov);
+	assert_conc_row(&r.conc[1], rt);
+	for (uint32_t i = 0; i < NNAMES; i++) /* name i is of category i % 3 */
+		if (a->cat_of[id[i]] != 0)
+			assert_conc_row(&r.conc[2 + a->cat_of[id[i]] - 1], &cs[i % 3]);
+	if (a->requests.opened)
+		assert_conc_row(&r.requests, rq);
+	rp_report_free(&r);
+}
+
 /*
  * The analyses step their sweeps as a group (one time test per event, a leaf's
  * midpoint from the overall close's step): against standalone sweeps fed the same
@@ -248,6 +296,8 @@ static void test_analyses_sweeps_equal_general(void **state)
 				rp_sweep_open_levels(&rq, t);
 			k->depth++;
 			spans++;
+			if (spans % 997 == 0) /* spans open: pending levels */
+				check_conc(&a, &names, &ov, &rt, &rq, cs, id, t);
 		} else if (k->depth > 0) {
 			struct rp_span_info *f = &k->f[--k->depth];
 			uint32_t n = 0, lv = 0;
@@ -273,6 +323,7 @@ static void test_analyses_sweeps_equal_general(void **state)
 		}
 	}
 	assert_true(late > 100 && ov.backwards > 0 && ov.hist_seq > 1000);
+	check_conc(&a, &names, &ov, &rt, &rq, cs, id, t);
 	assert_sweep_state_equal(&a.overall, &ov);
 	assert_sweep_state_equal(&a.roots, &rt);
 	assert_sweep_state_equal(&a.requests, &rq);

@@ -376,15 +376,16 @@ void rp_analyses_open_late(struct rp_analyses *a, struct rp_sweep *c, uint32_t d
 		rp_sweep_open_levels(&a->requests, t);
 }
 
-void rp_analyses_close_late(struct rp_analyses *a, struct rp_sweep *c,
-			    const struct rp_span_info *sp)
+bool rp_analyses_close_late(struct rp_analyses *a, uint32_t ci, const struct rp_span_info *sp,
+			    uint32_t *level)
 {
-	if (c != NULL)
-		rp_sweep_close_levels(c, sp->end);
+	if (ci != 0)
+		rp_sweep_close_levels(&a->cat[ci - 1], sp->end);
 	if (sp->depth == 0)
 		rp_sweep_close_levels(&a->roots, sp->end);
 	if (sp->request)
 		rp_sweep_close_levels(&a->requests, sp->end);
+	return rp_sweep_close_hist_mid(&a->overall, sp->end, sp->start, level) >= 0;
 }
 
 void rp_analyses_close_batch(struct rp_analyses *a, const struct rp_span_info *sp, uint32_t n)
@@ -491,9 +492,9 @@ static void take_levels(struct rp_analyses *a, uint64_t end)
 		if (s->last_t < end)
 			rp_sweep_accrue(s, end);
 		for (uint32_t c = 0; c < s->n_alloc; c++) {
-			uint64_t d = s->ns[c] - a->prev[k][c];
+			uint64_t x = rp_sweep_ns(s, c), d = x - a->prev[k][c];
 
-			a->prev[k][c] = s->ns[c];
+			a->prev[k][c] = x;
 			for (uint32_t i = 0; d && i < a->win.n; i++)
 				if (slot[i] != NULL)
 					rp_wslot_add_time(&a->win, slot[i], k, c, d);
@@ -531,7 +532,7 @@ void rp_analyses_rotate(struct rp_analyses *a, uint64_t t)
 			if (have[k] && B > E) {
 				if (sw[k]->last_t < B)
 					rp_sweep_accrue(sw[k], B);
-				memcpy(a->prev[k], sw[k]->ns, sw[k]->n_alloc * sizeof(uint64_t));
+				rp_sweep_levels(sw[k], a->prev[k]);
 			}
 	}
 	rp_window_at(ws, w0, J);
@@ -581,7 +582,7 @@ static int conc_row(struct rp_report_conc *o, const char *name, const struct rp_
 		return -ENOMEM;
 	o->observed_ns = rp_sweep_observed_ns(s);
 	o->mean_milli = round_ns(rp_sweep_mean(s) * 1000.0);
-	rp_sweep_levels_quantiles(s->ns, s->n_alloc, q, &o->max);
+	rp_sweep_quantiles(s, q, &o->max);
 	o->p50 = q[0];
 	o->p90 = q[1];
 	o->p95 = q[2];
@@ -748,7 +749,7 @@ static int report_windows(const struct rp_analyses *a, const uint32_t *map, uint
 		if (pend[k] == NULL)
 			goto out;
 		for (uint32_t c = 0; sw[k]->opened && c < sw[k]->n_alloc; c++)
-			pend[k][c] = sw[k]->ns[c] - a->prev[k][c];
+			pend[k][c] = rp_sweep_ns(sw[k], c) - a->prev[k][c];
 		/* The sweep's level holds from its last event to the newest event time
 		 * (what the rotation's accrual would add). */
 		if (sw[k]->opened && t_last > sw[k]->last_t)

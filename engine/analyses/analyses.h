@@ -122,6 +122,29 @@ void rp_analyses_fini(struct rp_analyses *a);
 
 struct rp_sweep *rp_analyses_cat_new(struct rp_analyses *a, uint32_t name);
 
+/*
+ * The category of a name: its index in cat[] + 1, looked up once per name (0: no sweep
+ * could be made). A caller that keeps it from a span's open to its close (the stack
+ * machine's frame) passes it to the _cat variants below instead of a lookup at each.
+ */
+static inline uint32_t rp_analyses_cat_index(struct rp_analyses *a, uint32_t name)
+{
+	uint32_t c = a->cat_of[name];
+
+	if (__builtin_expect(c == 0, 0) && rp_analyses_cat_new(a, name) != NULL)
+		c = a->cat_of[name];
+	return c;
+}
+
+/* The sweep of category @ci != 0 (cat[ci - 1]), from the analyses' address in one
+ * multiply-add: cat[] is not the first member, so the bias stays inside the struct. */
+static inline struct rp_sweep *rp_analyses_cat_at(struct rp_analyses *a, uint32_t ci)
+{
+	return (struct rp_sweep *)(void *)((char *)a + offsetof(struct rp_analyses, cat) -
+					   sizeof(struct rp_sweep) +
+					   (size_t)ci * sizeof(struct rp_sweep));
+}
+
 /* The category sweep of a name (looked up once per name); NULL if none. */
 static inline struct rp_sweep *rp_analyses_cat_sweep(struct rp_analyses *a, uint32_t name)
 {
@@ -132,52 +155,64 @@ static inline struct rp_sweep *rp_analyses_cat_sweep(struct rp_analyses *a, uint
 
 /* rp_analyses_open() and rp_analyses_close_sweeps() at a time not after the overall
  * sweep's latest (equal, or a late record's): the span's sweeps by their general
- * steps (analyses.c); a close leaves the overall sweep to rp_sweep_close_hist_mid(),
- * which tests the time itself. */
+ * steps, and for a close the midpoint's level (analyses.c), as the inline paths. */
 __attribute__((noinline)) void rp_analyses_open_late(struct rp_analyses *a, struct rp_sweep *c,
 						     uint32_t depth, uint64_t t, bool request);
-__attribute__((noinline)) void rp_analyses_close_late(struct rp_analyses *a, struct rp_sweep *c,
-						      const struct rp_span_info *sp);
+__attribute__((noinline)) bool rp_analyses_close_late(struct rp_analyses *a, uint32_t ci,
+						      const struct rp_span_info *sp,
+						      uint32_t *level);
 
 /*
- * A span of @name opened at depth @depth (0: a root) at time @t. Inline: one call
- * per span less on the hot path. The sweeps are a group (sweep.h) led by the overall
- * one: it sees every event the others see, at the same times, and the rotation
- * accrues it with the roots, so no sweep's last_t passes its; a time after it is
- * after every sweep's, and the others step without a time test of their own.
+ * A span of category @ci (rp_analyses_cat_index()) opened at depth @depth (0: a root)
+ * at time @t. Inline: one call per span less on the hot path. The sweeps are a group
+ * (sweep.h) led by the overall one: it sees every event the others see, at the same
+ * times, and the rotation accrues it with the roots, so no sweep's last_t passes its;
+ * a time after it is after every sweep's, and none tests its own.
  */
-static inline void rp_analyses_open(struct rp_analyses *a, uint32_t name, uint32_t depth,
-				    uint64_t t, bool request)
+static inline void rp_analyses_open_cat(struct rp_analyses *a, uint32_t ci, uint32_t depth,
+					uint64_t t, bool request)
 {
-	struct rp_sweep *c = rp_analyses_cat_sweep(a, name);
-
 	if (__builtin_expect(t > a->overall.last_t, 1)) { /* after every sweep's last_t */
-		rp_sweep_open_hist(&a->overall, t);
-		if (c != NULL)
-			rp_sweep_open_member(c, t);
+		if (__builtin_expect(ci != 0, 1))
+			rp_sweep_open_member(rp_analyses_cat_at(a, ci), t);
 		if (depth == 0)
 			rp_sweep_open_member(&a->roots, t);
 		if (request)
 			rp_sweep_open_member(&a->requests, t);
+		rp_sweep_open_lead(&a->overall, t);
 	} else {
-		rp_analyses_open_late(a, c, depth, t, request);
+		rp_analyses_open_late(a, ci != 0 ? &a->cat[ci - 1] : NULL, depth, t, request);
 	}
+}
+
+/* The same for a span of @name; @return its category for the _cat variants. */
+static inline uint32_t rp_analyses_open(struct rp_analyses *a, uint32_t name, uint32_t depth,
+					uint64_t t, bool request)
+{
+	uint32_t ci = rp_analyses_cat_index(a, name);
+
+	rp_analyses_open_cat(a, ci, depth, t, request);
+	return ci;
 }
 
 /* A span opened here that will never close (a drop cut it): it leaves the sweeps at
  * @t and goes nowhere else, so no window, sketch or slowest list sees a guess. */
-static inline void rp_analyses_abandon(struct rp_analyses *a, uint32_t name, uint32_t depth,
-				       uint64_t t, bool request)
+static inline void rp_analyses_abandon_cat(struct rp_analyses *a, uint32_t ci, uint32_t depth,
+					   uint64_t t, bool request)
 {
-	struct rp_sweep *c = rp_analyses_cat_sweep(a, name);
-
 	rp_sweep_close_hist(&a->overall, t);
-	if (c != NULL)
-		rp_sweep_close_levels(c, t);
+	if (ci != 0)
+		rp_sweep_close_levels(&a->cat[ci - 1], t);
 	if (depth == 0)
 		rp_sweep_close_levels(&a->roots, t);
 	if (request)
 		rp_sweep_close_levels(&a->requests, t);
+}
+
+static inline void rp_analyses_abandon(struct rp_analyses *a, uint32_t name, uint32_t depth,
+				       uint64_t t, bool request)
+{
+	rp_analyses_abandon_cat(a, rp_analyses_cat_index(a, name), depth, t, request);
 }
 
 /* rp_analyses_close()'s out-of-line parts (analyses.c): a span among the slowest
@@ -211,37 +246,51 @@ static inline void rp_analyses_offer_slow(struct rp_slowest *sl, const struct rp
 
 /*
  * A span closed (its open was fed), its first part: to the overall sweep, its
- * category's, for a root the roots sweep and for a request the requests sweep; the
- * overall level at its midpoint (after the close is fed, as sweep.h requires) into
- * its name's midpoint sum. Sets *@ci to the name's category index + 1 (0: none) and
- * *@level to the midpoint's level; @return whether that level is known.
+ * category's (@ci, as rp_analyses_cat_index() gives it), for a root the roots sweep
+ * and for a request the requests sweep; the overall level at its midpoint (after the
+ * close is fed, as sweep.h requires) into its name's midpoint sum. Sets *@level to the
+ * midpoint's level (0 if unknown); @return whether that level is known.
  */
-static inline bool rp_analyses_close_sweeps(struct rp_analyses *a, const struct rp_span_info *sp,
-					    uint32_t *ci, uint32_t *level)
+static inline bool rp_analyses_close_sweeps_cat(struct rp_analyses *a,
+						const struct rp_span_info *sp, uint32_t ci,
+						uint32_t *level)
 {
-	uint32_t name = sp->name, c0 = a->cat_of[name];
-	struct rp_sweep *c = c0 != 0 ? &a->cat[c0 - 1] : rp_analyses_cat_new(a, name);
 	uint64_t t = sp->end;
+	uint32_t lv;
 	bool known;
 
-	*ci = a->cat_of[name]; /* rp_analyses_cat_new() set it (or left it 0) */
 	if (__builtin_expect(t > a->overall.last_t, 1)) { /* as rp_analyses_open() */
-		if (c != NULL)
-			rp_sweep_close_member(c, t);
+		if (__builtin_expect(ci != 0, 1))
+			rp_sweep_close_member(rp_analyses_cat_at(a, ci), t);
 		if (sp->depth == 0)
 			rp_sweep_close_member(&a->roots, t);
 		if (sp->request)
 			rp_sweep_close_member(&a->requests, t);
+		known = rp_sweep_close_lead_mid(&a->overall, t, sp->start, &lv) >= 0;
 	} else {
-		rp_analyses_close_late(a, c, sp);
+		known = rp_analyses_close_late(a, ci, sp, &lv);
 	}
-	*level = 0;
-	known = rp_sweep_close_hist_mid(&a->overall, t, sp->start, level) >= 0;
-	if (known) {
-		a->mid[name].sum += *level;
-		a->mid[name].count++;
+	if (__builtin_expect(known, 1)) {
+		struct rp_mid *m = &a->mid[sp->name];
+
+		m->sum += lv;
+		/* two scalar adds: without this the compiler builds {lv, 1} in a vector
+		 * register for one 16-byte add (twice the instructions) */
+		__asm__("" : "+r"(m));
+		m->count++;
+	} else {
+		lv = 0;
 	}
+	*level = lv;
 	return known;
+}
+
+/* The same, the category looked up: *@ci set to it. */
+static inline bool rp_analyses_close_sweeps(struct rp_analyses *a, const struct rp_span_info *sp,
+					    uint32_t *ci, uint32_t *level)
+{
+	*ci = rp_analyses_cat_index(a, sp->name);
+	return rp_analyses_close_sweeps_cat(a, sp, *ci, level);
 }
 
 /* A span of category @ci into its name's entry @e of the finest sub-window @cs. */
@@ -302,6 +351,16 @@ static inline void rp_analyses_close(struct rp_analyses *a, const struct rp_span
 {
 	uint32_t ci, level;
 	bool known = rp_analyses_close_sweeps(a, sp, &ci, &level);
+
+	rp_analyses_close_entry(a, sp, ci, level, known);
+}
+
+/* The same for a span of category @ci (rp_analyses_cat_index()) */
+static inline void rp_analyses_close_cat(struct rp_analyses *a, const struct rp_span_info *sp,
+					 uint32_t ci)
+{
+	uint32_t level;
+	bool known = rp_analyses_close_sweeps_cat(a, sp, ci, &level);
 
 	rp_analyses_close_entry(a, sp, ci, level, known);
 }

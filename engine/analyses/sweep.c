@@ -12,10 +12,17 @@
  *    reset to 0, and if the level differs from the one before last_t, (last_t,
  *    level) becomes a change point. Nothing else looks at the level between events
  *    of one timestamp, which is why their order does not matter.
- *  - Once opened, ns[] sums to last_t - first_t: each advance of last_t adds its
- *    span at the level settled for it. Time above the cap also adds (level - cap) x
- *    dt to excess_hi:excess_lo (128 bits), so that the mean stays exact; the hot
- *    path below the cap is one array add.
+ *  - Once opened, the completed level array (rp_sweep_ns()) sums to last_t - first_t:
+ *    each advance of last_t adds its span at the level settled for it. Time above the
+ *    cap also adds (level - cap) x dt to excess_hi:excess_lo (128 bits), so that the
+ *    mean stays exact; the hot path below the cap is two array adds.
+ *  - ns[] holds "exit minus entry" sums (sweep.h): while opened and 0 <= level <
+ *    n_alloc, ns[level] is the time at that level minus last_t (the entry of the
+ *    segment still open; a change at last_t within the timestamp moves it, and the
+ *    ones that cancel out add nothing), every other entry its time. The steps here
+ *    complete that entry (plain()), step the plain array, and open it again
+ *    (unplain()), so every slow case (negative levels, the array's end, the cap,
+ *    growth, times going back) is what it was with a plain array.
  *  - The history ring holds the last hist_cap change points before last_t, in time
  *    order with distinct times and consecutive levels distinct; level_before is the
  *    level from the newest of them (or 0 if none was ever made) to last_t. If one
@@ -176,7 +183,7 @@ static inline uint32_t hist_index(const struct rp_sweep *s, uint64_t k)
 	return (uint32_t)(s->hist_seq - rp_sweep_hist_n(s) + k) & s->hist_mask;
 }
 
-/* The same push as rp_sweep_step_()'s; none without a history. */
+/* The same push as rp_sweep_push_()'s; none without a history. */
 static void hist_push(struct rp_sweep *s, uint64_t t, uint32_t level)
 {
 	uint32_t i = (uint32_t)s->hist_seq & s->hist_mask;
@@ -201,8 +208,23 @@ static void settle(struct rp_sweep *s)
 	}
 }
 
-/* Move to @t; an earlier @t is taken as last_t. */
-void rp_sweep_advance_slow(struct rp_sweep *s, uint64_t t)
+/* The pending entry of the current level, completed: ns[] is the plain array. */
+static void plain(struct rp_sweep *s)
+{
+	if (s->opened && (uint64_t)s->level < s->n_alloc)
+		s->ns[s->level] += s->last_t;
+}
+
+/* Back to "exit minus entry" form, and the inline steps' range. */
+static void unplain(struct rp_sweep *s)
+{
+	if (s->opened && (uint64_t)s->level < s->n_alloc)
+		s->ns[s->level] -= s->last_t;
+	s->n_fast = s->opened ? s->n_alloc - 1 : 0; /* opened or grown since */
+}
+
+/* Move the plain array to @t; an earlier @t is taken as last_t. */
+static void advance(struct rp_sweep *s, uint64_t t)
 {
 	if (t < s->last_t) {
 		s->backwards++;
@@ -216,23 +238,30 @@ void rp_sweep_advance_slow(struct rp_sweep *s, uint64_t t)
 	else
 		s->first_t = t; /* only stray closes so far: nothing observed yet */
 	s->last_t = t;
-	s->n_fast = s->opened ? s->n_alloc : 0; /* opened or grown since */
 }
 
-/* A group member's step out of its fast range: the general one. */
 void rp_sweep_open_slow(struct rp_sweep *s, uint64_t t)
 {
-	rp_sweep_open(s, t);
+	plain(s);
+	advance(s, t);
+	s->opened = true;
+	s->level++;
+	unplain(s);
 }
 
 void rp_sweep_close_slow(struct rp_sweep *s, uint64_t t)
 {
-	rp_sweep_close(s, t);
+	plain(s);
+	advance(s, t);
+	s->level--;
+	unplain(s);
 }
 
 void rp_sweep_accrue(struct rp_sweep *s, uint64_t t)
 {
-	rp_sweep_step_(s, t, s->hist_cap != 0);
+	plain(s);
+	advance(s, t);
+	unplain(s);
 }
 
 uint32_t rp_sweep_level(const struct rp_sweep *s)
@@ -250,14 +279,44 @@ uint64_t rp_sweep_unmatched(const struct rp_sweep *s)
 	return s->unmatched + (s->level < 0 ? (uint64_t)-s->level : 0);
 }
 
-uint32_t rp_sweep_levels_max(const uint64_t *ns, uint32_t n)
+/*
+ * A level array as the readers see it: ns[c] for c < n, plus @add at level @k (a
+ * sweep's pending entry completed, rp_sweep_ns(); k = UINT32_MAX for a plain array).
+ */
+struct view {
+	const uint64_t *ns;
+	uint32_t n, k;
+	uint64_t add;
+};
+
+static inline uint64_t at(const struct view *v, uint32_t c)
 {
-	while (n > 0 && ns[n - 1] == 0)
+	return v->ns[c] + (c == v->k ? v->add : 0);
+}
+
+static struct view array_view(const uint64_t *ns, uint32_t n)
+{
+	return (struct view){ ns, n, UINT32_MAX, 0 };
+}
+
+static struct view sweep_view(const struct rp_sweep *s)
+{
+	bool pend = s->opened && (uint64_t)s->level < s->n_alloc;
+
+	return (struct view){ s->ns, s->n_alloc, pend ? (uint32_t)s->level : UINT32_MAX,
+			      s->last_t };
+}
+
+static uint32_t view_max(const struct view *v)
+{
+	uint32_t n = v->n;
+
+	while (n > 0 && at(v, n - 1) == 0)
 		n--;
 	return n > 0 ? n - 1 : 0;
 }
 
-uint32_t rp_sweep_levels_percentile(const uint64_t *ns, uint32_t n, unsigned p_times_100)
+static uint32_t view_percentile(const struct view *v, unsigned p_times_100)
 {
 	uint64_t total = 0, cum = 0;
 	struct u128 need;
@@ -265,18 +324,34 @@ uint32_t rp_sweep_levels_percentile(const uint64_t *ns, uint32_t n, unsigned p_t
 
 	if (p_times_100 > 10000)
 		p_times_100 = 10000;
-	for (c = 0; c < n; c++)
-		total += ns[c];
+	for (c = 0; c < v->n; c++)
+		total += at(v, c);
 	if (total == 0)
 		return 0;
 	need = mul64(total, p_times_100);
-	for (c = 0; c < n; c++) {
-		cum += ns[c];
-		if (ns[c] > 0 && ge128(mul64(cum, 10000), need))
+	for (c = 0; c < v->n; c++) {
+		uint64_t x = at(v, c);
+
+		cum += x;
+		if (x > 0 && ge128(mul64(cum, 10000), need))
 			return c;
 	}
 	assert(0 && "cum reaches total at the last level held");
-	return rp_sweep_levels_max(ns, n);
+	return view_max(v);
+}
+
+uint32_t rp_sweep_levels_max(const uint64_t *ns, uint32_t n)
+{
+	struct view v = array_view(ns, n);
+
+	return view_max(&v);
+}
+
+uint32_t rp_sweep_levels_percentile(const uint64_t *ns, uint32_t n, unsigned p_times_100)
+{
+	struct view v = array_view(ns, n);
+
+	return view_percentile(&v, p_times_100);
 }
 
 /*
@@ -286,8 +361,8 @@ uint32_t rp_sweep_levels_percentile(const uint64_t *ns, uint32_t n, unsigned p_t
  * it is only crossed where cum grows (a level held), as the rule asks; a report walks
  * every level of every sweep and window this way (most of its CPU before).
  */
-static void quantiles64(const uint64_t *ns, uint32_t n, uint32_t top, uint64_t total,
-			const unsigned p[4], uint32_t q[4])
+static void quantiles64(const struct view *v, uint32_t top, uint64_t total, const unsigned p[4],
+			uint32_t q[4])
 {
 	uint64_t th[4], cum = 0;
 	unsigned k = 0;
@@ -296,36 +371,37 @@ static void quantiles64(const uint64_t *ns, uint32_t n, uint32_t top, uint64_t t
 		q[i] = 0;
 		th[i] = (total * p[i] + 9999) / 10000;
 	}
-	for (uint32_t c = 0; c < n && c <= top && k < 4; c++) {
-		cum += ns[c];
+	for (uint32_t c = 0; c < v->n && c <= top && k < 4; c++) {
+		cum += at(v, c);
 		while (k < 4 && cum >= th[k])
 			q[k++] = c;
 	}
 }
 
-void rp_sweep_levels_quantiles(const uint64_t *ns, uint32_t n, uint32_t q[4], uint32_t *max)
+static void view_quantiles(const struct view *v, uint32_t q[4], uint32_t *max)
 {
 	static const unsigned p[4] = { 5000, 9000, 9500, 9900 };
-	uint32_t top = rp_sweep_levels_max(ns, n), k = 0;
+	uint32_t top = view_max(v), k = 0;
 	uint64_t total = 0, cum = 0;
 	struct u128 need[4];
 
 	*max = top;
-	for (uint32_t c = 0; c < n && c <= top; c++)
-		total += ns[c];
+	for (uint32_t c = 0; c < v->n && c <= top; c++)
+		total += at(v, c);
 	if (total > 0 && total <= UINT64_MAX / 10000) {
-		quantiles64(ns, n, top, total, p, q);
+		quantiles64(v, top, total, p, q);
 		return;
 	}
 	for (int i = 0; i < 4; i++) {
 		q[i] = 0;
 		need[i] = mul64(total, p[i]);
 	}
-	for (uint32_t c = 0; total > 0 && c < n && c <= top && k < 4; c++) {
+	for (uint32_t c = 0; total > 0 && c < v->n && c <= top && k < 4; c++) {
+		uint64_t x = at(v, c);
 		struct u128 have;
 
-		cum += ns[c];
-		if (ns[c] == 0)
+		cum += x;
+		if (x == 0)
 			continue;
 		have = mul64(cum, 10000);
 		while (k < 4 && ge128(have, need[k]))
@@ -333,21 +409,40 @@ void rp_sweep_levels_quantiles(const uint64_t *ns, uint32_t n, uint32_t q[4], ui
 	}
 }
 
+void rp_sweep_levels_quantiles(const uint64_t *ns, uint32_t n, uint32_t q[4], uint32_t *max)
+{
+	struct view v = array_view(ns, n);
+
+	view_quantiles(&v, q, max);
+}
+
+void rp_sweep_quantiles(const struct rp_sweep *s, uint32_t q[4], uint32_t *max)
+{
+	struct view v = sweep_view(s);
+
+	view_quantiles(&v, q, max);
+}
+
 uint32_t rp_sweep_percentile(const struct rp_sweep *s, unsigned p_times_100)
 {
-	return rp_sweep_levels_percentile(s->ns, s->n_alloc, p_times_100);
+	struct view v = sweep_view(s);
+
+	return view_percentile(&v, p_times_100);
 }
 
 uint32_t rp_sweep_max(const struct rp_sweep *s)
 {
-	return rp_sweep_levels_max(s->ns, s->n_alloc);
+	struct view v = sweep_view(s);
+
+	return view_max(&v);
 }
 
 double rp_sweep_mean(const struct rp_sweep *s)
 {
 	uint64_t total = rp_sweep_observed_ns(s);
 	struct u128 area = { s->excess_hi, s->excess_lo };
-	uint32_t top = rp_sweep_max(s); /* levels above it add nothing */
+	struct view v = sweep_view(s);
+	uint32_t top = view_max(&v); /* levels above it add nothing */
 
 	if (total == 0)
 		return 0.0;
@@ -357,23 +452,25 @@ double rp_sweep_mean(const struct rp_sweep *s)
 		uint64_t sum = area.lo, x;
 		bool over = false;
 
-		for (uint32_t c = 1; c <= top && c < s->n_alloc && !over; c++)
-			over = __builtin_mul_overflow((uint64_t)c, s->ns[c], &x) ||
+		for (uint32_t c = 1; c <= top && c < v.n && !over; c++)
+			over = __builtin_mul_overflow((uint64_t)c, at(&v, c), &x) ||
 			       __builtin_add_overflow(sum, x, &sum);
 		if (!over)
 			return (double)sum / (double)total;
 	}
-	for (uint32_t c = 1; c <= top && c < s->n_alloc; c++)
-		add128(&area, mul64(c, s->ns[c]));
+	for (uint32_t c = 1; c <= top && c < v.n; c++)
+		add128(&area, mul64(c, at(&v, c)));
 	return ((double)area.hi * 0x1p64 + (double)area.lo) / (double)total;
 }
 
-const uint64_t *rp_sweep_levels(const struct rp_sweep *s, uint32_t *n)
+uint32_t rp_sweep_levels(const struct rp_sweep *s, uint64_t *out)
 {
-	uint32_t max = rp_sweep_max(s);
+	struct view v = sweep_view(s);
+	uint32_t max = view_max(&v);
 
-	*n = max > 0 || s->ns[0] > 0 ? max + 1 : 0;
-	return s->ns;
+	for (uint32_t c = 0; c < v.n; c++)
+		out[c] = at(&v, c);
+	return max > 0 || out[0] > 0 ? max + 1 : 0;
 }
 
 static inline uint64_t hist_time(const struct rp_sweep *s, int64_t k)
@@ -382,33 +479,20 @@ static inline uint64_t hist_time(const struct rp_sweep *s, int64_t k)
 }
 
 /*
- * The number (hist_seq's count) of the newest change point at or before @t; -1 if
- * none is kept. Midpoints of spans just closed are recent: most lie a few points
- * back (a parent's, past its children's opens and closes). So when the point
- * HIST_WIN back is at or before @t, the answer is among the newest HIST_WIN and four
- * halvings without a branch find it; past them, gallop back (O(log distance)), then
- * bisect.
+ * The number (hist_seq's count) of the newest change point at or before @t, which is
+ * before the newest HIST_WIN - 1 (rp_sweep_level_at_slow() looks among those); -1
+ * if none is kept. Gallop back from there (O(log distance)), then bisect.
  */
 #define HIST_WIN 16 /* the halvings below assume 16 */
 
-static int64_t hist_find(const struct rp_sweep *s, uint64_t t)
+static int64_t hist_find_far(const struct rp_sweep *s, uint64_t t)
 {
-	uint32_t n = rp_sweep_hist_n(s), mask = s->hist_mask;
-	const uint64_t *ht = s->hist_t;
-	uint64_t first = s->hist_seq - n, k;
+	uint32_t n = rp_sweep_hist_n(s);
+	uint64_t first = s->hist_seq - n;
 	int64_t hi = n, lo, step = 1; /* hist_time(hi) > t; n is +infinity */
 
-	if (n >= HIST_WIN) {
-		k = s->hist_seq - HIST_WIN;
-		if (ht[(uint32_t)k & mask] <= t) { /* the answer is in k .. k + 15 */
-			k = ht[(uint32_t)(k + 8) & mask] <= t ? k + 8 : k;
-			k = ht[(uint32_t)(k + 4) & mask] <= t ? k + 4 : k;
-			k = ht[(uint32_t)(k + 2) & mask] <= t ? k + 2 : k;
-			k = ht[(uint32_t)(k + 1) & mask] <= t ? k + 1 : k;
-			return (int64_t)k;
-		}
-		hi = (int64_t)(k - first);
-	}
+	if (n >= HIST_WIN)
+		hi = (int64_t)(s->hist_seq - HIST_WIN - first);
 	for (;;) {
 		lo = hi - step;
 		if (lo < 0) {
@@ -431,19 +515,46 @@ static int64_t hist_find(const struct rp_sweep *s, uint64_t t)
 	return lo < 0 ? -1 : (int64_t)(first + (uint64_t)lo);
 }
 
+/* rp_sweep_level_at_slow() past the newest HIST_WIN change points. */
+__attribute__((noinline)) static int level_at_far(struct rp_sweep *s, uint64_t t, uint32_t *level)
+{
+	int64_t f = hist_find_far(s, t);
+
+	if (f < 0 && (s->hist_seq > s->hist_cap || s->hist_cap == 0)) {
+		s->hist_misses++;
+		return -ENOENT;
+	}
+	*level = f < 0 ? 0 : s->hist_level[(uint32_t)f & s->hist_mask];
+	return 0;
+}
+
+/*
+ * Midpoints of spans just closed are recent: most lie a few change points back (a
+ * parent's, past its children's opens and closes). So when the point HIST_WIN back
+ * is at or before @t, the answer is among the newest HIST_WIN and four halvings
+ * without a branch find it, in few enough registers to need no saves; past them,
+ * hist_find_far().
+ */
 int rp_sweep_level_at_slow(struct rp_sweep *s, uint64_t t, uint32_t *level)
 {
-	int64_t k;
+	uint32_t mask = s->hist_mask;
+	const uint64_t *ht = s->hist_t;
+	uint64_t k;
 
 	if (t >= s->last_t) {
 		*level = rp_sweep_level(s);
 		return 1;
 	}
-	k = hist_find(s, t);
-	if (k < 0 && (s->hist_seq > s->hist_cap || s->hist_cap == 0)) {
-		s->hist_misses++;
-		return -ENOENT;
+	if (rp_sweep_hist_n(s) >= HIST_WIN) {
+		k = s->hist_seq - HIST_WIN;
+		if (ht[(uint32_t)k & mask] <= t) { /* the answer is in k .. k + 15 */
+			k = ht[(uint32_t)(k + 8) & mask] <= t ? k + 8 : k;
+			k = ht[(uint32_t)(k + 4) & mask] <= t ? k + 4 : k;
+			k = ht[(uint32_t)(k + 2) & mask] <= t ? k + 2 : k;
+			k = ht[(uint32_t)(k + 1) & mask] <= t ? k + 1 : k;
+			*level = s->hist_level[(uint32_t)k & mask];
+			return 0;
+		}
 	}
-	*level = k < 0 ? 0 : s->hist_level[(uint32_t)k & s->hist_mask];
-	return 0;
+	return level_at_far(s, t, level); /* a tail call: nothing to save here */
 }

@@ -25,10 +25,11 @@
  * of two) x 12 bytes for the change points, allocated by the sweep; after init,
  * memory is allocated only when the level array grows, never per event.
  *
- * Cost: open and close are inline; an event at a new time, below the level array's
- * end, is an array add and, when the level changed, a history push (none for a sweep
- * made by rp_sweep_init_levels()); the _hist and _levels entry points do not test
- * which kind the sweep is. Sweeps fed as a group (below) test the time once for all.
+ * Cost: open and close are inline; an event inside the level array is two array adds
+ * ("exit minus entry" sums, below) and, at a new time when the level changed, a
+ * history push (none for a sweep made by rp_sweep_init_levels()); the _hist and
+ * _levels entry points do not test which kind the sweep is. Sweeps fed as a group
+ * (below) test the time once for all.
  */
 #ifndef RP_ENGINE_SWEEP_H
 #define RP_ENGINE_SWEEP_H
@@ -38,8 +39,9 @@
 
 /* Fields are read-only outside sweep.c; counters may be read directly. */
 struct rp_sweep {
-	uint64_t *ns;		       /* ns[c]: time at level c; levels past max_level count
-					  at max_level */
+	uint64_t *ns;		       /* time at level c, as "exit minus entry" sums: read
+					  through rp_sweep_ns(); levels past max_level
+					  count at max_level */
 	uint32_t n_alloc;	       /* entries of ns allocated, <= max_level + 1 */
 	uint32_t max_level;	       /* the cap (lowered to n_alloc - 1 if growth fails) */
 	int64_t level;		       /* open spans; < 0 only within one timestamp */
@@ -57,8 +59,8 @@ struct rp_sweep {
 	uint64_t hist_seq;  /* change points ever pushed (0 without a history) */
 	uint32_t hist_cap;  /* 0: no history (rp_sweep_init_levels()) */
 	uint32_t hist_mask; /* slots - 1 */
-	uint32_t n_fast;    /* n_alloc once opened, else 0: the levels the inline
-			       step takes (sweep.c keeps it up to date) */
+	uint32_t n_fast;    /* n_alloc - 1 once opened, else 0: the levels the
+			       inline steps take (sweep.c keeps it up to date) */
 	bool opened; /* an open was fed: the observed range has started */
 
 	uint64_t over_cap_ns;  /* time at levels > max_level (inside ns[max_level]) */
@@ -88,53 +90,81 @@ int rp_sweep_init_levels(struct rp_sweep *s, uint32_t max_level);
 /* Frees what init allocated; accepts a zeroed or already finished sweep. */
 void rp_sweep_fini(struct rp_sweep *s);
 
-/* Everything but the common case of rp_sweep_step_() (sweep.c). */
-void rp_sweep_advance_slow(struct rp_sweep *s, uint64_t t);
+/*
+ * The level array is kept as "exit minus entry" sums: when the level moves from l to
+ * l' at t, ns[l] += t and ns[l'] -= t (unsigned, modular: exact once both ends are
+ * in), so a step needs neither the time since the last change nor a load of last_t.
+ * The current level's segment has its entry subtracted and no exit yet: while the
+ * sweep is opened and 0 <= level < n_alloc, the time at that level up to last_t is
+ * ns[level] + last_t, and every other entry is its time. Readers go through
+ * rp_sweep_ns() (or the functions below that use it), never ns[] itself. Levels out of
+ * that range (negative within a timestamp, at the array's end or past the cap) and
+ * times going back take sweep.c's steps, which complete the pending entry, step as a
+ * plain array would, and open it again.
+ */
+
+/* The time at level @c (< n_alloc) up to last_t. */
+static inline uint64_t rp_sweep_ns(const struct rp_sweep *s, uint32_t c)
+{
+	return s->ns[c] + (s->opened && (uint64_t)s->level == c ? s->last_t : 0);
+}
+
+/* The steps out of the common case (sweep.c). */
+void rp_sweep_open_slow(struct rp_sweep *s, uint64_t t);
+void rp_sweep_close_slow(struct rp_sweep *s, uint64_t t);
+
+/* The time moves on from @lt: the level @l of [lt, ...) is settled, a change point if it
+ * differs from the one before (a sweep with a history). */
+static inline void rp_sweep_push_(struct rp_sweep *s, uint64_t lt, int64_t l)
+{
+	if (l != s->level_before) {
+		uint32_t i = (uint32_t)s->hist_seq++ & s->hist_mask;
+
+		s->level_before = l;
+		s->hist_t[i] = lt;
+		s->hist_level[i] = (uint32_t)l; /* 0 <= l < n_alloc fits */
+	}
+}
 
 /*
- * Move the sweep to @t (see sweep.c for the invariants). The common case inline: a
- * later time, an opened sweep, a settled level that is not negative and has its
- * entry in ns[]; the time since last_t is at the level of [last_t, t), which becomes
- * a change point if it differs from the one before and @hist (the sweep keeps a
- * history: hist_cap != 0; a constant where the caller knows it). false: not the
- * common case, nothing done (rp_sweep_step_() then goes to sweep.c).
+ * The common case inline: an opened sweep, a time not before last_t, a level whose
+ * step stays inside the array (n_fast is n_alloc - 1 once opened, else 0): open from
+ * 0 <= l < n_alloc - 1, close from 1 <= l < n_alloc. At a later time a sweep with a
+ * history (@hist: a constant where the caller knows it) first records the level it
+ * leaves. false: nothing done, sweep.c's step is the caller's.
  */
-static inline bool rp_sweep_fast_(struct rp_sweep *s, uint64_t t, bool hist)
+static inline bool rp_sweep_open_fast_(struct rp_sweep *s, uint64_t t, bool hist)
 {
 	int64_t l = s->level;
+	uint64_t lt = s->last_t;
 
-	/* (uint64_t)l < n_fast: opened, and 0 <= l < n_alloc */
-	if (__builtin_expect(t > s->last_t && (uint64_t)l < s->n_fast, 1)) {
-		/* level_before only decides pushes: a sweep without history skips it */
-		if (hist && l != s->level_before) {
-			uint32_t i = (uint32_t)s->hist_seq++ & s->hist_mask; /* push (last_t, l) */
-
-			s->level_before = l;
-			s->hist_t[i] = s->last_t;
-			s->hist_level[i] = (uint32_t)l; /* l < n_alloc fits */
-		}
-		s->ns[l] += t - s->last_t;
+	if (__builtin_expect(t >= lt && (uint64_t)l < s->n_fast, 1)) {
+		if (hist && t > lt)
+			rp_sweep_push_(s, lt, l);
+		s->ns[l] += t;
+		s->ns[l + 1] -= t;
 		s->last_t = t;
+		s->level = l + 1; /* one per event: 2^63 of them cannot come */
 		return true;
 	}
 	return false;
 }
 
-static inline void rp_sweep_step_(struct rp_sweep *s, uint64_t t, bool hist)
+static inline bool rp_sweep_close_fast_(struct rp_sweep *s, uint64_t t, bool hist)
 {
-	if (!rp_sweep_fast_(s, t, hist) && t != s->last_t)
-		rp_sweep_advance_slow(s, t);
-}
+	int64_t l = s->level;
+	uint64_t lt = s->last_t;
 
-/* An open's step: the fast one is only taken once opened (n_fast is 0 before), so
- * only the other way has to mark the sweep opened. */
-static inline void rp_sweep_open_step_(struct rp_sweep *s, uint64_t t, bool hist)
-{
-	if (!rp_sweep_fast_(s, t, hist)) {
-		if (t != s->last_t)
-			rp_sweep_advance_slow(s, t);
-		s->opened = true;
+	if (__builtin_expect(t >= lt && (uint64_t)(l - 1) < s->n_fast, 1)) {
+		if (hist && t > lt)
+			rp_sweep_push_(s, lt, l);
+		s->ns[l] += t;
+		s->ns[l - 1] -= t;
+		s->last_t = t;
+		s->level = l - 1;
+		return true;
 	}
+	return false;
 }
 
 /*
@@ -144,40 +174,40 @@ static inline void rp_sweep_open_step_(struct rp_sweep *s, uint64_t t, bool hist
  */
 static inline void rp_sweep_open(struct rp_sweep *s, uint64_t t)
 {
-	rp_sweep_open_step_(s, t, s->hist_cap != 0);
-	s->level++; /* one per event: 2^63 of them cannot come */
+	if (!rp_sweep_open_fast_(s, t, s->hist_cap != 0))
+		rp_sweep_open_slow(s, t);
 }
 
 static inline void rp_sweep_close(struct rp_sweep *s, uint64_t t)
 {
-	rp_sweep_step_(s, t, s->hist_cap != 0);
-	s->level--;
+	if (!rp_sweep_close_fast_(s, t, s->hist_cap != 0))
+		rp_sweep_close_slow(s, t);
 }
 
 /* The same for a sweep made by rp_sweep_init() with a history (_hist) or by
  * rp_sweep_init_levels() (_levels): the kind is not tested on every event. */
 static inline void rp_sweep_open_hist(struct rp_sweep *s, uint64_t t)
 {
-	rp_sweep_open_step_(s, t, true);
-	s->level++;
+	if (!rp_sweep_open_fast_(s, t, true))
+		rp_sweep_open_slow(s, t);
 }
 
 static inline void rp_sweep_close_hist(struct rp_sweep *s, uint64_t t)
 {
-	rp_sweep_step_(s, t, true);
-	s->level--;
+	if (!rp_sweep_close_fast_(s, t, true))
+		rp_sweep_close_slow(s, t);
 }
 
 static inline void rp_sweep_open_levels(struct rp_sweep *s, uint64_t t)
 {
-	rp_sweep_open_step_(s, t, false);
-	s->level++;
+	if (!rp_sweep_open_fast_(s, t, false))
+		rp_sweep_open_slow(s, t);
 }
 
 static inline void rp_sweep_close_levels(struct rp_sweep *s, uint64_t t)
 {
-	rp_sweep_step_(s, t, false);
-	s->level--;
+	if (!rp_sweep_close_fast_(s, t, false))
+		rp_sweep_close_slow(s, t);
 }
 
 /* Change points the history holds now, and those that fell out of it. */
@@ -223,11 +253,14 @@ uint32_t rp_sweep_max(const struct rp_sweep *s);
 double rp_sweep_mean(const struct rp_sweep *s);
 
 /*
- * The level array for serialisation: time at level c for c < *n, where *n is one
- * more than rp_sweep_max() (0 when no time was observed). Valid until the next
- * open/close/accrue.
+ * The level array, completed (rp_sweep_ns() of each level): into @out (n_alloc
+ * entries), @return one more than rp_sweep_max() (0 when no time was observed); the
+ * entries from there on are 0.
  */
-const uint64_t *rp_sweep_levels(const struct rp_sweep *s, uint32_t *n);
+uint32_t rp_sweep_levels(const struct rp_sweep *s, uint64_t *out);
+
+/* rp_sweep_levels_quantiles() of the sweep's completed level array. */
+void rp_sweep_quantiles(const struct rp_sweep *s, uint32_t q[4], uint32_t *max);
 
 /* Closes ignored so far, including those of the latest timestamp not yet settled. */
 uint64_t rp_sweep_unmatched(const struct rp_sweep *s);
@@ -285,43 +318,75 @@ static inline uint64_t rp_sweep_midpoint(uint64_t start, uint64_t end)
 
 /*
  * rp_sweep_close_hist() of a span opened at @start, then rp_sweep_level_at() of its
- * midpoint (the same return). A span with no change point inside it (a leaf) has its
- * midpoint in [last_t, @t) when the step is the common one, and that segment's level
- * is the step's own: no history lookup.
+ * midpoint (the same return). A span with no change point inside it (a leaf) opened
+ * at or after last_t: its midpoint is in [last_t, @t), whose level is the step's own,
+ * so neither the midpoint nor a history lookup is needed.
  */
 static inline int rp_sweep_close_hist_mid(struct rp_sweep *s, uint64_t t, uint64_t start,
 					  uint32_t *level)
 {
 	int64_t l = s->level;
-	uint64_t lt = s->last_t, mid;
+	uint64_t lt = s->last_t;
 
-	if (__builtin_expect(rp_sweep_fast_(s, t, true), 1)) {
-		s->level = l - 1;
-		mid = rp_sweep_midpoint(start, t);
-		if (mid >= lt && mid < t) { /* [lt, t) is at level l */
+	if (__builtin_expect(rp_sweep_close_fast_(s, t, true), 1)) {
+		if (start - lt < t - lt) { /* lt <= start < t: the midpoint too */
 			*level = (uint32_t)l;
 			return 0;
 		}
 	} else {
-		if (t != s->last_t)
-			rp_sweep_advance_slow(s, t);
-		s->level--;
-		mid = rp_sweep_midpoint(start, t);
+		rp_sweep_close_slow(s, t);
 	}
-	return rp_sweep_level_at(s, mid, level);
+	return rp_sweep_level_at(s, rp_sweep_midpoint(start, t), level);
 }
 
 /*
  * A group of sweeps fed by one stream (the analyses' overall sweep, which sees every
  * event, and its category, roots and requests sweeps, which see some of them at the
  * same times): every member's last_t is at most the leader's. Once the caller has
- * seen @t > the leader's last_t, @t is at or after every member's last_t, so a
- * member's step needs no time test (one test per event instead of one per sweep): at
- * an equal time the array add adds 0, as the general step would skip it. A level out
- * of the fast range (not opened, negative, at the array's end) still goes to sweep.c.
+ * seen @t > the leader's last_t, @t is at or after every member's last_t, so no step
+ * tests the time (one test per event instead of one per sweep), and a member's step is
+ * two array adds and two stores. A level out of the fast range (not opened, negative,
+ * at the array's end) still goes to sweep.c.
  */
-void rp_sweep_open_slow(struct rp_sweep *s, uint64_t t);
-void rp_sweep_close_slow(struct rp_sweep *s, uint64_t t);
+
+/* The leader (a sweep with a history); @t > s->last_t. */
+static inline void rp_sweep_open_lead(struct rp_sweep *s, uint64_t t)
+{
+	int64_t l = s->level;
+
+	if (__builtin_expect((uint64_t)l < s->n_fast, 1)) {
+		rp_sweep_push_(s, s->last_t, l);
+		s->ns[l] += t;
+		s->ns[l + 1] -= t;
+		s->last_t = t;
+		s->level = l + 1;
+	} else {
+		rp_sweep_open_slow(s, t);
+	}
+}
+
+/* rp_sweep_close_hist_mid() for the leader; @t > s->last_t. */
+static inline int rp_sweep_close_lead_mid(struct rp_sweep *s, uint64_t t, uint64_t start,
+					  uint32_t *level)
+{
+	int64_t l = s->level;
+	uint64_t lt = s->last_t;
+
+	if (__builtin_expect((uint64_t)(l - 1) < s->n_fast, 1)) {
+		rp_sweep_push_(s, lt, l);
+		s->ns[l] += t;
+		s->ns[l - 1] -= t;
+		s->last_t = t;
+		s->level = l - 1;
+		if (start >= lt && start < t) { /* the midpoint too */
+			*level = (uint32_t)l;
+			return 0;
+		}
+	} else {
+		rp_sweep_close_slow(s, t);
+	}
+	return rp_sweep_level_at(s, rp_sweep_midpoint(start, t), level);
+}
 
 /* A member without history; @t >= s->last_t. */
 static inline void rp_sweep_open_member(struct rp_sweep *s, uint64_t t)
@@ -329,9 +394,10 @@ static inline void rp_sweep_open_member(struct rp_sweep *s, uint64_t t)
 	int64_t l = s->level;
 
 	if (__builtin_expect((uint64_t)l < s->n_fast, 1)) {
-		s->ns[l] += t - s->last_t;
+		s->ns[l] += t;
+		s->ns[l + 1] -= t;
 		s->last_t = t;
-		s->level++;
+		s->level = l + 1;
 	} else {
 		rp_sweep_open_slow(s, t);
 	}
@@ -341,12 +407,13 @@ static inline void rp_sweep_close_member(struct rp_sweep *s, uint64_t t)
 {
 	int64_t l = s->level;
 
-	if (__builtin_expect((uint64_t)l < s->n_fast, 1)) {
-		s->ns[l] += t - s->last_t;
+	if (__builtin_expect((uint64_t)(l - 1) < s->n_fast, 1)) {
+		s->ns[l] += t;
+		s->ns[l - 1] -= t;
 		s->last_t = t;
-		s->level--; /* -1 at a close at level 0: settled at the next time */
+		s->level = l - 1;
 	} else {
-		rp_sweep_close_slow(s, t);
+		rp_sweep_close_slow(s, t); /* at level 0: -1, settled at the next time */
 	}
 }
 
