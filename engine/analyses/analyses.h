@@ -233,7 +233,9 @@ static inline bool rp_analyses_close_sweeps(struct rp_analyses *a, const struct 
 		if (sp->request)
 			rp_sweep_close_member(&a->requests, t);
 	} else {
-		rp_analyses_close_late(a, c, sp);
+		struct rp_span_info cp = *sp; /* a copy: sp itself never leaves the close */
+
+		rp_analyses_close_late(a, c, &cp);
 	}
 	*level = 0;
 	known = rp_sweep_close_hist_mid(&a->overall, t, sp->start, level) >= 0;
