@@ -175,10 +175,10 @@ static inline struct rp_edge_stats *rp_stats_edge_of(struct rp_stats *s, struct 
 	return e;
 }
 
-/* A completed call; false if its edge hit the cap. Inline: once per span. */
-static inline bool rp_stats_add(struct rp_stats *s, const struct rp_call *c)
+/* A completed call into its name's row @f; false if its edge hit the cap. */
+static inline bool rp_stats_add_row(struct rp_stats *s, struct rp_fn_stats *f,
+				    const struct rp_call *c)
 {
-	struct rp_fn_stats *f = &s->fn[c->name];
 	struct rp_cct_node *n = &s->nodes[c->node];
 	struct rp_edge_stats *e;
 
@@ -211,6 +211,12 @@ static inline bool rp_stats_add(struct rp_stats *s, const struct rp_call *c)
 		e->cum_ns += c->dur_ns;
 	}
 	return true;
+}
+
+/* A completed call; false if its edge hit the cap. Inline: once per span. */
+static inline bool rp_stats_add(struct rp_stats *s, const struct rp_call *c)
+{
+	return rp_stats_add_row(s, &s->fn[c->name], c);
 }
 
 /* Calls a producer summarized (docs/summaries.md): @calls of one name in one
