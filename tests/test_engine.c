@@ -611,6 +611,41 @@ static void test_engine_finished_sources_fold(void **state)
 	rp_engine_close(e);
 }
 
+/*
+ * The rows' shortest call (stored as its complement, stats.h) as the report shows it:
+ * a name begun and never ended has no call and min_ns 0, a name whose calls lasted 0
+ * ns has 0, one with several calls the shortest (milestones' rows: test_marks).
+ */
+static void test_engine_min_of_rows(void **state)
+{
+	uint32_t id[NAMES];
+	struct rp_engine *e = small(NULL, id);
+	struct rp_report r;
+
+	(void)state;
+	ev(e, RP_EV_BEGIN, id[0], 100); /* a: open at the report, no call */
+	ev(e, RP_EV_BEGIN, id[1], 110);
+	ev(e, RP_EV_END, id[1], 110); /* b: 0 */
+	ev(e, RP_EV_BEGIN, id[2], 120);
+	ev(e, RP_EV_END, id[2], 150); /* c: 30, 7, 12 */
+	ev(e, RP_EV_BEGIN, id[2], 160);
+	ev(e, RP_EV_END, id[2], 167);
+	ev(e, RP_EV_BEGIN, id[2], 170);
+	ev(e, RP_EV_END, id[2], 182);
+	assert_int_equal(rp_engine_report(e, &r), 0);
+	assert_int_equal(fn(&r, "a")->calls, 0);
+	assert_int_equal(fn(&r, "a")->started, 1);
+	assert_int_equal(fn(&r, "a")->min_ns, 0);
+	assert_int_equal(fn(&r, "a")->max_ns, 0);
+	assert_int_equal(fn(&r, "b")->calls, 1);
+	assert_int_equal(fn(&r, "b")->min_ns, 0);
+	assert_int_equal(fn(&r, "c")->calls, 3);
+	assert_int_equal(fn(&r, "c")->min_ns, 7);
+	assert_int_equal(fn(&r, "c")->max_ns, 30);
+	rp_report_free(&r);
+	rp_engine_close(e);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -623,6 +658,7 @@ int main(void)
 		cmocka_unit_test(test_engine_late_and_async_release),
 		cmocka_unit_test(test_engine_tree_siblings),
 		cmocka_unit_test(test_engine_finished_sources_fold),
+		cmocka_unit_test(test_engine_min_of_rows),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -141,11 +141,70 @@ static void test_stats_child_hints_in_turn(void **state)
 	rp_stats_free(&s);
 }
 
+/*
+ * A row keeps its shortest call as a complement (stats.h: rp_fn_min_add(),
+ * rp_fn_min_ns()): calls and summaries of random lengths, 0 and UINT64_MAX among
+ * them, into rows that start empty, against the plain minimum; a row with no call
+ * reads 0 (as the report always said), one whose only call lasted UINT64_MAX reads
+ * UINT64_MAX.
+ */
+static void test_stats_min_complement(void **state)
+{
+	enum { NAMES = 16, CALLS = 20000 };
+	uint64_t lo[NAMES] = { 0 }, calls[NAMES] = { 0 };
+	struct rp_stats s;
+
+	(void)state;
+	rng = 0x5eed5eedu;
+	assert_int_equal(rp_stats_init(&s, NAMES, 64), 0);
+	for (uint32_t i = 0; i < NAMES; i++)
+		assert_int_equal(rp_fn_min_ns(&s.fn[i]), 0);
+	for (int k = 0; k < CALLS; k++) {
+		/* names NAMES - 2 and NAMES - 1 are never called here */
+		uint32_t name = (uint32_t)(rnd() % (NAMES - 2));
+		uint64_t r = rnd(), dur = r % 7 == 0 ? 0 : r % 7 == 1 ? UINT64_MAX : r >> (r % 64);
+
+		if (rnd() % 4 == 0) { /* a summary of calls whose shortest is dur */
+			struct rp_sum_call c = { .name = name, .caller = RP_NONE, .node = 0,
+						 .calls = 1 + rnd() % 5, .min_ns = dur,
+						 .max_ns = dur };
+
+			assert_true(rp_stats_add_sum(&s, &c));
+			lo[name] = calls[name] == 0 || dur < lo[name] ? dur : lo[name];
+			calls[name] += c.calls;
+		} else {
+			struct rp_call c = { .name = name, .caller = RP_NONE, .node = 0,
+					     .dur_ns = dur, .primitive = true };
+
+			assert_true(rp_stats_add(&s, &c));
+			lo[name] = calls[name] == 0 || dur < lo[name] ? dur : lo[name];
+			calls[name]++;
+		}
+		assert_int_equal(s.fn[name].calls, calls[name]);
+		assert_true(rp_fn_min_ns(&s.fn[name]) == lo[name]);
+	}
+	for (uint32_t i = 0; i < NAMES; i++) {
+		assert_int_equal(s.fn[i].calls, calls[i]);
+		assert_true(rp_fn_min_ns(&s.fn[i]) == (calls[i] ? lo[i] : 0));
+	}
+	/* a row whose only call lasted UINT64_MAX keeps the 0 of none, read as that */
+	struct rp_call c = { .name = NAMES - 1, .caller = RP_NONE, .dur_ns = UINT64_MAX };
+
+	assert_true(rp_stats_add(&s, &c));
+	assert_true(rp_fn_min_ns(&s.fn[NAMES - 1]) == UINT64_MAX);
+	c.dur_ns = 3;
+	assert_true(rp_stats_add(&s, &c));
+	assert_int_equal(rp_fn_min_ns(&s.fn[NAMES - 1]), 3);
+	assert_int_equal(rp_fn_min_ns(&s.fn[NAMES - 2]), 0);
+	rp_stats_free(&s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_stats_child_matches_search),
 		cmocka_unit_test(test_stats_child_hints_in_turn),
+		cmocka_unit_test(test_stats_min_complement),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

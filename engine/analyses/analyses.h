@@ -268,7 +268,9 @@ static inline bool rp_analyses_close_sweeps_cat(struct rp_analyses *a,
 			rp_sweep_close_member(&a->requests, t);
 		known = rp_sweep_close_lead_mid(&a->overall, t, sp->start, &lv) >= 0;
 	} else {
-		known = rp_analyses_close_late(a, ci, sp, &lv);
+		struct rp_span_info cp = *sp; /* a copy: sp itself never leaves the close */
+
+		known = rp_analyses_close_late(a, ci, &cp, &lv);
 	}
 	if (__builtin_expect(known, 1)) {
 		struct rp_mid *m = &a->mid[sp->name];

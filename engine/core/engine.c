@@ -1125,7 +1125,7 @@ static int copy_fns(const struct rp_engine *e, const uint32_t *map, struct rp_re
 			.name = strdup(ne->name), .category = strdup(ne->category),
 			.file = strdup(ne->file), .line = ne->line, .calls = f->calls,
 			.primitive_calls = f->primitive_calls, .self_ns = f->self_ns,
-			.cum_ns = f->cum_ns, .total_ns = f->total_ns, .min_ns = f->min_ns,
+			.cum_ns = f->cum_ns, .total_ns = f->total_ns, .min_ns = rp_fn_min_ns(f),
 			.max_ns = f->max_ns, .drop_lost = f->drop_lost,
 			.offcpu_ns = f->offcpu_ns, .offcpu_cum_ns = f->offcpu_cum_ns,
 			.errors = f->errors, .started = f->started, .milestone = f->milestone,

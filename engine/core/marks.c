@@ -86,8 +86,7 @@ void rp_marks_event(struct rp_marks *m, struct rp_tracks *ts, struct rp_analyses
 	/* One producer clock; a mark from another thread a tick before the request's
 	 * BEGIN was read is at its start. */
 	dur = ev->ts > start ? ev->ts - start : 0;
-	if (f->calls == 0 || dur < f->min_ns)
-		f->min_ns = dur;
+	rp_fn_min_add(f, dur);
 	if (dur > f->max_ns)
 		f->max_ns = dur;
 	f->milestone = true;

@@ -177,8 +177,9 @@ static inline __attribute__((always_inline)) void push_frame(struct rp_tracks *t
 	f->lost = 0;
 	f->off_ns = 0;
 	f->off_self = 0;
+	f->row = &ts->stats->fn[name];
 	k->depth = d + 1;
-	ts->stats->fn[name].started++;
+	f->row->started++;
 	if (folded)
 		c->anomalies[RP_ANOM_CCT_CAP]++;
 	if (thread || ts->sinks) /* the thread paths are the engine's: sinks set */
@@ -247,7 +248,7 @@ static inline __attribute__((always_inline)) void pop_inline(struct rp_tracks *t
 	}
 	if (k->depth)
 		k->f[k->depth - 1].child_ns += dur;
-	if (!rp_stats_add(ts->stats, &call))
+	if (!rp_stats_add_row(ts->stats, f->row, &call))
 		c->anomalies[RP_ANOM_CCT_CAP]++;
 	if (thread || ts->sinks) {
 		struct rp_span_info sp = {
@@ -619,7 +620,7 @@ void rp_track_child_begin(struct rp_tracks *ts, uint32_t tr, uint32_t name, uint
 	k->f[k->depth++] = (struct rp_frame){ .start = t, .span = span, .name = name,
 					      .node = rp_stats_child(ts->stats, node_up, name,
 								     &folded),
-					      .up = up };
+					      .up = up, .row = &ts->stats->fn[name] };
 	ts->stats->fn[name].started++;
 	if (folded)
 		c->anomalies[RP_ANOM_CCT_CAP]++;

@@ -37,7 +37,7 @@
  * Off-CPU time (rp_track_offcpu) goes to a thread track's innermost open frame, and
  * to the statistics when it closes, so that a frame a drop cut takes its off-CPU time
  * away with it, as its self time.
- * Memory: max_tracks tracks, each with at most max_depth frames (56 bytes each).
+ * Memory: max_tracks tracks, each with at most max_depth frames (64 bytes each).
  */
 #ifndef RP_ENGINE_STACKS_H
 #define RP_ENGINE_STACKS_H
@@ -75,6 +75,10 @@ struct rp_frame {
 					   its closed children's included (offcpu.h) */
 	};
 	uint64_t off_self;	/* thread tracks: off-CPU time while it was innermost */
+	/* Its name's row (stats->fn[name]), found by its push for its pop (a tree frame
+	 * below a stack's frames is popped as theirs); NULL in lost placeholders, which
+	 * never reach the statistics. Also 64 bytes a frame: an index is a shift. */
+	struct rp_fn_stats *row;
 };
 
 /* A span just closed, as the close hook sees it (what exemplars need). */

@@ -16,7 +16,10 @@
 #include "report.h"
 
 struct rp_fn_stats {
-	uint64_t calls, primitive_calls, self_ns, cum_ns, total_ns, min_ns, max_ns;
+	uint64_t calls, primitive_calls, self_ns, cum_ns, total_ns;
+	uint64_t min_not;	/* ~ the shortest call (0: none yet; read it through
+				   rp_fn_min_ns()): one compare a call, as max_ns */
+	uint64_t max_ns;
 	uint64_t drop_lost;	/* its spans a drop cut (stacks.h): not in the figures */
 	/* Off-CPU time (ingest/offcpu.h): while it was the innermost open span of a
 	 * descheduled thread (in self_ns too), and inside its primitive calls
@@ -37,6 +40,21 @@ struct rp_fn_stats {
 	uint32_t node_hint2;	/* ... the one before it, in the row's padding: a name
 				   called from two places in turn (a recursion) hits too */
 };
+
+/* A row's shortest call, 0 when it has none (the report's min_ns). */
+static inline uint64_t rp_fn_min_ns(const struct rp_fn_stats *f)
+{
+	return f->calls != 0 ? ~f->min_not : 0;
+}
+
+/* A call of @dur ns into its row's shortest: ~dur above ~min is dur below min, and
+ * the first call's ~dur is above the 0 of none (a call of UINT64_MAX ns leaves the
+ * 0, which rp_fn_min_ns() reads as UINT64_MAX once there is a call). */
+static inline void rp_fn_min_add(struct rp_fn_stats *f, uint64_t dur)
+{
+	if (~dur > f->min_not)
+		f->min_not = ~dur;
+}
 
 struct rp_edge_stats {
 	uint32_t caller, callee;
@@ -157,15 +175,14 @@ static inline struct rp_edge_stats *rp_stats_edge_of(struct rp_stats *s, struct 
 	return e;
 }
 
-/* A completed call; false if its edge hit the cap. Inline: once per span. */
-static inline bool rp_stats_add(struct rp_stats *s, const struct rp_call *c)
+/* A completed call into its name's row @f; false if its edge hit the cap. */
+static inline bool rp_stats_add_row(struct rp_stats *s, struct rp_fn_stats *f,
+				    const struct rp_call *c)
 {
-	struct rp_fn_stats *f = &s->fn[c->name];
 	struct rp_cct_node *n = &s->nodes[c->node];
 	struct rp_edge_stats *e;
 
-	if (f->calls == 0 || c->dur_ns < f->min_ns)
-		f->min_ns = c->dur_ns;
+	rp_fn_min_add(f, c->dur_ns);
 	if (c->dur_ns > f->max_ns)
 		f->max_ns = c->dur_ns;
 	f->calls++;
@@ -196,6 +213,12 @@ static inline bool rp_stats_add(struct rp_stats *s, const struct rp_call *c)
 	return true;
 }
 
+/* A completed call; false if its edge hit the cap. Inline: once per span. */
+static inline bool rp_stats_add(struct rp_stats *s, const struct rp_call *c)
+{
+	return rp_stats_add_row(s, &s->fn[c->name], c);
+}
+
 /* Calls a producer summarized (docs/summaries.md): @calls of one name in one
  * context, with their summed total and self times and the shortest and longest. */
 struct rp_sum_call {
@@ -215,8 +238,7 @@ static inline bool rp_stats_add_sum(struct rp_stats *s, const struct rp_sum_call
 
 	if (c->calls == 0)
 		return true;
-	if (f->calls == 0 || c->min_ns < f->min_ns)
-		f->min_ns = c->min_ns;
+	rp_fn_min_add(f, c->min_ns);
 	if (c->max_ns > f->max_ns)
 		f->max_ns = c->max_ns;
 	f->calls += c->calls;
