@@ -76,6 +76,7 @@ static void test_recorder_wrap_counted(void **state)
 	check_wrap(100, 101);
 	check_wrap(100, 100 + 37);
 	check_wrap(64, 64 * 5 + 3);
+	check_wrap(64, 64 * 3); /* laps counted as the ring wraps: whole laps too */
 	check_wrap(1, 10);
 }
 

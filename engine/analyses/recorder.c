@@ -274,11 +274,12 @@ static int copy_spans(struct track_set *ts, const uint32_t *map, uint32_t n_src)
 {
 	const struct rp_recorder *rec = ts->rec;
 	struct rp_report_recorder *out = ts->out;
-	uint64_t kept = rec->n_spans < rec->max_spans ? rec->n_spans : rec->max_spans;
+	uint64_t n_spans = rp_recorder_n_spans(rec);
+	uint64_t kept = n_spans < rec->max_spans ? n_spans : rec->max_spans;
 	const struct rp_rec_span *prev = NULL; /* the last span listed, its track tr */
 	int64_t tr = 0;
 
-	for (uint64_t k = rec->n_spans - kept; k < rec->n_spans; k++) {
+	for (uint64_t k = n_spans - kept; k < n_spans; k++) {
 		const struct rp_rec_span *s = &rec->spans[k % rec->max_spans];
 
 		if (s->src >= n_src || ts->src_map[s->src] == RP_NONE || map[s->name] == RP_NONE) {
@@ -349,7 +350,8 @@ int rp_recorder_report(const struct rp_recorder *rec, const struct rp_names *nam
 		       const uint32_t *map, const uint32_t *src_map, uint32_t n_src,
 		       struct rp_report_recorder *out)
 {
-	uint64_t ns = rec->n_spans < rec->max_spans ? rec->n_spans : rec->max_spans;
+	uint64_t n_spans = rp_recorder_n_spans(rec);
+	uint64_t ns = n_spans < rec->max_spans ? n_spans : rec->max_spans;
 	uint64_t nc = rec->n_samples < rec->max_samples ? rec->n_samples : rec->max_samples;
 	struct track_set ts = { .nb = rec->numbering, .rec = rec, .src_map = src_map, .out = out };
 	uint32_t n_names = names->n;
@@ -358,7 +360,7 @@ int rp_recorder_report(const struct rp_recorder *rec, const struct rp_names *nam
 	memset(out, 0, sizeof(*out));
 	out->max_spans = rec->max_spans;
 	out->max_samples = rec->max_samples;
-	out->spans_seen = rec->n_spans;
+	out->spans_seen = n_spans;
 	out->samples_seen = rec->n_samples;
 	out->wrapped = rp_recorder_wrapped(rec);
 	out->samples_wrapped = rec->n_samples - nc;

@@ -89,7 +89,8 @@ struct rp_recorder {
 					  when none is kept (max_spans 0) */
 	struct rp_rec_span *span_end;  /* spans + max_spans */
 	uint32_t max_spans;
-	uint64_t n_spans;   /* spans ever recorded */
+	uint64_t n_laps;    /* spans recorded before the ring's current lap (all of them
+			       when none is kept): rp_recorder_n_spans() */
 	struct rp_rec_sample *samples;
 	uint32_t max_samples;
 	uint32_t sample_head;	     /* the next slot = n_samples % max_samples */
@@ -112,15 +113,28 @@ int rp_recorder_init(struct rp_recorder *r, uint32_t max_spans, uint32_t max_sam
 		     uint32_t max_labels);
 void rp_recorder_fini(struct rp_recorder *r);
 
+/* Spans ever recorded: the laps' and the current lap's (no count kept per span). */
+static inline uint64_t rp_recorder_n_spans(const struct rp_recorder *r)
+{
+	return r->n_laps + (r->span_next != NULL ? (uint64_t)(r->span_next - r->spans) : 0);
+}
+
 /* The slot the next span goes to, counted as recorded: the caller fills it in
  * place (every field, pad included); NULL when no span is kept. */
 static inline struct rp_rec_span *rp_recorder_span_slot(struct rp_recorder *r)
 {
 	struct rp_rec_span *s = r->span_next; /* no index, no division on the hot path */
 
-	r->n_spans++;
-	if (s != NULL)
-		r->span_next = s + 1 != r->span_end ? s + 1 : r->spans;
+	if (__builtin_expect(s == NULL, 0)) {
+		r->n_laps++;
+		return NULL;
+	}
+	if (__builtin_expect(s + 1 != r->span_end, 1)) {
+		r->span_next = s + 1;
+	} else {
+		r->span_next = r->spans;
+		r->n_laps += r->max_spans;
+	}
 	return s;
 }
 
@@ -149,7 +163,9 @@ static inline void rp_recorder_sample(struct rp_recorder *r, const struct rp_rec
 /** rp_recorder_wrapped() - spans overwritten (or not kept at all) so far. */
 static inline uint64_t rp_recorder_wrapped(const struct rp_recorder *r)
 {
-	return r->n_spans > r->max_spans ? r->n_spans - r->max_spans : 0;
+	uint64_t n = rp_recorder_n_spans(r);
+
+	return n > r->max_spans ? n - r->max_spans : 0;
 }
 
 /**
