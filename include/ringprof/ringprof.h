@@ -463,12 +463,18 @@ RP_INLINE uint16_t rp_span_push(struct rp_thread *t, uint32_t name, uintptr_t fr
 
 RP_INLINE uint16_t rp_span_pop(struct rp_thread *t, uint32_t name)
 {
-	uint16_t d = (uint16_t)(t->depth - 1);
+	uint16_t n = t->depth, d = (uint16_t)(n - 1);
 
 	if (RP_LIKELY(d < t->scap)) {
-		if (RP_UNLIKELY(t->shadow[d].name != name))
+		/* Level d addressed as n levels less one: n is zero-extended as loaded,
+		 * d would be extended again (gcc: an instruction an END). */
+		uintptr_t lv = (uintptr_t)t->shadow + (uintptr_t)n * sizeof(struct rp_shadow) -
+			       sizeof(struct rp_shadow);
+
+		if (RP_UNLIKELY(*(const uint32_t *)(lv + __builtin_offsetof(struct rp_shadow,
+									  name)) != name))
 			return rp_heal_name(t, name);
-		t->ftop = t->shadow[d].below;
+		t->ftop = *(const uintptr_t *)(lv + __builtin_offsetof(struct rp_shadow, below));
 	}
 	t->depth = d;
 	return d;
@@ -583,55 +589,6 @@ RP_INLINE uint16_t rp_span_step(struct rp_thread *t, uint8_t kind, uint32_t name
 }
 
 /*
- * rp_span_push() and rp_span_pop() as the fast path makes them: the same loads and
- * stores in the same order, with the record's depth stored first, so that the depth
- * is not kept in a register (copied) past the shadow level's address.
- */
-RP_INLINE void rp_fast_push(struct rp_thread *t, struct rp_event *e, uint32_t name,
-			    uintptr_t frame, uint32_t obj)
-{
-	uint16_t d = t->depth;
-
-	e->depth = d;
-	if (RP_LIKELY(d < t->scap)) {
-		struct rp_shadow *sh = &t->shadow[d];
-#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-		uint64_t key = name | (uint64_t)obj << 32; /* as rp_span_push() */
-
-		__builtin_memcpy(sh, &key, sizeof(key));
-#else
-		sh->name = name;
-		sh->obj = obj;
-#endif
-		sh->below = t->ftop;
-		if (frame != 0 && frame < t->ftop)
-			t->ftop = frame;
-	}
-	t->depth = (uint16_t)(d + 1);
-}
-
-RP_INLINE void rp_fast_pop(struct rp_thread *t, struct rp_event *e, uint32_t name)
-{
-	uint16_t n = t->depth, d = (uint16_t)(n - 1);
-
-	e->depth = d;
-	if (RP_LIKELY(d < t->scap)) {
-		/* Level d's address from n = d + 1 levels, less one: n is zero-extended
-		 * as loaded, d would be extended again (gcc). */
-		uintptr_t sh = (uintptr_t)t->shadow + (uintptr_t)n * sizeof(struct rp_shadow) -
-			       sizeof(struct rp_shadow);
-
-		if (RP_UNLIKELY(*(const uint32_t *)(sh + __builtin_offsetof(struct rp_shadow, name)) !=
-				name)) {
-			e->depth = rp_heal_name(t, name);
-			return;
-		}
-		t->ftop = *(const uintptr_t *)(sh + __builtin_offsetof(struct rp_shadow, below));
-	}
-	t->depth = d;
-}
-
-/*
  * The one recording path. @now: stamp with the clock (else @ts). @frame: the frame
  * a BEGIN opens in (stored); @probe: frames strictly below it are left (levels
  * opened there are popped first). Constants at every inlined call site: the tests
@@ -697,17 +654,8 @@ record:
 	e->ts = now ? rp_clock_read(t->tsc) : ts;
 #endif
 	if (span) {
-		if (heal != RP_HEAL_NONE &&
-		    RP_UNLIKELY(kind == RP_EV_BEGIN ? rp_left_frame(t, probe, obj) : t->ftop < probe))
-			rp_heal_frame(t, probe, kind == RP_EV_BEGIN ? obj : 0);
-		/* The record's depth first (rp_fast_push), its name, kind and flags after
-		 * the shadow's stores, as before: stored ahead of them, bench_producer
-		 * measured 0.3% more time per event (docs/performance.md). No drop mark
-		 * due here (t->stop_span would be tail). */
-		if (kind == RP_EV_BEGIN)
-			rp_fast_push(t, e, name, frame, obj);
-		else
-			rp_fast_pop(t, e, name);
+		e->depth = rp_span_step(t, kind, name, heal, frame, probe, obj);
+		/* No drop mark due here (t->stop_span would be tail). */
 		flags = (uint8_t)((flags & ~RP_SPAN_AFTER_DROP) | RP_SPAN_DEPTH);
 	} else {
 		e->depth = 0;
