@@ -4,7 +4,8 @@
  * and counts it; records come out in order, whole, across many wrap-arounds of the
  * slot index and across the 32-bit wrap of the free-running indices. Span records too,
  * with the depths a stack of the test's own gives, at every slot of a lap (the fast
- * path addresses a slot from the lap's base: ringprof.h, rp_emit_full).
+ * path addresses a slot from the lap's base: ringprof.h, rp_emit_full), and ENDs
+ * that heal the nesting by name.
  *
  * Registered twice: as is (the TSC where the machine has an invariant one) and with
  * the argument "mono" (RINGPROF_CLOCK=monotonic: on x86 every record then takes the
@@ -215,6 +216,65 @@ static void test_ring_spans_across_laps(void **state)
 	assert_true(written > 100 * CAP);
 }
 
+/*
+ * An END whose name is not the top level's heals by name on the fast path too: it pops
+ * to the innermost open level of that name and carries that level's depth; a name open
+ * nowhere leaves the thread's depth as it is and its END carries one less
+ * (producers/shadow.c, rp_heal_name). Each record checked against a stack of the
+ * test's own as it is written.
+ */
+static void test_ring_end_heals_by_name(void **state)
+{
+	struct rp_wire_ring *r = rp_test_ring(seg, 0);
+	uint32_t stack[8], depth = 0, rng = 4242, healed = 0, nowhere = 0;
+	uint64_t dropped0 = r->dropped;
+	struct rp_event ev[CAP];
+
+	(void)state;
+	while (rp_segment_drain(seg, 0, ev, CAP, NULL) > 0)
+		;
+	for (int round = 0; round < 20000; round++) {
+		uint32_t name;
+		struct want w;
+
+		rng = rng * 1103515245u + 12345u;
+		name = sid[(rng >> 12) % 3];
+		if (depth < 8 && (depth == 0 || (rng >> 20) % 2 == 0)) {
+			rp_begin(name);
+			w = (struct want){ RP_EV_BEGIN, RP_SPAN_DEPTH, (uint16_t)depth, name, 0 };
+			stack[depth++] = name;
+		} else { /* any of the three names, open or not */
+			int i = (int)depth - 1;
+
+			while (i >= 0 && stack[i] != name)
+				i--;
+			rp_end(name);
+			if (i >= 0) {
+				healed += i < (int)depth - 1;
+				w = (struct want){ RP_EV_END, RP_SPAN_DEPTH, (uint16_t)i, name, 0 };
+				depth = (uint32_t)i;
+			} else {
+				nowhere++;
+				w = (struct want){ RP_EV_END, RP_SPAN_DEPTH, (uint16_t)(depth - 1),
+						   name, 0 };
+			}
+		}
+		assert_int_equal(rp_segment_drain(seg, 0, ev, CAP, NULL), 1);
+		assert_int_equal(ev[0].kind, w.kind);
+		assert_int_equal(ev[0].flags, w.flags);
+		assert_int_equal(ev[0].depth, w.depth);
+		assert_int_equal(ev[0].name, w.name);
+		assert_int_equal(ev[0].track, 0);
+		assert_int_equal(ev[0].arg, 0);
+	}
+	assert_true(healed > 100 && nowhere > 100);
+	while (depth > 0) /* leave the thread's stack empty for the tests after */
+		rp_end(stack[--depth]);
+	while (rp_segment_drain(seg, 0, ev, CAP, NULL) > 0)
+		;
+	assert_int_equal(r->dropped, dropped0);
+}
+
 static void *wrap_thread(void *arg)
 {
 	uint64_t *n = arg;
@@ -285,6 +345,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_ring_full_drops_exact),
 		cmocka_unit_test(test_ring_wraparound_in_order),
 		cmocka_unit_test(test_ring_spans_across_laps),
+		cmocka_unit_test(test_ring_end_heals_by_name),
 		cmocka_unit_test(test_ring_index_wrap_32bit),
 		cmocka_unit_test(test_ring_is_a_ck_ring),
 	};

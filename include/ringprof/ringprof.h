@@ -463,12 +463,18 @@ RP_INLINE uint16_t rp_span_push(struct rp_thread *t, uint32_t name, uintptr_t fr
 
 RP_INLINE uint16_t rp_span_pop(struct rp_thread *t, uint32_t name)
 {
-	uint16_t d = (uint16_t)(t->depth - 1);
+	uint16_t n = t->depth, d = (uint16_t)(n - 1);
 
 	if (RP_LIKELY(d < t->scap)) {
-		if (RP_UNLIKELY(t->shadow[d].name != name))
+		/* Level d addressed as n levels less one: n is zero-extended as loaded,
+		 * d would be extended again (gcc: an instruction an END). */
+		uintptr_t lv = (uintptr_t)t->shadow + (uintptr_t)n * sizeof(struct rp_shadow) -
+			       sizeof(struct rp_shadow);
+
+		if (RP_UNLIKELY(*(const uint32_t *)(lv + __builtin_offsetof(struct rp_shadow,
+									  name)) != name))
 			return rp_heal_name(t, name);
-		t->ftop = t->shadow[d].below;
+		t->ftop = *(const uintptr_t *)(lv + __builtin_offsetof(struct rp_shadow, below));
 	}
 	t->depth = d;
 	return d;
@@ -603,9 +609,11 @@ rp_emit_full(bool now, uint64_t ts, uint8_t kind, uint8_t flags, uint32_t name, 
 {
 	struct rp_thread *t = &rp_thread_state;
 	bool span = kind == RP_EV_BEGIN || kind == RP_EV_END;
+#if defined(RP_HAVE_RDTSC)
+	bool mono = false;	/* stamped with the library's clock */
+#endif
 	struct rp_event *e;
-	uint16_t depth = 0;
-	uint32_t tail;
+	uint32_t tail, next;
 
 	if (!rp_enter(t))
 		return;
@@ -618,11 +626,10 @@ rp_emit_full(bool now, uint64_t ts, uint8_t kind, uint8_t flags, uint32_t name, 
 #if defined(RP_HAVE_RDTSC)
 		/* The stamp below is the TSC's. A thread with another clock has its stop
 		 * kept at tail and its limits in mstop (ring_limit; every other thread
-		 * has mstop at tail): its records are written here, stamped out of
+		 * has mstop at tail): its records are written below, stamped out of
 		 * line. */
 		if ((int32_t)(tail - (span ? t->mstop_span : t->mstop)) < 0) {
-			e = (struct rp_event *)(t->base + (uintptr_t)tail * sizeof(*e));
-			e->ts = now ? rp_clock_monotonic() : ts;
+			mono = true;
 			goto record;
 		}
 #endif
@@ -631,35 +638,37 @@ rp_emit_full(bool now, uint64_t ts, uint8_t kind, uint8_t flags, uint32_t name, 
 		rp_leave(t);
 		return;
 	}
-	/* Where tail is in the lap ring_limit() saw (stop is not past its end). */
+#if defined(RP_HAVE_RDTSC)
+record:
+#endif
+	/* Where tail is in the lap ring_limit() saw (stop is not past its end). The next
+	 * index is taken first: the slot's shift then consumes tail's register (gcc
+	 * copied it to keep tail for the end). */
+	next = tail + 1;
 	e = (struct rp_event *)(t->base + (uintptr_t)tail * sizeof(struct rp_event));
 #if defined(RP_HAVE_RDTSC)
-	if (now) {
-		/* Not its halves stored apart (one instruction fewer): bench_producer
-		 * measured that 1% slower than this join (docs/performance.md). */
-		e->ts = __builtin_ia32_rdtsc();
-	} else {
-		e->ts = ts;
-	}
-record:
+	/* Not its halves stored apart (one instruction fewer): bench_producer
+	 * measured that 1% slower than this join (docs/performance.md). */
+	e->ts = !now ? ts : RP_UNLIKELY(mono) ? rp_clock_monotonic() : __builtin_ia32_rdtsc();
 #else
 	e->ts = now ? rp_clock_read(t->tsc) : ts;
 #endif
 	if (span) {
-		depth = rp_span_step(t, kind, name, heal, frame, probe, obj);
-		/* No drop mark due here (t->lim_span would be 0). */
+		e->depth = rp_span_step(t, kind, name, heal, frame, probe, obj);
+		/* No drop mark due here (t->stop_span would be tail). */
 		flags = (uint8_t)((flags & ~RP_SPAN_AFTER_DROP) | RP_SPAN_DEPTH);
+	} else {
+		e->depth = 0;
 	}
 	e->name = name;
 	e->kind = kind;
 	e->flags = flags;
-	e->depth = depth;
 	e->track = track;
 	e->arg = arg;
 	/* As rp_commit(), with the index still in a register, and no doorbell test:
 	 * rp_emit_slow() makes it at the doorbell's point (t->lim). */
-	t->tail = tail + 1;
-	__atomic_store_n(&t->ring->ring.p_tail, tail + 1, __ATOMIC_RELEASE);
+	t->tail = next;
+	__atomic_store_n(&t->ring->ring.p_tail, next, __ATOMIC_RELEASE);
 	rp_leave(t);
 }
 
