@@ -472,8 +472,8 @@ static void test_analyses_held_durations_invisible(void **state)
 		} else if (depth > 0) {
 			struct rp_span_info *s = &f[--depth];
 
-			if (below(500) == 0) /* 2^50 ns long: sums past 2^53 */
-				s->start = t - (UINT64_C(1) << 50) - below(1000);
+			if (below(500) == 0)
+				s->start = t - (UINT64_C(1) << 50) - below(1000); /* past 2^53 in all */
 			s->end = t;
 			s->self_ns = s->subtree_ns = t - s->start;
 			rp_analyses_close(&a, s);

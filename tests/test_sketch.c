@@ -949,8 +949,8 @@ static void test_sketch_add_ns_seq_equals_add_ns(void **state)
 						run[j] = x % 2 ? UINT64_MAX : 0;
 					else if (x % 223 == 0)
 						run[j] = (UINT64_C(1) << 53) + (x >> 40);
-					else if (i % 1000 == 1 && j == 0) /* to 2^53 */
-						run[j] = (UINT64_C(1) << 53) - 1 - (x >> 50);
+					else if (i % 1000 == 1 && j == 0)
+						run[j] = (UINT64_C(1) << 53) - 1 - (x >> 50); /* to 2^53 */
 				}
 				if (r % 499 == 0) {
 					rp_sketch_add(&a, 0.5);

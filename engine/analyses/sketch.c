@@ -720,12 +720,11 @@ void rp_sketch_add_ns(struct rp_sketch *s, uint64_t ns)
  * add_ns_at()), so it is exact to the end when S plus the run's total is below 2^53;
  * the index is monotonic in x, so every bucket is in the store's window when the
  * smallest and largest x's are, and no slot wraps past the ring's end when the
- * largest's does not (else each slot is wrapped); the min and max of the values
- * are those of the integers (conversion is monotonic). One pass finds the
- * smallest, the largest and the total, a second one counts the buckets, and the
- * fields are stored once. Any other run (a value 0 or >= 2^53, outside the window,
- * the sum reaching 2^53, no table) goes through rp_sketch_add_ns() value by value:
- * the same sketch.
+ * largest's does not (else each slot is wrapped); the min and max of the values are those of the integers
+ * (conversion is monotonic). One pass finds the smallest, the largest and the
+ * total, a second one counts the buckets, and the fields are stored once. Any other
+ * run (a value 0 or >= 2^53, outside the window, the sum reaching 2^53,
+ * no table) goes through rp_sketch_add_ns() value by value: the same sketch.
  */
 void rp_sketch_add_ns_seq(struct rp_sketch *s, const uint64_t *ns, uint32_t n)
 {
@@ -738,7 +737,7 @@ void rp_sketch_add_ns_seq(struct rp_sketch *s, const uint64_t *ns, uint32_t n)
 
 		lo = x < lo ? x : lo;
 		hi = x > hi ? x : hi;
-		tot += x; /* no wrap when hi < 2^53 (tested below): n <= 2^16 */
+		tot += x; /* below 2^69 - 2^16 ... checked against hi below */
 	}
 	if (n == 0 || lo == 0 || hi >= UINT64_C(1) << 53 || !s->sum_int || !s->ix_table ||
 	    s->count > UINT64_MAX - n || st->lo > st->hi)
