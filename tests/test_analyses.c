@@ -6,9 +6,6 @@
  * with each run of closes in one rp_analyses_close_batch() call leave the same
  * state: every sweep's level array and history, the midpoint sums, the current
  * sub-window's entries, the all-time sketches, categories and slowest spans.
- * The durations the finest sub-window's entries hold back (window.h) are invisible:
- * reports taken at random times equal those of analyses that never hold any back,
- * and every name's all-time sketch equals one fed each duration directly.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -17,7 +14,6 @@
 #include <cmocka.h>
 
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "analyses.h"
@@ -72,12 +68,9 @@ static void assert_same_slowest(const struct rp_slowest *x, const struct rp_slow
 	}
 }
 
-static void assert_same(struct rp_analyses *x, struct rp_analyses *y)
+static void assert_same(const struct rp_analyses *x, const struct rp_analyses *y)
 {
 	const struct rp_wslot *cx = x->win.w[0].cs, *cy = y->win.w[0].cs;
-
-	rp_wslot_flush(x->win.w[0].cs); /* the durations held back, into the sketches */
-	rp_wslot_flush(y->win.w[0].cs);
 
 	assert_sweep_state_equal(&x->overall, &y->overall);
 	assert_sweep_state_equal(&x->roots, &y->roots);
@@ -348,175 +341,11 @@ static void test_analyses_sweeps_equal_general(void **state)
 	rp_names_free(&names);
 }
 
-/* Two report sketches alike: the summary and every bucket. */
-static void assert_same_rsketch(const struct rp_report_sketch *x, const struct rp_report_sketch *y)
-{
-	assert_int_equal(x->count, y->count);
-	assert_int_equal(x->zero, y->zero);
-	assert_int_equal(x->dropped, y->dropped);
-	assert_true(x->min == y->min && x->max == y->max && x->sum == y->sum);
-	assert_int_equal(x->n_pos, y->n_pos);
-	assert_int_equal(x->n_neg, y->n_neg);
-	if (x->n_pos > 0) {
-		assert_int_equal(x->pos_lo, y->pos_lo);
-		assert_memory_equal(x->pos, y->pos, x->n_pos * sizeof(*x->pos));
-	}
-}
-
-/* The analyses' part of a report: per name, category and window. */
-static void report_of(struct rp_analyses *a, const uint32_t *map, uint64_t t, struct rp_report *r)
-{
-	memset(r, 0, sizeof(*r));
-	r->fns = calloc(NNAMES, sizeof(*r->fns));
-	assert_non_null(r->fns);
-	r->n_fns = NNAMES;
-	assert_int_equal(rp_analyses_report(a, map, t, r), 0);
-}
-
-static void assert_same_reports(const struct rp_report *x, const struct rp_report *y)
-{
-	for (uint32_t i = 0; i < NNAMES; i++) {
-		assert_int_equal(x->fns[i].p50_ns, y->fns[i].p50_ns);
-		assert_int_equal(x->fns[i].p99_ns, y->fns[i].p99_ns);
-		assert_same_rsketch(&x->fns[i].dur, &y->fns[i].dur);
-	}
-	assert_int_equal(x->n_cats, y->n_cats);
-	for (uint32_t i = 0; i < x->n_cats; i++) {
-		assert_int_equal(x->cats[i].calls, y->cats[i].calls);
-		assert_int_equal(x->cats[i].p90_ns, y->cats[i].p90_ns);
-		assert_same_rsketch(&x->cats[i].dur, &y->cats[i].dur);
-	}
-	assert_int_equal(x->n_windows, y->n_windows);
-	for (uint32_t w = 0; w < x->n_windows; w++) {
-		const struct rp_report_window *a = &x->windows[w], *b = &y->windows[w];
-
-		assert_int_equal(a->n_fns, b->n_fns);
-		for (uint32_t i = 0; i < a->n_fns; i++) {
-			assert_int_equal(a->fns[i].fn, b->fns[i].fn);
-			assert_int_equal(a->fns[i].calls, b->fns[i].calls);
-			assert_int_equal(a->fns[i].p95_ns, b->fns[i].p95_ns);
-			assert_same_rsketch(&a->fns[i].dur, &b->fns[i].dur);
-		}
-	}
-}
-
-/*
- * Spans of six names on one track (nested, some closing in the same ns, long ones
- * past the sketch's window, a few past 2^53 ns in total), with request milestones
- * and summaries between them, into analyses @a and into @b, whose finest sub-window
- * is flushed after every step (it never holds a duration back). Reports taken at
- * random times, with sub-windows rotating and entries evicted, are the same, and
- * each name's all-time sketch is the one fed every duration of it in order (its
- * sum too while that is exact: merged, an inexact sum may round otherwise).
- */
-static void test_analyses_held_durations_invisible(void **state)
-{
-	static const char *cat[] = { "FUNCTION", "LLM", "IO" };
-	struct rp_analyses a, b;
-	struct rp_names names;
-	struct rp_sketch oracle[NNAMES];
-	struct rp_span_info f[MAXDEPTH];
-	uint32_t id[NNAMES], map[64], depth = 0, reports = 0;
-	uint64_t t = UINT64_C(1) << 51; /* room for spans 2^50 ns long */
-	bool full;
-	char nm[16];
-	struct rp_analyses_cfg c = {
-		.max_names = 64, .max_sketch_names = 64, .max_counters = 4,
-		.win = { .n = 2, .length = { 50 * MS, 200 * MS }, .subwindows = 5,
-			 .max_names = 64, .topk = 5, .max_level = 255,
-			 .max_window_names = 4 }, /* 4 entries for 6 names: evictions */
-	};
-
-	(void)state;
-	assert_int_equal(rp_names_init(&names, 64), 0);
-	for (uint32_t i = 0; i < 64; i++)
-		map[i] = RP_NONE;
-	for (uint32_t i = 0; i < NNAMES; i++) {
-		snprintf(nm, sizeof(nm), "g%u", i);
-		id[i] = rp_names_get(&names, nm, cat[i % 3], "x.c", i, &full);
-		assert_false(full);
-		map[id[i]] = i;
-		assert_int_equal(rp_sketch_init(&oracle[i], RP_SKETCH_ALPHA), 0);
-	}
-	assert_int_equal(rp_analyses_init(&a, &names, &c), 0);
-	assert_int_equal(rp_analyses_init(&b, &names, &c), 0);
-	for (uint32_t step = 0; step < 60000; step++) {
-		uint32_t k = (uint32_t)below(NNAMES), r = (uint32_t)below(100);
-
-		t += below(3) == 0 ? 0 : below(below(50) == 0 ? 20 * MS : 200000);
-		rp_analyses_clock(&a, t);
-		rp_analyses_clock(&b, t);
-		if (r < 2) { /* a milestone: a duration, one call */
-			uint64_t d = 1 + below(1000000);
-
-			rp_analyses_mark(&a, id[k], d);
-			rp_analyses_mark(&b, id[k], d);
-			rp_sketch_add_ns(&oracle[k], d);
-		} else if (r < 3 && depth == 0) { /* a summary of a few calls */
-			uint64_t len[2] = { 1 + below(5000), 1 + below(5000000) },
-				 calls[2] = { 1 + below(3), 1 + below(2) };
-			struct rp_sum_call sc = { .name = id[k], .calls = calls[0] + calls[1],
-						  .total_ns = len[0] * calls[0] + len[1] * calls[1],
-						  .primitive = true, .sketched = true };
-
-			rp_analyses_summary(&a, &sc, len, calls, 2);
-			rp_analyses_summary(&b, &sc, len, calls, 2);
-			for (int i = 0; i < 2; i++)
-				rp_sketch_add_n(&oracle[k], (double)len[i], calls[i]);
-		} else if (depth < MAXDEPTH && (depth == 0 || r < 55)) {
-			f[depth] = (struct rp_span_info){ .start = t, .name = id[k], .depth = depth,
-							  .track = 1, .primitive = true };
-			rp_analyses_open(&a, id[k], depth, t, false);
-			rp_analyses_open(&b, id[k], depth, t, false);
-			depth++;
-		} else if (depth > 0) {
-			struct rp_span_info *s = &f[--depth];
-
-			if (below(500) == 0)
-				s->start = t - (UINT64_C(1) << 50) - below(1000); /* past 2^53 in all */
-			s->end = t;
-			s->self_ns = s->subtree_ns = t - s->start;
-			rp_analyses_close(&a, s);
-			rp_analyses_close(&b, s);
-			rp_sketch_add_ns(&oracle[map[s->name]], t - s->start);
-		}
-		rp_wslot_flush(b.win.w[0].cs);
-		if (below(400) == 0) {
-			struct rp_report ra, rb;
-			struct rp_report_sketch o;
-
-			report_of(&a, map, t, &ra);
-			report_of(&b, map, t, &rb);
-			assert_same_reports(&ra, &rb);
-			for (uint32_t i = 0; i < NNAMES; i++) {
-				assert_int_equal(rp_report_sketch_from(&o, &oracle[i]), 0);
-				if (!oracle[i].sum_int) /* merged in another order */
-					o.sum = ra.fns[i].dur.sum;
-				assert_same_rsketch(&ra.fns[i].dur, &o);
-				rp_report_sketch_free(&o);
-			}
-			rp_report_free(&ra);
-			rp_report_free(&rb);
-			reports++;
-		}
-	}
-	assert_true(reports > 100);
-	assert_true(a.win.evicted > 0);
-	for (uint32_t i = 0; i < NNAMES; i++) /* held back at the end, reported here */
-		assert_true(rp_sketch_count(&oracle[i]) > 1000);
-	rp_analyses_fini(&a);
-	rp_analyses_fini(&b);
-	for (uint32_t i = 0; i < NNAMES; i++)
-		rp_sketch_fini(&oracle[i]);
-	rp_names_free(&names);
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_analyses_close_batch_equals_closes),
 		cmocka_unit_test(test_analyses_sweeps_equal_general),
-		cmocka_unit_test(test_analyses_held_durations_invisible),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -915,69 +915,6 @@ static void test_sketch_add_ns2_equals_add_ns(void **state)
 	}
 }
 
-/* rp_sketch_add_ns_seq() is rp_sketch_add_ns() on each value in order: runs of 0 to
- * 24 durations around a magnitude that drifts down and up (the window widens both
- * ways, so the ring wraps), with 0, UINT64_MAX and values past 2^53 among them, sums
- * that reach 2^53, a fractional value between runs (the sum the long way), at the
- * table's alpha and another, with a small bucket cap (collapses) and without. */
-static void test_sketch_add_ns_seq_equals_add_ns(void **state)
-{
-	static const double alphas[] = { RP_SKETCH_ALPHA, 0.05 };
-	uint64_t run[24];
-
-	(void)state;
-	rng = 0x5e9;
-	for (size_t k = 0; k < sizeof(alphas) / sizeof(alphas[0]); k++) {
-		for (int bounded = 0; bounded < 2; bounded++) {
-			struct rp_sketch a, b;
-			uint32_t cap = bounded ? 24 : rp_sketch_default_buckets(alphas[k]);
-			int mag = 30;
-
-			assert_int_equal(rp_sketch_init_bounded(&a, alphas[k], cap), 0);
-			assert_int_equal(rp_sketch_init_bounded(&b, alphas[k], cap), 0);
-			for (int i = 0; i < 6000; i++) {
-				uint64_t r = rnd();
-				uint32_t n = (uint32_t)(r % 25);
-
-				if (i % 50 == 0) /* drift: 2^4 .. 2^60 */
-					mag = 4 + (mag + (int)(rnd() % 9) + 44) % 56;
-				for (uint32_t j = 0; j < n; j++) {
-					uint64_t x = rnd();
-
-					run[j] = (UINT64_C(1) << mag) + (x >> (64 - mag + 3));
-					if (x % 211 == 0)
-						run[j] = x % 2 ? UINT64_MAX : 0;
-					else if (x % 223 == 0)
-						run[j] = (UINT64_C(1) << 53) + (x >> 40);
-					else if (i % 1000 == 1 && j == 0)
-						run[j] = (UINT64_C(1) << 53) - 1 - (x >> 50); /* to 2^53 */
-				}
-				if (r % 499 == 0) {
-					rp_sketch_add(&a, 0.5);
-					rp_sketch_add(&b, 0.5);
-				}
-				if (i % 1500 == 1499) {
-					rp_sketch_reset(&a);
-					rp_sketch_reset(&b);
-				}
-				rp_sketch_add_ns_seq(&a, run, n);
-				for (uint32_t j = 0; j < n; j++)
-					rp_sketch_add_ns(&b, run[j]);
-				assert_int_equal(a.count, b.count);
-				assert_int_equal(to_bits(a.sum), to_bits(b.sum));
-				assert_int_equal(to_bits(a.sum_c), to_bits(b.sum_c));
-				assert_int_equal(a.sum_int, b.sum_int);
-				if (i % 100 == 0)
-					assert_same_sketch(&a, &b);
-			}
-			assert_same_sketch(&a, &b);
-			assert_int_equal(rp_sketch_bytes(&a), rp_sketch_bytes(&b));
-			rp_sketch_fini(&a);
-			rp_sketch_fini(&b);
-		}
-	}
-}
-
 /* rp_sketch_add_ns()'s integer sum (sum_int) against rp_sketch_add(), compared after
  * every add: sums that climb towards 2^53 and cross it (2^53 - 1 then 2:
  * 2^53 + 1, which rounds to 2^53, then 1, 3 and 1 past it), a widening store
@@ -1495,7 +1432,6 @@ int main(void)
 		cmocka_unit_test(test_sketch_add_ns_equals_add),
 		cmocka_unit_test(test_sketch_index_table),
 		cmocka_unit_test(test_sketch_add_ns2_equals_add_ns),
-		cmocka_unit_test(test_sketch_add_ns_seq_equals_add_ns),
 		cmocka_unit_test(test_sketch_add_ns_integer_sum),
 		cmocka_unit_test(test_sketch_reset_keeps_memory),
 		cmocka_unit_test(test_sketch_3m_samples_speed),

@@ -252,7 +252,6 @@ void rp_analyses_summary(struct rp_analyses *a, const struct rp_sum_call *c, con
 		e->self_ns += c->self_ns;
 		e->cum_ns += cum;
 		e->total_ns += c->total_ns;
-		rp_wentry_flush(e); /* its closes' durations first, in their order */
 		for (uint32_t i = 0; i < n; i++)
 			rp_sketch_add_n(&e->dur, (double)len[i], calls[i]);
 		return;
@@ -292,7 +291,7 @@ void rp_analyses_mark(struct rp_analyses *a, uint32_t name, uint64_t dur)
 		if (++e->calls == 2 || e->imp) /* no longer an eviction candidate */
 			rp_wslot_settle(a->win.w[0].cs, e);
 		e->total_ns += dur;
-		rp_wentry_add_ns(e, dur);
+		rp_sketch_add_ns(&e->dur, dur);
 		return;
 	}
 	if (a->win.n > 0) { /* no room in the sub-window: as rp_analyses_close_overflow() */
@@ -470,7 +469,6 @@ struct rp_wentry *rp_analyses_evict(struct rp_analyses *a, uint32_t name)
 
 	if (v == NULL && (v = busier(w0, name)) == NULL)
 		return NULL;
-	rp_wentry_flush(v);
 	fold_entry(a, v); /* its spans stay in the all-time figures */
 	rp_wslot_spill(&a->win, w0->cs, v);
 	return rp_window_replace(&a->win, w0, v, name);
@@ -517,7 +515,6 @@ void rp_analyses_rotate(struct rp_analyses *a, uint64_t t)
 	if (w0->started) {
 		uint64_t E = (w0->cur + 1) * g, B = J * g;
 
-		rp_wslot_flush(w0->cs); /* before anything reads its sketches */
 		take_levels(a, E);
 		for (uint32_t i = 1; i < ws->n; i++) {
 			struct rp_window *w = &ws->w[i];
@@ -787,12 +784,6 @@ int rp_analyses_report(const struct rp_analyses *a, const uint32_t *map, uint64_
 {
 	int err;
 
-	/* The durations the finest current sub-window holds back (window.h) into its
-	 * entries' sketches: a report reads them. That completes the sketches, it
-	 * changes no figure, so the analyses stay const to the caller; the engine
-	 * is one thread, and a report never runs beside a close. */
-	if (a->win.n && a->win.w[0].started)
-		rp_wslot_flush(((struct rp_analyses *)(uintptr_t)a)->win.w[0].cs);
 	r->anomalies[RP_ANOM_SKETCH_EVICTED] += a->sketch_evicted;
 	if ((err = report_fns(a, map, r)) || (err = report_conc(a, r)) ||
 	    (err = report_cats(a, r)) || (err = report_counters(a, r)) ||

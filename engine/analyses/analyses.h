@@ -307,7 +307,7 @@ static inline void rp_analyses_entry_add(struct rp_wslot *cs, struct rp_wentry *
 	e->self_ns += sp->self_ns;
 	e->cum_ns += dur & -(uint64_t)sp->primitive; /* dur if primitive, no branch */
 	e->total_ns += dur;
-	rp_wentry_add_ns(e, dur); /* into e->dur, in order (window.h) */
+	rp_sketch_add_ns(&e->dur, dur);
 }
 
 /* A name with no entry in the finest sub-window yet (analyses.c): one made, one

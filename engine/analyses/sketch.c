@@ -712,63 +712,6 @@ void rp_sketch_add_ns(struct rp_sketch *s, uint64_t ns)
 	add_ns_at(s, v, ns_index_of(s, dbits(v)));
 }
 
-/*
- * rp_sketch_add_ns() of each of @ns[0..n) in order, n <= 2^16. Commonly the whole
- * run takes add_ns_at()'s short path, and then only the sum of the steps matters:
- * every x is an integer in [1, 2^53), so it converts exactly (v = x); the sum S (an
- * integer below 2^53 while sum_int holds) stays exact while S + x < 2^53 (see
- * add_ns_at()), so it is exact to the end when S plus the run's total is below 2^53;
- * the index is monotonic in x, so every bucket is in the store's window when the
- * smallest and largest x's are, and no slot wraps past the ring's end when the
- * largest's does not (else each slot is wrapped); the min and max of the values are those of the integers
- * (conversion is monotonic). One pass finds the smallest, the largest and the
- * total, a second one counts the buckets, and the fields are stored once. Any other
- * run (a value 0 or >= 2^53, outside the window, the sum reaching 2^53,
- * no table) goes through rp_sketch_add_ns() value by value: the same sketch.
- */
-void rp_sketch_add_ns_seq(struct rp_sketch *s, const uint64_t *ns, uint32_t n)
-{
-	struct rp_sketch_store *st = &s->pos;
-	uint64_t lo = UINT64_MAX, hi = 0, tot = 0;
-	int32_t blo, bhi;
-
-	for (uint32_t i = 0; i < n; i++) {
-		uint64_t x = ns[i];
-
-		lo = x < lo ? x : lo;
-		hi = x > hi ? x : hi;
-		tot += x; /* below 2^69 - 2^16 ... checked against hi below */
-	}
-	if (n == 0 || lo == 0 || hi >= UINT64_C(1) << 53 || !s->sum_int || !s->ix_table ||
-	    s->count > UINT64_MAX - n || st->lo > st->hi)
-		goto slow;
-	tot += (uint64_t)s->sum; /* hi < 2^53, n <= 2^16: no wrap */
-	blo = ix_index(dbits((double)(int64_t)lo));
-	bhi = ix_index(dbits((double)(int64_t)hi));
-	if (tot >= UINT64_C(1) << 53 || blo < st->lo || bhi > st->hi)
-		goto slow;
-	if ((int64_t)bhi - st->origin < st->cap) { /* no slot wraps: c[b] is b's */
-		uint64_t *c = st->counts - st->origin;
-
-		for (uint32_t i = 0; i < n; i++)
-			c[ix_index(dbits((double)(int64_t)ns[i]))]++;
-	} else {
-		for (uint32_t i = 0; i < n; i++)
-			st->counts[slot_of(st, ix_index(dbits((double)(int64_t)ns[i])))]++;
-	}
-	st->total += n;
-	s->count += n;
-	if ((double)(int64_t)lo < s->min)
-		s->min = (double)(int64_t)lo;
-	if ((double)(int64_t)hi > s->max)
-		s->max = (double)(int64_t)hi;
-	s->sum = (double)(int64_t)tot;
-	return;
-slow:
-	for (uint32_t i = 0; i < n; i++)
-		rp_sketch_add_ns(s, ns[i]);
-}
-
 void rp_sketch_add_ns2(struct rp_sketch *a, struct rp_sketch *b, uint64_t ns)
 {
 	double v;

@@ -172,10 +172,6 @@ void rp_sketch_add(struct rp_sketch *s, double v);
  * cannot be negative, NaN nor infinite skips those tests (one per closed span). */
 void rp_sketch_add_ns(struct rp_sketch *s, uint64_t ns);
 
-/* rp_sketch_add_ns(s, ns[i]) for i = 0 .. @n - 1, in order, with the same result: the
- * sketch's fields are loaded and stored once per run of common adds. */
-void rp_sketch_add_ns_seq(struct rp_sketch *s, const uint64_t *ns, uint32_t n);
-
 /* rp_sketch_add_ns(a, ns) then rp_sketch_add_ns(b, ns): a duration into two sketches
  * (a name's and its category's), its bucket index computed once when their alphas
  * are the same (the index depends only on the value and the alpha). */

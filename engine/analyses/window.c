@@ -120,10 +120,8 @@ static int slot_init(struct rp_wslot *s, const struct rp_windows *ws)
 
 static void slot_clear(struct rp_wslot *s, const struct rp_windows *ws, uint64_t idx)
 {
-	for (uint32_t i = 0; i < s->n; i++) {
+	for (uint32_t i = 0; i < s->n; i++)
 		rp_sketch_reset(&s->e[i].dur);
-		s->e[i].n_pend = 0; /* none: a finest slot is flushed when it rotates */
-	}
 	s->n = 0;
 	s->n_once = 0;
 	s->hand = 0;
@@ -188,18 +186,6 @@ void rp_windows_fini(struct rp_windows *ws)
 	memset(ws, 0, sizeof(*ws));
 }
 
-void rp_wentry_flush_full(struct rp_wentry *e)
-{
-	rp_sketch_add_ns_seq(&e->dur, e->pend, e->n_pend);
-	e->n_pend = 0;
-}
-
-void rp_wslot_flush(struct rp_wslot *s)
-{
-	for (uint32_t i = 0; i < s->n; i++)
-		rp_wentry_flush(&s->e[i]);
-}
-
 struct rp_wentry *rp_window_insert(struct rp_windows *ws, struct rp_window *w, uint32_t name)
 {
 	struct rp_wslot *s = w->cs;
@@ -211,7 +197,6 @@ struct rp_wentry *rp_window_insert(struct rp_windows *ws, struct rp_window *w, u
 	e->name = name;
 	e->cat = 0;
 	e->imp = 0;
-	e->n_pend = 0;
 	e->calls = e->self_ns = e->cum_ns = e->total_ns = 0;
 	e->once_pos = s->n_once; /* new: called at most once so far */
 	s->once[s->n_once++] = s->n;
@@ -236,7 +221,6 @@ struct rp_wentry *rp_window_replace(struct rp_windows *ws, struct rp_window *w,
 	v->name = name;
 	v->cat = 0;
 	v->imp = 0;
-	v->n_pend = 0; /* the caller flushed it before taking its figures */
 	v->calls = v->self_ns = v->cum_ns = v->total_ns = 0;
 	rp_sketch_reset(&v->dur);
 	w->tag[name] = (uint64_t)w->gen << 32 | (uint32_t)(v - w->cs->e); /* keeps once_pos */

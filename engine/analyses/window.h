@@ -65,19 +65,14 @@
 enum { RP_WIN_CUM, RP_WIN_SELF, RP_WIN_COUNT };
 enum { RP_WIN_OVERALL, RP_WIN_ROOTS };
 
-#define RP_WENTRY_PEND 16 /* durations an entry holds before they enter its sketch */
-
 /* One name in one sub-window. */
 struct rp_wentry {
 	uint32_t name;
 	uint32_t cat; /* the analyses' category index + 1; 0: none */
 	uint32_t once_pos; /* its place in the slot's once set; RP_NONE: not in it */
 	uint8_t imp;	   /* every call in it was made at import time (summaries) */
-	uint8_t n_pend;	   /* durations in pend[], not yet in dur */
 	uint64_t calls, self_ns, cum_ns, total_ns;
-	struct rp_sketch dur; /* durations (ns); memory kept across sub-windows; complete
-				 only after rp_wentry_flush() */
-	uint64_t pend[RP_WENTRY_PEND]; /* the finest current sub-window's closes, in order */
+	struct rp_sketch dur; /* durations (ns); memory kept across sub-windows */
 };
 
 struct rp_wslot {
@@ -153,33 +148,6 @@ static inline struct rp_wentry *rp_window_entry(struct rp_windows *ws, struct rp
 		return &w->cs->e[(uint32_t)t];
 	return rp_window_insert(ws, w, name);
 }
-
-/* A run of rp_sketch_add_ns() costs less than its adds one by one (sketch.h), so the
- * finest current sub-window's closes hold their durations in the entry
- * (rp_wentry_add_ns) until RP_WENTRY_PEND are there or anything reads or adds to the
- * entry's sketch otherwise: the rotation, an eviction, a summary, a report
- * (rp_wslot_flush). Added in their order, they make the same sketch. */
-void rp_wentry_flush_full(struct rp_wentry *e);
-
-static inline void rp_wentry_flush(struct rp_wentry *e)
-{
-	if (e->n_pend != 0)
-		rp_wentry_flush_full(e);
-}
-
-/* rp_sketch_add_ns(&e->dur, dur), deferred. */
-static inline void rp_wentry_add_ns(struct rp_wentry *e, uint64_t dur)
-{
-	uint32_t n = e->n_pend;
-
-	e->pend[n] = dur;
-	e->n_pend = (uint8_t)(n + 1);
-	if (__builtin_expect(n + 1 == RP_WENTRY_PEND, 0))
-		rp_wentry_flush_full(e);
-}
-
-/* Every entry of @s: their sketches complete. */
-void rp_wslot_flush(struct rp_wslot *s);
 
 /* Calls of @name that overflowed @w's current sub-window (the finest window's). */
 static inline uint32_t rp_window_overflowed(const struct rp_window *w, uint32_t name)
