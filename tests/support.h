@@ -130,6 +130,26 @@ static char *rp_test_slurp(const char *path, size_t *len)
 	return buf;
 }
 
+/* The 1-based number of the first line of the file at @path that holds @needle (a
+ * line's text includes its newline); 0 if none. */
+static uint32_t rp_test_line_of(const char *path, const char *needle) __attribute__((unused));
+static uint32_t rp_test_line_of(const char *path, const char *needle)
+{
+	FILE *f = fopen(path, "r");
+	uint32_t n = 0, found = 0;
+	char buf[512];
+
+	if (f == NULL)
+		fail_msg("%s: %s", path, strerror(errno));
+	while (!found && fgets(buf, sizeof(buf), f)) {
+		n++;
+		if (strstr(buf, needle))
+			found = n;
+	}
+	fclose(f);
+	return found;
+}
+
 /*
  * rp_test_rnd() - the next number of the xorshift64 sequence kept in *@rng (seeded
  * non-zero), mod @m: the same run every time, for generators that a brute force checks.

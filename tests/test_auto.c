@@ -85,20 +85,10 @@ static yajl_val run_program(const char *suffix, const char *env, const char *pro
 /* The 1-based line of @src (in the sources' directory) holding @needle; 0 if none. */
 static uint32_t line_of(const char *src, const char *needle)
 {
-	char path[700], buf[512];
-	uint32_t n = 0, found = 0;
-	FILE *f;
+	char path[700];
 
 	snprintf(path, sizeof(path), "%s/%s", srcdir, src);
-	f = fopen(path, "r");
-	assert_non_null(f);
-	while (!found && fgets(buf, sizeof(buf), f)) {
-		n++;
-		if (strstr(buf, needle))
-			found = n;
-	}
-	fclose(f);
-	return found;
+	return rp_test_line_of(path, needle);
 }
 
 /*

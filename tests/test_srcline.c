@@ -206,25 +206,6 @@ static bool no_file_between(uintptr_t from, uintptr_t to)
 	return clear;
 }
 
-/* The 1-based line of tests/@src that is @text; 0 if none. */
-static uint32_t source_line(const char *src, const char *text)
-{
-	char path[PATH_MAX], buf[512];
-	uint32_t n = 0, found = 0;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/%s", RP_TEST_SRCDIR, src);
-	f = fopen(path, "r");
-	assert_non_null(f);
-	while (!found && fgets(buf, sizeof(buf), f)) {
-		n++;
-		if (strcmp(buf, text) == 0)
-			found = n;
-	}
-	fclose(f);
-	return found;
-}
-
 static void expect_shlib_fn(uintptr_t fn, uint32_t want)
 {
 	const char *file = NULL;
@@ -241,7 +222,7 @@ static void test_srcline_library_beside_its_copy(void **state)
 {
 	const long page = sysconf(_SC_PAGESIZE);
 	struct image im = { RP_TEST_AUTOLIB, 0 };
-	uint32_t want = source_line("auto/autolib.c", "int shlib_fn(int x)\n");
+	uint32_t want = rp_test_line_of(RP_TEST_SRCDIR "/auto/autolib.c", "int shlib_fn(int x)\n");
 	void *lib, *sym, *copy = MAP_FAILED, *heap;
 	uintptr_t fn, len = 0;
 	struct stat st;
