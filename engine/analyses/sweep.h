@@ -127,6 +127,20 @@ static inline void rp_sweep_push_(struct rp_sweep *s, uint64_t lt, int64_t l)
 }
 
 /*
+ * A step from level @l to @l + @d (+1 or -1) at @t, its exact inline form: the level
+ * left is credited its exit time, the one entered debited its entry time (the pending
+ * entry rp_sweep_ns() completes); the caller has tested that both are in the array.
+ */
+static inline __attribute__((always_inline)) void rp_sweep_step_(struct rp_sweep *s, int64_t l,
+								 int64_t d, uint64_t t)
+{
+	s->ns[l] += t;
+	s->ns[l + d] -= t;
+	s->last_t = t;
+	s->level = l + d; /* one per event: 2^63 of them cannot come */
+}
+
+/*
  * The common case inline: an opened sweep, a time not before last_t, a level whose
  * step stays inside the array (n_fast is n_alloc - 1 once opened, else 0): open from
  * 0 <= l < n_alloc - 1, close from 1 <= l < n_alloc. At a later time a sweep with a
@@ -141,10 +155,7 @@ static inline bool rp_sweep_open_fast_(struct rp_sweep *s, uint64_t t, bool hist
 	if (__builtin_expect(t >= lt && (uint64_t)l < s->n_fast, 1)) {
 		if (hist && t > lt)
 			rp_sweep_push_(s, lt, l);
-		s->ns[l] += t;
-		s->ns[l + 1] -= t;
-		s->last_t = t;
-		s->level = l + 1; /* one per event: 2^63 of them cannot come */
+		rp_sweep_step_(s, l, 1, t);
 		return true;
 	}
 	return false;
@@ -158,10 +169,7 @@ static inline bool rp_sweep_close_fast_(struct rp_sweep *s, uint64_t t, bool his
 	if (__builtin_expect(t >= lt && (uint64_t)(l - 1) < s->n_fast, 1)) {
 		if (hist && t > lt)
 			rp_sweep_push_(s, lt, l);
-		s->ns[l] += t;
-		s->ns[l - 1] -= t;
-		s->last_t = t;
-		s->level = l - 1;
+		rp_sweep_step_(s, l, -1, t);
 		return true;
 	}
 	return false;
@@ -356,10 +364,7 @@ static inline void rp_sweep_open_lead(struct rp_sweep *s, uint64_t t)
 
 	if (__builtin_expect((uint64_t)l < s->n_fast, 1)) {
 		rp_sweep_push_(s, s->last_t, l);
-		s->ns[l] += t;
-		s->ns[l + 1] -= t;
-		s->last_t = t;
-		s->level = l + 1;
+		rp_sweep_step_(s, l, 1, t);
 	} else {
 		rp_sweep_open_slow(s, t);
 	}
@@ -374,10 +379,7 @@ static inline int rp_sweep_close_lead_mid(struct rp_sweep *s, uint64_t t, uint64
 
 	if (__builtin_expect((uint64_t)(l - 1) < s->n_fast, 1)) {
 		rp_sweep_push_(s, lt, l);
-		s->ns[l] += t;
-		s->ns[l - 1] -= t;
-		s->last_t = t;
-		s->level = l - 1;
+		rp_sweep_step_(s, l, -1, t);
 		if (start >= lt && start < t) { /* the midpoint too */
 			*level = (uint32_t)l;
 			return 0;
@@ -394,10 +396,7 @@ static inline void rp_sweep_open_member(struct rp_sweep *s, uint64_t t)
 	int64_t l = s->level;
 
 	if (__builtin_expect((uint64_t)l < s->n_fast, 1)) {
-		s->ns[l] += t;
-		s->ns[l + 1] -= t;
-		s->last_t = t;
-		s->level = l + 1;
+		rp_sweep_step_(s, l, 1, t);
 	} else {
 		rp_sweep_open_slow(s, t);
 	}
@@ -408,10 +407,7 @@ static inline void rp_sweep_close_member(struct rp_sweep *s, uint64_t t)
 	int64_t l = s->level;
 
 	if (__builtin_expect((uint64_t)(l - 1) < s->n_fast, 1)) {
-		s->ns[l] += t;
-		s->ns[l - 1] -= t;
-		s->last_t = t;
-		s->level = l - 1;
+		rp_sweep_step_(s, l, -1, t);
 	} else {
 		rp_sweep_close_slow(s, t); /* at level 0: -1, settled at the next time */
 	}
