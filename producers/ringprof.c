@@ -696,6 +696,9 @@ static void setup_thread(struct rp_thread *t, struct rp_wire_header *h, int idx,
 	t->tail = __atomic_load_n(&r->ring.p_tail, __ATOMIC_RELAXED);
 	t->head = __atomic_load_n(&r->ring.c_head, __ATOMIC_RELAXED);
 	t->mask = proc.lay.ring_capacity - 1;
+	/* 1.4: where our records start (the mark's slot after a take-over), stored
+	 * before the generation (release, below) as the owner fields are */
+	__atomic_store_n(&r->claim_tail, t->tail, __ATOMIC_RELAXED);
 	if (over)
 		put_owner_mark(r, slots, t, gen, tid, rp_clock_source == RP_CLOCK_TSC);
 	r->tid = tid;

@@ -184,6 +184,80 @@ static void test_sources_takeover_keeps_every_thread(void **state)
 	close_engine();
 }
 
+/*
+ * Wire 1.4: a claim says where its records start (claim_tail), so a generation the
+ * engine does not follow yet needs no search of the backlog for an owner mark when
+ * the head is at or past that point; only a take-over the head is still before is
+ * searched. Exact figures either way, and the searches counted: 0 for drained
+ * claims read by a following engine and by a fresh one, 1 for the one ring taken
+ * over undrained.
+ */
+/* Rings of our segment no thread owns now (free, or retired). */
+static unsigned rings_not_active(void)
+{
+	const struct rp_wire_header *h = rp_segment_header();
+	const struct rp_wire_ring *d =
+		(const struct rp_wire_ring *)(const void *)((const char *)h + h->ring_desc_offset);
+	unsigned n = 0;
+
+	for (uint32_t i = 0; i < h->ring_count; i++)
+		n += __atomic_load_n(&d[i].state, __ATOMIC_ACQUIRE) != RP_RING_ACTIVE;
+	return n;
+}
+
+static void test_sources_claim_tail_spares_the_search(void **state)
+{
+	struct rp_report r;
+	uint64_t s0;
+	unsigned idle;
+
+	(void)state;
+	rp_init();
+	open_engine();
+	rp_sources_scan(&ss);
+	rp_sources_drain(&ss, UINT64_MAX); /* every ring drained: claims take them so */
+	s0 = ss.mark_scans;
+	on_thread(thread_pattern_now, NULL);
+	on_thread(thread_pattern_now, NULL);
+	rp_sources_drain(&ss, UINT64_MAX);
+	assert_int_equal(ss.mark_scans, s0);
+	report(&r);
+	assert_int_equal(fn(&r, "a")->calls, 2);
+	assert_int_equal(fn(&r, "a")->self_ns, 140);
+	assert_int_equal(fn(&r, "b")->calls, 4);
+	assert_int_equal(r.truncated, 0);
+	rp_report_free(&r);
+	/* one owner more than the rings no thread holds, no drain in between: the
+	 * last one takes a ring over */
+	idle = rings_not_active();
+	assert_true(idle >= 1);
+	for (unsigned i = 0; i < idle + 1; i++)
+		on_thread(thread_pattern_now, NULL);
+	rp_sources_drain(&ss, UINT64_MAX);
+	assert_int_equal(ss.mark_scans, s0 + 1);
+	report(&r);
+	assert_int_equal(fn(&r, "a")->calls, 2 + idle + 1);
+	assert_int_equal(fn(&r, "a")->self_ns, 70 * (2 + idle + 1));
+	assert_int_equal(fn(&r, "b")->cum_ns, 30 * (2 + idle + 1));
+	assert_int_equal(r.truncated, 0);
+	assert_int_equal(eng->tracks.live, 0);
+	rp_report_free(&r);
+	close_engine();
+	/* a fresh engine: every generation new to it, none searched (heads at or past
+	 * their claims), the new owner's spans exact */
+	on_thread(thread_pattern_now, NULL);
+	open_engine();
+	rp_sources_scan(&ss);
+	rp_sources_drain(&ss, UINT64_MAX);
+	assert_int_equal(ss.mark_scans, 0);
+	report(&r);
+	assert_int_equal(fn(&r, "a")->calls, 1);
+	assert_int_equal(fn(&r, "a")->self_ns, 70);
+	assert_int_equal(eng->tracks.live, 0);
+	rp_report_free(&r);
+	close_engine();
+}
+
 static void *lose_after_span(void *arg)
 {
 	uint32_t a = rp_intern("a", "FUNCTION", "x.c", 1), tick = rp_intern("tick", NULL, NULL, 0);
@@ -951,6 +1025,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_sources_ring_reuse_is_a_new_track),
 		cmocka_unit_test(test_sources_takeover_keeps_every_thread),
 		cmocka_unit_test(test_sources_takeover_carries_prev_lost),
+		cmocka_unit_test(test_sources_claim_tail_spares_the_search),
 		cmocka_unit_test(test_sources_watermark_and_late),
 		cmocka_unit_test(test_sources_final_drain_takes_all),
 		cmocka_unit_test(test_sources_in_place_merge_exactly),

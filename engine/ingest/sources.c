@@ -825,19 +825,39 @@ static const struct rp_event *mark_in(const struct rp_event *e, uint32_t n)
  * second look at the index (after an acquire of the generation) finds it: the records
  * before the first mark are the generation before it.
  */
-static uint32_t first_gen(struct rp_live *l, uint32_t ring, uint32_t gen)
+static uint32_t first_gen(struct rp_sources *ss, struct rp_live *l, uint32_t ring, uint32_t gen)
 {
 	const struct rp_wire_ring *r =
 		(const struct rp_wire_ring *)((const char *)l->seg->base + l->seg->v.ring_desc_offset) +
 		ring;
-	const uint32_t cap = l->seg->v.ring_capacity, h = l->seg->rings[ring].head & (cap - 1);
+	const uint32_t cap = l->seg->v.ring_capacity, head = l->seg->rings[ring].head,
+		       h = head & (cap - 1);
 	const struct rp_event *slots = rp_segment_peek(l->seg, ring, 0) - h, *e;
 	uint32_t n;
 
 	__atomic_load_n(&r->gen, __ATOMIC_ACQUIRE); /* pairs with the producer's release */
-	n = __atomic_load_n(&r->ring.p_tail, __ATOMIC_ACQUIRE) - l->seg->rings[ring].head;
+	n = __atomic_load_n(&r->ring.p_tail, __ATOMIC_ACQUIRE) - head;
 	if (n > cap - 1)
 		return gen; /* implausible: the next avail resyncs */
+	/*
+	 * 1.4: the claim's own word says where its records start, so the backlog needs
+	 * no search when the head is at or past it. Read after the acquire of gen, it is
+	 * @gen's claim's (records from it on are @gen's: the caller takes none of a later
+	 * owner's, counted from a p_tail read before @gen) or a later claim's still being
+	 * made (then at p_tail: no record from it on). At it, the record there is the
+	 * claim's mark after a take-over, whatever comes after. A word that says the
+	 * head is before it (by at most a ring) leaves the search to find the mark; a
+	 * producer's false word misplaces only its own records' owner.
+	 */
+	if (l->seg->v.version_minor >= 4) {
+		uint32_t before = __atomic_load_n(&r->claim_tail, __ATOMIC_RELAXED) - head;
+
+		if (before == 0 && n > 0 && slots[h].kind == RP_EV_THREAD)
+			return (uint32_t)__atomic_load_n(&slots[h].track, __ATOMIC_RELAXED) - 1;
+		if (before == 0 || before > cap)
+			return gen;
+	}
+	ss->mark_scans++;
 	/* A whole backlog at an engine's attach: read as two contiguous runs at most
 	 * (the ring wraps once). */
 	e = mark_in(slots + h, cap - h < n ? cap - h : n);
@@ -891,7 +911,7 @@ static void copy_ring(struct rp_sources *ss, struct rp_live *l, uint32_t ring, b
 	if (!l->marks)
 		b->cur = info.gen;
 	else if (info.gen != b->cur)
-		b->cur = first_gen(l, ring, info.gen);
+		b->cur = first_gen(ss, l, ring, info.gen);
 	b->state = info.state;
 	b->short_copy = false;
 	b->avail = 0;

@@ -95,6 +95,8 @@ struct rp_sources {
 	uint64_t buf_budget;		/* records in all buffers (RP_SOURCES_BUFFER_BUDGET) */
 	uint64_t buf_events;		/* records allocated in all buffers */
 	uint64_t drops_said_at;		/* when the last line about drops went out */
+	uint64_t mark_scans;		/* backlogs searched for an owner mark (a new
+					   generation whose claim_tail could not say) */
 	void (*log)(void *ctx, const char *line); /* one line per notable event; may be NULL */
 	void *log_ctx;
 	/* A producer's pidfd appears and goes (for the loop to watch); may be NULL. */

@@ -48,10 +48,11 @@ extern "C" {
 
 #define RP_WIRE_MAGIC		UINT64_C(0x31464f5250474e52) /* "RNGPROF1" little-endian */
 #define RP_WIRE_VERSION_MAJOR	1	/* a change a reader cannot skip */
-#define RP_WIRE_VERSION_MINOR	3	/* additions a reader may ignore (1: span depth,
+#define RP_WIRE_VERSION_MINOR	4	/* additions a reader may ignore (1: span depth,
 				   child spans; 2: owner marks, the error bit,
 				   reentrant and no-space counts; 3: charges of
-				   batched work; docs/abi.md) */
+				   batched work; 4: a ring's claim_tail;
+				   docs/abi.md) */
 #define RP_WIRE_CACHELINE	64
 
 /* "/ringprof.<session>.<pid>" + ".<n>" for shm_open(); session is [A-Za-z0-9_-]{1,31}. */
@@ -341,8 +342,13 @@ struct rp_wire_ring {
 				   this ring so far, stored before each c_head store */
 	uint32_t snap_marks;	/* marks_read as of snap_head: the restart gap
 				   counts records, not marks */
+	/* 1.4, producer-written at each claim before `gen` (release): the ring index
+	 * of the claiming owner's first record (its owner mark after a take-over).
+	 * A reader whose head is past it knows every record from there on is of the
+	 * generation read before it (or a later one's), with no mark to look for. */
+	uint32_t claim_tail;
 	uint8_t pad1[4 * RP_WIRE_CACHELINE - RP_WIRE_CACHELINE - sizeof(struct rp_wire_spsc) -
-		     8];
+		     12];
 };
 
 /*
@@ -391,6 +397,7 @@ RP_WIRE_ASSERT(offsetof(struct rp_wire_header, nospace_dropped) == 240, "1.2 cou
 RP_WIRE_ASSERT(offsetof(struct rp_wire_ring, reentrant) == 40, "reentrant at 40");
 RP_WIRE_ASSERT(offsetof(struct rp_wire_ring, pending_ticks) == 48, "summary words at 48");
 RP_WIRE_ASSERT(offsetof(struct rp_wire_ring, marks_read) == 200, "consumer marks at 200");
+RP_WIRE_ASSERT(offsetof(struct rp_wire_ring, claim_tail) == 208, "claim_tail at 208");
 RP_WIRE_ASSERT(sizeof(struct rp_wire_spsc) <= 3 * RP_WIRE_CACHELINE, "ring fits 3 lines");
 RP_WIRE_ASSERT(offsetof(struct rp_wire_spsc, c_head) == 0, "ring c_head first");
 RP_WIRE_ASSERT(offsetof(struct rp_wire_spsc, p_tail) == RP_WIRE_CACHELINE,
