@@ -20,23 +20,24 @@
 
 /*
  * The home slot of a key. Ids that differ only in their low 4 bits (consecutive
- * requests, neighbouring thread ids) share one 64-byte line of the index (16 slots,
+ * requests, neighbouring thread ids) share one 64-byte line of the index (16 slots;
  * the index is line-aligned): the rest of the id, with src and kind, picks the line
- * by a multiply's top bits, and the low bits are rotated within it by the hash. A
- * new request then probes the line its predecessors did, most often in the cache,
- * rather than a random line of the index (a cache miss each). The top bits of the
- * product depend on every bit of the key, so strided ids (pointers 8 to 4096 apart,
- * a counter in the high bits) spread as the multiply spreads them; the slot bits of
- * the product's middle, used before, ignored an id's bits from 47 up: ids that
- * differed only there all shared one home. test_tracks measures the probe lengths.
+ * by a multiply's top bits, and the id's low bits, xored in, its slot there. A new
+ * request then probes the line its predecessors did, rather than a random line of
+ * the index (a cache miss each). The product's top bits depend on every bit of the
+ * key, so strided ids (pointers 8 to 4096 apart, a counter in the high bits) spread
+ * as the multiply spreads them; the middle bits used before ignored an id's bits
+ * from 47 up: ids that differed only there all had one home. test_tracks measures
+ * the probe lengths.
  */
-static inline uint32_t index_home(const struct rp_tracks *ts, uint32_t src, uint8_t kind, uint64_t id)
+static inline uint32_t index_home(const struct rp_tracks *ts, uint32_t src, uint8_t kind,
+				  uint64_t id)
 {
 	uint64_t k = ((id >> 4) ^ ((uint64_t)src << 40) ^ ((uint64_t)kind << 60)) *
 		     UINT64_C(0x9e3779b97f4a7c15);
 	uint32_t h = (uint32_t)(k >> ts->shift);
 
-	return ((h & ~15u) | ((h + (uint32_t)id) & 15u)) & ts->mask;
+	return (h ^ ((uint32_t)id & 15u)) & ts->mask;
 }
 
 uint32_t rp_tracks_home(const struct rp_tracks *ts, uint32_t src, uint8_t kind, uint64_t id)
@@ -130,6 +131,10 @@ uint32_t rp_tracks_get_slow(struct rp_tracks *ts, uint32_t src, uint8_t kind, ui
 		ts->t[slot].sum->want = ts->t[slot].sum->n = 0;
 	ts->index[i] = slot;
 	ts->live++;
+	/* Halfway through a line's 16 ids, the next 16's line: consecutive ids (one
+	 * request after another) would otherwise miss the cache once a line. */
+	if ((id & 15) == 8)
+		__builtin_prefetch(&ts->index[index_home(ts, src, kind, id + 8)]);
 	return ts->last = slot;
 }
 
