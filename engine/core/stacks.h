@@ -139,6 +139,7 @@ struct rp_tracks {
 	struct rp_track *t;
 	uint32_t n, max;	/* slots ever used, cap */
 	uint32_t *free_slots, n_free;
+	uint32_t shift;		/* 64 - log2(the index's slots): index_home()'s top bits */
 	uint32_t *index, mask;	/* (src, kind, id) -> slot; UINT32_MAX empty */
 	uint32_t live;		/* tracks in use */
 	uint32_t last;		/* the slot found last: tried first (a freed slot has
@@ -167,6 +168,8 @@ void rp_tracks_free(struct rp_tracks *ts);
 
 uint32_t rp_tracks_get_slow(struct rp_tracks *ts, uint32_t src, uint8_t kind, uint64_t id,
 			    struct rp_counts *c);
+/* The home slot of (src, kind, id) in ts->index (stacks.c; for test_tracks). */
+uint32_t rp_tracks_home(const struct rp_tracks *ts, uint32_t src, uint8_t kind, uint64_t id);
 uint32_t rp_tracks_find_slow(struct rp_tracks *ts, uint32_t src, uint8_t kind, uint64_t id);
 
 /*
