@@ -329,7 +329,21 @@ static inline void rp_analyses_close_entry(struct rp_analyses *a, const struct r
 	uint64_t tag;
 
 	if (__builtin_expect(a->win.n == 0, 0)) {
-		struct rp_span_info c = *sp;
+		struct rp_span_info c;
+
+		c.start = sp->start;
+		c.end = sp->end;
+		c.self_ns = sp->self_ns;
+		c.subtree_ns = sp->subtree_ns;
+		c.track = sp->track;
+		c.span = sp->span;
+		c.name = sp->name;
+		c.depth = sp->depth;
+		c.src = sp->src;
+		c.primitive = sp->primitive;
+		c.error = sp->error;
+		c.request = sp->request;
+		c.charged_ns = sp->charged_ns;
 
 		rp_analyses_close_direct(a, &c, ci, level, known);
 		return;
