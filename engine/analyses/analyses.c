@@ -209,8 +209,8 @@ static struct rp_sketch *name_sketch(struct rp_analyses *a, uint32_t name, uint6
 /* A span of @dur ns (@self_ns of them its own) whose name has no room in the finest
  * sub-window (or no windows). Out of line: rp_analyses_close_direct()'s rare case,
  * which in line made it save registers on every call. */
-__attribute__((noinline)) static void add_direct(struct rp_analyses *a, uint32_t name, uint32_t ci, uint64_t self_ns,
-		       uint64_t dur)
+__attribute__((noinline)) static void add_direct(struct rp_analyses *a, uint32_t name,
+						  uint32_t ci, uint64_t self_ns, uint64_t dur)
 {
 	struct rp_sketch *k = name_sketch(a, name, 1);
 
