@@ -268,6 +268,14 @@ int main(int argc, char **argv)
 		fputs("bench_engine: bad arguments (try --help)\n", stderr);
 		return 2;
 	}
+	/* Each run's engine on the heap the run before freed, as one long-lived engine
+	 * reuses its memory: left to glibc's heuristics, the heap went back to the kernel
+	 * at every engine close without windows (and not with them, a matter of layout),
+	 * so that mode's drain alone paid the first touch of its recorder and sweep pages
+	 * (page faults: a fifth of its time). Fixed thresholds (which also stop glibc
+	 * moving them) keep every mode's blocks in the heap and the heap whole. */
+	mallopt(M_MMAP_THRESHOLD, 32 << 20);
+	mallopt(M_TRIM_THRESHOLD, 1 << 30);
 	setup_env(&o);
 	for (unsigned k = 0; k < o.runs; k++) {
 		raw[k] = run_raw(&o);

@@ -342,11 +342,105 @@ static void test_analyses_sweeps_equal_general(void **state)
 	rp_names_free(&names);
 }
 
+static int cmp_u64_desc(const void *x, const void *y)
+{
+	uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+
+	return (a < b) - (a > b);
+}
+
+/*
+ * Without windows every close goes to rp_analyses_close_direct(): its name's sketch
+ * (a name's first span the long way, then protected), its category's figures and
+ * sketch, and the slowest list. Checked against sketches fed one rp_sketch_add_ns()
+ * per span, sums kept here, and the largest durations sorted here (room for every
+ * name's sketch: no eviction to model).
+ */
+static void test_analyses_windowless_equals_direct_adds(void **state)
+{
+	static const char *cat[] = { "FUNCTION", "LLM", "IO" };
+	struct rp_analyses_cfg cfg = { .max_names = 64, .max_sketch_names = NNAMES,
+				       .max_counters = 4,
+				       .win = { .topk = 5, .max_level = 255, .max_window_names = 3 } };
+	struct rp_sketch nk[NNAMES], ck[3];
+	uint64_t calls[3] = { 0 }, self[3] = { 0 }, total[3] = { 0 };
+	static uint64_t durs[NSPANS];
+	struct rp_analyses a;
+	struct rp_names names;
+	uint32_t id[NNAMES];
+	uint64_t t = 1000 * MS;
+	bool full;
+	char nm[16];
+
+	(void)state;
+	assert_int_equal(rp_names_init(&names, 64), 0);
+	for (uint32_t i = 0; i < NNAMES; i++) {
+		snprintf(nm, sizeof(nm), "g%u", i);
+		id[i] = rp_names_get(&names, nm, cat[i % 3], "x.c", i, &full);
+		assert_false(full);
+		assert_int_equal(rp_sketch_init(&nk[i], RP_SKETCH_ALPHA), 0);
+	}
+	for (int c = 0; c < 3; c++)
+		assert_int_equal(rp_sketch_init(&ck[c], RP_SKETCH_ALPHA), 0);
+	assert_int_equal(rp_analyses_init(&a, &names, &cfg), 0);
+	assert_int_equal(a.win.n, 0);
+	for (uint32_t i = 0; i < NSPANS; i++) {
+		/* runs of one name (the head of the list) and switches (moves) */
+		uint32_t n = below(3) == 0 ? (i > 0 ? (uint32_t)below(NNAMES) : 0)
+					   : (uint32_t)(i * 7 / 5 % NNAMES);
+		uint64_t dur = below(4) == 0 ? below(8) : below(5000000); /* zeros too */
+		struct rp_span_info sp = { .start = t, .end = t + dur, .name = id[n],
+					   .primitive = true };
+
+		sp.self_ns = below(dur + 1);
+		sp.subtree_ns = dur;
+		rp_analyses_open(&a, sp.name, 0, t, false);
+		rp_analyses_close(&a, &sp);
+		rp_sketch_add_ns(&nk[n], dur);
+		rp_sketch_add_ns(&ck[n % 3], dur);
+		calls[n % 3]++;
+		self[n % 3] += sp.self_ns;
+		total[n % 3] += dur;
+		durs[i] = dur;
+		t += dur + below(1000);
+	}
+	assert_int_equal(a.n_cat, 3);
+	assert_int_equal(a.sketch_evicted, 0);
+	for (uint32_t i = 0; i < NNAMES; i++) {
+		struct rp_cat_stats *c = &a.cats[a.cat_of[id[i]] - 1];
+
+		assert_non_null(a.sketch[id[i]]);
+		assert_same_sketch(a.sketch[id[i]], &nk[i]);
+		assert_int_equal(c->calls, calls[i % 3]);
+		assert_int_equal(c->self_ns, self[i % 3]);
+		assert_int_equal(c->total_ns, total[i % 3]);
+		assert_same_sketch(&c->dur, &ck[i % 3]);
+	}
+	qsort(durs, NSPANS, sizeof(*durs), cmp_u64_desc);
+	assert_int_equal(a.slow.n, 5);
+	{
+		uint64_t kept[5];
+
+		for (uint32_t i = 0; i < 5; i++)
+			kept[i] = a.slow.heap[i].dur_ns;
+		qsort(kept, 5, sizeof(*kept), cmp_u64_desc);
+		for (uint32_t i = 0; i < 5; i++)
+			assert_int_equal(kept[i], durs[i]);
+	}
+	for (uint32_t i = 0; i < NNAMES; i++)
+		rp_sketch_fini(&nk[i]);
+	for (int c = 0; c < 3; c++)
+		rp_sketch_fini(&ck[c]);
+	rp_analyses_fini(&a);
+	rp_names_free(&names);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_analyses_close_batch_equals_closes),
 		cmocka_unit_test(test_analyses_sweeps_equal_general),
+		cmocka_unit_test(test_analyses_windowless_equals_direct_adds),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -206,16 +206,17 @@ static struct rp_sketch *name_sketch(struct rp_analyses *a, uint32_t name, uint6
 	return k;
 }
 
-/* A span whose name has no room in the finest sub-window (or no windows). */
-static void add_direct(struct rp_analyses *a, uint32_t name, uint32_t ci,
-		       const struct rp_span_info *sp)
+/* A span of @dur ns (@self_ns of them its own) whose name has no room in the finest
+ * sub-window (or no windows). Out of line: rp_analyses_close_direct()'s rare case,
+ * which in line made it save registers on every call. */
+__attribute__((noinline)) static void add_direct(struct rp_analyses *a, uint32_t name,
+						  uint32_t ci, uint64_t self_ns, uint64_t dur)
 {
 	struct rp_sketch *k = name_sketch(a, name, 1);
-	uint64_t dur = sp->end - sp->start;
 
 	if (ci) {
 		a->cats[ci - 1].calls++;
-		a->cats[ci - 1].self_ns += sp->self_ns;
+		a->cats[ci - 1].self_ns += self_ns;
 		a->cats[ci - 1].total_ns += dur;
 		if (k != NULL)
 			rp_sketch_add_ns2(k, &a->cats[ci - 1].dur, dur);
@@ -340,28 +341,26 @@ static inline void lru_front(struct rp_analyses *a, uint32_t name)
  * protected name, so one with a sketch) in line, the duration's bucket index computed
  * once for the name's sketch and its category's. Out of line itself: inlined into
  * rp_analyses_close(), it cost the windowed path 2.3 instructions per event of
- * bench_engine (the engine's loop, into which everything is inlined, spilled more). */
-void rp_analyses_close_direct(struct rp_analyses *a, const struct rp_span_info *sp, uint32_t ci,
-			      uint32_t level, bool known)
+ * bench_engine (the engine's loop, into which everything is inlined, spilled more).
+ * It takes scalars, not the span: the span need not be stored for it, and its body
+ * ends in tail calls, with no registers to save. */
+void rp_analyses_close_direct(struct rp_analyses *a, uint32_t name, uint32_t ci, uint64_t self_ns,
+			      uint64_t dur)
 {
-	uint32_t name = sp->name;
-	uint64_t dur = sp->end - sp->start;
-
 	if (a->lru_list[name] != RP_LRU_PROTECTED) {
-		add_direct(a, name, ci, sp);
-	} else {
-		if (a->lru_head[1] != name)
-			lru_front(a, name);
-		if (ci) {
-			a->cats[ci - 1].calls++;
-			a->cats[ci - 1].self_ns += sp->self_ns;
-			a->cats[ci - 1].total_ns += dur;
-			rp_sketch_add_ns2(a->sketch[name], &a->cats[ci - 1].dur, dur);
-		} else {
-			rp_sketch_add_ns(a->sketch[name], dur);
-		}
+		add_direct(a, name, ci, self_ns, dur);
+		return;
 	}
-	rp_analyses_offer_slow(&a->slow, sp, ci, level, known);
+	if (a->lru_head[1] != name)
+		lru_front(a, name);
+	if (ci) {
+		a->cats[ci - 1].calls++;
+		a->cats[ci - 1].self_ns += self_ns;
+		a->cats[ci - 1].total_ns += dur;
+		rp_sketch_add_ns2(a->sketch[name], &a->cats[ci - 1].dur, dur);
+	} else {
+		rp_sketch_add_ns(a->sketch[name], dur);
+	}
 }
 
 void rp_analyses_open_late(struct rp_analyses *a, struct rp_sweep *c, uint32_t depth, uint64_t t,
@@ -415,7 +414,7 @@ void rp_analyses_close_overflow(struct rp_analyses *a, const struct rp_span_info
 	rp_wslot_overflow(a->win.w[0].cs, sp->name, sp->primitive ? dur : 0, sp->self_ns);
 	rp_window_overflow_count(&a->win.w[0], sp->name, 1);
 	a->win.cap_hits++;
-	add_direct(a, sp->name, ci, sp);
+	add_direct(a, sp->name, ci, sp->self_ns, dur);
 }
 
 /* An entry of the finest window into the all-time sketches. */

@@ -216,14 +216,15 @@ static inline void rp_analyses_abandon(struct rp_analyses *a, uint32_t name, uin
 }
 
 /* rp_analyses_close()'s out-of-line parts (analyses.c): a span among the slowest
- * so far into @sl; the whole close without windows; a name with no room in the
+ * so far into @sl; a close without windows but its slowest list (its name's sketch
+ * and category: a span of @dur ns, @self_ns its own); a name with no room in the
  * finest sub-window. */
 __attribute__((noinline)) void rp_analyses_keep_slow(struct rp_slowest *sl,
 						     const struct rp_span_info *sp, uint32_t ci,
 						     uint32_t level, bool known);
-__attribute__((noinline)) void rp_analyses_close_direct(struct rp_analyses *a,
-							const struct rp_span_info *sp, uint32_t ci,
-							uint32_t level, bool known);
+__attribute__((noinline)) void rp_analyses_close_direct(struct rp_analyses *a, uint32_t name,
+							uint32_t ci, uint64_t self_ns,
+							uint64_t dur);
 __attribute__((noinline)) void
 rp_analyses_close_overflow(struct rp_analyses *a, const struct rp_span_info *sp, uint32_t ci);
 /* A full finest sub-window: an entry for @name in place of a candidate (called once,
@@ -329,9 +330,12 @@ static inline void rp_analyses_close_entry(struct rp_analyses *a, const struct r
 	uint64_t tag;
 
 	if (__builtin_expect(a->win.n == 0, 0)) {
-		struct rp_span_info c = *sp;
-
-		rp_analyses_close_direct(a, &c, ci, level, known);
+		/* the span's scalars, not the span: built in memory for the call, it was
+		 * either copied (field by field: an aggregate copy reloaded GCC's 8-byte
+		 * stores with 16-byte loads, a stall at every close) or, passed as it is,
+		 * made to live in memory on the windowed path too */
+		rp_analyses_close_direct(a, sp->name, ci, sp->self_ns, sp->end - sp->start);
+		rp_analyses_offer_slow(&a->slow, sp, ci, level, known);
 		return;
 	}
 	tag = w0->tag[sp->name];
