@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "names.h"
+#include "spread.h"
 #include "stacks.h"
 
 static uint32_t key_hash(uint32_t src, uint8_t kind, uint64_t id)
@@ -34,7 +35,8 @@ int rp_tracks_init(struct rp_tracks *ts, uint32_t max_tracks, uint32_t max_depth
 	memset(ts, 0, sizeof(*ts));
 	while (slots < 2 * max_tracks)
 		slots <<= 1;
-	ts->t = calloc(max_tracks ? max_tracks : 1, sizeof(*ts->t)); /* t[last] is read */
+	/* t[last] is read */
+	ts->t = rp_spread_calloc(max_tracks ? max_tracks : 1, sizeof(*ts->t), RP_SPREAD_TRACKS);
 	ts->free_slots = calloc(max_tracks, sizeof(*ts->free_slots));
 	ts->index = malloc((size_t)slots * sizeof(*ts->index));
 	ts->chain = malloc((size_t)(max_depth ? max_depth : 1) * sizeof(*ts->chain));
@@ -57,7 +59,7 @@ void rp_tracks_free(struct rp_tracks *ts)
 		free(ts->t[i].f);
 		free(ts->t[i].sum);
 	}
-	free(ts->t);
+	rp_spread_free(ts->t);
 	free(ts->free_slots);
 	free(ts->index);
 	free(ts->chain);
