@@ -10,8 +10,9 @@
  * one set, which evict each other between two uses (cachegrind: one L1 miss per
  * array and request in bench_engine). rp_spread_calloc() starts each array at its
  * own line of a page (enum rp_spread_at), so that their first entries land in
- * different sets; the pad is RP_SPREAD_PAD bytes (4 KB) per array, which the memory
- * bounds, counting arrays at their sizeof, leave out.
+ * different sets. The pad, RP_SPREAD_PAD bytes (a page and 16) per array, fits in
+ * the page per large array that rp_engine_memory_bound() allows malloc (256 pages
+ * for fewer than 130 large arrays, these eleven included).
  *
  * Free with rp_spread_free() only: the offset from the block is stored in the 8
  * bytes before the array.
