@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "names.h"
+#include "spread.h"
 #include "stats.h"
 
 static uint64_t rng;
@@ -199,12 +200,55 @@ static void test_stats_min_complement(void **state)
 	rp_stats_free(&s);
 }
 
+/*
+ * The statistics' arrays start at their own lines of a page (spread.h), zeroed and
+ * aligned as calloc()'s, whatever the size (one entry, a small array, a large one that
+ * malloc maps); rp_stats_free() gives them back (ASan: no leak, no bad free). Each
+ * size also through rp_spread_calloc() directly, at every line, and an overflowing
+ * size refused.
+ */
+static void test_stats_arrays_spread(void **state)
+{
+	static const uint32_t sizes[] = { 1, 7, 1000, 65536 };
+
+	(void)state;
+	for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+		struct rp_stats s;
+		const unsigned char *z;
+
+		assert_int_equal(rp_stats_init(&s, sizes[k], sizes[k]), 0);
+		assert_int_equal((uintptr_t)s.fn % 4096, RP_SPREAD_FN * 64);
+		assert_int_equal((uintptr_t)s.nodes % 4096, RP_SPREAD_NODES * 64);
+		assert_int_equal((uintptr_t)s.edges % 4096, RP_SPREAD_EDGES * 64);
+		z = (const unsigned char *)s.fn;
+		for (size_t i = 0; i < (size_t)sizes[k] * sizeof(*s.fn); i++)
+			assert_int_equal(z[i], 0);
+		z = (const unsigned char *)s.edges;
+		for (size_t i = 0; i < (size_t)sizes[k] * sizeof(*s.edges); i++)
+			assert_int_equal(z[i], 0);
+		rp_stats_free(&s);
+		for (unsigned at = 0; at < 64; at++) {
+			uint64_t *p = rp_spread_calloc(sizes[k], sizeof(*p), (enum rp_spread_at)at);
+
+			assert_non_null(p);
+			assert_int_equal((uintptr_t)p % 4096, at * 64);
+			for (uint32_t i = 0; i < sizes[k]; i++)
+				assert_int_equal(p[i], 0);
+			p[sizes[k] - 1] = 1; /* the last entry is the array's */
+			rp_spread_free(p);
+		}
+	}
+	assert_null(rp_spread_calloc(SIZE_MAX / 8, 16, RP_SPREAD_FN));
+	rp_spread_free(NULL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_stats_child_matches_search),
 		cmocka_unit_test(test_stats_child_hints_in_turn),
 		cmocka_unit_test(test_stats_min_complement),
+		cmocka_unit_test(test_stats_arrays_spread),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "analyses.h"
+#include "spread.h"
 
 size_t rp_analyses_memory_bound(const struct rp_analyses_cfg *c)
 {
@@ -45,13 +46,15 @@ int rp_analyses_init(struct rp_analyses *a, const struct rp_names *names,
 		rp_sketch_init(&a->cats[i].dur, RP_SKETCH_ALPHA);
 	a->cat_of = calloc(c->max_names, sizeof(*a->cat_of));
 	a->sketch = calloc(c->max_names, sizeof(*a->sketch));
-	a->mid = calloc(c->max_names, sizeof(*a->mid));
-	a->counter_of = calloc(c->max_names, sizeof(*a->counter_of));
+	a->mid = rp_spread_calloc(c->max_names, sizeof(*a->mid), RP_SPREAD_MID);
+	a->counter_of =
+		rp_spread_calloc(c->max_names, sizeof(*a->counter_of), RP_SPREAD_COUNTER_OF);
 	a->lru_prev = calloc(c->max_names, sizeof(*a->lru_prev));
 	a->lru_next = calloc(c->max_names, sizeof(*a->lru_next));
 	a->lru_list = calloc(c->max_names, sizeof(*a->lru_list));
 	a->lru_head[0] = a->lru_head[1] = a->lru_tail[0] = a->lru_tail[1] = RP_NONE;
-	a->counters = calloc(c->max_counters ? c->max_counters : 1, sizeof(*a->counters));
+	a->counters = rp_spread_calloc(c->max_counters ? c->max_counters : 1, sizeof(*a->counters),
+				       RP_SPREAD_COUNTERS);
 	if (!a->cat_of || !a->sketch || !a->mid || !a->counter_of ||
 	    !a->counters || !a->lru_prev || !a->lru_next || !a->lru_list ||
 	    rp_slowest_init(&a->slow, c->win.topk ? c->win.topk : 1) ||
@@ -97,9 +100,9 @@ void rp_analyses_fini(struct rp_analyses *a)
 	free(a->prev[1]);
 	free(a->cat_of);
 	free(a->sketch);
-	free(a->mid);
-	free(a->counter_of);
-	free(a->counters);
+	rp_spread_free(a->mid);
+	rp_spread_free(a->counter_of);
+	rp_spread_free(a->counters);
 	free(a->lru_prev);
 	free(a->lru_next);
 	free(a->lru_list);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "steps.h"
+#include "spread.h"
 
 #define CLS_UNDECIDED 0
 #define CLS_NOT_STEP  RP_STEPS_NOT_STEP
@@ -23,7 +24,7 @@ int rp_steps_init(struct rp_steps *s, const struct rp_names *names, uint32_t max
 	s->other = -1;
 	s->category = strdup(category ? category : "step");
 	s->prefix = strdup(prefix ? prefix : "");
-	s->cls = calloc(max_names ? max_names : 1, sizeof(*s->cls));
+	s->cls = rp_spread_calloc(max_names ? max_names : 1, sizeof(*s->cls), RP_SPREAD_STEPS);
 	if (!s->category || !s->prefix || !s->cls) {
 		rp_steps_fini(s);
 		return -ENOMEM;
@@ -39,7 +40,7 @@ void rp_steps_fini(struct rp_steps *s)
 	}
 	free(s->category);
 	free(s->prefix);
-	free(s->cls);
+	rp_spread_free(s->cls);
 	memset(s, 0, sizeof(*s));
 }
 

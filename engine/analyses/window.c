@@ -19,6 +19,7 @@
 
 #include "sweep.h"
 #include "window.h"
+#include "spread.h"
 
 int rp_window_cfg_check(const struct rp_window_cfg *c, char *why, size_t n)
 {
@@ -157,7 +158,8 @@ int rp_windows_init(struct rp_windows *ws, const struct rp_window_cfg *c)
 		w->g = c->length[i] / c->subwindows;
 		rp_window_name(w->length, w->name, sizeof(w->name));
 		w->gen = 1;
-		w->tag = calloc(c->max_names ? c->max_names : 1, sizeof(*w->tag));
+		w->tag = rp_spread_calloc(c->max_names ? c->max_names : 1, sizeof(*w->tag),
+					  RP_SPREAD_TAG);
 		w->slot = calloc(ws->S, sizeof(*w->slot));
 		if (i == 0)
 			w->over = calloc(c->max_names ? c->max_names : 1, sizeof(*w->over));
@@ -180,7 +182,7 @@ void rp_windows_fini(struct rp_windows *ws)
 		for (uint32_t s = 0; ws->w[i].slot != NULL && s < ws->S; s++)
 			slot_fini(&ws->w[i].slot[s], ws->M);
 		free(ws->w[i].slot);
-		free(ws->w[i].tag);
+		rp_spread_free(ws->w[i].tag);
 		free(ws->w[i].over);
 	}
 	memset(ws, 0, sizeof(*ws));

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "names.h"
+#include "spread.h"
 #include "stacks.h"
 
 /*
@@ -56,7 +57,8 @@ int rp_tracks_init(struct rp_tracks *ts, uint32_t max_tracks, uint32_t max_depth
 		slots <<= 1;
 		shift--;
 	}
-	ts->t = calloc(max_tracks ? max_tracks : 1, sizeof(*ts->t)); /* t[last] is read */
+	/* t[last] is read */
+	ts->t = rp_spread_calloc(max_tracks ? max_tracks : 1, sizeof(*ts->t), RP_SPREAD_TRACKS);
 	ts->free_slots = calloc(max_tracks, sizeof(*ts->free_slots));
 	/* line-aligned: index_home() keeps neighbouring ids in one cache line */
 	if (posix_memalign(&index, 64, (size_t)slots * sizeof(*ts->index)) == 0)
@@ -82,7 +84,7 @@ void rp_tracks_free(struct rp_tracks *ts)
 		free(ts->t[i].f);
 		free(ts->t[i].sum);
 	}
-	free(ts->t);
+	rp_spread_free(ts->t);
 	free(ts->free_slots);
 	free(ts->index);
 	free(ts->chain);

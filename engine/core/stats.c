@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "names.h"
+#include "spread.h"
 #include "stats.h"
 
 static uint32_t *alloc_index(uint32_t cap, uint32_t *mask)
@@ -37,9 +38,10 @@ int rp_stats_init(struct rp_stats *s, uint32_t max_names, uint32_t max_nodes)
 	s->max_names = max_names;
 	s->max_nodes = max_nodes < 1 ? 1 : max_nodes;
 	s->max_edges = s->max_nodes;
-	s->fn = calloc(max_names, sizeof(*s->fn));
-	s->edges = calloc(s->max_edges, sizeof(*s->edges));
-	s->nodes = calloc(2 * (size_t)s->max_nodes + 1, sizeof(*s->nodes));
+	s->fn = rp_spread_calloc(max_names, sizeof(*s->fn), RP_SPREAD_FN);
+	s->edges = rp_spread_calloc(s->max_edges, sizeof(*s->edges), RP_SPREAD_EDGES);
+	s->nodes =
+		rp_spread_calloc(2 * (size_t)s->max_nodes + 1, sizeof(*s->nodes), RP_SPREAD_NODES);
 	s->edge_index = alloc_index(s->max_edges, &s->edge_mask);
 	s->node_index = alloc_index(2 * s->max_nodes + 1, &s->node_mask);
 	if (!s->fn || !s->edges || !s->nodes || !s->edge_index || !s->node_index) {
@@ -53,9 +55,9 @@ int rp_stats_init(struct rp_stats *s, uint32_t max_names, uint32_t max_nodes)
 
 void rp_stats_free(struct rp_stats *s)
 {
-	free(s->fn);
-	free(s->edges);
-	free(s->nodes);
+	rp_spread_free(s->fn);
+	rp_spread_free(s->edges);
+	rp_spread_free(s->nodes);
 	free(s->edge_index);
 	free(s->node_index);
 	memset(s, 0, sizeof(*s));
