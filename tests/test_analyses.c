@@ -35,6 +35,21 @@ static uint64_t below(uint64_t m)
 	return rng % m;
 }
 
+/* NNAMES names @prefix0, @prefix1, ... of the categories FUNCTION, LLM, IO in turn. */
+static void make_names(struct rp_names *names, const char *prefix, uint32_t *id)
+{
+	static const char *cat[] = { "FUNCTION", "LLM", "IO" };
+	char nm[16];
+	bool full;
+
+	assert_int_equal(rp_names_init(names, 64), 0);
+	for (uint32_t i = 0; i < NNAMES; i++) {
+		snprintf(nm, sizeof(nm), "%s%u", prefix, i);
+		id[i] = rp_names_get(names, nm, cat[i % 3], "x.c", i, &full);
+		assert_false(full);
+	}
+}
+
 static void init(struct rp_analyses *a, const struct rp_names *names)
 {
 	struct rp_analyses_cfg c = {
@@ -114,23 +129,15 @@ struct track {
 
 static void test_analyses_close_batch_equals_closes(void **state)
 {
-	static const char *cat[] = { "FUNCTION", "LLM", "IO" };
 	struct rp_span_info pend[MAXDEPTH * 2];
 	struct rp_analyses a, b;
 	struct track tk[2] = { { .async = false }, { .async = true } };
 	struct rp_names names;
 	uint32_t id[NNAMES], n_pend = 0, spans = 0, batches = 0;
 	uint64_t t = 1000 * MS;
-	bool full;
-	char nm[16];
 
 	(void)state;
-	assert_int_equal(rp_names_init(&names, 64), 0);
-	for (uint32_t i = 0; i < NNAMES; i++) {
-		snprintf(nm, sizeof(nm), "f%u", i);
-		id[i] = rp_names_get(&names, nm, cat[i % 3], "x.c", i, &full);
-		assert_false(full);
-	}
+	make_names(&names, "f", id);
 	init(&a, &names);
 	init(&b, &names);
 	while (spans < NSPANS || tk[0].depth || tk[1].depth) {
@@ -244,7 +251,6 @@ static void check_conc(const struct rp_analyses *a, const struct rp_names *names
  */
 static void test_analyses_sweeps_equal_general(void **state)
 {
-	static const char *cat[] = { "FUNCTION", "LLM", "IO" };
 	struct rp_analyses_cfg cfg = { .max_names = 64, .max_sketch_names = 4, .max_counters = 4,
 				       .win = { .topk = 5, .max_level = 255, .max_window_names = 3 } };
 	struct rp_sweep ov, rt, rq, cs[3];
@@ -254,17 +260,10 @@ static void test_analyses_sweeps_equal_general(void **state)
 	struct rp_names names;
 	uint32_t id[NNAMES], spans = 0, late = 0;
 	uint64_t t = 1000 * MS;
-	bool full;
-	char nm[16];
 
 	(void)state;
 	memset(mid, 0, sizeof(mid));
-	assert_int_equal(rp_names_init(&names, 64), 0);
-	for (uint32_t i = 0; i < NNAMES; i++) {
-		snprintf(nm, sizeof(nm), "f%u", i);
-		id[i] = rp_names_get(&names, nm, cat[i % 3], "x.c", i, &full);
-		assert_false(full);
-	}
+	make_names(&names, "f", id);
 	assert_int_equal(rp_analyses_init(&a, &names, &cfg), 0); /* no windows: no rotation */
 	assert_int_equal(rp_sweep_init(&ov, RP_ANALYSES_MAX_LEVEL, RP_ANALYSES_HISTORY), 0);
 	assert_int_equal(rp_sweep_init_levels(&rt, RP_ANALYSES_MAX_LEVEL), 0);
@@ -358,7 +357,6 @@ static int cmp_u64_desc(const void *x, const void *y)
  */
 static void test_analyses_windowless_equals_direct_adds(void **state)
 {
-	static const char *cat[] = { "FUNCTION", "LLM", "IO" };
 	struct rp_analyses_cfg cfg = { .max_names = 64, .max_sketch_names = NNAMES,
 				       .max_counters = 4,
 				       .win = { .topk = 5, .max_level = 255, .max_window_names = 3 } };
@@ -369,15 +367,10 @@ static void test_analyses_windowless_equals_direct_adds(void **state)
 	struct rp_names names;
 	uint32_t id[NNAMES];
 	uint64_t t = 1000 * MS;
-	bool full;
-	char nm[16];
 
 	(void)state;
-	assert_int_equal(rp_names_init(&names, 64), 0);
+	make_names(&names, "g", id);
 	for (uint32_t i = 0; i < NNAMES; i++) {
-		snprintf(nm, sizeof(nm), "g%u", i);
-		id[i] = rp_names_get(&names, nm, cat[i % 3], "x.c", i, &full);
-		assert_false(full);
 		assert_int_equal(rp_sketch_init(&nk[i], RP_SKETCH_ALPHA), 0);
 	}
 	for (int c = 0; c < 3; c++)
