@@ -14,7 +14,6 @@
  */
 #include "support.h"
 
-#include <string.h>
 
 #include "stacks.h"
 
@@ -60,7 +59,8 @@ static void model_remove(struct model *m, const struct key *k)
 {
 	uint32_t i = old_home(m->mask, k), j;
 
-	while (memcmp(&m->k[i], k, sizeof(*k)) != 0)
+	/* field by field: memcmp() would compare the padding, which a copy need not keep */
+	while (m->k[i].id != k->id || m->k[i].src != k->src || m->k[i].kind != k->kind)
 		i = (i + 1) & m->mask;
 	for (j = (i + 1) & m->mask; m->k[j].kind != 0; j = (j + 1) & m->mask) {
 		uint32_t h = old_home(m->mask, &m->k[j]);
