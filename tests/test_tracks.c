@@ -14,7 +14,6 @@
  */
 #include "support.h"
 
-
 #include "stacks.h"
 
 #define MAX_TRACKS 16384u
