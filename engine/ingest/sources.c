@@ -1702,6 +1702,26 @@ static void notice_summaries(struct rp_sources *ss)
 	}
 }
 
+uint64_t rp_sources_touch(struct rp_sources *ss)
+{
+	const uint32_t per_page = 4096 / sizeof(struct rp_event);
+	uint64_t pages = 0;
+
+	for (uint32_t i = 0; i < ss->n_live; i++) {
+		struct rp_segment *s = ss->live[i]->seg;
+
+		for (uint32_t r = 0; r < s->v.ring_count; r++) {
+			uint32_t n = rp_segment_ring_pending(s, r);
+
+			for (uint32_t k = 0; k < n; k += per_page, pages++)
+				(void)*(const volatile uint8_t *)rp_segment_peek(s, r, k);
+			if (n != 0) /* the last page, where records straddle a page */
+				(void)*(const volatile uint8_t *)rp_segment_peek(s, r, n - 1);
+		}
+	}
+	return pages;
+}
+
 /*
  * Copy, then merge a slice, and again until nothing is due: the rings are emptied
  * every RP_SOURCES_SLICE records processed, so a long backlog in the analysis never

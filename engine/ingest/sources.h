@@ -129,6 +129,15 @@ void rp_sources_free(struct rp_sources *ss);
 int rp_sources_scan(struct rp_sources *ss);
 
 /**
+ * rp_sources_touch() - read one byte of every page that holds a ring's undrained
+ * records, through the engine's own mapping. For benchmarks: a freshly attached
+ * segment pays a page-table fill at the first read of each page, which an engine
+ * attached for longer than one lap of its rings has paid already (on a guest with
+ * shadow page tables that fill costs more than draining the page). @return pages read.
+ */
+uint64_t rp_sources_touch(struct rp_sources *ss);
+
+/**
  * rp_sources_drain() - merge and process every record with a timestamp <= @watermark
  * (UINT64_MAX: everything), then finish sources that exited or died.
  * @return records processed.
