@@ -384,6 +384,27 @@ static void test_sources_final_drain_takes_all(void **state)
 	close_engine();
 }
 
+/*
+ * rp_sources_touch() (bench_engine's warm drains) reads one record per page of each
+ * ring's undrained records and takes none of them: 1000 and 1 records (and an owner
+ * mark each) on two rings, one read per 128 records of each; all of them drained after.
+ */
+static void test_sources_touch_reads_and_leaves_the_records(void **state)
+{
+	struct run_arg a = { 1, 1000 }, b = { 5000, 1 };
+
+	(void)state;
+	open_engine();
+	rp_sources_scan(&ss);
+	on_thread(thread_run, &a);
+	on_thread(thread_run, &b);
+	/* 1000 or 1001 records: 8 reads; 1 or 2: 1 */
+	assert_int_equal(rp_sources_touch(&ss), 9);
+	assert_int_equal(rp_sources_drain(&ss, UINT64_MAX), 1001);
+	assert_int_equal(rp_sources_touch(&ss), 0);
+	close_engine();
+}
+
 /* Instants at base, base + step, ... on a thread's ring. */
 struct spaced_arg {
 	uint64_t base, step, n;
@@ -1028,6 +1049,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_sources_claim_tail_spares_the_search),
 		cmocka_unit_test(test_sources_watermark_and_late),
 		cmocka_unit_test(test_sources_final_drain_takes_all),
+		cmocka_unit_test(test_sources_touch_reads_and_leaves_the_records),
 		cmocka_unit_test(test_sources_in_place_merge_exactly),
 		cmocka_unit_test(test_sources_unmerged_counts_the_backlog),
 		cmocka_unit_test(test_sources_two_rings_interleaved_at_random),
