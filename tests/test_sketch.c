@@ -961,6 +961,74 @@ static void test_sketch_add_ns_integer_sum(void **state)
 	rp_sketch_fini(&m);
 }
 
+/*
+ * The integer sum survives every add that keeps it exact (sum_add()): a counter's
+ * first sample of 0 leaves rp_sketch_add_ns() its short path. Checked against a twin
+ * whose sum_int is cleared before each add, so that every add of it takes the long,
+ * compensated way: sums and corrections equal bit for bit after integers of both signs
+ * (0 and -0 among them), values and sums at and past 2^53, add_n, merges and
+ * fractions, in random order.
+ */
+static void test_sketch_integer_sum_kept_by_integer_adds(void **state)
+{
+	struct rp_sketch a, b, m;
+	bool kept = false;
+
+	(void)state;
+	rng = 0x1a7;
+	assert_int_equal(rp_sketch_init(&a, RP_SKETCH_ALPHA), 0);
+	assert_int_equal(rp_sketch_init(&b, RP_SKETCH_ALPHA), 0);
+	assert_int_equal(rp_sketch_init(&m, RP_SKETCH_ALPHA), 0);
+	rp_sketch_add(&a, 0.0);
+	rp_sketch_add_ns(&a, 5);
+	assert_true(a.sum_int);
+	rp_sketch_add(&a, -7.0);
+	assert_true(a.sum_int);
+	rp_sketch_add(&a, 0x1p53); /* an integer, but at 2^53 */
+	assert_false(a.sum_int);
+	rp_sketch_reset(&a);
+	rp_sketch_add_ns(&m, 1000);
+	for (int i = 0; i < 200000; i++) {
+		uint64_t r = rnd(), op = r % 16, r2 = rnd();
+		double v = (double)(int64_t)((r2 >> 8) >> (r2 % 50)) * (r2 & 1 << 7 ? -1 : 1);
+
+		b.sum_int = false;
+		if (op < 6) {
+			rp_sketch_add(&a, v);
+			rp_sketch_add(&b, v);
+		} else if (op < 11) {
+			rp_sketch_add_ns(&a, (r2 >> 4) >> (r2 % 62));
+			rp_sketch_add_ns(&b, (r2 >> 4) >> (r2 % 62));
+		} else if (op == 11) { /* a sum climbing to +-2^53 and past it */
+			rp_sketch_add(&a, r2 & 1 ? 0x1p52 - 3 : 3 - 0x1p52);
+			rp_sketch_add(&b, r2 & 1 ? 0x1p52 - 3 : 3 - 0x1p52);
+		} else if (op == 12) {
+			rp_sketch_add_n(&a, v, 3);
+			rp_sketch_add_n(&b, v, 3);
+		} else if (op == 13) {
+			assert_int_equal(rp_sketch_merge(&a, &m), 0);
+			assert_int_equal(rp_sketch_merge(&b, &m), 0);
+		} else if (op == 14 && r2 % 32 < 2) { /* fractions, one that later sums round */
+			rp_sketch_add(&a, r2 % 32 ? 0x1p51 + 0.5 : 0.25);
+			rp_sketch_add(&b, r2 % 32 ? 0x1p51 + 0.5 : 0.25);
+		} else if (op == 15 && r2 % 8 == 0) {
+			rp_sketch_reset(&a);
+			rp_sketch_reset(&b);
+		} else {
+			rp_sketch_add(&a, i % 2 ? 0.0 : -0.0);
+			rp_sketch_add(&b, i % 2 ? 0.0 : -0.0);
+		}
+		kept |= a.sum_int && a.sum != 0;
+		assert_int_equal(to_bits(a.sum), to_bits(b.sum));
+		assert_int_equal(to_bits(a.sum_c), to_bits(b.sum_c));
+	}
+	assert_true(kept);
+	assert_same_sketch(&a, &b);
+	rp_sketch_fini(&a);
+	rp_sketch_fini(&b);
+	rp_sketch_fini(&m);
+}
+
 static void test_sketch_reset_keeps_memory(void **state)
 {
 	const size_t n = 100000;
@@ -1433,6 +1501,7 @@ int main(void)
 		cmocka_unit_test(test_sketch_index_table),
 		cmocka_unit_test(test_sketch_add_ns2_equals_add_ns),
 		cmocka_unit_test(test_sketch_add_ns_integer_sum),
+		cmocka_unit_test(test_sketch_integer_sum_kept_by_integer_adds),
 		cmocka_unit_test(test_sketch_reset_keeps_memory),
 		cmocka_unit_test(test_sketch_3m_samples_speed),
 		cmocka_unit_test(test_sketch_merge_equals_whole),

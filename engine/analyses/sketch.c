@@ -469,7 +469,14 @@ static void sum_add(struct rp_sketch *s, double x)
 {
 	double t = s->sum + x;
 
-	s->sum_int = false; /* x may be anything: rp_sketch_add_ns() takes the long way */
+	/* An integer sum stays one (rp_sketch_add_ns()'s short path) when x is an integer
+	 * and both x and t are below 2^53 in magnitude: then t = S + x exactly, and the
+	 * correction below adds (S - t) + x = -x + x, or (x - t) + S = -S + S, exactly +0
+	 * to sum_c's +0. A counter's first sample of 0, a merge of an integer sum (its
+	 * sum_c +0 adds +0) and a summary's len x calls no longer send every later add
+	 * the long way. The conversion is tested only once |x| < 2^53 (in range). */
+	s->sum_int = s->sum_int && absd(x) < 0x1p53 && (double)(int64_t)x == x &&
+		     absd(t) < 0x1p53;
 	if (!isfinite(t)) {
 		s->sum_c = 0;
 	} else if (absd(s->sum) >= absd(x)) {
@@ -646,12 +653,13 @@ __attribute__((noinline, cold)) static bool add_ns_widen(struct rp_sketch *s, in
  * Below 2^63 the conversion is the signed one (one instruction); 0 and larger
  * values take the slow way.
  *
- * The sum: while sum_int holds, sum S is an integer below 2^53 and v an integer
- * (every double >= 2^53 is one). Rounding is monotonic and 2^53 is a double, so
- * t = fl(S + v) < 2^53 means S + v < 2^53: an integer a double holds, t = S + v
- * exactly. Then sum_add()'s correction is exactly 0 ((S - t) + v = -v + v, or
- * (v - t) + S = -S + S) and t is finite: it would leave sum_c +0 and set sum = t,
- * which is all this path does; and the new sum is again an integer below 2^53.
+ * The sum: while sum_int holds, sum S is an integer with |S| < 2^53 and v an
+ * integer (every double >= 2^53 is one). Rounding is monotonic and 2^53 is a double,
+ * so t = fl(S + v) < 2^53 means S + v < 2^53, and S + v > S > -2^53 (v > 0): an
+ * integer a double holds, t = S + v exactly. Then sum_add()'s correction is exactly
+ * 0 ((S - t) + v = -v + v, or (v - t) + S = -S + S) and t is finite: it would leave
+ * sum_c +0 and set sum = t, which is all this path does; and the new sum is again
+ * an integer below 2^53 in magnitude.
  *
  * add_ns_at() is the path past the index: @v = (double)ns > 0, @i its bucket's
  * index for s->multiplier, s->count < UINT64_MAX.

@@ -87,8 +87,9 @@ struct rp_sketch {
 	double multiplier;	      /* M: buckets per binade */
 	int32_t index_min, index_max; /* the buckets of DBL_MIN and DBL_MAX */
 	uint32_t max_buckets;	      /* per store */
-	bool sum_int;		      /* sum is an integer below 2^53 and sum_c is +0: kept
-					 by rp_sketch_add_ns(), cleared by any other sum */
+	bool sum_int;		      /* sum is an integer of magnitude below 2^53 and
+					 sum_c is +0: kept by every add that keeps it so
+					 (rp_sketch_add_ns()'s short path relies on it) */
 	bool ix_table;		      /* rp_sketch_add_ns() finds indexes in a table (the
 					 engine's alpha; sketch.c) */
 	struct rp_sketch_store neg, pos;
