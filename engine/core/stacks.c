@@ -12,6 +12,7 @@
  * its parent (only possible with out-of-order input) is clamped by the min().
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,6 +32,15 @@
  * from 47 up: ids that differed only there all had one home. test_tracks measures
  * the probe lengths.
  */
+/* The sentinel below a track's frames (stacks.h) while it has none allocated: read
+ * only (a frame is popped only from an array grow() made, whose own sentinel then
+ * takes the writes into a root's parent). */
+static struct rp_frame no_frames[1] = { { .name = RP_NONE } };
+
+/* rp_track_pop_thread() reads name, kids and lost as one word. */
+_Static_assert(offsetof(struct rp_frame, node) == offsetof(struct rp_frame, name) + 8,
+	       "name, then the word of kids and lost");
+
 static inline uint32_t index_home(const struct rp_tracks *ts, uint32_t src, uint8_t kind,
 				  uint64_t id)
 {
@@ -81,7 +91,8 @@ int rp_tracks_init(struct rp_tracks *ts, uint32_t max_tracks, uint32_t max_depth
 void rp_tracks_free(struct rp_tracks *ts)
 {
 	for (uint32_t i = 0; ts->t != NULL && i < ts->n; i++) {
-		free(ts->t[i].f);
+		if (ts->t[i].cap != 0)
+			free(ts->t[i].f - 1); /* with its sentinel */
 		free(ts->t[i].sum);
 	}
 	rp_spread_free(ts->t);
@@ -118,6 +129,7 @@ uint32_t rp_tracks_get_slow(struct rp_tracks *ts, uint32_t src, uint8_t kind, ui
 		slot = ts->free_slots[--ts->n_free];
 	} else if (ts->n < ts->max) {
 		slot = ts->n++;
+		ts->t[slot].f = no_frames + 1; /* none yet: the shared sentinel */
 	} else {
 		c->anomalies[RP_ANOM_TRACK_CAP]++;
 		return RP_NONE;
@@ -175,10 +187,13 @@ static bool grow(struct rp_track *t, uint32_t max_depth)
 
 	if (cap > max_depth)
 		cap = max_depth;
-	f = realloc(t->f, (size_t)cap * sizeof(*f));
+	/* and the sentinel below them (stacks.h), its own from the first */
+	f = realloc(t->cap != 0 ? t->f - 1 : NULL, ((size_t)cap + 1) * sizeof(*f));
 	if (f == NULL)
 		return false;
-	t->f = f;
+	if (t->cap == 0)
+		f[0] = no_frames[0];
+	t->f = f + 1;
 	t->cap = cap;
 	return true;
 }
@@ -193,7 +208,7 @@ static inline __attribute__((always_inline)) void push_frame(struct rp_tracks *t
 {
 	const uint32_t d = k->depth;
 	struct rp_frame *f = &k->f[d];
-	uint32_t parent = d ? f[-1].node : 0;
+	uint32_t parent = f[-1].node; /* the sentinel's 0 (the root) below a root */
 	bool folded;
 
 	/* Field by field: a compound literal is zeroed whole, then written over. up =
@@ -250,7 +265,7 @@ static inline __attribute__((always_inline)) void pop_inline(struct rp_tracks *t
 	uint64_t dur = t > f->start ? t - f->start : 0;
 	struct rp_call call = {
 		.name = f->name,
-		.caller = k->depth ? k->f[k->depth - 1].name : RP_NONE,
+		.caller = f[-1].name, /* the sentinel's RP_NONE below a root */
 		.node = f->node,
 		.dur_ns = dur,
 		.self_ns = dur - (f->child_ns < dur ? f->child_ns : dur),
@@ -264,21 +279,21 @@ static inline __attribute__((always_inline)) void pop_inline(struct rp_tracks *t
 	}
 
 	/* the parent first: it is loaded already (the caller), and a recursion's
-	 * is mostly its own name */
-	if (k->depth && call.caller == call.name)
+	 * is mostly its own name (a root's is the sentinel's RP_NONE, no frame's
+	 * here: f->row is its name's row) */
+	if (call.caller == call.name)
 		call.primitive = false;
 	for (uint32_t i = 0; i + 1 < k->depth && call.primitive; i++)
 		call.primitive = k->f[i].name != f->name;
 	/* off_ns shares its place with busy_since: only thread frames have one
 	 * (@thread: k is known to be a thread track) */
+	/* (into the sentinel below a root: no test; nothing reads its times) */
 	if (thread || k->kind == RP_TRACK_THREAD) {
 		call.offcpu_ns = f->off_ns;
 		call.offcpu_self_ns = f->off_self;
-		if (k->depth)
-			k->f[k->depth - 1].off_ns += f->off_ns;
+		f[-1].off_ns += f->off_ns;
 	}
-	if (k->depth)
-		k->f[k->depth - 1].child_ns += dur;
+	f[-1].child_ns += dur;
 	if (!rp_stats_add_row(ts->stats, f->row, &call))
 		c->anomalies[RP_ANOM_CCT_CAP]++;
 	if (thread || ts->sinks) {
@@ -450,6 +465,17 @@ void rp_track_end(struct rp_tracks *ts, uint32_t tr, uint32_t name, uint64_t t, 
  * closes the top frame normally (no skipped BEGIN, no lost frame, the name on top)
  * and @return false, having done nothing, for any other: rp_track_end() then.
  */
+/* The word of name, kids and lost (stacks.h) of a frame of @name, with no open
+ * children, not lost. */
+static inline uint64_t frame_key(uint32_t name)
+{
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	return (uint64_t)name << 32;
+#else
+	return name;
+#endif
+}
+
 bool rp_track_push_thread(struct rp_tracks *ts, struct rp_track *k, uint32_t name, uint64_t t,
 			  uint64_t span, uint32_t depth, struct rp_counts *c)
 {
@@ -464,11 +490,19 @@ bool rp_track_pop_thread(struct rp_tracks *ts, struct rp_track *k, uint32_t name
 			 uint32_t depth, struct rp_counts *c)
 {
 	const uint32_t d = k->depth;
-	const struct rp_frame *f = &k->f[d - 1];
+	const struct rp_frame *f = &k->f[d] - 1; /* the sentinel when d == 0 */
+	uint64_t top;
 
 	/* (no self time nor error is pending between records: span_end() and
-	 * child_end() set and clear them around the one record they are for) */
-	if (d == 0 || (k->skipped | (depth < d - 1)) || f->name != name || f->lost)
+	 * child_end() set and clear them around the one record they are for)
+	 * With no frame open, the sentinel's RP_NONE matches no name (a mapped
+	 * name is an engine id). Name, kids and lost as one word (stacks.h): a
+	 * frame of that name, not lost (and with no open children, which only tree
+	 * frames have), in one compare. */
+	if (k->skipped | (depth < d - 1))
+		return false;
+	memcpy(&top, (const char *)f + offsetof(struct rp_frame, name), sizeof(top));
+	if (top != frame_key(name))
 		return false;
 	pop_inline(ts, k, t, c, true, NULL, false, true);
 	return true;
