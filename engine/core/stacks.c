@@ -262,7 +262,8 @@ static inline __attribute__((always_inline)) void pop_inline(struct rp_tracks *t
 							     bool thread)
 {
 	struct rp_frame *f = &k->f[--k->depth];
-	uint64_t dur = t > f->start ? t - f->start : 0;
+	/* t > start ? t - start : 0, as a min(): no branch */
+	uint64_t dur = t - (t < f->start ? t : f->start);
 	struct rp_call call = {
 		.name = f->name,
 		.caller = f[-1].name, /* the sentinel's RP_NONE below a root */
