@@ -37,9 +37,12 @@
  * takes the writes into a root's parent). */
 static struct rp_frame no_frames[1] = { { .name = RP_NONE } };
 
-/* rp_track_pop_thread() reads name, kids and lost as one word. */
+/* rp_track_pop_thread() reads name, kids and lost as one word; it and
+ * rp_track_push_thread() read a track's depth and skipped as one. */
 _Static_assert(offsetof(struct rp_frame, node) == offsetof(struct rp_frame, name) + 8,
 	       "name, then the word of kids and lost");
+_Static_assert(offsetof(struct rp_track, skipped) == offsetof(struct rp_track, depth) + 4,
+	       "depth, then skipped");
 
 static inline uint32_t index_home(const struct rp_tracks *ts, uint32_t src, uint8_t kind,
 				  uint64_t id)
@@ -477,11 +480,36 @@ static inline uint64_t frame_key(uint32_t name)
 #endif
 }
 
+/* The word of a track's depth and skipped (stacks.h) when it holds @depth frames and
+ * no BEGIN is skipped. */
+static inline uint64_t depth_key(uint32_t depth)
+{
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	return (uint64_t)depth << 32;
+#else
+	return depth;
+#endif
+}
+
+/* A track's depth and skipped as one word. */
+static inline uint64_t depth_word(const struct rp_track *k)
+{
+	uint64_t w;
+
+	memcpy(&w, (const char *)k + offsetof(struct rp_track, depth), sizeof(w));
+	return w;
+}
+
 bool rp_track_push_thread(struct rp_tracks *ts, struct rp_track *k, uint32_t name, uint64_t t,
 			  uint64_t span, uint32_t depth, struct rp_counts *c)
 {
-	/* no BEGIN skipped, room without growing, not below the stack */
-	if (k->skipped || k->depth == k->cap || depth < k->depth)
+	/* No BEGIN skipped, room without growing, not below the stack. A record
+	 * with its depth: that depth is the stack's, and no BEGIN is skipped, in
+	 * one compare (a deeper record, which the general path pushes alike, is
+	 * left to it). */
+	if (depth != RP_NONE ? depth_word(k) != depth_key(depth) : k->skipped != 0)
+		return false;
+	if (k->depth == k->cap)
 		return false;
 	push_frame(ts, k, name, t, span, c, true);
 	return true;
@@ -496,11 +524,14 @@ bool rp_track_pop_thread(struct rp_tracks *ts, struct rp_track *k, uint32_t name
 
 	/* (no self time nor error is pending between records: span_end() and
 	 * child_end() set and clear them around the one record they are for)
-	 * With no frame open, the sentinel's RP_NONE matches no name (a mapped
-	 * name is an engine id). Name, kids and lost as one word (stacks.h): a
+	 * A record with its depth: the top frame's is that depth, and no BEGIN is
+	 * skipped, in one compare (a deeper record, which the general path pops
+	 * alike, is left to it). With no frame open (a record without depth), the
+	 * sentinel's RP_NONE matches no name (a mapped name is an engine id).
+	 * Name, kids and lost as one word (stacks.h): a
 	 * frame of that name, not lost (and with no open children, which only tree
 	 * frames have), in one compare. */
-	if (k->skipped | (depth < d - 1))
+	if (depth != RP_NONE ? depth_word(k) != depth_key(depth + 1) : k->skipped != 0)
 		return false;
 	memcpy(&top, (const char *)f + offsetof(struct rp_frame, name), sizeof(top));
 	if (top != frame_key(name))

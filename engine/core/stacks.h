@@ -122,8 +122,9 @@ struct rp_track {
 	uint32_t src;
 	uint8_t kind;		/* enum rp_track_kind; 0 = free slot */
 	uint8_t tree;		/* frames opened by RP_EV_CHILD_BEGIN: a tree */
-	uint32_t depth, cap;	/* frames in use, allocated */
+	uint32_t depth;		/* frames in use */
 	uint32_t skipped;	/* BEGINs past the depth cap awaiting their END */
+	uint32_t cap;		/* frames allocated */
 	/* The frames, f[0] the bottom one. f[-1] is a sentinel, always there (with no
 	 * frame allocated yet, a shared one): name RP_NONE, which no record's mapped
 	 * name is, and node 0, the CCT root, so that a root frame's parent and caller
@@ -241,8 +242,9 @@ void rp_track_end(struct rp_tracks *ts, uint32_t tr, uint32_t name, uint64_t t, 
 
 /* The same for thread track @k (a slot of ts->t), for the engine's runs' common
  * records (ts->sinks set): a BEGIN with room on the stack, and an END of the top
- * frame, at @depth (the record's, RP_NONE: none) not below the stack; false: not
- * that, nothing done (stacks.c). */
+ * frame, with no BEGIN skipped, at @depth (the record's; RP_NONE: none) the stack's
+ * (the frame it opens or closes is the top); false: not that, nothing done
+ * (stacks.c). */
 bool rp_track_push_thread(struct rp_tracks *ts, struct rp_track *k, uint32_t name, uint64_t t,
 			  uint64_t span, uint32_t depth, struct rp_counts *c);
 bool rp_track_pop_thread(struct rp_tracks *ts, struct rp_track *k, uint32_t name, uint64_t t,
