@@ -264,7 +264,10 @@ static inline __attribute__((always_inline)) void pop_inline(struct rp_tracks *t
 							     const uint64_t *self, bool error,
 							     bool thread)
 {
-	struct rp_frame *f = &k->f[--k->depth];
+	/* the depth in a local: the stores into the statistics could otherwise
+	 * alias k->depth and have it read back */
+	const uint32_t d = --k->depth;
+	struct rp_frame *f = &k->f[d];
 	/* t > start ? t - start : 0, as a min(): no branch */
 	uint64_t dur = t - (t < f->start ? t : f->start);
 	struct rp_call call = {
@@ -287,7 +290,7 @@ static inline __attribute__((always_inline)) void pop_inline(struct rp_tracks *t
 	 * here: f->row is its name's row) */
 	if (call.caller == call.name)
 		call.primitive = false;
-	for (uint32_t i = 0; i + 1 < k->depth && call.primitive; i++)
+	for (uint32_t i = 0; i + 1 < d && call.primitive; i++)
 		call.primitive = k->f[i].name != f->name;
 	/* off_ns shares its place with busy_since: only thread frames have one
 	 * (@thread: k is known to be a thread track) */
@@ -304,9 +307,9 @@ static inline __attribute__((always_inline)) void pop_inline(struct rp_tracks *t
 		struct rp_span_info sp = {
 			.start = f->start, .end = f->start + dur, .self_ns = call.self_ns,
 			.subtree_ns = call.self_ns + f->child_ns, .track = k->id,
-			.span = f->span, .name = f->name, .depth = k->depth, .src = k->src,
+			.span = f->span, .name = f->name, .depth = d, .src = k->src,
 			.primitive = call.primitive, .error = error,
-			.request = !thread && rp_is_request(k, k->depth),
+			.request = !thread && rp_is_request(k, d),
 		};
 		rp_spans_close(ts->sinks, k, &sp, normal);
 	}
