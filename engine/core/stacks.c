@@ -201,15 +201,15 @@ static bool grow(struct rp_track *t, uint32_t max_depth)
 	return true;
 }
 
-/* Pushes a frame on @k, which has room; @thread: k is known to be a thread track
- * (no request). The depth is read once into a local: the frame's and the row's
- * stores could otherwise alias k->depth and have it read back. */
+/* Pushes a frame on @k, which has room and holds @d frames; @thread: k is known to
+ * be a thread track (no request). The depth comes in a local: the frame's and the
+ * row's stores could otherwise alias k->depth and have it read back. */
 static inline __attribute__((always_inline)) void push_frame(struct rp_tracks *ts,
-							     struct rp_track *k, uint32_t name,
-							     uint64_t t, uint64_t span,
-							     struct rp_counts *c, bool thread)
+							     struct rp_track *k, uint32_t d,
+							     uint32_t name, uint64_t t,
+							     uint64_t span, struct rp_counts *c,
+							     bool thread)
 {
-	const uint32_t d = k->depth;
 	struct rp_frame *f = &k->f[d];
 	uint32_t parent = f[-1].node; /* the sentinel's 0 (the root) below a root */
 	bool folded;
@@ -247,7 +247,7 @@ static inline __attribute__((always_inline)) void push(struct rp_tracks *ts, str
 		c->anomalies[RP_ANOM_DEPTH_CAP]++;
 		return;
 	}
-	push_frame(ts, k, name, t, span, c, false);
+	push_frame(ts, k, k->depth, name, t, span, c, false);
 }
 
 void rp_track_begin(struct rp_tracks *ts, uint32_t tr, uint32_t name, uint64_t t,
@@ -512,9 +512,11 @@ bool rp_track_push_thread(struct rp_tracks *ts, struct rp_track *k, uint32_t nam
 	 * left to it). */
 	if (depth != RP_NONE ? depth_word(k) != depth_key(depth) : k->skipped != 0)
 		return false;
-	if (k->depth == k->cap)
+	if (depth == RP_NONE)
+		depth = k->depth;
+	if (depth == k->cap)
 		return false;
-	push_frame(ts, k, name, t, span, c, true);
+	push_frame(ts, k, depth, name, t, span, c, true); /* depth == k->depth */
 	return true;
 }
 
