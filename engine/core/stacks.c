@@ -256,17 +256,16 @@ void rp_track_begin(struct rp_tracks *ts, uint32_t tr, uint32_t name, uint64_t t
 	push(ts, &ts->t[tr], name, t, span, c);
 }
 
-/* Pops the top frame, closed at time t; @normal: by its own END (stacks.h). Inlined
- * into rp_track_end()'s common case; pop() is the out-of-line copy for the rest. */
+/* Pops the top frame, f[@d] (@d = k->depth - 1), closed at time t; @normal: by its
+ * own END (stacks.h). Inlined into rp_track_end()'s common case; pop() is the
+ * out-of-line copy for the rest. The depth comes in a local: the stores into the
+ * statistics could otherwise alias k->depth and have it read back. */
 static inline __attribute__((always_inline)) void pop_inline(struct rp_tracks *ts,
-							     struct rp_track *k, uint64_t t,
-							     struct rp_counts *c, bool normal,
-							     const uint64_t *self, bool error,
-							     bool thread)
+							     struct rp_track *k, uint32_t d,
+							     uint64_t t, struct rp_counts *c,
+							     bool normal, const uint64_t *self,
+							     bool error, bool thread)
 {
-	/* the depth in a local: the stores into the statistics could otherwise
-	 * alias k->depth and have it read back */
-	const uint32_t d = --k->depth;
 	struct rp_frame *f = &k->f[d];
 	/* t > start ? t - start : 0, as a min(): no branch */
 	uint64_t dur = t - (t < f->start ? t : f->start);
@@ -280,6 +279,7 @@ static inline __attribute__((always_inline)) void pop_inline(struct rp_tracks *t
 		.error = error,
 	};
 
+	k->depth = d;
 	if (self != NULL) { /* measured by the producer: summarized children too */
 		call.self_ns = *self < dur ? *self : dur;
 		f->child_ns = dur - call.self_ns;
@@ -322,7 +322,7 @@ static void pop(struct rp_tracks *ts, struct rp_track *k, uint64_t t, struct rp_
 		k->depth--;
 		return;
 	}
-	pop_inline(ts, k, t, c, normal, NULL, false, false);
+	pop_inline(ts, k, k->depth - 1, t, c, normal, NULL, false, false);
 }
 
 /* Frame i becomes lost (counted once); it and its CCT node are "[lost]" now. */
@@ -456,7 +456,8 @@ void rp_track_end(struct rp_tracks *ts, uint32_t tr, uint32_t name, uint64_t t, 
 			c->truncated += !k->f[k->depth - 1].lost;
 			pop(ts, k, t, c, false);
 		}
-		pop_inline(ts, k, t, c, normal, ts->end_self_set ? &ts->end_self : NULL,
+		pop_inline(ts, k, k->depth - 1, t, c, normal,
+			   ts->end_self_set ? &ts->end_self : NULL,
 			   ts->end_error, false);
 	}
 	ts->end_self_set = false;
@@ -523,8 +524,8 @@ bool rp_track_push_thread(struct rp_tracks *ts, struct rp_track *k, uint32_t nam
 bool rp_track_pop_thread(struct rp_tracks *ts, struct rp_track *k, uint32_t name, uint64_t t,
 			 uint32_t depth, struct rp_counts *c)
 {
-	const uint32_t d = k->depth;
-	const struct rp_frame *f = &k->f[d] - 1; /* the sentinel when d == 0 */
+	const struct rp_frame *f;
+	uint32_t d;
 	uint64_t top;
 
 	/* (no self time nor error is pending between records: span_end() and
@@ -538,10 +539,12 @@ bool rp_track_pop_thread(struct rp_tracks *ts, struct rp_track *k, uint32_t name
 	 * frames have), in one compare. */
 	if (depth != RP_NONE ? depth_word(k) != depth_key(depth + 1) : k->skipped != 0)
 		return false;
+	d = depth != RP_NONE ? depth + 1 : k->depth; /* k->depth */
+	f = &k->f[d] - 1; /* the sentinel when d == 0 */
 	memcpy(&top, (const char *)f + offsetof(struct rp_frame, name), sizeof(top));
 	if (top != frame_key(name))
 		return false;
-	pop_inline(ts, k, t, c, true, NULL, false, true);
+	pop_inline(ts, k, d - 1, t, c, true, NULL, false, true);
 	return true;
 }
 
