@@ -97,9 +97,10 @@ size_t rp_engine_memory_bound(const struct rp_engine_cfg *cfg)
 	     (size_t)cfg->max_cct_nodes * sizeof(struct rp_edge_stats) +
 	     nodes * sizeof(struct rp_cct_node) + slots_for(cfg->max_cct_nodes) * 4 +
 	     slots_for(nodes) * 4;
-	/* tracks, their free list and index, and every stack at max_depth */
+	/* tracks, their free list and index, and every stack at max_depth (and its
+	 * sentinel, stacks.h) */
 	b += (size_t)cfg->max_tracks * (sizeof(struct rp_track) + 4 + CHUNK_OVERHEAD +
-					(size_t)cfg->max_depth * sizeof(struct rp_frame)) +
+					((size_t)cfg->max_depth + 1) * sizeof(struct rp_frame)) +
 	     slots_for(cfg->max_tracks) * 4 + (size_t)cfg->max_depth * sizeof(struct rp_frame);
 	/* a thread track's summaries being read (stacks.h: one path of max_depth) */
 	b += (size_t)cfg->max_tracks * (sizeof(struct rp_sum_in) + CHUNK_OVERHEAD +

@@ -12,6 +12,7 @@
  * its parent (only possible with out-of-order input) is clamped by the min().
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,6 +32,18 @@
  * from 47 up: ids that differed only there all had one home. test_tracks measures
  * the probe lengths.
  */
+/* The sentinel below a track's frames (stacks.h) while it has none allocated: read
+ * only (a frame is popped only from an array grow() made, whose own sentinel then
+ * takes the writes into a root's parent). */
+static struct rp_frame no_frames[1] = { { .name = RP_NONE } };
+
+/* rp_track_pop_thread() reads name, kids and lost as one word; it and
+ * rp_track_push_thread() read a track's depth and skipped as one. */
+_Static_assert(offsetof(struct rp_frame, node) == offsetof(struct rp_frame, name) + 8,
+	       "name, then the word of kids and lost");
+_Static_assert(offsetof(struct rp_track, skipped) == offsetof(struct rp_track, depth) + 4,
+	       "depth, then skipped");
+
 static inline uint32_t index_home(const struct rp_tracks *ts, uint32_t src, uint8_t kind,
 				  uint64_t id)
 {
@@ -81,7 +94,8 @@ int rp_tracks_init(struct rp_tracks *ts, uint32_t max_tracks, uint32_t max_depth
 void rp_tracks_free(struct rp_tracks *ts)
 {
 	for (uint32_t i = 0; ts->t != NULL && i < ts->n; i++) {
-		free(ts->t[i].f);
+		if (ts->t[i].cap != 0)
+			free(ts->t[i].f - 1); /* with its sentinel */
 		free(ts->t[i].sum);
 	}
 	rp_spread_free(ts->t);
@@ -118,6 +132,7 @@ uint32_t rp_tracks_get_slow(struct rp_tracks *ts, uint32_t src, uint8_t kind, ui
 		slot = ts->free_slots[--ts->n_free];
 	} else if (ts->n < ts->max) {
 		slot = ts->n++;
+		ts->t[slot].f = no_frames + 1; /* none yet: the shared sentinel */
 	} else {
 		c->anomalies[RP_ANOM_TRACK_CAP]++;
 		return RP_NONE;
@@ -175,25 +190,28 @@ static bool grow(struct rp_track *t, uint32_t max_depth)
 
 	if (cap > max_depth)
 		cap = max_depth;
-	f = realloc(t->f, (size_t)cap * sizeof(*f));
+	/* and the sentinel below them (stacks.h), its own from the first */
+	f = realloc(t->cap != 0 ? t->f - 1 : NULL, ((size_t)cap + 1) * sizeof(*f));
 	if (f == NULL)
 		return false;
-	t->f = f;
+	if (t->cap == 0)
+		f[0] = no_frames[0];
+	t->f = f + 1;
 	t->cap = cap;
 	return true;
 }
 
-/* Pushes a frame on @k, which has room; @thread: k is known to be a thread track
- * (no request). The depth is read once into a local: the frame's and the row's
- * stores could otherwise alias k->depth and have it read back. */
+/* Pushes a frame on @k, which has room and holds @d frames; @thread: k is known to
+ * be a thread track (no request). The depth comes in a local: the frame's and the
+ * row's stores could otherwise alias k->depth and have it read back. */
 static inline __attribute__((always_inline)) void push_frame(struct rp_tracks *ts,
-							     struct rp_track *k, uint32_t name,
-							     uint64_t t, uint64_t span,
-							     struct rp_counts *c, bool thread)
+							     struct rp_track *k, uint32_t d,
+							     uint32_t name, uint64_t t,
+							     uint64_t span, struct rp_counts *c,
+							     bool thread)
 {
-	const uint32_t d = k->depth;
 	struct rp_frame *f = &k->f[d];
-	uint32_t parent = d ? f[-1].node : 0;
+	uint32_t parent = f[-1].node; /* the sentinel's 0 (the root) below a root */
 	bool folded;
 
 	/* Field by field: a compound literal is zeroed whole, then written over. up =
@@ -229,7 +247,7 @@ static inline __attribute__((always_inline)) void push(struct rp_tracks *ts, str
 		c->anomalies[RP_ANOM_DEPTH_CAP]++;
 		return;
 	}
-	push_frame(ts, k, name, t, span, c, false);
+	push_frame(ts, k, k->depth, name, t, span, c, false);
 }
 
 void rp_track_begin(struct rp_tracks *ts, uint32_t tr, uint32_t name, uint64_t t,
@@ -238,19 +256,22 @@ void rp_track_begin(struct rp_tracks *ts, uint32_t tr, uint32_t name, uint64_t t
 	push(ts, &ts->t[tr], name, t, span, c);
 }
 
-/* Pops the top frame, closed at time t; @normal: by its own END (stacks.h). Inlined
- * into rp_track_end()'s common case; pop() is the out-of-line copy for the rest. */
+/* Pops the top frame, f[@d] (@d = k->depth - 1), closed at time t; @normal: by its
+ * own END (stacks.h). Inlined into rp_track_end()'s common case; pop() is the
+ * out-of-line copy for the rest. The depth comes in a local: the stores into the
+ * statistics could otherwise alias k->depth and have it read back. */
 static inline __attribute__((always_inline)) void pop_inline(struct rp_tracks *ts,
-							     struct rp_track *k, uint64_t t,
-							     struct rp_counts *c, bool normal,
-							     const uint64_t *self, bool error,
-							     bool thread)
+							     struct rp_track *k, uint32_t d,
+							     uint64_t t, struct rp_counts *c,
+							     bool normal, const uint64_t *self,
+							     bool error, bool thread)
 {
-	struct rp_frame *f = &k->f[--k->depth];
-	uint64_t dur = t > f->start ? t - f->start : 0;
+	struct rp_frame *f = &k->f[d];
+	/* t > start ? t - start : 0, as a min(): no branch */
+	uint64_t dur = t - (t < f->start ? t : f->start);
 	struct rp_call call = {
 		.name = f->name,
-		.caller = k->depth ? k->f[k->depth - 1].name : RP_NONE,
+		.caller = f[-1].name, /* the sentinel's RP_NONE below a root */
 		.node = f->node,
 		.dur_ns = dur,
 		.self_ns = dur - (f->child_ns < dur ? f->child_ns : dur),
@@ -258,36 +279,37 @@ static inline __attribute__((always_inline)) void pop_inline(struct rp_tracks *t
 		.error = error,
 	};
 
+	k->depth = d;
 	if (self != NULL) { /* measured by the producer: summarized children too */
 		call.self_ns = *self < dur ? *self : dur;
 		f->child_ns = dur - call.self_ns;
 	}
 
 	/* the parent first: it is loaded already (the caller), and a recursion's
-	 * is mostly its own name */
-	if (k->depth && call.caller == call.name)
+	 * is mostly its own name (a root's is the sentinel's RP_NONE, no frame's
+	 * here: f->row is its name's row) */
+	if (call.caller == call.name)
 		call.primitive = false;
-	for (uint32_t i = 0; i + 1 < k->depth && call.primitive; i++)
+	for (uint32_t i = 0; i + 1 < d && call.primitive; i++)
 		call.primitive = k->f[i].name != f->name;
 	/* off_ns shares its place with busy_since: only thread frames have one
 	 * (@thread: k is known to be a thread track) */
+	/* (into the sentinel below a root: no test; nothing reads its times) */
 	if (thread || k->kind == RP_TRACK_THREAD) {
 		call.offcpu_ns = f->off_ns;
 		call.offcpu_self_ns = f->off_self;
-		if (k->depth)
-			k->f[k->depth - 1].off_ns += f->off_ns;
+		f[-1].off_ns += f->off_ns;
 	}
-	if (k->depth)
-		k->f[k->depth - 1].child_ns += dur;
+	f[-1].child_ns += dur;
 	if (!rp_stats_add_row(ts->stats, f->row, &call))
 		c->anomalies[RP_ANOM_CCT_CAP]++;
 	if (thread || ts->sinks) {
 		struct rp_span_info sp = {
 			.start = f->start, .end = f->start + dur, .self_ns = call.self_ns,
 			.subtree_ns = call.self_ns + f->child_ns, .track = k->id,
-			.span = f->span, .name = f->name, .depth = k->depth, .src = k->src,
+			.span = f->span, .name = f->name, .depth = d, .src = k->src,
 			.primitive = call.primitive, .error = error,
-			.request = !thread && rp_is_request(k, k->depth),
+			.request = !thread && rp_is_request(k, d),
 		};
 		rp_spans_close(ts->sinks, k, &sp, normal);
 	}
@@ -300,7 +322,7 @@ static void pop(struct rp_tracks *ts, struct rp_track *k, uint64_t t, struct rp_
 		k->depth--;
 		return;
 	}
-	pop_inline(ts, k, t, c, normal, NULL, false, false);
+	pop_inline(ts, k, k->depth - 1, t, c, normal, NULL, false, false);
 }
 
 /* Frame i becomes lost (counted once); it and its CCT node are "[lost]" now. */
@@ -434,7 +456,8 @@ void rp_track_end(struct rp_tracks *ts, uint32_t tr, uint32_t name, uint64_t t, 
 			c->truncated += !k->f[k->depth - 1].lost;
 			pop(ts, k, t, c, false);
 		}
-		pop_inline(ts, k, t, c, normal, ts->end_self_set ? &ts->end_self : NULL,
+		pop_inline(ts, k, k->depth - 1, t, c, normal,
+			   ts->end_self_set ? &ts->end_self : NULL,
 			   ts->end_error, false);
 	}
 	ts->end_self_set = false;
@@ -450,27 +473,78 @@ void rp_track_end(struct rp_tracks *ts, uint32_t tr, uint32_t name, uint64_t t, 
  * closes the top frame normally (no skipped BEGIN, no lost frame, the name on top)
  * and @return false, having done nothing, for any other: rp_track_end() then.
  */
+/* The word of name, kids and lost (stacks.h) of a frame of @name, with no open
+ * children, not lost. */
+static inline uint64_t frame_key(uint32_t name)
+{
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	return (uint64_t)name << 32;
+#else
+	return name;
+#endif
+}
+
+/* The word of a track's depth and skipped (stacks.h) when it holds @depth frames and
+ * no BEGIN is skipped. */
+static inline uint64_t depth_key(uint32_t depth)
+{
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	return (uint64_t)depth << 32;
+#else
+	return depth;
+#endif
+}
+
+/* A track's depth and skipped as one word. */
+static inline uint64_t depth_word(const struct rp_track *k)
+{
+	uint64_t w;
+
+	memcpy(&w, (const char *)k + offsetof(struct rp_track, depth), sizeof(w));
+	return w;
+}
+
 bool rp_track_push_thread(struct rp_tracks *ts, struct rp_track *k, uint32_t name, uint64_t t,
 			  uint64_t span, uint32_t depth, struct rp_counts *c)
 {
-	/* no BEGIN skipped, room without growing, not below the stack */
-	if (k->skipped || k->depth == k->cap || depth < k->depth)
+	/* No BEGIN skipped, room without growing, not below the stack. A record
+	 * with its depth: that depth is the stack's, and no BEGIN is skipped, in
+	 * one compare (a deeper record, which the general path pushes alike, is
+	 * left to it). */
+	if (depth != RP_NONE ? depth_word(k) != depth_key(depth) : k->skipped != 0)
 		return false;
-	push_frame(ts, k, name, t, span, c, true);
+	if (depth == RP_NONE)
+		depth = k->depth;
+	if (depth == k->cap)
+		return false;
+	push_frame(ts, k, depth, name, t, span, c, true); /* depth == k->depth */
 	return true;
 }
 
 bool rp_track_pop_thread(struct rp_tracks *ts, struct rp_track *k, uint32_t name, uint64_t t,
 			 uint32_t depth, struct rp_counts *c)
 {
-	const uint32_t d = k->depth;
-	const struct rp_frame *f = &k->f[d - 1];
+	const struct rp_frame *f;
+	uint32_t d;
+	uint64_t top;
 
 	/* (no self time nor error is pending between records: span_end() and
-	 * child_end() set and clear them around the one record they are for) */
-	if (d == 0 || (k->skipped | (depth < d - 1)) || f->name != name || f->lost)
+	 * child_end() set and clear them around the one record they are for)
+	 * A record with its depth: the top frame's is that depth, and no BEGIN is
+	 * skipped, in one compare (a deeper record, which the general path pops
+	 * alike, is left to it). With no frame open (a record without depth), the
+	 * sentinel's RP_NONE matches no name (a mapped name is an engine id).
+	 * Name, kids and lost as one word (stacks.h): a
+	 * frame of that name, not lost (and with no open children, which only tree
+	 * frames have), in one compare. */
+	if (depth != RP_NONE ? depth_word(k) != depth_key(depth + 1) : k->skipped != 0)
 		return false;
-	pop_inline(ts, k, t, c, true, NULL, false, true);
+	d = depth != RP_NONE ? depth + 1 : k->depth; /* k->depth */
+	f = &k->f[d] - 1; /* the sentinel when d == 0 */
+	memcpy(&top, (const char *)f + offsetof(struct rp_frame, name), sizeof(top));
+	if (top != frame_key(name))
+		return false;
+	pop_inline(ts, k, d - 1, t, c, true, NULL, false, true);
 	return true;
 }
 

@@ -37,7 +37,8 @@
  * Off-CPU time (rp_track_offcpu) goes to a thread track's innermost open frame, and
  * to the statistics when it closes, so that a frame a drop cut takes its off-CPU time
  * away with it, as its self time.
- * Memory: max_tracks tracks, each with at most max_depth frames (64 bytes each).
+ * Memory: max_tracks tracks, each with at most max_depth frames (64 bytes each) and
+ * a sentinel below them.
  */
 #ifndef RP_ENGINE_STACKS_H
 #define RP_ENGINE_STACKS_H
@@ -64,11 +65,13 @@ struct rp_frame {
 	uint64_t child_ns;	/* time of completed children, clamped to this frame */
 	uint64_t span;		/* async span id; 0 on thread tracks */
 	uint32_t name;
-	uint32_t node;		/* CCT node */
-	/* Tree tracks only (zero elsewhere), but `lost`. */
-	uint32_t up;		/* index of the parent frame; RP_NONE: a top-level frame */
+	/* Tree tracks only (zero elsewhere), but `lost`. Right after name: the pop of a
+	 * thread track's top frame tests name, kids and lost as one word (stacks.c). */
 	uint32_t kids : 31;	/* open children */
 	uint32_t lost : 1;	/* 1: cut by a drop (rp_track_resync); not counted */
+	uint32_t node;		/* CCT node */
+	uint32_t up;		/* tree tracks: index of the parent frame; RP_NONE: a
+				   top-level frame */
 	union {
 		uint64_t busy_since;	/* tree frames: when kids last went from 0 to 1 */
 		uint64_t off_ns;	/* thread tracks: off-CPU time inside it so far,
@@ -119,8 +122,13 @@ struct rp_track {
 	uint32_t src;
 	uint8_t kind;		/* enum rp_track_kind; 0 = free slot */
 	uint8_t tree;		/* frames opened by RP_EV_CHILD_BEGIN: a tree */
-	uint32_t depth, cap;	/* frames in use, allocated */
+	uint32_t depth;		/* frames in use */
 	uint32_t skipped;	/* BEGINs past the depth cap awaiting their END */
+	uint32_t cap;		/* frames allocated */
+	/* The frames, f[0] the bottom one. f[-1] is a sentinel, always there (with no
+	 * frame allocated yet, a shared one): name RP_NONE, which no record's mapped
+	 * name is, and node 0, the CCT root, so that a root frame's parent and caller
+	 * are read as any other's (stacks.c). Nothing but the stack machine sees it. */
 	struct rp_frame *f;
 	/* Async tracks (the engine keeps them, engine.c): the time of the first BEGIN
 	 * since the track was made, and of its newest record. */
@@ -234,8 +242,9 @@ void rp_track_end(struct rp_tracks *ts, uint32_t tr, uint32_t name, uint64_t t, 
 
 /* The same for thread track @k (a slot of ts->t), for the engine's runs' common
  * records (ts->sinks set): a BEGIN with room on the stack, and an END of the top
- * frame, at @depth (the record's, RP_NONE: none) not below the stack; false: not
- * that, nothing done (stacks.c). */
+ * frame, with no BEGIN skipped, at @depth (the record's; RP_NONE: none) the stack's
+ * (the frame it opens or closes is the top); false: not that, nothing done
+ * (stacks.c). */
 bool rp_track_push_thread(struct rp_tracks *ts, struct rp_track *k, uint32_t name, uint64_t t,
 			  uint64_t span, uint32_t depth, struct rp_counts *c);
 bool rp_track_pop_thread(struct rp_tracks *ts, struct rp_track *k, uint32_t name, uint64_t t,
