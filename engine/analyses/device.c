@@ -347,10 +347,8 @@ void rp_device_span_slow(struct rp_device *d, const struct rp_names *names,
 	if (!d->head.armed) { /* no device work yet: keep nothing (live, no GPU) */
 		if (names->n > d->head.n_cls && d->head.n_cls < d->max_names)
 			classify_new(d, names);
-		if (!(name_class(d, k->f[sp->depth].name) & CLS_DEVCAT)) {
-			d->head.spans_unarmed++;
+		if (!(name_class(d, k->f[sp->depth].name) & CLS_DEVCAT))
 			return;
-		}
 		d->head.armed = true;
 	}
 	span_armed(d, names, k, tr, sp);

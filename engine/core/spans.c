@@ -58,21 +58,19 @@ __attribute__((noinline, cold)) static uint64_t hooks_slow(struct rp_span_sinks 
 }
 
 /* The device analysis and the step statistics: @return the span's step ordinal + 1,
- * or 0. A quiet name while no device work was seen is only counted (as
- * rp_device_span() counts it) and is no step. */
+ * or 0. A quiet name while no device work was seen goes to neither (as
+ * rp_device_span() leaves it out) and is no step. */
 static inline uint64_t hooks(struct rp_span_sinks *s, const struct rp_track *k,
 			     const struct rp_span_info *sp, bool normal)
 {
-	struct rp_device_head *h = (struct rp_device_head *)(void *)s->dev;
+	const struct rp_device_head *h = (const struct rp_device_head *)(const void *)s->dev;
 	const struct rp_steps *st = s->steps;
 	uint32_t name = sp->name;
 
 	if (__builtin_expect(name < st->max_names &&
 			     st->cls[name] == (RP_STEPS_NOT_STEP | RP_STEPS_QUIET) && !h->armed,
-			     1)) {
-		h->spans_unarmed += normal;
+			     1))
 		return 0;
-	}
 	{
 		struct rp_span_info c = *sp; /* a copy: sp itself never leaves the close */
 
