@@ -86,16 +86,14 @@ static inline void close_span(struct rp_span_sinks *s, const struct rp_track *k,
 	struct rp_rec_span *r;
 
 	step = hooks(s, k, sp, normal);
-	r = rp_recorder_span_slot(s->rec);
-	if (r != NULL) { /* filled in place, every byte: no copy */
-		r->start = sp->start;
-		r->dur = dur;
-		r->track = k->id;
-		r->step = step;
-		r->name = sp->name;
-		r->src = k->src;
-		r->depth_kind = rp_rec_depth_kind(sp->depth, k->kind);
-	}
+	r = rp_recorder_span_slot(s->rec); /* filled in place, every byte: no copy */
+	r->start = sp->start;
+	r->dur = dur;
+	r->track = k->id;
+	r->step = step;
+	r->name = sp->name;
+	r->src = k->src;
+	r->depth_kind = rp_rec_depth_kind(sp->depth, k->kind);
 	rp_analyses_close(s->an, sp);
 }
 
