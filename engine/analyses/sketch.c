@@ -227,10 +227,15 @@ static bool ix_for(const struct rp_sketch *s)
 	return ix_ok;
 }
 
-/* The index of the bits @b of a double in [1, 2^64), for a sketch with ix_table. */
+/* The index of the bits @b of a double in [1, 2^64), for a sketch with ix_table: its
+ * key is IX_KEY0 .. IX_KEY0 + IX_N - 1, an entry of the table. The address is the
+ * table's less IX_KEY0 entries (one constant, which a lea gives) plus the key's
+ * bytes: &ix_tab[key - IX_KEY0] subtracted first, one instruction more per add. */
 static inline int32_t ix_index(uint64_t b)
 {
-	const struct ix_entry *t = &ix_tab[(b >> IX_SHIFT) - IX_KEY0];
+	const struct ix_entry *t = (const struct ix_entry *)(const void *)
+		((uintptr_t)ix_tab - IX_KEY0 * sizeof(struct ix_entry) +
+		 (uintptr_t)(b >> IX_SHIFT) * sizeof(struct ix_entry));
 
 	return t->base + (b >= t->thr);
 }
