@@ -340,7 +340,7 @@ static inline void rp_analyses_close_entry(struct rp_analyses *a, const struct r
 	}
 	tag = w0->tag[sp->name];
 	if (__builtin_expect((uint32_t)(tag >> 32) == w0->gen, 1)) {
-		rp_analyses_entry_add(w0->cs, &w0->cs->e[(uint32_t)tag], sp, ci);
+		rp_analyses_entry_add(w0->cs, rp_window_tagged(w0, tag), sp, ci);
 	} else {
 		struct rp_span_info c = *sp;
 

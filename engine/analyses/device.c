@@ -209,15 +209,27 @@ static struct slink *slot_of(const struct rp_device *d, uint32_t src, uint64_t s
 	return &d->slinks[(h >> 32) & (d->cfg.max_span_links - 1)];
 }
 
+/* Device work seen (or kept from the start): keep spans from now on. No name is quiet
+ * any more (RP_DEVICE_CLS_QUIET: the span sinks test that bit alone), once: armed
+ * never clears. */
+static void arm(struct rp_device *d)
+{
+	if (d->head.armed)
+		return;
+	d->head.armed = true;
+	for (uint32_t i = 0; i < d->head.n_cls; i++)
+		d->head.cls[i] &= (uint8_t)~RP_DEVICE_CLS_QUIET;
+}
+
 void rp_device_arm(struct rp_device *d)
 {
-	d->head.armed = true;
+	arm(d);
 }
 
 void rp_device_link(struct rp_device *d, uint32_t src, uint32_t tr, uint32_t depth,
 		    const struct rp_frame *f, uint64_t span, uint8_t side, uint64_t correlation)
 {
-	d->head.armed = true;
+	arm(d);
 	if (span != 0) {
 		struct slink *s = slot_of(d, src, span);
 		if (s->used)
@@ -347,11 +359,9 @@ void rp_device_span_slow(struct rp_device *d, const struct rp_names *names,
 	if (!d->head.armed) { /* no device work yet: keep nothing (live, no GPU) */
 		if (names->n > d->head.n_cls && d->head.n_cls < d->max_names)
 			classify_new(d, names);
-		if (!(name_class(d, k->f[sp->depth].name) & CLS_DEVCAT)) {
-			d->head.spans_unarmed++;
+		if (!(name_class(d, k->f[sp->depth].name) & CLS_DEVCAT))
 			return;
-		}
-		d->head.armed = true;
+		arm(d);
 	}
 	span_armed(d, names, k, tr, sp);
 }

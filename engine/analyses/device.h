@@ -105,14 +105,18 @@ void rp_device_link(struct rp_device *d, uint32_t src, uint32_t tr, uint32_t dep
 /* The first member of struct rp_device: what the inline checks below read. */
 struct rp_device_head {
 	uint64_t plinks_live; /* links to open frames in use: 0 spares every END the search */
-	uint64_t spans_unarmed; /* closed before the first device activity */
-	uint8_t *cls;	      /* per name id, for ids below n_cls: its class (device.c) */
+	uint8_t *cls;	      /* per name id, for ids below n_cls: its class (device.c),
+				 | RP_DEVICE_CLS_QUIET (spans.c) */
 	uint32_t n_cls;	      /* names classified: the table's names only grow, so new
 				 ones are classified as they appear */
 	bool armed;	      /* keeping spans (cfg.always, or device work seen) */
 };
 
 #define RP_DEVICE_CLS_DEVCAT 0x10 /* a name of a device-work category (device.c) */
+/* A bit of cls[] the span sinks keep (spans.c) while the analysis is not armed, on a
+ * name that is neither device work nor a step: its spans skip both hooks. Arming
+ * clears it from every name (device.c, arm()), so it is also the hooks' armed test. */
+#define RP_DEVICE_CLS_QUIET 0x80
 
 void rp_device_span_slow(struct rp_device *d, const struct rp_names *names,
 			 const struct rp_track *k, uint32_t tr, const struct rp_span_info *sp);
@@ -125,7 +129,7 @@ void rp_device_span_slow(struct rp_device *d, const struct rp_names *names,
  * @sp:		the span as the stack machine closed it (its self_ns: its duration
  *		minus its children's)
  * Inline: until the first device work, a span of a name already classified and not
- * of a device category is only counted (every span of a run without a GPU).
+ * of a device category is left out (every span of a run without a GPU).
  */
 static inline void rp_device_span(struct rp_device *d, const struct rp_names *names,
 				  const struct rp_track *k, uint32_t tr,
@@ -134,10 +138,8 @@ static inline void rp_device_span(struct rp_device *d, const struct rp_names *na
 	struct rp_device_head *h = (struct rp_device_head *)(void *)d;
 	uint32_t name = sp->name; /* k->f[sp->depth]'s */
 
-	if (!h->armed && name < h->n_cls && !(h->cls[name] & RP_DEVICE_CLS_DEVCAT)) {
-		h->spans_unarmed++;
+	if (!h->armed && name < h->n_cls && !(h->cls[name] & RP_DEVICE_CLS_DEVCAT))
 		return;
-	}
 	rp_device_span_slow(d, names, k, tr, sp);
 }
 

@@ -60,8 +60,9 @@ int rp_recorder_init(struct rp_recorder *r, uint32_t max_spans, uint32_t max_sam
 		rp_recorder_fini(r);
 		return -ENOMEM;
 	}
-	r->span_next = max_spans ? r->spans : NULL;
-	r->span_end = r->spans + max_spans;
+	r->span_next = r->spans;
+	r->span_lap = max_spans ? max_spans : 1; /* none kept: the scratch slot */
+	r->span_end = r->spans + r->span_lap;
 	for (uint32_t i = 0; i < slots; i++)
 		r->labels[i] = (struct rp_rec_label){ .src = UINT32_MAX };
 	r->labels_mask = slots - 1;

@@ -85,10 +85,13 @@ struct rp_recorder {
 	 * what was reported, not what was recorded. */
 	struct rp_rec_numbering *numbering;
 	struct rp_rec_span *spans;
-	struct rp_rec_span *span_next; /* the next slot, spans + n_spans % max_spans; NULL
+	struct rp_rec_span *span_next; /* the next slot, spans + n_spans % max_spans; spans
 					  when none is kept (max_spans 0) */
-	struct rp_rec_span *span_end;  /* spans + max_spans */
+	struct rp_rec_span *span_end;  /* spans + max_spans; spans + 1 when none is kept:
+					  one scratch slot, written and never read */
 	uint32_t max_spans;
+	uint32_t span_lap;  /* spans in a lap of the ring: max_spans, or 1 (the scratch
+			       slot) when none is kept */
 	uint64_t n_laps;    /* spans recorded before the ring's current lap (all of them
 			       when none is kept): rp_recorder_n_spans() */
 	struct rp_rec_sample *samples;
@@ -120,20 +123,18 @@ static inline uint64_t rp_recorder_n_spans(const struct rp_recorder *r)
 }
 
 /* The slot the next span goes to, counted as recorded: the caller fills it in
- * place (every field, pad included); NULL when no span is kept. */
+ * place (every field, pad included). Never NULL: when no span is kept it is the
+ * scratch slot, whose every span ends a lap of one (counted in n_laps, as a kept
+ * ring's laps are) and which no report reads (it keeps min(n, max_spans) = 0). */
 static inline struct rp_rec_span *rp_recorder_span_slot(struct rp_recorder *r)
 {
 	struct rp_rec_span *s = r->span_next; /* no index, no division on the hot path */
 
-	if (__builtin_expect(s == NULL, 0)) {
-		r->n_laps++;
-		return NULL;
-	}
 	if (__builtin_expect(s + 1 != r->span_end, 1)) {
 		r->span_next = s + 1;
 	} else {
 		r->span_next = r->spans;
-		r->n_laps += r->max_spans;
+		r->n_laps += r->span_lap;
 	}
 	return s;
 }
@@ -141,10 +142,7 @@ static inline struct rp_rec_span *rp_recorder_span_slot(struct rp_recorder *r)
 /* A completed span (hot path: one store). */
 static inline void rp_recorder_span(struct rp_recorder *r, const struct rp_rec_span *s)
 {
-	struct rp_rec_span *d = rp_recorder_span_slot(r);
-
-	if (d != NULL)
-		*d = *s;
+	*rp_recorder_span_slot(r) = *s;
 }
 
 /* A counter sample (hot path: one store). */

@@ -227,10 +227,15 @@ static bool ix_for(const struct rp_sketch *s)
 	return ix_ok;
 }
 
-/* The index of the bits @b of a double in [1, 2^64), for a sketch with ix_table. */
+/* The index of the bits @b of a double in [1, 2^64), for a sketch with ix_table: its
+ * key is IX_KEY0 .. IX_KEY0 + IX_N - 1, an entry of the table. The address is the
+ * table's less IX_KEY0 entries (one constant, which a lea gives) plus the key's
+ * bytes: &ix_tab[key - IX_KEY0] subtracted first, one instruction more per add. */
 static inline int32_t ix_index(uint64_t b)
 {
-	const struct ix_entry *t = &ix_tab[(b >> IX_SHIFT) - IX_KEY0];
+	const struct ix_entry *t = (const struct ix_entry *)(const void *)
+		((uintptr_t)ix_tab - IX_KEY0 * sizeof(struct ix_entry) +
+		 (uintptr_t)(b >> IX_SHIFT) * sizeof(struct ix_entry));
 
 	return t->base + (b >= t->thr);
 }
@@ -634,17 +639,6 @@ void rp_sketch_add(struct rp_sketch *s, double v)
 	side_add(s, v, 1);
 }
 
-/* rp_sketch_add_ns()'s value outside the positive store's window: store_add() as
- * rp_sketch_add_n() does it, out of line; on failure the value is dropped. The sum
- * stays with the caller, so a widening keeps sum_int. */
-__attribute__((noinline, cold)) static bool add_ns_widen(struct rp_sketch *s, int32_t i)
-{
-	if (store_add_slow(s, &s->pos, i, 1))
-		return true;
-	s->dropped = sat_add(s->dropped, 1);
-	return false;
-}
-
 /*
  * rp_sketch_add() of (double)@ns. A positive integer converts to a normal double
  * >= 1 (0 goes to the zero bucket, the slow way), so: the positive store, no NaN
@@ -661,20 +655,13 @@ __attribute__((noinline, cold)) static bool add_ns_widen(struct rp_sketch *s, in
  * sum_c +0 and set sum = t, which is all this path does; and the new sum is again
  * an integer below 2^53 in magnitude.
  *
- * add_ns_at() is the path past the index: @v = (double)ns > 0, @i its bucket's
- * index for s->multiplier, s->count < UINT64_MAX.
+ * add_ns_side() is the part past the buckets: @v = (double)ns > 0 counted,
+ * s->count < UINT64_MAX.
  */
-static inline void add_ns_at(struct rp_sketch *s, double v, int32_t i)
+static inline void add_ns_side(struct rp_sketch *s, double v)
 {
-	struct rp_sketch_store *st = &s->pos;
 	double t;
 
-	if (i >= st->lo && i <= st->hi) {
-		st->counts[slot_of(st, i)]++;
-		st->total++;
-	} else if (!add_ns_widen(s, i)) {
-		return; /* dropped, as rp_sketch_add_n() drops it */
-	}
 	s->count++;
 	if (v < s->min)
 		s->min = v;
@@ -691,6 +678,35 @@ static inline void add_ns_at(struct rp_sketch *s, double v, int32_t i)
 			s->sum_c += (v - t) + s->sum;
 	}
 	s->sum = t; /* else exact: see above */
+}
+
+/* rp_sketch_add_ns()'s value outside the positive store's window: store_add() as
+ * rp_sketch_add_n() does it, then the side statistics; on failure the value is
+ * dropped, as rp_sketch_add_n() drops it. The sum is add_ns_side()'s, so a widening
+ * keeps sum_int. Out of line and reached last, as a tail call: the common add calls
+ * nothing, so it needs no stack frame. */
+__attribute__((noinline, cold)) static void add_ns_far(struct rp_sketch *s, double v, int32_t i)
+{
+	if (!store_add_slow(s, &s->pos, i, 1)) {
+		s->dropped = sat_add(s->dropped, 1);
+		return;
+	}
+	add_ns_side(s, v);
+}
+
+/* The path past the index: @v = (double)ns > 0, @i its bucket's index for
+ * s->multiplier, s->count < UINT64_MAX. */
+static inline void add_ns_at(struct rp_sketch *s, double v, int32_t i)
+{
+	struct rp_sketch_store *st = &s->pos;
+
+	if (__builtin_expect(i < st->lo || i > st->hi, 0)) {
+		add_ns_far(s, v, i);
+		return;
+	}
+	st->counts[slot_of(st, i)]++;
+	st->total++;
+	add_ns_side(s, v);
 }
 
 /* The bucket index of a positive ns for @multiplier (index_of_bits(), truncating: the

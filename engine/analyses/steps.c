@@ -122,7 +122,7 @@ uint64_t rp_steps_span_slow(struct rp_steps *s, uint32_t name, uint64_t dur_ns)
 
 	if (name >= s->max_names || name >= s->names->n)
 		return 0;
-	c = (uint16_t)(s->cls[name] & ~RP_STEPS_QUIET);
+	c = s->cls[name];
 	if (c == CLS_UNDECIDED)
 		c = classify(s, name);
 	if (c == CLS_NOT_STEP)

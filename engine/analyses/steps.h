@@ -38,9 +38,6 @@
 #define RP_STEPS_MAX_PHASES 64
 #define RP_STEPS_OTHER	    "[other]"
 #define RP_STEPS_NOT_STEP   1 /* cls[] of a name that is not a step */
-/* A bit of cls[] the span sinks keep (spans.c), only ever on a name that is not a
- * step: the name is not device work either, so its spans skip both hooks. */
-#define RP_STEPS_QUIET	    0x8000
 
 struct rp_step_phase {
 	char *name;
@@ -53,7 +50,7 @@ struct rp_steps {
 	char *category; /* owned; "" = no category rule */
 	char *prefix;	/* owned; "" = no name rule */
 	uint16_t *cls;	/* per name id: 0 undecided, 1 not a step,
-			   2 + phase index; | RP_STEPS_QUIET (spans.c) */
+			   2 + phase index; a name's for good once decided */
 	uint32_t max_names;
 	struct rp_step_phase phase[RP_STEPS_MAX_PHASES + 1]; /* + "[other]" */
 	uint32_t n_phase;
@@ -82,7 +79,7 @@ uint64_t rp_steps_span_slow(struct rp_steps *s, uint32_t name, uint64_t dur_ns);
  * known not to be a step (cls 1) is answered inline. */
 static inline uint64_t rp_steps_span(struct rp_steps *s, uint32_t name, uint64_t dur_ns)
 {
-	if (name < s->max_names && (s->cls[name] & ~RP_STEPS_QUIET) == RP_STEPS_NOT_STEP)
+	if (name < s->max_names && s->cls[name] == RP_STEPS_NOT_STEP)
 		return 0;
 	return rp_steps_span_slow(s, name, dur_ns);
 }

@@ -202,7 +202,8 @@ struct rp_wentry *rp_window_insert(struct rp_windows *ws, struct rp_window *w, u
 	e->calls = e->self_ns = e->cum_ns = e->total_ns = 0;
 	e->once_pos = s->n_once; /* new: called at most once so far */
 	s->once[s->n_once++] = s->n;
-	w->tag[name] = (uint64_t)w->gen << 32 | s->n++;
+	w->tag[name] = rp_window_tag(w, e);
+	s->n++;
 	return e;
 }
 
@@ -225,7 +226,7 @@ struct rp_wentry *rp_window_replace(struct rp_windows *ws, struct rp_window *w,
 	v->imp = 0;
 	v->calls = v->self_ns = v->cum_ns = v->total_ns = 0;
 	rp_sketch_reset(&v->dur);
-	w->tag[name] = (uint64_t)w->gen << 32 | (uint32_t)(v - w->cs->e); /* keeps once_pos */
+	w->tag[name] = rp_window_tag(w, v); /* keeps once_pos */
 	return v;
 }
 
@@ -233,7 +234,7 @@ const struct rp_wentry *rp_window_find(const struct rp_window *w, uint32_t name)
 {
 	uint64_t t = w->tag[name];
 
-	return w->started && (uint32_t)(t >> 32) == w->gen ? &w->cs->e[(uint32_t)t] : NULL;
+	return w->started && (uint32_t)(t >> 32) == w->gen ? rp_window_tagged(w, t) : NULL;
 }
 
 struct rp_wslot *rp_window_at(struct rp_windows *ws, struct rp_window *w, uint64_t idx)

@@ -95,7 +95,8 @@ struct rp_window {
 	uint64_t cur;	       /* index of the current sub-window */
 	struct rp_wslot *slot; /* S, sub-window i in slot[i % S] */
 	struct rp_wslot *cs;   /* the current one */
-	uint64_t *tag;	       /* per name id: gen << 32 | entry in cs */
+	uint64_t *tag;	       /* per name id: gen << 32 | its entry's byte offset in
+				  cs->e (rp_window_tag()) */
 	uint64_t *over;	       /* the finest window's, per name id: gen << 32 | its calls
 				  that overflowed cs (saturating); NULL in the others */
 	uint32_t gen;	       /* of cs; tags of another gen are stale */
@@ -135,6 +136,24 @@ void rp_windows_fini(struct rp_windows *ws);
 /* "10s", "1m", "250ms", ... for a length in ns. */
 void rp_window_name(uint64_t ns, char *buf, size_t n);
 
+/* An entry's tag: the current gen << 32 | its byte offset in cs->e, which fits in
+ * 32 bits (at most 2^20 entries, rp_windows_init()), so that the entry of a tag is
+ * one add (rp_window_tagged(); the close of every span, analyses.h) rather than an
+ * index times sizeof(struct rp_wentry). */
+_Static_assert((UINT64_C(1) << 20) * sizeof(struct rp_wentry) <= UINT32_MAX,
+	       "a window entry's byte offset fits in a tag's low 32 bits");
+
+static inline uint64_t rp_window_tag(const struct rp_window *w, const struct rp_wentry *e)
+{
+	return (uint64_t)w->gen << 32 | (uint32_t)((const char *)e - (const char *)w->cs->e);
+}
+
+/* The entry of a tag of the current gen. */
+static inline struct rp_wentry *rp_window_tagged(const struct rp_window *w, uint64_t t)
+{
+	return (struct rp_wentry *)(void *)((char *)w->cs->e + (uint32_t)t);
+}
+
 /* Out of line: a new entry for @name in the current slot; NULL when it is full. */
 struct rp_wentry *rp_window_insert(struct rp_windows *ws, struct rp_window *w, uint32_t name);
 
@@ -145,7 +164,7 @@ static inline struct rp_wentry *rp_window_entry(struct rp_windows *ws, struct rp
 	uint64_t t = w->tag[name];
 
 	if ((uint32_t)(t >> 32) == w->gen)
-		return &w->cs->e[(uint32_t)t];
+		return rp_window_tagged(w, t);
 	return rp_window_insert(ws, w, name);
 }
 

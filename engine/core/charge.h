@@ -101,10 +101,11 @@ void rp_charges_close_slow(struct rp_charges *c, const struct rp_track *k,
 			   const struct rp_span_info *sp, uint64_t *charged_ns);
 
 /* Once per span closed: whether rp_charges_close_slow() has anything to do (a charged
- * span open, or a request's sum not taken yet). */
+ * span open, or a request's sum not taken yet). @c is not NULL: the span sinks' charges
+ * are always the engine's (spans.h). */
 static inline bool rp_charges_wanted(const struct rp_charges *c, const struct rp_span_info *sp)
 {
-	return c != NULL && (c->live != 0 || (sp->request && c->pending != 0));
+	return c->live != 0 || (sp->request && c->pending != 0);
 }
 
 /** rp_charges_report() - the names' charged_ns and charged into @r (@map: id -> row). */

@@ -10,8 +10,9 @@
  *
  * The common close (no charge kept, no device work seen, a name known to be neither
  * a step nor device work) tests one flag per name for the device analysis and the
- * step statistics together: RP_STEPS_QUIET in the steps' class table, set here once
- * both have classified the name. Every path that passes the span's description on
+ * step statistics together: RP_DEVICE_CLS_QUIET in the device analysis' class table,
+ * set here once both have classified the name while it is not armed, and cleared
+ * from every name when it arms (so that one bit is the armed test too). Every path that passes the span's description on
  * out of line (charges, the device analysis, the analyses' cold paths) passes a copy
  * made there, so the description the stack machine builds need not live in memory.
  */
@@ -43,7 +44,7 @@ __attribute__((noinline, cold)) static uint64_t hooks_slow(struct rp_span_sinks 
 							   const struct rp_span_info *sp,
 							   bool normal)
 {
-	const struct rp_device_head *h = (const struct rp_device_head *)(const void *)s->dev;
+	struct rp_device_head *h = (struct rp_device_head *)(void *)s->dev;
 	struct rp_steps *st = s->steps;
 	uint32_t name = sp->name;
 	uint64_t step;
@@ -53,26 +54,23 @@ __attribute__((noinline, cold)) static uint64_t hooks_slow(struct rp_span_sinks 
 	step = rp_steps_span(st, name, sp->end - sp->start);
 	if (step == 0 && name < st->max_names && st->cls[name] == RP_STEPS_NOT_STEP &&
 	    !h->armed && name < h->n_cls && !(h->cls[name] & RP_DEVICE_CLS_DEVCAT))
-		st->cls[name] |= RP_STEPS_QUIET; /* both classes are a name's for good */
+		h->cls[name] |= RP_DEVICE_CLS_QUIET; /* both classes are a name's for good;
+							arming clears it */
 	return step;
 }
 
 /* The device analysis and the step statistics: @return the span's step ordinal + 1,
- * or 0. A quiet name while no device work was seen is only counted (as
- * rp_device_span() counts it) and is no step. */
+ * or 0. A quiet name while no device work was seen goes to neither (as
+ * rp_device_span() leaves it out) and is no step. */
 static inline uint64_t hooks(struct rp_span_sinks *s, const struct rp_track *k,
 			     const struct rp_span_info *sp, bool normal)
 {
-	struct rp_device_head *h = (struct rp_device_head *)(void *)s->dev;
-	const struct rp_steps *st = s->steps;
+	const struct rp_device_head *h = (const struct rp_device_head *)(const void *)s->dev;
 	uint32_t name = sp->name;
 
-	if (__builtin_expect(name < st->max_names &&
-			     st->cls[name] == (RP_STEPS_NOT_STEP | RP_STEPS_QUIET) && !h->armed,
-			     1)) {
-		h->spans_unarmed += normal;
+	/* quiet: not armed, neither device work nor a step (RP_DEVICE_CLS_QUIET) */
+	if (__builtin_expect(name < h->n_cls && (h->cls[name] & RP_DEVICE_CLS_QUIET), 1))
 		return 0;
-	}
 	{
 		struct rp_span_info c = *sp; /* a copy: sp itself never leaves the close */
 
@@ -88,16 +86,14 @@ static inline void close_span(struct rp_span_sinks *s, const struct rp_track *k,
 	struct rp_rec_span *r;
 
 	step = hooks(s, k, sp, normal);
-	r = rp_recorder_span_slot(s->rec);
-	if (r != NULL) { /* filled in place, every byte: no copy */
-		r->start = sp->start;
-		r->dur = dur;
-		r->track = k->id;
-		r->step = step;
-		r->name = sp->name;
-		r->src = k->src;
-		r->depth_kind = rp_rec_depth_kind(sp->depth, k->kind);
-	}
+	r = rp_recorder_span_slot(s->rec); /* filled in place, every byte: no copy */
+	r->start = sp->start;
+	r->dur = dur;
+	r->track = k->id;
+	r->step = step;
+	r->name = sp->name;
+	r->src = k->src;
+	r->depth_kind = rp_rec_depth_kind(sp->depth, k->kind);
 	rp_analyses_close(s->an, sp);
 }
 

@@ -32,7 +32,8 @@ struct rp_span_sinks {
 	struct rp_steps *steps;
 	struct rp_recorder *rec;
 	const struct rp_track *tracks; /* the track table: a track's slot is its index */
-	struct rp_charges *charges; /* batched work charged to requests; NULL: none */
+	struct rp_charges *charges; /* batched work charged to requests; never NULL (the
+				       close tests it unguarded): empty until a charge */
 };
 
 /* A span was pushed at depth @depth at time @t; @request: rp_is_request() of it
