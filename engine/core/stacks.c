@@ -20,18 +20,6 @@
 #include "spread.h"
 #include "stacks.h"
 
-/*
- * The home slot of a key. Ids that differ only in their low 4 bits (consecutive
- * requests, neighbouring thread ids) share one 64-byte line of the index (16 slots;
- * the index is line-aligned): the rest of the id, with src and kind, picks the line
- * by a multiply's top bits, and the id's low bits, xored in, its slot there. A new
- * request then probes the line its predecessors did, rather than a random line of
- * the index (a cache miss each). The product's top bits depend on every bit of the
- * key, so strided ids (pointers 8 to 4096 apart, a counter in the high bits) spread
- * as the multiply spreads them; the middle bits used before ignored an id's bits
- * from 47 up: ids that differed only there all had one home. test_tracks measures
- * the probe lengths.
- */
 /* The sentinel below a track's frames (stacks.h) while it has none allocated: read
  * only (a frame is popped only from an array grow() made, whose own sentinel then
  * takes the writes into a root's parent). */
@@ -44,6 +32,18 @@ _Static_assert(offsetof(struct rp_frame, node) == offsetof(struct rp_frame, name
 _Static_assert(offsetof(struct rp_track, skipped) == offsetof(struct rp_track, depth) + 4,
 	       "depth, then skipped");
 
+/*
+ * The home slot of a key. Ids that differ only in their low 4 bits (consecutive
+ * requests, neighbouring thread ids) share one 64-byte line of the index (16 slots;
+ * the index is line-aligned): the rest of the id, with src and kind, picks the line
+ * by a multiply's top bits, and the id's low bits, xored in, its slot there. A new
+ * request then probes the line its predecessors did, rather than a random line of
+ * the index (a cache miss each). The product's top bits depend on every bit of the
+ * key, so strided ids (pointers 8 to 4096 apart, a counter in the high bits) spread
+ * as the multiply spreads them; the middle bits used before ignored an id's bits
+ * from 47 up: ids that differed only there all had one home. test_tracks measures
+ * the probe lengths.
+ */
 static inline uint32_t index_home(const struct rp_tracks *ts, uint32_t src, uint8_t kind,
 				  uint64_t id)
 {
@@ -293,8 +293,8 @@ static inline __attribute__((always_inline)) void pop_inline(struct rp_tracks *t
 	for (uint32_t i = 0; i + 1 < d && call.primitive; i++)
 		call.primitive = k->f[i].name != f->name;
 	/* off_ns shares its place with busy_since: only thread frames have one
-	 * (@thread: k is known to be a thread track) */
-	/* (into the sentinel below a root: no test; nothing reads its times) */
+	 * (@thread: k is known to be a thread track). A root's parent is the
+	 * sentinel: no test, and nothing reads its times. */
 	if (thread || k->kind == RP_TRACK_THREAD) {
 		call.offcpu_ns = f->off_ns;
 		call.offcpu_self_ns = f->off_self;
@@ -466,13 +466,6 @@ void rp_track_end(struct rp_tracks *ts, uint32_t tr, uint32_t name, uint64_t t, 
 		release(ts, tr);
 }
 
-/*
- * The common span records of a thread track (the engine's runs, whose tracks have
- * their sinks): rp_track_begin() and rp_track_end() with the track's kind known, so
- * that nothing on the way tests it. rp_track_pop_thread() does only an END that
- * closes the top frame normally (no skipped BEGIN, no lost frame, the name on top)
- * and @return false, having done nothing, for any other: rp_track_end() then.
- */
 /* The word of name, kids and lost (stacks.h) of a frame of @name, with no open
  * children, not lost. */
 static inline uint64_t frame_key(uint32_t name)
@@ -504,6 +497,13 @@ static inline uint64_t depth_word(const struct rp_track *k)
 	return w;
 }
 
+/*
+ * The common span records of a thread track (the engine's runs, whose tracks have
+ * their sinks): rp_track_begin() and rp_track_end() with the track's kind known, so
+ * that nothing on the way tests it. rp_track_pop_thread() does only an END that
+ * closes the top frame normally (no skipped BEGIN, no lost frame, the name on top)
+ * and @return false, having done nothing, for any other: rp_track_end() then.
+ */
 bool rp_track_push_thread(struct rp_tracks *ts, struct rp_track *k, uint32_t name, uint64_t t,
 			  uint64_t span, uint32_t depth, struct rp_counts *c)
 {
@@ -534,9 +534,9 @@ bool rp_track_pop_thread(struct rp_tracks *ts, struct rp_track *k, uint32_t name
 	 * skipped, in one compare (a deeper record, which the general path pops
 	 * alike, is left to it). With no frame open (a record without depth), the
 	 * sentinel's RP_NONE matches no name (a mapped name is an engine id).
-	 * Name, kids and lost as one word (stacks.h): a
-	 * frame of that name, not lost (and with no open children, which only tree
-	 * frames have), in one compare. */
+	 * Name, kids and lost as one word (stacks.h): a frame of that name, not
+	 * lost (and with no open children, which only tree frames have), in one
+	 * compare. */
 	if (depth != RP_NONE ? depth_word(k) != depth_key(depth + 1) : k->skipped != 0)
 		return false;
 	d = depth != RP_NONE ? depth + 1 : k->depth; /* k->depth */
