@@ -32,6 +32,8 @@ struct rp_fn_stats {
 	uint64_t started;	/* its BEGINs the stacks took, and summarized calls: every
 				   call counted in calls started here first */
 	bool milestone;		/* a request milestone's name (marks.h), not a span's */
+	uint32_t edge_hint;	/* index + 1 of the edge its last call from a caller went
+				   to (0: none yet): a callee mostly has the caller it had */
 	uint32_t node_hint;	/* the CCT node of this name its last begin went to,
 				   unfolded (0: none yet, the root, which is no node's child
 				   so never matches): mostly the same parent */
@@ -61,10 +63,6 @@ struct rp_edge_stats {
 
 struct rp_cct_node {
 	uint32_t parent, name;
-	uint32_t edge_hint;	/* index + 1 of the edge its last call went to (0: none
-				   yet): a node's calls mostly have one caller, its
-				   parent's name, where a name's (a recursion's) have
-				   several */
 	uint64_t calls, self_ns, total_ns;
 	uint64_t offcpu_ns;	/* off-CPU time with this node innermost (fn's offcpu_ns) */
 };
@@ -161,20 +159,19 @@ static inline struct rp_edge_stats *rp_stats_edge_get(struct rp_stats *s, uint32
 	return rp_stats_edge(s, caller, callee);
 }
 
-/* The (@caller, @callee) edge of a call at CCT node @n: the one n's last call went to
- * when it is that pair (a folded node's calls are of several names), else
- * rp_stats_edge_get()'s, remembered. */
-static inline struct rp_edge_stats *rp_stats_edge_of(struct rp_stats *s, struct rp_cct_node *n,
+/* The (@caller, f's name) edge: the one f's last call went to when the caller is the
+ * same (that edge's callee is f's name), else rp_stats_edge_get()'s, remembered. */
+static inline struct rp_edge_stats *rp_stats_edge_of(struct rp_stats *s, struct rp_fn_stats *f,
 						     uint32_t caller, uint32_t callee)
 {
-	uint32_t j = n->edge_hint;
+	uint32_t j = f->edge_hint;
 	struct rp_edge_stats *e;
 
-	if (j != 0 && s->edges[j - 1].caller == caller && s->edges[j - 1].callee == callee)
+	if (j != 0 && s->edges[j - 1].caller == caller)
 		return &s->edges[j - 1];
 	e = rp_stats_edge_get(s, caller, callee);
 	if (e != NULL)
-		n->edge_hint = (uint32_t)(e - s->edges) + 1;
+		f->edge_hint = (uint32_t)(e - s->edges) + 1;
 	return e;
 }
 
@@ -204,7 +201,7 @@ static inline bool rp_stats_add_row(struct rp_stats *s, struct rp_fn_stats *f,
 	}
 	if (c->caller == RP_NONE)
 		return true;
-	e = rp_stats_edge_of(s, n, c->caller, c->name);
+	e = rp_stats_edge_of(s, f, c->caller, c->name);
 	if (e == NULL)
 		return false;
 	e->calls++;
@@ -259,7 +256,7 @@ static inline bool rp_stats_add_sum(struct rp_stats *s, const struct rp_sum_call
 	}
 	if (c->caller == RP_NONE)
 		return true;
-	e = rp_stats_edge_of(s, n, c->caller, c->name);
+	e = rp_stats_edge_of(s, f, c->caller, c->name);
 	if (e == NULL)
 		return false;
 	e->calls += c->calls;
