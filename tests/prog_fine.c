@@ -156,7 +156,7 @@ int main(int argc, char **argv)
 	groups = atol(argv[1]) / GROUP;
 	every = groups / (atol(argv[2]) > 0 ? atol(argv[2]) : 1);
 	every = every > 0 ? every : 1;
-	det = argc > 3;
+	/* (det was read from the arguments before main: prog_counts.h) */
 	for (int f = 0; f < F_N; f++)
 		id[f] = rp_intern(fname[f], "FUNCTION", "prog_fine.c", (uint32_t)f + 1);
 	if (pthread_create(&th, NULL, worker, NULL) != 0)

@@ -39,7 +39,17 @@ static yajl_val run_prog(const char *suffix, const char *env, const char *args, 
 
 	rp_test_session(session, "t_fine", suffix);
 	rp_test_engine_kill(engine); /* left by a test that failed half-way */
-	engine = rp_test_engine_start(bin, tmpdir, session, NULL, "--quiet");
+	{ /* det: no off-CPU intervals on the real clock beside the program's fake one
+	     (test_summaries.c: start_engine) */
+		char dir[600], err[700];
+
+		snprintf(dir, sizeof(dir), "%s/snaps", tmpdir);
+		snprintf(err, sizeof(err), "%s/%s.err", tmpdir, session);
+		engine = rp_test_engine_spawn(bin, session, dir, err, NULL, "--quiet", "--offcpu",
+					      strstr(args, "det") != NULL ? "off" : "auto",
+					      (char *)NULL);
+		assert_int_equal(rp_test_engine_wait(session, engine, NULL), -1);
+	}
 	assert_int_equal(run(out, "RINGPROF_SESSION=%s %s %s/prog_fine %s", session, env,
 			     progdir, args), 0);
 	path = rp_test_snapshot(bin, session);

@@ -128,7 +128,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: prog_native W S [det]\n");
 		return 2;
 	}
-	det = argc > 3 && strcmp(argv[3], "det") == 0;
+	/* (det was read from the arguments before main: prog_counts.h) */
 	every = iters / every > 0 ? iters / every : 1;
 	my_calls[F_MAIN]++;
 	api_id = rp_intern("api", "", NULL, 0);
