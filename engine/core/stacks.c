@@ -466,25 +466,15 @@ void rp_track_end(struct rp_tracks *ts, uint32_t tr, uint32_t name, uint64_t t, 
 		release(ts, tr);
 }
 
-/* The word of name, kids and lost (stacks.h) of a frame of @name, with no open
- * children, not lost. */
-static inline uint64_t frame_key(uint32_t name)
+/* The 64-bit word whose first four bytes in memory hold @v and the next four 0: a
+ * frame's name with kids and lost 0 (a frame of that name, no open child, not lost),
+ * or a track's depth with skipped 0 (stacks.h), read as one word. */
+static inline uint64_t first_half(uint32_t v)
 {
 #if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-	return (uint64_t)name << 32;
+	return (uint64_t)v << 32;
 #else
-	return name;
-#endif
-}
-
-/* The word of a track's depth and skipped (stacks.h) when it holds @depth frames and
- * no BEGIN is skipped. */
-static inline uint64_t depth_key(uint32_t depth)
-{
-#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-	return (uint64_t)depth << 32;
-#else
-	return depth;
+	return v;
 #endif
 }
 
@@ -511,7 +501,7 @@ bool rp_track_push_thread(struct rp_tracks *ts, struct rp_track *k, uint32_t nam
 	 * with its depth: that depth is the stack's, and no BEGIN is skipped, in
 	 * one compare (a deeper record, which the general path pushes alike, is
 	 * left to it). */
-	if (depth != RP_NONE ? depth_word(k) != depth_key(depth) : k->skipped != 0)
+	if (depth != RP_NONE ? depth_word(k) != first_half(depth) : k->skipped != 0)
 		return false;
 	if (depth == RP_NONE)
 		depth = k->depth;
@@ -537,12 +527,12 @@ bool rp_track_pop_thread(struct rp_tracks *ts, struct rp_track *k, uint32_t name
 	 * Name, kids and lost as one word (stacks.h): a frame of that name, not
 	 * lost (and with no open children, which only tree frames have), in one
 	 * compare. */
-	if (depth != RP_NONE ? depth_word(k) != depth_key(depth + 1) : k->skipped != 0)
+	if (depth != RP_NONE ? depth_word(k) != first_half(depth + 1) : k->skipped != 0)
 		return false;
 	d = depth != RP_NONE ? depth + 1 : k->depth; /* k->depth */
 	f = &k->f[d] - 1; /* the sentinel when d == 0 */
 	memcpy(&top, (const char *)f + offsetof(struct rp_frame, name), sizeof(top));
-	if (top != frame_key(name))
+	if (top != first_half(name))
 		return false;
 	pop_inline(ts, k, d - 1, t, c, true, NULL, false, true);
 	return true;
