@@ -19,7 +19,8 @@
  * after the rename: the engine thread's CPU time and its time waiting in a run queue
  * (runnable, not running: behind the producers and everything else), and this
  * program's own run-queue wait (the rename seen late); printed as medians and for
- * the snapshots at or above the p99 (their mean), --each prints every snapshot.
+ * the snapshots at or above the p99 (their mean); --each prints every snapshot, in
+ * the order asked, with the engine's line on it.
  * Wall-clock figures of a shared machine are noisy: they are printed, never judged.
  */
 #include <errno.h>
@@ -255,6 +256,31 @@ static void sleep_ms(unsigned ms)
 		;
 }
 
+/* --each: every snapshot in the order it was asked for, with the engine's own line on
+ * it (its report and encode CPU, what it left unmerged, its write and its cut). */
+static void each_lines(const char *log, const struct sample *smp, unsigned n,
+		       const char *load, const char *engine)
+{
+	char line[1024];
+	FILE *f = fopen(log, "r");
+
+	for (unsigned i = 0; i < n; i++) {
+		const char *e = "";
+
+		while (f != NULL && fgets(line, sizeof(line), f) != NULL)
+			if (strstr(line, "report and encode ") != NULL) {
+				line[strcspn(line, "\n")] = '\0';
+				e = line;
+				break;
+			}
+		fprintf(stderr, "%s %s #%u: %.2f ms, engine cpu %.2f wait %.2f, own wait %.2f%s%s\n",
+			load, engine, i, smp[i].lat, smp[i].cpu, smp[i].wait, smp[i].own_wait,
+			*e ? "; " : "", e);
+	}
+	if (f != NULL)
+		fclose(f);
+}
+
 static int run_load(const struct opts *o, const char *bin, bool saturated, struct result *res)
 {
 	static unsigned seq;
@@ -334,6 +360,9 @@ static int run_load(const struct opts *o, const char *bin, bool saturated, struc
 		kill(eng, SIGTERM);
 		waitpid(eng, &status, 0);
 	}
+	if (o->each)
+		each_lines(log, smp, res->n, saturated ? "saturated" : "demo",
+			   bin == o->bin ? "this" : "baseline");
 	qsort(smp, res->n, sizeof(*smp), cmp_sample);
 	for (unsigned i = 0; i < res->n; i++)
 		v[i] = smp[i].lat;
@@ -342,11 +371,6 @@ static int run_load(const struct opts *o, const char *bin, bool saturated, struc
 	res->p99 = pct(v, res->n, 99);
 	res->max = res->n ? v[res->n - 1] : 0;
 	sched_figures(smp, res->n, res);
-	if (o->each)
-		for (unsigned i = 0; i < res->n; i++)
-			fprintf(stderr, "%s %s: %.2f ms, engine cpu %.2f wait %.2f, own wait %.2f\n",
-				saturated ? "saturated" : "demo", bin == o->bin ? "this" : "baseline",
-				smp[i].lat, smp[i].cpu, smp[i].wait, smp[i].own_wait);
 	res->load = saturated ? "saturated" : "demo";
 	res->engine = bin == o->bin ? "this" : "baseline";
 	engine_figures(log, res);

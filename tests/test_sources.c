@@ -461,6 +461,72 @@ static void test_sources_in_place_merge_exactly(void **state)
 	close_engine();
 }
 
+/* Spans on this thread, record r of them at spans_ts(base, r): span k begins at
+ * base + 3k and lasts 1 + (k & 1) ns, so that a record out of place shows. */
+static uint64_t spans_ts(uint64_t base, uint32_t r)
+{
+	uint32_t k = r / 2;
+
+	return base + 3 * (uint64_t)k + (r & 1 ? 1 + (k & 1) : 0);
+}
+
+static void emit_spans(uint64_t base, uint32_t from, uint32_t to)
+{
+	uint32_t id = rp_intern("grown", NULL, NULL, 0);
+
+	for (uint32_t r = from; r < to; r++)
+		rp_emit_at(spans_ts(base, r), r & 1 ? RP_EV_END : RP_EV_BEGIN, 0, id, 0, 0);
+}
+
+/*
+ * A buffer that grows while its backlog wraps round its end (grow()): the records
+ * keep their order, whichever end moves. Each drain merges up to a record of the
+ * spans (spans_ts), the rest waits in the buffer (1024 records, then 2048):
+ *   front: 500 buffered, 400 merged and 700 more (head 400, 800: 176 wrapped),
+ *          50 merged and 500 more: the 176 move after the old end;
+ *   back:  500 buffered, 400 merged and 900 more (head 400, 1000: 376 wrapped),
+ *          300 then 50 merged and 500 more: the 274 before the end move to the new
+ *          end.
+ * Every drain merges exactly its records; the spans' calls and times are exact.
+ */
+static void test_sources_buffer_grows_round_its_wrap(void **state)
+{
+	static const struct {
+		uint64_t base;
+		uint32_t emit[4], upto[4]; /* before each drain: emit[] more; merge upto[] */
+	} c[2] = {
+		{ 1000, { 1500, 2200, 2700, 2700 }, { 1000, 1400, 1450, 2700 } },
+		{ 100000, { 1500, 2400, 2400, 2900 }, { 1000, 1400, 1700, 1750 } },
+	};
+
+	(void)state;
+	for (int i = 0; i < 2; i++) {
+		struct rp_report r;
+		uint32_t emitted = 0, merged = 0;
+		uint64_t cum = 0;
+
+		open_engine();
+		rp_sources_scan(&ss);
+		for (int d = 0; d < 4; d++) {
+			emit_spans(c[i].base, emitted, c[i].emit[d]);
+			emitted = c[i].emit[d];
+			assert_int_equal(rp_sources_drain(&ss, spans_ts(c[i].base, c[i].upto[d] - 1)),
+					 c[i].upto[d] - merged);
+			merged = c[i].upto[d];
+		}
+		assert_int_equal(rp_sources_drain(&ss, UINT64_MAX), emitted - merged);
+		report(&r);
+		for (uint32_t k = 0; k < emitted / 2; k++)
+			cum += 1 + (k & 1);
+		assert_int_equal(r.events, emitted);
+		assert_int_equal(r.late + r.truncated, 0);
+		assert_int_equal(fn(&r, "grown")->calls, emitted / 2);
+		assert_int_equal(fn(&r, "grown")->cum_ns, cum);
+		rp_report_free(&r);
+		close_engine();
+	}
+}
+
 static unsigned interrupts;
 
 static bool interrupt_now(void *ctx)
@@ -468,6 +534,36 @@ static bool interrupt_now(void *ctx)
 	(void)ctx;
 	interrupts++;
 	return true;
+}
+
+/*
+ * A snapshot waits while a drain copies a ring at risk out of its ring (40000 records
+ * of this thread's live ring, a quarter full): the copy asks ss.interrupt before its
+ * buffer grows, once, and stops; the records stay in the ring, counted unmerged, and
+ * the next drain takes them all, in order.
+ */
+static void test_sources_copy_held_for_a_snapshot(void **state)
+{
+	struct spaced_arg own = { 2, 3, 40000 };
+	struct rp_report r;
+
+	(void)state;
+	open_engine();
+	rp_sources_scan(&ss);
+	thread_spaced(&own);
+	interrupts = 0;
+	ss.interrupt = interrupt_now;
+	assert_int_equal(rp_sources_drain(&ss, 1), 0);
+	ss.interrupt = NULL;
+	assert_int_equal(interrupts, 1);
+	assert_int_equal(rp_sources_unmerged(&ss), 40000);
+	assert_true(rp_sources_sleep_prepare(&ss)); /* left in the ring */
+	assert_int_equal(rp_sources_drain(&ss, UINT64_MAX), 40000);
+	report(&r);
+	assert_int_equal(r.events, 40000);
+	assert_int_equal(r.late, 0);
+	rp_report_free(&r);
+	close_engine();
 }
 
 /* What a report holds plus what rp_sources_unmerged() counts is what was written. */
@@ -1052,6 +1148,8 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_sources_touch_reads_and_leaves_the_records),
 		cmocka_unit_test(test_sources_in_place_merge_exactly),
 		cmocka_unit_test(test_sources_unmerged_counts_the_backlog),
+		cmocka_unit_test(test_sources_buffer_grows_round_its_wrap),
+		cmocka_unit_test(test_sources_copy_held_for_a_snapshot),
 		cmocka_unit_test(test_sources_two_rings_interleaved_at_random),
 		cmocka_unit_test(test_sources_producer_killed_mid_span),
 		cmocka_unit_test(test_sources_stale_segment_swept),

@@ -42,6 +42,7 @@ struct rp_bev {
  */
 struct rp_rbuf {
 	struct rp_bev *ev;
+	uint32_t res;		/* records reserved at ev (the most cap may reach) */
 	uint32_t cap, head, n;
 	uint32_t hwm;		/* most records held at once */
 	uint32_t marks;		/* owner marks (RP_EV_THREAD) among the n: counted as
@@ -145,14 +146,18 @@ int rp_sources_init(struct rp_sources *ss, struct rp_engine *e, const char *sess
 }
 
 /*
- * Buffers are mapped, not malloc'd: a burst's buffer (up to RP_SOURCES_RING_BUFFER
- * records) goes back to the system when it is freed, so the engine's resident
- * memory follows the backlog, not its peak (malloc may keep a large freed chunk).
+ * Buffers are mapped, not malloc'd: each reserves the address space of its largest
+ * size (buf_ring_max records) at once and grows inside it (grow()): growing never
+ * copies the backlog into new pages, whose first touch can cost more than the copy
+ * (a hypervisor's shadow page tables: docs/performance.md, Snapshots). Only pages
+ * written are memory; an emptied burst's pages go back to the system (release()),
+ * so the engine's resident memory follows the backlog, not its peak (malloc may
+ * keep a large freed chunk).
  */
 static struct rp_bev *bev_alloc(uint32_t cap)
 {
 	void *p = mmap(NULL, (size_t)cap * sizeof(struct rp_bev), PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 
 	return p == MAP_FAILED ? NULL : p;
 }
@@ -169,7 +174,7 @@ static void live_free(struct rp_sources *ss, struct rp_live *l)
 		close(l->pidfd);
 	for (uint32_t r = 0; l->buf != NULL && r < l->seg->v.ring_count; r++) {
 		ss->buf_events -= l->buf[r].cap;
-		bev_free(l->buf[r].ev, l->buf[r].cap);
+		bev_free(l->buf[r].ev, l->buf[r].res);
 		rp_offcpu_ring_close(&ss->off, &l->buf[r].off);
 	}
 	rp_segment_close(l->seg);
@@ -679,11 +684,33 @@ static inline __attribute__((always_inline)) void process(struct rp_sources *ss,
 	rp_engine_event_at(ss->e, l->src, thread_id(ring, b->gen), &b->ev, &l->buf[ring].hint);
 }
 
+/*
+ * @b's capacity to @cap (a larger power of two, within its reservation), in place:
+ * the records keep their order from b->head, so the part of a wrapped backlog that
+ * sits at one end moves (the smaller one: half the backlog at most) to where the
+ * larger mask puts it.
+ */
+static void grow(struct rp_rbuf *b, uint32_t cap)
+{
+	uint32_t end = b->head + b->n;
+
+	if (end > b->cap) { /* wrapped: [head, cap) then [0, end - cap) */
+		uint32_t a = b->cap - b->head, w = end - b->cap;
+
+		if (w <= a) { /* the front after the old end */
+			memcpy(b->ev + b->cap, b->ev, (size_t)w * sizeof(*b->ev));
+		} else { /* the back to the new end */
+			memcpy(b->ev + cap - a, b->ev + b->head, (size_t)a * sizeof(*b->ev));
+			b->head = cap - a;
+		}
+	}
+	b->cap = cap;
+}
+
 /* Room for @n more records in @b, growing it within the caps; @return the room. */
 static uint32_t buf_room(struct rp_sources *ss, struct rp_rbuf *b, uint32_t n)
 {
-	uint32_t cap = b->cap ? b->cap : 1024, k;
-	struct rp_bev *ev;
+	uint32_t cap = b->cap ? b->cap : 1024;
 
 	if (b->cap - b->n >= n)
 		return n;
@@ -691,17 +718,26 @@ static uint32_t buf_room(struct rp_sources *ss, struct rp_rbuf *b, uint32_t n)
 		cap *= 2;
 	if (cap > ss->buf_ring_max)
 		cap = ss->buf_ring_max;
-	if (cap > b->cap && ss->buf_events - b->cap + cap <= ss->buf_budget &&
-	    (ev = bev_alloc(cap)) != NULL) {
-		for (k = 0; k < b->n; k++) /* unwrapped into the new one */
-			ev[k] = b->ev[(b->head + k) & (b->cap - 1)];
-		bev_free(b->ev, b->cap);
+	if (b->ev == NULL && cap > b->cap && (b->ev = bev_alloc(ss->buf_ring_max)) != NULL)
+		b->res = ss->buf_ring_max;
+	if (cap > b->cap && cap <= b->res && ss->buf_events - b->cap + cap <= ss->buf_budget) {
 		ss->buf_events += cap - b->cap;
-		b->ev = ev;
-		b->cap = cap;
-		b->head = 0;
+		grow(b, cap);
 	}
 	return b->cap - b->n < n ? b->cap - b->n : n;
+}
+
+/* An empty buffer larger than RP_SOURCES_KEEP records shrinks to that: the pages
+ * above go back to the system (written again, they come back zeroed). */
+static void release(struct rp_sources *ss, struct rp_rbuf *b)
+{
+	size_t keep = (size_t)RP_SOURCES_KEEP * sizeof(*b->ev);
+
+	(void)madvise((char *)b->ev + keep, (size_t)b->cap * sizeof(*b->ev) - keep,
+		      MADV_DONTNEED);
+	ss->buf_events -= b->cap - RP_SOURCES_KEEP;
+	b->cap = RP_SOURCES_KEEP;
+	b->head = 0;
 }
 
 /*
@@ -887,12 +923,26 @@ static uint32_t copy_run(struct rp_live *l, struct rp_rbuf *b, uint32_t ring, ui
 	return m;
 }
 
+/* Whether the copies of this drain stop here: a drain that is not final asks
+ * ss->interrupt every RP_SOURCES_COPY_ASK records copied, and before a buffer grows
+ * (@grow); once it said yes, the drain copies no more. */
+static bool copy_held(struct rp_sources *ss, bool grow)
+{
+	if (ss->copy_held || !ss->copy_asks || ss->interrupt == NULL)
+		return ss->copy_held;
+	if (!grow && ss->copy_since_ask < RP_SOURCES_COPY_ASK)
+		return false;
+	ss->copy_since_ask = 0;
+	ss->copy_held = ss->interrupt(ss->hook_ctx);
+	return ss->copy_held;
+}
+
 static void copy_ring(struct rp_sources *ss, struct rp_live *l, uint32_t ring, bool all)
 {
 	struct rp_rbuf *b = &l->buf[ring];
 	struct rp_ring_info info;
 	uint64_t resyncs = l->seg->rings[ring].resyncs;
-	uint32_t n, got, marks;
+	uint32_t n, got, run, marks;
 
 	release_taken(l, ring); /* none: every merge releases what it read in place */
 	n = rp_segment_avail(l->seg, ring, &info);
@@ -929,14 +979,28 @@ static void copy_ring(struct rp_sources *ss, struct rp_live *l, uint32_t ring, b
 		b->avail = n;
 		return;
 	}
-	got = buf_room(ss, b, n);
-	b->short_copy = got < n;
-	marks = copy_run(l, b, ring, got);
-	b->marks += marks;
-	if (got > 0)
-		rp_segment_consume_marks(l->seg, ring, got, marks);
-	b->avail = n - got; /* what did not fit: read in place */
-	b->n += got;
+	/* In runs of RP_SOURCES_COPY_ASK records at most, each asked first whether a
+	 * snapshot waits (and before a buffer grows): then the rest stays in the ring,
+	 * read in place, as a ring not at risk is. */
+	for (got = 0; got < n; got += run) {
+		uint32_t want = n - got < RP_SOURCES_COPY_ASK ? n - got : RP_SOURCES_COPY_ASK;
+
+		if (copy_held(ss, b->cap - b->n < want))
+			break;
+		run = buf_room(ss, b, want);
+		marks = copy_run(l, b, ring, run);
+		b->marks += marks;
+		if (run > 0)
+			rp_segment_consume_marks(l->seg, ring, run, marks);
+		b->n += run;
+		ss->copy_since_ask += run;
+		if (run < want) { /* full: the caps */
+			got += run;
+			b->short_copy = true;
+			break;
+		}
+	}
+	b->avail = n - got; /* what did not fit or wait: read in place */
 	if (b->n > b->hwm)
 		b->hwm = b->n;
 }
@@ -1176,16 +1240,17 @@ static inline bool run_add(struct rp_sources *ss, struct rp_run *run, uint32_t w
  * the engine straight from their slots (rp_engine_run_ring()) while each is a record
  * of the ring's current track that take() and process() would only convert, map and
  * hand on (no owner change, no resync mark pending, no off-CPU time due before it,
- * its name mapped), due and not later than @others. The first record that is not
- * stays in the ring, for cursor_take() and the general path. @return false: the ring
- * has no more records in place (b->look is then empty).
+ * its name mapped), due and not later than @others, @max at most. The first record
+ * that is not stays in the ring, for cursor_take() and the general path. @return
+ * false: the ring has no more records in place (b->look is then empty).
  */
 static bool run_plain(struct rp_sources *ss, struct rp_live *l, struct rp_cursor *c,
-		      struct rp_run *run, uint64_t due, uint64_t others)
+		      struct rp_run *run, uint64_t due, uint64_t others, uint32_t max)
 {
 	struct rp_rbuf *b = c->b;
 	struct rp_ring_slice sl = {
-		.slots = c->slots, .mask = c->mask, .h = c->h + c->k, .n = b->avail,
+		.slots = c->slots, .mask = c->mask, .h = c->h + c->k,
+		.n = b->avail < max ? b->avail : max,
 		.clock = &l->seg->v.clock, .names = l->names, .n_names = l->n_names,
 		.lim = due < others ? due : others, .last_ts = l->last_ts,
 		.tail_ts = b->off.last_ts,
@@ -1210,14 +1275,14 @@ static bool run_plain(struct rp_sources *ss, struct rp_live *l, struct rp_cursor
 
 /*
  * The records of ring @ring read in place, from b->look on, while they are due and
- * not later than @others (the oldest of every other ring); @return how many. The
- * next one, if any, is left copied in b->look, and *again says the ring goes back
- * into the heap. One ring's records keep their order, so they go to the engine in
+ * not later than @others (the oldest of every other ring), @max at most (the look
+ * is always taken); @return how many. The next one, if any, is left copied in
+ * b->look, and *again says the ring goes back into the heap. One ring's records keep their order, so they go to the engine in
  * runs (rp_engine_run()): the plain ones gathered by run_plain(), the rest through
  * process(), each ending the run before it.
  */
 static uint32_t merge_in_place(struct rp_sources *ss, struct rp_live *l, uint32_t ring,
-			       uint64_t watermark, uint64_t others, bool *again)
+			       uint64_t watermark, uint64_t others, uint64_t max, bool *again)
 {
 	struct rp_rbuf *b = &l->buf[ring];
 	uint64_t due = l->ended ? UINT64_MAX : watermark;
@@ -1238,12 +1303,13 @@ static uint32_t merge_in_place(struct rp_sources *ss, struct rp_live *l, uint32_
 			b->look_ok = false;
 			break;
 		}
-		if (!run_plain(ss, l, &c, &run, due, others))
+		if (!run_plain(ss, l, &c, &run, due, others,
+			       max > c.k ? (uint32_t)(max - c.k < UINT32_MAX ? max - c.k : UINT32_MAX) : 0))
 			break;
 		cursor_take(&c);
 		if (b->look.ev.ts > watermark && !l->ended)
 			break;
-		if (b->look.ev.ts > others) {
+		if (b->look.ev.ts > others || c.k >= max) {
 			*again = true;
 			break;
 		}
@@ -1318,6 +1384,7 @@ static uint64_t merge(struct rp_sources *ss, uint64_t watermark, uint64_t max)
 		struct rp_live *l = ss->live[it.live];
 		struct rp_rbuf *b = &l->buf[it.ring];
 		uint64_t others = n > 0 ? ss->heap[0].ts : UINT64_MAX;
+		uint64_t stop = done + RP_SOURCES_RUN; /* this ring's run, at most */
 		bool again;
 
 		if (n == 1 && b->n == 0 && ss->live[ss->heap[0].live]->buf[ss->heap[0].ring].n == 0) {
@@ -1336,7 +1403,8 @@ static uint64_t merge(struct rp_sources *ss, uint64_t watermark, uint64_t max)
 		for (;;) {
 			if (b->n == 0) { /* due and leading, in b->look */
 				run_flush(ss, &run);
-				done += merge_in_place(ss, l, it.ring, watermark, others, &again);
+				done += merge_in_place(ss, l, it.ring, watermark, others,
+						       stop - done, &again);
 				if (again) {
 					it.ts = b->look.ev.ts;
 					heap_push(ss->heap, &n, it);
@@ -1356,7 +1424,7 @@ static uint64_t merge(struct rp_sources *ss, uint64_t watermark, uint64_t max)
 			it.ts = next_rec(l, b, it.ring)->ev.ts;
 			if (it.ts > watermark && !l->ended)
 				break;
-			if (it.ts > others) {
+			if (it.ts > others || done >= stop) {
 				heap_push(ss->heap, &n, it);
 				break;
 			}
@@ -1398,14 +1466,10 @@ static void end_tracks(struct rp_sources *ss)
 			     (b->state == RP_RING_RETIRED &&
 			      rp_segment_ring_pending(l->seg, r) == 0)))
 				close_track(ss, l, r, (l->marks ? b->cur : b->gen_now) == b->trk);
-			if (b->n == 0 && b->cap > RP_SOURCES_KEEP) {
-				/* a burst's buffer goes back once empty: memory follows
+			if (b->n == 0 && b->cap > RP_SOURCES_KEEP)
+				/* a burst's pages go back once empty: memory follows
 				 * the backlog, not its peak */
-				ss->buf_events -= b->cap;
-				bev_free(b->ev, b->cap);
-				b->ev = NULL;
-				b->cap = b->head = 0;
-			}
+				release(ss, b);
 		}
 	}
 }
@@ -1750,6 +1814,8 @@ uint64_t rp_sources_drain_some(struct rp_sources *ss, uint64_t watermark, unsign
 
 	notice_drops(ss);
 	notice_summaries(ss);
+	ss->copy_asks = watermark != UINT64_MAX;
+	ss->copy_held = false;
 	watermark = pending_floor(ss, watermark);
 	do {
 		/* At most max_slices slices a call (but everything for a final drain): an
@@ -1759,8 +1825,8 @@ uint64_t rp_sources_drain_some(struct rp_sources *ss, uint64_t watermark, unsign
 			force = copy_all(ss);
 			got = merge(ss, force > watermark ? force : watermark, RP_SOURCES_SLICE);
 			n += got;
-			/* A slice can overshoot (a ring's run is merged whole while it
-			 * leads): `>=`, or a final drain would stop with records left. */
+			/* A slice can overshoot (by one ring's run at most):
+			 * `>=`, or a final drain would stop with records left. */
 		} while ((got >= RP_SOURCES_SLICE ||
 			  (got > 0 && (force != 0 || watermark == UINT64_MAX))) &&
 			 (watermark == UINT64_MAX || !slice_stop(ss, &slices, max_slices)));

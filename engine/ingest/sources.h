@@ -18,10 +18,10 @@
  * and between slices for a ring at risk of filling (a live owner, a quarter full),
  * so a producer's ring only has to cover the engine's wake-up latency, never the
  * merge delay (docs/live.md has the sizing rule). Buffers grow by doubling up to
- * buf_ring_max records each and buf_budget records in all; a buffer that cannot take
- * a ring's records forces the merge past the watermark (to the middle of that
- * buffer: counted as "forced"; a few records may then be late) rather than let the
- * ring fill. The high-water marks of rings and buffers are kept and reported.
+ * buf_ring_max records each (in place, in address space reserved for that much) and
+ * buf_budget records in all; a buffer that cannot take a ring's records forces the
+ * merge past the watermark (to the middle of that buffer: counted as "forced"; a few
+ * records may then be late) rather than let the ring fill. The high-water marks of rings and buffers are kept and reported.
  *
  * Ordered merge: each ring's records (its buffer's, then those in place) are merged
  * with a heap keyed by each ring's next timestamp, up to a watermark; newer records
@@ -55,10 +55,19 @@ struct rp_live;	/* one attached segment */
  * 2^20 records hold 100 ms of one thread at 10 M events/s. */
 #define RP_SOURCES_RING_BUFFER	 (1u << 20)
 #define RP_SOURCES_BUFFER_BUDGET (1u << 23)
-/* An empty buffer larger than this is freed (it grows again on demand). */
+/* An empty buffer larger than this shrinks to it, its pages above going back to the
+ * system (it grows again on demand). */
 #define RP_SOURCES_KEEP		 16384u
 /* Records processed between two copies of every ring (rp_sources_drain). */
 #define RP_SOURCES_SLICE	 8192u
+/* Records of one ring merged in one go at most (a ring whose records lead every
+ * other's): a slice is at most RP_SOURCES_SLICE + RP_SOURCES_RUN records, so a drain
+ * asks ss->interrupt that often, whatever one ring's backlog. */
+#define RP_SOURCES_RUN		 65536u
+/* Records copied out of the rings between two asks of ss->interrupt (one is also asked
+ * before a buffer grows): a copy into memory never touched is the drain's longest
+ * stretch (docs/performance.md, Snapshots). */
+#define RP_SOURCES_COPY_ASK	 16384u
 
 /* A finished segment whose name waits for a snapshot (defer_unlink). */
 struct rp_unlink {
@@ -95,6 +104,9 @@ struct rp_sources {
 	uint64_t buf_budget;		/* records in all buffers (RP_SOURCES_BUFFER_BUDGET) */
 	uint64_t buf_events;		/* records allocated in all buffers */
 	uint64_t drops_said_at;		/* when the last line about drops went out */
+	uint32_t copy_since_ask;	/* records copied since ss->interrupt was asked */
+	bool copy_asks;			/* this drain may be interrupted (not final) */
+	bool copy_held;			/* ... and was: copies wait for the next one */
 	uint64_t mark_scans;		/* backlogs searched for an owner mark (a new
 					   generation whose claim_tail could not say) */
 	void (*log)(void *ctx, const char *line); /* one line per notable event; may be NULL */
@@ -103,9 +115,10 @@ struct rp_sources {
 	void (*pidfd_added)(void *ctx, int pidfd);
 	void (*pidfd_removed)(void *ctx, int pidfd);
 	void *hook_ctx;
-	/* Asked between two slices of a drain that is not final (may be NULL): true
-	 * stops the drain there (a snapshot is wanted: it need not wait for the
-	 * backlog, docs/live.md). Same ctx as the pidfd hooks. */
+	/* Asked between two slices of a drain that is not final, and within its copies
+	 * out of the rings (may be NULL): true stops the drain there, the rest of the
+	 * rings read in place by the next one (a snapshot is wanted: it need not wait
+	 * for the backlog, docs/live.md). Same ctx as the pidfd hooks. */
 	bool (*interrupt)(void *ctx);
 	struct rp_offcpu off;		/* off-CPU time (rp_sources_offcpu) */
 };
