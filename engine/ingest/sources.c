@@ -718,8 +718,12 @@ static uint32_t buf_room(struct rp_sources *ss, struct rp_rbuf *b, uint32_t n)
 		cap *= 2;
 	if (cap > ss->buf_ring_max)
 		cap = ss->buf_ring_max;
-	if (b->ev == NULL && cap > b->cap && (b->ev = bev_alloc(ss->buf_ring_max)) != NULL)
+	if (b->ev == NULL && cap > b->cap) {
 		b->res = ss->buf_ring_max;
+		/* (strict overcommit charges address space: then what is asked now) */
+		if ((b->ev = bev_alloc(b->res)) == NULL)
+			b->res = (b->ev = bev_alloc(cap)) != NULL ? cap : 0;
+	}
 	if (cap > b->cap && cap <= b->res && ss->buf_events - b->cap + cap <= ss->buf_budget) {
 		ss->buf_events += cap - b->cap;
 		grow(b, cap);
