@@ -436,6 +436,19 @@ static void open_spaced_three(void)
 	thread_spaced(&own);
 }
 
+/* The final drain took @left more records; the report holds @events, none late. */
+static void assert_all_merged(uint64_t left, uint64_t events)
+{
+	struct rp_report r;
+
+	assert_int_equal(rp_sources_drain(&ss, UINT64_MAX), left);
+	report(&r);
+	assert_int_equal(r.events, events);
+	assert_int_equal(r.late, 0);
+	rp_report_free(&r);
+	close_engine();
+}
+
 /*
  * Records already due are merged in place in the rings, the rest taken into the
  * buffers; a live ring a quarter full is emptied into its buffer. The merge must be
@@ -446,19 +459,12 @@ static void open_spaced_three(void)
  */
 static void test_sources_in_place_merge_exactly(void **state)
 {
-	struct rp_report r;
-
 	(void)state;
 	open_spaced_three();
 	/* up to 30000: 30000 dense, 3000 sparse, 10000 of ours (2, 5, ..., 29999) */
 	assert_int_equal(rp_sources_drain(&ss, 30000), 43000);
 	assert_false(rp_sources_sleep_prepare(&ss)); /* nothing left in the rings */
-	assert_int_equal(rp_sources_drain(&ss, UINT64_MAX), 63000);
-	report(&r);
-	assert_int_equal(r.events, 106000);
-	assert_int_equal(r.late, 0);
-	rp_report_free(&r);
-	close_engine();
+	assert_all_merged(63000, 106000);
 }
 
 /* Spans on this thread, record r of them at spans_ts(base, r): span k begins at
@@ -545,7 +551,6 @@ static bool interrupt_now(void *ctx)
 static void test_sources_copy_held_for_a_snapshot(void **state)
 {
 	struct spaced_arg own = { 2, 3, 40000 };
-	struct rp_report r;
 
 	(void)state;
 	open_engine();
@@ -558,12 +563,7 @@ static void test_sources_copy_held_for_a_snapshot(void **state)
 	assert_int_equal(interrupts, 1);
 	assert_int_equal(rp_sources_unmerged(&ss), 40000);
 	assert_true(rp_sources_sleep_prepare(&ss)); /* left in the ring */
-	assert_int_equal(rp_sources_drain(&ss, UINT64_MAX), 40000);
-	report(&r);
-	assert_int_equal(r.events, 40000);
-	assert_int_equal(r.late, 0);
-	rp_report_free(&r);
-	close_engine();
+	assert_all_merged(40000, 40000);
 }
 
 /* What a report holds plus what rp_sources_unmerged() counts is what was written. */

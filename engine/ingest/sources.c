@@ -1279,14 +1279,14 @@ static bool run_plain(struct rp_sources *ss, struct rp_live *l, struct rp_cursor
 
 /*
  * The records of ring @ring read in place, from b->look on, while they are due and
- * not later than @others (the oldest of every other ring), @max at most (the look
- * is always taken); @return how many. The next one, if any, is left copied in
- * b->look, and *again says the ring goes back into the heap. One ring's records keep their order, so they go to the engine in
- * runs (rp_engine_run()): the plain ones gathered by run_plain(), the rest through
- * process(), each ending the run before it.
+ * not later than @others (the oldest of every other ring), @max (>= 1) at most;
+ * @return how many. The next one, if any, is left copied in b->look, and *again
+ * says the ring goes back into the heap. One ring's records keep their order, so
+ * they go to the engine in runs (rp_engine_run()): the plain ones gathered by
+ * run_plain(), the rest through process(), each ending the run before it.
  */
 static uint32_t merge_in_place(struct rp_sources *ss, struct rp_live *l, uint32_t ring,
-			       uint64_t watermark, uint64_t others, uint64_t max, bool *again)
+			       uint64_t watermark, uint64_t others, uint32_t max, bool *again)
 {
 	struct rp_rbuf *b = &l->buf[ring];
 	uint64_t due = l->ended ? UINT64_MAX : watermark;
@@ -1307,8 +1307,7 @@ static uint32_t merge_in_place(struct rp_sources *ss, struct rp_live *l, uint32_
 			b->look_ok = false;
 			break;
 		}
-		if (!run_plain(ss, l, &c, &run, due, others,
-			       max > c.k ? (uint32_t)(max - c.k < UINT32_MAX ? max - c.k : UINT32_MAX) : 0))
+		if (!run_plain(ss, l, &c, &run, due, others, max - c.k))
 			break;
 		cursor_take(&c);
 		if (b->look.ev.ts > watermark && !l->ended)
@@ -1408,7 +1407,7 @@ static uint64_t merge(struct rp_sources *ss, uint64_t watermark, uint64_t max)
 			if (b->n == 0) { /* due and leading, in b->look */
 				run_flush(ss, &run);
 				done += merge_in_place(ss, l, it.ring, watermark, others,
-						       stop - done, &again);
+						       (uint32_t)(stop - done), &again);
 				if (again) {
 					it.ts = b->look.ev.ts;
 					heap_push(ss->heap, &n, it);
