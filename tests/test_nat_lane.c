@@ -190,6 +190,56 @@ static void test_nat_lane_every_byte(void **state)
 	free(m);
 }
 
+/*
+ * Keys the lane learned from earlier steps (each object kind's keys by position):
+ * three steps of one layout, the third then damaged at every byte as above. Its
+ * layout has keys of 28 and 29 bytes (with their quotes, colon and space: the
+ * 32-byte slot and one byte more), a key without the space and one with two, more
+ * members than slots, a payload "data" with nested values, numbers and literals,
+ * and the kept fields among them.
+ */
+static const char learn_step[] =
+	"{\"parent_id\": \"r\", \"function_ancestry\": {\"function_id\": \"f\", "
+	"\"function_name\": \"fn\", \"parent_name\":\"w\"}, \"payload\": {"
+	"\"event_type\": \"%s\", \"event_timestamp\": %s, \"span_event_timestamp\": null, "
+	"\"a_key_of_twenty_eight_bytes_\": 1, \"a_key_of_twenty_nine_bytes___\": -0.5, "
+	"\"name\":  \"nm\", \"k1\": 1, \"k2\": 2, \"k3\": 3, \"k4\": 4, \"k5\": 5, "
+	"\"k6\": 6, \"k7\": 7, \"k8\": 8, \"k9\": 9, \"data\": {\"input\": \"q\", "
+	"\"output\": {\"o\": [1, {\"p\": [[]]}], \"n\": 0.25}, \"x\": 10, \"y\": true}, "
+	"\"UUID\": \"%s\"}}";
+
+static size_t learn_from; /* where the third step starts */
+
+static void learn_mutated(void *ctx, const char *t, size_t len, size_t at, enum rp_test_mut kind,
+			  size_t probe)
+{
+	if (at >= learn_from)
+		mutated(ctx, t, len, at, kind, probe);
+}
+
+static void test_nat_lane_learned_keys(void **state)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	(void)state;
+	assert_non_null(f);
+	fputs("[{\"intermediate_steps\": [", f);
+	fprintf(f, learn_step, "LLM_START", "1750000000.5", "u1");
+	fputs(",\n ", f);
+	fprintf(f, learn_step, "TOOL_START", "1750000000.75", "u2");
+	fputs(",\n ", f);
+	fflush(f);
+	learn_from = len;
+	fprintf(f, learn_step, "LLM_END", "1750000001", "u1");
+	fputs("]}]\n", f);
+	fclose(f);
+	assert_true(same(buf, len, NULL, true));
+	assert_true(rp_test_mutations(buf, len, RP_TEST_STRIDE, learn_mutated, NULL));
+	free(buf);
+}
+
 /* A step of @type at @ts (the number's text) with @uuid: one request of them. */
 static void put_step(FILE *f, bool *first, const char *type, const char *ts, const char *uuid)
 {
@@ -335,6 +385,7 @@ int main(void)
 		cmocka_unit_test(test_nat_lane_every_byte),
 		cmocka_unit_test(test_nat_lane_timestamps),
 		cmocka_unit_test(test_nat_lane_chunk_ends),
+		cmocka_unit_test(test_nat_lane_learned_keys),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

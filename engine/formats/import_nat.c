@@ -86,10 +86,33 @@ struct lane_ev {
 	uint8_t fkey, kind;
 };
 
+/*
+ * A key the lane expects at a member of an object: the bytes read there last time
+ * ('"', the key, '"', ':' and a space after it if there was one), and the key's
+ * class. Steps repeat their layout, so a key is nearly always its slot's: one
+ * 32-byte compare rather than a string scan and the compares that class it. Only
+ * a key that scanned plain (no escape) with its colon right after it is kept, so
+ * equal bytes are the same key, checked; its class depends on nothing else, so
+ * members past LANE_SLOTS share slots (i % LANE_SLOTS) without harm.
+ */
+#define LANE_SLOTS 16
+
+struct lane_tkey {
+	unsigned char k[32];
+	uint32_t skip; /* the bits of k not compared: ~((1 << len) - 1); all zero when
+			* nothing is kept, and then no text matches (a key's first byte
+			* is above ' ', k[0] is 0) */
+	uint8_t len;
+	int8_t cls; /* enum fkey, or the step key's S_ */
+} __attribute__((aligned(16)));
+
+enum lane_obj { K_STEP, K_PAYLOAD, K_ANC, K_PLAIN, K_OBJS };
+
 struct lane {
 	struct lane_ev ev[LANE_EVS];
 	unsigned n_ev;
 	int step_key, fkey; /* what the last keys left in m (-1: none) */
+	struct lane_tkey keys[K_OBJS][LANE_SLOTS];
 };
 
 struct split;
@@ -914,12 +937,62 @@ LANE_INLINE bool lane_str(const unsigned char **q, const unsigned char *e,
 	return true;
 }
 
-/* The value at *@q (p < e), checked and skipped by jfast: *@q past it. */
-LANE_INLINE bool lane_skip(const unsigned char **q, const unsigned char *e)
+/* The first byte from @p on that is not a decimal digit (or @e), eight at a time:
+ * a byte's low nibble above 9 carries into its bit 4, any other byte has a high
+ * nibble; a carry out of a flagged byte only reaches later ones. */
+LANE_INLINE const unsigned char *lane_digits(const unsigned char *p, const unsigned char *e)
+{
+	const uint64_t ones = 0x0101010101010101ull;
+	uint64_t x, f;
+
+	for (; e - p >= 8; p += 8) {
+		memcpy(&x, p, 8);
+		x = le64toh(x) ^ (ones * '0');
+		f = (x & (ones * 0xf0)) | ((x + ones * 6) & (ones * 0x10));
+		if (f)
+			return p + __builtin_ctzll(f) / 8;
+	}
+	while (p < e && rp_jfast_digit(*p))
+		p++;
+	return p;
+}
+
+/*
+ * A number at *@q (its '-' or first digit) of the plain form -?(0|[1-9]D*)(.D+)?,
+ * followed before @e by whitespace, ',', ']' or '}', its digits found eight at a
+ * time: *@q past it. Exactly what jfast's scanner takes of that form; false for
+ * any other (an exponent, a leading zero before a digit, the text's end), which
+ * that scanner then decides.
+ */
+LANE_INLINE bool lane_num(const unsigned char **q, const unsigned char *e)
+{
+	const unsigned char *p = *q + (**q == '-'), *r;
+
+	if (p < e && *p == '0')
+		r = p + 1;
+	else if ((r = lane_digits(p, e)) == p)
+		return false;
+	if (r < e && *r == '.') {
+		p = r + 1;
+		if ((r = lane_digits(p, e)) == p)
+			return false;
+	}
+	if (r >= e || r - *q > RP_JFAST_NUM ||
+	    !(rp_jfast_ws(*r) || *r == ',' || *r == ']' || *r == '}'))
+		return false;
+	*q = r;
+	return true;
+}
+
+/* The value at *@q (p < e), checked and skipped by jfast (a plain number by
+ * lane_num()), nesting at most @depth containers: *@q past it. */
+LANE_INLINE bool lane_skip(const unsigned char **q, const unsigned char *e, unsigned depth)
 {
 	size_t len;
 
-	if (rp_jfast_skip_value(*q, (size_t)(e - *q), LANE_DEPTH, &len) != RP_JFAST_SCAN_OK)
+	if ((**q == '-' || rp_jfast_digit(**q)) && lane_num(q, e))
+		return true;
+	if (rp_jfast_skip_value(*q, (size_t)(e - *q), depth, &len) != RP_JFAST_SCAN_OK)
 		return false;
 	*q += len;
 	return true;
@@ -927,21 +1000,6 @@ LANE_INLINE bool lane_skip(const unsigned char **q, const unsigned char *e)
 
 /* Whether the @n bytes at @s are the string literal @lit (constant-size compares). */
 #define lane_is(s, n, lit) ((n) == sizeof(lit) - 1 && memcmp((s), (lit), sizeof(lit) - 1) == 0)
-
-/* A key at *@q (after whitespace) and its colon: *@q at the value (after
- * whitespace), the key's bytes in *@s, *@len. An escaped key is compared decoded:
- * jfast's. */
-LANE_INLINE bool lane_key(const unsigned char **q, const unsigned char *e,
-			  const unsigned char **s, size_t *len)
-{
-	bool esc;
-
-	if (**q != '"' || !lane_str(q, e, s, len, &esc) || esc)
-		return false;
-	if (__builtin_expect(*q < e && **q == ':', 1)) /* the colon right after it */
-		return lane_sep(q, e);
-	return lane_sp(q, e) && **q == ':' && lane_sep(q, e);
-}
 
 /* After an object's member, at *@q: 1 with *@q at the next key, 0 with *@q past
  * the object's '}', -1 if not taken. */
@@ -971,6 +1029,82 @@ LANE_INLINE enum fkey lane_payload_key(const unsigned char *s, size_t n)
 	return F_OTHER;
 }
 
+/* The class of key @s[0..@n) in an object of kind @o: what cb_map_key makes of it. */
+LANE_INLINE int lane_class(enum lane_obj o, const unsigned char *s, size_t n)
+{
+	switch (o) {
+	case K_STEP:
+		return lane_is(s, n, "payload")		  ? S_PAYLOAD
+		       : lane_is(s, n, "function_ancestry") ? S_ANC
+							    : S_OTHER;
+	case K_PAYLOAD: return lane_payload_key(s, n);
+	case K_ANC: return lane_is(s, n, "function_name") ? F_FNAME : F_OTHER;
+	default: return F_OTHER;
+	}
+}
+
+/* Whether the text at @p (before @e, at a byte above ' ') starts with @t's bytes. */
+LANE_INLINE bool lane_tkey_hit(const struct lane_tkey *t, const unsigned char *p,
+			       const unsigned char *e)
+{
+#if defined(__SSE2__)
+	if (e - p < 32)
+		return false;
+	__m128i a = _mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(const void *)p),
+				   _mm_loadu_si128((const __m128i *)(const void *)t->k));
+	__m128i b = _mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(const void *)(p + 16)),
+				   _mm_loadu_si128((const __m128i *)(const void *)(t->k + 16)));
+	uint32_t eq = (uint32_t)_mm_movemask_epi8(a) | (uint32_t)_mm_movemask_epi8(b) << 16;
+
+	return (eq | t->skip) == UINT32_MAX;
+#else
+	return t->len != 0 && (size_t)(e - p) >= t->len && memcmp(p, t->k, t->len) == 0;
+#endif
+}
+
+/* @n bytes at @s (a key's quotes, its colon, maybe a space) kept in @t, with the
+ * key's class. */
+static void lane_keep(struct lane_tkey *t, const unsigned char *s, size_t n, int cls)
+{
+	memset(t->k, 0, sizeof(t->k));
+	memcpy(t->k, s, n);
+	t->len = (uint8_t)n;
+	t->skip = n >= 32 ? 0 : ~((1u << n) - 1);
+	t->cls = (int8_t)cls;
+}
+
+/*
+ * The key of member @i of an object of kind @o, at *@q (after whitespace), and its
+ * colon: *@q at the value (after whitespace), the key's class in *@cls. The key the
+ * member had last time is compared first; a key scanned (plain, its colon right
+ * after it) is kept for the next object of the kind.
+ */
+LANE_INLINE bool lane_member(const unsigned char **q, const unsigned char *e, struct lane *L,
+			     enum lane_obj o, unsigned i, int *cls)
+{
+	struct lane_tkey *t = &L->keys[o][i % LANE_SLOTS];
+	const unsigned char *s;
+	size_t len;
+	bool esc;
+
+	if (lane_tkey_hit(t, *q, e)) {
+		*q += t->len;
+		*cls = t->cls;
+		return lane_sp(q, e);
+	}
+	if (**q != '"' || !lane_str(q, e, &s, &len, &esc) || esc)
+		return false;
+	*cls = lane_class(o, s, len);
+	if (__builtin_expect(*q < e && **q == ':', 1)) { /* the colon right after it */
+		size_t n = len + 3 + (*q + 1 < e && (*q)[1] == ' ');
+
+		if (n <= sizeof(t->k))
+			lane_keep(t, s - 1, n, *cls);
+		return lane_sep(q, e);
+	}
+	return lane_sp(q, e) && **q == ':' && lane_sep(q, e);
+}
+
 /* A kept field's value at *@q: recorded in @L as field() will be given it. */
 static bool lane_field(const unsigned char **q, const unsigned char *e, enum fkey f,
 		       struct lane *L)
@@ -988,7 +1122,7 @@ static bool lane_field(const unsigned char **q, const unsigned char *e, enum fke
 			return false; /* decoded or cut by jfast: its */
 		kind = V_STR;
 	} else {
-		if (!lane_skip(q, e)) /* a container: field() is told at its start */
+		if (!lane_skip(q, e, LANE_DEPTH)) /* a container: field() is told at its start */
 			return false;
 		kind = c == '{' ? V_MAP : c == '[' ? V_ARR : c == 'n' ? V_NULL
 			: c == 't' || c == 'f' ? V_BOOL : V_NUM;
@@ -1001,15 +1135,36 @@ static bool lane_field(const unsigned char **q, const unsigned char *e, enum fke
 	return true;
 }
 
-/* The object at *@q ('{'), a payload (@anc false) or a function_ancestry: its
- * kept fields recorded in @L, *@q past it. */
-static bool lane_fields(const unsigned char **q, const unsigned char *e, bool anc,
+/* An object no field of which is read (a payload's "data"), at *@q: checked and
+ * skipped as lane_skip() would skip it, its keys by their slots. */
+static bool lane_plain(const unsigned char **q, const unsigned char *e, struct lane *L)
+{
+	const unsigned char *p = *q + 1;
+	unsigned i = 0;
+	int r, f;
+
+	if (!lane_sp(&p, e))
+		return false;
+	if (*p == '}') {
+		*q = p + 1;
+		return true;
+	}
+	do { /* each value inside this object: one container less */
+		if (!lane_member(&p, e, L, K_PLAIN, i++, &f) || !lane_skip(&p, e, LANE_DEPTH - 1))
+			return false;
+	} while ((r = lane_next(&p, e)) > 0);
+	*q = p;
+	return r == 0;
+}
+
+/* The object at *@q ('{'), a payload (@o K_PAYLOAD) or a function_ancestry (K_ANC):
+ * its kept fields recorded in @L, *@q past it. */
+static bool lane_fields(const unsigned char **q, const unsigned char *e, enum lane_obj o,
 			struct lane *L)
 {
-	const unsigned char *p = *q + 1, *key;
-	size_t len;
-	enum fkey f;
-	int r;
+	const unsigned char *p = *q + 1;
+	unsigned i = 0;
+	int r, f;
 
 	if (!lane_sp(&p, e))
 		return false;
@@ -1018,13 +1173,12 @@ static bool lane_fields(const unsigned char **q, const unsigned char *e, bool an
 		return true;
 	}
 	do {
-		if (!lane_key(&p, e, &key, &len))
+		if (!lane_member(&p, e, L, o, i++, &f))
 			return false;
-		f = !anc ? lane_payload_key(key, len)
-		    : lane_is(key, len, "function_name") ? F_FNAME
-							 : F_OTHER;
-		L->fkey = (int)f;
-		if (!(f == F_OTHER ? lane_skip(&p, e) : lane_field(&p, e, f, L)))
+		L->fkey = f;
+		if (!(f != F_OTHER			 ? lane_field(&p, e, (enum fkey)f, L)
+		      : o == K_PAYLOAD && *p == '{' ? lane_plain(&p, e, L)
+						     : lane_skip(&p, e, LANE_DEPTH)))
 			return false;
 	} while ((r = lane_next(&p, e)) > 0);
 	*q = p;
@@ -1035,9 +1189,9 @@ static bool lane_fields(const unsigned char **q, const unsigned char *e, bool an
 static const unsigned char *lane_step(const unsigned char *b, const unsigned char *e,
 				      struct lane *L)
 {
-	const unsigned char *p = b + 1, *key;
-	size_t len;
-	int r;
+	const unsigned char *p = b + 1;
+	unsigned i = 0;
+	int r, sk;
 
 	L->n_ev = 0;
 	L->step_key = L->fkey = -1;
@@ -1046,37 +1200,15 @@ static const unsigned char *lane_step(const unsigned char *b, const unsigned cha
 	if (*p == '}')
 		return p + 1;
 	do {
-		if (!lane_key(&p, e, &key, &len))
+		if (!lane_member(&p, e, L, K_STEP, i++, &sk))
 			return NULL;
-		int sk = lane_is(key, len, "payload")		   ? S_PAYLOAD
-			 : lane_is(key, len, "function_ancestry") ? S_ANC
-								  : S_OTHER;
 		L->step_key = sk;
-		if (!(sk != S_OTHER && *p == '{' ? lane_fields(&p, e, sk == S_ANC, L)
-						 : lane_skip(&p, e)))
+		if (!(sk != S_OTHER && *p == '{'
+			      ? lane_fields(&p, e, sk == S_ANC ? K_ANC : K_PAYLOAD, L)
+			      : lane_skip(&p, e, LANE_DEPTH)))
 			return NULL;
 	} while ((r = lane_next(&p, e)) > 0);
 	return r == 0 ? p : NULL;
-}
-
-/* The first byte from @p on that is not a decimal digit (or @e), eight at a time:
- * a byte's low nibble above 9 carries into its bit 4, any other byte has a high
- * nibble; a carry out of a flagged byte only reaches later ones. */
-LANE_INLINE const unsigned char *lane_digits(const unsigned char *p, const unsigned char *e)
-{
-	const uint64_t ones = 0x0101010101010101ull;
-	uint64_t x, f;
-
-	for (; e - p >= 8; p += 8) {
-		memcpy(&x, p, 8);
-		x = le64toh(x) ^ (ones * '0');
-		f = (x & (ones * 0xf0)) | ((x + ones * 6) & (ones * 0x10));
-		if (f)
-			return p + __builtin_ctzll(f) / 8;
-	}
-	while (p < e && rp_jfast_digit(*p))
-		p++;
-	return p;
 }
 
 /* Eight digits (the first in the low byte, each minus '0') as their value. */
