@@ -88,20 +88,21 @@ struct lane_ev {
 
 /*
  * A key the lane expects at a member of an object: the bytes read there last time
- * ('"', the key, '"', ':' and a space after it if there was one), and the key's
- * class. Steps repeat their layout, so a key is nearly always its slot's: one
- * 32-byte compare rather than a string scan and the compares that class it. Only
- * a key that scanned plain (no escape) with its colon right after it is kept, so
- * equal bytes are the same key, checked; its class depends on nothing else, so
- * members past LANE_SLOTS share slots (i % LANE_SLOTS) without harm.
+ * (the comma before it, from the second member on, '"', the key, '"', ':' and a
+ * space after it if there was one) and the key's class. Steps repeat their layout,
+ * so a key is nearly always its slot's: one 32-byte compare rather than the
+ * separator's checks, a string scan and the compares that class the key. Only a key
+ * that scanned plain (no escape) with its colon right after it is kept, so equal
+ * bytes are the same key, checked; its class depends on nothing else, so members
+ * past the last slot share it without harm.
  */
 #define LANE_SLOTS 16
 
 struct lane_tkey {
 	unsigned char k[32];
 	uint32_t skip; /* the bits of k not compared: ~((1 << len) - 1); all zero when
-			* nothing is kept, and then no text matches (a key's first byte
-			* is above ' ', k[0] is 0) */
+			* nothing is kept, and then no text matches (it is compared
+			* where the text has a byte above ' ' or a ',', k[0] is 0) */
 	uint8_t len;
 	int8_t cls; /* enum fkey, or the step key's S_ */
 } __attribute__((aligned(16)));
@@ -1074,35 +1075,66 @@ static void lane_keep(struct lane_tkey *t, const unsigned char *s, size_t n, int
 }
 
 /*
- * The key of member @i of an object of kind @o, at *@q (after whitespace), and its
- * colon: *@q at the value (after whitespace), the key's class in *@cls. The key the
- * member had last time is compared first; a key scanned (plain, its colon right
- * after it) is kept for the next object of the kind.
+ * The key at *@q (after whitespace) in an object of kind @o and its colon, scanned:
+ * *@q at the value (after whitespace), the key's class in *@cls. A plain key with
+ * its colon right after it is kept in @t as the bytes from @from (its quote, or the
+ * comma before it) to past the colon and a space after it; NULL @from: not kept.
  */
-LANE_INLINE bool lane_member(const unsigned char **q, const unsigned char *e, struct lane *L,
-			     enum lane_obj o, unsigned i, int *cls)
+LANE_INLINE bool lane_key(const unsigned char **q, const unsigned char *e, struct lane_tkey *t,
+			  enum lane_obj o, const unsigned char *from, int *cls)
 {
-	struct lane_tkey *t = &L->keys[o][i % LANE_SLOTS];
 	const unsigned char *s;
 	size_t len;
 	bool esc;
+
+	if (**q != '"' || !lane_str(q, e, &s, &len, &esc) || esc)
+		return false;
+	*cls = lane_class(o, s, len);
+	if (__builtin_expect(*q < e && **q == ':', 1)) { /* the colon right after it */
+		const unsigned char *end = *q + 1 + (*q + 1 < e && (*q)[1] == ' ');
+
+		if (from != NULL && end - from <= (ptrdiff_t)sizeof(t->k))
+			lane_keep(t, from, (size_t)(end - from), *cls);
+		return lane_sep(q, e);
+	}
+	return lane_sp(q, e) && **q == ':' && lane_sep(q, e);
+}
+
+/* An object's first key (member 0 of kind @o) at *@q (after whitespace, not '}'):
+ * as lane_key(), the key the first member had last time compared first. */
+LANE_INLINE bool lane_first(const unsigned char **q, const unsigned char *e, struct lane *L,
+			    enum lane_obj o, int *cls)
+{
+	struct lane_tkey *t = &L->keys[o][0];
 
 	if (lane_tkey_hit(t, *q, e)) {
 		*q += t->len;
 		*cls = t->cls;
 		return lane_sp(q, e);
 	}
-	if (**q != '"' || !lane_str(q, e, &s, &len, &esc) || esc)
-		return false;
-	*cls = lane_class(o, s, len);
-	if (__builtin_expect(*q < e && **q == ':', 1)) { /* the colon right after it */
-		size_t n = len + 3 + (*q + 1 < e && (*q)[1] == ' ');
+	return lane_key(q, e, t, o, *q, cls);
+}
 
-		if (n <= sizeof(t->k))
-			lane_keep(t, s - 1, n, *cls);
-		return lane_sep(q, e);
+/*
+ * After a member's value, at *@q: 1 with *@q at the next member's value (after its
+ * key, whose class is in *@cls), 0 with *@q past the object's '}', -1 if not taken.
+ * The comma, key and colon kept in the next member's slot @t are compared first.
+ */
+LANE_INLINE int lane_then(const unsigned char **q, const unsigned char *e, struct lane_tkey *t,
+			  enum lane_obj o, int *cls)
+{
+	const unsigned char *c = *q;
+	int r;
+
+	/* (a slot with nothing kept cannot match a ',') */
+	if (c < e && *c == ',' && lane_tkey_hit(t, c, e)) {
+		*q += t->len;
+		*cls = t->cls;
+		return lane_sp(q, e) ? 1 : -1;
 	}
-	return lane_sp(q, e) && **q == ':' && lane_sep(q, e);
+	if ((r = lane_next(q, e)) <= 0)
+		return r;
+	return lane_key(q, e, t, o, c < e && *c == ',' ? c : NULL, cls) ? 1 : -1;
 }
 
 /* A kept field's value at *@q: recorded in @L as field() will be given it. */
@@ -1140,7 +1172,7 @@ static bool lane_field(const unsigned char **q, const unsigned char *e, enum fke
 static bool lane_plain(const unsigned char **q, const unsigned char *e, struct lane *L)
 {
 	const unsigned char *p = *q + 1;
-	unsigned i = 0;
+	struct lane_tkey *t = L->keys[K_PLAIN], *last = t + LANE_SLOTS - 1;
 	int r, f;
 
 	if (!lane_sp(&p, e))
@@ -1149,10 +1181,12 @@ static bool lane_plain(const unsigned char **q, const unsigned char *e, struct l
 		*q = p + 1;
 		return true;
 	}
+	if (!lane_first(&p, e, L, K_PLAIN, &f))
+		return false;
 	do { /* each value inside this object: one container less */
-		if (!lane_member(&p, e, L, K_PLAIN, i++, &f) || !lane_skip(&p, e, LANE_DEPTH - 1))
+		if (!lane_skip(&p, e, LANE_DEPTH - 1))
 			return false;
-	} while ((r = lane_next(&p, e)) > 0);
+	} while ((r = lane_then(&p, e, t += t < last, K_PLAIN, &f)) > 0);
 	*q = p;
 	return r == 0;
 }
@@ -1163,7 +1197,7 @@ static bool lane_fields(const unsigned char **q, const unsigned char *e, enum la
 			struct lane *L)
 {
 	const unsigned char *p = *q + 1;
-	unsigned i = 0;
+	struct lane_tkey *t = L->keys[o], *last = t + LANE_SLOTS - 1;
 	int r, f;
 
 	if (!lane_sp(&p, e))
@@ -1172,15 +1206,15 @@ static bool lane_fields(const unsigned char **q, const unsigned char *e, enum la
 		*q = p + 1;
 		return true;
 	}
+	if (!lane_first(&p, e, L, o, &f))
+		return false;
 	do {
-		if (!lane_member(&p, e, L, o, i++, &f))
-			return false;
 		L->fkey = f;
 		if (!(f != F_OTHER			 ? lane_field(&p, e, (enum fkey)f, L)
 		      : o == K_PAYLOAD && *p == '{' ? lane_plain(&p, e, L)
 						     : lane_skip(&p, e, LANE_DEPTH)))
 			return false;
-	} while ((r = lane_next(&p, e)) > 0);
+	} while ((r = lane_then(&p, e, t += t < last, o, &f)) > 0);
 	*q = p;
 	return r == 0;
 }
@@ -1190,7 +1224,7 @@ static const unsigned char *lane_step(const unsigned char *b, const unsigned cha
 				      struct lane *L)
 {
 	const unsigned char *p = b + 1;
-	unsigned i = 0;
+	struct lane_tkey *t = L->keys[K_STEP], *last = t + LANE_SLOTS - 1;
 	int r, sk;
 
 	L->n_ev = 0;
@@ -1199,15 +1233,15 @@ static const unsigned char *lane_step(const unsigned char *b, const unsigned cha
 		return NULL;
 	if (*p == '}')
 		return p + 1;
+	if (!lane_first(&p, e, L, K_STEP, &sk))
+		return NULL;
 	do {
-		if (!lane_member(&p, e, L, K_STEP, i++, &sk))
-			return NULL;
 		L->step_key = sk;
 		if (!(sk != S_OTHER && *p == '{'
 			      ? lane_fields(&p, e, sk == S_ANC ? K_ANC : K_PAYLOAD, L)
 			      : lane_skip(&p, e, LANE_DEPTH)))
 			return NULL;
-	} while ((r = lane_next(&p, e)) > 0);
+	} while ((r = lane_then(&p, e, t += t < last, K_STEP, &sk)) > 0);
 	return r == 0 ? p : NULL;
 }
 
