@@ -55,13 +55,38 @@ void rp_strtab_reset(struct rp_strtab *t)
 	t->used = 0;
 }
 
+/* Eight bytes at a time (the last eight, or four and four, read overlapping), each
+ * word multiplied in and folded, the whole mixed again so the low bits the index
+ * uses depend on every byte: a UUID of ~10 bytes in ~25 instructions rather than
+ * ~110 a byte at a time. */
 static uint32_t str_hash(const char *s, size_t n)
 {
-	uint32_t h = 2166136261u;
+	const uint64_t k = 0x9e3779b97f4a7c15ull;
+	uint64_t h = (n + 1) * k, w;
+	uint32_t a, b;
+	size_t i = 0;
 
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ (unsigned char)s[i]) * 16777619u;
-	return h;
+	for (; i + 8 <= n; i += 8) {
+		memcpy(&w, s + i, 8);
+		h = (h ^ w) * k;
+		h ^= h >> 29;
+	}
+	if (i < n) {
+		if (n >= 8) {
+			memcpy(&w, s + n - 8, 8);
+		} else if (n >= 4) {
+			memcpy(&a, s, 4);
+			memcpy(&b, s + n - 4, 4);
+			w = (uint64_t)a << 32 | b;
+		} else {
+			w = (uint64_t)(unsigned char)s[0] << 16 | (uint64_t)(unsigned char)s[n / 2] << 8 |
+			    (unsigned char)s[n - 1];
+		}
+		h = (h ^ w) * k;
+		h ^= h >> 29;
+	}
+	h *= 0xbf58476d1ce4e5b9ull;
+	return (uint32_t)(h ^ h >> 32);
 }
 
 static bool same(const struct rp_strtab *t, uint32_t id, const char *s, size_t n)
