@@ -1165,6 +1165,73 @@ static void test_aiq_huge_strings(void **state)
 	free(plain);
 }
 
+/* A byte as a JSON string holds it. */
+static void put_json_byte(FILE *f, unsigned char b)
+{
+	if (b < 0x20)
+		fprintf(f, "\\u%04x", b);
+	else if (b == '"' || b == '\\')
+		fprintf(f, "\\%c", b);
+	else
+		fputc(b, f);
+}
+
+/* UUIDs and names of every length to 19 bytes with one byte to escape (controls, '"',
+ * '\\') or none (DEL, a letter) at each position: the JSON report, read back by
+ * yajl, holds them byte for byte as keys and as values. */
+static void test_aiq_strings_escaped(void **state)
+{
+	static const unsigned char odd[] = { 1, 8, 9, 10, 13, 31, '"', '\\', 0x7f, 'x' };
+	char *buf = NULL, *json, s[20];
+	size_t len = 0, n = 0;
+	FILE *f = open_memstream(&buf, &len);
+	yajl_val v, metrics;
+	struct rp_aiq a;
+
+	(void)state;
+	assert_non_null(f);
+	fputs("[{\"intermediate_steps\": [", f);
+	for (size_t l = 1; l < sizeof(s); l++)
+		for (size_t at = 0; at < l; at++)
+			for (size_t c = 0; c < sizeof(odd); c++)
+				for (int end = 0; end < 2; end++) {
+					fprintf(f, "%s{\"payload\": {\"event_type\": \"LLM_%s\", "
+						   "\"event_timestamp\": %zu, \"name\": \"",
+						n ? ", " : "", end ? "END" : "START", n);
+					n++;
+					for (size_t k = 0; k < l; k++)
+						put_json_byte(f, k == at ? odd[c] : 'a');
+					fputs("\", \"UUID\": \"", f);
+					for (size_t k = 0; k < l; k++)
+						put_json_byte(f, k == at ? odd[c] : 'a');
+					fputs("\"}}", f);
+				}
+	fputs("]}]", f);
+	fclose(f);
+	analyze_buf(&a, buf, len);
+	json = render(&a, false);
+	v = parse_json(json);
+	metrics = get(v, "node_metrics");
+	assert_true(metrics != NULL && YAJL_IS_OBJECT(metrics));
+	assert_int_equal(metrics->u.object.len, n / 2);
+	n = 0;
+	for (size_t l = 1; l < sizeof(s); l++)
+		for (size_t at = 0; at < l; at++)
+			for (size_t c = 0; c < sizeof(odd); c++, n++) {
+				memset(s, 'a', l);
+				s[at] = (char)odd[c];
+				s[l] = '\0';
+				assert_string_equal(metrics->u.object.keys[n], s);
+				yajl_val m = metrics->u.object.values[n];
+				assert_string_equal(YAJL_GET_STRING(get(m, "uuid")), s);
+				assert_string_equal(YAJL_GET_STRING(get(m, "operation_name")), s);
+			}
+	yajl_tree_free(v);
+	free(json);
+	rp_aiq_free(&a);
+	free(buf);
+}
+
 /* Far deeper than Python's recursion limit: the toolkit would fail, we do not recurse. */
 static void test_aiq_deep_tree(void **state)
 {
@@ -1211,6 +1278,7 @@ int main(void)
 		cmocka_unit_test(test_aiq_node_cap),
 		cmocka_unit_test(test_aiq_huge_strings),
 		cmocka_unit_test(test_aiq_deep_tree),
+		cmocka_unit_test(test_aiq_strings_escaped),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -53,6 +53,11 @@ static inline const char *rp_strtab_str(const struct rp_strtab *t, uint32_t id)
 	return t->arena + (t->off[id] >> 32);
 }
 
+static inline size_t rp_strtab_len(const struct rp_strtab *t, uint32_t id)
+{
+	return (uint32_t)t->off[id];
+}
+
 enum rp_aiq_type { RP_AIQ_LLM, RP_AIQ_TOOL, RP_AIQ_FUNCTION };
 extern const char *const rp_aiq_type_names[3]; /* "LLM", "TOOL", "FUNCTION" */
 

@@ -475,6 +475,47 @@ static size_t put_double_keep(struct wb *w, double v, char *keep)
 }
 
 /* @s as a JSON string: '"' and '\\' escaped, control bytes as \u00XX. */
+/* Whether a word holds a byte below 0x20, a '"' or a '\\' (exact as a whole: a
+ * borrow only flags bytes above one that qualifies). */
+static inline bool special8(uint64_t x)
+{
+	const uint64_t ones = 0x0101010101010101ull, high = ones * 0x80;
+	uint64_t q = x ^ (ones * '"'), b = x ^ (ones * '\\');
+
+	return (((x - ones * 0x20) & ~x) | ((q - ones) & ~q) | ((b - ones) & ~b)) & high;
+}
+
+static void put_string(struct wb *w, const char *s);
+
+/* String @id of @t: as put_string(), a plain one (no byte to escape, eight at a
+ * time) copied in one piece with the length the table knows. */
+static void put_strtab(struct wb *w, const struct rp_strtab *t, uint32_t id)
+{
+	const char *s = rp_strtab_str(t, id);
+	size_t n = rp_strtab_len(t, id), i = 0;
+	uint64_t x;
+
+	for (; i + 8 <= n; i += 8) {
+		memcpy(&x, s + i, 8);
+		if (special8(x))
+			goto slow;
+	}
+	for (; i < n; i++)
+		if (s[i] == '"' || s[i] == '\\' || (unsigned char)s[i] < 0x20)
+			goto slow;
+	if (__builtin_expect(n + 2 <= sizeof(w->b) / 2, 1)) {
+		char *p = wb_room(w, n + 2);
+
+		p[0] = '"';
+		memcpy(p + 1, s, n);
+		p[n + 1] = '"';
+		w->n += n + 2;
+		return;
+	}
+slow:
+	put_string(w, s);
+}
+
 static void put_string(struct wb *w, const char *s)
 {
 	const char *run = s;
@@ -530,13 +571,13 @@ static void put_metrics(struct wb *w, const struct rp_aiq *a, uint32_t id)
 	size_t dur_len, self_len, sub_len;
 
 	put_key(w, "{\n", "uuid");
-	put_string(w, rp_strtab_str(&a->uuids, n->uuid));
+	put_strtab(w, &a->uuids, n->uuid);
 	put_key(w, ",\n", "operation_type");
 	wb_put(w, "\"", 1);
 	wb_str(w, rp_aiq_type_names[n->type]);
 	wb_put(w, "\"", 1);
 	put_key(w, ",\n", "operation_name");
-	put_string(w, rp_strtab_str(&a->names, n->name));
+	put_strtab(w, &a->names, n->name);
 	put_key(w, ",\n", "start_time");
 	put_time(w, a, n->start);
 	put_key(w, ",\n", "end_time");
@@ -614,7 +655,7 @@ static void put_node_metrics(FILE *out, const struct rp_aiq *a, struct seg_text 
 
 	for (uint32_t i = from; i < to; i++) {
 		wb_str(&w, i ? ",\n    " : "\n    ");
-		put_string(&w, rp_strtab_str(&a->uuids, a->nodes[a->metrics[i]].uuid));
+		put_strtab(&w, &a->uuids, a->nodes[a->metrics[i]].uuid);
 		wb_put(&w, ": ", 2);
 		put_metrics(&w, a, a->metrics[i]);
 	}
