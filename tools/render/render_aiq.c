@@ -324,6 +324,7 @@ slow:
 struct wb {
 	FILE *out;
 	const struct seg_text *seg; /* the timeline's texts, or NULL */
+	uint32_t near[2];	    /* put_time(): where the last start, end was found */
 	size_t n;
 	char b[8192];
 };
@@ -331,13 +332,16 @@ struct wb {
 /*
  * The texts of the timeline's boundaries (seg_t[0..n_seg]), kept as the timeline is
  * written, for the node metrics written after it: a node's start or end that opened
- * or closed a segment (nearly all) is found in a hash table of seg_t's indexes and
- * copied, not formatted again (~400 instructions). A timeline too long for
- * SEG_TEXT_MAX entries, a text too long for an entry, a value past SEG_PROBES
- * probes, or no memory for either array: formatted as before.
+ * or closed a segment (nearly all) is found among the boundaries (sorted) and its
+ * text copied, not formatted again (~400 instructions). The search starts where the
+ * last start (or end) was found: nodes come request by request, depth first, so
+ * their starts nearly in time order and their ends near each other, and a search
+ * stays in memory just read (a hash table of the boundaries, random reads in 16 MB
+ * and more, cost more time than formatting saved). A timeline too long for
+ * SEG_TEXT_MAX entries, a text too long for an entry, or no memory: formatted as
+ * before.
  */
-#define SEG_TEXT_MAX (1u << 21) /* entries: 48 MiB of text and 16 MiB of table at most */
-#define SEG_PROBES   32
+#define SEG_TEXT_MAX (1u << 21) /* entries: 48 MiB of text at most */
 
 struct seg_entry {
 	char s[23];
@@ -347,8 +351,6 @@ struct seg_entry {
 struct seg_text {
 	uint32_t n; /* entries: n_seg + 1 */
 	struct seg_entry *t;
-	uint32_t *slot; /* open addressing: an index of t, or UINT32_MAX */
-	uint32_t mask;
 };
 
 static void wb_flush(struct wb *w)
@@ -401,57 +403,58 @@ static void seg_keep(const struct seg_text *st, uint32_t i, const char *s, size_
 	}
 }
 
-static inline uint32_t seg_hash(double v, uint32_t mask)
-{
-	uint64_t b;
-
-	memcpy(&b, &v, sizeof(b));
-	return (uint32_t)((b * 0x9e3779b97f4a7c15ull) >> 32) & mask;
-}
-
-/* The table of the kept boundaries, once the timeline is written (no thread left). */
-static void seg_index(struct seg_text *st, const double *seg_t)
-{
-	uint32_t cap = 4;
-
-	while (cap < 2 * st->n)
-		cap *= 2;
-	st->slot = malloc(cap * sizeof(*st->slot));
-	if (st->slot == NULL)
-		return;
-	memset(st->slot, 0xff, cap * sizeof(*st->slot));
-	st->mask = cap - 1;
-	for (uint32_t i = 0; i < st->n; i++) {
-		uint32_t h = seg_hash(seg_t[i], st->mask);
-
-		if (st->t[i].len == 0)
-			continue;
-		for (int p = 0; p < SEG_PROBES; p++, h = (h + 1) & st->mask) {
-			if (st->slot[h] == UINT32_MAX)
-				st->slot[h] = i;
-			if (st->slot[h] == i || same_double(seg_t[st->slot[h]], seg_t[i]))
-				break; /* in, or the same value's text is */
-		}
-	}
-}
-
 static void put_double(struct wb *w, double v);
 
-/* put_double() of a node's start or end: copied when it is a timeline boundary. */
-static void put_time(struct wb *w, const struct rp_aiq *a, double v)
+/*
+ * The boundary seg_t[i] that is @v bit for bit, searched outward from *@near (then
+ * set to where @v falls), or UINT32_MAX. seg_t[0..n_seg] increase strictly.
+ */
+static uint32_t seg_find(const struct rp_aiq *a, double v, uint32_t *near)
+{
+	const double *t = a->seg_t;
+	uint32_t n = a->n_seg + 1, lo, hi, step = 1;
+
+	if (!(v >= t[0] && v <= t[n - 1])) /* NaN too */
+		return UINT32_MAX;
+	lo = *near < n ? *near : 0;
+	if (t[lo] <= v) { /* up to the first above v (or n) */
+		hi = lo + 1;
+		while (hi < n && t[hi] <= v) {
+			lo = hi;
+			step *= 2;
+			hi = n - lo > step ? lo + step : n;
+		}
+	} else { /* down to one at or below v (t[0] is) */
+		hi = lo;
+		lo = hi - 1;
+		while (lo > 0 && t[lo] > v) {
+			hi = lo;
+			step *= 2;
+			lo = hi > step ? hi - step : 0;
+		}
+	}
+	while (hi - lo > 1) { /* t[lo] <= v < t[hi] (t[n]: above all) */
+		uint32_t m = lo + (hi - lo) / 2;
+		if (t[m] <= v)
+			lo = m;
+		else
+			hi = m;
+	}
+	*near = lo;
+	return same_double(t[lo], v) ? lo : UINT32_MAX;
+}
+
+/* put_double() of a node's start (@end false) or end: copied when it is a timeline
+ * boundary whose text was kept. */
+static void put_time(struct wb *w, const struct rp_aiq *a, double v, bool end)
 {
 	const struct seg_text *st = w->seg;
+	uint32_t i;
 
-	if (st != NULL && st->slot != NULL) {
-		uint32_t h = seg_hash(v, st->mask), i;
-
-		for (int p = 0; p < SEG_PROBES && (i = st->slot[h]) != UINT32_MAX; p++) {
-			if (same_double(a->seg_t[i], v)) {
-				wb_put(w, st->t[i].s, st->t[i].len);
-				return;
-			}
-			h = (h + 1) & st->mask;
-		}
+	if (st != NULL && st->n > 0 && (i = seg_find(a, v, &w->near[end])) != UINT32_MAX && i < st->n &&
+	    st->t[i].len != 0) {
+		wb_put(w, st->t[i].s, st->t[i].len);
+		return;
 	}
 	put_double(w, v);
 }
@@ -579,9 +582,9 @@ static void put_metrics(struct wb *w, const struct rp_aiq *a, uint32_t id)
 	put_key(w, ",\n", "operation_name");
 	put_strtab(w, &a->names, n->name);
 	put_key(w, ",\n", "start_time");
-	put_time(w, a, n->start);
+	put_time(w, a, n->start, false);
 	put_key(w, ",\n", "end_time");
-	put_time(w, a, n->end);
+	put_time(w, a, n->end, true);
 	put_key(w, ",\n", "duration");
 	dur_len = put_double_keep(w, dur, t_dur);
 	/* A call's subtree time is its duration, a leaf's self time its subtree time
@@ -756,8 +759,6 @@ int rp_render_aiq_json(const struct rp_aiq *a, FILE *out)
 		st.n = a->n_seg + 1;
 	fputs_unlocked("{\n  \"concurrency\": {\n    \"timeline_segments\": [", out);
 	put_two_cores(out, a, &st, a->n_seg, put_segments);
-	if (st.n > 0)
-		seg_index(&st, a->seg_t);
 	fputs_unlocked(a->n_seg ? "\n    ]" : "]", out);
 	struct wb w = { .out = out };
 
@@ -768,7 +769,6 @@ int rp_render_aiq_json(const struct rp_aiq *a, FILE *out)
 	}
 	fputs_unlocked("\n  },\n  \"node_metrics\": {", out);
 	put_two_cores(out, a, &st, a->n_metrics, put_node_metrics);
-	free(st.slot);
 	free(st.t);
 	fputs_unlocked(a->n_metrics ? "\n  },\n  \"top_bottlenecks\": [" : "},\n  \"top_bottlenecks\": [",
 	      out);
