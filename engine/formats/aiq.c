@@ -89,23 +89,31 @@ static uint32_t str_hash(const char *s, size_t n)
 	return (uint32_t)(h ^ h >> 32);
 }
 
+#define EMPTY UINT64_MAX /* an index slot: hash << 32 | id (an id is never NONE) */
+
 static bool same(const struct rp_strtab *t, uint32_t id, const char *s, size_t n)
 {
 	return (uint32_t)t->off[id] == n && memcmp(t->arena + (t->off[id] >> 32), s, n) == 0;
 }
 
+/* Twice the slots, each entry moved by the hash it holds (no string read again). */
 static int rehash(struct rp_strtab *t)
 {
-	uint32_t mask = t->mask * 2 + 1, *ix = malloc(((size_t)mask + 1) * sizeof(*ix));
+	uint32_t mask = t->mask * 2 + 1;
+	uint64_t *ix = malloc(((size_t)mask + 1) * sizeof(*ix));
 
 	if (ix == NULL)
 		return -ENOMEM;
 	memset(ix, 0xff, ((size_t)mask + 1) * sizeof(*ix));
-	for (uint32_t id = 0; id < t->n; id++) {
-		uint32_t i = str_hash(rp_strtab_str(t, id), (uint32_t)t->off[id]) & mask;
-		while (ix[i] != NONE)
+	for (uint32_t k = 0; k <= t->mask; k++) {
+		uint64_t e = t->index[k];
+		uint32_t i = (uint32_t)(e >> 32) & mask;
+
+		if (e == EMPTY)
+			continue;
+		while (ix[i] != EMPTY)
 			i = (i + 1) & mask;
-		ix[i] = id;
+		ix[i] = e;
 	}
 	free(t->index);
 	t->index = ix;
@@ -130,7 +138,8 @@ static bool grow(void **p, uint32_t *cap, size_t size, uint32_t need)
 	return true;
 }
 
-static uint32_t add_string(struct rp_strtab *t, const char *s, size_t n, uint32_t slot)
+static uint32_t add_string(struct rp_strtab *t, const char *s, size_t n, uint32_t slot,
+			   uint32_t h)
 {
 	if (t->used + n + 1 > t->size) {
 		size_t size = t->size ? t->size : 4096;
@@ -149,24 +158,27 @@ static uint32_t add_string(struct rp_strtab *t, const char *s, size_t n, uint32_
 	t->arena[t->used + n] = '\0';
 	t->off[t->n] = (uint64_t)t->used << 32 | (uint32_t)n;
 	t->used += n + 1;
-	t->index[slot] = t->n;
+	t->index[slot] = (uint64_t)h << 32 | t->n;
 	return t->n++;
 }
 
 uint32_t rp_strtab_get(struct rp_strtab *t, const char *s, size_t n, bool add)
 {
-	uint32_t i, id;
+	uint32_t i, id, h;
+	uint64_t e;
 
 	if (n > UINT32_MAX - 1)
 		return NONE;
-	for (i = str_hash(s, n) & t->mask; t->index[i] != NONE; i = (i + 1) & t->mask)
-		if (same(t, t->index[i], s, n))
-			return t->index[i];
+	h = str_hash(s, n);
+	/* the hash first: a colliding entry's string (a cache miss) is not read */
+	for (i = h & t->mask; (e = t->index[i]) != EMPTY; i = (i + 1) & t->mask)
+		if ((uint32_t)(e >> 32) == h && same(t, (uint32_t)e, s, n))
+			return (uint32_t)e;
 	if (!add)
 		return NONE;
-	id = add_string(t, s, n, i);
+	id = add_string(t, s, n, i, h);
 	if (id != NONE && (uint64_t)t->n * 2 > t->mask && rehash(t) != 0) {
-		t->index[i] = NONE; /* keep the table consistent: forget it again */
+		t->index[i] = EMPTY; /* keep the table consistent: forget it again */
 		t->n--;
 		return NONE;
 	}

@@ -21,7 +21,7 @@
  * skips and counts those).
  *
  * Memory (bounded by max_nodes, counted in nodes_dropped when hit): per call 64 bytes
- * of node, its UUID string once (+ 24 bytes of table), its name once per distinct
+ * of node, its UUID string once (+ 24 to 40 bytes of table), its name once per distinct
  * name, and 4 bytes per request for the roots; rp_aiq_finish() adds about 48 bytes
  * per call while it runs (sorted times, segments, orders) and keeps 16 of them
  * (the segments, rendered as timeline_segments).
@@ -39,7 +39,8 @@ struct rp_strtab {
 	size_t used, size;
 	uint64_t *off; /* per id: arena offset << 32 | length */
 	uint32_t n, cap;
-	uint32_t *index, mask; /* open addressing over ids; UINT32_MAX = empty */
+	uint64_t *index; /* open addressing: hash << 32 | id; UINT64_MAX = empty */
+	uint32_t mask;
 };
 
 int rp_strtab_init(struct rp_strtab *t);
