@@ -867,10 +867,12 @@ static int nat_mute(void *ctx)
  * jfast is about to start a step (a '{' at depth 3 of "intermediate_steps"), the
  * start_map callback cancels, and the lane parses the whole object from that '{'
  * with a parser that knows the layout: a step's member keys compared once for
- * "payload" and "function_ancestry", theirs by length for the five fields kept,
- * every other value skipped whole by jfast's rp_jfast_skip_value() (checked as
- * jfast checks it: the lane has no scanner of its own, so the two cannot come to
- * differ), strings by jfast's scanner. It records the kept fields (pointers into
+ * "payload" and "function_ancestry", theirs by length for the five fields kept
+ * (and each key first against the bytes its member had in the last object of its
+ * kind: struct lane_tkey), every other value skipped whole by jfast's
+ * rp_jfast_skip_value() (checked as jfast checks it: the lane's one scanner of
+ * its own, lane_num(), takes plain numbers only, as jfast's takes them, and
+ * hands it any other), strings by jfast's scanner. It records the kept fields (pointers into
  * the text) and, once the object's '}' is read, gives them to field() and step_end() in the order the
  * callbacks would have, then brings jfast to the state after the object (a "{}"
  * run with callbacks that do nothing) and lets it go on after it; a ", {" behind
